@@ -1,0 +1,47 @@
+/**
+ * Builds the router. Order matters and reads top to bottom: public routes, then for /v1 the API
+ * key (spec 5.1) and, except on the token endpoints, the access token (spec 5.2); for
+ * /admin/v1 the operator token. Errors and unknown routes map to the envelope in one place.
+ */
+import { Hono } from "hono";
+import { except } from "hono/combine";
+import type { AppEnv } from "./http/context";
+import { errorResponse, notFoundResponse } from "./http/errors";
+import { requireApiKey } from "./http/middleware/api-key";
+import { requireAccessToken } from "./http/middleware/bearer";
+import { provideDeps } from "./http/middleware/deps";
+import { apiHeaders } from "./http/middleware/headers";
+import { requireOperator } from "./http/middleware/operator";
+import { admin } from "./http/routes/admin";
+import { health } from "./http/routes/health";
+import { me } from "./http/routes/me";
+import { oauth, plainOAuthErrors } from "./http/routes/oauth";
+import { wellKnown } from "./http/routes/well-known";
+
+export interface AppOptions {
+  /** Clock in milliseconds; tests inject one to cross expiry and window edges. */
+  now?: () => number;
+}
+
+/** /v1 paths that need the API key but no access token. */
+export const TOKEN_ENDPOINTS = ["/v1/oauth", "/v1/oauth/token"];
+
+export function createApp(options: AppOptions = {}): Hono<AppEnv> {
+  const deps = provideDeps(options.now ?? Date.now);
+  const app = new Hono<AppEnv>();
+  app.onError((err, c) => errorResponse(c, err));
+  app.notFound(notFoundResponse);
+
+  app.route("/", health);
+  app.route("/", wellKnown);
+
+  app.use("/v1/oauth/token", plainOAuthErrors);
+  app.use("/v1/*", apiHeaders, deps, requireApiKey);
+  app.use("/v1/*", except(TOKEN_ENDPOINTS, requireAccessToken));
+  app.route("/", oauth);
+  app.route("/", me);
+
+  app.use("/admin/*", apiHeaders, deps, requireOperator);
+  app.route("/", admin);
+  return app;
+}

@@ -1,0 +1,132 @@
+/**
+ * Reading request bodies defensively: a byte cap enforced while streaming (not only by
+ * Content-Length), strict UTF-8, JSON that must be an object, and form bodies without repeated
+ * parameters (RFC 6749 3.2). Every failure is a 4xx ApiError.
+ */
+import { ApiError } from "../errors";
+import { base64Decode, decodeUtf8 } from "../lib/encoding";
+
+export type BodyFormat = "json" | "form";
+
+const MEDIA_TYPES: Record<BodyFormat, string> = {
+  json: "application/json",
+  form: "application/x-www-form-urlencoded",
+};
+
+export async function readBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (request.body === null) return new Uint8Array();
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
+/**
+ * Parses a JSON or form body into a plain object of fields. An empty body is `{}` whatever its
+ * Content-Type, so optional-body POSTs work from curl without headers.
+ */
+export async function readFields(
+  request: Request,
+  accepted: readonly BodyFormat[],
+  maxBytes: number,
+): Promise<{ format: BodyFormat | null; fields: Record<string, unknown> }> {
+  const bytes = await readBytes(request, maxBytes);
+  if (bytes.byteLength === 0) return { format: null, fields: {} };
+  const format = formatOf(request.headers.get("content-type"), accepted);
+  const text = decodeUtf8(bytes);
+  if (text === null) throw new ApiError("invalid_request", "The request body is not valid UTF-8.");
+  return { format, fields: format === "json" ? parseJsonObject(text) : parseForm(text) };
+}
+
+function formatOf(contentType: string | null, accepted: readonly BodyFormat[]): BodyFormat {
+  const mediaType = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
+  const format = accepted.find((f) => MEDIA_TYPES[f] === mediaType);
+  if (format === undefined) {
+    const expected = accepted.map((f) => MEDIA_TYPES[f]).join(" or ");
+    throw new ApiError(
+      "unsupported_media_type",
+      contentType === null
+        ? `The Content-Type header is missing; send ${expected}.`
+        : `Content-Type ${JSON.stringify(mediaType.slice(0, 80))} is not supported; send ${expected}.`,
+    );
+  }
+  return format;
+}
+
+function parseJsonObject(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ApiError("invalid_request", "The request body is not valid JSON.");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ApiError("invalid_request", "The request body must be a JSON object.");
+  }
+  return value as Record<string, unknown>;
+}
+
+function parseForm(text: string): Record<string, unknown> {
+  const fields: Record<string, string> = {};
+  const seen = new Set<string>();
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (seen.has(name)) {
+      throw new ApiError("invalid_request", `Parameter ${JSON.stringify(name.slice(0, 40))} is repeated (RFC 6749 3.2).`);
+    }
+    seen.add(name);
+    // defineProperty, not assignment: a field named __proto__ stays an ordinary field.
+    Object.defineProperty(fields, name, { value, enumerable: true, configurable: true, writable: true });
+  }
+  return fields;
+}
+
+/**
+ * HTTP Basic client authentication (RFC 6749 2.3.1, RFC 7617): returns null when the header is
+ * not Basic. The id and secret are form-urlencoded inside the base64, so they are decoded again.
+ */
+export function parseBasicCredentials(
+  authorization: string | undefined,
+): { client_id: string; client_secret: string } | null {
+  if (authorization === undefined) return null;
+  const match = /^Basic +([^ ]*) *$/i.exec(authorization);
+  if (!match) return null;
+  const malformed = () =>
+    new ApiError("invalid_request", "The Basic Authorization header is malformed: expected base64(client_id:client_secret).");
+  const encoded = match[1] ?? "";
+  const bytes = encoded.length <= 2048 ? base64Decode(encoded) : null;
+  const decoded = bytes === null ? null : decodeUtf8(bytes);
+  const colon = decoded?.indexOf(":") ?? -1;
+  if (decoded == null || colon < 0) throw malformed();
+  try {
+    return {
+      client_id: formDecode(decoded.slice(0, colon)),
+      client_secret: formDecode(decoded.slice(colon + 1)),
+    };
+  } catch {
+    throw malformed();
+  }
+}
+
+const formDecode = (value: string): string => decodeURIComponent(value.replaceAll("+", " "));
+
+function tooLarge(maxBytes: number): ApiError {
+  return new ApiError("payload_too_large", `The request body exceeds ${maxBytes} bytes.`);
+}

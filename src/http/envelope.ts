@@ -1,0 +1,37 @@
+/**
+ * The response envelope of spec section 2.3, used by every /v1 and /admin/v1 response:
+ * `{response_status, developer_message, user_message, data, _links: {self: {href}}}`; errors add
+ * `error` and carry `data: null` (http/errors.ts).
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { AppEnv } from "./context";
+
+export interface EnvelopeOptions {
+  status?: ContentfulStatusCode;
+  /** Absolute URL of the next page, for list responses. */
+  next?: string | null;
+  headers?: Record<string, string>;
+}
+
+export function respond(c: Context<AppEnv>, data: unknown, options: EnvelopeOptions = {}): Response {
+  const status = options.status ?? 200;
+  const links: { self: { href: string }; next?: { href: string } } = { self: { href: c.req.url } };
+  if (options.next) links.next = { href: options.next };
+  return c.json(
+    { response_status: status, developer_message: "Success", user_message: "Success", data, _links: links },
+    status,
+    options.headers,
+  );
+}
+
+/** Lists: `data` is the array; `_links.next` points at the next page when there is one. */
+export function respondPage(c: Context<AppEnv>, page: { items: unknown[]; next_cursor: string | null }): Response {
+  let next: string | null = null;
+  if (page.next_cursor !== null) {
+    const url = new URL(c.req.url);
+    url.searchParams.set("cursor", page.next_cursor);
+    next = url.toString();
+  }
+  return respond(c, page.items, { next });
+}

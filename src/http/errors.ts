@@ -1,0 +1,41 @@
+/**
+ * The one place errors become responses. ApiError maps to the envelope (or, on the standard
+ * token endpoint, to RFC 6749 5.2 `{error, error_description}`); anything else is logged and
+ * answered with a generic 500 that carries no internal detail.
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError } from "../errors";
+import type { AppEnv } from "./context";
+
+export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
+  const error = err instanceof ApiError ? err : internal(c, err);
+  const status = error.status as ContentfulStatusCode;
+  const headers = { ...error.headers, "Cache-Control": "no-store" };
+  if (c.get("errorStyle") === "oauth") {
+    return c.json({ error: error.code, error_description: error.developerMessage }, status, headers);
+  }
+  return c.json(
+    {
+      response_status: error.status,
+      developer_message: error.developerMessage,
+      user_message: error.userMessage,
+      data: null,
+      error: error.code,
+      _links: { self: { href: c.req.url } },
+    },
+    status,
+    headers,
+  );
+}
+
+function internal(c: Context<AppEnv>, err: unknown): ApiError {
+  // Name and message of our own failures only: request data and secrets never reach this log.
+  const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
+  console.error(JSON.stringify({ level: "error", msg: "unhandled error", method: c.req.method, path: c.req.path, detail }));
+  return new ApiError("server_error", "An internal error occurred. It has been logged.");
+}
+
+export function notFoundResponse(c: Context<AppEnv>): Response {
+  return errorResponse(c, new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}.`));
+}

@@ -1,0 +1,134 @@
+/**
+ * The operator API (/admin/v1, product brief): organizations, users, API keys and client
+ * credentials. Secrets appear only in the response that creates them; lists never carry them.
+ * Bodies are JSON; an empty body counts as `{}`.
+ */
+import type { Context } from "hono";
+import { Hono } from "hono";
+import type { z } from "zod";
+import {
+  CreateApiKeyInput,
+  CreateClientCredentialInput,
+  CreateOrganizationInput,
+  CreateUserInput,
+  UpdateApiKeyInput,
+} from "../../schemas/admin";
+import { ListQuery } from "../../schemas/common";
+import { parseInput } from "../../schemas/validate";
+import { apiKeyView, createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey } from "../../stores/api-keys";
+import {
+  clientCredentialView,
+  createClientCredential,
+  getClientCredential,
+  listClientCredentials,
+  revokeClientCredential,
+} from "../../stores/client-credentials";
+import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
+import { createUser, getUser, listUsers } from "../../stores/users";
+import { readFields } from "../body";
+import type { AppEnv } from "../context";
+import { respond, respondPage } from "../envelope";
+import { methods } from "../route";
+
+const MAX_ADMIN_BODY_BYTES = 16 * 1024;
+
+export const admin = new Hono<AppEnv>();
+
+async function body<T extends z.ZodType>(c: Context<AppEnv>, schema: T): Promise<z.output<T>> {
+  const { fields } = await readFields(c.req.raw, ["json"], MAX_ADMIN_BODY_BYTES);
+  return parseInput(schema, fields);
+}
+
+const listQuery = (c: Context<AppEnv>) => parseInput(ListQuery, c.req.query(), "query string");
+const created = (c: Context<AppEnv>, data: unknown, location: string) =>
+  respond(c, data, { status: 201, headers: { Location: location } });
+const param = (c: Context<AppEnv>, name: string): string => c.req.param(name) ?? "";
+
+const ORGS = "/admin/v1/organizations";
+const ORG = `${ORGS}/:org`;
+const KEYS = `${ORG}/api-keys`;
+const USERS = `${ORG}/users`;
+const CREDENTIALS = `${USERS}/:user/client-credentials`;
+
+methods(admin, ORGS, {
+  POST: async (c) => {
+    const org = await createOrganization(c.get("deps"), await body(c, CreateOrganizationInput));
+    return created(c, org, `${ORGS}/${org.id}`);
+  },
+  GET: async (c) => respondPage(c, await listOrganizations(c.get("deps"), listQuery(c))),
+});
+
+methods(admin, ORG, {
+  GET: async (c) => respond(c, await getOrganization(c.get("deps"), param(c, "org"))),
+});
+
+methods(admin, KEYS, {
+  POST: async (c) => {
+    const deps = c.get("deps");
+    const orgId = param(c, "org");
+    const { record, secret } = await createApiKey(deps, orgId, await body(c, CreateApiKeyInput));
+    const view = { ...apiKeyView(record, deps.config.defaultLimits), api_key: secret };
+    return created(c, view, `${ORGS}/${orgId}/api-keys/${record.id}`);
+  },
+  GET: async (c) => {
+    const deps = c.get("deps");
+    const page = await listApiKeys(deps, param(c, "org"), listQuery(c));
+    return respondPage(c, { ...page, items: page.items.map((k) => apiKeyView(k, deps.config.defaultLimits)) });
+  },
+});
+
+methods(admin, `${KEYS}/:key`, {
+  GET: async (c) => {
+    const deps = c.get("deps");
+    return respond(c, apiKeyView(await getApiKey(deps, param(c, "org"), param(c, "key")), deps.config.defaultLimits));
+  },
+  PATCH: async (c) => {
+    const deps = c.get("deps");
+    const input = await body(c, UpdateApiKeyInput);
+    const record = await updateApiKey(deps, param(c, "org"), param(c, "key"), input);
+    return respond(c, apiKeyView(record, deps.config.defaultLimits));
+  },
+  DELETE: async (c) => {
+    const deps = c.get("deps");
+    const record = await revokeApiKey(deps, param(c, "org"), param(c, "key"));
+    return respond(c, apiKeyView(record, deps.config.defaultLimits));
+  },
+});
+
+methods(admin, USERS, {
+  POST: async (c) => {
+    const orgId = param(c, "org");
+    const user = await createUser(c.get("deps"), orgId, await body(c, CreateUserInput));
+    return created(c, user, `${ORGS}/${orgId}/users/${user.id}`);
+  },
+  GET: async (c) => respondPage(c, await listUsers(c.get("deps"), param(c, "org"), listQuery(c))),
+});
+
+methods(admin, `${USERS}/:user`, {
+  GET: async (c) => respond(c, await getUser(c.get("deps"), param(c, "org"), param(c, "user"))),
+});
+
+methods(admin, CREDENTIALS, {
+  POST: async (c) => {
+    const [orgId, userId] = [param(c, "org"), param(c, "user")];
+    const input = await body(c, CreateClientCredentialInput);
+    const { record, secret } = await createClientCredential(c.get("deps"), orgId, userId, input);
+    const view = { ...clientCredentialView(record), client_secret: secret };
+    return created(c, view, `${ORGS}/${orgId}/users/${userId}/client-credentials/${record.client_id}`);
+  },
+  GET: async (c) => {
+    const page = await listClientCredentials(c.get("deps"), param(c, "org"), param(c, "user"), listQuery(c));
+    return respondPage(c, { ...page, items: page.items.map(clientCredentialView) });
+  },
+});
+
+methods(admin, `${CREDENTIALS}/:client`, {
+  GET: async (c) => {
+    const record = await getClientCredential(c.get("deps"), param(c, "org"), param(c, "user"), param(c, "client"));
+    return respond(c, clientCredentialView(record));
+  },
+  DELETE: async (c) => {
+    const record = await revokeClientCredential(c.get("deps"), param(c, "org"), param(c, "user"), param(c, "client"));
+    return respond(c, clientCredentialView(record));
+  },
+});

@@ -1,0 +1,33 @@
+/**
+ * Identifiers and generated secrets, with their prefixes and shapes in one place. Prefixes make
+ * secrets recognisable to secret scanners (GitHub-style) and ids self-describing in logs; the
+ * patterns let the service reject malformed input before any storage read.
+ */
+import { randomToken } from "./crypto";
+
+const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lower case
+
+/** 26 base32 characters (130 random bits): collision-free in practice and URL/KV-key safe. */
+function randomId(prefix: string): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(26));
+  let out = "";
+  // 256 is a multiple of 32, so `byte % 32` keeps every character uniform.
+  for (const byte of bytes) out += ID_ALPHABET[byte % 32];
+  return `${prefix}_${out}`;
+}
+
+export const ID_PATTERN = /^[a-z]{2,4}_[0-9a-hjkmnp-tv-z]{26}$/;
+
+export const newOrganizationId = (): string => randomId("org");
+export const newUserId = (): string => randomId("usr");
+export const newApiKeyId = (): string => randomId("key");
+export const newTokenId = (): string => randomId("tok");
+
+/** client_id is not a secret (RFC 6749 section 2.2) but is unguessable all the same. */
+export const newClientId = (): string => `kw_client_${randomToken(16)}`;
+export const CLIENT_ID_PATTERN = /^kw_client_[A-Za-z0-9_-]{22}$/;
+
+/** Secrets: 256 random bits behind a scanner-friendly prefix; only their SHA-256 is stored. */
+export const newApiKeySecret = (): string => `kw_live_ak_${randomToken(32)}`;
+export const API_KEY_PATTERN = /^kw_live_ak_[A-Za-z0-9_-]{43}$/;
+export const newClientSecret = (): string => `kw_live_cs_${randomToken(32)}`;

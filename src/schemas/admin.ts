@@ -1,0 +1,87 @@
+/**
+ * Request bodies and response shapes of the operator API (/admin/v1). Inputs are strict: an
+ * unknown field is a 400, so a typo such as `per_sec` is never silently ignored.
+ */
+import { z } from "zod";
+import { DisplayName, Email, Timestamp } from "./common";
+import { Limits } from "./records";
+
+const LimitValue = (max: number) =>
+  z
+    .number({ error: "must be a number" })
+    .int({ error: "must be an integer" })
+    .min(1, { error: "must be at least 1" })
+    .max(max, { error: `must be at most ${max}` });
+
+export const CreateOrganizationInput = z.strictObject({ name: DisplayName });
+
+export const CreateUserInput = z.strictObject({
+  name: DisplayName,
+  email: Email.optional(),
+});
+
+export const CreateApiKeyInput = z.strictObject({
+  name: DisplayName.optional(),
+  limits: z
+    .strictObject({
+      per_second: LimitValue(10_000).optional(),
+      per_day: LimitValue(100_000_000).optional(),
+    })
+    .optional(),
+});
+
+/** PATCH: `null` resets a limit to the default; an absent field leaves it unchanged. */
+export const UpdateApiKeyInput = z.strictObject({
+  name: DisplayName.nullable().optional(),
+  limits: z
+    .strictObject({
+      per_second: LimitValue(10_000).nullable().optional(),
+      per_day: LimitValue(100_000_000).nullable().optional(),
+    })
+    .optional(),
+});
+export type UpdateApiKeyInput = z.output<typeof UpdateApiKeyInput>;
+
+export const CreateClientCredentialInput = z.strictObject({ name: DisplayName.optional() });
+
+export const OrganizationView = z.object({ id: z.string(), name: z.string(), created_at: Timestamp });
+
+export const UserView = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string(),
+  email: z.string().nullable(),
+  created_at: Timestamp,
+});
+
+export const ApiKeyView = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string().nullable(),
+  /** e.g. "kw_live_ak_...x9Qz": enough to recognise a key, useless to an attacker. */
+  hint: z.string(),
+  /** Effective limits (overrides merged over the defaults). */
+  limits: Limits,
+  /** Which limits are per-key overrides rather than defaults. */
+  limit_overrides: z.object({ per_second: z.boolean(), per_day: z.boolean() }),
+  status: z.enum(["active", "revoked"]),
+  created_at: Timestamp,
+  revoked_at: Timestamp.nullable(),
+});
+export type ApiKeyView = z.output<typeof ApiKeyView>;
+
+/** Only the create response carries the secret. */
+export const CreatedApiKeyView = ApiKeyView.extend({ api_key: z.string() });
+
+export const ClientCredentialView = z.object({
+  client_id: z.string(),
+  organization_id: z.string(),
+  user_id: z.string(),
+  name: z.string().nullable(),
+  status: z.enum(["active", "revoked"]),
+  created_at: Timestamp,
+  revoked_at: Timestamp.nullable(),
+});
+export type ClientCredentialView = z.output<typeof ClientCredentialView>;
+
+export const CreatedClientCredentialView = ClientCredentialView.extend({ client_secret: z.string() });

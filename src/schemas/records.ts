@@ -1,0 +1,77 @@
+/**
+ * Shapes of the values stored in Workers KV and of the access-token claims. Every read from KV
+ * is parsed with these, so a corrupt or outdated value surfaces as a logged server error rather
+ * than as undefined behaviour. Key names live in stores/kv-keys.ts; docs/storage.md lists both.
+ */
+import { z } from "zod";
+import { Timestamp } from "./common";
+
+export const Limits = z.object({
+  per_second: z.number().int().min(1).max(10_000),
+  per_day: z.number().int().min(1).max(100_000_000),
+});
+export type Limits = z.output<typeof Limits>;
+
+/** Per-key overrides; an absent field means "use the default from the vars". */
+export const LimitOverrides = Limits.partial();
+export type LimitOverrides = z.output<typeof LimitOverrides>;
+
+export const OrganizationRecord = z.object({
+  id: z.string(),
+  name: z.string(),
+  created_at: Timestamp,
+});
+export type OrganizationRecord = z.output<typeof OrganizationRecord>;
+
+export const UserRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string(),
+  email: z.string().nullable(),
+  created_at: Timestamp,
+});
+export type UserRecord = z.output<typeof UserRecord>;
+
+export const ApiKeyRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string().nullable(),
+  /** SHA-256 (hex) of the whole key; the key itself is never stored. */
+  key_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** Last four characters, so people can tell keys apart in lists. */
+  key_hint: z.string(),
+  limits: LimitOverrides,
+  created_at: Timestamp,
+  revoked_at: Timestamp.nullable(),
+});
+export type ApiKeyRecord = z.output<typeof ApiKeyRecord>;
+
+/** Index entry from an API key's id to its record (which is keyed by the key's hash). */
+export const ApiKeyIndexRecord = z.object({ key_hash: z.string().regex(/^[0-9a-f]{64}$/) });
+
+export const ClientCredentialRecord = z.object({
+  client_id: z.string(),
+  organization_id: z.string(),
+  user_id: z.string(),
+  name: z.string().nullable(),
+  /** SHA-256 (hex) of the client secret. */
+  secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  created_at: Timestamp,
+  revoked_at: Timestamp.nullable(),
+});
+export type ClientCredentialRecord = z.output<typeof ClientCredentialRecord>;
+
+/** Written when a client credential is revoked; its presence invalidates outstanding tokens. */
+export const RevokedClientRecord = z.object({ client_id: z.string(), revoked_at: Timestamp });
+
+/** Claims inside an access token (auth/access-token.ts). Times are seconds since the epoch. */
+export const AccessTokenClaims = z.object({
+  v: z.literal(1),
+  org: z.string(),
+  sub: z.string(),
+  cid: z.string(),
+  iat: z.number().int(),
+  exp: z.number().int(),
+  jti: z.string(),
+});
+export type AccessTokenClaims = z.output<typeof AccessTokenClaims>;

@@ -1,0 +1,125 @@
+/**
+ * API keys (spec 2.2): issued by operators, sent as `x-api-key`, identifying the client for
+ * limits. Stored by SHA-256 of the key so authentication is one KV read and the key itself is
+ * never stored; an id index serves the operator API.
+ */
+import type { Deps } from "../deps";
+import { isoTime } from "../deps";
+import { notFound } from "../errors";
+import { sha256Hex } from "../lib/crypto";
+import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
+import type { UpdateApiKeyInput } from "../schemas/admin";
+import type { ApiKeyView } from "../schemas/admin";
+import type { ListQuery } from "../schemas/common";
+import { ApiKeyIndexRecord, ApiKeyRecord, type LimitOverrides, type Limits } from "../schemas/records";
+import { getRecord, listPage, putRecord, type Page } from "./kv";
+import { kvKeys } from "./kv-keys";
+import { getOrganization } from "./organizations";
+
+export async function createApiKey(
+  deps: Deps,
+  orgId: string,
+  input: { name?: string | undefined; limits?: LimitOverrides | undefined },
+): Promise<{ record: ApiKeyRecord; secret: string }> {
+  await getOrganization(deps, orgId);
+  const secret = newApiKeySecret();
+  const record: ApiKeyRecord = {
+    id: newApiKeyId(),
+    organization_id: orgId,
+    name: input.name ?? null,
+    key_hash: await sha256Hex(secret),
+    key_hint: secret.slice(-4),
+    limits: stripUndefined(input.limits ?? {}),
+    created_at: isoTime(deps.now()),
+    revoked_at: null,
+  };
+  await Promise.all([
+    putRecord(deps.kv, kvKeys.apiKeyByHash(record.key_hash), ApiKeyRecord, record),
+    putRecord(deps.kv, kvKeys.apiKeyIndex(orgId, record.id), ApiKeyIndexRecord, { key_hash: record.key_hash }),
+  ]);
+  return { record, secret };
+}
+
+/** The record for a presented key, or null. Callers check `revoked_at`. */
+export async function findApiKeyBySecret(deps: Deps, secret: string): Promise<ApiKeyRecord | null> {
+  return getRecord(deps.kv, kvKeys.apiKeyByHash(await sha256Hex(secret)), ApiKeyRecord);
+}
+
+export async function getApiKey(deps: Deps, orgId: string, keyId: string): Promise<ApiKeyRecord> {
+  const index = ID_PATTERN.test(orgId) && ID_PATTERN.test(keyId)
+    ? await getRecord(deps.kv, kvKeys.apiKeyIndex(orgId, keyId), ApiKeyIndexRecord)
+    : null;
+  const record = index && (await getRecord(deps.kv, kvKeys.apiKeyByHash(index.key_hash), ApiKeyRecord));
+  if (!record) throw notFound("API key");
+  return record;
+}
+
+export async function listApiKeys(deps: Deps, orgId: string, query: ListQuery): Promise<Page<ApiKeyRecord>> {
+  await getOrganization(deps, orgId);
+  return listPage(deps.kv, kvKeys.apiKeyIndexPrefix(orgId), query, async (key) => {
+    const index = await getRecord(deps.kv, key, ApiKeyIndexRecord);
+    return index && getRecord(deps.kv, kvKeys.apiKeyByHash(index.key_hash), ApiKeyRecord);
+  });
+}
+
+export async function updateApiKey(
+  deps: Deps,
+  orgId: string,
+  keyId: string,
+  input: UpdateApiKeyInput,
+): Promise<ApiKeyRecord> {
+  const current = await getApiKey(deps, orgId, keyId);
+  const limits: LimitOverrides = { ...current.limits };
+  for (const field of ["per_second", "per_day"] as const) {
+    const value = input.limits?.[field];
+    if (value === null) delete limits[field];
+    else if (value !== undefined) limits[field] = value;
+  }
+  const updated: ApiKeyRecord = {
+    ...current,
+    name: input.name === undefined ? current.name : input.name,
+    limits,
+  };
+  await putRecord(deps.kv, kvKeys.apiKeyByHash(updated.key_hash), ApiKeyRecord, updated);
+  return updated;
+}
+
+/** Revocation is idempotent: revoking a revoked key returns it unchanged. */
+export async function revokeApiKey(deps: Deps, orgId: string, keyId: string): Promise<ApiKeyRecord> {
+  const current = await getApiKey(deps, orgId, keyId);
+  if (current.revoked_at !== null) return current;
+  const revoked: ApiKeyRecord = { ...current, revoked_at: isoTime(deps.now()) };
+  await putRecord(deps.kv, kvKeys.apiKeyByHash(revoked.key_hash), ApiKeyRecord, revoked);
+  return revoked;
+}
+
+export function effectiveLimits(record: ApiKeyRecord, defaults: Limits): Limits {
+  return {
+    per_second: record.limits.per_second ?? defaults.per_second,
+    per_day: record.limits.per_day ?? defaults.per_day,
+  };
+}
+
+export function apiKeyView(record: ApiKeyRecord, defaults: Limits): ApiKeyView {
+  return {
+    id: record.id,
+    organization_id: record.organization_id,
+    name: record.name,
+    hint: `kw_live_ak_...${record.key_hint}`,
+    limits: effectiveLimits(record, defaults),
+    limit_overrides: {
+      per_second: record.limits.per_second !== undefined,
+      per_day: record.limits.per_day !== undefined,
+    },
+    status: record.revoked_at === null ? "active" : "revoked",
+    created_at: record.created_at,
+    revoked_at: record.revoked_at,
+  };
+}
+
+function stripUndefined(limits: LimitOverrides): LimitOverrides {
+  const out: LimitOverrides = {};
+  if (limits.per_second !== undefined) out.per_second = limits.per_second;
+  if (limits.per_day !== undefined) out.per_day = limits.per_day;
+  return out;
+}

@@ -1,0 +1,29 @@
+/**
+ * Every Workers KV key the service reads or writes is built here, nowhere else (documented in
+ * docs/storage.md). Ids and hashes never contain ":", so each prefix selects exactly one kind of
+ * record for KV list().
+ */
+
+export const kvKeys = {
+  organization: (orgId: string) => `org:${orgId}`,
+  organizationsPrefix: () => "org:",
+
+  user: (orgId: string, userId: string) => `user:${orgId}:${userId}`,
+  usersPrefix: (orgId: string) => `user:${orgId}:`,
+
+  /** API key record, addressed by the SHA-256 of the key: one read authenticates a request. */
+  apiKeyByHash: (keyHash: string) => `apikey:${keyHash}`,
+  /** Index from (organization, key id) to the key's hash, for the operator API. */
+  apiKeyIndex: (orgId: string, keyId: string) => `apikey-id:${orgId}:${keyId}`,
+  apiKeyIndexPrefix: (orgId: string) => `apikey-id:${orgId}:`,
+
+  clientCredential: (clientId: string) => `client:${clientId}`,
+  /** Index of a user's credentials; the value is empty, the key carries the client_id. */
+  clientCredentialIndex: (orgId: string, userId: string, clientId: string) => `client-id:${orgId}:${userId}:${clientId}`,
+  clientCredentialIndexPrefix: (orgId: string, userId: string) => `client-id:${orgId}:${userId}:`,
+  /** Tombstone of a revoked credential, read on every bearer-authenticated request. */
+  revokedClient: (clientId: string) => `revoked-client:${clientId}`,
+} as const;
+
+/** The last segment of an index key (the id it points to). */
+export const lastSegment = (key: string): string => key.slice(key.lastIndexOf(":") + 1);
