@@ -1,31 +1,48 @@
 /**
- * Tests run inside workerd through @cloudflare/vitest-pool-workers, with the bindings declared
- * in wrangler.toml (real KV; storage isolated per test file). Secrets get fixed test values here
- * so the suite never depends on a developer's .dev.vars.
+ * Two projects. "workers": the suite proper, inside workerd through
+ * @cloudflare/vitest-pool-workers with the bindings of wrangler.toml (real KV; storage isolated
+ * per test file); secrets get fixed test values so it never depends on a developer's .dev.vars.
+ * "e2e": Node tests that start the real `npm start` (wrangler dev) and talk to it over HTTP.
  */
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnopqrstuv";
-// kid "t1": 32 bytes of 0x01; "t0": 32 bytes of 0x02 (a retired key that still verifies).
+const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnopqrstuv";
+// kid "t1": 32 bytes of 0x01 (signs); "t0": 32 bytes of 0x02 (a retired key that still verifies).
 const TEST_SIGNING_KEYS = "t1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE,t0:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI";
 
 export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      main: "./src/index.ts",
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: {
-        bindings: {
-          ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-          TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
+  test: {
+    projects: [
+      {
+        plugins: [
+          cloudflareTest({
+            main: "./src/index.ts",
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS },
+            },
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/e2e/**"],
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
         },
       },
-    }),
-  ],
-  test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // One wrangler dev at a time: the machine has two cores.
+          fileParallelism: false,
+        },
+      },
+    ],
   },
 });

@@ -14,17 +14,18 @@ export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label
 
 function describe(issue: z.core.$ZodIssue, label: string): string {
   const where = issue.path.length > 0 ? issue.path.map((p) => safeName(String(p))).join(".") : label;
-  if (issue.code === "invalid_type") {
-    if (issue.input === undefined) return `${where} is required`;
-    return `${where} must be ${issue.expected === "object" ? "an object" : `a ${issue.expected}`}`;
-  }
+  if (issue.code === "invalid_type" && issue.input === undefined) return `${where} is required`;
+  // Our schemas phrase custom messages as predicates ("must ...", "is ...").
+  if (/^(must|is) /.test(issue.message)) return `${where} ${issue.message}`;
+  if (issue.code === "invalid_type") return `${where} must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`}`;
   if (issue.code === "unrecognized_keys") {
     const keys = issue.keys.slice(0, 3).map(safeName).join(", ");
     return `unknown field${issue.keys.length > 1 ? "s" : ""} ${keys} in ${where}`;
   }
-  // Our schemas phrase custom messages as predicates ("must ...", "is ...").
-  return /^(must|is) /.test(issue.message) ? `${where} ${issue.message}` : `${where} is invalid`;
+  return `${where} is invalid`;
 }
+
+const TYPE_NAMES: Record<string, string> = { object: "an object", int: "an integer", array: "an array" };
 
 /** Field names come from the client: printable ASCII only, bounded, quoted when unusual. */
 function safeName(name: string): string {

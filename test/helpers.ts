@@ -1,0 +1,116 @@
+/**
+ * Shared test helpers: call the Worker in-process (real bindings, real KV), drive the operator
+ * API, and provision an organization with a user, client credential and API key.
+ */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { expect } from "vitest";
+import { createApp } from "../src/app";
+
+export const BASE = "https://keyway.test";
+/** Must match vitest.config.ts. */
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnopqrstuv";
+
+export interface Envelope<T = unknown> {
+  response_status: number;
+  developer_message: string;
+  user_message: string;
+  data: T;
+  error?: string;
+  _links: { self: { href: string }; next?: { href: string } };
+}
+
+/** A request through the deployed entry point (src/index.ts). */
+export function call(path: string, init?: RequestInit): Promise<Response> {
+  return exports.default.fetch(new Request(`${BASE}${path}`, init));
+}
+
+/** A request through an app with an injected clock (milliseconds). */
+export async function callAt(nowMs: number, path: string, init?: RequestInit): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await createApp({ now: () => nowMs }).fetch(new Request(`${BASE}${path}`, init), env, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+export async function body<T = unknown>(res: Response): Promise<Envelope<T>> {
+  return (await res.json()) as Envelope<T>;
+}
+
+export async function adminCall(method: string, path: string, payload?: unknown): Promise<Response> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+  if (payload !== undefined) headers["Content-Type"] = "application/json";
+  return call(`/admin/v1${path}`, {
+    method,
+    headers,
+    ...(payload !== undefined ? { body: JSON.stringify(payload) } : {}),
+  });
+}
+
+/** Operator call that must succeed; returns `data`. */
+export async function admin<T = Record<string, unknown>>(method: string, path: string, payload?: unknown): Promise<T> {
+  const res = await adminCall(method, path, payload);
+  const json = await body<T>(res);
+  expect(res.status, JSON.stringify(json)).toBeLessThan(300);
+  return json.data;
+}
+
+export interface Tenant {
+  orgId: string;
+  userId: string;
+  clientId: string;
+  clientSecret: string;
+  apiKey: string;
+  apiKeyId: string;
+}
+
+export async function createTenant(limits?: { per_second?: number; per_day?: number }): Promise<Tenant> {
+  const org = await admin<{ id: string }>("POST", "/organizations", { name: "Acme" });
+  const user = await admin<{ id: string }>("POST", `/organizations/${org.id}/users`, { name: "Ada" });
+  const cred = await admin<{ client_id: string; client_secret: string }>(
+    "POST",
+    `/organizations/${org.id}/users/${user.id}/client-credentials`,
+    { name: "ci" },
+  );
+  const key = await admin<{ id: string; api_key: string }>("POST", `/organizations/${org.id}/api-keys`, {
+    name: "main",
+    // High limits by default so tests that are not about rate limiting are not throttled.
+    limits: limits ?? { per_second: 1000, per_day: 100_000 },
+  });
+  return {
+    orgId: org.id,
+    userId: user.id,
+    clientId: cred.client_id,
+    clientSecret: cred.client_secret,
+    apiKey: key.api_key,
+    apiKeyId: key.id,
+  };
+}
+
+export function tokenRequest(t: Tenant, overrides: Record<string, unknown> = {}): RequestInit {
+  return {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "x-api-key": t.apiKey },
+    body: JSON.stringify({
+      client_id: t.clientId,
+      client_secret: t.clientSecret,
+      grant_type: "client_credentials",
+      ...overrides,
+    }),
+  };
+}
+
+export async function issueToken(t: Tenant): Promise<string> {
+  const res = await call("/v1/oauth", tokenRequest(t));
+  const json = await body<{ access_token: string }>(res);
+  expect(res.status, JSON.stringify(json)).toBe(200);
+  return json.data.access_token;
+}
+
+export function authed(t: Tenant, token: string, init: RequestInit = {}): RequestInit {
+  return { ...init, headers: { "x-api-key": t.apiKey, Authorization: `Bearer ${token}`, ...(init.headers ?? {}) } };
+}
+
+export function basic(id: string, secret: string): string {
+  return `Basic ${btoa(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`)}`;
+}
