@@ -3,7 +3,7 @@
  * malformed secret makes the affected routes fail closed with a 503 (and a log line naming the
  * setting, never its value) instead of running with a weak default.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ApiError } from "./errors";
 import { base64UrlDecode } from "./lib/encoding";
 import type { Limits } from "./schemas/records";

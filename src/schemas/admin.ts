@@ -2,7 +2,7 @@
  * Request bodies and response shapes of the operator API (/admin/v1). Inputs are strict: an
  * unknown field is a 400, so a typo such as `per_sec` is never silently ignored.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { DisplayName, Email, Timestamp } from "./common";
 import { Limits } from "./records";
 

@@ -3,7 +3,7 @@
  * timestamps, and the response envelope of spec section 2.3 (plus `error` on failures, as the
  * product brief fixes it).
  */
-import { z } from "zod";
+import * as z from "zod";
 
 // C0/C1 control characters (NUL included) have no place in names shown in a UI or a log.
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;

@@ -2,7 +2,7 @@
  * The token request of spec section 4.1 (also RFC 6749 section 4.4.2) and the token data
  * returned in the envelope (spec 2.3) or, on /v1/oauth/token, as a plain RFC 6749 5.1 body.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 const Credential = z
   .string()

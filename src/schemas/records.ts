@@ -3,7 +3,7 @@
  * is parsed with these, so a corrupt or outdated value surfaces as a logged server error rather
  * than as undefined behaviour. Key names live in stores/kv-keys.ts; docs/storage.md lists both.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { Timestamp } from "./common";
 
 export const Limits = z.object({
