@@ -4,7 +4,7 @@
  */
 import * as z from "zod";
 import { DisplayName, Email, Timestamp } from "./common";
-import { Limits } from "./records";
+import { Limits, OrganizationRecord, UserRecord } from "./records";
 
 const LimitValue = (max: number) =>
   z
@@ -44,15 +44,9 @@ export type UpdateApiKeyInput = z.output<typeof UpdateApiKeyInput>;
 
 export const CreateClientCredentialInput = z.strictObject({ name: DisplayName.optional() });
 
-export const OrganizationView = z.object({ id: z.string(), name: z.string(), created_at: Timestamp });
-
-export const UserView = z.object({
-  id: z.string(),
-  organization_id: z.string(),
-  name: z.string(),
-  email: z.string().nullable(),
-  created_at: Timestamp,
-});
+/** Organizations and users hold no secrets: their views are the stored records. */
+export const OrganizationView = OrganizationRecord;
+export const UserView = UserRecord;
 
 export const ApiKeyView = z.object({
   id: z.string(),
