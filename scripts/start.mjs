@@ -1,0 +1,198 @@
+/**
+ * `npm start`: one command from a fresh clone to a working local keyway. It creates `.dev.vars`
+ * with fresh secrets if it is missing (dev-vars.mjs), runs `wrangler dev` on 127.0.0.1 with local
+ * persistence, waits for /healthz, then seeds a demo organization (seed.mjs) once per state
+ * directory and prints credentials plus curl commands that work as pasted. The demo credentials
+ * are kept next to the local KV data, so they are reused exactly as long as that data lives.
+ * wrangler runs in our process group with our stdout/stderr, so its logs show through and a
+ * terminal Ctrl-C or a group kill reaches it too; signals sent to this process alone are
+ * forwarded, and this process exits with wrangler's status.
+ *
+ * Environment: PORT (default 8787), KEYWAY_PERSIST_DIR (default .wrangler/state),
+ * KEYWAY_SEED=0 to skip the demo data.
+ */
+import { spawn } from "node:child_process";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { constants } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ensureDevVars, readDevVars } from "./dev-vars.mjs";
+import { formatDemo, seedDemo } from "./seed.mjs";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const HOST = "127.0.0.1";
+const HEALTH_POLL_MS = 250;
+const HEALTH_TIMEOUT_MS = 60_000;
+const DEMO_FILE = "keyway-demo.json";
+
+/** @type {import("node:child_process").ChildProcess | undefined} */
+let child;
+
+main().catch(async (err) => {
+  console.error(`\nnpm start: ${err instanceof Error ? err.message : String(err)}`);
+  await stopChild();
+  process.exit(1);
+});
+
+async function main() {
+  const port = parsePort(process.env.PORT);
+  const persistDir = resolve(ROOT, process.env.KEYWAY_PERSIST_DIR || ".wrangler/state");
+  const baseUrl = `http://${HOST}:${port}`;
+
+  forwardSignals();
+
+  const devVars = await ensureDevVars(ROOT);
+  if (devVars.created) {
+    console.log(`Created ${relative(ROOT, devVars.path)} from .dev.vars.example with fresh random secrets (git-ignored, not shown).`);
+  }
+
+  // With the port taken, wrangler would fail or the health check could reach some other server
+  // (an older keyway, say) and seed it; refusing early gives a clear message instead.
+  await assertPortFree(port);
+
+  child = spawnWrangler(port, persistDir);
+  await waitForHealth(baseUrl);
+
+  if (process.env.KEYWAY_SEED !== "0") {
+    const vars = await readDevVars(ROOT);
+    const adminToken = vars.ADMIN_TOKEN;
+    if (!adminToken) throw new Error("ADMIN_TOKEN is missing from .dev.vars (delete the file to have it regenerated).");
+    const demo = await loadOrSeedDemo(baseUrl, adminToken, persistDir);
+    console.log(`\n${formatDemo(demo)}`);
+  }
+  console.log(`\nkeyway is ready on ${baseUrl}\n`);
+}
+
+/** @param {string | undefined} value */
+function parsePort(value) {
+  if (value === undefined || value === "") return 8787;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`PORT must be an integer in 1..65535, got "${value}".`);
+  return port;
+}
+
+/** @param {number} port */
+function assertPortFree(port) {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer();
+    server.once("error", (/** @type {NodeJS.ErrnoException} */ err) => {
+      reject(
+        err.code === "EADDRINUSE"
+          ? new Error(`port ${port} on ${HOST} is already in use (another npm start?). Set PORT to use another one.`)
+          : err,
+      );
+    });
+    server.listen(port, HOST, () => server.close(() => resolvePromise(undefined)));
+  });
+}
+
+/**
+ * @param {number} port
+ * @param {string} persistDir
+ */
+function spawnWrangler(port, persistDir) {
+  // The local binary, not npx: npx may prompt or download another version on an offline machine.
+  const bin = join(ROOT, "node_modules", ".bin", process.platform === "win32" ? "wrangler.cmd" : "wrangler");
+  const args = [
+    "dev",
+    "--port", String(port),
+    "--ip", HOST,
+    "--persist-to", persistDir,
+    // Local webhook receivers are usually plain http on localhost; only local runs allow them.
+    "--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
+    "--show-interactive-dev-session=false",
+  ];
+  const proc = spawn(bin, args, {
+    cwd: ROOT,
+    // stdin is not needed without the interactive session; stdout/stderr pass straight through.
+    stdio: ["ignore", "inherit", "inherit"],
+    env: {
+      ...process.env,
+      // No telemetry, no Cloudflare API lookups and no banner: runs must work offline.
+      WRANGLER_SEND_METRICS: "false",
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      WRANGLER_HIDE_BANNER: "true",
+    },
+  });
+  proc.once("error", (err) => {
+    const hint = /** @type {NodeJS.ErrnoException} */ (err).code === "ENOENT" ? " Run `npm install` first." : "";
+    console.error(`npm start: could not run ${bin}: ${err.message}.${hint}`);
+    process.exit(1);
+  });
+  proc.once("exit", (code, signal) => {
+    process.exit(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 1));
+  });
+  return proc;
+}
+
+function forwardSignals() {
+  for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
+    process.on(signal, () => {
+      // Before wrangler runs (or after it is gone) there is nothing to wait for.
+      if (!child || child.exitCode !== null || child.signalCode !== null) process.exit(128 + constants.signals[signal]);
+      // Our exit follows wrangler's, from its "exit" handler.
+      child.kill(signal);
+    });
+  }
+}
+
+/** Stops wrangler (TERM, then KILL after 5 s) when we give up; a no-op if it never started. */
+async function stopChild() {
+  const proc = child;
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  proc.removeAllListeners("exit");
+  const exited = new Promise((done) => proc.once("exit", done));
+  proc.kill("SIGTERM");
+  const timer = setTimeout(() => proc.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** @param {string} baseUrl */
+async function waitForHealth(baseUrl) {
+  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      await res.body?.cancel();
+      if (res.status === 200) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((done) => setTimeout(done, HEALTH_POLL_MS));
+  }
+  throw new Error(`wrangler dev did not answer ${baseUrl}/healthz with 200 within ${HEALTH_TIMEOUT_MS / 1000} s; stopping it.`);
+}
+
+/**
+ * Reuses the saved demo while its organization still exists in the local state (and the current
+ * ADMIN_TOKEN can see it); otherwise seeds a new one and saves it.
+ * @param {string} baseUrl
+ * @param {string} adminToken
+ * @param {string} persistDir
+ */
+async function loadOrSeedDemo(baseUrl, adminToken, persistDir) {
+  const file = join(persistDir, DEMO_FILE);
+  /** @type {import("./seed.mjs").Demo | undefined} */
+  let saved;
+  try {
+    saved = JSON.parse(await readFile(file, "utf8"));
+  } catch {
+    saved = undefined; // missing or unreadable: seed afresh
+  }
+  if (saved?.organizationId) {
+    const res = await fetch(`${baseUrl}/admin/v1/organizations/${encodeURIComponent(saved.organizationId)}`, {
+      headers: { Authorization: `Bearer ${adminToken}` },
+    });
+    await res.body?.cancel();
+    // The port may differ from the run that saved the file; the printed URLs use this run's.
+    if (res.status === 200) return { ...saved, baseUrl };
+  }
+
+  const demo = await seedDemo({ baseUrl, adminToken, fetch: (input, init) => fetch(input, init) });
+  await mkdir(persistDir, { recursive: true });
+  await writeFile(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // an older file keeps its mode on overwrite, and umask filters it on create
+  return demo;
+}

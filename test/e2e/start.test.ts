@@ -1,0 +1,204 @@
+/**
+ * End to end from a developer's point of view: `node scripts/start.mjs` (what `npm start` runs)
+ * must bring up wrangler dev, seed the demo and print curl commands whose credentials really
+ * obtain a token the protected API accepts. The test reads the credentials out of the printed
+ * text, as a person would, so a wrong or stale printout fails it. It uses a free port and a
+ * temporary state directory so it never touches a developer's running instance or local data,
+ * and removes `.dev.vars` afterwards only if the run created it. A second test covers the
+ * `.dev.vars` generation on its own, in a temporary directory.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { copyFile, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureDevVars, parseDevVars } from "../../scripts/dev-vars.mjs";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const DEV_VARS = join(ROOT, ".dev.vars");
+const READY = "keyway is ready on";
+const READY_TIMEOUT_MS = 90_000;
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Sends `signal` to process group `pgid`; false once no process of the group is left. */
+function signalGroup(pgid: number, signal: string | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A port nothing listens on right now: bind port 0, note what the OS chose, release it. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error("no port assigned"))));
+    });
+  });
+}
+
+describe("npm start", () => {
+  let child: ChildProcess | undefined;
+  let childExited: Promise<void> = Promise.resolve();
+  let output = "";
+  let port = 0;
+  let persistDir = "";
+  let devVarsExisted = true;
+
+  beforeAll(async () => {
+    devVarsExisted = await exists(DEV_VARS);
+    port = await freePort();
+    persistDir = await mkdtemp(join(tmpdir(), "keyway-e2e-"));
+
+    // detached: its own process group, so afterAll can stop wrangler and workerd with it.
+    const proc = spawn(process.execPath, ["scripts/start.mjs"], {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        PORT: String(port),
+        KEYWAY_PERSIST_DIR: persistDir,
+        KEYWAY_SEED: "1",
+        WRANGLER_SEND_METRICS: "false",
+        CLOUDFLARE_CF_FETCH_ENABLED: "false",
+        WRANGLER_HIDE_BANNER: "true",
+      },
+    });
+    child = proc;
+    childExited = new Promise((done) => proc.once("exit", () => done()));
+    proc.stdout?.setEncoding("utf8");
+    proc.stderr?.setEncoding("utf8");
+    proc.stdout?.on("data", (chunk: string) => (output += chunk));
+    proc.stderr?.on("data", (chunk: string) => (output += chunk));
+
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (!output.includes(READY)) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`npm start exited (${proc.exitCode ?? proc.signalCode}) before ready:\n${output}`);
+      }
+      if (Date.now() > deadline) throw new Error(`npm start not ready after ${READY_TIMEOUT_MS} ms:\n${output}`);
+      await sleep(200);
+    }
+  });
+
+  afterAll(async () => {
+    const pid = child?.pid;
+    if (pid !== undefined) {
+      // The whole group: start.mjs, wrangler and the workerd processes it runs.
+      signalGroup(pid, "SIGTERM");
+      // Wait for every member, not just start.mjs: workerd may outlive it by a moment, and it
+      // must be gone before its state directory is removed or the next test starts another one.
+      const deadline = Date.now() + 10_000;
+      while (signalGroup(pid, 0) && Date.now() < deadline) await sleep(100);
+      if (signalGroup(pid, "SIGKILL")) await sleep(200);
+      await childExited;
+    }
+    if (persistDir) await rm(persistDir, { recursive: true, force: true });
+    if (!devVarsExisted) await rm(DEV_VARS, { force: true });
+  });
+
+  it("prints demo credentials whose curl command obtains a token that /v1/me accepts", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    expect(output).toContain(`${READY} ${base}`);
+
+    const curl = output.split("\n").find((line) => line.startsWith(`curl -sS -X POST ${base}/v1/oauth `));
+    expect(curl, output).toBeDefined();
+    const apiKey = /-H 'x-api-key: ([^']+)'/.exec(curl ?? "")?.[1];
+    const clientId = /"client_id":"([^"]+)"/.exec(curl ?? "")?.[1];
+    const clientSecret = /"client_secret":"([^"]+)"/.exec(curl ?? "")?.[1];
+    const organizationId = /organization id\s+(\S+)/.exec(output)?.[1];
+    expect(apiKey).toBeTruthy();
+    expect(clientId).toBeTruthy();
+    expect(clientSecret).toBeTruthy();
+    expect(curl).toContain("-H 'Content-Type: application/json'");
+    expect(curl).toContain('"grant_type":"client_credentials"');
+    expect(output).toContain(`curl -sS ${base}/v1/me -H 'x-api-key: ${apiKey}' -H "Authorization: Bearer $TOKEN"`);
+    expect(output).toContain("wait a second between calls");
+
+    const tokenRes = await fetch(`${base}/v1/oauth`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": apiKey ?? "" },
+      body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" }),
+    });
+    const tokenBody = (await tokenRes.json()) as { data?: { access_token?: string } };
+    expect(tokenRes.status, JSON.stringify(tokenBody)).toBe(200);
+    const token = tokenBody.data?.access_token ?? "";
+    expect(token).not.toBe("");
+
+    // The default rate limit is one request per second per API key.
+    await sleep(1_100);
+    const meRes = await fetch(`${base}/v1/me`, {
+      headers: { "x-api-key": apiKey ?? "", Authorization: `Bearer ${token}` },
+    });
+    const meBody = (await meRes.json()) as { data?: { organization_id?: string } };
+    expect(meRes.status, JSON.stringify(meBody)).toBe(200);
+    expect(meBody.data?.organization_id).toBe(organizationId);
+  });
+
+  it("never prints the secrets of .dev.vars", async () => {
+    const vars = parseDevVars(await readFile(DEV_VARS, "utf8"));
+    for (const name of ["ADMIN_TOKEN", "TOKEN_SIGNING_KEYS"]) {
+      const value = vars[name] ?? "";
+      expect(value.length, name).toBeGreaterThan(0);
+      expect(output.includes(value), `${name} appears in the output`).toBe(false);
+    }
+    if (!devVarsExisted) expect(output).toContain("Created .dev.vars");
+  });
+});
+
+describe("ensureDevVars", () => {
+  let dir = "";
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "keyway-devvars-"));
+    await copyFile(join(ROOT, ".dev.vars.example"), join(dir, ".dev.vars.example"));
+  });
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("creates an owner-only .dev.vars with a distinct 256-bit secret per placeholder, then leaves it alone", async () => {
+    const template = await readFile(join(dir, ".dev.vars.example"), "utf8");
+    const placeholders = template.split("<random>").length - 1;
+    expect(placeholders).toBeGreaterThan(0);
+
+    const first = await ensureDevVars(dir);
+    expect(first).toEqual({ created: true, path: join(dir, ".dev.vars") });
+    expect((await stat(first.path)).mode & 0o777).toBe(0o600);
+    const content = await readFile(first.path, "utf8");
+    expect(content).not.toContain("<random>");
+
+    // Everything but the placeholders is copied verbatim; each becomes 43 base64url characters.
+    const escaped = template.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const shape = new RegExp(`^${escaped.split("<random>").join("([A-Za-z0-9_-]+)")}$`);
+    const secrets = shape.exec(content)?.slice(1) ?? [];
+    expect(secrets).toHaveLength(placeholders);
+    for (const secret of secrets) expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(new Set(secrets).size).toBe(secrets.length);
+
+    const second = await ensureDevVars(dir);
+    expect(second.created).toBe(false);
+    expect(await readFile(first.path, "utf8")).toBe(content);
+  });
+});
