@@ -50,7 +50,7 @@ describe("oauth4webapi", () => {
     // What the library sent: a form-encoded client-credentials grant using the chosen method.
     const request = sent.at(-1)!;
     expect(request.headers.get("content-type")).toMatch(/^application\/x-www-form-urlencoded/);
-    const form = new URLSearchParams(await request.text());
+    const form = new URLSearchParams(new TextDecoder().decode(await request.arrayBuffer()));
     expect(form.get("grant_type")).toBe("client_credentials");
     if (method === "client_secret_basic") expect(request.headers.get("authorization")).toMatch(/^Basic /);
     else expect(form.get("client_secret")).toBe(t.clientSecret);
