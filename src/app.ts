@@ -1,7 +1,7 @@
 /**
  * Builds the router. Order matters and reads top to bottom: public routes, then for /v1 the API
- * key (spec 5.1) and, except on the token endpoints, the access token (spec 5.2); for
- * /admin/v1 the operator token. Errors and unknown routes map to the envelope in one place.
+ * key (spec 5.1), its rate limits (spec 8) and, except on the token endpoints, the access token
+ * (spec 5.2); for /admin/v1 the operator token. Errors and unknown routes map to the envelope in one place.
  */
 import { Hono } from "hono";
 import { except } from "hono/combine";
@@ -12,6 +12,7 @@ import { requireAccessToken } from "./http/middleware/bearer";
 import { provideDeps } from "./http/middleware/deps";
 import { apiHeaders } from "./http/middleware/headers";
 import { requireOperator } from "./http/middleware/operator";
+import { rateLimit } from "./http/middleware/rate-limit";
 import { admin } from "./http/routes/admin";
 import { health } from "./http/routes/health";
 import { me } from "./http/routes/me";
@@ -36,7 +37,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/", wellKnown);
 
   app.use("/v1/oauth/token", plainOAuthErrors);
-  app.use("/v1/*", apiHeaders, deps, requireApiKey);
+  app.use("/v1/*", apiHeaders, deps, requireApiKey, rateLimit);
   app.use("/v1/*", except(TOKEN_ENDPOINTS, requireAccessToken));
   app.route("/", oauth);
   app.route("/", me);

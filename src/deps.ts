@@ -3,9 +3,11 @@
  * tests can inject a clock.
  */
 import type { Config } from "./config";
+import type { RateLimiter } from "./ratelimit/limiter";
 
 export interface Deps {
   kv: KVNamespace;
+  rateLimiter: DurableObjectNamespace<RateLimiter>;
   config: Config;
   /** Milliseconds since the epoch. */
   now(): number;

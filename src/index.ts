@@ -1,8 +1,10 @@
 /**
  * Worker entry point: wires the exported handlers and nothing else. The router is built in
- * app.ts; the Durable Object and Queue consumer are exported here as they are added.
+ * app.ts; the rate-limiting Durable Object class must be exported from the main module.
  */
 import { createApp } from "./app";
+
+export { RateLimiter } from "./ratelimit/limiter";
 
 const app = createApp();
 

@@ -25,10 +25,10 @@ export function call(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(new Request(`${BASE}${path}`, init));
 }
 
-/** A request through an app with an injected clock (milliseconds). */
-export async function callAt(nowMs: number, path: string, init?: RequestInit): Promise<Response> {
+/** A request through an app with an injected clock (milliseconds) and, optionally, bindings. */
+export async function callAt(nowMs: number, path: string, init?: RequestInit, bindings: Env = env): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await createApp({ now: () => nowMs }).fetch(new Request(`${BASE}${path}`, init), env, ctx);
+  const res = await createApp({ now: () => nowMs }).fetch(new Request(`${BASE}${path}`, init), bindings, ctx);
   await waitOnExecutionContext(ctx);
   return res;
 }

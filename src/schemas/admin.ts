@@ -64,6 +64,19 @@ export const ApiKeyView = z.object({
 });
 export type ApiKeyView = z.output<typeof ApiKeyView>;
 
+const WindowUsage = z.object({
+  limit: z.number().int(),
+  used: z.number().int(),
+  remaining: z.number().int(),
+  resets_at: Timestamp,
+});
+
+/** Usage in the current windows, from the key's rate limiter (GET of one key). */
+export const ApiKeyUsage = z.object({ second: WindowUsage, day: WindowUsage });
+export type ApiKeyUsage = z.output<typeof ApiKeyUsage>;
+
+export const ApiKeyWithUsageView = ApiKeyView.extend({ usage: ApiKeyUsage });
+
 /** Only the create response carries the secret. */
 export const CreatedApiKeyView = ApiKeyView.extend({ api_key: z.string() });
 

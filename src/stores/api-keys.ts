@@ -1,20 +1,32 @@
 /**
  * API keys (spec 2.2): issued by operators, sent as `x-api-key`, identifying the client for
  * limits. Stored by SHA-256 of the key so authentication is one KV read and the key itself is
- * never stored; an id index serves the operator API.
+ * never stored; an id index serves the operator API. Limit overrides are written to the key's
+ * rate limiter (authoritative, takes effect on the next request) and to the record (display).
+ * Records read for authentication are cached in the isolate for API_KEY_CACHE_TTL_MS.
  */
 import type { Deps } from "../deps";
 import { isoTime } from "../deps";
 import { notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
+import { TtlCache } from "../lib/ttl-cache";
 import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
 import type { UpdateApiKeyInput } from "../schemas/admin";
 import type { ApiKeyView } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
 import { ApiKeyIndexRecord, ApiKeyRecord, type LimitOverrides, type Limits } from "../schemas/records";
+import { setKeyLimits } from "../ratelimit/service";
 import { getRecord, listPage, putRecord, type Page } from "./kv";
 import { kvKeys } from "./kv-keys";
 import { getOrganization } from "./organizations";
+
+/**
+ * How long an isolate may serve a key record without re-reading KV. Revocation reaches other
+ * isolates within this plus KV propagation (about 60 s); limits are not affected (they live in
+ * the rate limiter). Revoking or updating through this isolate drops its entry at once.
+ */
+export const API_KEY_CACHE_TTL_MS = 10_000;
+const recordsByHash = new TtlCache<ApiKeyRecord>(API_KEY_CACHE_TTL_MS, 10_000);
 
 export async function createApiKey(
   deps: Deps,
@@ -33,6 +45,8 @@ export async function createApiKey(
     created_at: isoTime(deps.now()),
     revoked_at: null,
   };
+  // Limiter first: if it is unreachable the key is never stored, let alone returned.
+  if (Object.keys(record.limits).length > 0) await setKeyLimits(deps, record.id, record.limits);
   await Promise.all([
     putRecord(deps.kv, kvKeys.apiKeyByHash(record.key_hash), ApiKeyRecord, record),
     putRecord(deps.kv, kvKeys.apiKeyIndex(orgId, record.id), ApiKeyIndexRecord, { key_hash: record.key_hash }),
@@ -42,7 +56,18 @@ export async function createApiKey(
 
 /** The record for a presented key, or null. Callers check `revoked_at`. */
 export async function findApiKeyBySecret(deps: Deps, secret: string): Promise<ApiKeyRecord | null> {
-  return getRecord(deps.kv, kvKeys.apiKeyByHash(await sha256Hex(secret)), ApiKeyRecord);
+  const hash = await sha256Hex(secret);
+  const cached = recordsByHash.get(hash, deps.now());
+  if (cached !== undefined) return cached;
+  const record = await getRecord(deps.kv, kvKeys.apiKeyByHash(hash), ApiKeyRecord);
+  // Unknown keys are not cached: a key created a moment ago must work as soon as KV has it.
+  if (record !== null) recordsByHash.set(hash, record, deps.now());
+  return record;
+}
+
+async function saveApiKey(deps: Deps, record: ApiKeyRecord): Promise<void> {
+  recordsByHash.delete(record.key_hash);
+  await putRecord(deps.kv, kvKeys.apiKeyByHash(record.key_hash), ApiKeyRecord, record);
 }
 
 export async function getApiKey(deps: Deps, orgId: string, keyId: string): Promise<ApiKeyRecord> {
@@ -80,7 +105,8 @@ export async function updateApiKey(
     name: input.name === undefined ? current.name : input.name,
     limits,
   };
-  await putRecord(deps.kv, kvKeys.apiKeyByHash(updated.key_hash), ApiKeyRecord, updated);
+  if (input.limits !== undefined) await setKeyLimits(deps, keyId, limits);
+  await saveApiKey(deps, updated);
   return updated;
 }
 
@@ -89,7 +115,7 @@ export async function revokeApiKey(deps: Deps, orgId: string, keyId: string): Pr
   const current = await getApiKey(deps, orgId, keyId);
   if (current.revoked_at !== null) return current;
   const revoked: ApiKeyRecord = { ...current, revoked_at: isoTime(deps.now()) };
-  await putRecord(deps.kv, kvKeys.apiKeyByHash(revoked.key_hash), ApiKeyRecord, revoked);
+  await saveApiKey(deps, revoked);
   return revoked;
 }
 

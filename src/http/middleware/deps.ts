@@ -5,7 +5,7 @@ import type { AppEnv } from "../context";
 
 export function provideDeps(now: () => number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.set("deps", { kv: c.env.KV, config: loadConfig(c.env), now });
+    c.set("deps", { kv: c.env.KV, rateLimiter: c.env.RATE_LIMITER, config: loadConfig(c.env), now });
     await next();
   };
 }

@@ -25,6 +25,10 @@ import {
 } from "../../stores/client-credentials";
 import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
 import { createUser, getUser, listUsers } from "../../stores/users";
+import { isoTime } from "../../deps";
+import { keyUsage } from "../../ratelimit/service";
+import type { WindowUsage } from "../../ratelimit/windows";
+import type { ApiKeyUsage } from "../../schemas/admin";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { respond, respondPage } from "../envelope";
@@ -43,6 +47,13 @@ const listQuery = (c: Context<AppEnv>) => parseInput(ListQuery, c.req.query(), "
 const created = (c: Context<AppEnv>, data: unknown, location: string) =>
   respond(c, data, { status: 201, headers: { Location: location } });
 const param = (c: Context<AppEnv>, name: string): string => c.req.param(name) ?? "";
+
+const windowView = (w: WindowUsage): ApiKeyUsage["day"] => ({
+  limit: w.limit,
+  used: w.used,
+  remaining: w.remaining,
+  resets_at: isoTime(w.resetAt),
+});
 
 const ORGS = "/admin/v1/organizations";
 const ORG = `${ORGS}/:org`;
@@ -80,7 +91,12 @@ methods(admin, KEYS, {
 methods(admin, `${KEYS}/:key`, {
   GET: async (c) => {
     const deps = c.get("deps");
-    return respond(c, apiKeyView(await getApiKey(deps, param(c, "org"), param(c, "key")), deps.config.defaultLimits));
+    const record = await getApiKey(deps, param(c, "org"), param(c, "key"));
+    const decision = await keyUsage(deps, record.id);
+    // The limiter's view of the limits is authoritative; the record's is for display.
+    const usage = { second: windowView(decision.second), day: windowView(decision.day) };
+    const view = apiKeyView(record, deps.config.defaultLimits);
+    return respond(c, { ...view, limits: { per_second: usage.second.limit, per_day: usage.day.limit }, usage });
   },
   PATCH: async (c) => {
     const deps = c.get("deps");

@@ -1,0 +1,87 @@
+/**
+ * The rate-limit algorithm (spec section 8), as pure functions over a small state. Two fixed
+ * windows per API key: the Unix second and the UTC day. A request is admitted only if both
+ * windows have room, and only admitted requests are counted, so a client that is refused does
+ * not burn its daily quota. Windows are aligned to the clock (not to the first request), which
+ * is what `Retry-After` and the `RateLimit` header's `t` describe: the time until the window
+ * ends. The edge behaviour is that of any fixed window: up to 2 x per_second requests can pass
+ * within a few milliseconds around a second boundary (and likewise at UTC midnight).
+ */
+import type { Limits } from "../schemas/records";
+
+export const SECOND_MS = 1000;
+export const DAY_MS = 86_400_000; // Unix time has no leap seconds: every UTC day is 86400 s.
+
+export interface WindowState {
+  second: number;
+  secondCount: number;
+  day: number;
+  dayCount: number;
+}
+
+export interface WindowUsage {
+  limit: number;
+  used: number;
+  remaining: number;
+  /** When the window ends (milliseconds since the epoch). */
+  resetAt: number;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** The window that refused the request, the day first when both are full. */
+  exceeded: "second" | "day" | null;
+  second: WindowUsage;
+  day: WindowUsage;
+  /** When the request was decided (milliseconds since the epoch). */
+  now: number;
+}
+
+export const EMPTY_STATE: WindowState = { second: 0, secondCount: 0, day: 0, dayCount: 0 };
+
+/** Counts of the windows `now` falls in (a window that has ended counts as empty). */
+function current(state: WindowState, now: number): WindowState {
+  const second = Math.floor(now / SECOND_MS);
+  const day = Math.floor(now / DAY_MS);
+  return {
+    second,
+    secondCount: state.second === second ? state.secondCount : 0,
+    day,
+    dayCount: state.day === day ? state.dayCount : 0,
+  };
+}
+
+function usage(limit: number, used: number, resetAt: number): WindowUsage {
+  return { limit, used, remaining: Math.max(0, limit - used), resetAt };
+}
+
+function describe(state: WindowState, limits: Limits, now: number, allowed: boolean, exceeded: Decision["exceeded"]): Decision {
+  return {
+    allowed,
+    exceeded,
+    second: usage(limits.per_second, state.secondCount, (state.second + 1) * SECOND_MS),
+    day: usage(limits.per_day, state.dayCount, (state.day + 1) * DAY_MS),
+    now,
+  };
+}
+
+/** Decides one request and returns the state to store (unchanged when refused). */
+export function admit(state: WindowState, limits: Limits, now: number): { state: WindowState; decision: Decision } {
+  const windows = current(state, now);
+  const exceeded =
+    windows.dayCount >= limits.per_day ? "day" : windows.secondCount >= limits.per_second ? "second" : null;
+  if (exceeded !== null) return { state: windows, decision: describe(windows, limits, now, false, exceeded) };
+  const next = { ...windows, secondCount: windows.secondCount + 1, dayCount: windows.dayCount + 1 };
+  return { state: next, decision: describe(next, limits, now, true, null) };
+}
+
+/** The usage a request at `now` would see, without counting one. */
+export function peek(state: WindowState, limits: Limits, now: number): Decision {
+  return describe(current(state, now), limits, now, true, null);
+}
+
+/** Whole seconds until the refusing window ends: never earlier than its end (RFC 9110 10.2.3). */
+export function retryAfterSeconds(decision: Decision): number {
+  const window = decision.exceeded === "day" ? decision.day : decision.second;
+  return Math.max(1, Math.ceil((window.resetAt - decision.now) / 1000));
+}
