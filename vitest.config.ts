@@ -10,6 +10,8 @@ import { defineConfig } from "vitest/config";
 const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnopqrstuv";
 // kid "t1": 32 bytes of 0x01 (signs); "t0": 32 bytes of 0x02 (a retired key that still verifies).
 const TEST_SIGNING_KEYS = "t1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE,t0:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI";
+// "e2" encrypts (32 bytes of 0x03); "e1" (0x04) is a retired key that still decrypts.
+const TEST_ENCRYPTION_KEYS = "e2:AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM,e1:BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ";
 
 export default defineConfig({
   test: {
@@ -20,7 +22,11 @@ export default defineConfig({
             main: "./src/index.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS },
+              bindings: {
+                ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+                TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
+                WEBHOOK_ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+              },
             },
           }),
         ],

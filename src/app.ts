@@ -17,6 +17,7 @@ import { admin } from "./http/routes/admin";
 import { health } from "./http/routes/health";
 import { me } from "./http/routes/me";
 import { oauth, plainOAuthErrors } from "./http/routes/oauth";
+import { webhooks } from "./http/routes/webhooks";
 import { wellKnown } from "./http/routes/well-known";
 
 export interface AppOptions {
@@ -41,6 +42,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.use("/v1/*", except(TOKEN_ENDPOINTS, requireAccessToken));
   app.route("/", oauth);
   app.route("/", me);
+  app.route("/", webhooks);
 
   app.use("/admin/*", apiHeaders, deps, requireOperator);
   app.route("/", admin);

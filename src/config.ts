@@ -8,7 +8,8 @@ import { ApiError } from "./errors";
 import { base64UrlDecode } from "./lib/encoding";
 import type { Limits } from "./schemas/records";
 
-export interface SigningKey {
+/** A key with an id, so values made with it say which key to use (rotation). */
+export interface VersionedKey {
   kid: string;
   raw: Uint8Array;
 }
@@ -17,9 +18,13 @@ export interface Config {
   accessTokenTtlSeconds: number;
   defaultLimits: Limits;
   /** First key signs; all verify (rotation, see .dev.vars.example). */
-  signingKeys: SigningKey[];
+  signingKeys: VersionedKey[];
   adminToken: string;
+  /** AES-256-GCM keys for webhook secrets at rest; first encrypts, all decrypt. */
+  encryptionKeys: VersionedKey[];
   allowInsecureTargets: boolean;
+  webhookTimeoutMs: number;
+  webhookMaxRetries: number;
 }
 
 const intVar = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -29,8 +34,11 @@ const VarsSchema = z.object({
   RATE_LIMIT_PER_SECOND: intVar(1, 10_000).default(1),
   RATE_LIMIT_PER_DAY: intVar(1, 100_000_000).default(1000),
   WEBHOOK_ALLOW_INSECURE_TARGETS: z.enum(["true", "false"]).default("false"),
+  WEBHOOK_TIMEOUT_SECONDS: intVar(1, 60).default(15),
+  WEBHOOK_MAX_RETRIES: intVar(0, 100).default(8),
   ADMIN_TOKEN: z.string().min(32, { error: "must be at least 32 characters" }),
   TOKEN_SIGNING_KEYS: z.string().min(1),
+  WEBHOOK_ENCRYPTION_KEYS: z.string().min(1),
 });
 
 /** Longest lifetime a token can have whatever the var says; bounds revocation tombstones. */
@@ -50,26 +58,29 @@ export function loadConfig(env: Env): Config {
   const config: Config = {
     accessTokenTtlSeconds: vars.ACCESS_TOKEN_TTL_SECONDS,
     defaultLimits: { per_second: vars.RATE_LIMIT_PER_SECOND, per_day: vars.RATE_LIMIT_PER_DAY },
-    signingKeys: parseSigningKeys(vars.TOKEN_SIGNING_KEYS),
+    signingKeys: parseKeyring("TOKEN_SIGNING_KEYS", vars.TOKEN_SIGNING_KEYS),
     adminToken: vars.ADMIN_TOKEN,
+    encryptionKeys: parseKeyring("WEBHOOK_ENCRYPTION_KEYS", vars.WEBHOOK_ENCRYPTION_KEYS, 32),
     allowInsecureTargets: vars.WEBHOOK_ALLOW_INSECURE_TARGETS === "true",
+    webhookTimeoutMs: vars.WEBHOOK_TIMEOUT_SECONDS * 1000,
+    webhookMaxRetries: vars.WEBHOOK_MAX_RETRIES,
   };
   cache.set(env, config);
   return config;
 }
 
-function parseSigningKeys(value: string): SigningKey[] {
+/** `kid:base64url(key)` pairs, comma-separated; `exactBytes` pins the length (AES-256: 32). */
+function parseKeyring(name: string, value: string, exactBytes?: number): VersionedKey[] {
   const keys = value.split(",").map((entry) => {
     const [kid, secret, ...rest] = entry.trim().split(":");
     const raw = secret === undefined ? null : base64UrlDecode(secret);
-    if (rest.length > 0 || !kid || !/^[A-Za-z0-9-]{1,32}$/.test(kid) || raw === null || raw.byteLength < 32) {
-      throw misconfigured("TOKEN_SIGNING_KEYS must be comma-separated kid:base64url(>=32 bytes) pairs");
+    const sized = raw !== null && (exactBytes === undefined ? raw.byteLength >= 32 : raw.byteLength === exactBytes);
+    if (rest.length > 0 || !kid || !/^[A-Za-z0-9-]{1,32}$/.test(kid) || !sized) {
+      throw misconfigured(`${name} must be comma-separated kid:base64url(${exactBytes ?? ">=32"} bytes) pairs`);
     }
-    return { kid, raw };
+    return { kid, raw: raw as Uint8Array };
   });
-  if (new Set(keys.map((k) => k.kid)).size !== keys.length) {
-    throw misconfigured("TOKEN_SIGNING_KEYS has a duplicate kid");
-  }
+  if (new Set(keys.map((k) => k.kid)).size !== keys.length) throw misconfigured(`${name} has a duplicate kid`);
   return keys;
 }
 

@@ -5,7 +5,7 @@
  * Workers KV (eventually consistent, caching misses) could not guarantee. The kid selects the
  * key, so keys rotate without invalidating live tokens. Clients must treat tokens as opaque.
  */
-import type { SigningKey } from "../config";
+import type { VersionedKey } from "../config";
 import { ApiError } from "../errors";
 import { hmacKey } from "../lib/crypto";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../lib/encoding";
@@ -16,11 +16,11 @@ const PREFIX = "kw_at_";
 const MAX_TOKEN_LENGTH = 1024;
 const TOKEN_SHAPE = /^kw_at_([A-Za-z0-9-]{1,32})\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/;
 
-function keyFor(key: SigningKey): Promise<CryptoKey> {
+function keyFor(key: VersionedKey): Promise<CryptoKey> {
   return hmacKey(key.raw, `access-token:${key.kid}:${base64UrlEncode(key.raw)}`);
 }
 
-export async function signAccessToken(keys: SigningKey[], claims: AccessTokenClaims): Promise<string> {
+export async function signAccessToken(keys: VersionedKey[], claims: AccessTokenClaims): Promise<string> {
   const key = keys[0];
   if (key === undefined) throw new ApiError("service_unavailable", "No token signing key is configured.");
   const signingInput = `${PREFIX}${key.kid}.${base64UrlEncode(encodeUtf8(JSON.stringify(claims)))}`;
@@ -33,7 +33,7 @@ export async function signAccessToken(keys: SigningKey[], claims: AccessTokenCla
  * The MAC is checked before the claims are parsed, so forged input never reaches JSON.parse.
  */
 export async function verifyAccessToken(
-  keys: SigningKey[],
+  keys: VersionedKey[],
   token: string,
   nowMs: number,
 ): Promise<AccessTokenClaims> {

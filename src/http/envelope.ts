@@ -35,3 +35,8 @@ export function respondPage(c: Context<AppEnv>, page: { items: unknown[]; next_c
   }
   return respond(c, page.items, { next });
 }
+
+/** 201 with a Location header for the created resource. */
+export function created(c: Context<AppEnv>, data: unknown, location: string): Response {
+  return respond(c, data, { status: 201, headers: { Location: location } });
+}

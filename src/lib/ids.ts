@@ -22,6 +22,10 @@ export const newOrganizationId = (): string => randomId("org");
 export const newUserId = (): string => randomId("usr");
 export const newApiKeyId = (): string => randomId("key");
 export const newTokenId = (): string => randomId("tok");
+export const newWebhookConfigurationId = (): string => randomId("whk");
+export const newEventId = (): string => randomId("evt");
+/** Delivery ids double as the Standard Webhooks `webhook-id`, stable across retries. */
+export const newDeliveryId = (): string => randomId("msg");
 
 /** client_id is not a secret (RFC 6749 section 2.2) but is unguessable all the same. */
 export const newClientId = (): string => `kw_client_${randomToken(16)}`;

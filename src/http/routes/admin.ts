@@ -3,9 +3,7 @@
  * credentials. Secrets appear only in the response that creates them; lists never carry them.
  * Bodies are JSON; an empty body counts as `{}`.
  */
-import type { Context } from "hono";
 import { Hono } from "hono";
-import type { z } from "zod";
 import {
   CreateApiKeyInput,
   CreateClientCredentialInput,
@@ -13,8 +11,6 @@ import {
   CreateUserInput,
   UpdateApiKeyInput,
 } from "../../schemas/admin";
-import { ListQuery } from "../../schemas/common";
-import { parseInput } from "../../schemas/validate";
 import { apiKeyView, createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey } from "../../stores/api-keys";
 import {
   clientCredentialView,
@@ -29,24 +25,14 @@ import { isoTime } from "../../deps";
 import { keyUsage } from "../../ratelimit/service";
 import type { WindowUsage } from "../../ratelimit/windows";
 import type { ApiKeyUsage } from "../../schemas/admin";
-import { readFields } from "../body";
 import type { AppEnv } from "../context";
-import { respond, respondPage } from "../envelope";
+import { created, respond, respondPage } from "../envelope";
+import { jsonBody, listQuery, param } from "../input";
 import { methods } from "../route";
-
-const MAX_ADMIN_BODY_BYTES = 16 * 1024;
 
 export const admin = new Hono<AppEnv>();
 
-async function body<T extends z.ZodType>(c: Context<AppEnv>, schema: T): Promise<z.output<T>> {
-  const { fields } = await readFields(c.req.raw, ["json"], MAX_ADMIN_BODY_BYTES);
-  return parseInput(schema, fields);
-}
-
-const listQuery = (c: Context<AppEnv>) => parseInput(ListQuery, c.req.query(), "query string");
-const created = (c: Context<AppEnv>, data: unknown, location: string) =>
-  respond(c, data, { status: 201, headers: { Location: location } });
-const param = (c: Context<AppEnv>, name: string): string => c.req.param(name) ?? "";
+const body = jsonBody;
 
 const windowView = (w: WindowUsage): ApiKeyUsage["day"] => ({
   limit: w.limit,

@@ -1,0 +1,148 @@
+/**
+ * Webhook configurations, events and deliveries (spec 2.4, 2.5, 4.3, 6; product brief): API
+ * inputs, the views returned, the values stored in KV and the Queue message. Receivers' client
+ * secrets and our signing secrets are stored sealed (lib/aead.ts) and never returned after
+ * creation.
+ */
+import * as z from "zod";
+import { DisplayName, Timestamp } from "./common";
+
+/** Event types: dot-separated lower-case words, e.g. `order.created` (Standard Webhooks style). */
+export const EventType = z
+  .string()
+  .max(100, { error: "must be at most 100 characters" })
+  .regex(/^[a-z0-9_]+(\.[a-z0-9_]+)*$/, { error: "must be dot-separated lower-case words, e.g. order.created" });
+
+const TargetUrl = z.string().min(1, { error: "must not be empty" }).max(2048, { error: "must be at most 2048 characters" });
+const ClientSecret = z.string().min(1, { error: "must not be empty" }).max(1024, { error: "must be at most 1024 characters" });
+const ClientId = z.string().min(1, { error: "must not be empty" }).max(256, { error: "must be at most 256 characters" });
+const Events = z.array(EventType).min(1, { error: "must not be empty (omit it to receive every event)" }).max(50);
+
+export const CreateWebhookConfigurationInput = z.strictObject({
+  url: TargetUrl,
+  events: Events.optional(),
+  description: DisplayName.optional(),
+  oauth: z.strictObject({ token_url: TargetUrl, client_id: ClientId, client_secret: ClientSecret }),
+  /** Opt-in: reuse the receiver's token until 60 s before its expires_in. */
+  token_cache: z.boolean().optional(),
+});
+export type CreateWebhookConfigurationInput = z.output<typeof CreateWebhookConfigurationInput>;
+
+export const UpdateWebhookConfigurationInput = z.strictObject({
+  url: TargetUrl.optional(),
+  events: Events.nullable().optional(),
+  description: DisplayName.nullable().optional(),
+  oauth: z
+    .strictObject({ token_url: TargetUrl.optional(), client_id: ClientId.optional(), client_secret: ClientSecret.optional() })
+    .optional(),
+  token_cache: z.boolean().optional(),
+  /** Re-enable a configuration disabled by a 410, or pause one. */
+  status: z.enum(["active", "disabled"]).optional(),
+});
+export type UpdateWebhookConfigurationInput = z.output<typeof UpdateWebhookConfigurationInput>;
+
+export const PublishEventInput = z.strictObject({
+  type: EventType,
+  data: z.unknown().refine((d) => d !== undefined, { error: "is required" }),
+});
+export type PublishEventInput = z.output<typeof PublishEventInput>;
+
+const Sealed = z.object({ kid: z.string(), iv: z.string(), ct: z.string() });
+
+export const WebhookConfigurationRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()).nullable(),
+  description: z.string().nullable(),
+  oauth: z.object({ token_url: z.string(), client_id: z.string(), client_secret: Sealed }),
+  token_cache: z.boolean(),
+  /** Newest first; an older one stays valid until its expires_at (rotation overlap). */
+  signing_secrets: z.array(z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable() })).min(1),
+  status: z.enum(["active", "disabled"]),
+  disabled_reason: z.string().nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type WebhookConfigurationRecord = z.output<typeof WebhookConfigurationRecord>;
+
+export const WebhookConfigurationView = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()).nullable(),
+  description: z.string().nullable(),
+  oauth: z.object({ token_url: z.string(), client_id: z.string() }),
+  token_cache: z.boolean(),
+  status: z.enum(["active", "disabled"]),
+  disabled_reason: z.string().nullable(),
+  signing_secret_rotated_at: Timestamp,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type WebhookConfigurationView = z.output<typeof WebhookConfigurationView>;
+
+export const CreatedWebhookConfigurationView = WebhookConfigurationView.extend({ signing_secret: z.string() });
+
+export const DeliveryAttempt = z.object({
+  number: z.number().int(),
+  at: Timestamp,
+  /** Which request failed: the receiver's token endpoint or its webhook URL. */
+  step: z.enum(["configuration", "token", "webhook"]),
+  /** HTTP status of the failing (or succeeding) response, null when there was none. */
+  http_status: z.number().int().nullable(),
+  latency_ms: z.number().int(),
+  outcome: z.enum(["delivered", "retry", "failed"]),
+  /** Short, secret-free description of what went wrong. */
+  error: z.string().nullable(),
+});
+export type DeliveryAttempt = z.output<typeof DeliveryAttempt>;
+
+export const DeliveryStatus = z.enum(["pending", "retrying", "delivered", "failed"]);
+
+export const DeliveryRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  webhook_configuration_id: z.string(),
+  event_id: z.string(),
+  event_type: z.string(),
+  status: DeliveryStatus,
+  attempts: z.array(DeliveryAttempt),
+  next_attempt_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type DeliveryRecord = z.output<typeof DeliveryRecord>;
+
+/** Deliveries hold no secrets: the view is the record. */
+export const DeliveryView = DeliveryRecord;
+
+export const EventRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  type: z.string(),
+  created_at: Timestamp,
+  delivery_ids: z.array(z.string()),
+});
+export type EventRecord = z.output<typeof EventRecord>;
+
+export const PublishedEventView = z.object({
+  id: z.string(),
+  type: z.string(),
+  created_at: Timestamp,
+  deliveries: z.array(z.object({ id: z.string(), webhook_configuration_id: z.string(), status: DeliveryStatus })),
+});
+export type PublishedEventView = z.output<typeof PublishedEventView>;
+
+/** One Queue message per delivery; `body` is the exact JSON sent (and signed) on every attempt. */
+export const DeliveryMessage = z.object({
+  v: z.literal(1),
+  delivery_id: z.string(),
+  organization_id: z.string(),
+  webhook_configuration_id: z.string(),
+  event_id: z.string(),
+  event_type: z.string(),
+  body: z.string(),
+  created_at: Timestamp,
+});
+export type DeliveryMessage = z.output<typeof DeliveryMessage>;
