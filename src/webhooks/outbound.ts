@@ -90,10 +90,11 @@ export async function requestReceiverToken(
   config: WebhookConfigurationRecord,
   clientSecret: string,
 ): Promise<ReceiverToken> {
+  // Field order as in spec 4.3's table.
   const form = new URLSearchParams({
-    grant_type: "client_credentials",
     client_id: config.oauth.client_id,
     client_secret: clientSecret,
+    grant_type: "client_credentials",
   }).toString();
   let url = guard(deps, "token", config.oauth.token_url);
   const origin = url.origin;
