@@ -2,12 +2,13 @@
  * Local secrets for `npm start`. wrangler dev reads `.dev.vars` from the project root, and the
  * Worker refuses to run without ADMIN_TOKEN and TOKEN_SIGNING_KEYS (src/config.ts), so the first
  * start derives `.dev.vars` from the committed `.dev.vars.example`, giving every `<random>` its
- * own 256 random bits. An existing `.dev.vars` is never touched: it may hold values a developer
- * chose, and rewriting it would invalidate tokens and the seeded demo. Secret values are never
- * printed here; callers only learn whether the file was created.
+ * own 256 random bits. An existing `.dev.vars` keeps every value it has (a developer may have
+ * chosen them, and rewriting would invalidate tokens and the seeded demo); only settings that a
+ * newer `.dev.vars.example` introduced are appended, so an upgrade never leaves the Worker
+ * without a secret it needs. Secret values are never printed; callers learn which names changed.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, readFile, writeFile } from "node:fs/promises";
+import { appendFile, chmod, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 export const DEV_VARS = ".dev.vars";
@@ -20,25 +21,32 @@ export function randomSecret() {
 }
 
 /**
- * Creates `<dir>/.dev.vars` from `<dir>/.dev.vars.example` unless it already exists.
+ * Creates `<dir>/.dev.vars` from `<dir>/.dev.vars.example`, or appends to an existing one the
+ * settings it lacks.
  * @param {string} dir project root
- * @returns {Promise<{ created: boolean, path: string }>}
+ * @returns {Promise<{ created: boolean, added: string[], path: string }>}
  */
 export async function ensureDevVars(dir) {
   const path = join(dir, DEV_VARS);
   const template = await readFile(join(dir, DEV_VARS_EXAMPLE), "utf8");
   // A replacer function runs once per match, so each placeholder gets a distinct secret.
-  const content = template.replaceAll(PLACEHOLDER, () => randomSecret());
+  const fill = (/** @type {string} */ text) => text.replaceAll(PLACEHOLDER, () => randomSecret());
   try {
     // "wx" fails if the file exists, so a concurrent or earlier file is never overwritten.
-    await writeFile(path, content, { mode: 0o600, flag: "wx" });
+    await writeFile(path, fill(template), { mode: 0o600, flag: "wx" });
   } catch (err) {
-    if (/** @type {NodeJS.ErrnoException} */ (err).code === "EEXIST") return { created: false, path };
-    throw err;
+    if (/** @type {NodeJS.ErrnoException} */ (err).code !== "EEXIST") throw err;
+    const existing = parseDevVars(await readFile(path, "utf8"));
+    const missing = Object.entries(parseDevVars(template)).filter(([name]) => !(name in existing));
+    if (missing.length > 0) {
+      const lines = missing.map(([name, value]) => `${name}=${fill(value)}`).join("\n");
+      await appendFile(path, `\n# Added by npm start from a newer .dev.vars.example\n${lines}\n`);
+    }
+    return { created: false, added: missing.map(([name]) => name), path };
   }
   // The mode given to open() is filtered by the umask; secrets must be owner-only regardless.
   await chmod(path, 0o600);
-  return { created: true, path };
+  return { created: true, added: [], path };
 }
 
 /**

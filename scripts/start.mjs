@@ -45,6 +45,8 @@ async function main() {
   const devVars = await ensureDevVars(ROOT);
   if (devVars.created) {
     console.log(`Created ${relative(ROOT, devVars.path)} from .dev.vars.example with fresh random secrets (git-ignored, not shown).`);
+  } else if (devVars.added.length > 0) {
+    console.log(`Added ${devVars.added.join(", ")} to ${relative(ROOT, devVars.path)} with fresh random values (not shown).`);
   }
 
   // With the port taken, wrangler would fail or the health check could reach some other server

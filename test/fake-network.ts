@@ -84,16 +84,31 @@ export interface QueueOutcome {
   retried: { msgId: string; delaySeconds?: number }[];
 }
 
-/** Runs the consumer on messages directly, as the Queue would, with optional env overrides. */
+/**
+ * Runs the consumer on messages directly, as the Queue would, with optional env overrides.
+ * getQueueResult reports which messages were retried but not their delay, so the real
+ * messages' retry() calls are observed for that.
+ */
 export async function consume(
   queue: string,
   messages: { id: string; attempts: number; body: DeliveryMessage }[],
   overrides: Partial<Env> = {},
 ): Promise<QueueOutcome> {
   const batch = createMessageBatch(queue, messages.map((m) => ({ ...m, timestamp: new Date() })));
+  const delays = new Map<string, number | undefined>();
+  for (const m of batch.messages) {
+    const retry = m.retry.bind(m);
+    vi.spyOn(m, "retry").mockImplementation((options?: QueueRetryOptions) => {
+      delays.set(m.id, options?.delaySeconds);
+      retry(options);
+    });
+  }
   const ctx = createExecutionContext();
   await worker.queue(batch, { ...env, ...overrides });
   await waitOnExecutionContext(ctx);
-  const result = (await getQueueResult(batch, ctx)) as { explicitAcks: string[]; retryMessages: QueueOutcome["retried"] };
-  return { acked: result.explicitAcks, retried: result.retryMessages };
+  const result = (await getQueueResult(batch, ctx)) as { explicitAcks: string[]; retryMessages: { msgId: string }[] };
+  return {
+    acked: result.explicitAcks,
+    retried: result.retryMessages.map((r) => ({ msgId: r.msgId, ...(delays.has(r.msgId) ? { delaySeconds: delays.get(r.msgId) } : {}) })),
+  };
 }

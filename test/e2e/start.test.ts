@@ -8,7 +8,7 @@
  * `.dev.vars` generation on its own, in a temporary directory.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFile, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -184,7 +184,7 @@ describe("ensureDevVars", () => {
     expect(placeholders).toBeGreaterThan(0);
 
     const first = await ensureDevVars(dir);
-    expect(first).toEqual({ created: true, path: join(dir, ".dev.vars") });
+    expect(first).toEqual({ created: true, added: [], path: join(dir, ".dev.vars") });
     expect((await stat(first.path)).mode & 0o777).toBe(0o600);
     const content = await readFile(first.path, "utf8");
     expect(content).not.toContain("<random>");
@@ -198,7 +198,19 @@ describe("ensureDevVars", () => {
     expect(new Set(secrets).size).toBe(secrets.length);
 
     const second = await ensureDevVars(dir);
-    expect(second.created).toBe(false);
+    expect(second).toMatchObject({ created: false, added: [] });
     expect(await readFile(first.path, "utf8")).toBe(content);
+  });
+
+  it("appends settings a newer .dev.vars.example introduced, keeping existing values", async () => {
+    const path = join(dir, ".dev.vars");
+    await writeFile(path, "ADMIN_TOKEN=chosen-by-the-developer-0123456789abcdef\n", { mode: 0o600 });
+    const result = await ensureDevVars(dir);
+    const vars = parseDevVars(await readFile(path, "utf8"));
+    const expected = Object.keys(parseDevVars(await readFile(join(dir, ".dev.vars.example"), "utf8"))).filter((n) => n !== "ADMIN_TOKEN");
+    expect(result).toMatchObject({ created: false, added: expected });
+    expect(vars.ADMIN_TOKEN).toBe("chosen-by-the-developer-0123456789abcdef");
+    expect(vars.WEBHOOK_ENCRYPTION_KEYS).toMatch(/^w1:[A-Za-z0-9_-]{43}$/);
+    expect(vars.TOKEN_SIGNING_KEYS).toMatch(/^k1:[A-Za-z0-9_-]{43}$/);
   });
 });
