@@ -5,6 +5,7 @@
  */
 import { ApiError } from "../errors";
 import { base64Decode, decodeUtf8 } from "../lib/encoding";
+import { readCapped } from "../lib/streams";
 
 export type BodyFormat = "json" | "form";
 
@@ -16,26 +17,8 @@ const MEDIA_TYPES: Record<BodyFormat, string> = {
 export async function readBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
-  if (request.body === null) return new Uint8Array();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  const bytes = await readCapped(request.body, maxBytes);
+  if (bytes === null) throw tooLarge(maxBytes);
   return bytes;
 }
 

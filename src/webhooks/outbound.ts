@@ -7,6 +7,7 @@
  * failures are DeliveryFailure values with a short, secret-free reason.
  */
 import type { Deps } from "../deps";
+import { readCapped } from "../lib/streams";
 import type { WebhookConfigurationRecord } from "../schemas/webhooks";
 import { checkTarget } from "./ssrf";
 
@@ -48,28 +49,10 @@ async function timedFetch(deps: Deps, step: DeliveryFailure["step"], url: URL, i
 
 const what = (step: DeliveryFailure["step"]) => (step === "token" ? "token endpoint" : "webhook URL");
 
-/** Reads at most `max` bytes of a body; larger bodies are a failure, not a truncation. */
-async function readCapped(res: Response, max: number, step: DeliveryFailure["step"]): Promise<string> {
-  if (res.body === null) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel();
-      throw new DeliveryFailure(step, res.status, `${what(step)} answered more than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+/** Reads at most `max` bytes of a body as text; larger bodies are a failure, not a truncation. */
+async function readText(res: Response, max: number, step: DeliveryFailure["step"]): Promise<string> {
+  const bytes = await readCapped(res.body, max);
+  if (bytes === null) throw new DeliveryFailure(step, res.status, `${what(step)} answered more than ${max} bytes`);
   return new TextDecoder().decode(bytes);
 }
 
@@ -128,7 +111,7 @@ export async function requestReceiverToken(
       continue;
     }
 
-    const text = await readCapped(res, MAX_TOKEN_RESPONSE_BYTES, "token");
+    const text = await readText(res, MAX_TOKEN_RESPONSE_BYTES, "token");
     let json: unknown = null;
     try {
       json = JSON.parse(text);
@@ -165,7 +148,7 @@ export async function postWebhook(
   const url = guard(deps, "webhook", target);
   const res = await timedFetch(deps, "webhook", url, { method: "POST", headers, body });
   // The body is not used, but reading (a bounded amount of) it lets the connection be reused.
-  await readCapped(res, MAX_WEBHOOK_RESPONSE_BYTES, "webhook").catch(() => undefined);
+  await readText(res, MAX_WEBHOOK_RESPONSE_BYTES, "webhook").catch(() => undefined);
   return { status: res.status, retryAfterSeconds: retryAfter(res) };
 }
 
