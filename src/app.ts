@@ -14,6 +14,7 @@ import { apiHeaders } from "./http/middleware/headers";
 import { requireOperator } from "./http/middleware/operator";
 import { rateLimit } from "./http/middleware/rate-limit";
 import { admin } from "./http/routes/admin";
+import { docs } from "./http/routes/docs";
 import { health } from "./http/routes/health";
 import { me } from "./http/routes/me";
 import { oauth, plainOAuthErrors } from "./http/routes/oauth";
@@ -36,6 +37,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
   app.route("/", health);
   app.route("/", wellKnown);
+  // Registered ahead of the /v1 middleware, so the API description needs no credentials.
+  app.route("/", docs);
 
   app.use("/v1/oauth/token", plainOAuthErrors);
   app.use("/v1/*", apiHeaders, deps, requireApiKey, rateLimit);
