@@ -15,6 +15,7 @@ import { requireOperator } from "./http/middleware/operator";
 import { rateLimit } from "./http/middleware/rate-limit";
 import { admin } from "./http/routes/admin";
 import { docs } from "./http/routes/docs";
+import { graphql } from "./http/routes/graphql";
 import { health } from "./http/routes/health";
 import { me } from "./http/routes/me";
 import { oauth, plainOAuthErrors } from "./http/routes/oauth";
@@ -46,6 +47,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/", oauth);
   app.route("/", me);
   app.route("/", webhooks);
+  app.route("/", graphql);
 
   app.use("/admin/*", apiHeaders, deps, requireOperator);
   app.route("/", admin);

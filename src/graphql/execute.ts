@@ -1,0 +1,167 @@
+/**
+ * Runs one GraphQL request (GraphQL over HTTP) with abuse limits applied before any execution:
+ * document size, token count (bounded parse), selection depth and field count (aliases
+ * included), so a 5000-alias query is refused with errors and never executed. Errors carry
+ * `extensions.code` with the same codes as REST; request-level failures (syntax, validation,
+ * variables, limits) answer 400, execution results 200.
+ */
+import {
+  type DocumentNode,
+  execute,
+  type FragmentDefinitionNode,
+  GraphQLError,
+  type GraphQLFormattedError,
+  Kind,
+  type OperationDefinitionNode,
+  parse,
+  type SelectionSetNode,
+  validate,
+} from "graphql";
+import { ApiError } from "../errors";
+import { type GraphQLContext, rootValue } from "./resolvers";
+import { schema } from "./schema";
+
+/** Documented limits (README, "GraphQL"). */
+export const GRAPHQL_LIMITS = {
+  /** Characters in the query document. */
+  maxDocumentLength: 10_000,
+  /** Lexical tokens; parsing stops beyond this. */
+  maxTokens: 2_000,
+  /** Nesting of selections below the operation (introspection subtrees excluded). */
+  maxDepth: 8,
+  /** Field selections in the document, aliases and fragments included (introspection excluded). */
+  maxFields: 200,
+} as const;
+
+export interface GraphQLRequest {
+  query: unknown;
+  variables?: unknown;
+  operationName?: unknown;
+}
+
+export interface GraphQLResult {
+  status: 200 | 400 | 405;
+  body: { data?: unknown; errors?: GraphQLFormattedError[] };
+  allow?: string;
+}
+
+const requestError = (message: string, status: 400 | 405 = 400): GraphQLResult => ({
+  status,
+  body: { errors: [{ message, extensions: { code: status === 405 ? "method_not_allowed" : "invalid_request" } }] },
+});
+
+export async function runGraphQL(request: GraphQLRequest, context: GraphQLContext, method: "GET" | "POST"): Promise<GraphQLResult> {
+  const { query, variables, operationName } = request;
+  if (typeof query !== "string" || query.trim() === "") return requestError("query is required and must be a non-empty string.");
+  if (query.length > GRAPHQL_LIMITS.maxDocumentLength) {
+    return requestError(`The query document is ${query.length} characters; the limit is ${GRAPHQL_LIMITS.maxDocumentLength}.`);
+  }
+  if (variables !== undefined && variables !== null && (typeof variables !== "object" || Array.isArray(variables))) {
+    return requestError("variables must be a JSON object.");
+  }
+  if (operationName !== undefined && operationName !== null && typeof operationName !== "string") {
+    return requestError("operationName must be a string.");
+  }
+
+  let document: DocumentNode;
+  try {
+    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: false });
+  } catch (err) {
+    return { status: 400, body: { errors: [formatError(err instanceof GraphQLError ? err : new GraphQLError("Syntax error."))] } };
+  }
+
+  const limitError = checkLimits(document);
+  if (limitError !== null) return requestError(limitError);
+
+  const validationErrors = validate(schema, document);
+  if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
+
+  const operation = selectOperation(document, typeof operationName === "string" ? operationName : undefined);
+  if (operation?.operation === "mutation" && method === "GET") {
+    return { ...requestError("Mutations must be sent with POST.", 405), allow: "POST" };
+  }
+
+  const result = await execute({
+    schema,
+    document,
+    rootValue,
+    contextValue: context,
+    variableValues: (variables as Record<string, unknown> | null | undefined) ?? undefined,
+    operationName: typeof operationName === "string" ? operationName : undefined,
+  });
+  // Variable coercion and operation selection fail before execution: no data at all.
+  if (!("data" in result) || result.data === undefined) {
+    return { status: 400, body: { errors: (result.errors ?? []).map(formatError) } };
+  }
+  return { status: 200, body: { data: result.data, ...(result.errors?.length ? { errors: result.errors.map(formatError) } : {}) } };
+}
+
+function selectOperation(document: DocumentNode, name: string | undefined): OperationDefinitionNode | undefined {
+  const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
+  return name === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === name);
+}
+
+const isIntrospection = (name: string) => name === "__schema" || name === "__type";
+
+/** Depth and field count, following fragments once each (cycles are refused by validation). */
+function checkLimits(document: DocumentNode): string | null {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+
+  let fields = 0;
+  const counted = (set: SelectionSetNode): void => {
+    for (const s of set.selections) {
+      if (s.kind === Kind.FIELD) {
+        if (isIntrospection(s.name.value)) continue;
+        fields++;
+        if (s.selectionSet) counted(s.selectionSet);
+      } else if (s.kind === Kind.INLINE_FRAGMENT) counted(s.selectionSet);
+    }
+  };
+  for (const d of document.definitions) {
+    if (d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION) counted(d.selectionSet);
+  }
+  if (fields > GRAPHQL_LIMITS.maxFields) {
+    return `The query selects ${fields} fields (aliases included); the limit is ${GRAPHQL_LIMITS.maxFields}.`;
+  }
+
+  const depthOf = (set: SelectionSetNode, seen: Set<string>): number => {
+    let max = 0;
+    for (const s of set.selections) {
+      if (s.kind === Kind.FIELD) {
+        if (isIntrospection(s.name.value)) continue;
+        max = Math.max(max, 1 + (s.selectionSet ? depthOf(s.selectionSet, seen) : 0));
+      } else if (s.kind === Kind.INLINE_FRAGMENT) {
+        max = Math.max(max, depthOf(s.selectionSet, seen));
+      } else {
+        const fragment = fragments.get(s.name.value);
+        if (fragment && !seen.has(fragment.name.value)) {
+          max = Math.max(max, depthOf(fragment.selectionSet, new Set([...seen, fragment.name.value])));
+        }
+      }
+    }
+    return max;
+  };
+  for (const d of document.definitions) {
+    if (d.kind !== Kind.OPERATION_DEFINITION) continue;
+    const depth = depthOf(d.selectionSet, new Set());
+    if (depth > GRAPHQL_LIMITS.maxDepth) return `The query is ${depth} levels deep; the limit is ${GRAPHQL_LIMITS.maxDepth}.`;
+  }
+  return null;
+}
+
+/** Domain errors keep their REST code; our own faults are logged and masked. */
+function formatError(error: GraphQLError): GraphQLFormattedError {
+  const original = error.originalError;
+  const where = { ...(error.locations ? { locations: error.locations } : {}), ...(error.path ? { path: error.path } : {}) };
+  if (original instanceof ApiError) {
+    return { message: original.developerMessage, ...where, extensions: { code: original.code, status: original.status } };
+  }
+  if (error.path !== undefined && original !== undefined) {
+    const detail = `${original.name}: ${original.message}`;
+    console.error(JSON.stringify({ level: "error", msg: "graphql resolver failed", path: error.path.join("."), detail }));
+    return { message: "An internal error occurred. It has been logged.", ...where, extensions: { code: "server_error", status: 500 } };
+  }
+  // Syntax, validation and variable errors describe the caller's document, not our internals.
+  return { message: error.message, ...where, extensions: { code: "invalid_request", status: 400 } };
+}

@@ -1,0 +1,136 @@
+/**
+ * GraphQL root resolvers: thin adapters over the domain functions REST uses. Inputs are turned
+ * into the REST (snake_case) shape and validated by the same zod schemas; outputs are the REST
+ * views with camelCase keys. No rule lives here: if REST refuses something, so does GraphQL.
+ */
+import type { Principal } from "../auth/tokens";
+import type { Deps } from "../deps";
+import { isoTime } from "../deps";
+import { ApiError } from "../errors";
+import { keyUsage } from "../ratelimit/service";
+import type { WindowUsage } from "../ratelimit/windows";
+import { ListQuery } from "../schemas/common";
+import { parseInput } from "../schemas/validate";
+import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
+import {
+  createWebhookConfiguration,
+  deleteWebhookConfiguration,
+  getWebhookConfiguration,
+  listWebhookConfigurations,
+  rotateSigningSecret,
+  updateWebhookConfiguration,
+  webhookConfigurationView,
+} from "../webhooks/configurations";
+import { getDelivery, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
+
+export interface GraphQLContext {
+  deps: Deps;
+  principal: Principal;
+}
+
+type Args = Record<string, unknown>;
+
+const toCamel = (key: string) => key.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+const toSnake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Renames keys recursively (plain objects and arrays only). */
+function renameKeys(value: unknown, rename: (key: string) => string): unknown {
+  if (Array.isArray(value)) return value.map((v) => renameKeys(v, rename));
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [rename(k), renameKeys(v, rename)]));
+}
+
+export const camelize = (value: unknown): unknown => renameKeys(value, toCamel);
+
+function withoutNulls(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, withoutNulls(v)]));
+}
+
+/** Validates a GraphQL input with the REST schema; messages name fields as GraphQL does. */
+function restInput<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "invalid_request") {
+      throw new ApiError("invalid_request", err.developerMessage.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, toCamel).replace("Invalid request body", "Invalid input"));
+    }
+    throw err;
+  }
+}
+
+function page(args: Args): ListQuery {
+  return parseInput(ListQuery, { limit: args.first, ...(typeof args.after === "string" ? { cursor: args.after } : {}) }, "arguments");
+}
+
+function connection(result: { items: unknown[]; next_cursor: string | null }) {
+  return { nodes: result.items.map(camelize), pageInfo: { hasNextPage: result.next_cursor !== null, endCursor: result.next_cursor } };
+}
+
+const windowView = (w: WindowUsage) => ({ limit: w.limit, used: w.used, remaining: w.remaining, resetsAt: isoTime(w.resetAt) });
+
+const org = (ctx: GraphQLContext) => ctx.principal.organizationId;
+const id = (args: Args, name = "id") => String(args[name]);
+
+export const rootValue = {
+  viewer: async (_args: Args, ctx: GraphQLContext) => {
+    const p = ctx.principal;
+    const usage = await keyUsage(ctx.deps, p.apiKeyId);
+    return {
+      organizationId: p.organizationId,
+      userId: p.userId,
+      clientId: p.clientId,
+      apiKeyId: p.apiKeyId,
+      token: {
+        id: p.tokenId,
+        issuedAt: isoTime(p.issuedAt * 1000),
+        expiresAt: isoTime(p.expiresAt * 1000),
+        expiresIn: Math.max(0, p.expiresAt - Math.floor(ctx.deps.now() / 1000)),
+      },
+      rateLimit: { second: windowView(usage.second), day: windowView(usage.day) },
+    };
+  },
+
+  webhookConfigurations: async (args: Args, ctx: GraphQLContext) => {
+    const result = await listWebhookConfigurations(ctx.deps, org(ctx), page(args));
+    return connection({ ...result, items: result.items.map(webhookConfigurationView) });
+  },
+
+  webhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
+    camelize(webhookConfigurationView(await getWebhookConfiguration(ctx.deps, org(ctx), id(args)))),
+
+  deliveries: async (args: Args, ctx: GraphQLContext) =>
+    connection(await listDeliveries(ctx.deps, org(ctx), id(args, "webhookConfigurationId"), page(args))),
+
+  delivery: async (args: Args, ctx: GraphQLContext) => camelize(await getDelivery(ctx.deps, org(ctx), id(args))),
+
+  createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
+    // On create, an explicit null is the same as leaving a field out.
+    const input = restInput(() => parseInput(CreateWebhookConfigurationInput, withoutNulls(renameKeys(args.input, toSnake))));
+    const { record, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input);
+    return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret };
+  },
+
+  updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
+    const input = restInput(() => parseInput(UpdateWebhookConfigurationInput, renameKeys(args.input, toSnake)));
+    return camelize(webhookConfigurationView(await updateWebhookConfiguration(ctx.deps, org(ctx), id(args), input)));
+  },
+
+  deleteWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
+    camelize(webhookConfigurationView(await deleteWebhookConfiguration(ctx.deps, org(ctx), id(args)))),
+
+  rotateSigningSecret: async (args: Args, ctx: GraphQLContext) => {
+    const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(ctx.deps, org(ctx), id(args));
+    return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret, previousSecretExpiresAt: previousExpiresAt };
+  },
+
+  publishEvent: async (args: Args, ctx: GraphQLContext) => {
+    // `data` is the caller's JSON, passed through untouched (no key renaming).
+    const input = restInput(() => parseInput(PublishEventInput, { type: args.type, data: args.data }));
+    return camelize(await publishEvent(ctx.deps, org(ctx), input));
+  },
+
+  sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(await sendTestEvent(ctx.deps, org(ctx), id(args))),
+
+  retryDelivery: async (args: Args, ctx: GraphQLContext) => camelize(await retryDelivery(ctx.deps, org(ctx), id(args))),
+};

@@ -1,0 +1,180 @@
+/**
+ * The GraphQL schema (spec 1: the GraphQL API, authorized like REST). Field names are the REST
+ * fields in camelCase, and every field resolves through the same domain functions as REST
+ * (resolvers.ts), so both surfaces return the same data. Status values stay the REST strings.
+ */
+import { buildSchema } from "graphql";
+
+export const SDL = /* GraphQL */ `
+"""Any JSON value (event data)."""
+scalar JSON
+"""ISO 8601 UTC timestamp."""
+scalar DateTime
+
+type Query {
+  """Who the access token speaks for, and the API key's rate-limit usage."""
+  viewer: Viewer!
+  webhookConfigurations(first: Int = 50, after: String): WebhookConfigurationConnection!
+  webhookConfiguration(id: ID!): WebhookConfiguration
+  deliveries(webhookConfigurationId: ID!, first: Int = 50, after: String): DeliveryConnection!
+  delivery(id: ID!): Delivery
+}
+
+type Mutation {
+  """The "Create webhook configuration" operation (spec 2.5). signingSecret is shown only here."""
+  createWebhookConfiguration(input: CreateWebhookConfigurationInput!): CreateWebhookConfigurationPayload!
+  updateWebhookConfiguration(id: ID!, input: UpdateWebhookConfigurationInput!): WebhookConfiguration!
+  deleteWebhookConfiguration(id: ID!): WebhookConfiguration!
+  rotateSigningSecret(id: ID!): RotateSigningSecretPayload!
+  publishEvent(type: String!, data: JSON!): PublishedEvent!
+  sendTestEvent(id: ID!): PublishedEvent!
+  retryDelivery(id: ID!): Delivery!
+}
+
+type Viewer {
+  organizationId: ID!
+  userId: ID!
+  clientId: ID!
+  apiKeyId: ID!
+  token: AccessToken!
+  rateLimit: RateLimitUsage!
+}
+
+type AccessToken {
+  id: ID!
+  issuedAt: DateTime!
+  expiresAt: DateTime!
+  expiresIn: Int!
+}
+
+type RateLimitUsage {
+  second: RateLimitWindow!
+  day: RateLimitWindow!
+}
+
+type RateLimitWindow {
+  limit: Int!
+  used: Int!
+  remaining: Int!
+  resetsAt: DateTime!
+}
+
+type OAuthTarget {
+  tokenUrl: String!
+  clientId: String!
+}
+
+type WebhookConfiguration {
+  id: ID!
+  organizationId: ID!
+  url: String!
+  """Event types delivered; null means every type."""
+  events: [String!]
+  description: String
+  oauth: OAuthTarget!
+  tokenCache: Boolean!
+  """active or disabled"""
+  status: String!
+  disabledReason: String
+  signingSecretRotatedAt: DateTime!
+  createdAt: DateTime!
+  updatedAt: DateTime!
+}
+
+type CreateWebhookConfigurationPayload {
+  webhookConfiguration: WebhookConfiguration!
+  signingSecret: String!
+}
+
+type RotateSigningSecretPayload {
+  webhookConfiguration: WebhookConfiguration!
+  signingSecret: String!
+  previousSecretExpiresAt: DateTime!
+}
+
+type PageInfo {
+  hasNextPage: Boolean!
+  endCursor: String
+}
+
+type WebhookConfigurationConnection {
+  nodes: [WebhookConfiguration!]!
+  pageInfo: PageInfo!
+}
+
+type DeliveryConnection {
+  nodes: [Delivery!]!
+  pageInfo: PageInfo!
+}
+
+type DeliveryAttempt {
+  number: Int!
+  at: DateTime!
+  """configuration, token or webhook"""
+  step: String!
+  httpStatus: Int
+  latencyMs: Int!
+  """delivered, retry or failed"""
+  outcome: String!
+  error: String
+}
+
+type Delivery {
+  id: ID!
+  organizationId: ID!
+  webhookConfigurationId: ID!
+  eventId: ID!
+  eventType: String!
+  """pending, retrying, delivered or failed"""
+  status: String!
+  attempts: [DeliveryAttempt!]!
+  nextAttemptAt: DateTime
+  createdAt: DateTime!
+  updatedAt: DateTime!
+}
+
+type PublishedDelivery {
+  id: ID!
+  webhookConfigurationId: ID!
+  status: String!
+}
+
+type PublishedEvent {
+  id: ID!
+  type: String!
+  createdAt: DateTime!
+  deliveries: [PublishedDelivery!]!
+}
+
+input OAuthCredentialsInput {
+  tokenUrl: String!
+  clientId: String!
+  clientSecret: String!
+}
+
+input OAuthCredentialsPatch {
+  tokenUrl: String
+  clientId: String
+  clientSecret: String
+}
+
+input CreateWebhookConfigurationInput {
+  url: String!
+  events: [String!]
+  description: String
+  oauth: OAuthCredentialsInput!
+  tokenCache: Boolean
+}
+
+input UpdateWebhookConfigurationInput {
+  url: String
+  events: [String!]
+  description: String
+  oauth: OAuthCredentialsPatch
+  tokenCache: Boolean
+  """active or disabled"""
+  status: String
+}
+`;
+
+export const schema = buildSchema(SDL);

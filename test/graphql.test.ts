@@ -1,0 +1,260 @@
+/**
+ * The GraphQL API: same authorization as REST (refused with the 401 envelope before any GraphQL
+ * work), every operation returning the same data as its REST equivalent, errors with REST codes,
+ * and the abuse limits (depth, fields/aliases, document size) refusing documents unexecuted.
+ */
+import { getIntrospectionQuery } from "graphql";
+import { beforeAll, describe, expect, it } from "vitest";
+import { camelize } from "../src/graphql/resolvers";
+import { TOKEN_URL, WEBHOOK_URL, fakeNetwork, receiver } from "./fake-network";
+import { authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+
+let t: Tenant;
+let token: string;
+beforeAll(async () => {
+  t = await createTenant();
+  token = await issueToken(t);
+  fakeNetwork(receiver());
+});
+
+interface GqlResponse {
+  data?: Record<string, unknown> | null;
+  errors?: { message: string; extensions: { code: string; status?: number }; path?: string[] }[];
+}
+
+async function gql(query: string, variables?: Record<string, unknown>, tenant = t, bearer = token) {
+  const res = await call("/v1/graphql", authed(tenant, bearer, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ query, ...(variables ? { variables } : {}) }),
+  }));
+  return { status: res.status, json: (await res.json()) as GqlResponse };
+}
+
+const rest = async (path: string, init: RequestInit = {}) => (await body<unknown>(await call(path, authed(t, token, init)))).data;
+
+const CONFIG_FIELDS = `id organizationId url events description oauth { tokenUrl clientId } tokenCache status disabledReason signingSecretRotatedAt createdAt updatedAt`;
+const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number at step httpStatus latencyMs outcome error } nextAttemptAt createdAt updatedAt`;
+const oauthInput = { tokenUrl: TOKEN_URL, clientId: "kw", clientSecret: "receiver-secret" };
+
+async function createViaGraphQL(extra: Record<string, unknown> = {}) {
+  const { json } = await gql(
+    `mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret webhookConfiguration { ${CONFIG_FIELDS} } } }`,
+    { input: { url: WEBHOOK_URL, oauth: oauthInput, ...extra } },
+  );
+  expect(json.errors).toBeUndefined();
+  return json.data!.createWebhookConfiguration as { signingSecret: string; webhookConfiguration: { id: string } };
+}
+
+describe("authorization", () => {
+  it.each([
+    ["no API key", { Authorization: "Bearer x" }, "invalid_api_key"],
+    ["no access token", "key-only", "invalid_token"],
+    ["a bad access token", "bad-token", "invalid_token"],
+  ])("refuses %s with the 401 envelope before any GraphQL work", async (_name, headers, code) => {
+    const h: Record<string, string> =
+      headers === "key-only" ? { "x-api-key": t.apiKey } : headers === "bad-token" ? { "x-api-key": t.apiKey, Authorization: "Bearer kw_at_nope" } : (headers as Record<string, string>);
+    const res = await call("/v1/graphql", { method: "POST", headers: { ...h, "Content-Type": "application/json" }, body: JSON.stringify({ query: "{ viewer { organizationId } }" }) });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ response_status: 401, error: code, data: null });
+  });
+
+  it("does not find another organization's configuration", async () => {
+    const mine = await createViaGraphQL();
+    const other = await createTenant();
+    const otherToken = await issueToken(other);
+    const { status, json } = await gql(`query($id: ID!) { webhookConfiguration(id: $id) { id } }`, { id: mine.webhookConfiguration.id }, other, otherToken);
+    expect(status).toBe(200);
+    expect(json.data).toEqual({ webhookConfiguration: null });
+    expect(json.errors?.[0]).toMatchObject({ extensions: { code: "not_found", status: 404 }, path: ["webhookConfiguration"] });
+  });
+});
+
+describe("every operation returns what REST returns", () => {
+  it("viewer matches /v1/me and the key's usage", async () => {
+    const { json } = await gql(`{ viewer { organizationId userId clientId apiKeyId token { id issuedAt expiresAt } rateLimit { day { limit used remaining resetsAt } second { limit } } } }`);
+    const me = (await rest("/v1/me")) as Record<string, unknown> & { token: Record<string, unknown> };
+    const viewer = json.data!.viewer as Record<string, unknown> & { rateLimit: { day: { limit: number; used: number } } };
+    expect(viewer).toMatchObject({
+      organizationId: me.organization_id,
+      userId: me.user_id,
+      clientId: me.client_id,
+      apiKeyId: me.api_key_id,
+      token: { id: me.token.id, issuedAt: me.token.issued_at, expiresAt: me.token.expires_at },
+    });
+    expect(viewer.rateLimit.day.limit).toBe(100_000);
+    expect(viewer.rateLimit.day.used).toBeGreaterThan(0);
+  });
+
+  it("createWebhookConfiguration, webhookConfiguration and webhookConfigurations match REST", async () => {
+    const created = await createViaGraphQL({ events: ["order.created"], description: "via graphql", tokenCache: null });
+    expect(created.signingSecret).toMatch(/^whsec_/);
+    const id = created.webhookConfiguration.id;
+    expect(created.webhookConfiguration).toEqual(camelize(await rest(`/v1/webhook-configurations/${id}`)));
+    const one = await gql(`query($id: ID!) { webhookConfiguration(id: $id) { ${CONFIG_FIELDS} } }`, { id });
+    expect(one.json.data!.webhookConfiguration).toEqual(camelize(await rest(`/v1/webhook-configurations/${id}`)));
+    const list = await gql(`{ webhookConfigurations(first: 100) { nodes { ${CONFIG_FIELDS} } pageInfo { hasNextPage endCursor } } }`);
+    expect(list.json.data!.webhookConfigurations).toEqual({
+      nodes: camelize(await rest("/v1/webhook-configurations?limit=100")),
+      pageInfo: { hasNextPage: false, endCursor: null },
+    });
+  });
+
+  it("paginates with first/after like REST's limit/cursor", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    for (let i = 0; i < 3; i++) {
+      await gql(`mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret } }`, { input: { url: WEBHOOK_URL, oauth: oauthInput } }, tenant, bearer);
+    }
+    const first = await gql(`{ webhookConfigurations(first: 2) { nodes { id } pageInfo { hasNextPage endCursor } } }`, undefined, tenant, bearer);
+    const page1 = first.json.data!.webhookConfigurations as { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+    expect(page1.nodes).toHaveLength(2);
+    expect(page1.pageInfo.hasNextPage).toBe(true);
+    const second = await gql(`query($after: String) { webhookConfigurations(first: 2, after: $after) { nodes { id } pageInfo { hasNextPage } } }`, { after: page1.pageInfo.endCursor }, tenant, bearer);
+    const page2 = second.json.data!.webhookConfigurations as { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean } };
+    expect(page2.nodes).toHaveLength(1);
+    expect(page2.pageInfo.hasNextPage).toBe(false);
+  });
+
+  it("updateWebhookConfiguration, rotateSigningSecret and deleteWebhookConfiguration match REST", async () => {
+    const id = (await createViaGraphQL()).webhookConfiguration.id;
+    const updated = await gql(`mutation($id: ID!) { updateWebhookConfiguration(id: $id, input: { description: "renamed", events: ["a.b"], oauth: { clientId: "kw2" } }) { ${CONFIG_FIELDS} } }`, { id });
+    expect(updated.json.data!.updateWebhookConfiguration).toEqual(camelize(await rest(`/v1/webhook-configurations/${id}`)));
+    expect(updated.json.data!.updateWebhookConfiguration).toMatchObject({ description: "renamed", events: ["a.b"], oauth: { clientId: "kw2" } });
+
+    const rotated = await gql(`mutation($id: ID!) { rotateSigningSecret(id: $id) { signingSecret previousSecretExpiresAt webhookConfiguration { signingSecretRotatedAt } } }`, { id });
+    expect(rotated.json.data!.rotateSigningSecret).toMatchObject({ signingSecret: expect.stringMatching(/^whsec_/) });
+
+    const before = camelize(await rest(`/v1/webhook-configurations/${id}`));
+    const deleted = await gql(`mutation($id: ID!) { deleteWebhookConfiguration(id: $id) { ${CONFIG_FIELDS} } }`, { id });
+    expect(deleted.json.data!.deleteWebhookConfiguration).toEqual(before);
+    expect((await call(`/v1/webhook-configurations/${id}`, authed(t, token))).status).toBe(404);
+  });
+
+  it("publishEvent, sendTestEvent, deliveries, delivery and retryDelivery match REST", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const created = await gql(`mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { webhookConfiguration { id } } }`, { input: { url: WEBHOOK_URL, oauth: oauthInput } }, tenant, bearer);
+    const id = (created.json.data!.createWebhookConfiguration as { webhookConfiguration: { id: string } }).webhookConfiguration.id;
+
+    const published = await gql(`mutation { publishEvent(type: "order.created", data: { order_id: "1", nested: [1, true, null] }) { id type createdAt deliveries { id webhookConfigurationId status } } }`, undefined, tenant, bearer);
+    const event = published.json.data!.publishEvent as { id: string; deliveries: { id: string }[] };
+    expect(event).toMatchObject({ type: "order.created", deliveries: [{ webhookConfigurationId: id, status: "pending" }] });
+
+    const tested = await gql(`mutation($id: ID!) { sendTestEvent(id: $id) { type deliveries { id } } }`, { id }, tenant, bearer);
+    expect(tested.json.data!.sendTestEvent).toMatchObject({ type: "webhook.test" });
+
+    const deliveryId = event.deliveries[0]!.id;
+    const restDelivery = async () => camelize((await body(await call(`/v1/deliveries/${deliveryId}`, authed(tenant, bearer)))).data);
+    const one = await gql(`query($id: ID!) { delivery(id: $id) { ${DELIVERY_FIELDS} } }`, { id: deliveryId }, tenant, bearer);
+    expect(one.json.data!.delivery).toEqual(await restDelivery());
+
+    const list = await gql(`query($id: ID!) { deliveries(webhookConfigurationId: $id) { nodes { ${DELIVERY_FIELDS} } } }`, { id }, tenant, bearer);
+    const restList = camelize((await body(await call(`/v1/webhook-configurations/${id}/deliveries`, authed(tenant, bearer)))).data);
+    expect((list.json.data!.deliveries as { nodes: unknown[] }).nodes).toEqual(restList);
+
+    // Only failed deliveries can be re-sent: the same 409 as REST, as a GraphQL error.
+    const retried = await gql(`mutation($id: ID!) { retryDelivery(id: $id) { id } }`, { id: deliveryId }, tenant, bearer);
+    expect(retried.json.errors?.[0]?.extensions).toEqual({ code: "conflict", status: 409 });
+  });
+});
+
+describe("errors", () => {
+  it("reports invalid input with the REST rule and a GraphQL field name", async () => {
+    const { json } = await gql(`mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret } }`, {
+      input: { url: "http://127.0.0.1/x", oauth: { ...oauthInput, clientSecret: "" } },
+    });
+    expect(json.errors?.[0]).toMatchObject({ extensions: { code: "invalid_request", status: 400 } });
+    expect(json.errors?.[0]?.message).toMatch(/oauth\.clientSecret must not be empty/);
+  });
+
+  it.each([
+    ["a syntax error", `{ viewer { `, /Syntax Error/],
+    ["an unknown field", `{ viewer { password } }`, /Cannot query field "password"/],
+    ["a mutation without its argument", `mutation { publishEvent(type: "a.b") { id } }`, /argument "data"/],
+  ])("answers %s with 400 and invalid_request", async (_name, query, message) => {
+    const { status, json } = await gql(query);
+    expect(status).toBe(400);
+    expect(json.data).toBeUndefined();
+    expect(json.errors?.[0]?.extensions.code).toBe("invalid_request");
+    expect(json.errors?.[0]?.message).toMatch(message);
+  });
+
+  it("answers variables of the wrong type with 400", async () => {
+    const { status, json } = await gql(`query($first: Int) { webhookConfigurations(first: $first) { nodes { id } } }`, { first: "ten" });
+    expect(status).toBe(400);
+    expect(json.errors?.[0]?.message).toMatch(/Int cannot represent/);
+  });
+
+  it("refuses a list page size over 100 like REST", async () => {
+    const { json } = await gql(`{ webhookConfigurations(first: 1000) { nodes { id } } }`);
+    expect(json.errors?.[0]).toMatchObject({ extensions: { code: "invalid_request" } });
+    expect(json.errors?.[0]?.message).toMatch(/limit must be at most 100/);
+  });
+
+  it.each([
+    ["a non-JSON body", "{", 400],
+    ["a body without query", "{}", 400],
+    ["variables that are an array", JSON.stringify({ query: "{ viewer { userId } }", variables: [1] }), 400],
+  ])("refuses %s", async (_name, payload, status) => {
+    const res = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: payload }));
+    expect(res.status).toBe(status);
+  });
+
+  it("runs queries over GET and refuses mutations over GET with 405", async () => {
+    const q = encodeURIComponent("{ viewer { organizationId } }");
+    const ok = await call(`/v1/graphql?query=${q}`, authed(t, token));
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ data: { viewer: { organizationId: t.orgId } } });
+    const m = encodeURIComponent(`mutation { sendTestEvent(id: "whk_x") { id } }`);
+    const refused = await call(`/v1/graphql?query=${m}`, authed(t, token));
+    expect(refused.status).toBe(405);
+    expect(refused.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("abuse limits", () => {
+  it("refuses a 5000-alias query without executing it", async () => {
+    const aliases = Array.from({ length: 5000 }, (_, i) => `a${i}: viewer { userId }`).join(" ");
+    const res = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query: `{ ${aliases} }` }) }));
+    // Either the byte cap of the request body or the document limit stops it: never executed.
+    expect([400, 413]).toContain(res.status);
+    const text = await res.text();
+    expect(text).not.toContain(t.userId);
+  });
+
+  it("refuses a query selecting more than 200 fields", async () => {
+    const aliases = Array.from({ length: 201 }, (_, i) => `a${i}: __typename`).join(" ");
+    const { status, json } = await gql(`{ ${aliases} }`);
+    expect(status).toBe(400);
+    expect(json.errors?.[0]?.message).toBe("The query selects 201 fields (aliases included); the limit is 200.");
+  });
+
+  it("refuses a query nested deeper than 8 levels, through fields and fragments, before validation", async () => {
+    const nest = (n: number) => `${"a { ".repeat(n)}b${" }".repeat(n)}`;
+    const direct = await gql(`{ ${nest(8)} }`);
+    expect(direct.json.errors?.[0]?.message).toBe("The query is 9 levels deep; the limit is 8.");
+    const viaFragments = await gql(`{ a { ...F1 } } fragment F1 on Query { b { ...F2 } } fragment F2 on Query { ${nest(7)} }`);
+    expect(viaFragments.status).toBe(400);
+    expect(viaFragments.json.errors?.[0]?.message).toBe("The query is 10 levels deep; the limit is 8.");
+    // At the limit, the document reaches validation (which then rejects the made-up fields).
+    const atLimit = await gql(`{ ${nest(7)} }`);
+    expect(atLimit.json.errors?.[0]?.message).toMatch(/Cannot query field "a"/);
+    // The deepest real path in the schema is well within the limit.
+    const real = await gql(`{ deliveries(webhookConfigurationId: "whk_x") { nodes { attempts { number } } } }`);
+    expect(real.json.errors?.[0]?.extensions.code).toBe("not_found");
+  });
+
+  it("refuses a document over 10,000 characters", async () => {
+    const { status, json } = await gql(`{ viewer { userId } } # ${"x".repeat(10_000)}`);
+    expect(status).toBe(400);
+    expect(json.errors?.[0]?.message).toMatch(/the limit is 10000/);
+  });
+
+  it("keeps introspection on", async () => {
+    const { status, json } = await gql(getIntrospectionQuery());
+    expect(status).toBe(200);
+    const types = (json.data!.__schema as { types: { name: string }[] }).types.map((ty) => ty.name);
+    expect(types).toEqual(expect.arrayContaining(["WebhookConfiguration", "Delivery", "Viewer"]));
+  });
+});
