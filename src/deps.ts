@@ -13,15 +13,24 @@ export interface Deps {
   config: Config;
   /** Milliseconds since the epoch. */
   now(): number;
+  /** Runs bookkeeping after the response (waitUntil); failures are logged, never surfaced. */
+  defer(work: Promise<unknown>): void;
 }
 
-export function depsFromEnv(env: Env, now: () => number): Deps {
+export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Promise<unknown>) => void): Deps {
   return {
     kv: env.KV,
     rateLimiter: env.RATE_LIMITER,
     webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
     config: loadConfig(env),
     now,
+    defer: (work) => {
+      const logged = work.catch((err: unknown) => {
+        const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
+        console.error(JSON.stringify({ level: "error", msg: "deferred work failed", detail }));
+      });
+      waitUntil?.(logged);
+    },
   };
 }
 

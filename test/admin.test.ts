@@ -206,3 +206,45 @@ describe("client credentials", () => {
     expect((await adminCall("DELETE", paths[0]!)).status).toBe(404);
   });
 });
+
+describe("users removal, administrator tokens and last use", () => {
+  it("removes a user after revoking their credentials, whose tokens then stop working", async () => {
+    const t = await createTenant();
+    const res = await call("/v1/oauth", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": t.apiKey },
+      body: JSON.stringify({ grant_type: "client_credentials", client_id: t.clientId, client_secret: t.clientSecret }),
+    });
+    const token = (await body<{ access_token: string }>(res)).data.access_token;
+    const removed = await adminCall("DELETE", `/organizations/${t.orgId}/users/${t.userId}`);
+    expect(removed.status).toBe(200);
+    expect((await adminCall("GET", `/organizations/${t.orgId}/users/${t.userId}`)).status).toBe(404);
+    const me = await call("/v1/me", { headers: { "x-api-key": t.apiKey, Authorization: `Bearer ${token}` } });
+    expect(me.status).toBe(401);
+  });
+
+  it("mints an organization administrator token shown once and stored only hashed", async () => {
+    const org = await admin<{ id: string }>("POST", "/organizations", { name: "Minted" });
+    const res = await adminCall("POST", `/organizations/${org.id}/admin-tokens`, { name: "ops" });
+    expect(res.status).toBe(201);
+    const minted = (await body<{ id: string; token: string; organization_id: string }>(res)).data;
+    expect(minted.token).toMatch(/^kw_live_oa_[A-Za-z0-9_-]{43}$/);
+    expect(minted.organization_id).toBe(org.id);
+    const keys = await env.KV.list({ prefix: "org-admin-token:" });
+    for (const { name } of keys.keys) expect(await env.KV.get(name)).not.toContain(minted.token);
+    expect((await adminCall("POST", "/organizations/org_00000000000000000000000000/admin-tokens", {})).status).toBe(404);
+  });
+
+  it("records when a client credential was last used to obtain a token", async () => {
+    const t = await createTenant();
+    const path = `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`;
+    expect(await admin("GET", path)).toMatchObject({ last_used_at: null });
+    await call("/v1/oauth", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": t.apiKey },
+      body: JSON.stringify({ grant_type: "client_credentials", client_id: t.clientId, client_secret: t.clientSecret }),
+    });
+    const after = await admin<{ last_used_at: string | null }>("GET", path);
+    expect(after.last_used_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+  });
+});

@@ -10,7 +10,7 @@ import type { TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims, ApiKeyRecord } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
-import { findClientCredential, isClientRevoked } from "../stores/client-credentials";
+import { findClientCredential, isClientRevoked, touchClientCredential } from "../stores/client-credentials";
 import { invalidToken, signAccessToken, verifyAccessToken } from "./access-token";
 
 /** Who a valid access token speaks for, as seen by every protected operation. */
@@ -70,6 +70,7 @@ export async function issueAccessToken(
     );
   }
 
+  deps.defer(touchClientCredential(deps, record));
   const iat = Math.floor(deps.now() / 1000);
   const ttl = deps.config.accessTokenTtlSeconds;
   const claims: AccessTokenClaims = {

@@ -19,7 +19,9 @@ import {
   CreatedClientCredentialView,
   CreateOrganizationInput,
   CreateUserInput,
+  MintOrgAdminTokenInput,
   OrganizationView,
+  OrgAdminTokenView,
   UpdateApiKeyInput,
   UserView,
 } from "../schemas/admin";
@@ -208,6 +210,7 @@ const CREDENTIAL = {
   name: "laptop",
   status: "active" as const,
   created_at: T0,
+  last_used_at: null,
   revoked_at: null,
 };
 const TOKEN = { access_token: ACCESS_TOKEN, token_type: "Bearer" as const, expires_in: 3600, refresh_token: null };
@@ -570,6 +573,33 @@ export function operations(): readonly Operation[] {
       auth: "admin",
       status: 200,
       response: output(UserView, USER),
+    },
+    {
+      method: "DELETE",
+      path: `${USERS}/{user}`,
+      operationId: "removeUser",
+      summary: "Remove a user, revoking every client credential they own first",
+      tag: "Operator: organizations and users",
+      auth: "admin",
+      status: 200,
+      response: output(UserView, USER),
+    },
+    {
+      method: "POST",
+      path: `${ORGS}/{org}/admin-tokens`,
+      operationId: "mintOrgAdminToken",
+      summary: "Mint a token that signs this organization's administrator into the manager app (shown once)",
+      tag: "Operator: organizations and users",
+      auth: "admin",
+      body: input(MintOrgAdminTokenInput, { name: "Acme admin" }),
+      status: 201,
+      response: output(OrgAdminTokenView, {
+        id: "oat_3f2a9c1d0e8b7a6f5e4d3c2b1a",
+        organization_id: ORG_ID,
+        name: "Acme admin",
+        token: "kw_live_oa_Yk3vJ0pQz8rT1uWx5bN7mC2dF6gH9jK4lP0sR3tV8wZ",
+        created_at: T0,
+      }),
     },
 
     // Operator: API keys

@@ -42,6 +42,17 @@ export const UpdateApiKeyInput = z.strictObject({
 });
 export type UpdateApiKeyInput = z.output<typeof UpdateApiKeyInput>;
 
+export const MintOrgAdminTokenInput = z.strictObject({ name: DisplayName.optional() });
+
+export const OrgAdminTokenView = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string().nullable(),
+  /** Shown only in the response that mints it. */
+  token: z.string(),
+  created_at: Timestamp,
+});
+
 export const CreateClientCredentialInput = z.strictObject({ name: DisplayName.optional() });
 
 /** Organizations and users hold no secrets: their views are the stored records. */
@@ -87,6 +98,7 @@ export const ClientCredentialView = z.object({
   name: z.string().nullable(),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
   revoked_at: Timestamp.nullable(),
 });
 export type ClientCredentialView = z.output<typeof ClientCredentialView>;

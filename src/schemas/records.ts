@@ -57,9 +57,21 @@ export const ClientCredentialRecord = z.object({
   /** SHA-256 (hex) of the client secret. */
   secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
   created_at: Timestamp,
+  /** Last successful token issuance, written at most once a minute. */
+  last_used_at: Timestamp.nullable().default(null),
   revoked_at: Timestamp.nullable(),
 });
 export type ClientCredentialRecord = z.output<typeof ClientCredentialRecord>;
+
+export const OrgAdminTokenRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string().nullable(),
+  token_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  created_at: Timestamp,
+  revoked_at: Timestamp.nullable(),
+});
+export type OrgAdminTokenRecord = z.output<typeof OrgAdminTokenRecord>;
 
 /** Written when a client credential is revoked; its presence invalidates outstanding tokens. */
 export const RevokedClientRecord = z.object({ client_id: z.string(), revoked_at: Timestamp });

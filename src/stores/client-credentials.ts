@@ -31,6 +31,7 @@ export async function createClientCredential(
     name: input.name ?? null,
     secret_hash: await sha256Hex(secret),
     created_at: isoTime(deps.now()),
+    last_used_at: null,
     revoked_at: null,
   };
   await Promise.all([
@@ -95,6 +96,13 @@ export async function revokeClientCredential(
   return revoked;
 }
 
+/** Records a use for the manager app's "last used", at most once a minute per credential. */
+export async function touchClientCredential(deps: Deps, record: ClientCredentialRecord): Promise<void> {
+  const now = deps.now();
+  if (record.last_used_at !== null && now - Date.parse(record.last_used_at) < 60_000) return;
+  await putRecord(deps.kv, kvKeys.clientCredential(record.client_id), ClientCredentialRecord, { ...record, last_used_at: isoTime(now) });
+}
+
 export async function isClientRevoked(deps: Deps, clientId: string): Promise<boolean> {
   return (await deps.kv.get(kvKeys.revokedClient(clientId))) !== null;
 }
@@ -107,6 +115,7 @@ export function clientCredentialView(record: ClientCredentialRecord): ClientCred
     name: record.name,
     status: record.revoked_at === null ? "active" : "revoked",
     created_at: record.created_at,
+    last_used_at: record.last_used_at,
     revoked_at: record.revoked_at,
   };
 }

@@ -21,6 +21,8 @@ export const kvKeys = {
   /** Index of a user's credentials; the value is empty, the key carries the client_id. */
   clientCredentialIndex: (orgId: string, userId: string, clientId: string) => `client-id:${orgId}:${userId}:${clientId}`,
   clientCredentialIndexPrefix: (orgId: string, userId: string) => `client-id:${orgId}:${userId}:`,
+  /** Organization administrator token (manager app sign-in), by SHA-256 of the token. */
+  orgAdminToken: (tokenHash: string) => `org-admin-token:${tokenHash}`,
   /** Tombstone of a revoked credential, read on every bearer-authenticated request. */
   revokedClient: (clientId: string) => `revoked-client:${clientId}`,
 

@@ -7,6 +7,7 @@ import type { ListQuery } from "../schemas/common";
 import { UserRecord } from "../schemas/records";
 import { getRecord, listPage, putRecord, type Page } from "./kv";
 import { kvKeys } from "./kv-keys";
+import { listClientCredentials, revokeClientCredential } from "./client-credentials";
 import { getOrganization } from "./organizations";
 
 export async function createUser(
@@ -37,4 +38,20 @@ export async function getUser(deps: Deps, orgId: string, userId: string): Promis
 export async function listUsers(deps: Deps, orgId: string, query: ListQuery): Promise<Page<UserRecord>> {
   await getOrganization(deps, orgId);
   return listPage(deps.kv, kvKeys.usersPrefix(orgId), query, (key) => getRecord(deps.kv, key, UserRecord));
+}
+
+/**
+ * Removes a user: every client credential they own is revoked first (so their tokens stop
+ * working), then the user record goes. Credentials stay listed as revoked under the user's id.
+ */
+export async function removeUser(deps: Deps, orgId: string, userId: string): Promise<UserRecord> {
+  const user = await getUser(deps, orgId, userId);
+  let cursor: string | undefined;
+  do {
+    const page = await listClientCredentials(deps, orgId, userId, { limit: 100, ...(cursor ? { cursor } : {}) });
+    await Promise.all(page.items.map((c) => revokeClientCredential(deps, orgId, userId, c.client_id)));
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  await deps.kv.delete(kvKeys.user(orgId, userId));
+  return user;
 }

@@ -5,7 +5,7 @@ import type { AppEnv } from "../context";
 
 export function provideDeps(now: () => number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.set("deps", depsFromEnv(c.env, now));
+    c.set("deps", depsFromEnv(c.env, now, (work) => c.executionCtx.waitUntil(work)));
     await next();
   };
 }

@@ -9,6 +9,7 @@ import {
   CreateClientCredentialInput,
   CreateOrganizationInput,
   CreateUserInput,
+  MintOrgAdminTokenInput,
   UpdateApiKeyInput,
 } from "../../schemas/admin";
 import { apiKeyView, createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey } from "../../stores/api-keys";
@@ -20,7 +21,8 @@ import {
   revokeClientCredential,
 } from "../../stores/client-credentials";
 import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
-import { createUser, getUser, listUsers } from "../../stores/users";
+import { mintOrgAdminToken } from "../../stores/org-admin-tokens";
+import { createUser, getUser, listUsers, removeUser } from "../../stores/users";
 import { isoTime } from "../../deps";
 import { keyUsage } from "../../ratelimit/service";
 import type { WindowUsage } from "../../ratelimit/windows";
@@ -108,6 +110,18 @@ methods(admin, USERS, {
 
 methods(admin, `${USERS}/:user`, {
   GET: async (c) => respond(c, await getUser(c.get("deps"), param(c, "org"), param(c, "user"))),
+  /** Revokes the user's credentials, then removes the user. */
+  DELETE: async (c) => respond(c, await removeUser(c.get("deps"), param(c, "org"), param(c, "user"))),
+});
+
+methods(admin, `${ORG}/admin-tokens`, {
+  /** A token that signs this organization's administrator into the manager app (shown once). */
+  POST: async (c) => {
+    const orgId = param(c, "org");
+    const { record, token } = await mintOrgAdminToken(c.get("deps"), orgId, await body(c, MintOrgAdminTokenInput));
+    const view = { id: record.id, organization_id: record.organization_id, name: record.name, token, created_at: record.created_at };
+    return created(c, view, `${ORGS}/${orgId}/admin-tokens/${record.id}`);
+  },
 });
 
 methods(admin, CREDENTIALS, {
