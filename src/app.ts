@@ -17,6 +17,7 @@ import { admin } from "./http/routes/admin";
 import { docs } from "./http/routes/docs";
 import { graphql } from "./http/routes/graphql";
 import { health } from "./http/routes/health";
+import { managerApp } from "./http/routes/manager";
 import { me } from "./http/routes/me";
 import { oauth, plainOAuthErrors } from "./http/routes/oauth";
 import { webhooks } from "./http/routes/webhooks";
@@ -51,5 +52,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
   app.use("/admin/*", apiHeaders, deps, requireOperator);
   app.route("/", admin);
+
+  // The manager app has its own sessions, HTML error pages and security headers.
+  app.route("/", managerApp(options.now ?? Date.now));
   return app;
 }

@@ -23,8 +23,9 @@ interface Doc {
 function registeredRoutes(): Set<string> {
   return new Set(
     createApp()
-      // "ALL" entries are middleware and the 405 fallbacks of http/route.ts, not operations.
-      .routes.filter((r) => r.method !== "ALL")
+      // "ALL" entries are middleware and the 405 fallbacks of http/route.ts, not operations;
+      // /manager is the HTML manager app, not part of the REST API.
+      .routes.filter((r) => r.method !== "ALL" && !r.path.startsWith("/manager"))
       .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`),
   );
 }

@@ -1,0 +1,150 @@
+/**
+ * The manager app's HTML: one layout (landmarks, skip link, breadcrumbs named as the spec names
+ * the path: Organization Settings, Users, Client credentials) and small components for forms
+ * and tables. Server-rendered and usable without JavaScript; the only script is the optional
+ * copy button, allowed by the page's CSP nonce. Hono JSX escapes every interpolated value.
+ */
+import type { Child, FC } from "hono/jsx";
+
+export interface Crumb {
+  label: string;
+  href?: string;
+}
+
+export interface PageProps {
+  title: string;
+  nonce: string;
+  crumbs?: Crumb[];
+  /** Present when signed in: the sign-out form needs the CSRF token. */
+  csrf?: string;
+  who?: string;
+  notice?: string;
+  children?: Child;
+}
+
+const CSS = `
+:root { color-scheme: light; --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --accent:#0b57d0; --bad:#b3261e; --ok:#146c2e; }
+* { box-sizing: border-box; }
+body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:#fafafa; }
+.skip { position:absolute; left:-999px; } .skip:focus { left:1rem; top:1rem; background:#fff; padding:.5rem; z-index:1; }
+header { background:#fff; border-bottom:1px solid var(--line); padding:.75rem 1.5rem; display:flex; justify-content:space-between; align-items:center; gap:1rem; flex-wrap:wrap; }
+header .brand { font-weight:700; text-decoration:none; color:var(--fg); }
+main { max-width: 980px; margin: 0 auto; padding: 1.5rem; }
+nav.crumbs ol { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-wrap:wrap; gap:.25rem; color:var(--muted); }
+nav.crumbs li + li::before { content:"\\2192"; margin-right:.25rem; }
+h1 { font-size:1.6rem; margin:.25rem 0 1rem; } h2 { font-size:1.2rem; margin-top:2rem; }
+a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+table { border-collapse: collapse; width:100%; background:#fff; } th, td { text-align:left; padding:.5rem; border-bottom:1px solid var(--line); vertical-align: top; }
+th { font-size:.85rem; color:var(--muted); text-transform: uppercase; letter-spacing:.03em; }
+code { font-family: ui-monospace, monospace; font-size:.9em; word-break: break-all; }
+form.card, .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
+label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
+input[type=text], input[type=email], input[type=password], input[type=number] { width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
+button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
+button.secondary { background:#fff; color:var(--accent); } button.danger { background:var(--bad); border-color:var(--bad); }
+.inline { display:inline; } .inline button { margin:0; }
+.notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
+.warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
+.secret { font-size:1.05rem; width:100%; max-width:40rem; padding:.5rem; font-family: ui-monospace, monospace; }
+.status-active, .status-delivered { color: var(--ok); font-weight:600; } .status-revoked, .status-failed, .status-disabled { color: var(--bad); font-weight:600; }
+ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
+`;
+
+const COPY_SCRIPT = `
+document.querySelectorAll("[data-copy]").forEach(function (button) {
+  button.hidden = false;
+  button.addEventListener("click", function () {
+    var field = document.getElementById(button.getAttribute("data-copy"));
+    navigator.clipboard.writeText(field.value).then(function () {
+      button.textContent = "Copied";
+      document.getElementById("copy-status").textContent = "Secret copied to the clipboard.";
+    });
+  });
+});
+`;
+
+export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <title>{`${title} - keyway manager`}</title>
+      <style nonce={nonce}>{CSS}</style>
+    </head>
+    <body>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header>
+        <a class="brand" href="/manager">
+          keyway manager
+        </a>
+        {csrf !== undefined && (
+          <form class="inline" method="post" action="/manager/sign-out">
+            <span>{who} </span>
+            <input type="hidden" name="csrf" value={csrf} />
+            <button type="submit" class="secondary">
+              Sign out
+            </button>
+          </form>
+        )}
+      </header>
+      <main id="main">
+        {crumbs && crumbs.length > 0 && (
+          <nav class="crumbs" aria-label="Breadcrumb">
+            <ol>
+              {crumbs.map((c, i) => (
+                <li>{c.href && i < crumbs.length - 1 ? <a href={c.href}>{c.label}</a> : <span aria-current="page">{c.label}</span>}</li>
+              ))}
+            </ol>
+          </nav>
+        )}
+        <h1>{title}</h1>
+        {notice && (
+          <p class="notice" role="status">
+            {notice}
+          </p>
+        )}
+        {children}
+      </main>
+      <script nonce={nonce}>{COPY_SCRIPT}</script>
+    </body>
+  </html>
+);
+
+/** A POST form carrying the CSRF token. */
+export const PostForm: FC<{ action: string; csrf: string; class?: string; label?: string; children?: Child }> = (props) => (
+  <form method="post" action={props.action} class={props.class ?? "card"} aria-label={props.label}>
+    <input type="hidden" name="csrf" value={props.csrf} />
+    {props.children}
+  </form>
+);
+
+export const Field: FC<{ id: string; label: string; hint?: string; type?: string; required?: boolean; value?: string; min?: number }> = (p) => (
+  <>
+    <label for={p.id}>
+      {p.label} {p.hint && <span class="hint">({p.hint})</span>}
+    </label>
+    <input id={p.id} name={p.id} type={p.type ?? "text"} required={p.required} value={p.value} min={p.min} />
+  </>
+);
+
+/** A secret shown exactly once, selectable without JavaScript, with a copy button when scripts run. */
+export const SecretOnce: FC<{ id: string; label: string; value: string }> = ({ id, label, value }) => (
+  <div class="card">
+    <p class="warning" role="alert">
+      <strong>Copy the {label} now.</strong> It is shown only this once and cannot be retrieved later; keyway stores only
+      a hash of it. If it is lost, revoke it and create a new one.
+    </p>
+    <label for={id}>{label}</label>
+    <input id={id} class="secret" type="text" readonly value={value} />
+    <button type="button" class="secondary" data-copy={id} hidden>
+      Copy {label}
+    </button>
+    <p id="copy-status" role="status" aria-live="polite"></p>
+  </div>
+);
+
+export const Status: FC<{ value: string }> = ({ value }) => <span class={`status-${value}`}>{value}</span>;
+
+export const when = (iso: string | null): string => (iso === null ? "never" : iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC"));
