@@ -1,0 +1,276 @@
+/**
+ * The manager app's routes, in workerd: sign-in and sessions (cookie flags, tampering, expiry),
+ * CSRF on every form, the nonce CSP, the Organization Settings -> Users -> Client credentials
+ * flow with the secret shown once, API keys, and isolation of an organization administrator by
+ * URL and by form tampering.
+ */
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, admin, adminCall, body, call, callAt, createTenant } from "./helpers";
+
+/** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
+const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
+
+/** A minimal cookie jar over Set-Cookie headers. */
+class Browser {
+  cookies = new Map<string, string>();
+  async get(path: string, now?: number): Promise<Response> {
+    return this.send(path, { method: "GET" }, now);
+  }
+  async post(path: string, fields: Record<string, string>, now?: number): Promise<Response> {
+    return this.send(path, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }, now);
+  }
+  private async send(path: string, init: RequestInit, now?: number): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (this.cookies.size > 0) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
+    const request = { ...init, headers, redirect: "manual" as const };
+    const res = now === undefined ? await call(path, request) : await callAt(now, path, request);
+    for (const line of setCookies(res)) {
+      const [pair] = line.split(";");
+      const [name, ...value] = pair!.split("=");
+      if (/max-age=0/i.test(line) || value.join("=") === "") this.cookies.delete(name!);
+      else this.cookies.set(name!, value.join("="));
+    }
+    return res;
+  }
+  /** CSRF token of the first form on a page. */
+  static csrf(html: string): string {
+    return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+  }
+  async signIn(token: string): Promise<Response> {
+    const page = await (await this.get("/manager/sign-in")).text();
+    return this.post("/manager/sign-in", { csrf: Browser.csrf(page), token });
+  }
+  async csrfOf(path: string): Promise<string> {
+    return Browser.csrf(await (await this.get(path)).text());
+  }
+}
+
+async function operator(): Promise<Browser> {
+  const b = new Browser();
+  const res = await b.signIn(ADMIN_TOKEN);
+  expect(res.status).toBe(303);
+  return b;
+}
+
+describe("sign-in and sessions", () => {
+  it("sends visitors without a session to the sign-in page", async () => {
+    for (const path of ["/manager", "/manager/organizations", "/manager/organizations/org_00000000000000000000000000/users"]) {
+      const res = await new Browser().get(path);
+      expect(res.status, path).toBe(303);
+      expect(res.headers.get("location")).toBe("/manager/sign-in");
+    }
+  });
+
+  it("serves pages with a nonce-based CSP whose nonce is on the inline style and script", async () => {
+    const res = await new Browser().get("/manager/sign-in");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    const csp = res.headers.get("content-security-policy")!;
+    const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(csp).toMatch(/^default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/);
+    const html = await res.text();
+    expect(html).toContain(`<style nonce="${nonce}">`);
+    expect(html).toContain(`<script nonce="${nonce}">`);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(html).toMatch(/<label for="token">/);
+  });
+
+  it("signs the operator in with ADMIN_TOKEN into a Secure, HttpOnly, SameSite=Strict session", async () => {
+    const b = new Browser();
+    const res = await b.signIn(ADMIN_TOKEN);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/manager/organizations");
+    const cookie = setCookies(res).find((c) => c.startsWith("kw_session="))!;
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).toMatch(/; Path=\/manager/);
+    expect(cookie).toMatch(/; Max-Age=28800/);
+    expect(cookie).not.toContain(ADMIN_TOKEN);
+    expect((await b.get("/manager/organizations")).status).toBe(200);
+  });
+
+  it("refuses a wrong token with 401 and sets no session", async () => {
+    const b = new Browser();
+    const res = await b.signIn("not-the-admin-token");
+    expect(res.status).toBe(401);
+    expect(b.cookies.has("kw_session")).toBe(false);
+  });
+
+  it("refuses a sign-in without the sign-in form's CSRF token", async () => {
+    const res = await new Browser().post("/manager/sign-in", { token: ADMIN_TOKEN });
+    expect(res.status).toBe(403);
+  });
+
+  it("ignores a tampered session cookie and an expired one", async () => {
+    const b = await operator();
+    const original = b.cookies.get("kw_session")!;
+    b.cookies.set("kw_session", original.replace(/\.([^.]+)\.([^.]+)$/, (_m, payload: string, mac: string) => `.${payload}x.${mac}`));
+    expect((await b.get("/manager/organizations")).status).toBe(303);
+    b.cookies.set("kw_session", original);
+    expect((await b.get("/manager/organizations", Date.now() + 8 * 3600_000 - 5000)).status).toBe(200);
+    expect((await b.get("/manager/organizations", Date.now() + 8 * 3600_000 + 1000)).status).toBe(303);
+  });
+
+  it("signs out", async () => {
+    const b = await operator();
+    const csrf = await b.csrfOf("/manager/organizations");
+    const res = await b.post("/manager/sign-out", { csrf });
+    expect(res.headers.get("location")).toBe("/manager/sign-in");
+    expect(b.cookies.has("kw_session")).toBe(false);
+    expect((await b.get("/manager/organizations")).status).toBe(303);
+  });
+});
+
+describe("CSRF", () => {
+  it.each([["missing", undefined], ["wrong", "forged-token"]])("refuses a form with a %s CSRF token (403)", async (_name, csrf) => {
+    const b = await operator();
+    const res = await b.post("/manager/organizations", { name: "Evil", ...(csrf ? { csrf } : {}) });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toMatch(/CSRF/);
+  });
+});
+
+describe("Organization Settings -> Users -> Client credentials", () => {
+  it("creates an organization, a user and a credential whose secret is shown once, then revokes it", async () => {
+    const b = await operator();
+    const csrf = await b.csrfOf("/manager/organizations");
+    const created = await b.post("/manager/organizations", { csrf, name: "Initrode <script>alert(1)</script>" });
+    expect(created.status).toBe(303);
+    const orgPath = created.headers.get("location")!.split("?")[0]!;
+    const settings = await (await b.get(orgPath)).text();
+    expect(settings).toContain("Organization Settings");
+    expect(settings).toContain("Initrode &lt;script&gt;alert(1)&lt;/script&gt;");
+    expect(settings).not.toContain("<script>alert(1)");
+
+    expect((await b.post(`${orgPath}/users`, { csrf, name: "Ada", email: "" })).status).toBe(303);
+    const users = await (await b.get(`${orgPath}/users`)).text();
+    const credentialsPath = /href="([^"]+\/client-credentials)"/.exec(users)![1]!;
+
+    const page = await b.post(credentialsPath, { csrf, name: "ci" });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const clientId = /id="client-id" class="secret" type="text" readonly="" value="([^"]+)"/.exec(html)?.[1];
+    const secret = /id="client-secret" class="secret" type="text" readonly="" value="([^"]+)"/.exec(html)?.[1];
+    expect(clientId).toMatch(/^kw_client_/);
+    expect(secret).toMatch(/^kw_live_cs_/);
+    expect(html).toMatch(/shown only this once/);
+
+    const list = await (await b.get(credentialsPath)).text();
+    expect(list).toContain(clientId);
+    expect(list).not.toContain(secret);
+    expect(list).toMatch(/never/); // last used
+
+    const confirm = await b.get(`${credentialsPath}/${clientId}/revoke`);
+    expect(await confirm.text()).toMatch(/access tokens it already has stop working/);
+    const revoked = await b.post(`${credentialsPath}/${clientId}/revoke`, { csrf });
+    expect(revoked.status).toBe(303);
+    expect(await (await b.get(credentialsPath)).text()).toMatch(/status-revoked/);
+  });
+
+  it("shows a validation error page for bad input instead of a 500", async () => {
+    const b = await operator();
+    const csrf = await b.csrfOf("/manager/organizations");
+    const res = await b.post("/manager/organizations", { csrf, name: "   " });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(/name must not be empty/);
+  });
+
+  it("removes a user, revoking their credentials", async () => {
+    const t = await createTenant();
+    const b = await operator();
+    const csrf = await b.csrfOf("/manager/organizations");
+    const res = await b.post(`/manager/organizations/${t.orgId}/users/${t.userId}/remove`, { csrf });
+    expect(res.status).toBe(303);
+    const cred = await adminCall("GET", `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`);
+    expect((await body<{ status: string }>(cred)).data.status).toBe("revoked");
+  });
+});
+
+describe("API keys and webhooks pages", () => {
+  it("issues a key shown once, changes its limits and revokes it", async () => {
+    const t = await createTenant();
+    const b = await operator();
+    const base = `/manager/organizations/${t.orgId}/api-keys`;
+    const csrf = await b.csrfOf(base);
+    const issued = await (await b.post(base, { csrf, name: "web", per_second: "3", per_day: "" })).text();
+    const key = /id="api-key" class="secret" type="text" readonly="" value="([^"]+)"/.exec(issued)?.[1];
+    expect(key).toMatch(/^kw_live_ak_/);
+    const keys = await admin<{ id: string; hint: string; limits: { per_second: number; per_day: number } }[]>("GET", `/organizations/${t.orgId}/api-keys`);
+    const mine = keys.find((k) => k.hint.endsWith(key!.slice(-4)))!;
+    expect(mine.limits).toEqual({ per_second: 3, per_day: 1000 });
+    expect(await (await b.get(base)).text()).not.toContain(key);
+
+    expect((await b.post(`${base}/${mine.id}/limits`, { csrf, per_second: "7", per_day: "500" })).status).toBe(303);
+    expect(await admin("GET", `/organizations/${t.orgId}/api-keys/${mine.id}`)).toMatchObject({ limits: { per_second: 7, per_day: 500 } });
+    expect((await b.post(`${base}/${mine.id}/revoke`, { csrf })).status).toBe(303);
+    expect(await admin("GET", `/organizations/${t.orgId}/api-keys/${mine.id}`)).toMatchObject({ status: "revoked" });
+  });
+
+  it("lists webhook configurations read-only", async () => {
+    const t = await createTenant();
+    const html = await (await (await operator()).get(`/manager/organizations/${t.orgId}/webhooks`)).text();
+    expect(html).toMatch(/No webhook configurations/);
+  });
+});
+
+describe("organization administrators", () => {
+  async function orgAdmin(orgId: string): Promise<Browser> {
+    const minted = await admin<{ token: string }>("POST", `/organizations/${orgId}/admin-tokens`, {});
+    const b = new Browser();
+    const res = await b.signIn(minted.token);
+    expect(res.headers.get("location")).toBe(`/manager/organizations/${orgId}`);
+    return b;
+  }
+
+  it("see their own organization only, whatever the URL", async () => {
+    const [mine, other] = [await createTenant(), await createTenant()];
+    const b = await orgAdmin(mine.orgId);
+    expect((await b.get(`/manager/organizations/${mine.orgId}`)).status).toBe(200);
+    expect((await b.get(`/manager/organizations/${mine.orgId}/users/${mine.userId}/client-credentials`)).status).toBe(200);
+    for (const path of [
+      "/manager/organizations",
+      `/manager/organizations/${other.orgId}`,
+      `/manager/organizations/${other.orgId}/users`,
+      `/manager/organizations/${other.orgId}/users/${other.userId}/client-credentials`,
+      `/manager/organizations/${mine.orgId}/api-keys`,
+    ]) {
+      const res = await b.get(path);
+      expect(res.status, path).toBe(404);
+      expect(await res.text()).not.toContain(other.orgId.slice(4));
+    }
+  });
+
+  it("cannot change another organization by tampering with forms", async () => {
+    const [mine, other] = [await createTenant(), await createTenant()];
+    const b = await orgAdmin(mine.orgId);
+    const csrf = await b.csrfOf(`/manager/organizations/${mine.orgId}/users`);
+    const attempts: [string, Record<string, string>][] = [
+      [`/manager/organizations/${other.orgId}/users`, { csrf, name: "Mallory" }],
+      [`/manager/organizations/${other.orgId}/users/${other.userId}/remove`, { csrf }],
+      [`/manager/organizations/${other.orgId}/users/${other.userId}/client-credentials`, { csrf }],
+      // Own organization in the URL, another organization's user or credential in the path.
+      [`/manager/organizations/${mine.orgId}/users/${other.userId}/client-credentials`, { csrf }],
+      [`/manager/organizations/${mine.orgId}/users/${mine.userId}/client-credentials/${other.clientId}/revoke`, { csrf }],
+      [`/manager/organizations/${mine.orgId}/api-keys`, { csrf, name: "x" }],
+      [`/manager/organizations/${mine.orgId}/admin-tokens`, { csrf }],
+      ["/manager/organizations", { csrf, name: "new" }],
+    ];
+    for (const [path, fields] of attempts) expect((await b.post(path, fields)).status, path).toBe(404);
+    const cred = await adminCall("GET", `/organizations/${other.orgId}/users/${other.userId}/client-credentials/${other.clientId}`);
+    expect((await body<{ status: string }>(cred)).data.status).toBe("active");
+    expect(await admin<unknown[]>("GET", `/organizations/${other.orgId}/users`)).toHaveLength(1);
+  });
+});
+
+describe("routing", () => {
+  it("answers unknown manager pages with an HTML 404 and leaves the API untouched", async () => {
+    const b = await operator();
+    const res = await b.get("/manager/nowhere");
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    expect((await call("/v1/me")).status).toBe(401);
+    expect((await call("/healthz")).status).toBe(200);
+  });
+});
