@@ -6,7 +6,8 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { digestsEqual, sha256Hex } from "../lib/crypto";
 import { newTokenId } from "../lib/ids";
-import type { TokenData } from "../schemas/oauth";
+import { isoTime } from "../deps";
+import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims, ApiKeyRecord } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
@@ -130,4 +131,20 @@ function bearerToken(authorization: string | undefined): string {
     );
   }
   return match[1];
+}
+
+/** What GET /v1/me and GraphQL `viewer` say about a principal. */
+export function meView(p: Principal, nowMs: number): MeView {
+  return {
+    organization_id: p.organizationId,
+    user_id: p.userId,
+    client_id: p.clientId,
+    api_key_id: p.apiKeyId,
+    token: {
+      id: p.tokenId,
+      issued_at: isoTime(p.issuedAt * 1000),
+      expires_at: isoTime(p.expiresAt * 1000),
+      expires_in: Math.max(0, p.expiresAt - Math.floor(nowMs / 1000)),
+    },
+  };
 }

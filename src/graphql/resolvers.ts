@@ -3,12 +3,10 @@
  * into the REST (snake_case) shape and validated by the same zod schemas; outputs are the REST
  * views with camelCase keys. No rule lives here: if REST refuses something, so does GraphQL.
  */
-import type { Principal } from "../auth/tokens";
+import { meView, type Principal } from "../auth/tokens";
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { ApiError } from "../errors";
-import { keyUsage } from "../ratelimit/service";
-import type { WindowUsage } from "../ratelimit/windows";
+import { keyUsage, usageView } from "../ratelimit/service";
 import { ListQuery } from "../schemas/common";
 import { parseInput } from "../schemas/validate";
 import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
@@ -67,28 +65,13 @@ function connection(result: { items: unknown[]; next_cursor: string | null }) {
   return { nodes: result.items.map(camelize), pageInfo: { hasNextPage: result.next_cursor !== null, endCursor: result.next_cursor } };
 }
 
-const windowView = (w: WindowUsage) => ({ limit: w.limit, used: w.used, remaining: w.remaining, resetsAt: isoTime(w.resetAt) });
-
 const org = (ctx: GraphQLContext) => ctx.principal.organizationId;
 const id = (args: Args, name = "id") => String(args[name]);
 
 export const rootValue = {
   viewer: async (_args: Args, ctx: GraphQLContext) => {
-    const p = ctx.principal;
-    const usage = await keyUsage(ctx.deps, p.apiKeyId);
-    return {
-      organizationId: p.organizationId,
-      userId: p.userId,
-      clientId: p.clientId,
-      apiKeyId: p.apiKeyId,
-      token: {
-        id: p.tokenId,
-        issuedAt: isoTime(p.issuedAt * 1000),
-        expiresAt: isoTime(p.expiresAt * 1000),
-        expiresIn: Math.max(0, p.expiresAt - Math.floor(ctx.deps.now() / 1000)),
-      },
-      rateLimit: { second: windowView(usage.second), day: windowView(usage.day) },
-    };
+    const usage = usageView(await keyUsage(ctx.deps, ctx.principal.apiKeyId));
+    return camelize({ ...meView(ctx.principal, ctx.deps.now()), rate_limit: usage });
   },
 
   webhookConfigurations: async (args: Args, ctx: GraphQLContext) => {

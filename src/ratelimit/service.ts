@@ -7,9 +7,10 @@
 import type { Deps } from "../deps";
 import { isoTime } from "../deps";
 import { ApiError } from "../errors";
+import type { ApiKeyUsage } from "../schemas/admin";
 import type { ApiKeyRecord, LimitOverrides } from "../schemas/records";
 import type { RateLimiter } from "./limiter";
-import { type Decision, retryAfterSeconds } from "./windows";
+import { type Decision, retryAfterSeconds, type WindowUsage } from "./windows";
 
 /** Retry-After of the 503 answered when the limiter is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
@@ -68,4 +69,10 @@ export function rateLimitHeaders(decision: Decision): Record<string, string> {
     "RateLimit-Policy": `"second";q=${second.limit};w=1, "day";q=${day.limit};w=86400`,
     RateLimit: `"second";r=${second.remaining};t=${t(second.resetAt)}, "day";r=${day.remaining};t=${t(day.resetAt)}`,
   };
+}
+
+/** Usage of both windows as the operator API, the manager app and GraphQL show it. */
+export function usageView(decision: Decision): ApiKeyUsage {
+  const view = (w: WindowUsage) => ({ limit: w.limit, used: w.used, remaining: w.remaining, resets_at: isoTime(w.resetAt) });
+  return { second: view(decision.second), day: view(decision.day) };
 }

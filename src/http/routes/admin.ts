@@ -23,10 +23,7 @@ import {
 import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
 import { mintOrgAdminToken } from "../../stores/org-admin-tokens";
 import { createUser, getUser, listUsers, removeUser } from "../../stores/users";
-import { isoTime } from "../../deps";
-import { keyUsage } from "../../ratelimit/service";
-import type { WindowUsage } from "../../ratelimit/windows";
-import type { ApiKeyUsage } from "../../schemas/admin";
+import { keyUsage, usageView } from "../../ratelimit/service";
 import type { AppEnv } from "../context";
 import { created, respond, respondPage } from "../envelope";
 import { jsonBody, listQuery, param } from "../input";
@@ -35,13 +32,6 @@ import { methods } from "../route";
 export const admin = new Hono<AppEnv>();
 
 const body = jsonBody;
-
-const windowView = (w: WindowUsage): ApiKeyUsage["day"] => ({
-  limit: w.limit,
-  used: w.used,
-  remaining: w.remaining,
-  resets_at: isoTime(w.resetAt),
-});
 
 const ORGS = "/admin/v1/organizations";
 const ORG = `${ORGS}/:org`;
@@ -80,9 +70,8 @@ methods(admin, `${KEYS}/:key`, {
   GET: async (c) => {
     const deps = c.get("deps");
     const record = await getApiKey(deps, param(c, "org"), param(c, "key"));
-    const decision = await keyUsage(deps, record.id);
     // The limiter's view of the limits is authoritative; the record's is for display.
-    const usage = { second: windowView(decision.second), day: windowView(decision.day) };
+    const usage = usageView(await keyUsage(deps, record.id));
     const view = apiKeyView(record, deps.config.defaultLimits);
     return respond(c, { ...view, limits: { per_second: usage.second.limit, per_day: usage.day.limit }, usage });
   },
