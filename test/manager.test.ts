@@ -274,3 +274,14 @@ describe("routing", () => {
     expect((await call("/healthz")).status).toBe(200);
   });
 });
+
+describe("page assets", () => {
+  it("ships its stylesheet and copy script unescaped (entity-escaped quotes would break both)", async () => {
+    const html = await (await new Browser().get("/manager/sign-in")).text();
+    const style = /<style nonce="[^"]+">([\s\S]*?)<\/style>/.exec(html)?.[1] ?? "";
+    const script = /<script nonce="[^"]+">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "";
+    expect(style).toContain('content:"\\2192"');
+    expect(script).toContain('document.querySelectorAll("[data-copy]")');
+    expect(style + script).not.toContain("&quot;");
+  });
+});

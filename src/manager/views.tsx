@@ -24,7 +24,7 @@ export interface PageProps {
 
 const CSS = `
 :root { color-scheme: light; --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --accent:#0b57d0; --bad:#b3261e; --ok:#146c2e; }
-* { box-sizing: border-box; }
+* { box-sizing: border-box; } [hidden] { display: none !important; }
 body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:#fafafa; }
 .skip { position:absolute; left:-999px; } .skip:focus { left:1rem; top:1rem; background:#fff; padding:.5rem; z-index:1; }
 header { background:#fff; border-bottom:1px solid var(--line); padding:.75rem 1.5rem; display:flex; justify-content:space-between; align-items:center; gap:1rem; flex-wrap:wrap; }
@@ -69,7 +69,8 @@ export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, c
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>{`${title} - keyway manager`}</title>
-      <style nonce={nonce}>{CSS}</style>
+      {/* Constants, not user input: inserted raw, since JSX would entity-escape their quotes. */}
+      <style nonce={nonce} dangerouslySetInnerHTML={{ __html: CSS }} />
     </head>
     <body>
       <a class="skip" href="#main">
@@ -107,7 +108,7 @@ export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, c
         )}
         {children}
       </main>
-      <script nonce={nonce}>{COPY_SCRIPT}</script>
+      <script nonce={nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
     </body>
   </html>
 );
