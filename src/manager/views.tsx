@@ -4,6 +4,7 @@
  * and tables. Server-rendered and usable without JavaScript; the only script is the optional
  * copy button, allowed by the page's CSP nonce. Hono JSX escapes every interpolated value.
  */
+import { raw } from "hono/html";
 import type { Child, FC } from "hono/jsx";
 
 export interface Crumb {
@@ -39,13 +40,13 @@ th { font-size:.85rem; color:var(--muted); text-transform: uppercase; letter-spa
 code { font-family: ui-monospace, monospace; font-size:.9em; word-break: break-all; }
 form.card, .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
-input[type=text], input[type=email], input[type=password], input[type=number] { width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
+input[type=text], input[type=email], input[type=password], input[type=number] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary { background:#fff; color:var(--accent); } button.danger { background:var(--bad); border-color:var(--bad); }
 .inline { display:inline; } .inline button { margin:0; }
 .notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
-.secret { font-size:1.05rem; width:100%; max-width:40rem; padding:.5rem; font-family: ui-monospace, monospace; }
+input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 .status-active, .status-delivered { color: var(--ok); font-weight:600; } .status-revoked, .status-failed, .status-disabled { color: var(--bad); font-weight:600; }
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
 `;
@@ -64,6 +65,8 @@ document.querySelectorAll("[data-copy]").forEach(function (button) {
 `;
 
 export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, children }) => (
+  <>
+  {raw("<!DOCTYPE html>")}
   <html lang="en">
     <head>
       <meta charset="utf-8" />
@@ -111,6 +114,7 @@ export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, c
       <script nonce={nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
     </body>
   </html>
+  </>
 );
 
 /** A POST form carrying the CSRF token. */

@@ -2,122 +2,35 @@
  * End to end from a developer's point of view: `node scripts/start.mjs` (what `npm start` runs)
  * must bring up wrangler dev, seed the demo and print curl commands whose credentials really
  * obtain a token the protected API accepts. The test reads the credentials out of the printed
- * text, as a person would, so a wrong or stale printout fails it. It uses a free port and a
- * temporary state directory so it never touches a developer's running instance or local data,
- * and removes `.dev.vars` afterwards only if the run created it. A second test covers the
- * `.dev.vars` generation on its own, in a temporary directory.
+ * text, as a person would, so a wrong or stale printout fails it. The server comes from
+ * server.ts: a free port and a temporary state directory, so it never touches a developer's
+ * running instance or local data, and `.dev.vars` removed afterwards only if the run created it.
+ * A second test covers the `.dev.vars` generation on its own, in a temporary directory.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDevVars, parseDevVars } from "../../scripts/dev-vars.mjs";
-
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const DEV_VARS = join(ROOT, ".dev.vars");
-const READY = "keyway is ready on";
-const READY_TIMEOUT_MS = 90_000;
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Sends `signal` to process group `pgid`; false once no process of the group is left. */
-function signalGroup(pgid: number, signal: string | 0): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A port nothing listens on right now: bind port 0, note what the OS chose, release it. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => (port > 0 ? resolve(port) : reject(new Error("no port assigned"))));
-    });
-  });
-}
+import { DEV_VARS, type Keyway, READY, ROOT, sleep, startKeyway } from "./server";
 
 describe("npm start", () => {
-  let child: ChildProcess | undefined;
-  let childExited: Promise<void> = Promise.resolve();
-  let output = "";
+  let keyway: Keyway | undefined;
   let port = 0;
-  let persistDir = "";
   let devVarsExisted = true;
 
   beforeAll(async () => {
-    devVarsExisted = await exists(DEV_VARS);
-    port = await freePort();
-    persistDir = await mkdtemp(join(tmpdir(), "keyway-e2e-"));
-
-    // detached: its own process group, so afterAll can stop wrangler and workerd with it.
-    const proc = spawn(process.execPath, ["scripts/start.mjs"], {
-      cwd: ROOT,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        PORT: String(port),
-        KEYWAY_PERSIST_DIR: persistDir,
-        KEYWAY_SEED: "1",
-        WRANGLER_SEND_METRICS: "false",
-        CLOUDFLARE_CF_FETCH_ENABLED: "false",
-        WRANGLER_HIDE_BANNER: "true",
-      },
-    });
-    child = proc;
-    childExited = new Promise((done) => proc.once("exit", () => done()));
-    proc.stdout?.setEncoding("utf8");
-    proc.stderr?.setEncoding("utf8");
-    proc.stdout?.on("data", (chunk: string) => (output += chunk));
-    proc.stderr?.on("data", (chunk: string) => (output += chunk));
-
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    while (!output.includes(READY)) {
-      if (proc.exitCode !== null || proc.signalCode !== null) {
-        throw new Error(`npm start exited (${proc.exitCode ?? proc.signalCode}) before ready:\n${output}`);
-      }
-      if (Date.now() > deadline) throw new Error(`npm start not ready after ${READY_TIMEOUT_MS} ms:\n${output}`);
-      await sleep(200);
-    }
+    keyway = await startKeyway();
+    port = keyway.port;
+    devVarsExisted = keyway.devVarsExisted;
   });
 
   afterAll(async () => {
-    const pid = child?.pid;
-    if (pid !== undefined) {
-      // The whole group: start.mjs, wrangler and the workerd processes it runs.
-      signalGroup(pid, "SIGTERM");
-      // Wait for every member, not just start.mjs: workerd may outlive it by a moment, and it
-      // must be gone before its state directory is removed or the next test starts another one.
-      const deadline = Date.now() + 10_000;
-      while (signalGroup(pid, 0) && Date.now() < deadline) await sleep(100);
-      if (signalGroup(pid, "SIGKILL")) await sleep(200);
-      await childExited;
-    }
-    if (persistDir) await rm(persistDir, { recursive: true, force: true });
-    if (!devVarsExisted) await rm(DEV_VARS, { force: true });
+    await keyway?.stop();
   });
 
   it("prints demo credentials whose curl command obtains a token that /v1/me accepts", async () => {
+    const output = keyway?.output ?? "";
     const base = `http://127.0.0.1:${port}`;
     expect(output).toContain(`${READY} ${base}`);
 
@@ -156,6 +69,7 @@ describe("npm start", () => {
   });
 
   it("never prints the secrets of .dev.vars", async () => {
+    const output = keyway?.output ?? "";
     const vars = parseDevVars(await readFile(DEV_VARS, "utf8"));
     for (const name of ["ADMIN_TOKEN", "TOKEN_SIGNING_KEYS"]) {
       const value = vars[name] ?? "";

@@ -62,8 +62,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     }
     const status = e?.status ?? 500;
     const message = e ? e.developerMessage : "Something went wrong on our side. It has been logged.";
+    const session = c.get("session");
     return c.html(
-      <Page title={status === 404 ? "Not found" : status === 403 ? "Not allowed" : "That did not work"} nonce={c.get("nonce") ?? ""}>
+      <Page
+        title={status === 404 ? "Not found" : status === 403 ? "Not allowed" : "That did not work"}
+        nonce={c.get("nonce") ?? ""}
+        {...(session ? { csrf: session.csrf, who: session.role === "operator" ? "Operator" : "Organization administrator" } : {})}
+      >
         <p role="alert">{message}</p>
         <p>
           <a href="/manager">Back to the start</a>

@@ -1,0 +1,171 @@
+/**
+ * A real `npm start` for the end-to-end tests: `startKeyway()` runs `node scripts/start.mjs` on a
+ * free port with a temporary state directory (so it never touches a developer's running instance
+ * or local data), in its own process group, waits for "keyway is ready on", and hands back the
+ * base URL, everything printed so far, the demo tenant read out of that printout (as a person
+ * would read it), and the ADMIN_TOKEN from `.dev.vars`. `stop()` ends the whole group (start.mjs,
+ * wrangler and workerd), waits until every member is gone, deletes the state directory and removes
+ * `.dev.vars` if this run created it. Tests run one server at a time (fileParallelism: false).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { parseDevVars } from "../../scripts/dev-vars.mjs";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const DEV_VARS = join(ROOT, ".dev.vars");
+export const READY = "keyway is ready on";
+const READY_TIMEOUT_MS = 90_000;
+
+/** The demo tenant `npm start` seeds and prints. */
+export interface Demo {
+  organizationId: string;
+  userId: string;
+  clientId: string;
+  clientSecret: string;
+  apiKey: string;
+  apiKeyId: string;
+}
+
+export interface Keyway {
+  /** `http://127.0.0.1:<port>`, as npm start prints it. */
+  readonly baseUrl: string;
+  readonly port: number;
+  /** stdout and stderr of the whole group so far (it keeps growing while the server runs). */
+  readonly output: string;
+  readonly demo: Demo;
+  readonly adminToken: string;
+  /** Whether `.dev.vars` existed before this run (if not, npm start created it and stop() removes it). */
+  readonly devVarsExisted: boolean;
+  stop(): Promise<void>;
+}
+
+export const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Sends `signal` to process group `pgid`; false once no process of the group is left. */
+function signalGroup(pgid: number, signal: string | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A port nothing listens on right now: bind port 0, note what the OS chose, release it. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error("no port assigned"))));
+    });
+  });
+}
+
+/** Reads the demo block of npm start's output (scripts/seed.mjs formatDemo); throws naming what is missing. */
+export function parseDemo(output: string): Demo {
+  const field = (label: string): string => {
+    const value = new RegExp(`^ {2}${label} +(\\S+)$`, "m").exec(output)?.[1];
+    if (value === undefined) throw new Error(`npm start printed no "${label}":\n${output}`);
+    return value;
+  };
+  return {
+    organizationId: field("organization id"),
+    userId: field("user id"),
+    clientId: field("client_id"),
+    clientSecret: field("client_secret"),
+    apiKey: field("api key"),
+    apiKeyId: field("api key id"),
+  };
+}
+
+/** Starts `npm start` (scripts/start.mjs) with the demo seeded; resolves once it is ready. */
+export async function startKeyway(): Promise<Keyway> {
+  const devVarsExisted = await exists(DEV_VARS);
+  const port = await freePort();
+  const persistDir = await mkdtemp(join(tmpdir(), "keyway-e2e-"));
+  let output = "";
+
+  // detached: its own process group, so stop() can end wrangler and workerd with it.
+  const proc: ChildProcess = spawn(process.execPath, ["scripts/start.mjs"], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      PORT: String(port),
+      KEYWAY_PERSIST_DIR: persistDir,
+      KEYWAY_SEED: "1",
+      WRANGLER_SEND_METRICS: "false",
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      WRANGLER_HIDE_BANNER: "true",
+    },
+  });
+  const exited = new Promise<void>((done) => proc.once("exit", () => done()));
+  proc.stdout?.setEncoding("utf8");
+  proc.stderr?.setEncoding("utf8");
+  proc.stdout?.on("data", (chunk: string) => (output += chunk));
+  proc.stderr?.on("data", (chunk: string) => (output += chunk));
+
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      const pid = proc.pid;
+      if (pid !== undefined) {
+        // The whole group: start.mjs, wrangler and the workerd processes it runs.
+        signalGroup(pid, "SIGTERM");
+        // Wait for every member, not just start.mjs: workerd may outlive it by a moment, and it
+        // must be gone before its state directory is removed or the next test starts another one.
+        const deadline = Date.now() + 10_000;
+        while (signalGroup(pid, 0) && Date.now() < deadline) await sleep(100);
+        if (signalGroup(pid, "SIGKILL")) await sleep(200);
+        await exited;
+      }
+      await rm(persistDir, { recursive: true, force: true });
+      if (!devVarsExisted) await rm(DEV_VARS, { force: true });
+    })());
+
+  try {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (!output.includes(READY)) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`npm start exited (${proc.exitCode ?? proc.signalCode}) before ready:\n${output}`);
+      }
+      if (Date.now() > deadline) throw new Error(`npm start not ready after ${READY_TIMEOUT_MS} ms:\n${output}`);
+      await sleep(200);
+    }
+    const demo = parseDemo(output);
+    const adminToken = parseDevVars(await readFile(DEV_VARS, "utf8")).ADMIN_TOKEN ?? "";
+    if (adminToken === "") throw new Error("ADMIN_TOKEN is missing from .dev.vars");
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      port,
+      get output() {
+        return output;
+      },
+      demo,
+      adminToken,
+      devVarsExisted,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
