@@ -11,7 +11,7 @@ import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims, ApiKeyRecord } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
-import { findClientCredential, isClientRevoked, touchClientCredential } from "../stores/client-credentials";
+import { findClientCredentialForAuth, isClientRevoked, touchClientCredential } from "../stores/client-credentials";
 import { invalidToken, signAccessToken, verifyAccessToken } from "./access-token";
 
 /** Who a valid access token speaks for, as seen by every protected operation. */
@@ -52,7 +52,7 @@ export async function issueAccessToken(
   const request = parseInput(TokenRequest, params);
 
   const [record, secretHash] = await Promise.all([
-    findClientCredential(deps, request.client_id),
+    findClientCredentialForAuth(deps, request.client_id),
     sha256Hex(request.client_secret),
   ]);
   const secretMatches = digestsEqual(record?.secret_hash ?? DUMMY_HASH, secretHash);

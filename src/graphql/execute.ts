@@ -33,6 +33,21 @@ export const GRAPHQL_LIMITS = {
   maxFields: 200,
 } as const;
 
+/**
+ * Documents that passed the limits and validation, by their text: clients send the same few
+ * queries over and over, and parsing plus validating costs more than executing them. Only valid
+ * documents are kept (bounded, oldest out), so the cache cannot be filled with garbage cheaply.
+ */
+const MAX_CACHED_DOCUMENTS = 500;
+const validDocuments = new Map<string, DocumentNode>();
+function rememberValid(query: string, document: DocumentNode): void {
+  if (validDocuments.size >= MAX_CACHED_DOCUMENTS) {
+    const oldest = validDocuments.keys().next();
+    if (!oldest.done) validDocuments.delete(oldest.value);
+  }
+  validDocuments.set(query, document);
+}
+
 export interface GraphQLRequest {
   query: unknown;
   variables?: unknown;
@@ -63,18 +78,19 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
     return requestError("operationName must be a string.");
   }
 
-  let document: DocumentNode;
-  try {
-    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: false });
-  } catch (err) {
-    return { status: 400, body: { errors: [formatError(err instanceof GraphQLError ? err : new GraphQLError("Syntax error."))] } };
+  let document = validDocuments.get(query);
+  if (document === undefined) {
+    try {
+      document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: false });
+    } catch (err) {
+      return { status: 400, body: { errors: [formatError(err instanceof GraphQLError ? err : new GraphQLError("Syntax error."))] } };
+    }
+    const limitError = checkLimits(document);
+    if (limitError !== null) return requestError(limitError);
+    const validationErrors = validate(schema, document);
+    if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
+    rememberValid(query, document);
   }
-
-  const limitError = checkLimits(document);
-  if (limitError !== null) return requestError(limitError);
-
-  const validationErrors = validate(schema, document);
-  if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
 
   const operation = selectOperation(document, typeof operationName === "string" ? operationName : undefined);
   if (operation?.operation === "mutation" && method === "GET") {

@@ -12,9 +12,19 @@ import { CLIENT_ID_PATTERN, newClientId, newClientSecret } from "../lib/ids";
 import type { ClientCredentialView } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
 import { ClientCredentialRecord, RevokedClientRecord } from "../schemas/records";
+import { TtlCache } from "../lib/ttl-cache";
 import { getRecord, listPage, putRecord, type Page } from "./kv";
 import { kvKeys, lastSegment } from "./kv-keys";
 import { getUser } from "./users";
+
+/**
+ * Per-isolate caches for the hot paths (token issuance, bearer checks), like the API key cache:
+ * an entry may be up to AUTH_CACHE_TTL_MS old; writes made through this isolate update it at
+ * once. Revocation therefore reaches other isolates within this plus KV propagation (~60 s).
+ */
+export const AUTH_CACHE_TTL_MS = 10_000;
+const credentials = new TtlCache<ClientCredentialRecord>(AUTH_CACHE_TTL_MS, 10_000);
+const revoked = new TtlCache<boolean>(AUTH_CACHE_TTL_MS, 50_000);
 
 export async function createClientCredential(
   deps: Deps,
@@ -82,9 +92,11 @@ export async function revokeClientCredential(
   const current = await getClientCredential(deps, orgId, userId, clientId);
   if (current.revoked_at !== null) return current;
   const revokedAt = isoTime(deps.now());
-  const revoked: ClientCredentialRecord = { ...current, revoked_at: revokedAt };
+  const updated: ClientCredentialRecord = { ...current, revoked_at: revokedAt };
+  credentials.set(clientId, updated, deps.now());
+  revoked.set(clientId, true, deps.now());
   await Promise.all([
-    putRecord(deps.kv, kvKeys.clientCredential(clientId), ClientCredentialRecord, revoked),
+    putRecord(deps.kv, kvKeys.clientCredential(clientId), ClientCredentialRecord, updated),
     putRecord(
       deps.kv,
       kvKeys.revokedClient(clientId),
@@ -93,18 +105,34 @@ export async function revokeClientCredential(
       { expirationTtl: MAX_TOKEN_TTL_SECONDS + 3600 },
     ),
   ]);
-  return revoked;
+  return updated;
+}
+
+/** The credential for client authentication at the token endpoint, from the isolate cache. */
+export async function findClientCredentialForAuth(deps: Deps, clientId: string): Promise<ClientCredentialRecord | null> {
+  const cached = credentials.get(clientId, deps.now());
+  if (cached !== undefined) return cached;
+  const record = await findClientCredential(deps, clientId);
+  // Unknown ids are not cached: a credential created a moment ago must work as soon as KV has it.
+  if (record !== null) credentials.set(clientId, record, deps.now());
+  return record;
 }
 
 /** Records a use for the manager app's "last used", at most once a minute per credential. */
 export async function touchClientCredential(deps: Deps, record: ClientCredentialRecord): Promise<void> {
   const now = deps.now();
   if (record.last_used_at !== null && now - Date.parse(record.last_used_at) < 60_000) return;
-  await putRecord(deps.kv, kvKeys.clientCredential(record.client_id), ClientCredentialRecord, { ...record, last_used_at: isoTime(now) });
+  const touched = { ...record, last_used_at: isoTime(now) };
+  credentials.set(record.client_id, touched, now);
+  await putRecord(deps.kv, kvKeys.clientCredential(record.client_id), ClientCredentialRecord, touched);
 }
 
 export async function isClientRevoked(deps: Deps, clientId: string): Promise<boolean> {
-  return (await deps.kv.get(kvKeys.revokedClient(clientId))) !== null;
+  const cached = revoked.get(clientId, deps.now());
+  if (cached !== undefined) return cached;
+  const isRevoked = (await deps.kv.get(kvKeys.revokedClient(clientId))) !== null;
+  revoked.set(clientId, isRevoked, deps.now());
+  return isRevoked;
 }
 
 export function clientCredentialView(record: ClientCredentialRecord): ClientCredentialView {

@@ -17,6 +17,7 @@ import {
   WebhookConfigurationRecord,
   type WebhookConfigurationView,
 } from "../schemas/webhooks";
+import { TtlCache } from "../lib/ttl-cache";
 import { getRecord, listPage, putRecord, type Page } from "../stores/kv";
 import { kvKeys } from "../stores/kv-keys";
 import { newSigningSecret } from "./signature";
@@ -85,14 +86,30 @@ export async function getWebhookConfiguration(deps: Deps, orgId: string, id: str
   return record;
 }
 
-export function listWebhookConfigurations(
+/**
+ * First pages of an organization's configurations, cached in the isolate for LIST_CACHE_TTL_MS
+ * (KV lists are eventually consistent anyway); writes through this isolate clear the entry.
+ */
+export const LIST_CACHE_TTL_MS = 10_000;
+const firstPages = new TtlCache<Page<WebhookConfigurationRecord>>(LIST_CACHE_TTL_MS, 5_000);
+
+export async function listWebhookConfigurations(
   deps: Deps,
   orgId: string,
   query: ListQuery,
 ): Promise<Page<WebhookConfigurationRecord>> {
-  return listPage(deps.kv, kvKeys.webhookConfigurationsPrefix(orgId), query, (key) =>
+  const cacheKey = query.cursor === undefined ? `${orgId}:${query.limit}` : null;
+  const cached = cacheKey === null ? undefined : firstPages.get(cacheKey, deps.now());
+  if (cached !== undefined) return cached;
+  const page = await listPage(deps.kv, kvKeys.webhookConfigurationsPrefix(orgId), query, (key) =>
     getRecord(deps.kv, key, WebhookConfigurationRecord),
   );
+  if (cacheKey !== null) firstPages.set(cacheKey, page, deps.now());
+  return page;
+}
+
+function forgetLists(orgId: string): void {
+  firstPages.deletePrefix(`${orgId}:`);
 }
 
 /** Every configuration of an organization (publishing needs them all), in pages of 1000. */
@@ -138,6 +155,7 @@ export async function updateWebhookConfiguration(
 
 export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfigurationRecord> {
   const current = await getWebhookConfiguration(deps, orgId, id);
+  forgetLists(orgId);
   await deps.kv.delete(kvKeys.webhookConfiguration(orgId, id));
   return current;
 }
@@ -206,5 +224,6 @@ export function webhookConfigurationView(record: WebhookConfigurationRecord): We
 }
 
 function save(deps: Deps, record: WebhookConfigurationRecord): Promise<void> {
+  forgetLists(record.organization_id);
   return putRecord(deps.kv, kvKeys.webhookConfiguration(record.organization_id, record.id), WebhookConfigurationRecord, record);
 }
