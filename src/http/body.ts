@@ -30,13 +30,13 @@ export async function readFields(
   request: Request,
   accepted: readonly BodyFormat[],
   maxBytes: number,
-): Promise<{ format: BodyFormat | null; fields: Record<string, unknown> }> {
+): Promise<Record<string, unknown>> {
   const bytes = await readBytes(request, maxBytes);
-  if (bytes.byteLength === 0) return { format: null, fields: {} };
+  if (bytes.byteLength === 0) return {};
   const format = formatOf(request.headers.get("content-type"), accepted);
   const text = decodeUtf8(bytes);
   if (text === null) throw new ApiError("invalid_request", "The request body is not valid UTF-8.");
-  return { format, fields: format === "json" ? parseJsonObject(text) : parseForm(text) };
+  return format === "json" ? parseJsonObject(text) : parseForm(text);
 }
 
 function formatOf(contentType: string | null, accepted: readonly BodyFormat[]): BodyFormat {

@@ -14,7 +14,7 @@ export async function jsonBody<T extends z.ZodType>(
   schema: T,
   maxBytes = DEFAULT_MAX_BODY_BYTES,
 ): Promise<z.output<T>> {
-  const { fields } = await readFields(c.req.raw, ["json"], maxBytes);
+  const fields = await readFields(c.req.raw, ["json"], maxBytes);
   return parseInput(schema, fields);
 }
 

@@ -31,7 +31,6 @@ import { methods } from "../route";
 
 export const admin = new Hono<AppEnv>();
 
-const body = jsonBody;
 
 const ORGS = "/admin/v1/organizations";
 const ORG = `${ORGS}/:org`;
@@ -41,7 +40,7 @@ const CREDENTIALS = `${USERS}/:user/client-credentials`;
 
 methods(admin, ORGS, {
   POST: async (c) => {
-    const org = await createOrganization(c.get("deps"), await body(c, CreateOrganizationInput));
+    const org = await createOrganization(c.get("deps"), await jsonBody(c, CreateOrganizationInput));
     return created(c, org, `${ORGS}/${org.id}`);
   },
   GET: async (c) => respondPage(c, await listOrganizations(c.get("deps"), listQuery(c))),
@@ -55,7 +54,7 @@ methods(admin, KEYS, {
   POST: async (c) => {
     const deps = c.get("deps");
     const orgId = param(c, "org");
-    const { record, secret } = await createApiKey(deps, orgId, await body(c, CreateApiKeyInput));
+    const { record, secret } = await createApiKey(deps, orgId, await jsonBody(c, CreateApiKeyInput));
     const view = { ...apiKeyView(record, deps.config.defaultLimits), api_key: secret };
     return created(c, view, `${ORGS}/${orgId}/api-keys/${record.id}`);
   },
@@ -77,7 +76,7 @@ methods(admin, `${KEYS}/:key`, {
   },
   PATCH: async (c) => {
     const deps = c.get("deps");
-    const input = await body(c, UpdateApiKeyInput);
+    const input = await jsonBody(c, UpdateApiKeyInput);
     const record = await updateApiKey(deps, param(c, "org"), param(c, "key"), input);
     return respond(c, apiKeyView(record, deps.config.defaultLimits));
   },
@@ -91,7 +90,7 @@ methods(admin, `${KEYS}/:key`, {
 methods(admin, USERS, {
   POST: async (c) => {
     const orgId = param(c, "org");
-    const user = await createUser(c.get("deps"), orgId, await body(c, CreateUserInput));
+    const user = await createUser(c.get("deps"), orgId, await jsonBody(c, CreateUserInput));
     return created(c, user, `${ORGS}/${orgId}/users/${user.id}`);
   },
   GET: async (c) => respondPage(c, await listUsers(c.get("deps"), param(c, "org"), listQuery(c))),
@@ -107,7 +106,7 @@ methods(admin, `${ORG}/admin-tokens`, {
   /** A token that signs this organization's administrator into the manager app (shown once). */
   POST: async (c) => {
     const orgId = param(c, "org");
-    const { record, token } = await mintOrgAdminToken(c.get("deps"), orgId, await body(c, MintOrgAdminTokenInput));
+    const { record, token } = await mintOrgAdminToken(c.get("deps"), orgId, await jsonBody(c, MintOrgAdminTokenInput));
     const view = { id: record.id, organization_id: record.organization_id, name: record.name, token, created_at: record.created_at };
     return created(c, view, `${ORGS}/${orgId}/admin-tokens/${record.id}`);
   },
@@ -116,7 +115,7 @@ methods(admin, `${ORG}/admin-tokens`, {
 methods(admin, CREDENTIALS, {
   POST: async (c) => {
     const [orgId, userId] = [param(c, "org"), param(c, "user")];
-    const input = await body(c, CreateClientCredentialInput);
+    const input = await jsonBody(c, CreateClientCredentialInput);
     const { record, secret } = await createClientCredential(c.get("deps"), orgId, userId, input);
     const view = { ...clientCredentialView(record), client_secret: secret };
     return created(c, view, `${ORGS}/${orgId}/users/${userId}/client-credentials/${record.client_id}`);

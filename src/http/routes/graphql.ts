@@ -21,7 +21,7 @@ async function answer(c: Context<AppEnv>, request: GraphQLRequest, method: "GET"
 
 methods(graphql, "/v1/graphql", {
   POST: async (c) => {
-    const { fields } = await readFields(c.req.raw, ["json"], DEFAULT_MAX_BODY_BYTES);
+    const fields = await readFields(c.req.raw, ["json"], DEFAULT_MAX_BODY_BYTES);
     return answer(c, { query: fields.query, variables: fields.variables, operationName: fields.operationName }, "POST");
   },
   GET: async (c) => {

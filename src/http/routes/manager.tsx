@@ -30,7 +30,11 @@ import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
 
-type ManagerEnv = { Bindings: AppEnv["Bindings"]; Variables: AppEnv["Variables"] & { nonce: string; session: Session } };
+type ManagerEnv = {
+  Bindings: AppEnv["Bindings"];
+  /** `form`: a POST's fields, read once (the CSRF check and the handler both need them). */
+  Variables: AppEnv["Variables"] & { nonce: string; session: Session; form: Record<string, unknown> };
+};
 type C = Context<ManagerEnv>;
 
 const LOGIN_CSRF_COOKIE = "kw_login_csrf";
@@ -514,11 +518,10 @@ const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" :
 const credentialsPath = (orgId: string, userId: string) => `/manager/organizations/${orgId}/users/${userId}/client-credentials`;
 
 async function form(c: C): Promise<Record<string, unknown>> {
-  // Read once: the CSRF middleware and the handler both need the fields.
-  const cached = (c.req as unknown as { kwForm?: Record<string, unknown> }).kwForm;
+  const cached = c.get("form");
   if (cached) return cached;
-  const { fields } = await readFields(c.req.raw, ["form"], 16 * 1024);
-  (c.req as unknown as { kwForm?: Record<string, unknown> }).kwForm = fields;
+  const fields = await readFields(c.req.raw, ["form"], 16 * 1024);
+  c.set("form", fields);
   return fields;
 }
 

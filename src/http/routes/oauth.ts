@@ -44,7 +44,7 @@ methods(oauth, "/v1/oauth/token", {
 });
 
 async function tokenFor(c: Context<AppEnv>): Promise<TokenData> {
-  const { fields } = await readFields(c.req.raw, ["json", "form"], MAX_TOKEN_REQUEST_BYTES);
+  const fields = await readFields(c.req.raw, ["json", "form"], MAX_TOKEN_REQUEST_BYTES);
   const basic = parseBasicCredentials(c.req.header("authorization"));
   if (basic === null) return issueAccessToken(c.get("deps"), c.get("apiKey"), fields, { method: "body" });
 
