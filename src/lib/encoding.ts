@@ -6,10 +6,15 @@
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
-export function base64UrlEncode(bytes: Uint8Array): string {
+/** Standard, padded base64 (RFC 4648 section 4), as Standard Webhooks secrets and signatures use. */
+export function base64Encode(bytes: Uint8Array): string {
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return btoa(binary);
+}
+
+export function base64UrlEncode(bytes: Uint8Array): string {
+  return base64Encode(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /** Decodes unpadded base64url; returns null for any non-canonical input (RFC 4648 section 3.5). */

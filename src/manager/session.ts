@@ -1,13 +1,13 @@
 /**
  * Manager app sessions: a signed, expiring cookie `kw_session` (HttpOnly, Secure,
  * SameSite=Strict) holding who signed in (the operator, or an organization's administrator) and
- * a per-session CSRF token that every form must echo. The MAC uses the access-token keys with a
- * distinct prefix, so a session can never pass as an access token or the reverse.
+ * a per-session CSRF token that every form must echo. Signed like access tokens (lib/signed.ts)
+ * with the same keys under its own prefix, so a session can never pass as a token or the reverse.
  */
 import type { VersionedKey } from "../config";
 import * as z from "zod";
-import { hmacKey, randomToken } from "../lib/crypto";
-import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../lib/encoding";
+import { randomToken } from "../lib/crypto";
+import { open, sign } from "../lib/signed";
 
 export const SESSION_COOKIE = "kw_session";
 /** Absolute lifetime: a working day. */
@@ -26,38 +26,19 @@ export const Session = z.object({
 });
 export type Session = z.output<typeof Session>;
 
-function key(k: VersionedKey): Promise<CryptoKey> {
-  return hmacKey(k.raw, `session:${k.kid}:${base64UrlEncode(k.raw)}`);
-}
-
 export function newSession(role: Session["role"], org: string | null, via: string | null, nowMs: number): Session {
   return { v: 1, role, org, via, csrf: randomToken(24), exp: Math.floor(nowMs / 1000) + SESSION_TTL_SECONDS };
 }
 
-export async function sealSession(keys: VersionedKey[], session: Session): Promise<string> {
-  const k = keys[0];
-  if (k === undefined) throw new Error("no signing key");
-  const input = `${PREFIX}${k.kid}.${base64UrlEncode(encodeUtf8(JSON.stringify(session)))}`;
-  const mac = await crypto.subtle.sign("HMAC", await key(k), encodeUtf8(input));
-  return `${input}.${base64UrlEncode(new Uint8Array(mac))}`;
+export function sealSession(keys: VersionedKey[], session: Session): Promise<string> {
+  return sign(keys, PREFIX, session);
 }
 
 /** The session in a cookie value, or null when absent, forged, malformed or expired. */
 export async function openSession(keys: VersionedKey[], value: string | undefined, nowMs: number): Promise<Session | null> {
-  if (value === undefined || value.length > 2048) return null;
-  const match = /^kw_session_([A-Za-z0-9-]{1,32})\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(value);
-  if (!match) return null;
-  const [, kid, payload, macText] = match as unknown as [string, string, string, string];
-  const k = keys.find((candidate) => candidate.kid === kid);
-  const mac = base64UrlDecode(macText);
-  if (k === undefined || mac === null) return null;
-  if (!(await crypto.subtle.verify("HMAC", await key(k), mac, encodeUtf8(`${PREFIX}${kid}.${payload}`)))) return null;
-  try {
-    const session = Session.parse(JSON.parse(decodeUtf8(base64UrlDecode(payload) ?? new Uint8Array()) ?? ""));
-    return nowMs < session.exp * 1000 ? session : null;
-  } catch {
-    return null;
-  }
+  if (value === undefined) return null;
+  const opened = await open(keys, PREFIX, value, Session, 2048);
+  return opened.ok && nowMs < opened.value.exp * 1000 ? opened.value : null;
 }
 
 /** Whether a session may act on an organization (the operator may act on all). */

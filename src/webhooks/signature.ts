@@ -4,15 +4,12 @@
  * HMAC-SHA256(secret bytes, `${webhook-id}.${webhook-timestamp}.${body}`); the header carries
  * one signature per live secret, space-separated, so receivers accept either during rotation.
  */
-import { base64Decode, encodeUtf8 } from "../lib/encoding";
+import { base64Decode, base64Encode, encodeUtf8 } from "../lib/encoding";
 
 export const SIGNING_SECRET_PREFIX = "whsec_";
 
 export function newSigningSecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return `${SIGNING_SECRET_PREFIX}${btoa(binary)}`;
+  return `${SIGNING_SECRET_PREFIX}${base64Encode(crypto.getRandomValues(new Uint8Array(32)))}`;
 }
 
 async function sign(secret: string, content: string): Promise<string> {
@@ -22,9 +19,7 @@ async function sign(secret: string, content: string): Promise<string> {
   // without bound, and the consumer signs once per delivery attempt.
   const key = await crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = await crypto.subtle.sign("HMAC", key, encodeUtf8(content));
-  let binary = "";
-  for (const byte of new Uint8Array(mac)) binary += String.fromCharCode(byte);
-  return `v1,${btoa(binary)}`;
+  return `v1,${base64Encode(new Uint8Array(mac))}`;
 }
 
 /** The `webhook-signature` header value for a message, signed with every live secret. */
