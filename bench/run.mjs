@@ -7,221 +7,12 @@
  * time (/proc) over each run. The peer is node-oidc-provider's client-credentials endpoint.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
-import { createServer as createNetServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import autocannon from "autocannon";
-import { ensureDevVars, readDevVars } from "../scripts/dev-vars.mjs";
-
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const QUICK = process.env.BENCH_QUICK === "1";
-const DURATION_S = QUICK ? 2 : 5;
-const WARMUP_S = QUICK ? 1 : 3;
-const ROUNDS = 2; // A B A B
-const CONNECTIONS = 16;
-const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
-const TICK_MS = 1000 / 100; // /proc CPU times are in clock ticks (USER_HZ = 100 on Linux)
-
-/** @typedef {{ url: string, method?: "GET" | "POST", headers?: Record<string, string>, body?: string }} Target */
-
-/** @type {(() => Promise<void>)[]} */
-const cleanups = [];
-const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
-const median = (/** @type {number[]} */ xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
-};
-const round = (/** @type {number} */ x, /** @type {number} */ d = 2) => Math.round(x * 10 ** d) / 10 ** d;
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Every descendant pid of `pid` (wrangler starts node, which starts workerd). */
-function descendants(/** @type {number} */ pid) {
-  /** @type {number[]} */
-  const out = [];
-  const stack = [pid];
-  while (stack.length) {
-    const p = /** @type {number} */ (stack.pop());
-    let children = "";
-    try {
-      children = readFileSync(`/proc/${p}/task/${p}/children`, "utf8");
-    } catch {
-      continue;
-    }
-    for (const c of children.trim().split(/\s+/).filter(Boolean).map(Number)) {
-      out.push(c);
-      stack.push(c);
-    }
-  }
-  return out;
-}
-
-/** CPU milliseconds (user + system) used so far by the given processes. */
-function cpuMs(/** @type {number[]} */ pids) {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
-    } catch {
-      // Gone: its time is lost to the measurement, which only reads deltas over a run.
-    }
-  }
-  return ticks * TICK_MS;
-}
-
-const commName = (/** @type {number} */ pid) => {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-  } catch {
-    return "";
-  }
-};
-
-async function waitFor(/** @type {string} */ url, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(url);
-      if (res.status === 200) return;
-    } catch {
-      // not yet
-    }
-    await sleep(50);
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-async function startKeyway() {
-  await ensureDevVars(ROOT);
-  const port = await freePort();
-  const persist = await mkdtemp(join(tmpdir(), "keyway-bench-"));
-  const started = performance.now();
-  const child = spawn(
-    join(ROOT, "node_modules/.bin/wrangler"),
-    [
-      "dev", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persist,
-      "--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true", "--show-interactive-dev-session=false",
-      // Measurement settings: no per-request logs from wrangler.
-      "--log-level", "error",
-    ],
-    { cwd: ROOT, env: ENV, stdio: ["ignore", "ignore", "inherit"], detached: true },
-  );
-  cleanups.push(async () => {
-    const group = -(/** @type {number} */ (child.pid));
-    const signal = (/** @type {NodeJS.Signals | 0} */ s) => {
-      try {
-        process.kill(group, s);
-        return true;
-      } catch {
-        return false; // no process of the group is left
-      }
-    };
-    signal("SIGTERM");
-    // Wait for the whole group (wrangler, its node child, workerd) before removing its state.
-    for (let i = 0; i < 100 && signal(0); i++) await sleep(100);
-    signal("SIGKILL");
-    await rm(persist, { recursive: true, force: true });
-  });
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/healthz`);
-  const startupMs = performance.now() - started;
-  const all = descendants(/** @type {number} */ (child.pid));
-  const workerd = all.filter((p) => commName(p) === "workerd");
-  return { base, startupMs, workerd, all: [/** @type {number} */ (child.pid), ...all] };
-}
-
-async function api(/** @type {string} */ method, /** @type {string} */ url, /** @type {Record<string,string>} */ headers, /** @type {unknown} */ body) {
-  const res = await fetch(url, { method, headers: { "Content-Type": "application/json", ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  const json = /** @type {{ data: Record<string, string> }} */ (await res.json());
-  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
-/** A string field the API must have returned. */
-function need(/** @type {string | undefined} */ value, /** @type {string} */ name) {
-  if (typeof value !== "string") throw new Error(`missing ${name} in an API answer`);
-  return value;
-}
-
-async function seed(/** @type {string} */ base) {
-  const adminToken = need((await readDevVars(ROOT)).ADMIN_TOKEN, "ADMIN_TOKEN in .dev.vars");
-  const admin = { Authorization: `Bearer ${adminToken}` };
-  const org = await api("POST", `${base}/admin/v1/organizations`, admin, { name: "Bench" });
-  const user = await api("POST", `${base}/admin/v1/organizations/${org.id}/users`, admin, { name: "Bench" });
-  const cred = await api("POST", `${base}/admin/v1/organizations/${org.id}/users/${user.id}/client-credentials`, admin, {});
-  // Limits raised so the bench measures the service, not its rate limiter's refusals.
-  const key = await api("POST", `${base}/admin/v1/organizations/${org.id}/api-keys`, admin, { limits: { per_second: 10_000, per_day: 100_000_000 } });
-  const tokenBody = JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" });
-  const token = (await api("POST", `${base}/v1/oauth`, { "x-api-key": need(key.api_key, "api_key") }, JSON.parse(tokenBody))).access_token;
-  return { apiKey: need(key.api_key, "api_key"), token: need(token, "access_token"), tokenBody, orgId: need(org.id, "id"), adminHeaders: admin };
-}
-
-/**
- * One autocannon run; `pids` are the server processes whose CPU is charged to it.
- * @param {Target} target
- * @param {number[]} pids
- * @param {number} seconds
- */
-async function load(target, pids, seconds = DURATION_S) {
-  const before = cpuMs(pids);
-  const result = await autocannon({ ...target, connections: CONNECTIONS, duration: seconds });
-  const cpu = cpuMs(pids) - before;
-  const requests = result.requests.total;
-  const bad = result.non2xx + result.errors + result.timeouts;
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    cpuMsPerReq: requests > 0 ? cpu / requests : 0,
-    requests,
-    bad,
-  };
-}
-
-/**
- * A B A B over ROUNDS, after a warm-up of each; medians per side.
- * @param {Target} a
- * @param {number[]} aPids
- * @param {Target} b
- * @param {number[]} bPids
- */
-async function alternate(a, aPids, b, bPids) {
-  await load(a, aPids, WARMUP_S);
-  await load(b, bPids, WARMUP_S);
-  /** @type {Awaited<ReturnType<typeof load>>[]} */
-  const as = [];
-  /** @type {Awaited<ReturnType<typeof load>>[]} */
-  const bs = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    as.push(await load(a, aPids));
-    bs.push(await load(b, bPids));
-  }
-  const summary = (/** @type {Awaited<ReturnType<typeof load>>[]} */ runs) => ({
-    rps: round(median(runs.map((r) => r.rps)), 0),
-    p50_ms: median(runs.map((r) => r.p50)),
-    p99_ms: median(runs.map((r) => r.p99)),
-    cpu_ms_per_req: round(median(runs.map((r) => r.cpuMsPerReq)), 3),
-    non_2xx: runs.reduce((n, r) => n + r.bad, 0),
-  });
-  return { a: summary(as), b: summary(bs) };
-}
+/** @typedef {import("./lib.mjs").Target} Target */
+import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
 
 /** Local receiver's OAuth server and webhook URL, counting receipts per event id. */
 async function startReceiver() {
@@ -314,7 +105,10 @@ async function main() {
   const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, node: process.version, date: new Date().toISOString() };
   console.log(`keyway bench on ${machine.cpu} x${machine.cores}, ${machine.node}${QUICK ? " (quick)" : ""}`);
 
-  const size = await bundleSize();
+  // BENCH_ONLY=token,protected_read runs just those HTTP scenarios, for trying a change quickly;
+  // such a partial run prints its numbers but does not overwrite the results files.
+  const only = process.env.BENCH_ONLY?.split(",").filter(Boolean);
+  const size = only ? { total_kib: 0, gzip_kib: 0 } : await bundleSize();
   const kw = await startKeyway();
   const s = await seed(kw.base);
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
@@ -330,10 +124,13 @@ async function main() {
   /** @type {Record<string, any>} */
   const http = {};
   for (const [name, target] of Object.entries(targets)) {
+    if (only && !only.includes(name)) continue;
     const { a, b } = await alternate(floor, kw.workerd, target, kw.workerd);
     http[name] = { ...b, floor: a, throughput_ratio: round(b.rps / a.rps), worker_cpu_ms_per_req: round(b.cpu_ms_per_req - a.cpu_ms_per_req, 3) };
     console.log(`${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req`);
   }
+
+  if (only) return;
 
   // Peer: node-oidc-provider's client-credentials endpoint, alternated with our token endpoint.
   const peerPort = await freePort();
