@@ -4,7 +4,6 @@
  * (spec 5.2); for /admin/v1 the operator token. Errors and unknown routes map to the envelope in one place.
  */
 import { Hono } from "hono";
-import { except } from "hono/combine";
 import type { AppEnv } from "./http/context";
 import { errorResponse, notFoundResponse } from "./http/errors";
 import { requireApiKey } from "./http/middleware/api-key";
@@ -28,9 +27,6 @@ export interface AppOptions {
   now?: () => number;
 }
 
-/** /v1 paths that need the API key but no access token. */
-export const TOKEN_ENDPOINTS = ["/v1/oauth", "/v1/oauth/token"];
-
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const deps = provideDeps(options.now ?? Date.now);
   const app = new Hono<AppEnv>();
@@ -43,8 +39,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/", docs);
 
   app.use("/v1/oauth/token", plainOAuthErrors);
-  app.use("/v1/*", apiHeaders, deps, requireApiKey, rateLimit);
-  app.use("/v1/*", except(TOKEN_ENDPOINTS, requireAccessToken));
+  app.use("/v1/*", apiHeaders, deps, requireApiKey, rateLimit, requireAccessToken);
   app.route("/", oauth);
   app.route("/", me);
   app.route("/", webhooks);

@@ -57,6 +57,12 @@ const cases: Case[] = [
     body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1))); c.close(); } }),
     duplex: "half",
   } as RequestInit), 413],
+  ["a body over the cap whose Content-Length understates it", "/v1/oauth", () => ({
+    method: "POST",
+    headers: { "x-api-key": t.apiKey, "Content-Type": json, "Content-Length": "10" },
+    body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1))); c.close(); } }),
+    duplex: "half",
+  } as RequestInit), 413],
   ["truncated JSON", "/v1/oauth", oauth('{"client_id": "a"'), 400],
   ["a JSON array", "/v1/oauth", oauth("[1,2,3]"), 400],
   ["a JSON string", "/v1/oauth", oauth('"client_credentials"'), 400],

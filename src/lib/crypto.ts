@@ -34,17 +34,18 @@ export function digestsEqual(a: string, b: string): boolean {
   return crypto.subtle.timingSafeEqual(ea, eb);
 }
 
-const hmacKeys = new Map<string, Promise<CryptoKey>>();
+// Keyed by the key bytes' identity: config keyrings are parsed once per isolate (config.ts).
+const hmacKeys = new WeakMap<Uint8Array, Promise<CryptoKey>>();
 
 /** HMAC-SHA256 key for raw key bytes, imported once per isolate and reused. */
-export function hmacKey(raw: Uint8Array, cacheId: string): Promise<CryptoKey> {
-  let key = hmacKeys.get(cacheId);
+export function hmacKey(raw: Uint8Array): Promise<CryptoKey> {
+  let key = hmacKeys.get(raw);
   if (key === undefined) {
     key = crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, [
       "sign",
       "verify",
     ]);
-    hmacKeys.set(cacheId, key);
+    hmacKeys.set(raw, key);
   }
   return key;
 }

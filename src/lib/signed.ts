@@ -23,7 +23,7 @@ function shapeOf(prefix: string): RegExp {
   return shape;
 }
 
-const keyFor = (key: VersionedKey) => hmacKey(key.raw, `signed:${key.kid}:${base64UrlEncode(key.raw)}`);
+const keyFor = (key: VersionedKey) => hmacKey(key.raw);
 
 /** Signs `payload` with the first key; throws when no key is configured. */
 export async function sign(keys: VersionedKey[], prefix: string, payload: unknown): Promise<string> {

@@ -72,7 +72,9 @@ export class RateLimiter extends DurableObject<Env> {
   private save(): void {
     const { second, secondCount, day, dayCount } = this.state;
     this.ctx.storage.sql.exec(
-      "INSERT OR REPLACE INTO limiter (id, second, second_count, day, day_count, per_second, per_day) VALUES (1, ?, ?, ?, ?, ?, ?)",
+      // An upsert updates the one row in place (REPLACE would delete and re-insert it).
+      `INSERT INTO limiter (id, second, second_count, day, day_count, per_second, per_day) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
+       ON CONFLICT (id) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4, per_second = ?5, per_day = ?6`,
       second,
       secondCount,
       day,

@@ -15,8 +15,22 @@ import { type Decision, retryAfterSeconds, type WindowUsage } from "./windows";
 /** Retry-After of the 503 answered when the limiter is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
+// idFromName hashes the name on every call; the id of a key never changes, so each isolate
+// derives it once (bounded: cleared when full).
+const limiterIds = new WeakMap<DurableObjectNamespace<RateLimiter>, Map<string, DurableObjectId>>();
+const MAX_CACHED_IDS = 10_000;
+
 function limiterFor(deps: Deps, keyId: string): DurableObjectStub<RateLimiter> {
-  return deps.rateLimiter.get(deps.rateLimiter.idFromName(keyId));
+  const namespace = deps.rateLimiter;
+  let ids = limiterIds.get(namespace);
+  if (ids === undefined) limiterIds.set(namespace, (ids = new Map()));
+  let id = ids.get(keyId);
+  if (id === undefined) {
+    if (ids.size >= MAX_CACHED_IDS) ids.clear();
+    id = namespace.idFromName(keyId);
+    ids.set(keyId, id);
+  }
+  return namespace.get(id);
 }
 
 async function callLimiter<T>(what: string, call: () => Promise<T>): Promise<T> {

@@ -6,9 +6,10 @@
 import type { MiddlewareHandler } from "hono";
 import { countRequest, rateLimitHeaders } from "../../ratelimit/service";
 import type { AppEnv } from "../context";
+import { setResponseHeaders } from "./headers";
 
 export const rateLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
   const decision = await countRequest(c.get("deps"), c.get("apiKey"));
   await next();
-  for (const [name, value] of Object.entries(rateLimitHeaders(decision))) c.header(name, value);
+  setResponseHeaders(c, rateLimitHeaders(decision));
 };

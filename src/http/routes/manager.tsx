@@ -29,6 +29,7 @@ import { listDeliveries } from "../../webhooks/deliveries";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
+import { setResponseHeaders } from "../middleware/headers";
 
 type ManagerEnv = {
   Bindings: AppEnv["Bindings"];
@@ -48,14 +49,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const nonce = randomToken(18);
     c.set("nonce", nonce);
     await next();
-    c.header(
-      "Content-Security-Policy",
-      `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-    );
-    c.header("X-Content-Type-Options", "nosniff");
-    c.header("X-Frame-Options", "DENY");
-    c.header("Referrer-Policy", "no-referrer");
-    c.header("Cache-Control", "no-store");
+    setResponseHeaders(c, {
+      "Content-Security-Policy": `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      "X-Content-Type-Options": "nosniff",
+      "X-Frame-Options": "DENY",
+      "Referrer-Policy": "no-referrer",
+      "Cache-Control": "no-store",
+    });
   });
 
   app.onError((err, c) => {
