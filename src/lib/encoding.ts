@@ -6,21 +6,23 @@
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
+// The codecs are the runtime's native Uint8Array methods (ES2026): the JavaScript loops they
+// replace were a measurable share of each bearer-authenticated request (see bench/).
+
 /** Standard, padded base64 (RFC 4648 section 4), as Standard Webhooks secrets and signatures use. */
 export function base64Encode(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
+  return bytes.toBase64();
 }
 
 export function base64UrlEncode(bytes: Uint8Array): string {
-  return base64Encode(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return bytes.toBase64({ alphabet: "base64url", omitPadding: true });
 }
 
 /** Decodes unpadded base64url; returns null for any non-canonical input (RFC 4648 section 3.5). */
 export function base64UrlDecode(text: string): Uint8Array | null {
   if (!B64URL.test(text) || text.length % 4 === 1) return null;
-  const bytes = decodeBase64(text.replaceAll("-", "+").replaceAll("_", "/"));
+  const bytes = decodeBase64(text, "base64url");
+  // Re-encoding catches non-zero trailing bits, which the decoder ignores.
   if (bytes === null || base64UrlEncode(bytes) !== text) return null;
   return bytes;
 }
@@ -28,26 +30,19 @@ export function base64UrlDecode(text: string): Uint8Array | null {
 /** Decodes standard base64 (with or without padding), as used by HTTP Basic (RFC 7617). */
 export function base64Decode(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return null;
-  return decodeBase64(text);
+  return decodeBase64(text, "base64");
 }
 
-function decodeBase64(text: string): Uint8Array | null {
-  let binary: string;
+function decodeBase64(text: string, alphabet: "base64" | "base64url"): Uint8Array | null {
   try {
-    binary = atob(text);
+    return Uint8Array.fromBase64(text, { alphabet });
   } catch {
     return null;
   }
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }
 
 export function hex(bytes: ArrayBuffer | Uint8Array): string {
-  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  let out = "";
-  for (const byte of view) out += byte.toString(16).padStart(2, "0");
-  return out;
+  return (bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)).toHex();
 }
 
 const utf8Strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
