@@ -71,7 +71,7 @@ export async function issueAccessToken(
     );
   }
 
-  deps.defer(touchClientCredential(deps, record));
+  touchClientCredential(deps, record);
   const iat = Math.floor(deps.now() / 1000);
   const ttl = deps.config.accessTokenTtlSeconds;
   const claims: AccessTokenClaims = {

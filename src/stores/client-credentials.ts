@@ -118,13 +118,16 @@ export async function findClientCredentialForAuth(deps: Deps, clientId: string):
   return record;
 }
 
-/** Records a use for the manager app's "last used", at most once a minute per credential. */
-export async function touchClientCredential(deps: Deps, record: ClientCredentialRecord): Promise<void> {
+/**
+ * Records a use for the manager app's "last used", at most once a minute per credential. The
+ * write runs after the response (deps.defer); nothing is scheduled when there is nothing to write.
+ */
+export function touchClientCredential(deps: Deps, record: ClientCredentialRecord): void {
   const now = deps.now();
   if (record.last_used_at !== null && now - Date.parse(record.last_used_at) < 60_000) return;
   const touched = { ...record, last_used_at: isoTime(now) };
   credentials.set(record.client_id, touched, now);
-  await putRecord(deps.kv, kvKeys.clientCredential(record.client_id), ClientCredentialRecord, touched);
+  deps.defer(putRecord(deps.kv, kvKeys.clientCredential(record.client_id), ClientCredentialRecord, touched));
 }
 
 export async function isClientRevoked(deps: Deps, clientId: string): Promise<boolean> {
