@@ -4,7 +4,7 @@
  * one autocannon run with the server processes' CPU time over it, and A B A B alternation.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -15,14 +15,17 @@ import { ensureDevVars, readDevVars } from "../scripts/dev-vars.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const QUICK = process.env.BENCH_QUICK === "1";
-export const DURATION_S = QUICK ? 2 : 5;
-export const WARMUP_S = QUICK ? 1 : 3;
-export const ROUNDS = 2; // A B A B
+export const DURATION_S = QUICK ? 2 : 3;
+export const WARMUP_S = QUICK ? 1 : 2;
+// A B alternated five times: the median of five pairs resists a couple of noisy runs (the VM's
+// neighbours come and go; the bench also reports the CPU time the hypervisor stole).
+export const ROUNDS = QUICK ? 3 : 5;
 export const CONNECTIONS = 16;
 export const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
 const TICK_MS = 1000 / 100; // /proc CPU times are in clock ticks (USER_HZ = 100 on Linux)
 
 /** @typedef {{ url: string, method?: "GET" | "POST", headers?: Record<string, string>, body?: string }} Target */
+/** @typedef {{ pids: number[], worker?: number[] }} Server the processes charged for a request; `worker`: keyway's own workerd */
 
 /** @type {(() => Promise<void>)[]} */
 export const cleanups = [];
@@ -82,6 +85,13 @@ export function cpuMs(/** @type {number[]} */ pids) {
   return ticks * TICK_MS;
 }
 
+/** Jiffies of all CPUs so far: total, and stolen by the hypervisor (/proc/stat, "steal"). */
+export function cpuJiffies() {
+  const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "";
+  const fields = line.trim().split(/\s+/).slice(1).map(Number);
+  return { total: fields.slice(0, 8).reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+}
+
 export const commName = (/** @type {number} */ pid) => {
   try {
     return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
@@ -108,7 +118,11 @@ export async function waitFor(/** @type {string} */ url, timeoutMs = 60_000) {
 export async function startKeyway(extraArgs = []) {
   await ensureDevVars(ROOT);
   const port = await freePort();
-  const persist = await mkdtemp(join(tmpdir(), "keyway-bench-"));
+  // Local state (KV, the limiter's SQLite) on tmpfs when there is one: on this VM's disk each
+  // Durable Object commit costs about 0.25 ms of kernel CPU in write and sync calls, a cost of
+  // the local file, not of the Worker (production storage is not a local SQLite file).
+  const stateDir = existsSync("/dev/shm") ? "/dev/shm (tmpfs)" : tmpdir();
+  const persist = await mkdtemp(join(stateDir.split(" ")[0] ?? tmpdir(), "keyway-bench-"));
   const started = performance.now();
   const child = spawn(
     join(ROOT, "node_modules/.bin/wrangler"),
@@ -142,7 +156,13 @@ export async function startKeyway(extraArgs = []) {
   const startupMs = performance.now() - started;
   const all = descendants(/** @type {number} */ (child.pid));
   const workerd = all.filter((p) => commName(p) === "workerd");
-  return { base, startupMs, workerd, all: [/** @type {number} */ (child.pid), ...all] };
+  // wrangler dev runs two workerd processes: its dev proxy (which owns the public port) and the
+  // Worker itself, the one with the inspector. Both are charged to a request; the Worker's own
+  // process is also reported apart, since production has no dev proxy.
+  const worker = workerd.filter((p) => readFileSync(`/proc/${p}/cmdline`, "utf8").includes("--inspector-addr"));
+  /** @type {Server} */
+  const server = { pids: workerd, ...(worker.length === 1 ? { worker } : {}) };
+  return { base, startupMs, server, stateDir, all: [/** @type {number} */ (child.pid), ...all] };
 }
 
 export async function api(/** @type {string} */ method, /** @type {string} */ url, /** @type {Record<string,string>} */ headers, /** @type {unknown} */ body) {
@@ -174,13 +194,15 @@ export async function seed(/** @type {string} */ base) {
 /**
  * One autocannon run; `pids` are the server processes whose CPU is charged to it.
  * @param {Target} target
- * @param {number[]} pids
+ * @param {Server} server
  * @param {number} seconds
  */
-export async function load(target, pids, seconds = DURATION_S) {
-  const before = cpuMs(pids);
+export async function load(target, server, seconds = DURATION_S) {
+  const before = cpuMs(server.pids);
+  const workerBefore = server.worker ? cpuMs(server.worker) : 0;
   const result = await autocannon({ ...target, connections: CONNECTIONS, duration: seconds });
-  const cpu = cpuMs(pids) - before;
+  const cpu = cpuMs(server.pids) - before;
+  const workerCpu = server.worker ? cpuMs(server.worker) - workerBefore : Number.NaN;
   const requests = result.requests.total;
   const bad = result.non2xx + result.errors + result.timeouts;
   return {
@@ -188,36 +210,46 @@ export async function load(target, pids, seconds = DURATION_S) {
     p50: result.latency.p50,
     p99: result.latency.p99,
     cpuMsPerReq: requests > 0 ? cpu / requests : 0,
+    workerCpuMsPerReq: requests > 0 ? workerCpu / requests : Number.NaN,
     requests,
     bad,
   };
 }
 
 /**
- * A B A B over ROUNDS, after a warm-up of each; medians per side.
+ * A B A B ... over ROUNDS, after a warm-up of each; medians per side and per adjacent pair.
  * @param {Target} a
- * @param {number[]} aPids
+ * @param {Server} aServer
  * @param {Target} b
- * @param {number[]} bPids
+ * @param {Server} bServer
  */
-export async function alternate(a, aPids, b, bPids) {
-  await load(a, aPids, WARMUP_S);
-  await load(b, bPids, WARMUP_S);
+export async function alternate(a, aServer, b, bServer) {
+  await load(a, aServer, WARMUP_S);
+  await load(b, bServer, WARMUP_S);
   /** @type {Awaited<ReturnType<typeof load>>[]} */
   const as = [];
   /** @type {Awaited<ReturnType<typeof load>>[]} */
   const bs = [];
   for (let i = 0; i < ROUNDS; i++) {
-    as.push(await load(a, aPids));
-    bs.push(await load(b, bPids));
+    as.push(await load(a, aServer));
+    bs.push(await load(b, bServer));
   }
   const summary = (/** @type {Awaited<ReturnType<typeof load>>[]} */ runs) => ({
     rps: round(median(runs.map((r) => r.rps)), 0),
     p50_ms: median(runs.map((r) => r.p50)),
     p99_ms: median(runs.map((r) => r.p99)),
     cpu_ms_per_req: round(median(runs.map((r) => r.cpuMsPerReq)), 3),
+    worker_process_cpu_ms_per_req: round(median(runs.map((r) => r.workerCpuMsPerReq)), 3),
     non_2xx: runs.reduce((n, r) => n + r.bad, 0),
   });
-  return { a: summary(as), b: summary(bs) };
+  // Adjacent runs share the machine's conditions, so comparisons are made pair by pair and the
+  // median pair reported: B's throughput over A's, and B's CPU per request minus A's.
+  const pairs = as.map((ra, i) => ({ ra, rb: /** @type {Awaited<ReturnType<typeof load>>} */ (bs[i]) }));
+  const paired = {
+    throughput_ratio: round(median(pairs.map(({ ra, rb }) => rb.rps / ra.rps))),
+    cpu_ms_per_req_delta: round(median(pairs.map(({ ra, rb }) => rb.cpuMsPerReq - ra.cpuMsPerReq)), 3),
+    worker_process_cpu_ms_per_req_delta: round(median(pairs.map(({ ra, rb }) => rb.workerCpuMsPerReq - ra.workerCpuMsPerReq)), 3),
+  };
+  return { a: summary(as), b: summary(bs), paired };
 }
 

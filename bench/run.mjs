@@ -12,7 +12,7 @@ import { createServer } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
-import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
+import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, cpuJiffies, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
 
 /** Local receiver's OAuth server and webhook URL, counting receipts per event id. */
 async function startReceiver() {
@@ -102,6 +102,7 @@ async function bundleSize() {
 
 async function main() {
   const t0 = performance.now();
+  const jiffies0 = cpuJiffies();
   const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, node: process.version, date: new Date().toISOString() };
   console.log(`keyway bench on ${machine.cpu} x${machine.cores}, ${machine.node}${QUICK ? " (quick)" : ""}`);
 
@@ -125,9 +126,15 @@ async function main() {
   const http = {};
   for (const [name, target] of Object.entries(targets)) {
     if (only && !only.includes(name)) continue;
-    const { a, b } = await alternate(floor, kw.workerd, target, kw.workerd);
-    http[name] = { ...b, floor: a, throughput_ratio: round(b.rps / a.rps), worker_cpu_ms_per_req: round(b.cpu_ms_per_req - a.cpu_ms_per_req, 3) };
-    console.log(`${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req`);
+    const { a, b, paired } = await alternate(floor, kw.server, target, kw.server);
+    http[name] = {
+      ...b,
+      floor: a,
+      throughput_ratio: paired.throughput_ratio,
+      worker_cpu_ms_per_req: paired.cpu_ms_per_req_delta,
+      worker_cpu_ms_per_req_in_worker_process: paired.worker_process_cpu_ms_per_req_delta,
+    };
+    console.log(`${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req (Worker's own ${http[name].worker_cpu_ms_per_req})`);
   }
 
   if (only) return;
@@ -151,13 +158,14 @@ async function main() {
       await sleep(100);
     }
   }
-  const { a: ours, b: theirs } = await alternate(targets.token, kw.workerd, peerTarget, [/** @type {number} */ (peer.pid)]);
-  const floorCpu = http.token.floor.cpu_ms_per_req;
+  const { a: ours, b: theirs } = await alternate(targets.token, kw.server, peerTarget, { pids: [/** @type {number} */ (peer.pid)] });
+  // Keyway's own CPU per token is the token scenario's, paired with its floor runs above.
   const peerResult = {
     node_oidc_provider: theirs,
     keyway_token: ours,
-    keyway_worker_cpu_ms_per_token: round(ours.cpu_ms_per_req - floorCpu, 3),
-    cpu_ratio_worker_vs_peer: round((ours.cpu_ms_per_req - floorCpu) / theirs.cpu_ms_per_req),
+    keyway_worker_cpu_ms_per_token: http.token.worker_cpu_ms_per_req,
+    keyway_worker_cpu_ms_per_token_in_worker_process: http.token.worker_cpu_ms_per_req_in_worker_process,
+    cpu_ratio_worker_vs_peer: round(http.token.worker_cpu_ms_per_req / theirs.cpu_ms_per_req),
   };
   console.log(`peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway Worker CPU/token ${peerResult.keyway_worker_cpu_ms_per_token} ms`);
 
@@ -168,13 +176,14 @@ async function main() {
 
   const results = {
     machine,
-    settings: { duration_s: DURATION_S, warmup_s: WARMUP_S, rounds: ROUNDS, connections: CONNECTIONS, runtime: "wrangler dev (workerd), --log-level error" },
+    settings: { duration_s: DURATION_S, warmup_s: WARMUP_S, rounds: ROUNDS, connections: CONNECTIONS, runtime: "wrangler dev (workerd), --log-level error, state on tmpfs when available", state_dir: kw.stateDir },
     bundle: size,
     startup_ms: round(kw.startupMs, 0),
     http,
     peer: peerResult,
     webhooks,
     duration_s: round((performance.now() - t0) / 1000, 0),
+    cpu_stolen_pct: round((100 * (cpuJiffies().steal - jiffies0.steal)) / Math.max(1, cpuJiffies().total - jiffies0.total), 1),
   };
   await mkdir(join(ROOT, "bench"), { recursive: true });
   await writeFile(join(ROOT, "bench/results.json"), `${JSON.stringify(results, null, 2)}\n`);
@@ -186,13 +195,13 @@ async function main() {
 /** @param {Record<string, any>} r */
 function table(r) {
   const rows = [
-    "| Scenario | req/s | of floor | p50 ms | p99 ms | workerd CPU ms/req | Worker CPU ms/req (minus floor) |",
-    "|---|---|---|---|---|---|---|",
-    `| floor: GET /healthz | ${r.http.token.floor.rps} | 1.00 | ${r.http.token.floor.p50_ms} | ${r.http.token.floor.p99_ms} | ${r.http.token.floor.cpu_ms_per_req} | - |`,
+    "| Scenario | req/s | of floor | p50 ms | p99 ms | workerd CPU ms/req | Worker CPU ms/req (minus floor) | of which in keyway's process |",
+    "|---|---|---|---|---|---|---|---|",
+    `| floor: GET /healthz | ${r.http.token.floor.rps} | 1.00 | ${r.http.token.floor.p50_ms} | ${r.http.token.floor.p99_ms} | ${r.http.token.floor.cpu_ms_per_req} | - | - |`,
     ...Object.entries(/** @type {Record<string, any>} */ (r.http)).map(
-      ([name, v]) => `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} |`,
+      ([name, v]) => `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} | ${v.worker_cpu_ms_per_req_in_worker_process} |`,
     ),
-    `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - |`,
+    `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
   ];
   const hooks = [
     "| Webhooks per event | Delivered | Deliveries/s | Publish-to-receipt p50 ms | p99 ms |",
@@ -200,15 +209,15 @@ function table(r) {
     ...r.webhooks.map((/** @type {Record<string, any>} */ w) => `| ${w.configurations_per_event} | ${w.deliveries_received}/${w.deliveries_expected} | ${w.deliveries_per_s} | ${w.publish_to_receipt_p50_ms} | ${w.publish_to_receipt_p99_ms} |`),
   ];
   return [
-    `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs, A B A B medians after warm-up.`,
+    `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs alternated A B ${r.settings.rounds} times after a warm-up, medians; local state on ${r.settings.state_dir}.`,
     "",
     ...rows,
     "",
-    `Keyway's own CPU per token: ${r.peer.keyway_worker_cpu_ms_per_token} ms vs node-oidc-provider's ${r.peer.node_oidc_provider.cpu_ms_per_req} ms (ratio ${r.peer.cpu_ratio_worker_vs_peer}).`,
+    `Keyway's own CPU per token: ${r.peer.keyway_worker_cpu_ms_per_token} ms vs node-oidc-provider's ${r.peer.node_oidc_provider.cpu_ms_per_req} ms (ratio ${r.peer.cpu_ratio_worker_vs_peer}); ${r.peer.keyway_worker_cpu_ms_per_token_in_worker_process} ms of it in keyway's own workerd process, the rest in wrangler's dev proxy.`,
     "",
     ...hooks,
     "",
-    `Bundle: ${r.bundle.gzip_kib} KiB gzipped (${r.bundle.total_kib} KiB raw). Local startup (spawn to first /healthz): ${r.startup_ms} ms. Whole bench: ${r.duration_s} s.`,
+    `Bundle: ${r.bundle.gzip_kib} KiB gzipped (${r.bundle.total_kib} KiB raw). Local startup (spawn to first /healthz): ${r.startup_ms} ms. Whole bench: ${r.duration_s} s, during which the hypervisor stole ${r.cpu_stolen_pct}% of the CPU time.`,
     "",
   ].join("\n");
 }
