@@ -94,6 +94,16 @@ describe("bearer middleware", () => {
     expect(expired.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
   });
 
+  it("refuses an expired token even when the isolate verified it seconds before (verification cache)", async () => {
+    const issuedAt = Date.UTC(2026, 0, 2, 12, 0, 0);
+    const res = await callAt(issuedAt, "/v1/oauth", tokenRequest(t));
+    const token = (await body<{ access_token: string }>(res)).data.access_token;
+    expect((await callAt(issuedAt + 3600_000 - 2_000, "/v1/me", authed(t, token))).status).toBe(200);
+    const expired = await callAt(issuedAt + 3600_000, "/v1/me", authed(t, token));
+    expect(expired.status).toBe(401);
+    expect((await body(expired)).developer_message).toMatch(/has expired/);
+  });
+
   it("verifies tokens signed with a retired key that is still configured (rotation)", async () => {
     const config = loadConfig(env);
     const retired = config.signingKeys.filter((k) => k.kid === "t0");

@@ -8,6 +8,7 @@
 import type { VersionedKey } from "../config";
 import { ApiError } from "../errors";
 import { open, sign } from "../lib/signed";
+import { TtlCache } from "../lib/ttl-cache";
 import { AccessTokenClaims } from "../schemas/records";
 
 const PREFIX = "kw_at_";
@@ -19,14 +20,32 @@ export async function signAccessToken(keys: VersionedKey[], claims: AccessTokenC
   return sign(keys, PREFIX, claims);
 }
 
+/**
+ * Tokens whose MAC this isolate has checked, per keyring (config.ts parses it once per isolate),
+ * for VERIFIED_CACHE_TTL_MS: a client presents the same token on every request for up to an
+ * hour, and the MAC check, decoding and claim parsing were a tenth of a protected request.
+ * Expiry is still checked on every use and revocation is checked by the caller, so the only
+ * effect of the cache is that a signing key removed from the keyring stops its tokens up to
+ * 10 s later in isolates that already verified them. Only genuine tokens are stored.
+ */
+export const VERIFIED_CACHE_TTL_MS = 10_000;
+const verified = new WeakMap<VersionedKey[], TtlCache<AccessTokenClaims>>();
+
 /** Returns the claims of a genuine, unexpired token, or throws invalid_token (RFC 6750 3.1). */
 export async function verifyAccessToken(keys: VersionedKey[], token: string, nowMs: number): Promise<AccessTokenClaims> {
-  const opened = await open(keys, PREFIX, token, AccessTokenClaims, MAX_TOKEN_LENGTH);
-  if (!opened.ok) {
-    throw invalidToken(opened.reason === "malformed" ? "The access token is malformed." : "The access token is not valid.");
+  let cache = verified.get(keys);
+  if (cache === undefined) verified.set(keys, (cache = new TtlCache(VERIFIED_CACHE_TTL_MS, 10_000)));
+  let claims = cache.get(token, nowMs);
+  if (claims === undefined) {
+    const opened = await open(keys, PREFIX, token, AccessTokenClaims, MAX_TOKEN_LENGTH);
+    if (!opened.ok) {
+      throw invalidToken(opened.reason === "malformed" ? "The access token is malformed." : "The access token is not valid.");
+    }
+    claims = opened.value;
+    cache.set(token, claims, nowMs);
   }
-  if (nowMs >= opened.value.exp * 1000) throw invalidToken("The access token has expired. Request a new one at /v1/oauth.");
-  return opened.value;
+  if (nowMs >= claims.exp * 1000) throw invalidToken("The access token has expired. Request a new one at /v1/oauth.");
+  return claims;
 }
 
 export function invalidToken(message: string): ApiError {
