@@ -119,7 +119,7 @@ export async function startKeyway(extraArgs = []) {
   await ensureDevVars(ROOT);
   const port = await freePort();
   // Local state (KV, the limiter's SQLite) on tmpfs when there is one: on this VM's disk each
-  // Durable Object commit costs about 0.25 ms of kernel CPU in write and sync calls, a cost of
+  // Durable Object commit costs about 0.2 ms of CPU in write and sync calls, a cost of
   // the local file, not of the Worker (production storage is not a local SQLite file).
   const stateDir = existsSync("/dev/shm") ? "/dev/shm (tmpfs)" : tmpdir();
   const persist = await mkdtemp(join(stateDir.split(" ")[0] ?? tmpdir(), "keyway-bench-"));

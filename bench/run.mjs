@@ -195,13 +195,13 @@ async function main() {
 /** @param {Record<string, any>} r */
 function table(r) {
   const rows = [
-    "| Scenario | req/s | of floor | p50 ms | p99 ms | workerd CPU ms/req | Worker CPU ms/req (minus floor) | of which in keyway's process |",
-    "|---|---|---|---|---|---|---|---|",
-    `| floor: GET /healthz | ${r.http.token.floor.rps} | 1.00 | ${r.http.token.floor.p50_ms} | ${r.http.token.floor.p99_ms} | ${r.http.token.floor.cpu_ms_per_req} | - | - |`,
+    "| Scenario | req/s | its floor's req/s | of floor | p50 ms | p99 ms | workerd CPU ms/req | Worker CPU ms/req (minus floor) | of which in keyway's process |",
+    "|---|---|---|---|---|---|---|---|---|",
+    `| floor: GET /healthz (alternated with the token runs) | ${r.http.token.floor.rps} | - | 1.00 | ${r.http.token.floor.p50_ms} | ${r.http.token.floor.p99_ms} | ${r.http.token.floor.cpu_ms_per_req} | - | - |`,
     ...Object.entries(/** @type {Record<string, any>} */ (r.http)).map(
-      ([name, v]) => `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} | ${v.worker_cpu_ms_per_req_in_worker_process} |`,
+      ([name, v]) => `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.floor.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} | ${v.worker_cpu_ms_per_req_in_worker_process} |`,
     ),
-    `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
+    `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
   ];
   const hooks = [
     "| Webhooks per event | Delivered | Deliveries/s | Publish-to-receipt p50 ms | p99 ms |",
@@ -209,7 +209,7 @@ function table(r) {
     ...r.webhooks.map((/** @type {Record<string, any>} */ w) => `| ${w.configurations_per_event} | ${w.deliveries_received}/${w.deliveries_expected} | ${w.deliveries_per_s} | ${w.publish_to_receipt_p50_ms} | ${w.publish_to_receipt_p99_ms} |`),
   ];
   return [
-    `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs alternated A B ${r.settings.rounds} times after a warm-up, medians; local state on ${r.settings.state_dir}.`,
+    `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs alternated A B ${r.settings.rounds} times after a warm-up; req/s, latency and CPU are medians per side, "of floor" and "minus floor" medians over adjacent A B pairs; local state on ${r.settings.state_dir}.`,
     "",
     ...rows,
     "",
