@@ -30,7 +30,10 @@ async function connect(/** @type {string} */ url) {
   const pending = new Map();
   ws.on("message", (data) => {
     const msg = /** @type {{ id?: number, result?: unknown, error?: unknown }} */ (JSON.parse(String(data)));
-    if (msg.id !== undefined) pending.get(msg.id)?.(msg.error ? Promise.reject(new Error(JSON.stringify(msg.error))) : msg.result);
+    const settle = msg.id === undefined ? undefined : pending.get(msg.id);
+    if (msg.id === undefined || settle === undefined) return; // an event, not an answer
+    pending.delete(msg.id);
+    settle(msg.error ? Promise.reject(new Error(JSON.stringify(msg.error))) : msg.result);
   });
   return {
     /** @param {string} method @param {Record<string, unknown>} [params] */

@@ -1,7 +1,7 @@
 /**
  * Reading request bodies defensively: a byte cap enforced by Content-Length and, for bodies
- * without one, while streaming; strict UTF-8, JSON that must be an object, and form bodies without repeated
- * parameters (RFC 6749 3.2). Every failure is a 4xx ApiError.
+ * without one, while streaming; strict UTF-8, JSON that must be an object, and form bodies
+ * without repeated parameters (RFC 6749 3.2). Every failure is a 4xx ApiError.
  */
 import { ApiError } from "../errors";
 import { base64Decode, decodeUtf8 } from "../lib/encoding";
