@@ -253,3 +253,36 @@ export async function alternate(a, aServer, b, bServer) {
   return { a: summary(as), b: summary(bs), paired };
 }
 
+
+/**
+ * The measured requests, built on a seeded tenant: the floor and the three scenarios of issue 7.
+ * @param {string} base
+ * @param {Awaited<ReturnType<typeof seed>>} s
+ * @returns {{ floor: Target, token: Target, protected_read: Target, graphql_viewer: Target }}
+ */
+export function scenarios(base, s) {
+  const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
+  return {
+    floor: { url: `${base}/healthz` },
+    token: { url: `${base}/v1/oauth`, method: "POST", headers: { "Content-Type": "application/json", "x-api-key": s.apiKey }, body: s.tokenBody },
+    protected_read: { url: `${base}/v1/webhook-configurations`, headers: bearer },
+    graphql_viewer: {
+      url: `${base}/v1/graphql`,
+      method: "POST",
+      headers: { ...bearer, "Content-Type": "application/json" },
+      body: JSON.stringify({ query: "{ viewer { organizationId userId token { expiresAt } } }" }),
+    },
+  };
+}
+
+/** Runs a script's main, reports its failure as the exit code, and always stops what it started. */
+export function runMain(/** @type {() => Promise<void>} */ main) {
+  main()
+    .catch((err) => {
+      console.error(err);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      for (const c of cleanups.reverse()) await c();
+    });
+}

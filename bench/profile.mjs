@@ -10,7 +10,7 @@ import { copyFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import WebSocket from "ws";
-import { CONNECTIONS, ROOT, cleanups, freePort, seed, sleep, startKeyway } from "./lib.mjs";
+import { CONNECTIONS, ROOT, freePort, runMain, scenarios, seed, sleep, startKeyway } from "./lib.mjs";
 
 const scenario = process.argv[2] ?? "token";
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -84,14 +84,8 @@ async function main() {
   const inspectorPort = await freePort();
   const kw = await startKeyway(["--inspector-port", String(inspectorPort), "--minify", "false"]);
   const s = await seed(kw.base);
-  const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
   /** @type {Record<string, import("./lib.mjs").Target>} */
-  const targets = {
-    floor: { url: `${kw.base}/healthz` },
-    token: { url: `${kw.base}/v1/oauth`, method: "POST", headers: { "Content-Type": "application/json", "x-api-key": s.apiKey }, body: s.tokenBody },
-    protected_read: { url: `${kw.base}/v1/webhook-configurations`, headers: bearer },
-    graphql_viewer: { url: `${kw.base}/v1/graphql`, method: "POST", headers: { ...bearer, "Content-Type": "application/json" }, body: JSON.stringify({ query: "{ viewer { organizationId userId token { expiresAt } } }" }) },
-  };
+  const targets = scenarios(kw.base, s);
   const target = targets[scenario];
   if (!target) throw new Error(`unknown scenario ${scenario}; one of ${Object.keys(targets).join(", ")}`);
 
@@ -121,11 +115,4 @@ async function main() {
   await sleep(100);
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
+runMain(main);

@@ -12,7 +12,7 @@ import { createServer } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
-import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, cpuJiffies, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
+import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, cpuJiffies, runMain, scenarios, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
 
 /** Local receiver's OAuth server and webhook URL, counting receipts per event id. */
 async function startReceiver() {
@@ -112,15 +112,7 @@ async function main() {
   const size = only ? { total_kib: 0, gzip_kib: 0 } : await bundleSize();
   const kw = await startKeyway();
   const s = await seed(kw.base);
-  const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
-  /** @type {Target} */
-  const floor = { url: `${kw.base}/healthz` };
-  /** @type {Record<"token" | "protected_read" | "graphql_viewer", Target>} */
-  const targets = {
-    token: { url: `${kw.base}/v1/oauth`, method: "POST", headers: { "Content-Type": "application/json", "x-api-key": s.apiKey }, body: s.tokenBody },
-    protected_read: { url: `${kw.base}/v1/webhook-configurations`, headers: bearer },
-    graphql_viewer: { url: `${kw.base}/v1/graphql`, method: "POST", headers: { ...bearer, "Content-Type": "application/json" }, body: JSON.stringify({ query: "{ viewer { organizationId userId token { expiresAt } } }" }) },
-  };
+  const { floor, ...targets } = scenarios(kw.base, s);
 
   /** @type {Record<string, any>} */
   const http = {};
@@ -222,11 +214,4 @@ function table(r) {
   ].join("\n");
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
+runMain(main);
