@@ -121,8 +121,9 @@ export async function startKeyway(extraArgs = []) {
   // Local state (KV, the limiter's SQLite) on tmpfs when there is one: on this VM's disk each
   // Durable Object commit costs about 0.2 ms of CPU in write and sync calls, a cost of
   // the local file, not of the Worker (production storage is not a local SQLite file).
-  const stateDir = existsSync("/dev/shm") ? "/dev/shm (tmpfs)" : tmpdir();
-  const persist = await mkdtemp(join(stateDir.split(" ")[0] ?? tmpdir(), "keyway-bench-"));
+  const stateRoot = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+  const stateDir = stateRoot === "/dev/shm" ? "/dev/shm (tmpfs)" : stateRoot; // as the results name it
+  const persist = await mkdtemp(join(stateRoot, "keyway-bench-"));
   const started = performance.now();
   const child = spawn(
     join(ROOT, "node_modules/.bin/wrangler"),
