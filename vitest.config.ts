@@ -1,10 +1,10 @@
 /**
  * Two projects. "workers": the suite proper, inside workerd through
- * @cloudflare/vitest-pool-workers with the bindings of wrangler.toml (real KV; storage isolated
+ * @cloudflare/vitest-plugin with the bindings of wrangler.toml (real KV; storage isolated
  * per test file); secrets get fixed test values so it never depends on a developer's .dev.vars.
  * "e2e": Node tests that start the real `npm start` (wrangler dev) and talk to it over HTTP.
  */
-import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnopqrstuv";

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { ensureDevVars, readDevVars } from "../scripts/dev-vars.mjs";
+import { wranglerCommand } from "../scripts/wrangler.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const QUICK = process.env.BENCH_QUICK === "1";
@@ -21,7 +22,16 @@ export const WARMUP_S = QUICK ? 1 : 2;
 // neighbours come and go; the bench also reports the CPU time the hypervisor stole).
 export const ROUNDS = QUICK ? 3 : 5;
 export const CONNECTIONS = 16;
-export const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
+export const ENV = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  // wrangler 4.1xx records a trace of every invocation into a local SQLite store (its local
+  // observability UI): about 7 file writes per request, which doubled the Worker process's CPU
+  // per request here. Production has no such local store, so the bench measures without it.
+  X_LOCAL_OBSERVABILITY: "false",
+};
 const TICK_MS = 1000 / 100; // /proc CPU times are in clock ticks (USER_HZ = 100 on Linux)
 
 /** @typedef {{ url: string, method?: "GET" | "POST", headers?: Record<string, string>, body?: string }} Target */
@@ -126,14 +136,13 @@ export async function startKeyway(extraArgs = []) {
   const persist = await mkdtemp(join(stateRoot, "keyway-bench-"));
   const started = performance.now();
   const child = spawn(
-    join(ROOT, "node_modules/.bin/wrangler"),
-    [
+    ...wranglerCommand([
       "dev", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persist,
       "--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true", "--show-interactive-dev-session=false",
       // Measurement settings: no per-request logs from wrangler.
       "--log-level", "error",
       ...extraArgs,
-    ],
+    ]),
     { cwd: ROOT, env: ENV, stdio: ["ignore", "ignore", "inherit"], detached: true },
   );
   cleanups.push(async () => {

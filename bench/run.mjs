@@ -12,6 +12,7 @@ import { createServer } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
+import { wranglerCommand } from "../scripts/wrangler.mjs";
 import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, cpuJiffies, runMain, scenarios, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
 
 /** Local receiver's OAuth server and webhook URL, counting receipts per event id. */
@@ -89,7 +90,7 @@ async function webhookPipeline(/** @type {string} */ base, /** @type {Awaited<Re
 async function bundleSize() {
   const out = await mkdtemp(join(tmpdir(), "keyway-bundle-"));
   const text = await new Promise((resolve) => {
-    const p = spawn(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", out], { cwd: ROOT, env: ENV });
+    const p = spawn(...wranglerCommand(["deploy", "--dry-run", "--outdir", out]), { cwd: ROOT, env: ENV });
     let buf = "";
     p.stdout.on("data", (c) => (buf += c));
     p.stderr.on("data", (c) => (buf += c));

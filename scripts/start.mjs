@@ -19,6 +19,7 @@ import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureDevVars, readDevVars } from "./dev-vars.mjs";
 import { formatDemo, seedDemo } from "./seed.mjs";
+import { assertSupportedNode, wranglerCommand } from "./wrangler.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const HOST = "127.0.0.1";
@@ -36,6 +37,7 @@ main().catch(async (err) => {
 });
 
 async function main() {
+  assertSupportedNode();
   const port = parsePort(process.env.PORT);
   const persistDir = resolve(ROOT, process.env.KEYWAY_PERSIST_DIR || ".wrangler/state");
   const baseUrl = `http://${HOST}:${port}`;
@@ -94,9 +96,7 @@ function assertPortFree(port) {
  * @param {string} persistDir
  */
 function spawnWrangler(port, persistDir) {
-  // The local binary, not npx: npx may prompt or download another version on an offline machine.
-  const bin = join(ROOT, "node_modules", ".bin", process.platform === "win32" ? "wrangler.cmd" : "wrangler");
-  const args = [
+  const [bin, args] = wranglerCommand([
     "dev",
     "--port", String(port),
     "--ip", HOST,
@@ -104,7 +104,7 @@ function spawnWrangler(port, persistDir) {
     // Local webhook receivers are usually plain http on localhost; only local runs allow them.
     "--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
     "--show-interactive-dev-session=false",
-  ];
+  ]);
   const proc = spawn(bin, args, {
     cwd: ROOT,
     // stdin is not needed without the interactive session; stdout/stderr pass straight through.
@@ -118,8 +118,7 @@ function spawnWrangler(port, persistDir) {
     },
   });
   proc.once("error", (err) => {
-    const hint = /** @type {NodeJS.ErrnoException} */ (err).code === "ENOENT" ? " Run `npm install` first." : "";
-    console.error(`npm start: could not run ${bin}: ${err.message}.${hint}`);
+    console.error(`npm start: could not run wrangler: ${err.message}.`);
     process.exit(1);
   });
   proc.once("exit", (code, signal) => {
