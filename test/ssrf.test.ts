@@ -36,6 +36,9 @@ const R = {
   documentation: "url points to a documentation or benchmarking address",
   nat64: "url points to a NAT64 address",
   mapped: "url points to an IPv4-mapped IPv6 address",
+  translated: "url points to an IPv4-translated IPv6 address",
+  sixToFour: "url points to a 6to4 address",
+  teredo: "url points to a Teredo address",
 } as const;
 
 describe("public targets", () => {
@@ -224,6 +227,19 @@ describe("literal IPv6 addresses", () => {
     ["::ffff:224.0.0.1", R.multicast],
     ["::169.254.169.254", R.linkLocal],
     ["64:ff9b::169.254.169.254", R.linkLocal],
+    // IPv4 transition forms whose embedded address is always refused.
+    ["::ffff:0:169.254.169.254", R.linkLocal],
+    ["::ffff:0:a9fe:a9fe", R.linkLocal],
+    ["64:ff9b:1::a9fe:a9fe", R.linkLocal],
+    ["2002:a9fe:a9fe::", R.linkLocal],
+    ["2002:a9fe:a9fe:1:2:3:4:5", R.linkLocal],
+    ["2002:e000:1::", R.multicast],
+    ["2002:0:1::", R.unspecified],
+    // Teredo: the server address in bits 32-63, the client's inverted in the low 32 bits.
+    ["2001:0:a9fe:a9fe::1", R.linkLocal],
+    ["2001:0:4136:e378:8000:63bf:5601:5601", R.linkLocal],
+    ["2001:0:a00:1::", R.broadcast],
+    ["2001::7f00:1", R.unspecified],
   ])("refuses [%s] even when insecure targets are allowed", (ip, reason) => {
     expect(reasonFor(`https://[${ip}]/`, strict)).toBe(reason);
     expect(reasonFor(`http://[${ip}]/`, insecure)).toBe(reason);
@@ -248,12 +264,39 @@ describe("literal IPv6 addresses", () => {
     ["2001:db8::", R.documentation],
     ["2001:db8::1", R.documentation],
     ["2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", R.documentation],
+    // IPv4-translated (SIIT) addresses are delivered to the embedded address: its rules apply.
+    ["::ffff:0:127.0.0.1", R.loopback],
+    ["::ffff:0:7f00:1", R.loopback],
+    ["::ffff:0:10.0.0.1", R.private],
+    ["::ffff:0:8.8.8.8", R.translated],
+    // Relayed forms are refused as such, whatever (not always-refused) address they embed.
+    ["64:ff9b:1::10.0.0.1", R.nat64],
+    ["64:ff9b:1:ffff::8.8.8.8", R.nat64],
+    ["2002:7f00:1::", R.sixToFour],
+    ["2002:a00:1::1", R.sixToFour],
+    ["2002:c0a8:101::", R.sixToFour],
+    ["2002:808:808::1", R.sixToFour],
+    ["2001:0:a00:1::f7f7:f7f7", R.teredo],
+    ["2001:0:7f00:1::f7f7:f7f7", R.teredo],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", R.teredo],
   ])("refuses [%s] unless insecure targets are allowed", (ip, reason) => {
     expect(reasonFor(`https://[${ip}]/`, strict)).toBe(reason);
     expect(reasonFor(`http://[${ip}]/`, insecure)).toBeNull();
   });
 
-  it.each(["2606:4700::1111", "2001:4860:4860::8888", "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::", "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"])(
+  it.each([
+    "2606:4700::1111",
+    "2001:4860:4860::8888",
+    "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff",
+    "2001:db9::",
+    "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+    // Just outside the transition prefixes: 6to4 is 2002::/16, Teredo 2001:0::/32, NAT64 local use 64:ff9b:1::/48.
+    "2001:1::1",
+    "2003::1",
+    "2001:200::1",
+    "64:ff9b:2::808:808",
+    "::fffe:0:7f00:1",
+  ])(
     "accepts [%s] in strict mode",
     (ip) => {
       expect(reasonFor(`https://[${ip}]/`, strict)).toBeNull();

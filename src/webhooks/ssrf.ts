@@ -2,13 +2,16 @@
  * SSRF guard for outbound URLs chosen by API users (a webhook `url`, an OAuth `token_url`). It
  * runs when the URL is configured and again at every redirect hop, and decides from the URL
  * alone: the scheme, credentials, length, well-known internal host names and literal IP
- * addresses in the special-purpose registries (RFC 6890). Host names are not resolved here (a
- * Worker cannot resolve DNS without fetching); the platform's own egress rules are the layer that
- * stops a public name resolving to a private address. Addresses that can never be a legitimate
- * target (link-local, cloud metadata, multicast, unspecified) are refused even when the
- * deployment allows insecure targets for local development; loopback, private and documentation
- * ranges are refused only when it does not. Refusal reasons are short, fixed strings that never
- * echo the URL, which may carry secrets in its query.
+ * addresses in the special-purpose registries (RFC 6890), including IPv6 forms that embed an
+ * IPv4 address (mapped, translated, NAT64, 6to4, Teredo). Host names are not resolved here (a
+ * Worker has no DNS API); the second layer is the `global_fetch_strictly_public` compatibility
+ * flag (wrangler.toml), which makes every outbound fetch of a deployed Worker reach only the
+ * public internet, so a public name resolving to a private address, or the zone's own origin,
+ * is refused by the platform. Addresses that can never be a legitimate target (link-local,
+ * cloud metadata, multicast, unspecified) are refused even when the deployment allows insecure
+ * targets for local development; loopback, private and documentation ranges are refused only
+ * when it does not. Refusal reasons are short, fixed strings that never echo the URL, which may
+ * carry secrets in its query.
  */
 
 export type TargetCheck = { ok: true; url: URL } | { ok: false; reason: string };
@@ -46,6 +49,9 @@ const REASON = {
   documentation: "url points to a documentation or benchmarking address",
   nat64: "url points to a NAT64 address",
   ipv4Mapped: "url points to an IPv4-mapped IPv6 address",
+  ipv4Translated: "url points to an IPv4-translated IPv6 address",
+  sixToFour: "url points to a 6to4 address",
+  teredo: "url points to a Teredo address",
 } as const;
 
 /**
@@ -196,21 +202,37 @@ function low32(groups: readonly number[]): number {
   return ((groups[6] ?? 0) * 0x10000 + (groups[7] ?? 0)) >>> 0;
 }
 
+/**
+ * An address that a relay or translator forwards to the IPv4 addresses it embeds (NAT64, 6to4,
+ * Teredo): refused in every mode when an embedded address is, and otherwise refused as a form
+ * outside local development, since no real webhook target is written this way.
+ */
+function relayed(reason: string, ...embedded: number[]): Verdict {
+  for (const addr of embedded) {
+    const inner = ipv4Verdict(addr);
+    if (inner?.always) return inner;
+  }
+  return UNLESS_INSECURE(reason);
+}
+
 function ipv6Verdict(g: readonly number[]): Verdict | null {
   const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
-  const upper96Zero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0;
+  const upper64Zero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0;
+  const upper96Zero = upper64Zero && g4 === 0 && g5 === 0;
 
   // Unspecified `::` (RFC 4291 section 2.5.2) and loopback `::1` (section 2.5.3) sit inside
   // ::/96, so they are told apart before the IPv4-compatible rule below sees them.
   if (upper96Zero && g6 === 0 && g7 === 0) return ALWAYS(REASON.unspecified);
   if (upper96Zero && g6 === 0 && g7 === 1) return UNLESS_INSECURE(REASON.loopback);
 
-  // IPv4-mapped ::ffff:0:0/96 (RFC 4291 section 2.5.5.2): dual-stack sockets deliver these to
-  // the embedded IPv4 address, so its rules apply; and there is no reason for a real target to
-  // be written this way, so the form itself is refused outside local development.
-  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) {
-    return ipv4Verdict(low32(g)) ?? UNLESS_INSECURE(REASON.ipv4Mapped);
-  }
+  // IPv4-mapped ::ffff:0:0/96 (RFC 4291 section 2.5.5.2), in any spelling (`::ffff:7f00:1` is
+  // `::ffff:127.0.0.1`): dual-stack sockets deliver these to the embedded IPv4 address, so its
+  // rules apply; and there is no reason for a real target to be written this way, so the form
+  // itself is refused outside local development.
+  if (upper64Zero && g4 === 0 && g5 === 0xffff) return ipv4Verdict(low32(g)) ?? UNLESS_INSECURE(REASON.ipv4Mapped);
+  // IPv4-translated ::ffff:0:0:0/96 (RFC 2765 SIIT): a stateless translator delivers these to the
+  // embedded IPv4 address too.
+  if (upper64Zero && g4 === 0xffff && g5 === 0) return ipv4Verdict(low32(g)) ?? UNLESS_INSECURE(REASON.ipv4Translated);
   // IPv4-compatible ::a.b.c.d (RFC 4291 section 2.5.5.1, deprecated): judged by the embedded
   // IPv4 address, since some stacks still translate it.
   if (upper96Zero) return ipv4Verdict(low32(g));
@@ -224,12 +246,17 @@ function ipv6Verdict(g: readonly number[]): Verdict | null {
   // Multicast ff00::/8 (RFC 4291 section 2.7).
   if ((g0 & 0xff00) === 0xff00) return ALWAYS(REASON.multicast);
 
-  // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052): a translator forwards it to the embedded
-  // IPv4 address, so the always-refused IPv4 ranges stay refused through it in every mode.
-  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
-    const inner = ipv4Verdict(low32(g));
-    return inner?.always ? inner : UNLESS_INSECURE(REASON.nat64);
+  // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052) and the local-use 64:ff9b:1::/48 (RFC 8215),
+  // whose translators forward to the IPv4 address in the low 32 bits (of a /96 within it).
+  if (g0 === 0x64 && g1 === 0xff9b && ((g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) || g2 === 1)) {
+    return relayed(REASON.nat64, low32(g));
   }
+  // 6to4 2002::/16 (RFC 3056, deprecated by RFC 7526): relays tunnel to the IPv4 address in
+  // bits 16-47.
+  if (g0 === 0x2002) return relayed(REASON.sixToFour, ((g1 << 16) | g2) >>> 0);
+  // Teredo 2001::/32 (RFC 4380): the server's IPv4 address in bits 32-63, the client's in the
+  // low 32 bits with every bit inverted.
+  if (g0 === 0x2001 && g1 === 0) return relayed(REASON.teredo, ((g2 << 16) | g3) >>> 0, ~low32(g) >>> 0);
   // Unique local fc00::/7 (RFC 4193): the IPv6 counterpart of RFC 1918.
   if ((g0 & 0xfe00) === 0xfc00) return UNLESS_INSECURE(REASON.private);
   // Documentation 2001:db8::/32 (RFC 3849).
