@@ -25,6 +25,8 @@ export interface Config {
   allowInsecureTargets: boolean;
   webhookTimeoutMs: number;
   webhookMaxRetries: number;
+  /** The public origin (`https://api.example.com`) the API description names; null: relative. */
+  publicBaseUrl: string | null;
 }
 
 const intVar = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -36,6 +38,10 @@ const VarsSchema = z.object({
   WEBHOOK_ALLOW_INSECURE_TARGETS: z.enum(["true", "false"]).default("false"),
   WEBHOOK_TIMEOUT_SECONDS: intVar(1, 60).default(15),
   WEBHOOK_MAX_RETRIES: intVar(0, 100).default(8),
+  PUBLIC_BASE_URL: z
+    .string()
+    .default("")
+    .refine((v) => v === "" || publicOrigin(v) !== null, { error: "must be an http(s) origin such as https://api.example.com" }),
   ADMIN_TOKEN: z.string().min(32, { error: "must be at least 32 characters" }),
   TOKEN_SIGNING_KEYS: z.string().min(1),
   WEBHOOK_ENCRYPTION_KEYS: z.string().min(1),
@@ -64,9 +70,21 @@ export function loadConfig(env: Env): Config {
     allowInsecureTargets: vars.WEBHOOK_ALLOW_INSECURE_TARGETS === "true",
     webhookTimeoutMs: vars.WEBHOOK_TIMEOUT_SECONDS * 1000,
     webhookMaxRetries: vars.WEBHOOK_MAX_RETRIES,
+    publicBaseUrl: vars.PUBLIC_BASE_URL === "" ? null : publicOrigin(vars.PUBLIC_BASE_URL),
   };
   cache.set(env, config);
   return config;
+}
+
+/** The origin of an http(s) URL that is nothing but an origin (a trailing slash allowed), else null. */
+function publicOrigin(value: string): string | null {
+  try {
+    const url = new URL(value);
+    const bare = url.pathname === "/" && url.search === "" && url.hash === "" && url.username === "" && url.password === "";
+    return bare && (url.protocol === "https:" || url.protocol === "http:") ? url.origin : null;
+  } catch {
+    return null;
+  }
 }
 
 /** `kid:base64url(key)` pairs, comma-separated; `exactBytes` pins the length (AES-256: 32). */

@@ -47,6 +47,15 @@ const adminPost = (body: string) => (): RequestInit => ({
   body,
 });
 
+/** A JSON POST with the tenant's API key and access token. */
+const bearerPost = (body: string) => (): RequestInit => ({
+  method: "POST",
+  headers: { "x-api-key": t.apiKey, Authorization: `Bearer ${token}`, "Content-Type": json },
+  body,
+});
+/** `{"type":...,"data":<n nested arrays>}`: the body itself is level 1. */
+const nestedEvent = (n: number) => `{"type":"order.created","data":${"[".repeat(n)}${"]".repeat(n)}}`;
+
 type Case = [name: string, path: string, init: () => RequestInit, status: number];
 
 const cases: Case[] = [
@@ -107,6 +116,10 @@ const cases: Case[] = [
   ["an encoded NUL in a path segment", "/admin/v1/organizations/%00", () => ({ headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } }), 404],
   ["a list limit of 1e3", "/admin/v1/organizations?limit=1e3", () => ({ headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } }), 400],
   ["a 10 KB admin token", "/admin/v1/organizations", () => ({ headers: { Authorization: `Bearer ${big(10_240)}` } }), 401],
+  ["an event whose data nests 20,000 arrays", "/v1/events", bearerPost(nestedEvent(20_000)), 400],
+  ["an event nested 65 levels deep", "/v1/events", bearerPost(nestedEvent(64)), 400],
+  ["an event nesting 65 levels of objects", "/v1/events", bearerPost(`{"type":"order.created","data":${'{"a":'.repeat(64)}1${"}".repeat(64)}}`), 400],
+  ["brackets in strings do not hide real nesting", "/v1/events", bearerPost(`{"type":"order.created","data":${'["]",'.repeat(64)}1${"]".repeat(64)}}`), 400],
 ];
 
 describe("hostile input", () => {
@@ -126,6 +139,15 @@ describe("hostile input", () => {
     expect(envelope.error).toMatch(/^[a-z_]+$/);
     expect(envelope.developer_message.length).toBeLessThan(400);
     expect(text).not.toMatch(/\n\s+at |\.ts:\d+|Error:/);
+  });
+});
+
+describe("JSON nesting", () => {
+  it("accepts a body nested exactly 64 levels deep, and counts brackets inside strings as text", async () => {
+    const atLimit = await call("/v1/events", bearerPost(nestedEvent(63))());
+    expect(atLimit.status).toBe(202);
+    const strings = await call("/v1/events", bearerPost(`{"type":"order.created","data":"${"[{".repeat(500)}\\""}`)());
+    expect(strings.status).toBe(202);
   });
 });
 

@@ -251,6 +251,82 @@ describe("abuse limits", () => {
     expect(json.errors?.[0]?.message).toMatch(/the limit is 10000/);
   });
 
+  it("counts introspection toward the limits: forty aliased __schema selections are refused unexecuted", async () => {
+    const one = "__schema { types { name kind description fields { name description type { name kind ofType { name kind } } } } }";
+    const aliases = Array.from({ length: 40 }, (_, i) => `s${i}: ${one}`).join(" ");
+    const res = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query: `{ ${aliases} }` }) }));
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text.length).toBeLessThan(1000);
+    expect(JSON.parse(text).errors[0].message).toBe("The query's introspection returns more than 5000 fields; the limit is 5000.");
+    // One such selection is well within the limit.
+    const single = await gql(`{ ${one} }`);
+    expect(single.status).toBe(200);
+  });
+
+  it("counts __type answers too, whatever the type name (a variable counts as the largest type)", async () => {
+    const aliases = Array.from({ length: 150 }, (_, i) => `t${i}: __type(name: "Mutation") { ...M }`).join(" ");
+    const many = await gql(`{ ${aliases} } fragment M on __Type { name fields { name args { name type { name } } } }`);
+    expect(many.status).toBe(400);
+    expect(many.json.errors?.[0]?.message).toMatch(/introspection returns more than 5000 fields/);
+    const byVariable = await gql(`query($n: String!) { __type(name: $n) { name fields { name } } }`, { n: "WebhookConfiguration" });
+    expect(byVariable.status).toBe(200);
+    expect((byVariable.json.data!.__type as { fields: unknown[] }).fields).toHaveLength(12);
+  });
+
+  it("passes the standard introspection query with every option on", async () => {
+    const query = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true, oneOf: true });
+    const { status, json } = await gql(query);
+    expect(status).toBe(200);
+    expect(json.errors).toBeUndefined();
+  });
+
+  it("counts a fragment's fields at every spread", async () => {
+    const fields = Array.from({ length: 10 }, () => "userId").join(" ");
+    const spreads = Array.from({ length: 21 }, (_, i) => `v${i}: viewer { ...F }`).join(" ");
+    const { status, json } = await gql(`{ ${spreads} } fragment F on Viewer { ${fields} }`);
+    expect(status).toBe(400);
+    expect(json.errors?.[0]?.message).toBe("The query selects 231 fields (aliases included); the limit is 200.");
+  });
+
+  it("measures fragments that double at every level in linear time", async () => {
+    const levels = 40;
+    const fragments = Array.from({ length: levels }, (_, i) =>
+      i === levels - 1 ? `fragment F${i} on Viewer { userId }` : `fragment F${i} on Viewer { ...F${i + 1} a${i}: token { id } ...F${i + 1} }`,
+    ).join(" ");
+    const started = Date.now();
+    const { status, json } = await gql(`{ viewer { ...F0 } } ${fragments}`);
+    expect(status).toBe(400);
+    expect(json.errors?.[0]?.message).toMatch(/^The query selects \d+ fields/);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("refuses argument values nested deeper than 64 levels before validation", async () => {
+    const nested = (n: number) => `${"[".repeat(n)}1${"]".repeat(n)}`;
+    const deep = await gql(`mutation { publishEvent(type: "order.created", data: ${nested(65)}) { id } }`);
+    expect(deep.status).toBe(400);
+    expect(deep.json.errors?.[0]?.message).toBe("An argument value nests objects and lists deeper than 64 levels.");
+    const objects = await gql(`mutation { publishEvent(type: "order.created", data: ${'{a: '.repeat(65)}1${"}".repeat(65)}) { id } }`);
+    expect(objects.json.errors?.[0]?.message).toBe("An argument value nests objects and lists deeper than 64 levels.");
+    const atLimit = await gql(`mutation { publishEvent(type: "order.created", data: ${nested(64)}) { id } }`);
+    expect(atLimit.status).toBe(200);
+    expect(atLimit.json.errors).toBeUndefined();
+  });
+
+  it("refuses variables nested deeper than 64 levels, in a POST body or a GET query string", async () => {
+    const query = "mutation($d: JSON!) { publishEvent(type: \"order.created\", data: $d) { id } }";
+    const nested = (n: number): unknown => (n === 0 ? 1 : [nested(n - 1)]);
+    // The body is level 1 and variables level 2, so data may nest 62 more.
+    const post = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query, variables: { d: nested(63) } }) }));
+    expect(post.status).toBe(400);
+    expect(await post.json()).toMatchObject({ error: "invalid_request", developer_message: "The request body nests JSON objects and arrays deeper than 64 levels." });
+    const within = await gql(query, { d: nested(62) });
+    expect(within.status).toBe(200);
+    const get = await call(`/v1/graphql?query=${encodeURIComponent("query($v: String) { viewer { userId } }")}&variables=${encodeURIComponent(JSON.stringify({ v: nested(64) }))}`, authed(t, token));
+    expect(get.status).toBe(400);
+    expect(await get.json()).toMatchObject({ error: "invalid_request", developer_message: "The variables query parameter nests JSON objects and arrays deeper than 64 levels." });
+  });
+
   it("keeps introspection on", async () => {
     const { status, json } = await gql(getIntrospectionQuery());
     expect(status).toBe(200);

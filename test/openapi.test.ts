@@ -10,7 +10,8 @@ import { docsPage, escapeHtml } from "../src/http/routes/docs";
 import { EXAMPLE_ORIGIN, examplePath, openApiDocument, operations } from "../src/http/openapi";
 import { Envelope, ErrorEnvelope } from "../src/schemas/common";
 import { PlainTokenError } from "../src/schemas/oauth";
-import { call } from "./helpers";
+import { env, exports } from "cloudflare:workers";
+import { call, callAt } from "./helpers";
 
 interface Doc {
   openapi: string;
@@ -45,11 +46,28 @@ describe("GET /v1/openapi.json", () => {
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-api-key" });
   });
 
-  it("names the origin it was fetched from in servers, without changing the cached document", async () => {
-    const doc = (await (await call("/v1/openapi.json")).json()) as Doc;
-    expect(doc.servers).toEqual([{ url: "https://keyway.test" }]);
+  it("names a relative server when no public origin is configured, whatever Host the caller sent", async () => {
+    for (const host of ["keyway.test", "evil.example"]) {
+      const res = await exports.default.fetch(new Request(`https://${host}/v1/openapi.json`, { headers: { "X-Forwarded-Host": "evil.example" } }));
+      const doc = (await res.json()) as Doc;
+      expect(doc.servers).toEqual([{ url: "/" }]);
+    }
     expect(openApiDocument().servers).toBeUndefined();
   });
+
+  it("names the configured PUBLIC_BASE_URL in servers", async () => {
+    const res = await callAt(Date.now(), "/v1/openapi.json", {}, { ...env, PUBLIC_BASE_URL: "https://api.example.com/" });
+    expect(((await res.json()) as Doc).servers).toEqual([{ url: "https://api.example.com" }]);
+  });
+
+  it.each(["api.example.com", "ftp://api.example.com", "https://api.example.com/v1", "https://user:pw@api.example.com", "https://api.example.com/?x=1"])(
+    "refuses to run with PUBLIC_BASE_URL %s (503, the setting named in the log only)",
+    async (value) => {
+      const res = await callAt(Date.now(), "/v1/openapi.json", {}, { ...env, PUBLIC_BASE_URL: value });
+      expect(res.status).toBe(503);
+      expect(await res.text()).not.toContain(value);
+    },
+  );
 
   it("answers other methods with the 405 envelope, still without credentials", async () => {
     const res = await call("/v1/openapi.json", { method: "POST" });

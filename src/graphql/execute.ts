@@ -1,37 +1,25 @@
 /**
  * Runs one GraphQL request (GraphQL over HTTP) with abuse limits applied before any execution:
- * document size, token count (bounded parse), selection depth and field count (aliases
- * included), so a 5000-alias query is refused with errors and never executed. Errors carry
+ * document size, token count (bounded parse), then the document limits of limits.ts (fields,
+ * depth, value nesting, introspection size), so a 5000-alias query is refused with errors and
+ * never executed. Errors carry
  * `extensions.code` with the same codes as REST; request-level failures (syntax, validation,
  * variables, limits) answer 400, execution results 200.
  */
 import {
   type DocumentNode,
   execute,
-  type FragmentDefinitionNode,
   GraphQLError,
   type GraphQLFormattedError,
   Kind,
   type OperationDefinitionNode,
   parse,
-  type SelectionSetNode,
   validate,
 } from "graphql";
 import { ApiError } from "../errors";
+import { checkDocumentLimits, GRAPHQL_LIMITS } from "./limits";
 import { type GraphQLContext, rootValue } from "./resolvers";
 import { schema } from "./schema";
-
-/** Documented limits (README, "GraphQL"). */
-export const GRAPHQL_LIMITS = {
-  /** Characters in the query document. */
-  maxDocumentLength: 10_000,
-  /** Lexical tokens; parsing stops beyond this. */
-  maxTokens: 2_000,
-  /** Nesting of selections below the operation (introspection subtrees excluded). */
-  maxDepth: 8,
-  /** Field selections in the document, aliases and fragments included (introspection excluded). */
-  maxFields: 200,
-} as const;
 
 /**
  * Documents that passed the limits and validation, by their text: clients send the same few
@@ -85,7 +73,7 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
     } catch (err) {
       return { status: 400, body: { errors: [formatError(err instanceof GraphQLError ? err : new GraphQLError("Syntax error."))] } };
     }
-    const limitError = checkLimits(document);
+    const limitError = checkDocumentLimits(schema, document);
     if (limitError !== null) return requestError(limitError);
     const validationErrors = validate(schema, document);
     if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
@@ -115,55 +103,6 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
 function selectOperation(document: DocumentNode, name: string | undefined): OperationDefinitionNode | undefined {
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   return name === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === name);
-}
-
-const isIntrospection = (name: string) => name === "__schema" || name === "__type";
-
-/** Depth and field count, following fragments once each (cycles are refused by validation). */
-function checkLimits(document: DocumentNode): string | null {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-
-  let fields = 0;
-  const counted = (set: SelectionSetNode): void => {
-    for (const s of set.selections) {
-      if (s.kind === Kind.FIELD) {
-        if (isIntrospection(s.name.value)) continue;
-        fields++;
-        if (s.selectionSet) counted(s.selectionSet);
-      } else if (s.kind === Kind.INLINE_FRAGMENT) counted(s.selectionSet);
-    }
-  };
-  for (const d of document.definitions) {
-    if (d.kind === Kind.OPERATION_DEFINITION || d.kind === Kind.FRAGMENT_DEFINITION) counted(d.selectionSet);
-  }
-  if (fields > GRAPHQL_LIMITS.maxFields) {
-    return `The query selects ${fields} fields (aliases included); the limit is ${GRAPHQL_LIMITS.maxFields}.`;
-  }
-
-  const depthOf = (set: SelectionSetNode, seen: Set<string>): number => {
-    let max = 0;
-    for (const s of set.selections) {
-      if (s.kind === Kind.FIELD) {
-        if (isIntrospection(s.name.value)) continue;
-        max = Math.max(max, 1 + (s.selectionSet ? depthOf(s.selectionSet, seen) : 0));
-      } else if (s.kind === Kind.INLINE_FRAGMENT) {
-        max = Math.max(max, depthOf(s.selectionSet, seen));
-      } else {
-        const fragment = fragments.get(s.name.value);
-        if (fragment && !seen.has(fragment.name.value)) {
-          max = Math.max(max, depthOf(fragment.selectionSet, new Set([...seen, fragment.name.value])));
-        }
-      }
-    }
-    return max;
-  };
-  for (const d of document.definitions) {
-    if (d.kind !== Kind.OPERATION_DEFINITION) continue;
-    const depth = depthOf(d.selectionSet, new Set());
-    if (depth > GRAPHQL_LIMITS.maxDepth) return `The query is ${depth} levels deep; the limit is ${GRAPHQL_LIMITS.maxDepth}.`;
-  }
-  return null;
 }
 
 /** Domain errors keep their REST code; our own faults are logged and masked. */

@@ -1,10 +1,12 @@
 /**
  * Reading request bodies defensively: a byte cap enforced by Content-Length and, for bodies
- * without one, while streaming; strict UTF-8, JSON that must be an object, and form bodies
- * without repeated parameters (RFC 6749 3.2). Every failure is a 4xx ApiError.
+ * without one, while streaming; strict UTF-8; JSON that must be an object nested at most
+ * MAX_JSON_DEPTH levels (checked on the text, before parsing); form bodies without repeated
+ * parameters (RFC 6749 3.2). Every failure is a 4xx ApiError.
  */
 import { ApiError } from "../errors";
 import { base64Decode, decodeUtf8 } from "../lib/encoding";
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../lib/json";
 import { readCapped } from "../lib/streams";
 
 export type BodyFormat = "json" | "form";
@@ -63,6 +65,7 @@ function formatOf(contentType: string | null, accepted: readonly BodyFormat[]): 
 }
 
 function parseJsonObject(text: string): Record<string, unknown> {
+  if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep("The request body");
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -117,6 +120,11 @@ export function parseBasicCredentials(
 }
 
 const formDecode = (value: string): string => decodeURIComponent(value.replaceAll("+", " "));
+
+/** Refusal of JSON nested deeper than MAX_JSON_DEPTH (lib/json.ts); `what` names where it came from. */
+export function tooDeep(what: string): ApiError {
+  return new ApiError("invalid_request", `${what} nests JSON objects and arrays deeper than ${MAX_JSON_DEPTH} levels.`);
+}
 
 function tooLarge(maxBytes: number): ApiError {
   return new ApiError("payload_too_large", `The request body exceeds ${maxBytes} bytes.`);

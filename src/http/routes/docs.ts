@@ -7,6 +7,7 @@
  * HTML-escaped.
  */
 import { Hono } from "hono";
+import { loadConfig } from "../../config";
 import { base64UrlEncode } from "../../lib/encoding";
 import type { AppEnv } from "../context";
 import {
@@ -23,9 +24,10 @@ import { methods } from "../route";
 export const docs = new Hono<AppEnv>();
 
 methods(docs, "/v1/openapi.json", {
-  // Shallow copy: the cached document stays origin-free, each answer names the origin it came from.
+  // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
+  // configured public origin, or "/" (relative to wherever the document was fetched from).
   GET: (c) =>
-    c.json({ ...openApiDocument(), servers: [{ url: new URL(c.req.url).origin }] }, 200, {
+    c.json({ ...openApiDocument(), servers: [{ url: loadConfig(c.env).publicBaseUrl ?? "/" }] }, 200, {
       "Cache-Control": "public, max-age=300",
       "X-Content-Type-Options": "nosniff",
     }),

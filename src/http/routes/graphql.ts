@@ -7,7 +7,8 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { ApiError } from "../../errors";
 import { type GraphQLRequest, runGraphQL } from "../../graphql/execute";
-import { readFields } from "../body";
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../../lib/json";
+import { readFields, tooDeep } from "../body";
 import type { AppEnv } from "../context";
 import { DEFAULT_MAX_BODY_BYTES } from "../input";
 import { methods } from "../route";
@@ -28,6 +29,7 @@ methods(graphql, "/v1/graphql", {
     const raw = c.req.query("variables");
     let variables: unknown;
     if (raw !== undefined && raw !== "") {
+      if (jsonNestsDeeperThan(raw, MAX_JSON_DEPTH)) throw tooDeep("The variables query parameter");
       try {
         variables = JSON.parse(raw);
       } catch {
