@@ -137,10 +137,19 @@ export async function startKeyway(extraArgs = []) {
   const started = performance.now();
   const child = spawn(
     ...wranglerCommand([
-      "dev", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persist,
-      "--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true", "--show-interactive-dev-session=false",
+      "dev",
+      "--port",
+      String(port),
+      "--ip",
+      "127.0.0.1",
+      "--persist-to",
+      persist,
+      "--var",
+      "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
+      "--show-interactive-dev-session=false",
       // Measurement settings: no per-request logs from wrangler.
-      "--log-level", "error",
+      "--log-level",
+      "error",
       ...extraArgs,
     ]),
     { cwd: ROOT, env: ENV, stdio: ["ignore", "ignore", "inherit"], detached: true },
@@ -175,8 +184,17 @@ export async function startKeyway(extraArgs = []) {
   return { base, startupMs, server, stateDir, all: [/** @type {number} */ (child.pid), ...all] };
 }
 
-export async function api(/** @type {string} */ method, /** @type {string} */ url, /** @type {Record<string,string>} */ headers, /** @type {unknown} */ body) {
-  const res = await fetch(url, { method, headers: { "Content-Type": "application/json", ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+export async function api(
+  /** @type {string} */ method,
+  /** @type {string} */ url,
+  /** @type {Record<string,string>} */ headers,
+  /** @type {unknown} */ body,
+) {
+  const res = await fetch(url, {
+    method,
+    headers: { "Content-Type": "application/json", ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const json = /** @type {{ data: Record<string, string> }} */ (await res.json());
   if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${JSON.stringify(json)}`);
   return json.data;
@@ -195,10 +213,18 @@ export async function seed(/** @type {string} */ base) {
   const user = await api("POST", `${base}/admin/v1/organizations/${org.id}/users`, admin, { name: "Bench" });
   const cred = await api("POST", `${base}/admin/v1/organizations/${org.id}/users/${user.id}/client-credentials`, admin, {});
   // Limits raised so the bench measures the service, not its rate limiter's refusals.
-  const key = await api("POST", `${base}/admin/v1/organizations/${org.id}/api-keys`, admin, { limits: { per_second: 10_000, per_day: 100_000_000 } });
+  const key = await api("POST", `${base}/admin/v1/organizations/${org.id}/api-keys`, admin, {
+    limits: { per_second: 10_000, per_day: 100_000_000 },
+  });
   const tokenBody = JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" });
   const token = (await api("POST", `${base}/v1/oauth`, { "x-api-key": need(key.api_key, "api_key") }, JSON.parse(tokenBody))).access_token;
-  return { apiKey: need(key.api_key, "api_key"), token: need(token, "access_token"), tokenBody, orgId: need(org.id, "id"), adminHeaders: admin };
+  return {
+    apiKey: need(key.api_key, "api_key"),
+    token: need(token, "access_token"),
+    tokenBody,
+    orgId: need(org.id, "id"),
+    adminHeaders: admin,
+  };
 }
 
 /**
@@ -263,7 +289,6 @@ export async function alternate(a, aServer, b, bServer) {
   return { a: summary(as), b: summary(bs), paired };
 }
 
-
 /**
  * The measured requests, built on a seeded tenant: the floor and the three scenarios of issue 7.
  * @param {string} base
@@ -274,7 +299,12 @@ export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
   return {
     floor: { url: `${base}/healthz` },
-    token: { url: `${base}/v1/oauth`, method: "POST", headers: { "Content-Type": "application/json", "x-api-key": s.apiKey }, body: s.tokenBody },
+    token: {
+      url: `${base}/v1/oauth`,
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": s.apiKey },
+      body: s.tokenBody,
+    },
     protected_read: { url: `${base}/v1/webhook-configurations`, headers: bearer },
     graphql_viewer: {
       url: `${base}/v1/graphql`,

@@ -10,7 +10,7 @@ import { copyFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import WebSocket from "ws";
-import { CONNECTIONS, ROOT, freePort, runMain, scenarios, seed, sleep, startKeyway } from "./lib.mjs";
+import { CONNECTIONS, freePort, ROOT, runMain, scenarios, seed, sleep, startKeyway } from "./lib.mjs";
 
 const scenario = process.argv[2] ?? "token";
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -53,7 +53,8 @@ function summarize(/** @type {Profile} */ profile) {
   /** @type {Map<number, number>} */
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const key = (/** @type {ProfileNode} */ n) => `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").slice(-2).join("/")}:${n.callFrame.lineNumber + 1}`;
+  const key = (/** @type {ProfileNode} */ n) =>
+    `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").slice(-2).join("/")}:${n.callFrame.lineNumber + 1}`;
   /** @type {Map<string, number>} */
   const self = new Map();
   /** @type {Map<string, number>} */
@@ -76,7 +77,10 @@ function summarize(/** @type {Profile} */ profile) {
     }
   });
   const top = (/** @type {Map<string, number>} */ m, /** @type {number} */ n) =>
-    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${((100 * v) / count).toFixed(1).padStart(5)}%  ${k}`);
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, v]) => `${((100 * v) / count).toFixed(1).padStart(5)}%  ${k}`);
   return { count, self: top(self, 30), total: top(total, 40) };
 }
 
@@ -89,7 +93,9 @@ async function main() {
   const target = targets[scenario];
   if (!target) throw new Error(`unknown scenario ${scenario}; one of ${Object.keys(targets).join(", ")}`);
 
-  const list = /** @type {{ title: string, webSocketDebuggerUrl: string }[]} */ (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json());
+  const list = /** @type {{ title: string, webSocketDebuggerUrl: string }[]} */ (
+    await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()
+  );
   const worker = list.find((t) => t.title.includes("keyway")) ?? list[0];
   if (!worker) throw new Error("no inspector target");
   const cdp = await connect(worker.webSocketDebuggerUrl);
@@ -104,14 +110,18 @@ async function main() {
   await writeFile(file, JSON.stringify(profile));
   // Keep the profiled bundle (wrangler deletes its temporary build on exit) for line numbers.
   const tmp = join(ROOT, ".wrangler/tmp");
-  const builds = await Promise.all((await readdir(tmp)).filter((d) => d.startsWith("dev-")).map(async (d) => ({ d, t: (await stat(join(tmp, d))).mtimeMs })));
+  const builds = await Promise.all(
+    (await readdir(tmp)).filter((d) => d.startsWith("dev-")).map(async (d) => ({ d, t: (await stat(join(tmp, d))).mtimeMs })),
+  );
   const newest = builds.sort((a, b) => b.t - a.t)[0];
   if (newest) await copyFile(join(tmp, newest.d, "index.js"), join(ROOT, `bench/profile-${scenario}.bundle.js`));
   const { count, self, total } = summarize(profile);
   const ms = count / 1000;
-  console.log(`${scenario}: ${result.requests.total} requests (${result.non2xx} non-2xx) in ${SECONDS} s; isolate thread sampled for ${ms.toFixed(0)} ms, ${(ms / result.requests.total).toFixed(3)} ms per request including idle; ${file}`);
-  console.log("\nSelf time:\n" + self.join("\n"));
-  console.log("\nInclusive time:\n" + total.join("\n"));
+  console.log(
+    `${scenario}: ${result.requests.total} requests (${result.non2xx} non-2xx) in ${SECONDS} s; isolate thread sampled for ${ms.toFixed(0)} ms, ${(ms / result.requests.total).toFixed(3)} ms per request including idle; ${file}`,
+  );
+  console.log(`\nSelf time:\n${self.join("\n")}`);
+  console.log(`\nInclusive time:\n${total.join("\n")}`);
   await sleep(100);
 }
 

@@ -13,7 +13,27 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
 import { wranglerCommand } from "../scripts/wrangler.mjs";
-import { ENV, QUICK, DURATION_S, WARMUP_S, ROUNDS, CONNECTIONS, ROOT, alternate, api, cleanups, cpuJiffies, runMain, scenarios, freePort, need, round, seed, sleep, startKeyway } from "./lib.mjs";
+import {
+  alternate,
+  api,
+  CONNECTIONS,
+  cleanups,
+  cpuJiffies,
+  DURATION_S,
+  ENV,
+  freePort,
+  need,
+  QUICK,
+  ROOT,
+  ROUNDS,
+  round,
+  runMain,
+  scenarios,
+  seed,
+  sleep,
+  startKeyway,
+  WARMUP_S,
+} from "./lib.mjs";
 
 /** Local receiver's OAuth server and webhook URL, counting receipts per event id. */
 async function startReceiver() {
@@ -41,7 +61,12 @@ async function startReceiver() {
   return { port, receipts };
 }
 
-async function webhookPipeline(/** @type {string} */ base, /** @type {Awaited<ReturnType<typeof seed>>} */ s, /** @type {number} */ configs, /** @type {number} */ events) {
+async function webhookPipeline(
+  /** @type {string} */ base,
+  /** @type {Awaited<ReturnType<typeof seed>>} */ s,
+  /** @type {number} */ configs,
+  /** @type {number} */ events,
+) {
   const receiver = await startReceiver();
   const auth = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
   const type = `bench.c${configs}`;
@@ -75,7 +100,8 @@ async function webhookPipeline(/** @type {string} */ base, /** @type {Awaited<Re
     }
   }
   latencies.sort((a, b) => a - b);
-  const pct = (/** @type {number} */ p) => round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN, 0);
+  const pct = (/** @type {number} */ p) =>
+    round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN, 0);
   return {
     configurations_per_event: configs,
     events,
@@ -127,21 +153,29 @@ async function main() {
       worker_cpu_ms_per_req: paired.cpu_ms_per_req_delta,
       worker_cpu_ms_per_req_in_worker_process: paired.worker_process_cpu_ms_per_req_delta,
     };
-    console.log(`${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req (Worker's own ${http[name].worker_cpu_ms_per_req})`);
+    console.log(
+      `${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req (Worker's own ${http[name].worker_cpu_ms_per_req})`,
+    );
   }
 
   if (only) return;
 
   // Peer: node-oidc-provider's client-credentials endpoint, alternated with our token endpoint.
   const peerPort = await freePort();
-  const peer = spawn(process.execPath, [join(ROOT, "bench/oidc-peer.mjs")], { env: { ...process.env, PORT: String(peerPort) }, stdio: "ignore" });
+  const peer = spawn(process.execPath, [join(ROOT, "bench/oidc-peer.mjs")], {
+    env: { ...process.env, PORT: String(peerPort) },
+    stdio: "ignore",
+  });
   cleanups.push(async () => void peer.kill("SIGTERM"));
   await sleep(300);
   /** @type {Target} */
   const peerTarget = {
     url: `http://127.0.0.1:${peerPort}/token`,
     method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${Buffer.from("bench:bench-secret-0123456789abcdefghijklmnop").toString("base64")}` },
+    headers: {
+      "Content-Type": "application/x-www-form-urlencoded",
+      Authorization: `Basic ${Buffer.from("bench:bench-secret-0123456789abcdefghijklmnop").toString("base64")}`,
+    },
     body: "grant_type=client_credentials",
   };
   for (let i = 0; i < 40; i++) {
@@ -160,16 +194,27 @@ async function main() {
     keyway_worker_cpu_ms_per_token_in_worker_process: http.token.worker_cpu_ms_per_req_in_worker_process,
     cpu_ratio_worker_vs_peer: round(http.token.worker_cpu_ms_per_req / theirs.cpu_ms_per_req),
   };
-  console.log(`peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway Worker CPU/token ${peerResult.keyway_worker_cpu_ms_per_token} ms`);
+  console.log(
+    `peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway Worker CPU/token ${peerResult.keyway_worker_cpu_ms_per_token} ms`,
+  );
 
   const webhooks = [await webhookPipeline(kw.base, s, 1, QUICK ? 20 : 60), await webhookPipeline(kw.base, s, 10, QUICK ? 5 : 15)];
   for (const w of webhooks) {
-    console.log(`webhooks x${w.configurations_per_event}: ${w.deliveries_received}/${w.deliveries_expected} delivered, ${w.deliveries_per_s}/s, publish-to-receipt p50 ${w.publish_to_receipt_p50_ms} ms, p99 ${w.publish_to_receipt_p99_ms} ms`);
+    console.log(
+      `webhooks x${w.configurations_per_event}: ${w.deliveries_received}/${w.deliveries_expected} delivered, ${w.deliveries_per_s}/s, publish-to-receipt p50 ${w.publish_to_receipt_p50_ms} ms, p99 ${w.publish_to_receipt_p99_ms} ms`,
+    );
   }
 
   const results = {
     machine,
-    settings: { duration_s: DURATION_S, warmup_s: WARMUP_S, rounds: ROUNDS, connections: CONNECTIONS, runtime: "wrangler dev (workerd), --log-level error, state on tmpfs when available", state_dir: kw.stateDir },
+    settings: {
+      duration_s: DURATION_S,
+      warmup_s: WARMUP_S,
+      rounds: ROUNDS,
+      connections: CONNECTIONS,
+      runtime: "wrangler dev (workerd), --log-level error, state on tmpfs when available",
+      state_dir: kw.stateDir,
+    },
     bundle: size,
     startup_ms: round(kw.startupMs, 0),
     http,
@@ -192,14 +237,18 @@ function table(r) {
     "|---|---|---|---|---|---|---|---|---|",
     `| floor: GET /healthz (alternated with the token runs) | ${r.http.token.floor.rps} | - | 1.00 | ${r.http.token.floor.p50_ms} | ${r.http.token.floor.p99_ms} | ${r.http.token.floor.cpu_ms_per_req} | - | - |`,
     ...Object.entries(/** @type {Record<string, any>} */ (r.http)).map(
-      ([name, v]) => `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.floor.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} | ${v.worker_cpu_ms_per_req_in_worker_process} |`,
+      ([name, v]) =>
+        `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.floor.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} | ${v.worker_cpu_ms_per_req_in_worker_process} |`,
     ),
     `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
   ];
   const hooks = [
     "| Webhooks per event | Delivered | Deliveries/s | Publish-to-receipt p50 ms | p99 ms |",
     "|---|---|---|---|---|",
-    ...r.webhooks.map((/** @type {Record<string, any>} */ w) => `| ${w.configurations_per_event} | ${w.deliveries_received}/${w.deliveries_expected} | ${w.deliveries_per_s} | ${w.publish_to_receipt_p50_ms} | ${w.publish_to_receipt_p99_ms} |`),
+    ...r.webhooks.map(
+      (/** @type {Record<string, any>} */ w) =>
+        `| ${w.configurations_per_event} | ${w.deliveries_received}/${w.deliveries_expected} | ${w.deliveries_per_s} | ${w.publish_to_receipt_p50_ms} | ${w.publish_to_receipt_p99_ms} |`,
+    ),
   ];
   return [
     `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs alternated A B ${r.settings.rounds} times after a warm-up; req/s, latency and CPU are medians per side, "of floor" and "minus floor" medians over adjacent A B pairs; local state on ${r.settings.state_dir}.`,

@@ -98,7 +98,8 @@ async function handle(req) {
     if (req.method !== "GET") throw new OAuthError(405, "invalid_request", "Use GET for introspection.", { Allow: "GET" });
     // Introspection tells anyone holding a token whether it works, which is the receiver's business
     // only. We bind to 127.0.0.1 anyway, but the check keeps that true if the bind is ever widened.
-    if (!isLoopback(req.socket.remoteAddress)) throw new OAuthError(403, "access_denied", "Introspection is only served to loopback callers.");
+    if (!isLoopback(req.socket.remoteAddress))
+      throw new OAuthError(403, "access_denied", "Introspection is only served to loopback callers.");
     const token = url.searchParams.get("token") ?? "";
     return { status: 200, body: { active: isActive(token) }, note: "" };
   }
@@ -206,12 +207,14 @@ function parseForm(text) {
 function parseBasic(header) {
   const match = header === undefined ? null : /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header);
   if (!match) {
-    if (header !== undefined && /^Basic\b/i.test(header)) throw new OAuthError(400, "invalid_request", "Malformed Basic Authorization header.");
+    if (header !== undefined && /^Basic\b/i.test(header))
+      throw new OAuthError(400, "invalid_request", "Malformed Basic Authorization header.");
     return null;
   }
   const decoded = Buffer.from(match[1] ?? "", "base64").toString("utf8");
   const colon = decoded.indexOf(":");
-  if (colon < 0) throw new OAuthError(400, "invalid_request", "Malformed Basic Authorization header: expected base64(client_id:client_secret).");
+  if (colon < 0)
+    throw new OAuthError(400, "invalid_request", "Malformed Basic Authorization header: expected base64(client_id:client_secret).");
   try {
     const formDecode = (/** @type {string} */ value) => decodeURIComponent(value.replaceAll("+", " "));
     return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };

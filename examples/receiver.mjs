@@ -65,9 +65,14 @@ const server = createServer((req, res) => {
     return;
   }
   if (url.pathname === WEBHOOK_PATH || url.pathname === RECEIVED_PATH) {
-    sendJson(res, 405, { error: "method_not_allowed", message: `use ${url.pathname === WEBHOOK_PATH ? "POST" : "GET"}` }, {
-      Allow: url.pathname === WEBHOOK_PATH ? "POST" : "GET",
-    });
+    sendJson(
+      res,
+      405,
+      { error: "method_not_allowed", message: `use ${url.pathname === WEBHOOK_PATH ? "POST" : "GET"}` },
+      {
+        Allow: url.pathname === WEBHOOK_PATH ? "POST" : "GET",
+      },
+    );
     return;
   }
   sendJson(res, 404, { error: "not_found", message: `webhooks go to POST ${WEBHOOK_PATH}` });
@@ -165,7 +170,10 @@ function verifySignature(id, timestamp, header, body) {
   // turns the signature into replay protection.
   const skew = Math.floor(Date.now() / 1000) - Number(timestamp);
   if (Math.abs(skew) > TIMESTAMP_TOLERANCE_S) {
-    return { ok: false, message: `webhook-timestamp is ${Math.abs(skew)}s ${skew > 0 ? "old" : "in the future"} (tolerance ${TIMESTAMP_TOLERANCE_S}s)` };
+    return {
+      ok: false,
+      message: `webhook-timestamp is ${Math.abs(skew)}s ${skew > 0 ? "old" : "in the future"} (tolerance ${TIMESTAMP_TOLERANCE_S}s)`,
+    };
   }
 
   const expected = Buffer.from(

@@ -76,11 +76,10 @@ export async function seedDemo({ baseUrl, adminToken, fetch = (input, init) => g
   const org = await post(orgs, { name: "Demo organization" }, ["id"]);
   const orgPath = `${orgs}/${encodeURIComponent(org.id)}`;
   const user = await post(`${orgPath}/users`, { name: "Demo user", email: "demo@example.com" }, ["id"]);
-  const credential = await post(
-    `${orgPath}/users/${encodeURIComponent(user.id)}/client-credentials`,
-    { name: "Demo credential" },
-    ["client_id", "client_secret"],
-  );
+  const credential = await post(`${orgPath}/users/${encodeURIComponent(user.id)}/client-credentials`, { name: "Demo credential" }, [
+    "client_id",
+    "client_secret",
+  ]);
   const key = await post(`${orgPath}/api-keys`, { name: "Demo key" }, ["id", "api_key"]);
 
   return {

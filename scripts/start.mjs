@@ -98,11 +98,15 @@ function assertPortFree(port) {
 function spawnWrangler(port, persistDir) {
   const [bin, args] = wranglerCommand([
     "dev",
-    "--port", String(port),
-    "--ip", HOST,
-    "--persist-to", persistDir,
+    "--port",
+    String(port),
+    "--ip",
+    HOST,
+    "--persist-to",
+    persistDir,
     // Local webhook receivers are usually plain http on localhost; only local runs allow them.
-    "--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
+    "--var",
+    "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
     "--show-interactive-dev-session=false",
   ]);
   const proc = spawn(bin, args, {

@@ -1,7 +1,7 @@
 /** The operator API (/admin/v1): auth, resources, secrets shown once, validation, pagination. */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, BASE, admin, adminCall, body, call, createTenant, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, admin, adminCall, BASE, body, call, createTenant, type Tenant } from "./helpers";
 
 describe("operator authentication", () => {
   it.each([
@@ -109,7 +109,7 @@ describe("API keys", () => {
     const one = await admin<Record<string, unknown>>("GET", `/organizations/${orgId}/api-keys/${created.id as string}`);
     for (const shown of [JSON.stringify(list), JSON.stringify(one)]) {
       expect(shown).not.toContain(apiKey);
-      expect(shown).not.toContain("api_key\"");
+      expect(shown).not.toContain('api_key"');
       expect(shown).not.toContain("hash");
     }
     // Nothing stored in KV holds the key itself.

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
-import { ADMIN_TOKEN, type Envelope, basic, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, basic, call, createTenant, type Envelope, issueToken, type Tenant } from "./helpers";
 
 let t: Tenant;
 let token: string;
@@ -60,18 +60,40 @@ type Case = [name: string, path: string, init: () => RequestInit, status: number
 
 const cases: Case[] = [
   ["a 1 MiB JSON body", "/v1/oauth", oauth(`{"client_id":"${big(1 << 20)}"}`), 413],
-  ["a body just over the 16 KiB cap, streamed without Content-Length", "/v1/oauth", () => ({
-    method: "POST",
-    headers: { "x-api-key": t.apiKey, "Content-Type": json },
-    body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1))); c.close(); } }),
-    duplex: "half",
-  } as RequestInit), 413],
-  ["a body over the cap whose Content-Length understates it", "/v1/oauth", () => ({
-    method: "POST",
-    headers: { "x-api-key": t.apiKey, "Content-Type": json, "Content-Length": "10" },
-    body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1))); c.close(); } }),
-    duplex: "half",
-  } as RequestInit), 413],
+  [
+    "a body just over the 16 KiB cap, streamed without Content-Length",
+    "/v1/oauth",
+    () =>
+      ({
+        method: "POST",
+        headers: { "x-api-key": t.apiKey, "Content-Type": json },
+        body: new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1)));
+            c.close();
+          },
+        }),
+        duplex: "half",
+      }) as RequestInit,
+    413,
+  ],
+  [
+    "a body over the cap whose Content-Length understates it",
+    "/v1/oauth",
+    () =>
+      ({
+        method: "POST",
+        headers: { "x-api-key": t.apiKey, "Content-Type": json, "Content-Length": "10" },
+        body: new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1)));
+            c.close();
+          },
+        }),
+        duplex: "half",
+      }) as RequestInit,
+    413,
+  ],
   ["truncated JSON", "/v1/oauth", oauth('{"client_id": "a"'), 400],
   ["a JSON array", "/v1/oauth", oauth("[1,2,3]"), 400],
   ["a JSON string", "/v1/oauth", oauth('"client_credentials"'), 400],
@@ -86,13 +108,28 @@ const cases: Case[] = [
   ["a UTF-8 BOM before JSON", "/v1/oauth", oauth(new Uint8Array([0xef, 0xbb, 0xbf, 0x5b, 0x5d])), 400],
   ["a NUL in client_id", "/v1/oauth", oauth(() => creds({ client_id: `${t.clientId}\u0000` })()), 401],
   ["a lone surrogate in client_id", "/v1/oauth", oauth(() => creds({})().replace(/"client_id":"[^"]+"/, '"client_id":"\\ud800"')), 401],
-  ["a lone surrogate in client_secret", "/v1/oauth", oauth(() => creds({})().replace(/"client_secret":"[^"]+"/, '"client_secret":"\\udfff"')), 401],
+  [
+    "a lone surrogate in client_secret",
+    "/v1/oauth",
+    oauth(() => creds({})().replace(/"client_secret":"[^"]+"/, '"client_secret":"\\udfff"')),
+    401,
+  ],
   ["a 100 KB client_secret", "/v1/oauth", oauth(creds({ client_secret: big(100_000) })), 413],
   ["a 600-character client_id", "/v1/oauth", oauth(creds({ client_id: big(600) })), 400],
-  ["credentials hidden under __proto__", "/v1/oauth", oauth('{"__proto__":{"grant_type":"client_credentials","client_id":"x","client_secret":"y"}}'), 400],
+  [
+    "credentials hidden under __proto__",
+    "/v1/oauth",
+    oauth('{"__proto__":{"grant_type":"client_credentials","client_id":"x","client_secret":"y"}}'),
+    400,
+  ],
   ["a constructor.prototype payload", "/v1/oauth", oauth('{"constructor":{"prototype":{"grant_type":"client_credentials"}}}'), 400],
   ["a form body with __proto__ fields", "/v1/oauth", oauth("__proto__=x&constructor=y&grant_type=client_credentials", form), 400],
-  ["a repeated form parameter", "/v1/oauth", oauth("grant_type=client_credentials&grant_type=client_credentials&client_id=a&client_secret=b", form), 400],
+  [
+    "a repeated form parameter",
+    "/v1/oauth",
+    oauth("grant_type=client_credentials&grant_type=client_credentials&client_id=a&client_secret=b", form),
+    400,
+  ],
   ["a client_id that is an array", "/v1/oauth", oauth(creds({ client_id: ["a"] })), 400],
   ["grant_type with a NUL", "/v1/oauth", oauth(creds({ grant_type: "client_credentials\u0000" })), 400],
   ["a 10 KB x-api-key", "/v1/oauth", () => ({ method: "POST", headers: { "x-api-key": big(10_240) } }), 401],
@@ -100,26 +137,66 @@ const cases: Case[] = [
   ["a 10 KB Basic header", "/v1/oauth", oauth("grant_type=client_credentials", form, { Authorization: `Basic ${big(10_240)}` }), 400],
   ["Basic that is not base64", "/v1/oauth", oauth("grant_type=client_credentials", form, { Authorization: "Basic !!!not-base64!!!" }), 400],
   ["Basic without a colon", "/v1/oauth", oauth("grant_type=client_credentials", form, { Authorization: `Basic ${btoa("justanid")}` }), 400],
-  ["Basic with bad percent-encoding", "/v1/oauth", oauth("grant_type=client_credentials", form, { Authorization: `Basic ${btoa("%zz:%E0%A4%A")}` }), 400],
-  ["Basic with invalid UTF-8", "/v1/oauth", oauth("grant_type=client_credentials", form, { Authorization: `Basic ${btoa("\xff\xfe:\xff")}` }), 400],
-  ["Basic with an empty secret", "/v1/oauth", oauth("grant_type=client_credentials", form, { Authorization: basic("kw_client_x", "") }), 400],
+  [
+    "Basic with bad percent-encoding",
+    "/v1/oauth",
+    oauth("grant_type=client_credentials", form, { Authorization: `Basic ${btoa("%zz:%E0%A4%A")}` }),
+    400,
+  ],
+  [
+    "Basic with invalid UTF-8",
+    "/v1/oauth",
+    oauth("grant_type=client_credentials", form, { Authorization: `Basic ${btoa("\xff\xfe:\xff")}` }),
+    400,
+  ],
+  [
+    "Basic with an empty secret",
+    "/v1/oauth",
+    oauth("grant_type=client_credentials", form, { Authorization: basic("kw_client_x", "") }),
+    400,
+  ],
   ["Bearer with two tokens", "/v1/me", () => ({ headers: { "x-api-key": t.apiKey, Authorization: `Bearer ${token} ${token}` } }), 401],
-  ["an API key with inner spaces and tabs", "/v1/me", () => ({ headers: { "x-api-key": `${t.apiKey.slice(0, 20)} \t ${t.apiKey.slice(20)}` } }), 401],
+  [
+    "an API key with inner spaces and tabs",
+    "/v1/me",
+    () => ({ headers: { "x-api-key": `${t.apiKey.slice(0, 20)} \t ${t.apiKey.slice(20)}` } }),
+    401,
+  ],
   ["an organization name with a lone surrogate", "/admin/v1/organizations", adminPost('{"name":"a\\ud800b"}'), 400],
   ["an organization name with a NUL", "/admin/v1/organizations", adminPost('{"name":"a\\u0000b"}'), 400],
   ["a 10 KB organization name", "/admin/v1/organizations", adminPost(JSON.stringify({ name: big(10_000) })), 400],
   ["an organization name that is only spaces", "/admin/v1/organizations", adminPost('{"name":"   "}'), 400],
   ["an admin body that is an array", "/admin/v1/organizations", adminPost("[]"), 400],
-  ["a form body on the admin API", "/admin/v1/organizations", () => ({ method: "POST", headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, "Content-Type": form }, body: "name=x" }), 415],
+  [
+    "a form body on the admin API",
+    "/admin/v1/organizations",
+    () => ({ method: "POST", headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, "Content-Type": form }, body: "name=x" }),
+    415,
+  ],
   ["limits of 1e20", "/admin/v1/organizations/org_00000000000000000000000000/api-keys", adminPost('{"limits":{"per_day":1e20}}'), 400],
-  ["an invalid e-mail", "/admin/v1/organizations/org_00000000000000000000000000/users", adminPost('{"name":"x","email":"not-an-email"}'), 400],
+  [
+    "an invalid e-mail",
+    "/admin/v1/organizations/org_00000000000000000000000000/users",
+    adminPost('{"name":"x","email":"not-an-email"}'),
+    400,
+  ],
   ["an encoded NUL in a path segment", "/admin/v1/organizations/%00", () => ({ headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } }), 404],
   ["a list limit of 1e3", "/admin/v1/organizations?limit=1e3", () => ({ headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } }), 400],
   ["a 10 KB admin token", "/admin/v1/organizations", () => ({ headers: { Authorization: `Bearer ${big(10_240)}` } }), 401],
   ["an event whose data nests 20,000 arrays", "/v1/events", bearerPost(nestedEvent(20_000)), 400],
   ["an event nested 65 levels deep", "/v1/events", bearerPost(nestedEvent(64)), 400],
-  ["an event nesting 65 levels of objects", "/v1/events", bearerPost(`{"type":"order.created","data":${'{"a":'.repeat(64)}1${"}".repeat(64)}}`), 400],
-  ["brackets in strings do not hide real nesting", "/v1/events", bearerPost(`{"type":"order.created","data":${'["]",'.repeat(64)}1${"]".repeat(64)}}`), 400],
+  [
+    "an event nesting 65 levels of objects",
+    "/v1/events",
+    bearerPost(`{"type":"order.created","data":${'{"a":'.repeat(64)}1${"}".repeat(64)}}`),
+    400,
+  ],
+  [
+    "brackets in strings do not hide real nesting",
+    "/v1/events",
+    bearerPost(`{"type":"order.created","data":${'["]",'.repeat(64)}1${"]".repeat(64)}}`),
+    400,
+  ],
 ];
 
 describe("hostile input", () => {

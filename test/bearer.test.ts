@@ -60,17 +60,21 @@ describe("bearer middleware", () => {
     expect(res.status).toBe(200);
   });
 
-
   it.each([
     ["a flipped MAC character", (tok: string) => tok.slice(0, -2) + (tok.at(-2) === "A" ? "B" : "A") + tok.slice(-1)],
     ["truncated by one character", (tok: string) => tok.slice(0, -1)],
     ["truncated to its claims", (tok: string) => tok.slice(0, tok.lastIndexOf("."))],
-    ["claims swapped for forged ones", (tok: string) => {
-      const [head, , sig] = tok.split(".");
-      const forged = btoa(JSON.stringify({ v: 1, org: "org_x", sub: "u", cid: "c", iat: 0, exp: 9e9, jti: "j" }))
-        .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-      return `${head}.${forged}.${sig}`;
-    }],
+    [
+      "claims swapped for forged ones",
+      (tok: string) => {
+        const [head, , sig] = tok.split(".");
+        const forged = btoa(JSON.stringify({ v: 1, org: "org_x", sub: "u", cid: "c", iat: 0, exp: 9e9, jti: "j" }))
+          .replaceAll("+", "-")
+          .replaceAll("/", "_")
+          .replace(/=+$/, "");
+        return `${head}.${forged}.${sig}`;
+      },
+    ],
     ["an unknown key id", (tok: string) => tok.replace(/^kw_at_t1\./, "kw_at_zz.")],
     ["no prefix", (tok: string) => tok.slice("kw_at_".length)],
     ["random text", () => "hello"],
@@ -108,7 +112,15 @@ describe("bearer middleware", () => {
     const config = loadConfig(env);
     const retired = config.signingKeys.filter((k) => k.kid === "t0");
     const now = Math.floor(Date.now() / 1000);
-    const old = await signAccessToken(retired, { v: 1, org: t.orgId, sub: t.userId, cid: t.clientId, iat: now, exp: now + 60, jti: "tok_x" });
+    const old = await signAccessToken(retired, {
+      v: 1,
+      org: t.orgId,
+      sub: t.userId,
+      cid: t.clientId,
+      iat: now,
+      exp: now + 60,
+      jti: "tok_x",
+    });
     expect(old.startsWith("kw_at_t0.")).toBe(true);
     expect((await me(t, old)).res.status).toBe(200);
   });
@@ -124,10 +136,7 @@ describe("bearer middleware", () => {
     const tenant = await createTenant();
     const live = await issueToken(tenant);
     expect((await me(tenant, live)).res.status).toBe(200);
-    const revoke = await adminCall(
-      "DELETE",
-      `/organizations/${tenant.orgId}/users/${tenant.userId}/client-credentials/${tenant.clientId}`,
-    );
+    const revoke = await adminCall("DELETE", `/organizations/${tenant.orgId}/users/${tenant.userId}/client-credentials/${tenant.clientId}`);
     expect(revoke.status).toBe(200);
     const { res, json } = await me(tenant, live);
     expect(res.status).toBe(401);

@@ -35,7 +35,11 @@ describe("standard base64 (RFC 4648 section 4)", () => {
     expect(base64Decode("+/8")).toEqual(bytes(0xfb, 0xff));
   });
 
-  it.each([["the URL-safe alphabet", "-_8="], ["whitespace", "+/8 ="], ["a length that is 1 mod 4", "AAAAA"]])("refuses %s", (_, text) => {
+  it.each([
+    ["the URL-safe alphabet", "-_8="],
+    ["whitespace", "+/8 ="],
+    ["a length that is 1 mod 4", "AAAAA"],
+  ])("refuses %s", (_, text) => {
     expect(base64Decode(text)).toBeNull();
   });
 });

@@ -74,7 +74,8 @@ export const never = (): Promise<Response> => new Promise(() => {});
 /** A working receiver: token endpoint issuing `token`, webhook URL answering `status`. */
 export function receiver(options: { token?: string; webhookStatus?: number; expiresIn?: number } = {}): Record<string, Handler> {
   return {
-    [TOKEN_URL]: () => json({ access_token: options.token ?? "receiver-token-1", token_type: "Bearer", expires_in: options.expiresIn ?? 300 }),
+    [TOKEN_URL]: () =>
+      json({ access_token: options.token ?? "receiver-token-1", token_type: "Bearer", expires_in: options.expiresIn ?? 300 }),
     [WEBHOOK_URL]: () => new Response(null, { status: options.webhookStatus ?? 204 }),
   };
 }
@@ -94,7 +95,10 @@ export async function consume(
   messages: { id: string; attempts: number; body: DeliveryMessage }[],
   overrides: Partial<Env> = {},
 ): Promise<QueueOutcome> {
-  const batch = createMessageBatch(queue, messages.map((m) => ({ ...m, timestamp: new Date() })));
+  const batch = createMessageBatch(
+    queue,
+    messages.map((m) => ({ ...m, timestamp: new Date() })),
+  );
   const delays = new Map<string, number | undefined>();
   for (const m of batch.messages) {
     const retry = m.retry.bind(m);

@@ -6,7 +6,7 @@
 import { getIntrospectionQuery } from "graphql";
 import { beforeAll, describe, expect, it } from "vitest";
 import { camelize } from "../src/graphql/resolvers";
-import { TOKEN_URL, WEBHOOK_URL, fakeNetwork, receiver } from "./fake-network";
+import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 
 let t: Tenant;
@@ -23,11 +23,14 @@ interface GqlResponse {
 }
 
 async function gql(query: string, variables?: Record<string, unknown>, tenant = t, bearer = token) {
-  const res = await call("/v1/graphql", authed(tenant, bearer, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ query, ...(variables ? { variables } : {}) }),
-  }));
+  const res = await call(
+    "/v1/graphql",
+    authed(tenant, bearer, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ query, ...(variables ? { variables } : {}) }),
+    }),
+  );
   return { status: res.status, json: (await res.json()) as GqlResponse };
 }
 
@@ -53,8 +56,16 @@ describe("authorization", () => {
     ["a bad access token", "bad-token", "invalid_token"],
   ])("refuses %s with the 401 envelope before any GraphQL work", async (_name, headers, code) => {
     const h: Record<string, string> =
-      headers === "key-only" ? { "x-api-key": t.apiKey } : headers === "bad-token" ? { "x-api-key": t.apiKey, Authorization: "Bearer kw_at_nope" } : (headers as Record<string, string>);
-    const res = await call("/v1/graphql", { method: "POST", headers: { ...h, "Content-Type": "application/json" }, body: JSON.stringify({ query: "{ viewer { organizationId } }" }) });
+      headers === "key-only"
+        ? { "x-api-key": t.apiKey }
+        : headers === "bad-token"
+          ? { "x-api-key": t.apiKey, Authorization: "Bearer kw_at_nope" }
+          : (headers as Record<string, string>);
+    const res = await call("/v1/graphql", {
+      method: "POST",
+      headers: { ...h, "Content-Type": "application/json" },
+      body: JSON.stringify({ query: "{ viewer { organizationId } }" }),
+    });
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ response_status: 401, error: code, data: null });
   });
@@ -63,7 +74,12 @@ describe("authorization", () => {
     const mine = await createViaGraphQL();
     const other = await createTenant();
     const otherToken = await issueToken(other);
-    const { status, json } = await gql(`query($id: ID!) { webhookConfiguration(id: $id) { id } }`, { id: mine.webhookConfiguration.id }, other, otherToken);
+    const { status, json } = await gql(
+      `query($id: ID!) { webhookConfiguration(id: $id) { id } }`,
+      { id: mine.webhookConfiguration.id },
+      other,
+      otherToken,
+    );
     expect(status).toBe(200);
     expect(json.data).toEqual({ webhookConfiguration: null });
     expect(json.errors?.[0]).toMatchObject({ extensions: { code: "not_found", status: 404 }, path: ["webhookConfiguration"] });
@@ -72,7 +88,9 @@ describe("authorization", () => {
 
 describe("every operation returns what REST returns", () => {
   it("viewer matches /v1/me and the key's usage", async () => {
-    const { json } = await gql(`{ viewer { organizationId userId clientId apiKeyId token { id issuedAt expiresAt } rateLimit { day { limit used remaining resetsAt } second { limit } } } }`);
+    const { json } = await gql(
+      `{ viewer { organizationId userId clientId apiKeyId token { id issuedAt expiresAt } rateLimit { day { limit used remaining resetsAt } second { limit } } } }`,
+    );
     const me = (await rest("/v1/me")) as Record<string, unknown> & { token: Record<string, unknown> };
     const viewer = json.data!.viewer as Record<string, unknown> & { rateLimit: { day: { limit: number; used: number } } };
     expect(viewer).toMatchObject({
@@ -104,13 +122,31 @@ describe("every operation returns what REST returns", () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
     for (let i = 0; i < 3; i++) {
-      await gql(`mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret } }`, { input: { url: WEBHOOK_URL, oauth: oauthInput } }, tenant, bearer);
+      await gql(
+        `mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret } }`,
+        { input: { url: WEBHOOK_URL, oauth: oauthInput } },
+        tenant,
+        bearer,
+      );
     }
-    const first = await gql(`{ webhookConfigurations(first: 2) { nodes { id } pageInfo { hasNextPage endCursor } } }`, undefined, tenant, bearer);
-    const page1 = first.json.data!.webhookConfigurations as { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+    const first = await gql(
+      `{ webhookConfigurations(first: 2) { nodes { id } pageInfo { hasNextPage endCursor } } }`,
+      undefined,
+      tenant,
+      bearer,
+    );
+    const page1 = first.json.data!.webhookConfigurations as {
+      nodes: { id: string }[];
+      pageInfo: { hasNextPage: boolean; endCursor: string };
+    };
     expect(page1.nodes).toHaveLength(2);
     expect(page1.pageInfo.hasNextPage).toBe(true);
-    const second = await gql(`query($after: String) { webhookConfigurations(first: 2, after: $after) { nodes { id } pageInfo { hasNextPage } } }`, { after: page1.pageInfo.endCursor }, tenant, bearer);
+    const second = await gql(
+      `query($after: String) { webhookConfigurations(first: 2, after: $after) { nodes { id } pageInfo { hasNextPage } } }`,
+      { after: page1.pageInfo.endCursor },
+      tenant,
+      bearer,
+    );
     const page2 = second.json.data!.webhookConfigurations as { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean } };
     expect(page2.nodes).toHaveLength(1);
     expect(page2.pageInfo.hasNextPage).toBe(false);
@@ -118,11 +154,21 @@ describe("every operation returns what REST returns", () => {
 
   it("updateWebhookConfiguration, rotateSigningSecret and deleteWebhookConfiguration match REST", async () => {
     const id = (await createViaGraphQL()).webhookConfiguration.id;
-    const updated = await gql(`mutation($id: ID!) { updateWebhookConfiguration(id: $id, input: { description: "renamed", events: ["a.b"], oauth: { clientId: "kw2" } }) { ${CONFIG_FIELDS} } }`, { id });
+    const updated = await gql(
+      `mutation($id: ID!) { updateWebhookConfiguration(id: $id, input: { description: "renamed", events: ["a.b"], oauth: { clientId: "kw2" } }) { ${CONFIG_FIELDS} } }`,
+      { id },
+    );
     expect(updated.json.data!.updateWebhookConfiguration).toEqual(camelize(await rest(`/v1/webhook-configurations/${id}`)));
-    expect(updated.json.data!.updateWebhookConfiguration).toMatchObject({ description: "renamed", events: ["a.b"], oauth: { clientId: "kw2" } });
+    expect(updated.json.data!.updateWebhookConfiguration).toMatchObject({
+      description: "renamed",
+      events: ["a.b"],
+      oauth: { clientId: "kw2" },
+    });
 
-    const rotated = await gql(`mutation($id: ID!) { rotateSigningSecret(id: $id) { signingSecret previousSecretExpiresAt webhookConfiguration { signingSecretRotatedAt } } }`, { id });
+    const rotated = await gql(
+      `mutation($id: ID!) { rotateSigningSecret(id: $id) { signingSecret previousSecretExpiresAt webhookConfiguration { signingSecretRotatedAt } } }`,
+      { id },
+    );
     expect(rotated.json.data!.rotateSigningSecret).toMatchObject({ signingSecret: expect.stringMatching(/^whsec_/) });
 
     const before = camelize(await rest(`/v1/webhook-configurations/${id}`));
@@ -134,10 +180,20 @@ describe("every operation returns what REST returns", () => {
   it("publishEvent, sendTestEvent, deliveries, delivery and retryDelivery match REST", async () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
-    const created = await gql(`mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { webhookConfiguration { id } } }`, { input: { url: WEBHOOK_URL, oauth: oauthInput } }, tenant, bearer);
+    const created = await gql(
+      `mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { webhookConfiguration { id } } }`,
+      { input: { url: WEBHOOK_URL, oauth: oauthInput } },
+      tenant,
+      bearer,
+    );
     const id = (created.json.data!.createWebhookConfiguration as { webhookConfiguration: { id: string } }).webhookConfiguration.id;
 
-    const published = await gql(`mutation { publishEvent(type: "order.created", data: { order_id: "1", nested: [1, true, null] }) { id type createdAt deliveries { id webhookConfigurationId status } } }`, undefined, tenant, bearer);
+    const published = await gql(
+      `mutation { publishEvent(type: "order.created", data: { order_id: "1", nested: [1, true, null] }) { id type createdAt deliveries { id webhookConfigurationId status } } }`,
+      undefined,
+      tenant,
+      bearer,
+    );
     const event = published.json.data!.publishEvent as { id: string; deliveries: { id: string }[] };
     expect(event).toMatchObject({ type: "order.created", deliveries: [{ webhookConfigurationId: id, status: "pending" }] });
 
@@ -149,7 +205,12 @@ describe("every operation returns what REST returns", () => {
     const one = await gql(`query($id: ID!) { delivery(id: $id) { ${DELIVERY_FIELDS} } }`, { id: deliveryId }, tenant, bearer);
     expect(one.json.data!.delivery).toEqual(await restDelivery());
 
-    const list = await gql(`query($id: ID!) { deliveries(webhookConfigurationId: $id) { nodes { ${DELIVERY_FIELDS} } } }`, { id }, tenant, bearer);
+    const list = await gql(
+      `query($id: ID!) { deliveries(webhookConfigurationId: $id) { nodes { ${DELIVERY_FIELDS} } } }`,
+      { id },
+      tenant,
+      bearer,
+    );
     const restList = camelize((await body(await call(`/v1/webhook-configurations/${id}/deliveries`, authed(tenant, bearer)))).data);
     expect((list.json.data!.deliveries as { nodes: unknown[] }).nodes).toEqual(restList);
 
@@ -161,9 +222,12 @@ describe("every operation returns what REST returns", () => {
 
 describe("errors", () => {
   it("reports invalid input with the REST rule and a GraphQL field name", async () => {
-    const { json } = await gql(`mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret } }`, {
-      input: { url: "http://127.0.0.1/x", oauth: { ...oauthInput, clientSecret: "" } },
-    });
+    const { json } = await gql(
+      `mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret } }`,
+      {
+        input: { url: "http://127.0.0.1/x", oauth: { ...oauthInput, clientSecret: "" } },
+      },
+    );
     expect(json.errors?.[0]).toMatchObject({ extensions: { code: "invalid_request", status: 400 } });
     expect(json.errors?.[0]?.message).toMatch(/oauth\.clientSecret must not be empty/);
   });
@@ -197,7 +261,10 @@ describe("errors", () => {
     ["a body without query", "{}", 400],
     ["variables that are an array", JSON.stringify({ query: "{ viewer { userId } }", variables: [1] }), 400],
   ])("refuses %s", async (_name, payload, status) => {
-    const res = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: payload }));
+    const res = await call(
+      "/v1/graphql",
+      authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: payload }),
+    );
     expect(res.status).toBe(status);
   });
 
@@ -216,7 +283,14 @@ describe("errors", () => {
 describe("abuse limits", () => {
   it("refuses a 5000-alias query without executing it", async () => {
     const aliases = Array.from({ length: 5000 }, (_, i) => `a${i}: viewer { userId }`).join(" ");
-    const res = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query: `{ ${aliases} }` }) }));
+    const res = await call(
+      "/v1/graphql",
+      authed(t, token, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ query: `{ ${aliases} }` }),
+      }),
+    );
     // Either the byte cap of the request body or the document limit stops it: never executed.
     expect([400, 413]).toContain(res.status);
     const text = await res.text();
@@ -254,7 +328,14 @@ describe("abuse limits", () => {
   it("counts introspection toward the limits: forty aliased __schema selections are refused unexecuted", async () => {
     const one = "__schema { types { name kind description fields { name description type { name kind ofType { name kind } } } } }";
     const aliases = Array.from({ length: 40 }, (_, i) => `s${i}: ${one}`).join(" ");
-    const res = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query: `{ ${aliases} }` }) }));
+    const res = await call(
+      "/v1/graphql",
+      authed(t, token, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ query: `{ ${aliases} }` }),
+      }),
+    );
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(text.length).toBeLessThan(1000);
@@ -275,7 +356,14 @@ describe("abuse limits", () => {
   });
 
   it("passes the standard introspection query with every option on", async () => {
-    const query = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true, oneOf: true });
+    const query = getIntrospectionQuery({
+      descriptions: true,
+      specifiedByUrl: true,
+      directiveIsRepeatable: true,
+      schemaDescription: true,
+      inputValueDeprecation: true,
+      oneOf: true,
+    });
     const { status, json } = await gql(query);
     expect(status).toBe(200);
     expect(json.errors).toBeUndefined();
@@ -292,7 +380,9 @@ describe("abuse limits", () => {
   it("measures fragments that double at every level in linear time", async () => {
     const levels = 40;
     const fragments = Array.from({ length: levels }, (_, i) =>
-      i === levels - 1 ? `fragment F${i} on Viewer { userId }` : `fragment F${i} on Viewer { ...F${i + 1} a${i}: token { id } ...F${i + 1} }`,
+      i === levels - 1
+        ? `fragment F${i} on Viewer { userId }`
+        : `fragment F${i} on Viewer { ...F${i + 1} a${i}: token { id } ...F${i + 1} }`,
     ).join(" ");
     const started = Date.now();
     const { status, json } = await gql(`{ viewer { ...F0 } } ${fragments}`);
@@ -306,7 +396,7 @@ describe("abuse limits", () => {
     const deep = await gql(`mutation { publishEvent(type: "order.created", data: ${nested(65)}) { id } }`);
     expect(deep.status).toBe(400);
     expect(deep.json.errors?.[0]?.message).toBe("An argument value nests objects and lists deeper than 64 levels.");
-    const objects = await gql(`mutation { publishEvent(type: "order.created", data: ${'{a: '.repeat(65)}1${"}".repeat(65)}) { id } }`);
+    const objects = await gql(`mutation { publishEvent(type: "order.created", data: ${"{a: ".repeat(65)}1${"}".repeat(65)}) { id } }`);
     expect(objects.json.errors?.[0]?.message).toBe("An argument value nests objects and lists deeper than 64 levels.");
     const atLimit = await gql(`mutation { publishEvent(type: "order.created", data: ${nested(64)}) { id } }`);
     expect(atLimit.status).toBe(200);
@@ -314,17 +404,33 @@ describe("abuse limits", () => {
   });
 
   it("refuses variables nested deeper than 64 levels, in a POST body or a GET query string", async () => {
-    const query = "mutation($d: JSON!) { publishEvent(type: \"order.created\", data: $d) { id } }";
+    const query = 'mutation($d: JSON!) { publishEvent(type: "order.created", data: $d) { id } }';
     const nested = (n: number): unknown => (n === 0 ? 1 : [nested(n - 1)]);
     // The body is level 1 and variables level 2, so data may nest 62 more.
-    const post = await call("/v1/graphql", authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query, variables: { d: nested(63) } }) }));
+    const post = await call(
+      "/v1/graphql",
+      authed(t, token, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ query, variables: { d: nested(63) } }),
+      }),
+    );
     expect(post.status).toBe(400);
-    expect(await post.json()).toMatchObject({ error: "invalid_request", developer_message: "The request body nests JSON objects and arrays deeper than 64 levels." });
+    expect(await post.json()).toMatchObject({
+      error: "invalid_request",
+      developer_message: "The request body nests JSON objects and arrays deeper than 64 levels.",
+    });
     const within = await gql(query, { d: nested(62) });
     expect(within.status).toBe(200);
-    const get = await call(`/v1/graphql?query=${encodeURIComponent("query($v: String) { viewer { userId } }")}&variables=${encodeURIComponent(JSON.stringify({ v: nested(64) }))}`, authed(t, token));
+    const get = await call(
+      `/v1/graphql?query=${encodeURIComponent("query($v: String) { viewer { userId } }")}&variables=${encodeURIComponent(JSON.stringify({ v: nested(64) }))}`,
+      authed(t, token),
+    );
     expect(get.status).toBe(400);
-    expect(await get.json()).toMatchObject({ error: "invalid_request", developer_message: "The variables query parameter nests JSON objects and arrays deeper than 64 levels." });
+    expect(await get.json()).toMatchObject({
+      error: "invalid_request",
+      developer_message: "The variables query parameter nests JSON objects and arrays deeper than 64 levels.",
+    });
   });
 
   it("keeps introspection on", async () => {

@@ -6,7 +6,7 @@
 import { exports } from "cloudflare:workers";
 import * as oauth from "oauth4webapi";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BASE, authed, body, call, createTenant, type Tenant } from "./helpers";
+import { authed, BASE, body, call, createTenant, type Tenant } from "./helpers";
 
 let t: Tenant;
 const sent: Request[] = [];

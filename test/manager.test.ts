@@ -17,7 +17,11 @@ class Browser {
     return this.send(path, { method: "GET" }, now);
   }
   async post(path: string, fields: Record<string, string>, now?: number): Promise<Response> {
-    return this.send(path, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }, now);
+    return this.send(
+      path,
+      { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() },
+      now,
+    );
   }
   private async send(path: string, init: RequestInit, now?: number): Promise<Response> {
     const headers = new Headers(init.headers);
@@ -67,7 +71,9 @@ describe("sign-in and sessions", () => {
     expect(res.headers.get("content-type")).toMatch(/^text\/html/);
     const csp = res.headers.get("content-security-policy")!;
     const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
-    expect(csp).toMatch(/^default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/);
+    expect(csp).toMatch(
+      /^default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/,
+    );
     const html = await res.text();
     expect(html).toContain(`<style nonce="${nonce}">`);
     expect(html).toContain(`<script nonce="${nonce}">`);
@@ -106,7 +112,10 @@ describe("sign-in and sessions", () => {
   it("ignores a tampered session cookie and an expired one", async () => {
     const b = await operator();
     const original = b.cookies.get("kw_session")!;
-    b.cookies.set("kw_session", original.replace(/\.([^.]+)\.([^.]+)$/, (_m, payload: string, mac: string) => `.${payload}x.${mac}`));
+    b.cookies.set(
+      "kw_session",
+      original.replace(/\.([^.]+)\.([^.]+)$/, (_m, payload: string, mac: string) => `.${payload}x.${mac}`),
+    );
     expect((await b.get("/manager/organizations")).status).toBe(303);
     b.cookies.set("kw_session", original);
     expect((await b.get("/manager/organizations", Date.now() + 8 * 3600_000 - 5000)).status).toBe(200);
@@ -124,7 +133,10 @@ describe("sign-in and sessions", () => {
 });
 
 describe("CSRF", () => {
-  it.each([["missing", undefined], ["wrong", "forged-token"]])("refuses a form with a %s CSRF token (403)", async (_name, csrf) => {
+  it.each([
+    ["missing", undefined],
+    ["wrong", "forged-token"],
+  ])("refuses a form with a %s CSRF token (403)", async (_name, csrf) => {
     const b = await operator();
     const res = await b.post("/manager/organizations", { name: "Evil", ...(csrf ? { csrf } : {}) });
     expect(res.status).toBe(403);
@@ -197,7 +209,10 @@ describe("API keys and webhooks pages", () => {
     const issued = await (await b.post(base, { csrf, name: "web", per_second: "3", per_day: "" })).text();
     const key = /id="api-key" class="secret" type="text" readonly="" value="([^"]+)"/.exec(issued)?.[1];
     expect(key).toMatch(/^kw_live_ak_/);
-    const keys = await admin<{ id: string; hint: string; limits: { per_second: number; per_day: number } }[]>("GET", `/organizations/${t.orgId}/api-keys`);
+    const keys = await admin<{ id: string; hint: string; limits: { per_second: number; per_day: number } }[]>(
+      "GET",
+      `/organizations/${t.orgId}/api-keys`,
+    );
     const mine = keys.find((k) => k.hint.endsWith(key!.slice(-4)))!;
     expect(mine.limits).toEqual({ per_second: 3, per_day: 1000 });
     expect(await (await b.get(base)).text()).not.toContain(key);

@@ -1,15 +1,6 @@
 /** POST /v1/oauth (spec 4.1) and POST /v1/oauth/token (RFC 6749) behaviour, field by field. */
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  BASE,
-  adminCall,
-  basic,
-  body,
-  call,
-  createTenant,
-  type Tenant,
-  tokenRequest,
-} from "./helpers";
+import { adminCall, BASE, basic, body, call, createTenant, type Tenant, tokenRequest } from "./helpers";
 
 let t: Tenant;
 beforeAll(async () => {
@@ -205,7 +196,11 @@ describe("POST /v1/oauth/token (plain RFC 6749 bodies)", () => {
   it("answers with access_token, token_type and expires_in only", async () => {
     const res = await call("/v1/oauth/token", {
       method: "POST",
-      headers: { "Content-Type": "application/x-www-form-urlencoded", "x-api-key": t.apiKey, Authorization: basic(t.clientId, t.clientSecret) },
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "x-api-key": t.apiKey,
+        Authorization: basic(t.clientId, t.clientSecret),
+      },
       body: "grant_type=client_credentials",
     });
     expect(res.status).toBe(200);

@@ -6,18 +6,7 @@
 import { abortAllDurableObjects, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import {
-  admin,
-  adminCall,
-  authed,
-  body,
-  call,
-  callAt,
-  createTenant,
-  issueToken,
-  type Tenant,
-  tokenRequest,
-} from "./helpers";
+import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
 
 const DEFAULTS = { per_second: 1, per_day: 1000 };
 /** 2026-06-01T12:00:00.000Z: a whole second, mid-day. */

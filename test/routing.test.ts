@@ -1,6 +1,6 @@
 /** Routing edges: health probe, unknown paths (404) and wrong methods (405) as envelopes. */
 import { describe, expect, it } from "vitest";
-import { BASE, adminCall, authed, body, call, createTenant, issueToken } from "./helpers";
+import { adminCall, authed, BASE, body, call, createTenant, issueToken } from "./helpers";
 
 describe("routing", () => {
   it("serves GET /healthz without any credentials", async () => {

@@ -26,11 +26,18 @@ beforeAll(async () => {
 });
 
 async function newConfig(extra: Record<string, unknown> = {}): Promise<{ id: string; signing_secret: string }> {
-  const res = await call("/v1/webhook-configurations", authed(t, token, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ url: WEBHOOK_URL, oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: RECEIVER_SECRET }, ...extra }),
-  }));
+  const res = await call(
+    "/v1/webhook-configurations",
+    authed(t, token, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        url: WEBHOOK_URL,
+        oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: RECEIVER_SECRET },
+        ...extra,
+      }),
+    }),
+  );
   expect(res.status).toBe(201);
   return (await body<{ id: string; signing_secret: string }>(res)).data;
 }
@@ -67,17 +74,52 @@ describe("token endpoint failures are retried with backoff and never reach the w
   });
 
   it.each<[string, Handler, RegExp, number | null]>([
-    ["a 500 with a message (spec 2.4)", () => json({ message: "database down", description: "try later" }, 500), /token endpoint answered 500: database down - try later/, 500],
-    ["an HTML page", () => new Response("<html>login</html>", { headers: { "Content-Type": "text/html" } }), /did not answer a JSON object/, 200],
+    [
+      "a 500 with a message (spec 2.4)",
+      () => json({ message: "database down", description: "try later" }, 500),
+      /token endpoint answered 500: database down - try later/,
+      500,
+    ],
+    [
+      "an HTML page",
+      () => new Response("<html>login</html>", { headers: { "Content-Type": "text/html" } }),
+      /did not answer a JSON object/,
+      200,
+    ],
     ["JSON without access_token", () => json({ token_type: "Bearer" }), /without a non-empty string access_token/, 200],
     ["an empty access_token", () => json({ access_token: "" }), /without a non-empty string access_token/, 200],
     ["non-JSON text", () => new Response("ok"), /did not answer a JSON object/, 200],
-    ["a 401 that echoes our secret", () => json({ message: `bad secret ${RECEIVER_SECRET}` }, 401), /answered 401: bad secret \[redacted\]/, 401],
+    [
+      "a 401 that echoes our secret",
+      () => json({ message: `bad secret ${RECEIVER_SECRET}` }, 401),
+      /answered 401: bad secret \[redacted\]/,
+      401,
+    ],
     ["a redirect loop", () => new Response(null, { status: 307, headers: { Location: TOKEN_URL } }), /redirected more than 5 times/, 307],
-    ["a 307 to another origin", () => new Response(null, { status: 307, headers: { Location: "https://evil.example/steal" } }), /redirected to another origin; credentials are not forwarded/, 307],
-    ["a redirect to a private address", () => new Response(null, { status: 302, headers: { Location: "https://10.0.0.7/token" } }), /token endpoint refused: url points to a private address/, null],
-    ["a redirect to the metadata address", () => new Response(null, { status: 301, headers: { Location: "http://169.254.169.254/latest/meta-data" } }), /token endpoint refused: url must use https/, null],
-    ["an unreachable host", () => Promise.reject(new TypeError("Network connection lost.")), /could not be reached \(network error\)/, null],
+    [
+      "a 307 to another origin",
+      () => new Response(null, { status: 307, headers: { Location: "https://evil.example/steal" } }),
+      /redirected to another origin; credentials are not forwarded/,
+      307,
+    ],
+    [
+      "a redirect to a private address",
+      () => new Response(null, { status: 302, headers: { Location: "https://10.0.0.7/token" } }),
+      /token endpoint refused: url points to a private address/,
+      null,
+    ],
+    [
+      "a redirect to the metadata address",
+      () => new Response(null, { status: 301, headers: { Location: "http://169.254.169.254/latest/meta-data" } }),
+      /token endpoint refused: url must use https/,
+      null,
+    ],
+    [
+      "an unreachable host",
+      () => Promise.reject(new TypeError("Network connection lost.")),
+      /could not be reached \(network error\)/,
+      null,
+    ],
   ])("%s", async (_name, handler, error, httpStatus) => {
     const sent = fakeNetwork(tokenRoute(handler));
     const m = message(configId);
@@ -91,7 +133,9 @@ describe("token endpoint failures are retried with backoff and never reach the w
     expect(last).toMatchObject({ number: 1, step: "token", outcome: "retry", http_status: httpStatus });
     expect(last.error).toMatch(error);
     expect(sent.some((s) => s.url === WEBHOOK_URL)).toBe(false);
-    expect(sent.some((s) => s.url.startsWith("https://evil.example") || s.url.includes("10.0.0.7") || s.url.includes("169.254"))).toBe(false);
+    expect(sent.some((s) => s.url.startsWith("https://evil.example") || s.url.includes("10.0.0.7") || s.url.includes("169.254"))).toBe(
+      false,
+    );
   });
 
   it("follows at most 5 redirects (6 requests)", async () => {
@@ -169,7 +213,9 @@ describe("webhook URL outcomes", () => {
   });
 
   it("fails a 3xx without following it", async () => {
-    const sent = fakeNetwork(webhookRoute(() => new Response(null, { status: 301, headers: { Location: "https://receiver.example/new" } })));
+    const sent = fakeNetwork(
+      webhookRoute(() => new Response(null, { status: 301, headers: { Location: "https://receiver.example/new" } })),
+    );
     const { outcome, record, last } = await deliverOnce(message(configId));
     expect(outcome.acked).toHaveLength(1);
     expect(record.status).toBe("failed");
@@ -190,7 +236,9 @@ describe("webhook URL outcomes", () => {
     const { outcome, record } = await deliverOnce(message(gone));
     expect(outcome.acked).toHaveLength(1);
     expect(record.status).toBe("failed");
-    const config = await body<{ status: string; disabled_reason: string }>(await call(`/v1/webhook-configurations/${gone}`, authed(t, token)));
+    const config = await body<{ status: string; disabled_reason: string }>(
+      await call(`/v1/webhook-configurations/${gone}`, authed(t, token)),
+    );
     expect(config.data).toMatchObject({ status: "disabled", disabled_reason: "the webhook URL answered 410 Gone" });
     // Later deliveries to it fail at once, without any request.
     const sent = fakeNetwork(receiver());
@@ -203,9 +251,17 @@ describe("webhook URL outcomes", () => {
     const messages = Array.from({ length: 10 }, () => message(configId));
     const failing = messages[6]!.delivery_id;
     fakeNetwork(webhookRoute((req) => new Response(null, { status: req.headers["webhook-id"] === failing ? 500 : 204 })));
-    const outcome = await consume(DELIVERY_QUEUE, messages.map((m) => ({ id: m.delivery_id, attempts: 1, body: m })));
+    const outcome = await consume(
+      DELIVERY_QUEUE,
+      messages.map((m) => ({ id: m.delivery_id, attempts: 1, body: m })),
+    );
     expect(outcome.retried.map((r) => r.msgId)).toEqual([failing]);
-    expect(outcome.acked.sort()).toEqual(messages.map((m) => m.delivery_id).filter((id) => id !== failing).sort());
+    expect(outcome.acked.sort()).toEqual(
+      messages
+        .map((m) => m.delivery_id)
+        .filter((id) => id !== failing)
+        .sort(),
+    );
   });
 });
 

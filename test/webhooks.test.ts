@@ -8,7 +8,7 @@ import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { DeliveryRecord } from "../src/schemas/webhooks";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
-import { TOKEN_URL, WEBHOOK_URL, consume, fakeNetwork, receiver, type Sent } from "./fake-network";
+import { consume, fakeNetwork, receiver, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 
 const RECEIVER_SECRET = "receiver-client-secret-do-not-leak";
@@ -21,10 +21,13 @@ beforeAll(async () => {
 });
 
 const api = (tenant: Tenant, bearer: string, path: string, method = "GET", payload?: unknown) =>
-  call(path, authed(tenant, bearer, {
-    method,
-    ...(payload !== undefined ? { body: JSON.stringify(payload), headers: { "Content-Type": "application/json" } } : {}),
-  }));
+  call(
+    path,
+    authed(tenant, bearer, {
+      method,
+      ...(payload !== undefined ? { body: JSON.stringify(payload), headers: { "Content-Type": "application/json" } } : {}),
+    }),
+  );
 
 const configInput = (overrides: Record<string, unknown> = {}) => ({
   url: WEBHOOK_URL,
@@ -40,12 +43,7 @@ async function createConfig(overrides: Record<string, unknown> = {}, tenant = t,
   return json.data;
 }
 
-async function waitForDelivery(
-  id: string,
-  until: (d: DeliveryRecord) => boolean,
-  tenant = t,
-  bearer = token,
-): Promise<DeliveryRecord> {
+async function waitForDelivery(id: string, until: (d: DeliveryRecord) => boolean, tenant = t, bearer = token): Promise<DeliveryRecord> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const res = await api(tenant, bearer, `/v1/deliveries/${id}`);
@@ -81,7 +79,7 @@ describe("webhook configurations", () => {
     for (const text of shown) expect(text).not.toContain(RECEIVER_SECRET);
     expect(shown[1]).not.toContain(created.signing_secret as string);
     expect(shown[2]).not.toContain(created.signing_secret as string);
-    expect(shown[1]).not.toContain("signing_secret\"");
+    expect(shown[1]).not.toContain('signing_secret"');
   });
 
   it("stores the receiver's client secret and the signing secret only encrypted", async () => {
@@ -96,10 +94,18 @@ describe("webhook configurations", () => {
   it.each([
     ["an http URL", { url: "http://receiver.example/webhooks" }, /url: url must use https/],
     ["a loopback URL", { url: "https://127.0.0.1/webhooks" }, /url: url points to a loopback address/],
-    ["a metadata token URL", { oauth: { token_url: "https://169.254.169.254/latest", client_id: "a", client_secret: "b" } }, /oauth.token_url: url points to a link-local/],
+    [
+      "a metadata token URL",
+      { oauth: { token_url: "https://169.254.169.254/latest", client_id: "a", client_secret: "b" } },
+      /oauth.token_url: url points to a link-local/,
+    ],
     ["a URL with credentials", { url: "https://user:pw@receiver.example/x" }, /url must not contain credentials/],
     ["no oauth", { oauth: undefined }, /oauth is required/],
-    ["an empty client secret", { oauth: { token_url: TOKEN_URL, client_id: "a", client_secret: "" } }, /oauth.client_secret must not be empty/],
+    [
+      "an empty client secret",
+      { oauth: { token_url: TOKEN_URL, client_id: "a", client_secret: "" } },
+      /oauth.client_secret must not be empty/,
+    ],
     ["a bad event type", { events: ["Order Created"] }, /events.0 must be dot-separated/],
     ["an unknown field", { retries: 3 }, /unknown field retries/],
   ])("refuses %s with 400", async (_name, overrides, message) => {
@@ -113,8 +119,15 @@ describe("webhook configurations", () => {
   it("updates, disables and deletes a configuration", async () => {
     const created = await createConfig();
     const path = `/v1/webhook-configurations/${created.id}`;
-    const patched = await body<Record<string, unknown>>(await api(t, token, path, "PATCH", { events: ["a.b"], description: null, status: "disabled" }));
-    expect(patched.data).toMatchObject({ events: ["a.b"], description: null, status: "disabled", disabled_reason: "disabled through the API" });
+    const patched = await body<Record<string, unknown>>(
+      await api(t, token, path, "PATCH", { events: ["a.b"], description: null, status: "disabled" }),
+    );
+    expect(patched.data).toMatchObject({
+      events: ["a.b"],
+      description: null,
+      status: "disabled",
+      disabled_reason: "disabled through the API",
+    });
     expect((await api(t, token, path, "PATCH", { url: "https://10.0.0.1/x" })).status).toBe(400);
     expect((await api(t, token, path, "DELETE")).status).toBe(200);
     expect((await api(t, token, path)).status).toBe(404);
@@ -139,7 +152,9 @@ describe("webhook configurations", () => {
     const list = await body<unknown[]>(await api(other, otherToken, "/v1/webhook-configurations"));
     expect(list.data).toEqual([]);
     // And publishing in the other organization delivers nothing to this one.
-    const published = await body<{ deliveries: unknown[] }>(await api(other, otherToken, "/v1/events", "POST", { type: "order.created", data: {} }));
+    const published = await body<{ deliveries: unknown[] }>(
+      await api(other, otherToken, "/v1/events", "POST", { type: "order.created", data: {} }),
+    );
     expect(published.data.deliveries).toEqual([]);
   });
 
@@ -195,7 +210,10 @@ describe("the full path: publish -> queue -> token request -> webhook", () => {
 
     // The real Queue delivers the message to the Worker's consumer.
     const delivered = await waitForDelivery(deliveryId, (d) => d.status !== "pending", tenant, bearer);
-    expect(delivered).toMatchObject({ status: "delivered", attempts: [{ number: 1, step: "webhook", http_status: 204, outcome: "delivered", error: null }] });
+    expect(delivered).toMatchObject({
+      status: "delivered",
+      attempts: [{ number: 1, step: "webhook", http_status: 204, outcome: "delivered", error: null }],
+    });
 
     // Deliveries left over from earlier tests may share the fake receiver: pick this test's.
     const tokenRequests = sent.filter((s) => s.url === TOKEN_URL && s.body.includes("full-path-client"));
@@ -288,8 +306,14 @@ describe("consumer isolation", () => {
     // Replay the same message twice through the consumer: first the receiver fails, then works.
     const record = await env.KV.get(`event-body:${t.orgId}:${published.data.id}`);
     const message = {
-      v: 1 as const, delivery_id: id, organization_id: t.orgId, webhook_configuration_id: config.id,
-      event_id: published.data.id, event_type: "webhook.test", body: record!, created_at: new Date().toISOString(),
+      v: 1 as const,
+      delivery_id: id,
+      organization_id: t.orgId,
+      webhook_configuration_id: config.id,
+      event_id: published.data.id,
+      event_type: "webhook.test",
+      body: record!,
+      created_at: new Date().toISOString(),
     };
     const sent = fakeNetwork({ ...receiver(), [WEBHOOK_URL]: (_r, i) => new Response(null, { status: i === 0 ? 503 : 204 }) });
     const first = await consume(DELIVERY_QUEUE, [{ id: "m1", attempts: 1, body: message }]);

@@ -34,7 +34,10 @@ const verified = new WeakMap<VersionedKey[], TtlCache<AccessTokenClaims>>();
 /** Returns the claims of a genuine, unexpired token, or throws invalid_token (RFC 6750 3.1). */
 export async function verifyAccessToken(keys: VersionedKey[], token: string, nowMs: number): Promise<AccessTokenClaims> {
   let cache = verified.get(keys);
-  if (cache === undefined) verified.set(keys, (cache = new TtlCache(VERIFIED_CACHE_TTL_MS, 10_000)));
+  if (cache === undefined) {
+    cache = new TtlCache(VERIFIED_CACHE_TTL_MS, 10_000);
+    verified.set(keys, cache);
+  }
   let claims = cache.get(token, nowMs);
   if (claims === undefined) {
     const opened = await open(keys, PREFIX, token, AccessTokenClaims, MAX_TOKEN_LENGTH);

@@ -3,10 +3,10 @@
  * authenticating them on protected requests (RFC 6750). Both REST and GraphQL call these.
  */
 import type { Deps } from "../deps";
+import { isoTime } from "../deps";
 import { ApiError } from "../errors";
 import { digestsEqual, sha256Hex } from "../lib/crypto";
 import { newTokenId } from "../lib/ids";
-import { isoTime } from "../deps";
 import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims, ApiKeyRecord } from "../schemas/records";
@@ -51,10 +51,7 @@ export async function issueAccessToken(
   }
   const request = parseInput(TokenRequest, params);
 
-  const [record, secretHash] = await Promise.all([
-    findClientCredentialForAuth(deps, request.client_id),
-    sha256Hex(request.client_secret),
-  ]);
+  const [record, secretHash] = await Promise.all([findClientCredentialForAuth(deps, request.client_id), sha256Hex(request.client_secret)]);
   const secretMatches = digestsEqual(record?.secret_hash ?? DUMMY_HASH, secretHash);
   if (record === null || !secretMatches || record.revoked_at !== null) {
     throw new ApiError(
@@ -65,10 +62,7 @@ export async function issueAccessToken(
   }
   if (record.organization_id !== apiKey.organization_id) {
     // Only reachable with the right secret, so saying why reveals nothing new.
-    throw new ApiError(
-      "invalid_client",
-      "The client credentials belong to a different organization than the API key.",
-    );
+    throw new ApiError("invalid_client", "The client credentials belong to a different organization than the API key.");
   }
 
   touchClientCredential(deps, record);
@@ -95,11 +89,7 @@ export async function issueAccessToken(
  * Authenticates `Authorization: Bearer <token>` for a request that already passed the API key
  * check: genuine, unexpired, issued to the API key's organization, credential not revoked.
  */
-export async function authenticateAccessToken(
-  deps: Deps,
-  apiKey: ApiKeyRecord,
-  authorization: string | undefined,
-): Promise<Principal> {
+export async function authenticateAccessToken(deps: Deps, apiKey: ApiKeyRecord, authorization: string | undefined): Promise<Principal> {
   const token = bearerToken(authorization);
   const claims = await verifyAccessToken(deps.config.signingKeys, token, deps.now());
   if (claims.org !== apiKey.organization_id) {

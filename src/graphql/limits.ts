@@ -9,6 +9,7 @@
  * by the token limit of the parser), and fragment cycles are skipped (validation reports them).
  */
 import {
+  BREAK,
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
@@ -27,7 +28,6 @@ import {
   isObjectType,
   Kind,
   type SelectionSetNode,
-  BREAK,
   visit,
 } from "graphql";
 import { MAX_JSON_DEPTH } from "../lib/json";

@@ -42,7 +42,11 @@ export const camelize = (value: unknown): unknown => renameKeys(value, toCamel);
 
 function withoutNulls(value: unknown): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null).map(([k, v]) => [k, withoutNulls(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, withoutNulls(v)]),
+  );
 }
 
 /** Validates a GraphQL input with the REST schema; messages name fields as GraphQL does. */
@@ -51,7 +55,10 @@ function restInput<T>(parse: () => T): T {
     return parse();
   } catch (err) {
     if (err instanceof ApiError && err.code === "invalid_request") {
-      throw new ApiError("invalid_request", err.developerMessage.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, toCamel).replace("Invalid request body", "Invalid input"));
+      throw new ApiError(
+        "invalid_request",
+        err.developerMessage.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, toCamel).replace("Invalid request body", "Invalid input"),
+      );
     }
     throw err;
   }

@@ -36,11 +36,7 @@ export async function readBytes(request: Request, maxBytes: number): Promise<Uin
  * Parses a JSON or form body into a plain object of fields. An empty body is `{}` whatever its
  * Content-Type, so optional-body POSTs work from curl without headers.
  */
-export async function readFields(
-  request: Request,
-  accepted: readonly BodyFormat[],
-  maxBytes: number,
-): Promise<Record<string, unknown>> {
+export async function readFields(request: Request, accepted: readonly BodyFormat[], maxBytes: number): Promise<Record<string, unknown>> {
   const bytes = await readBytes(request, maxBytes);
   if (bytes.byteLength === 0) return {};
   const format = formatOf(request.headers.get("content-type"), accepted);
@@ -96,9 +92,7 @@ function parseForm(text: string): Record<string, unknown> {
  * HTTP Basic client authentication (RFC 6749 2.3.1, RFC 7617): returns null when the header is
  * not Basic. The id and secret are form-urlencoded inside the base64, so they are decoded again.
  */
-export function parseBasicCredentials(
-  authorization: string | undefined,
-): { client_id: string; client_secret: string } | null {
+export function parseBasicCredentials(authorization: string | undefined): { client_id: string; client_secret: string } | null {
   if (authorization === undefined) return null;
   const match = /^Basic +([^ ]*) *$/i.exec(authorization);
   if (!match) return null;

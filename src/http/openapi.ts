@@ -20,8 +20,8 @@ import {
   CreateOrganizationInput,
   CreateUserInput,
   MintOrgAdminTokenInput,
-  OrganizationView,
   OrgAdminTokenView,
+  OrganizationView,
   UpdateApiKeyInput,
   UserView,
 } from "../schemas/admin";
@@ -31,8 +31,8 @@ import {
   CreatedWebhookConfigurationView,
   CreateWebhookConfigurationInput,
   DeliveryView,
-  PublishedEventView,
   PublishEventInput,
+  PublishedEventView,
   UpdateWebhookConfigurationInput,
   WebhookConfigurationView,
 } from "../schemas/webhooks";
@@ -214,7 +214,11 @@ const CREDENTIAL = {
   revoked_at: null,
 };
 const TOKEN = { access_token: ACCESS_TOKEN, token_type: "Bearer" as const, expires_in: 3600, refresh_token: null };
-const TOKEN_REQUEST = { grant_type: "client_credentials", client_id: CLIENT_ID, client_secret: "kw_live_cs_f15X1kPlpd3PtegbO4l9FuH0J4pX5cf68ST8mP-0VDE" };
+const TOKEN_REQUEST = {
+  grant_type: "client_credentials",
+  client_id: CLIENT_ID,
+  client_secret: "kw_live_cs_f15X1kPlpd3PtegbO4l9FuH0J4pX5cf68ST8mP-0VDE",
+};
 const WEBHOOK_INPUT = {
   url: "https://receiver.example.com/webhooks",
   events: ["order.created", "order.paid"],
@@ -381,7 +385,8 @@ export function operations(): readonly Operation[] {
       path: CONFIG_PATH,
       operationId: "updateWebhookConfiguration",
       summary: "Update a webhook configuration",
-      description: "Absent fields are unchanged; `events: null` means every event; `status: \"active\"` re-enables a configuration disabled by a 410.",
+      description:
+        'Absent fields are unchanged; `events: null` means every event; `status: "active"` re-enables a configuration disabled by a 410.',
       tag: "Webhook configurations",
       auth: "client",
       body: input(UpdateWebhookConfigurationInput, { events: null, status: "active" }),
@@ -403,7 +408,8 @@ export function operations(): readonly Operation[] {
       path: `${CONFIG_PATH}/rotate-signing-secret`,
       operationId: "rotateSigningSecret",
       summary: "Rotate the signing secret",
-      description: "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h).",
+      description:
+        "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h).",
       tag: "Webhook configurations",
       auth: "client",
       status: 200,
@@ -443,7 +449,8 @@ export function operations(): readonly Operation[] {
       path: "/v1/events",
       operationId: "publishEvent",
       summary: "Publish an event to every matching configuration",
-      description: "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration.",
+      description:
+        "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration.",
       tag: "Events and deliveries",
       auth: "client",
       body: input(PublishEventInput, { type: "order.created", data: { order_id: "1234", total: 42.5 } }),
@@ -498,7 +505,13 @@ export function operations(): readonly Operation[] {
       tag: "GraphQL",
       auth: "client",
       query: [
-        { name: "query", description: "The GraphQL document.", schema: z.string(), required: true, example: "{ viewer { organizationId } }" },
+        {
+          name: "query",
+          description: "The GraphQL document.",
+          schema: z.string(),
+          required: true,
+          example: "{ viewer { organizationId } }",
+        },
         { name: "variables", description: "Variables, as a JSON-encoded object.", schema: z.string() },
         { name: "operationName", description: "Which operation of the document to run.", schema: z.string() },
       ],
@@ -649,7 +662,11 @@ export function operations(): readonly Operation[] {
       auth: "admin",
       body: input(UpdateApiKeyInput, { limits: { per_second: 5, per_day: null } }),
       status: 200,
-      response: output(ApiKeyView, { ...API_KEY, limits: { per_second: 5, per_day: 1000 }, limit_overrides: { per_second: true, per_day: false } }),
+      response: output(ApiKeyView, {
+        ...API_KEY,
+        limits: { per_second: 5, per_day: 1000 },
+        limit_overrides: { per_second: true, per_day: false },
+      }),
     },
     {
       method: "DELETE",
@@ -821,7 +838,8 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   invalid_request: "malformed JSON or form body, wrong field types, missing or unknown fields, bad query parameters",
   invalid_client: "unknown `client_id`, wrong secret, revoked credential, or a credential of another organization",
   unsupported_grant_type: "`grant_type` other than `client_credentials`",
-  invalid_token: "missing, malformed, expired or revoked access token (or operator token), or one of another organization; with `WWW-Authenticate: Bearer`",
+  invalid_token:
+    "missing, malformed, expired or revoked access token (or operator token), or one of another organization; with `WWW-Authenticate: Bearer`",
   invalid_api_key: "`x-api-key` missing, unknown or revoked",
   forbidden: "the credentials may not perform this operation",
   not_found: "unknown path, or a resource that does not exist or belongs to another organization",
@@ -857,7 +875,7 @@ export function errorStatuses(op: Operation): number[] {
   const statuses = new Set([401, 500, 503, ...(op.extraErrors ?? [])]);
   if (op.auth !== "admin") statuses.add(429);
   if (op.body || op.list || op.query) statuses.add(400);
-  if (op.body) [413, 415].forEach((s) => statuses.add(s));
+  if (op.body) statuses.add(413).add(415);
   if (op.path.includes("{")) statuses.add(404);
   return [...statuses].sort((a, b) => a - b);
 }
@@ -916,7 +934,10 @@ function buildDocument(): OpenApiDocument {
     },
   };
   const names = new Map<z.ZodType, string>();
-  for (const [io, group] of [["input", INPUTS], ["output", OUTPUTS]] as const) {
+  for (const [io, group] of [
+    ["input", INPUTS],
+    ["output", OUTPUTS],
+  ] as const) {
     for (const [name, schema] of Object.entries(group)) {
       schemas[name] = toJsonSchema(schema, io);
       names.set(schema, name);
@@ -944,13 +965,16 @@ function buildDocument(): OpenApiDocument {
     responses[name] = {
       description: codes.map((code) => `\`${code}\`: ${ERROR_WHEN[code]}.`).join(" "),
       ...(Object.keys(headers).length > 0 ? { headers } : {}),
-      content: { "application/json": { schema: schemaRef("ErrorEnvelope"), example: envelopeExample(Number(status), null, "/v1/me", first) } },
+      content: {
+        "application/json": { schema: schemaRef("ErrorEnvelope"), example: envelopeExample(Number(status), null, "/v1/me", first) },
+      },
     };
   }
 
   const paths: OpenApiDocument["paths"] = {};
   for (const op of operations()) {
-    const item = (paths[op.path] ??= {});
+    const item = paths[op.path] ?? {};
+    paths[op.path] = item;
     item[op.method.toLowerCase() as Lowercase<HttpMethod>] = operationObject(op, ref);
   }
 
@@ -989,20 +1013,32 @@ function buildDocument(): OpenApiDocument {
       },
       headers: {
         RateLimit: {
-          description: 'What remains of each window of the API key and the seconds until it resets, e.g. `"second";r=0;t=1, "day";r=997;t=51234` (draft-ietf-httpapi-ratelimit-headers).',
+          description:
+            'What remains of each window of the API key and the seconds until it resets, e.g. `"second";r=0;t=1, "day";r=997;t=51234` (draft-ietf-httpapi-ratelimit-headers).',
           schema: { type: "string" },
         },
         "RateLimit-Policy": {
           description: 'The API key\'s limits, e.g. `"second";q=1;w=1, "day";q=1000;w=86400`.',
           schema: { type: "string" },
         },
-        "Retry-After": { description: "Whole seconds to wait; never earlier than the window's end.", schema: { type: "integer", minimum: 0 } },
-        "WWW-Authenticate": { description: "`Bearer` challenge (RFC 6750) when the access token is the problem.", schema: { type: "string" } },
+        "Retry-After": {
+          description: "Whole seconds to wait; never earlier than the window's end.",
+          schema: { type: "integer", minimum: 0 },
+        },
+        "WWW-Authenticate": {
+          description: "`Bearer` challenge (RFC 6750) when the access token is the problem.",
+          schema: { type: "string" },
+        },
         Location: { description: "Path of the created resource.", schema: { type: "string" } },
       },
       responses,
       securitySchemes: {
-        apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "API key (`kw_live_ak_...`) issued by the operator; on every `/v1` request." },
+        apiKey: {
+          type: "apiKey",
+          in: "header",
+          name: "x-api-key",
+          description: "API key (`kw_live_ak_...`) issued by the operator; on every `/v1` request.",
+        },
         bearer: { type: "http", scheme: "bearer", description: "Access token (`kw_at_...`) from `POST /v1/oauth`." },
         admin: { type: "http", scheme: "bearer", description: "The operator token `ADMIN_TOKEN`; `/admin/v1` only." },
       },
@@ -1094,7 +1130,9 @@ function errorResponse(op: Operation, status: number): ResponseObject | Ref {
   if (op.errorStyle === "oauth") {
     const code = codesFor(status)[0] ?? "server_error";
     return {
-      description: `RFC 6749 5.2 error body. ${codesFor(status).map((c) => `\`${c}\``).join(", ")}.`,
+      description: `RFC 6749 5.2 error body. ${codesFor(status)
+        .map((c) => `\`${c}\``)
+        .join(", ")}.`,
       content: {
         "application/json": {
           schema: schemaRef("PlainTokenError"),

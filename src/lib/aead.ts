@@ -44,11 +44,7 @@ export async function open(keys: VersionedKey[], sealed: SealedValue, aad: strin
   const iv = base64UrlDecode(sealed.iv);
   const ct = base64UrlDecode(sealed.ct);
   if (key === undefined || iv === null || ct === null) throw new Error(`cannot decrypt a value sealed with key ${sealed.kid}`);
-  const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv, additionalData: encodeUtf8(aad) },
-    await aesKey(key),
-    ct,
-  );
+  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: encodeUtf8(aad) }, await aesKey(key), ct);
   const text = decodeUtf8(new Uint8Array(plain));
   if (text === null) throw new Error("decrypted value is not UTF-8");
   return text;

@@ -19,10 +19,7 @@ export async function sha256Hex(text: string): Promise<string> {
  * the comparison is also independent of their lengths.
  */
 export async function constantTimeEqual(a: string, b: string): Promise<boolean> {
-  const [ha, hb] = await Promise.all([
-    crypto.subtle.digest("SHA-256", encodeUtf8(a)),
-    crypto.subtle.digest("SHA-256", encodeUtf8(b)),
-  ]);
+  const [ha, hb] = await Promise.all([crypto.subtle.digest("SHA-256", encodeUtf8(a)), crypto.subtle.digest("SHA-256", encodeUtf8(b))]);
   return crypto.subtle.timingSafeEqual(ha, hb);
 }
 
@@ -41,10 +38,7 @@ const hmacKeys = new WeakMap<Uint8Array, Promise<CryptoKey>>();
 export function hmacKey(raw: Uint8Array): Promise<CryptoKey> {
   let key = hmacKeys.get(raw);
   if (key === undefined) {
-    key = crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, [
-      "sign",
-      "verify",
-    ]);
+    key = crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
     hmacKeys.set(raw, key);
   }
   return key;

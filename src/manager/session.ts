@@ -4,8 +4,9 @@
  * a per-session CSRF token that every form must echo. Signed like access tokens (lib/signed.ts)
  * with the same keys under its own prefix, so a session can never pass as a token or the reverse.
  */
-import type { VersionedKey } from "../config";
+
 import * as z from "zod";
+import type { VersionedKey } from "../config";
 import { randomToken } from "../lib/crypto";
 import { open, sign } from "../lib/signed";
 

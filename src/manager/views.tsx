@@ -66,54 +66,54 @@ document.querySelectorAll("[data-copy]").forEach(function (button) {
 
 export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, children }) => (
   <>
-  {raw("<!DOCTYPE html>")}
-  <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <title>{`${title} - keyway manager`}</title>
-      {/* Constants, not user input: inserted raw, since JSX would entity-escape their quotes. */}
-      <style nonce={nonce} dangerouslySetInnerHTML={{ __html: CSS }} />
-    </head>
-    <body>
-      <a class="skip" href="#main">
-        Skip to content
-      </a>
-      <header>
-        <a class="brand" href="/manager">
-          keyway manager
+    {raw("<!DOCTYPE html>")}
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${title} - keyway manager`}</title>
+        {/* Constants, not user input: inserted raw, since JSX would entity-escape their quotes. */}
+        <style nonce={nonce} dangerouslySetInnerHTML={{ __html: CSS }} />
+      </head>
+      <body>
+        <a class="skip" href="#main">
+          Skip to content
         </a>
-        {csrf !== undefined && (
-          <form class="inline" method="post" action="/manager/sign-out">
-            <span>{who} </span>
-            <input type="hidden" name="csrf" value={csrf} />
-            <button type="submit" class="secondary">
-              Sign out
-            </button>
-          </form>
-        )}
-      </header>
-      <main id="main">
-        {crumbs && crumbs.length > 0 && (
-          <nav class="crumbs" aria-label="Breadcrumb">
-            <ol>
-              {crumbs.map((c, i) => (
-                <li>{c.href && i < crumbs.length - 1 ? <a href={c.href}>{c.label}</a> : <span aria-current="page">{c.label}</span>}</li>
-              ))}
-            </ol>
-          </nav>
-        )}
-        <h1>{title}</h1>
-        {notice && (
-          <p class="notice" role="status">
-            {notice}
-          </p>
-        )}
-        {children}
-      </main>
-      <script nonce={nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
-    </body>
-  </html>
+        <header>
+          <a class="brand" href="/manager">
+            keyway manager
+          </a>
+          {csrf !== undefined && (
+            <form class="inline" method="post" action="/manager/sign-out">
+              <span>{who} </span>
+              <input type="hidden" name="csrf" value={csrf} />
+              <button type="submit" class="secondary">
+                Sign out
+              </button>
+            </form>
+          )}
+        </header>
+        <main id="main">
+          {crumbs && crumbs.length > 0 && (
+            <nav class="crumbs" aria-label="Breadcrumb">
+              <ol>
+                {crumbs.map((c, i) => (
+                  <li>{c.href && i < crumbs.length - 1 ? <a href={c.href}>{c.label}</a> : <span aria-current="page">{c.label}</span>}</li>
+                ))}
+              </ol>
+            </nav>
+          )}
+          <h1>{title}</h1>
+          {notice && (
+            <p class="notice" role="status">
+              {notice}
+            </p>
+          )}
+          {children}
+        </main>
+        <script nonce={nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
+      </body>
+    </html>
   </>
 );
 
@@ -125,7 +125,9 @@ export const PostForm: FC<{ action: string; csrf: string; class?: string; label?
   </form>
 );
 
-export const Field: FC<{ id: string; label: string; hint?: string; type?: string; required?: boolean; value?: string; min?: number }> = (p) => (
+export const Field: FC<{ id: string; label: string; hint?: string; type?: string; required?: boolean; value?: string; min?: number }> = (
+  p,
+) => (
   <>
     <label for={p.id}>
       {p.label} {p.hint && <span class="hint">({p.hint})</span>}
@@ -138,8 +140,8 @@ export const Field: FC<{ id: string; label: string; hint?: string; type?: string
 export const SecretOnce: FC<{ id: string; label: string; value: string }> = ({ id, label, value }) => (
   <div class="card">
     <p class="warning" role="alert">
-      <strong>Copy the {label} now.</strong> It is shown only this once and cannot be retrieved later; keyway stores only
-      a hash of it. If it is lost, revoke it and create a new one.
+      <strong>Copy the {label} now.</strong> It is shown only this once and cannot be retrieved later; keyway stores only a hash of it. If
+      it is lost, revoke it and create a new one.
     </p>
     <label for={id}>{label}</label>
     <input id={id} class="secret" type="text" readonly value={value} />

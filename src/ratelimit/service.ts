@@ -23,7 +23,10 @@ const MAX_CACHED_IDS = 10_000;
 function limiterFor(deps: Deps, keyId: string): DurableObjectStub<RateLimiter> {
   const namespace = deps.rateLimiter;
   let ids = limiterIds.get(namespace);
-  if (ids === undefined) limiterIds.set(namespace, (ids = new Map()));
+  if (ids === undefined) {
+    ids = new Map();
+    limiterIds.set(namespace, ids);
+  }
   let id = ids.get(keyId);
   if (id === undefined) {
     if (ids.size >= MAX_CACHED_IDS) ids.clear();

@@ -68,8 +68,7 @@ function describe(state: WindowState, limits: Limits, now: number, allowed: bool
 /** Decides one request and returns the state to store (unchanged when refused). */
 export function admit(state: WindowState, limits: Limits, now: number): { state: WindowState; decision: Decision } {
   const windows = current(state, now);
-  const exceeded =
-    windows.dayCount >= limits.per_day ? "day" : windows.secondCount >= limits.per_second ? "second" : null;
+  const exceeded = windows.dayCount >= limits.per_day ? "day" : windows.secondCount >= limits.per_second ? "second" : null;
   if (exceeded !== null) return { state: windows, decision: describe(windows, limits, now, false, exceeded) };
   const next = { ...windows, secondCount: windows.secondCount + 1, dayCount: windows.dayCount + 1 };
   return { state: next, decision: describe(next, limits, now, true, null) };

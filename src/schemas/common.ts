@@ -6,6 +6,7 @@
 import * as z from "zod";
 
 // C0/C1 control characters (NUL included) have no place in names shown in a UI or a log.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: this pattern exists to find control characters.
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** A human-readable name: trimmed, 1..200 characters, well-formed Unicode, no control characters. */

@@ -4,10 +4,7 @@
  */
 import * as z from "zod";
 
-const Credential = z
-  .string()
-  .min(1, { error: "must not be empty" })
-  .max(512, { error: "must be at most 512 characters" });
+const Credential = z.string().min(1, { error: "must not be empty" }).max(512, { error: "must be at most 512 characters" });
 
 export const TokenRequest = z.object({
   grant_type: z.string(),

@@ -9,14 +9,13 @@ import type { Deps } from "../deps";
 import { isoTime } from "../deps";
 import { notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
-import { TtlCache } from "../lib/ttl-cache";
 import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
-import type { UpdateApiKeyInput } from "../schemas/admin";
-import type { ApiKeyView } from "../schemas/admin";
+import { TtlCache } from "../lib/ttl-cache";
+import { setKeyLimits } from "../ratelimit/service";
+import type { ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
 import { ApiKeyIndexRecord, ApiKeyRecord, type LimitOverrides, type Limits } from "../schemas/records";
-import { setKeyLimits } from "../ratelimit/service";
-import { getRecord, listPage, putRecord, type Page } from "./kv";
+import { getRecord, listPage, type Page, putRecord } from "./kv";
 import { kvKeys } from "./kv-keys";
 import { getOrganization } from "./organizations";
 
@@ -71,9 +70,8 @@ async function saveApiKey(deps: Deps, record: ApiKeyRecord): Promise<void> {
 }
 
 export async function getApiKey(deps: Deps, orgId: string, keyId: string): Promise<ApiKeyRecord> {
-  const index = ID_PATTERN.test(orgId) && ID_PATTERN.test(keyId)
-    ? await getRecord(deps.kv, kvKeys.apiKeyIndex(orgId, keyId), ApiKeyIndexRecord)
-    : null;
+  const index =
+    ID_PATTERN.test(orgId) && ID_PATTERN.test(keyId) ? await getRecord(deps.kv, kvKeys.apiKeyIndex(orgId, keyId), ApiKeyIndexRecord) : null;
   const record = index && (await getRecord(deps.kv, kvKeys.apiKeyByHash(index.key_hash), ApiKeyRecord));
   if (!record) throw notFound("API key");
   return record;
@@ -87,12 +85,7 @@ export async function listApiKeys(deps: Deps, orgId: string, query: ListQuery): 
   });
 }
 
-export async function updateApiKey(
-  deps: Deps,
-  orgId: string,
-  keyId: string,
-  input: UpdateApiKeyInput,
-): Promise<ApiKeyRecord> {
+export async function updateApiKey(deps: Deps, orgId: string, keyId: string, input: UpdateApiKeyInput): Promise<ApiKeyRecord> {
   const current = await getApiKey(deps, orgId, keyId);
   const limits: LimitOverrides = { ...current.limits };
   for (const field of ["per_second", "per_day"] as const) {

@@ -9,11 +9,11 @@ import { isoTime } from "../deps";
 import { notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
 import { CLIENT_ID_PATTERN, newClientId, newClientSecret } from "../lib/ids";
+import { TtlCache } from "../lib/ttl-cache";
 import type { ClientCredentialView } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
 import { ClientCredentialRecord, RevokedClientRecord } from "../schemas/records";
-import { TtlCache } from "../lib/ttl-cache";
-import { getRecord, listPage, putRecord, type Page } from "./kv";
+import { getRecord, listPage, type Page, putRecord } from "./kv";
 import { kvKeys, lastSegment } from "./kv-keys";
 import { getUser } from "./users";
 
@@ -57,12 +57,7 @@ export async function findClientCredential(deps: Deps, clientId: string): Promis
   return getRecord(deps.kv, kvKeys.clientCredential(clientId), ClientCredentialRecord);
 }
 
-export async function getClientCredential(
-  deps: Deps,
-  orgId: string,
-  userId: string,
-  clientId: string,
-): Promise<ClientCredentialRecord> {
+export async function getClientCredential(deps: Deps, orgId: string, userId: string, clientId: string): Promise<ClientCredentialRecord> {
   const record = await findClientCredential(deps, clientId);
   if (record === null || record.organization_id !== orgId || record.user_id !== userId) {
     throw notFound("Client credential");
@@ -77,18 +72,11 @@ export async function listClientCredentials(
   query: ListQuery,
 ): Promise<Page<ClientCredentialRecord>> {
   await getUser(deps, orgId, userId);
-  return listPage(deps.kv, kvKeys.clientCredentialIndexPrefix(orgId, userId), query, (key) =>
-    findClientCredential(deps, lastSegment(key)),
-  );
+  return listPage(deps.kv, kvKeys.clientCredentialIndexPrefix(orgId, userId), query, (key) => findClientCredential(deps, lastSegment(key)));
 }
 
 /** Idempotent. The tombstone outlives every token the credential could have issued. */
-export async function revokeClientCredential(
-  deps: Deps,
-  orgId: string,
-  userId: string,
-  clientId: string,
-): Promise<ClientCredentialRecord> {
+export async function revokeClientCredential(deps: Deps, orgId: string, userId: string, clientId: string): Promise<ClientCredentialRecord> {
   const current = await getClientCredential(deps, orgId, userId, clientId);
   if (current.revoked_at !== null) return current;
   const revokedAt = isoTime(deps.now());

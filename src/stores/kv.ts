@@ -7,11 +7,7 @@ import type { z } from "zod";
 import { ApiError } from "../errors";
 import type { ListQuery } from "../schemas/common";
 
-export async function getRecord<T extends z.ZodType>(
-  kv: KVNamespace,
-  key: string,
-  schema: T,
-): Promise<z.output<T> | null> {
+export async function getRecord<T extends z.ZodType>(kv: KVNamespace, key: string, schema: T): Promise<z.output<T> | null> {
   const value = await kv.get(key, "json");
   if (value === null) return null;
   const parsed = schema.safeParse(value);

@@ -39,4 +39,3 @@ export async function findOrgAdminToken(deps: Deps, token: string): Promise<OrgA
   const record = await getRecord(deps.kv, kvKeys.orgAdminToken(await sha256Hex(token)), OrgAdminTokenRecord);
   return record && record.revoked_at === null ? record : null;
 }
-

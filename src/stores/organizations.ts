@@ -5,7 +5,7 @@ import { notFound } from "../errors";
 import { ID_PATTERN, newOrganizationId } from "../lib/ids";
 import type { ListQuery } from "../schemas/common";
 import { OrganizationRecord } from "../schemas/records";
-import { getRecord, listPage, putRecord, type Page } from "./kv";
+import { getRecord, listPage, type Page, putRecord } from "./kv";
 import { kvKeys } from "./kv-keys";
 
 export async function createOrganization(deps: Deps, input: { name: string }): Promise<OrganizationRecord> {

@@ -5,16 +5,12 @@ import { notFound } from "../errors";
 import { ID_PATTERN, newUserId } from "../lib/ids";
 import type { ListQuery } from "../schemas/common";
 import { UserRecord } from "../schemas/records";
-import { getRecord, listPage, putRecord, type Page } from "./kv";
-import { kvKeys } from "./kv-keys";
 import { listClientCredentials, revokeClientCredential } from "./client-credentials";
+import { getRecord, listPage, type Page, putRecord } from "./kv";
+import { kvKeys } from "./kv-keys";
 import { getOrganization } from "./organizations";
 
-export async function createUser(
-  deps: Deps,
-  orgId: string,
-  input: { name: string; email?: string | undefined },
-): Promise<UserRecord> {
+export async function createUser(deps: Deps, orgId: string, input: { name: string; email?: string | undefined }): Promise<UserRecord> {
   await getOrganization(deps, orgId);
   const record: UserRecord = {
     id: newUserId(),
@@ -28,9 +24,7 @@ export async function createUser(
 }
 
 export async function getUser(deps: Deps, orgId: string, userId: string): Promise<UserRecord> {
-  const user = ID_PATTERN.test(orgId) && ID_PATTERN.test(userId)
-    ? await getRecord(deps.kv, kvKeys.user(orgId, userId), UserRecord)
-    : null;
+  const user = ID_PATTERN.test(orgId) && ID_PATTERN.test(userId) ? await getRecord(deps.kv, kvKeys.user(orgId, userId), UserRecord) : null;
   if (user === null) throw notFound("User");
   return user;
 }

@@ -10,6 +10,7 @@ import { isoTime } from "../deps";
 import { ApiError, notFound } from "../errors";
 import { open, seal } from "../lib/aead";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
+import { TtlCache } from "../lib/ttl-cache";
 import type { ListQuery } from "../schemas/common";
 import {
   type CreateWebhookConfigurationInput,
@@ -17,8 +18,7 @@ import {
   WebhookConfigurationRecord,
   type WebhookConfigurationView,
 } from "../schemas/webhooks";
-import { TtlCache } from "../lib/ttl-cache";
-import { getRecord, listPage, putRecord, type Page } from "../stores/kv";
+import { getRecord, listPage, type Page, putRecord } from "../stores/kv";
 import { kvKeys } from "../stores/kv-keys";
 import { newSigningSecret } from "./signature";
 import { checkTarget } from "./ssrf";
@@ -26,8 +26,7 @@ import { checkTarget } from "./ssrf";
 /** How long a rotated-out signing secret keeps signing (both signatures are sent). */
 export const SIGNING_SECRET_OVERLAP_MS = 24 * 3600 * 1000;
 
-const aad = (record: { organization_id: string; id: string }, purpose: string) =>
-  `${record.organization_id}:${record.id}:${purpose}`;
+const aad = (record: { organization_id: string; id: string }, purpose: string) => `${record.organization_id}:${record.id}:${purpose}`;
 
 function validTarget(deps: Deps, field: string, url: string): string {
   const check = checkTarget(url, { allowInsecure: deps.config.allowInsecureTargets });
@@ -70,11 +69,7 @@ export async function createWebhookConfiguration(
   return { record, signingSecret };
 }
 
-export async function findWebhookConfiguration(
-  deps: Deps,
-  orgId: string,
-  id: string,
-): Promise<WebhookConfigurationRecord | null> {
+export async function findWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfigurationRecord | null> {
   if (!ID_PATTERN.test(id)) return null;
   return getRecord(deps.kv, kvKeys.webhookConfiguration(orgId, id), WebhookConfigurationRecord);
 }
@@ -93,11 +88,7 @@ export async function getWebhookConfiguration(deps: Deps, orgId: string, id: str
 export const LIST_CACHE_TTL_MS = 10_000;
 const firstPages = new TtlCache<Page<WebhookConfigurationRecord>>(LIST_CACHE_TTL_MS, 5_000);
 
-export async function listWebhookConfigurations(
-  deps: Deps,
-  orgId: string,
-  query: ListQuery,
-): Promise<Page<WebhookConfigurationRecord>> {
+export async function listWebhookConfigurations(deps: Deps, orgId: string, query: ListQuery): Promise<Page<WebhookConfigurationRecord>> {
   const cacheKey = query.cursor === undefined ? `${orgId}:${query.limit}` : null;
   const cached = cacheKey === null ? undefined : firstPages.get(cacheKey, deps.now());
   if (cached !== undefined) return cached;
@@ -178,7 +169,11 @@ export async function rotateSigningSecret(
   const updated: WebhookConfigurationRecord = {
     ...current,
     signing_secrets: [
-      { secret: await seal(deps.config.encryptionKeys, signingSecret, aad(current, "signing_secret")), created_at: isoTime(nowMs), expires_at: null },
+      {
+        secret: await seal(deps.config.encryptionKeys, signingSecret, aad(current, "signing_secret")),
+        created_at: isoTime(nowMs),
+        expires_at: null,
+      },
       { ...previous, expires_at: previousExpiresAt },
     ],
     updated_at: isoTime(nowMs),

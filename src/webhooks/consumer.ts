@@ -9,12 +9,7 @@
 import { type Deps, depsFromEnv, isoTime } from "../deps";
 import { TtlCache } from "../lib/ttl-cache";
 import { type DeliveryAttempt, DeliveryMessage, type WebhookConfigurationRecord } from "../schemas/webhooks";
-import {
-  disableWebhookConfiguration,
-  findWebhookConfiguration,
-  liveSigningSecrets,
-  receiverClientSecret,
-} from "./configurations";
+import { disableWebhookConfiguration, findWebhookConfiguration, liveSigningSecrets, receiverClientSecret } from "./configurations";
 import { recordOutcome } from "./deliveries";
 import { DeliveryFailure, postWebhook, type ReceiverToken, requestReceiverToken } from "./outbound";
 import { signatureHeader } from "./signature";
@@ -93,7 +88,12 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
 async function deliver(deps: Deps, message: DeliveryMessage, attemptNumber: number): Promise<Outcome> {
   const startedAt = deps.now();
   const finalAttempt = attemptNumber > deps.config.webhookMaxRetries;
-  const attempt = (step: DeliveryAttempt["step"], httpStatus: number | null, outcome: DeliveryAttempt["outcome"], error: string | null): DeliveryAttempt => ({
+  const attempt = (
+    step: DeliveryAttempt["step"],
+    httpStatus: number | null,
+    outcome: DeliveryAttempt["outcome"],
+    error: string | null,
+  ): DeliveryAttempt => ({
     number: attemptNumber,
     at: isoTime(startedAt),
     step,
@@ -110,7 +110,12 @@ async function deliver(deps: Deps, message: DeliveryMessage, attemptNumber: numb
     const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(backoffSeconds(attemptNumber), askedSeconds ?? 0));
     if (finalAttempt) {
       // The Queue dead-letters it on this retry; the record says so now.
-      await recordOutcome(deps, message, { ...a, outcome: "failed", error: `${a.error ?? "failed"}; retries exhausted` }, { status: "failed", next_attempt_at: null });
+      await recordOutcome(
+        deps,
+        message,
+        { ...a, outcome: "failed", error: `${a.error ?? "failed"}; retries exhausted` },
+        { status: "failed", next_attempt_at: null },
+      );
     } else {
       await recordOutcome(deps, message, a, { status: "retrying", next_attempt_at: isoTime(deps.now() + delaySeconds * 1000) });
     }
@@ -140,7 +145,12 @@ async function deliver(deps: Deps, message: DeliveryMessage, attemptNumber: numb
     Authorization: `Bearer ${token.accessToken}`,
     "webhook-id": message.delivery_id,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": await signatureHeader(await liveSigningSecrets(deps, config, deps.now()), message.delivery_id, timestamp, message.body),
+    "webhook-signature": await signatureHeader(
+      await liveSigningSecrets(deps, config, deps.now()),
+      message.delivery_id,
+      timestamp,
+      message.body,
+    ),
     "User-Agent": "keyway-webhooks/1",
   };
   let status: number;
@@ -175,7 +185,10 @@ async function deliver(deps: Deps, message: DeliveryMessage, attemptNumber: numb
 }
 
 /** Spec 4.3: a token request before each webhook, unless the configuration opted into caching. */
-async function receiverToken(deps: Deps, config: WebhookConfigurationRecord): Promise<ReceiverToken | { accessToken: string; cached: true }> {
+async function receiverToken(
+  deps: Deps,
+  config: WebhookConfigurationRecord,
+): Promise<ReceiverToken | { accessToken: string; cached: true }> {
   const key = tokenCacheKey(config);
   if (config.token_cache) {
     const hit = tokenCache.get(key, deps.now());

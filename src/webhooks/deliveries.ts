@@ -20,7 +20,7 @@ import {
   type PublishedEventView,
   type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
-import { getRecord, listPage, putRecord, type Page } from "../stores/kv";
+import { getRecord, listPage, type Page, putRecord } from "../stores/kv";
 import { kvKeys, lastSegment } from "../stores/kv-keys";
 import { allWebhookConfigurations, getWebhookConfiguration, matchesEvent } from "./configurations";
 
@@ -70,7 +70,13 @@ export async function publishEvent(
     created_at: createdAt,
     updated_at: createdAt,
   }));
-  const event: EventRecord = { id: eventId, organization_id: orgId, type: input.type, created_at: createdAt, delivery_ids: deliveries.map((d) => d.id) };
+  const event: EventRecord = {
+    id: eventId,
+    organization_id: orgId,
+    type: input.type,
+    created_at: createdAt,
+    delivery_ids: deliveries.map((d) => d.id),
+  };
 
   await Promise.all([
     putRecord(deps.kv, kvKeys.event(orgId, eventId), EventRecord, event, ttl),
@@ -80,7 +86,10 @@ export async function publishEvent(
       deps.kv.put(kvKeys.deliveryIndex(orgId, d.webhook_configuration_id, nowMs, d.id), "", ttl),
     ]),
   ]);
-  await enqueue(deps, deliveries.map((d) => messageFor(d, body)));
+  await enqueue(
+    deps,
+    deliveries.map((d) => messageFor(d, body)),
+  );
   return {
     id: eventId,
     type: input.type,
@@ -95,7 +104,12 @@ export async function sendTestEvent(deps: Deps, orgId: string, configId: string)
   if (config.status !== "active") {
     throw new ApiError("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
   }
-  return publishEvent(deps, orgId, { type: "webhook.test", data: { message: "Test event from keyway", webhook_configuration_id: config.id } }, config);
+  return publishEvent(
+    deps,
+    orgId,
+    { type: "webhook.test", data: { message: "Test event from keyway", webhook_configuration_id: config.id } },
+    config,
+  );
 }
 
 function messageFor(delivery: DeliveryRecord, body: string): DeliveryMessage {
@@ -133,9 +147,7 @@ async function enqueue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
     const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
     console.error(JSON.stringify({ level: "error", msg: "enqueue failed", detail }));
     await Promise.all(
-      messages.map((m) =>
-        recordOutcome(deps, m, null, { status: "failed", next_attempt_at: null }).catch(() => undefined),
-      ),
+      messages.map((m) => recordOutcome(deps, m, null, { status: "failed", next_attempt_at: null }).catch(() => undefined)),
     );
     throw new ApiError("service_unavailable", "The event could not be queued for delivery; it was not sent. Retry shortly.", {
       headers: { "Retry-After": "5" },

@@ -65,14 +65,13 @@ function guard(deps: Deps, step: DeliveryFailure["step"], url: URL | string): UR
 /** Printable, bounded, and free of the secret we sent (a receiver might echo it). */
 function clean(text: unknown, secret: string): string | null {
   if (typeof text !== "string" || text === "") return null;
-  return text.replaceAll(secret, "[redacted]").replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
+  return text
+    .replaceAll(secret, "[redacted]")
+    .replace(/[^\x20-\x7e]/g, "?")
+    .slice(0, 200);
 }
 
-export async function requestReceiverToken(
-  deps: Deps,
-  config: WebhookConfigurationRecord,
-  clientSecret: string,
-): Promise<ReceiverToken> {
+export async function requestReceiverToken(deps: Deps, config: WebhookConfigurationRecord, clientSecret: string): Promise<ReceiverToken> {
   // Field order as in spec 4.3's table.
   const form = new URLSearchParams({
     client_id: config.oauth.client_id,
@@ -92,7 +91,8 @@ export async function requestReceiverToken(
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location !== null) {
       await res.body?.cancel();
-      if (hop === MAX_REDIRECTS) throw new DeliveryFailure("token", res.status, `token endpoint redirected more than ${MAX_REDIRECTS} times`);
+      if (hop === MAX_REDIRECTS)
+        throw new DeliveryFailure("token", res.status, `token endpoint redirected more than ${MAX_REDIRECTS} times`);
       let next: URL;
       try {
         next = new URL(location, url);
@@ -123,7 +123,12 @@ export async function requestReceiverToken(
       // Spec 2.4: error replies carry `message` (and `description`).
       const reason = clean(body?.message, clientSecret) ?? clean(body?.error_description, clientSecret) ?? clean(body?.error, clientSecret);
       const detail = [reason, clean(body?.description, clientSecret)].filter(Boolean).join(" - ");
-      throw new DeliveryFailure("token", res.status, `token endpoint answered ${res.status}${detail ? `: ${detail}` : ""}`, retryAfter(res));
+      throw new DeliveryFailure(
+        "token",
+        res.status,
+        `token endpoint answered ${res.status}${detail ? `: ${detail}` : ""}`,
+        retryAfter(res),
+      );
     }
     if (body === null) throw new DeliveryFailure("token", res.status, "token endpoint did not answer a JSON object");
     const accessToken = body.access_token;

@@ -27,4 +27,3 @@ export async function signatureHeader(secrets: string[], id: string, timestamp: 
   const content = `${id}.${timestamp}.${body}`;
   return (await Promise.all(secrets.map((s) => sign(s, content)))).join(" ");
 }
-

@@ -168,7 +168,7 @@ function ip4(a: number, b: number, c: number, d: number): number {
 function inRange4(addr: number, base: number, prefix: number): boolean {
   // `>>> 0` keeps the arithmetic unsigned; a /0 mask would need a shift by 32, which JS wraps.
   const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  return ((addr & mask) >>> 0) === ((base & mask) >>> 0);
+  return (addr & mask) >>> 0 === (base & mask) >>> 0;
 }
 
 function ipv4Verdict(addr: number): Verdict | null {

@@ -5,7 +5,10 @@ import type { AppEnv } from "../context";
 
 export function provideDeps(now: () => number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.set("deps", depsFromEnv(c.env, now, (work) => c.executionCtx.waitUntil(work)));
+    c.set(
+      "deps",
+      depsFromEnv(c.env, now, (work) => c.executionCtx.waitUntil(work)),
+    );
     await next();
   };
 }

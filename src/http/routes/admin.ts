@@ -4,6 +4,7 @@
  * Bodies are JSON; an empty body counts as `{}`.
  */
 import { Hono } from "hono";
+import { keyUsage, usageView } from "../../ratelimit/service";
 import {
   CreateApiKeyInput,
   CreateClientCredentialInput,
@@ -20,17 +21,15 @@ import {
   listClientCredentials,
   revokeClientCredential,
 } from "../../stores/client-credentials";
-import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
 import { mintOrgAdminToken } from "../../stores/org-admin-tokens";
+import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../stores/users";
-import { keyUsage, usageView } from "../../ratelimit/service";
 import type { AppEnv } from "../context";
 import { created, respond, respondPage } from "../envelope";
 import { jsonBody, listQuery, param } from "../input";
 import { methods } from "../route";
 
 export const admin = new Hono<AppEnv>();
-
 
 const ORGS = "/admin/v1/organizations";
 const ORG = `${ORGS}/:org`;

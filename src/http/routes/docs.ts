@@ -16,8 +16,8 @@ import {
   type MediaTypeObject,
   type OpenApiDocument,
   type OperationObject,
-  type ParameterObject,
   openApiDocument,
+  type ParameterObject,
 } from "../openapi";
 import { methods } from "../route";
 
@@ -225,7 +225,8 @@ function resolve<T>(doc: OpenApiDocument, value: unknown): T {
   const ref = typeof value === "object" && value !== null && "$ref" in value ? value.$ref : undefined;
   if (typeof ref !== "string" || !ref.startsWith("#/")) return value as T;
   let node: unknown = doc;
-  for (const key of ref.slice(2).split("/")) node = typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
+  for (const key of ref.slice(2).split("/"))
+    node = typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
   return (node ?? value) as T;
 }
 

@@ -14,13 +14,26 @@ import type { Child } from "hono/jsx";
 import { isoTime } from "../../deps";
 import { ApiError } from "../../errors";
 import { constantTimeEqual, randomToken } from "../../lib/crypto";
-import { canAccess, newSession, openSession, sealSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session } from "../../manager/session";
+import { canAccess, newSession, openSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, sealSession } from "../../manager/session";
 import { type Crumb, Field, Page, PostForm, SecretOnce, Status, when } from "../../manager/views";
 import { keyUsage } from "../../ratelimit/service";
-import { CreateApiKeyInput, CreateClientCredentialInput, CreateOrganizationInput, CreateUserInput, MintOrgAdminTokenInput, UpdateApiKeyInput } from "../../schemas/admin";
+import {
+  CreateApiKeyInput,
+  CreateClientCredentialInput,
+  CreateOrganizationInput,
+  CreateUserInput,
+  MintOrgAdminTokenInput,
+  UpdateApiKeyInput,
+} from "../../schemas/admin";
 import { parseInput } from "../../schemas/validate";
 import { apiKeyView, createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey } from "../../stores/api-keys";
-import { clientCredentialView, createClientCredential, getClientCredential, listClientCredentials, revokeClientCredential } from "../../stores/client-credentials";
+import {
+  clientCredentialView,
+  createClientCredential,
+  getClientCredential,
+  listClientCredentials,
+  revokeClientCredential,
+} from "../../stores/client-credentials";
 import { findOrgAdminToken, mintOrgAdminToken } from "../../stores/org-admin-tokens";
 import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../stores/users";
@@ -90,7 +103,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       <Page title="Sign in" nonce={c.get("nonce")}>
         <form method="post" action="/manager/sign-in" class="card">
           <input type="hidden" name="csrf" value={loginCsrf} />
-          <Field id="token" type="password" label="Access token" hint="the operator's ADMIN_TOKEN, or an organization administrator token" required />
+          <Field
+            id="token"
+            type="password"
+            label="Access token"
+            hint="the operator's ADMIN_TOKEN, or an organization administrator token"
+            required
+          />
           <button type="submit">Sign in</button>
         </form>
       </Page>,
@@ -161,18 +180,29 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations", async (c) => {
     operatorOnly(c);
     const orgs = await listOrganizations(c.get("deps"), PAGE_SIZE);
-    return page(c, "Organizations", [{ label: "Organizations" }], (
+    return page(
+      c,
+      "Organizations",
+      [{ label: "Organizations" }],
       <>
         <table>
           <caption class="hint">Every organization (first 100)</caption>
           <thead>
-            <tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Created</th></tr>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Id</th>
+              <th scope="col">Created</th>
+            </tr>
           </thead>
           <tbody>
             {orgs.items.map((o) => (
               <tr>
-                <td><a href={`/manager/organizations/${o.id}`}>{o.name}</a></td>
-                <td><code>{o.id}</code></td>
+                <td>
+                  <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
+                </td>
+                <td>
+                  <code>{o.id}</code>
+                </td>
                 <td>{when(o.created_at)}</td>
               </tr>
             ))}
@@ -183,8 +213,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
           <Field id="name" label="Name" required />
           <button type="submit">Create organization</button>
         </PostForm>
-      </>
-    ));
+      </>,
+    );
   });
 
   app.post("/manager/organizations", async (c) => {
@@ -198,15 +228,26 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const base = `/manager/organizations/${org.id}`;
     const operator = c.get("session").role === "operator";
-    return page(c, "Organization Settings", orgCrumbs(c, org), (
+    return page(
+      c,
+      "Organization Settings",
+      orgCrumbs(c, org),
       <>
         <p>
           <strong>{org.name}</strong> <code>{org.id}</code>
         </p>
         <ul class="links">
-          <li><a href={`${base}/users`}>Users</a> and their client credentials</li>
-          {operator && <li><a href={`${base}/api-keys`}>API keys</a> (operators only)</li>}
-          <li><a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries</li>
+          <li>
+            <a href={`${base}/users`}>Users</a> and their client credentials
+          </li>
+          {operator && (
+            <li>
+              <a href={`${base}/api-keys`}>API keys</a> (operators only)
+            </li>
+          )}
+          <li>
+            <a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries
+          </li>
         </ul>
         {operator && (
           <>
@@ -218,8 +259,9 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
             </PostForm>
           </>
         )}
-      </>
-    ), c.req.query("notice") === "created" ? "Organization created." : undefined);
+      </>,
+      c.req.query("notice") === "created" ? "Organization created." : undefined,
+    );
   });
 
   app.post("/manager/organizations/:org/admin-tokens", async (c) => {
@@ -227,13 +269,18 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const input = parseInput(MintOrgAdminTokenInput, optional(await form(c), ["name"]));
     const { token } = await mintOrgAdminToken(c.get("deps"), org.id, input);
-    return page(c, "Administrator token", [...orgCrumbs(c, org, true), { label: "Administrator token" }], (
+    return page(
+      c,
+      "Administrator token",
+      [...orgCrumbs(c, org, true), { label: "Administrator token" }],
       <>
         <SecretOnce id="admin-token" label="administrator token" value={token} />
         <p>Give it to the organization's administrator: signing in with it opens this organization only.</p>
-        <p><a href={`/manager/organizations/${org.id}`}>Back to Organization Settings</a></p>
-      </>
-    ));
+        <p>
+          <a href={`/manager/organizations/${org.id}`}>Back to Organization Settings</a>
+        </p>
+      </>,
+    );
   });
 
   // Users.
@@ -241,11 +288,19 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const users = await listUsers(c.get("deps"), org.id, PAGE_SIZE);
     const base = `/manager/organizations/${org.id}/users`;
-    return page(c, "Users", [...orgCrumbs(c, org, true), { label: "Users" }], (
+    return page(
+      c,
+      "Users",
+      [...orgCrumbs(c, org, true), { label: "Users" }],
       <>
         <table>
           <thead>
-            <tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Created</th><th scope="col">Actions</th></tr>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">E-mail</th>
+              <th scope="col">Created</th>
+              <th scope="col">Actions</th>
+            </tr>
           </thead>
           <tbody>
             {users.items.map((u) => (
@@ -254,9 +309,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
                 <td>{u.email ?? "-"}</td>
                 <td>{when(u.created_at)}</td>
                 <td>
-                  <a href={`${base}/${u.id}/client-credentials`}>Client credentials<span class="skip"> of {u.name}</span></a>
+                  <a href={`${base}/${u.id}/client-credentials`}>
+                    Client credentials<span class="skip"> of {u.name}</span>
+                  </a>
                   {" | "}
-                  <a href={`${base}/${u.id}/remove`}>Remove<span class="skip"> {u.name}</span></a>
+                  <a href={`${base}/${u.id}/remove`}>
+                    Remove<span class="skip"> {u.name}</span>
+                  </a>
                 </td>
               </tr>
             ))}
@@ -269,8 +328,9 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
           <Field id="email" label="E-mail" type="email" hint="optional" />
           <button type="submit">Add user</button>
         </PostForm>
-      </>
-    ), notices[c.req.query("notice") ?? ""]);
+      </>,
+      notices[c.req.query("notice") ?? ""],
+    );
   });
 
   app.post("/manager/organizations/:org/users", async (c) => {
@@ -283,9 +343,15 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations/:org/users/:user/remove", async (c) => {
     const org = await orgFor(c);
     const user = await getUser(c.get("deps"), org.id, c.req.param("user"));
-    return confirmPage(c, `Remove ${user.name}?`, orgCrumbs(c, org, true), `/manager/organizations/${org.id}/users/${user.id}/remove`,
-      "Removing the user revokes all of their client credentials: access tokens issued with them stop working.", "Remove user",
-      `/manager/organizations/${org.id}/users`);
+    return confirmPage(
+      c,
+      `Remove ${user.name}?`,
+      orgCrumbs(c, org, true),
+      `/manager/organizations/${org.id}/users/${user.id}/remove`,
+      "Removing the user revokes all of their client credentials: access tokens issued with them stop working.",
+      "Remove user",
+      `/manager/organizations/${org.id}/users`,
+    );
   });
 
   app.post("/manager/organizations/:org/users/:user/remove", async (c) => {
@@ -299,22 +365,46 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const { org, user } = await userFor(c);
     const creds = await listClientCredentials(c.get("deps"), org.id, user.id, PAGE_SIZE);
     const base = credentialsPath(org.id, user.id);
-    return page(c, "Client credentials", credentialCrumbs(c, org, user), (
+    return page(
+      c,
+      "Client credentials",
+      credentialCrumbs(c, org, user),
       <>
-        <p>Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.</p>
+        <p>
+          Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
+        </p>
         <table>
           <thead>
-            <tr><th scope="col">client_id</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Actions</th></tr>
+            <tr>
+              <th scope="col">client_id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
           </thead>
           <tbody>
             {creds.items.map(clientCredentialView).map((cr) => (
               <tr>
-                <td><code>{cr.client_id}</code></td>
+                <td>
+                  <code>{cr.client_id}</code>
+                </td>
                 <td>{cr.name ?? "-"}</td>
                 <td>{when(cr.created_at)}</td>
                 <td>{when(cr.last_used_at)}</td>
-                <td><Status value={cr.status} /></td>
-                <td>{cr.status === "active" ? <a href={`${base}/${cr.client_id}/revoke`}>Revoke<span class="skip"> {cr.client_id}</span></a> : when(cr.revoked_at)}</td>
+                <td>
+                  <Status value={cr.status} />
+                </td>
+                <td>
+                  {cr.status === "active" ? (
+                    <a href={`${base}/${cr.client_id}/revoke`}>
+                      Revoke<span class="skip"> {cr.client_id}</span>
+                    </a>
+                  ) : (
+                    when(cr.revoked_at)
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -325,32 +415,45 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
           <Field id="name" label="Name" hint="optional, e.g. the application using it" />
           <button type="submit">Create client credentials</button>
         </PostForm>
-      </>
-    ), notices[c.req.query("notice") ?? ""]);
+      </>,
+      notices[c.req.query("notice") ?? ""],
+    );
   });
 
   app.post("/manager/organizations/:org/users/:user/client-credentials", async (c) => {
     const { org, user } = await userFor(c);
     const input = parseInput(CreateClientCredentialInput, optional(await form(c), ["name"]));
     const { record, secret } = await createClientCredential(c.get("deps"), org.id, user.id, input);
-    return page(c, "New client credentials", [...credentialCrumbs(c, org, user, true), { label: "New" }], (
+    return page(
+      c,
+      "New client credentials",
+      [...credentialCrumbs(c, org, user, true), { label: "New" }],
       <>
         <div class="card">
           <label for="client-id">client_id</label>
           <input id="client-id" class="secret" type="text" readonly value={record.client_id} />
         </div>
         <SecretOnce id="client-secret" label="client_secret" value={secret} />
-        <p><a href={credentialsPath(org.id, user.id)}>Back to the client credentials</a></p>
-      </>
-    ));
+        <p>
+          <a href={credentialsPath(org.id, user.id)}>Back to the client credentials</a>
+        </p>
+      </>,
+    );
   });
 
   app.get("/manager/organizations/:org/users/:user/client-credentials/:client/revoke", async (c) => {
     const { org, user } = await userFor(c);
     const cred = await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
     const base = credentialsPath(org.id, user.id);
-    return confirmPage(c, `Revoke ${cred.client_id}?`, credentialCrumbs(c, org, user, true), `${base}/${cred.client_id}/revoke`,
-      "Revoking stops this client from obtaining tokens, and access tokens it already has stop working.", "Revoke client credentials", base);
+    return confirmPage(
+      c,
+      `Revoke ${cred.client_id}?`,
+      credentialCrumbs(c, org, user, true),
+      `${base}/${cred.client_id}/revoke`,
+      "Revoking stops this client from obtaining tokens, and access tokens it already has stop working.",
+      "Revoke client credentials",
+      base,
+    );
   });
 
   app.post("/manager/organizations/:org/users/:user/client-credentials/:client/revoke", async (c) => {
@@ -367,11 +470,21 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const keys = await listApiKeys(deps, org.id, PAGE_SIZE);
     const usage = await Promise.all(keys.items.map((k) => (k.revoked_at === null ? keyUsage(deps, k.id) : null)));
     const base = `/manager/organizations/${org.id}/api-keys`;
-    return page(c, "API keys", [...orgCrumbs(c, org, true), { label: "API keys" }], (
+    return page(
+      c,
+      "API keys",
+      [...orgCrumbs(c, org, true), { label: "API keys" }],
       <>
         <table>
           <thead>
-            <tr><th scope="col">Key</th><th scope="col">Name</th><th scope="col">Limits</th><th scope="col">Used today</th><th scope="col">Status</th><th scope="col">Actions</th></tr>
+            <tr>
+              <th scope="col">Key</th>
+              <th scope="col">Name</th>
+              <th scope="col">Limits</th>
+              <th scope="col">Used today</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
           </thead>
           <tbody>
             {keys.items.map((k, i) => {
@@ -379,12 +492,24 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
               const u = usage[i];
               return (
                 <tr>
-                  <td><code>{v.hint}</code></td>
+                  <td>
+                    <code>{v.hint}</code>
+                  </td>
                   <td>{v.name ?? "-"}</td>
                   <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
                   <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
-                  <td><Status value={v.status} /></td>
-                  <td>{v.status === "active" ? <a href={`${base}/${v.id}`}>Limits and revocation<span class="skip"> for {v.hint}</span></a> : when(v.revoked_at)}</td>
+                  <td>
+                    <Status value={v.status} />
+                  </td>
+                  <td>
+                    {v.status === "active" ? (
+                      <a href={`${base}/${v.id}`}>
+                        Limits and revocation<span class="skip"> for {v.hint}</span>
+                      </a>
+                    ) : (
+                      when(v.revoked_at)
+                    )}
+                  </td>
                 </tr>
               );
             })}
@@ -393,12 +518,25 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
         <h2>Issue an API key</h2>
         <PostForm action={base} csrf={c.get("session").csrf} label="Issue an API key">
           <Field id="name" label="Name" hint="optional" />
-          <Field id="per_second" label="Requests per second" type="number" min={1} hint={`empty for the default, ${deps.config.defaultLimits.per_second}`} />
-          <Field id="per_day" label="Requests per day" type="number" min={1} hint={`empty for the default, ${deps.config.defaultLimits.per_day}`} />
+          <Field
+            id="per_second"
+            label="Requests per second"
+            type="number"
+            min={1}
+            hint={`empty for the default, ${deps.config.defaultLimits.per_second}`}
+          />
+          <Field
+            id="per_day"
+            label="Requests per day"
+            type="number"
+            min={1}
+            hint={`empty for the default, ${deps.config.defaultLimits.per_day}`}
+          />
           <button type="submit">Issue API key</button>
         </PostForm>
-      </>
-    ), notices[c.req.query("notice") ?? ""]);
+      </>,
+      notices[c.req.query("notice") ?? ""],
+    );
   });
 
   app.post("/manager/organizations/:org/api-keys", async (c) => {
@@ -407,12 +545,17 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const f = await form(c);
     const input = parseInput(CreateApiKeyInput, { ...optional(f, ["name"]), limits: limitsFrom(f, false) });
     const { secret } = await createApiKey(c.get("deps"), org.id, input);
-    return page(c, "New API key", [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: "New" }], (
+    return page(
+      c,
+      "New API key",
+      [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: "New" }],
       <>
         <SecretOnce id="api-key" label="API key" value={secret} />
-        <p><a href={`/manager/organizations/${org.id}/api-keys`}>Back to the API keys</a></p>
-      </>
-    ));
+        <p>
+          <a href={`/manager/organizations/${org.id}/api-keys`}>Back to the API keys</a>
+        </p>
+      </>,
+    );
   });
 
   app.get("/manager/organizations/:org/api-keys/:key", async (c) => {
@@ -422,13 +565,32 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const key = apiKeyView(await getApiKey(deps, org.id, c.req.param("key")), deps.config.defaultLimits);
     const usage = await keyUsage(deps, key.id);
     const base = `/manager/organizations/${org.id}/api-keys/${key.id}`;
-    return page(c, `API key ${key.hint}`, [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: key.hint }], (
+    return page(
+      c,
+      `API key ${key.hint}`,
+      [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: key.hint }],
       <>
-        <p>Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(isoTime(usage.day.resetAt))}).</p>
+        <p>
+          Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(isoTime(usage.day.resetAt))}).
+        </p>
         <h2>Change limits</h2>
         <PostForm action={`${base}/limits`} csrf={c.get("session").csrf} label="Change limits">
-          <Field id="per_second" label="Requests per second" type="number" min={1} value={String(usage.second.limit)} hint="empty restores the default" />
-          <Field id="per_day" label="Requests per day" type="number" min={1} value={String(usage.day.limit)} hint="empty restores the default" />
+          <Field
+            id="per_second"
+            label="Requests per second"
+            type="number"
+            min={1}
+            value={String(usage.second.limit)}
+            hint="empty restores the default"
+          />
+          <Field
+            id="per_day"
+            label="Requests per day"
+            type="number"
+            min={1}
+            value={String(usage.day.limit)}
+            hint="empty restores the default"
+          />
           <button type="submit">Save limits</button>
         </PostForm>
         {key.status === "active" && (
@@ -436,12 +598,14 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
             <h2>Revoke</h2>
             <PostForm action={`${base}/revoke`} csrf={c.get("session").csrf} label="Revoke this API key">
               <p>Every request with this key is refused from then on. This cannot be undone.</p>
-              <button type="submit" class="danger">Revoke API key</button>
+              <button type="submit" class="danger">
+                Revoke API key
+              </button>
             </PostForm>
           </>
         )}
-      </>
-    ));
+      </>,
+    );
   });
 
   app.post("/manager/organizations/:org/api-keys/:key/limits", async (c) => {
@@ -465,29 +629,43 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const deps = c.get("deps");
     const configs = await listWebhookConfigurations(deps, org.id, PAGE_SIZE);
     const recent = await Promise.all(configs.items.map((w) => listDeliveries(deps, org.id, w.id, { limit: 5 })));
-    return page(c, "Webhook configurations", [...orgCrumbs(c, org, true), { label: "Webhook configurations" }], (
+    return page(
+      c,
+      "Webhook configurations",
+      [...orgCrumbs(c, org, true), { label: "Webhook configurations" }],
       <>
         {configs.items.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
         {configs.items.map((w, i) => (
           <section class="card" aria-labelledby={`whk-${w.id}`}>
-            <h2 id={`whk-${w.id}`}><code>{w.url}</code></h2>
+            <h2 id={`whk-${w.id}`}>
+              <code>{w.url}</code>
+            </h2>
             <p>
-              <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""} Events: {w.events ? w.events.join(", ") : "all"}.
-              Token URL: <code>{w.oauth.token_url}</code>
+              <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""} Events:{" "}
+              {w.events ? w.events.join(", ") : "all"}. Token URL: <code>{w.oauth.token_url}</code>
             </p>
             <table>
               <caption class="hint">Recent deliveries</caption>
               <thead>
-                <tr><th scope="col">Delivery</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Last attempt</th></tr>
+                <tr>
+                  <th scope="col">Delivery</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Last attempt</th>
+                </tr>
               </thead>
               <tbody>
                 {(recent[i]?.items ?? []).map((d) => {
                   const last = d.attempts.at(-1);
                   return (
                     <tr>
-                      <td><code>{d.id}</code></td>
+                      <td>
+                        <code>{d.id}</code>
+                      </td>
                       <td>{d.event_type}</td>
-                      <td><Status value={d.status} /></td>
+                      <td>
+                        <Status value={d.status} />
+                      </td>
                       <td>{last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-"}</td>
                     </tr>
                   );
@@ -496,8 +674,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
             </table>
           </section>
         ))}
-      </>
-    ));
+      </>,
+    );
   });
 
   app.all("/manager/*", () => {
@@ -580,18 +758,30 @@ function credentialCrumbs(c: C, org: { id: string; name: string }, user: { id: s
 function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?: string): Response | Promise<Response> {
   const s = c.get("session");
   return c.html(
-    <Page title={title} nonce={c.get("nonce")} crumbs={crumbs} csrf={s.csrf} who={s.role === "operator" ? "Operator" : "Organization administrator"} notice={notice}>
+    <Page
+      title={title}
+      nonce={c.get("nonce")}
+      crumbs={crumbs}
+      csrf={s.csrf}
+      who={s.role === "operator" ? "Operator" : "Organization administrator"}
+      notice={notice}
+    >
       {body}
     </Page>,
   );
 }
 
 function confirmPage(c: C, title: string, crumbs: Crumb[], action: string, consequence: string, button: string, cancel: string) {
-  return page(c, title, [...crumbs, { label: "Confirm" }], (
+  return page(
+    c,
+    title,
+    [...crumbs, { label: "Confirm" }],
     <PostForm action={action} csrf={c.get("session").csrf} label={title}>
       <p class="warning">{consequence}</p>
-      <button type="submit" class="danger">{button}</button> <a href={cancel}>Cancel</a>
-    </PostForm>
-  ));
+      <button type="submit" class="danger">
+        {button}
+      </button>{" "}
+      <a href={cancel}>Cancel</a>
+    </PostForm>,
+  );
 }
-

@@ -35,11 +35,7 @@ methods(oauth, "/v1/oauth", {
 methods(oauth, "/v1/oauth/token", {
   POST: async (c) => {
     const token = await tokenFor(c);
-    return c.json(
-      { access_token: token.access_token, token_type: token.token_type, expires_in: token.expires_in },
-      200,
-      TOKEN_HEADERS,
-    );
+    return c.json({ access_token: token.access_token, token_type: token.token_type, expires_in: token.expires_in }, 200, TOKEN_HEADERS);
   },
 });
 

@@ -4,7 +4,7 @@
  * Handlers only parse input and shape output: the rules live in webhooks/.
  */
 import { Hono } from "hono";
-import { PublishEventInput, UpdateWebhookConfigurationInput, CreateWebhookConfigurationInput } from "../../schemas/webhooks";
+import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
 import {
   createWebhookConfiguration,
   deleteWebhookConfiguration,
@@ -53,7 +53,11 @@ methods(webhooks, CONFIG, {
 methods(webhooks, `${CONFIG}/rotate-signing-secret`, {
   POST: async (c) => {
     const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(c.get("deps"), orgOf(c), param(c, "id"));
-    return respond(c, { ...webhookConfigurationView(record), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt });
+    return respond(c, {
+      ...webhookConfigurationView(record),
+      signing_secret: signingSecret,
+      previous_secret_expires_at: previousExpiresAt,
+    });
   },
 });
 
