@@ -1,0 +1,53 @@
+/**
+ * The platform the project promises (README, "Requirements"): npm scripts run on a maintained
+ * Node LTS brought in by `npm ci` even where the machine's own Node is older, wrangler is the
+ * pinned version, and the deployed configuration keeps the settings the service's safety rests
+ * on (strictly public egress, a recent compatibility date, retries in step with the consumer).
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> };
+const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+
+/** The value of a top-level `key = ...` line of wrangler.toml. */
+const setting = (key: string) => new RegExp(`^${key} = (.+)$`, "m").exec(toml)?.[1];
+
+describe("toolchain", () => {
+  it("runs npm scripts on Node 22 or later (the node devDependency, whatever the machine has)", () => {
+    expect(Number(process.versions.node.split(".")[0])).toBeGreaterThanOrEqual(22);
+    expect(process.versions.node).toBe(pkg.devDependencies.node);
+  });
+
+  it("runs the pinned wrangler", () => {
+    const version = execFileSync(process.execPath, [join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "--version"], {
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true" },
+      encoding: "utf8",
+    });
+    expect(version.trim()).toContain(pkg.devDependencies.wrangler);
+  });
+});
+
+describe("wrangler.toml", () => {
+  it("confines outbound fetches to the public internet", () => {
+    expect(setting("compatibility_flags")).toContain('"global_fetch_strictly_public"');
+  });
+
+  it("has a compatibility date of 2026-09-01 or later", () => {
+    expect(setting("compatibility_date")?.replaceAll('"', "") >= "2026-09-01").toBe(true);
+  });
+
+  it("keeps WEBHOOK_MAX_RETRIES equal to the delivery consumer's max_retries", () => {
+    const consumer = /\[\[queues\.consumers\]\]\s*\nqueue = "keyway-webhooks"\n[^[]*?max_retries = (\d+)/.exec(toml)?.[1];
+    expect(consumer).toBeDefined();
+    expect(setting("WEBHOOK_MAX_RETRIES")).toBe(`"${consumer}"`);
+  });
+
+  it("never allows insecure webhook targets in the deployed configuration", () => {
+    expect(setting("WEBHOOK_ALLOW_INSECURE_TARGETS")).toBe('"false"');
+  });
+});
