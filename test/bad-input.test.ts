@@ -56,44 +56,26 @@ const bearerPost = (body: string) => (): RequestInit => ({
 /** `{"type":...,"data":<n nested arrays>}`: the body itself is level 1. */
 const nestedEvent = (n: number) => `{"type":"order.created","data":${"[".repeat(n)}${"]".repeat(n)}}`;
 
+/** A token request whose body, one byte over the 16 KiB cap, arrives as a stream. */
+const streamedOverCap = (headers: Record<string, string>) => (): RequestInit =>
+  ({
+    method: "POST",
+    headers: { "x-api-key": t.apiKey, "Content-Type": json, ...headers },
+    body: new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1)));
+        c.close();
+      },
+    }),
+    duplex: "half",
+  }) as RequestInit;
+
 type Case = [name: string, path: string, init: () => RequestInit, status: number];
 
 const cases: Case[] = [
   ["a 1 MiB JSON body", "/v1/oauth", oauth(`{"client_id":"${big(1 << 20)}"}`), 413],
-  [
-    "a body just over the 16 KiB cap, streamed without Content-Length",
-    "/v1/oauth",
-    () =>
-      ({
-        method: "POST",
-        headers: { "x-api-key": t.apiKey, "Content-Type": json },
-        body: new ReadableStream({
-          start(c) {
-            c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1)));
-            c.close();
-          },
-        }),
-        duplex: "half",
-      }) as RequestInit,
-    413,
-  ],
-  [
-    "a body over the cap whose Content-Length understates it",
-    "/v1/oauth",
-    () =>
-      ({
-        method: "POST",
-        headers: { "x-api-key": t.apiKey, "Content-Type": json, "Content-Length": "10" },
-        body: new ReadableStream({
-          start(c) {
-            c.enqueue(new TextEncoder().encode(big(16 * 1024 + 1)));
-            c.close();
-          },
-        }),
-        duplex: "half",
-      }) as RequestInit,
-    413,
-  ],
+  ["a body just over the 16 KiB cap, streamed without Content-Length", "/v1/oauth", streamedOverCap({}), 413],
+  ["a body over the cap whose Content-Length understates it", "/v1/oauth", streamedOverCap({ "Content-Length": "10" }), 413],
   ["truncated JSON", "/v1/oauth", oauth('{"client_id": "a"'), 400],
   ["a JSON array", "/v1/oauth", oauth("[1,2,3]"), 400],
   ["a JSON string", "/v1/oauth", oauth('"client_credentials"'), 400],

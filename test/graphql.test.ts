@@ -22,15 +22,13 @@ interface GqlResponse {
   errors?: { message: string; extensions: { code: string; status?: number }; path?: string[] }[];
 }
 
+/** POST /v1/graphql with a raw body, as the tenant (default: the suite's). */
+function postGraphQL(payload: string, tenant = t, bearer = token): Promise<Response> {
+  return call("/v1/graphql", authed(tenant, bearer, { method: "POST", headers: { "Content-Type": "application/json" }, body: payload }));
+}
+
 async function gql(query: string, variables?: Record<string, unknown>, tenant = t, bearer = token) {
-  const res = await call(
-    "/v1/graphql",
-    authed(tenant, bearer, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query, ...(variables ? { variables } : {}) }),
-    }),
-  );
+  const res = await postGraphQL(JSON.stringify({ query, ...(variables ? { variables } : {}) }), tenant, bearer);
   return { status: res.status, json: (await res.json()) as GqlResponse };
 }
 
@@ -261,10 +259,7 @@ describe("errors", () => {
     ["a body without query", "{}", 400],
     ["variables that are an array", JSON.stringify({ query: "{ viewer { userId } }", variables: [1] }), 400],
   ])("refuses %s", async (_name, payload, status) => {
-    const res = await call(
-      "/v1/graphql",
-      authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: payload }),
-    );
+    const res = await postGraphQL(payload);
     expect(res.status).toBe(status);
   });
 
@@ -283,14 +278,7 @@ describe("errors", () => {
 describe("abuse limits", () => {
   it("refuses a 5000-alias query without executing it", async () => {
     const aliases = Array.from({ length: 5000 }, (_, i) => `a${i}: viewer { userId }`).join(" ");
-    const res = await call(
-      "/v1/graphql",
-      authed(t, token, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ query: `{ ${aliases} }` }),
-      }),
-    );
+    const res = await postGraphQL(JSON.stringify({ query: `{ ${aliases} }` }));
     // Either the byte cap of the request body or the document limit stops it: never executed.
     expect([400, 413]).toContain(res.status);
     const text = await res.text();
@@ -328,14 +316,7 @@ describe("abuse limits", () => {
   it("counts introspection toward the limits: forty aliased __schema selections are refused unexecuted", async () => {
     const one = "__schema { types { name kind description fields { name description type { name kind ofType { name kind } } } } }";
     const aliases = Array.from({ length: 40 }, (_, i) => `s${i}: ${one}`).join(" ");
-    const res = await call(
-      "/v1/graphql",
-      authed(t, token, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ query: `{ ${aliases} }` }),
-      }),
-    );
+    const res = await postGraphQL(JSON.stringify({ query: `{ ${aliases} }` }));
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(text.length).toBeLessThan(1000);
@@ -407,14 +388,7 @@ describe("abuse limits", () => {
     const query = 'mutation($d: JSON!) { publishEvent(type: "order.created", data: $d) { id } }';
     const nested = (n: number): unknown => (n === 0 ? 1 : [nested(n - 1)]);
     // The body is level 1 and variables level 2, so data may nest 62 more.
-    const post = await call(
-      "/v1/graphql",
-      authed(t, token, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ query, variables: { d: nested(63) } }),
-      }),
-    );
+    const post = await postGraphQL(JSON.stringify({ query, variables: { d: nested(63) } }));
     expect(post.status).toBe(400);
     expect(await post.json()).toMatchObject({
       error: "invalid_request",
