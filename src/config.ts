@@ -5,14 +5,10 @@
  */
 import * as z from "zod";
 import { ApiError } from "./errors";
+import { derived } from "./lib/cache";
 import { base64UrlDecode } from "./lib/encoding";
+import type { VersionedKey } from "./lib/keyring";
 import type { Limits } from "./schemas/records";
-
-/** A key with an id, so values made with it say which key to use (rotation). */
-export interface VersionedKey {
-  kid: string;
-  raw: Uint8Array;
-}
 
 export interface Config {
   accessTokenTtlSeconds: number;
@@ -50,11 +46,8 @@ const VarsSchema = z.object({
 /** Longest lifetime a token can have whatever the var says; bounds revocation tombstones. */
 export const MAX_TOKEN_TTL_SECONDS = 86_400;
 
-const cache = new WeakMap<object, Config>();
-
-export function loadConfig(env: Env): Config {
-  const cached = cache.get(env);
-  if (cached) return cached;
+/** Parsed once per `env` object (an isolate's bindings); a bad setting throws on every call. */
+export const loadConfig = derived((env: Env): Config => {
   const parsed = VarsSchema.safeParse(env);
   if (!parsed.success) {
     const names = [...new Set(parsed.error.issues.map((i) => String(i.path[0])))];
@@ -72,9 +65,8 @@ export function loadConfig(env: Env): Config {
     webhookMaxRetries: vars.WEBHOOK_MAX_RETRIES,
     publicBaseUrl: vars.PUBLIC_BASE_URL === "" ? null : publicOrigin(vars.PUBLIC_BASE_URL),
   };
-  cache.set(env, config);
   return config;
-}
+});
 
 /** The origin of an http(s) URL that is nothing but an origin (a trailing slash allowed), else null. */
 function publicOrigin(value: string): string | null {
@@ -103,7 +95,8 @@ function parseKeyring(name: string, value: string, exactBytes?: number): Version
 }
 
 function misconfigured(detail: string): ApiError {
-  // The detail names settings, never values; it is logged by the error mapper, not returned.
-  console.error(JSON.stringify({ level: "error", msg: "configuration error", detail }));
-  return new ApiError("service_unavailable", "The service is not configured correctly. Operators: see the logs.");
+  // The detail names settings, never values; the adapter that answers logs it, no response carries it.
+  return new ApiError("service_unavailable", "The service is not configured correctly. Operators: see the logs.", {
+    detail: `configuration error: ${detail}`,
+  });
 }

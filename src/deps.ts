@@ -3,6 +3,7 @@
  * tests can inject a clock. Built the same way for HTTP requests and for Queue batches.
  */
 import { type Config, loadConfig } from "./config";
+import { describeError, log } from "./log";
 import type { RateLimiter } from "./ratelimit/limiter";
 import type { DeliveryMessage } from "./schemas/webhooks";
 
@@ -25,13 +26,8 @@ export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Prom
     config: loadConfig(env),
     now,
     defer: (work) => {
-      const logged = work.catch((err: unknown) => {
-        const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-        console.error(JSON.stringify({ level: "error", msg: "deferred work failed", detail }));
-      });
+      const logged = work.catch((err: unknown) => log.error("deferred work failed", { detail: describeError(err) }));
       waitUntil?.(logged);
     },
   };
 }
-
-export const isoTime = (ms: number): string => new Date(ms).toISOString();

@@ -1,7 +1,9 @@
 /**
- * The service's single error type. Domain code throws ApiError; the HTTP layer maps it once
- * (http/errors.ts) to the response envelope, or to the plain RFC 6749 section 5.2 body on the
- * standard token endpoint. Codes follow RFC 6749 / RFC 6750 where they fit.
+ * The service's single error type. Domain code throws ApiError; each adapter renders it once for
+ * its surface: the REST envelope or the RFC 6749 5.2 body (http/errors.ts), a GraphQL error
+ * (graphql/execute.ts), an HTML page (the manager). Codes follow RFC 6749 / RFC 6750 where they
+ * fit. An error carries what the caller may see (code, developer message, the input fields at
+ * fault) apart from what only the logs may see (`detail`), as workers-oauth-provider's errors do.
  */
 
 export const ERROR_CODES = {
@@ -23,12 +25,27 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/**
+ * One problem with one field of the input. `path` names the field from the input's root (REST
+ * spelling; adapters rename segments for their surface); `text` follows the field's name when
+ * rendered (" is required", ": url must use https"); `unknownKeys` reports fields that should
+ * not be there. Client values never appear: they may be secrets.
+ */
+export type InputIssue = { path: string[]; text: string } | { path: string[]; unknownKeys: string[] };
+
+/** Invalid input: where it came from ("request body", "query string") and what is wrong. */
+export interface InvalidInput {
+  label: string;
+  issues: InputIssue[];
+}
+
 export interface ApiErrorOptions {
-  /** Overrides the code's default status (e.g. 415 vs 400 for invalid_request). */
-  status?: number;
-  userMessage?: string;
   /** Response headers such as WWW-Authenticate or Retry-After. */
   headers?: Record<string, string>;
+  /** For invalid_request on input: the fields at fault, so each surface can name them its way. */
+  input?: InvalidInput;
+  /** Internal detail for the logs (a setting's name, a stored record's kind); never sent. */
+  detail?: string;
 }
 
 export class ApiError extends Error {
@@ -37,16 +54,44 @@ export class ApiError extends Error {
   readonly developerMessage: string;
   readonly userMessage: string;
   readonly headers: Record<string, string>;
+  readonly input: InvalidInput | undefined;
+  readonly detail: string | undefined;
 
   constructor(code: ErrorCode, developerMessage: string, options: ApiErrorOptions = {}) {
     super(developerMessage);
     this.name = "ApiError";
     this.code = code;
-    this.status = options.status ?? ERROR_CODES[code].status;
+    this.status = ERROR_CODES[code].status;
     this.developerMessage = developerMessage;
-    this.userMessage = options.userMessage ?? ERROR_CODES[code].user;
+    this.userMessage = ERROR_CODES[code].user;
     this.headers = options.headers ?? {};
+    this.input = options.input;
+    this.detail = options.detail;
   }
 }
 
 export const notFound = (what: string): ApiError => new ApiError("not_found", `${what} was not found.`);
+
+/** A 400 for invalid input, its message rendered with REST's field names. */
+export function invalidInput(input: InvalidInput): ApiError {
+  return new ApiError("invalid_request", describeInput(input), { input });
+}
+
+/** `Invalid <label>: <field> <problem>; ...`, naming fields through `rename` (GraphQL: camelCase). */
+export function describeInput(input: InvalidInput, rename: (segment: string) => string = (s) => s): string {
+  const name = (segment: string) => safeName(rename(segment));
+  const parts = input.issues.map((issue) => {
+    const where = issue.path.length > 0 ? issue.path.map(name).join(".") : input.label;
+    if ("text" in issue) return `${where}${issue.text}`;
+    const keys = issue.unknownKeys.slice(0, 3).map(name).join(", ");
+    return `unknown field${issue.unknownKeys.length > 1 ? "s" : ""} ${keys} in ${where}`;
+  });
+  return `Invalid ${input.label}: ${parts.join("; ")}.`;
+}
+
+/** Field names come from the client: printable ASCII only, bounded, quoted when unusual. */
+function safeName(name: string): string {
+  if (/^[A-Za-z0-9_]{1,40}$/.test(name)) return name;
+  const printable = name.replace(/[^\x20-\x7e]/g, "?");
+  return JSON.stringify(printable.length > 40 ? `${printable.slice(0, 40)}...` : printable);
+}

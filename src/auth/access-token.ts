@@ -5,10 +5,11 @@
  * Workers KV (eventually consistent, caching misses) could not guarantee. The kid selects the
  * key, so keys rotate without invalidating live tokens. Clients must treat tokens as opaque.
  */
-import type { VersionedKey } from "../config";
+
 import { ApiError } from "../errors";
+import { derived, IsolateCache } from "../lib/cache";
+import type { VersionedKey } from "../lib/keyring";
 import { open, sign } from "../lib/signed";
-import { TtlCache } from "../lib/ttl-cache";
 import { AccessTokenClaims } from "../schemas/records";
 
 const PREFIX = "kw_at_";
@@ -29,15 +30,13 @@ export async function signAccessToken(keys: VersionedKey[], claims: AccessTokenC
  * 10 s later in isolates that already verified them. Only genuine tokens are stored.
  */
 export const VERIFIED_CACHE_TTL_MS = 10_000;
-const verified = new WeakMap<VersionedKey[], TtlCache<AccessTokenClaims>>();
+const verifiedUnder = derived(
+  (_keys: VersionedKey[]) => new IsolateCache<AccessTokenClaims>({ ttlMs: VERIFIED_CACHE_TTL_MS, maxEntries: 10_000 }),
+);
 
 /** Returns the claims of a genuine, unexpired token, or throws invalid_token (RFC 6750 3.1). */
 export async function verifyAccessToken(keys: VersionedKey[], token: string, nowMs: number): Promise<AccessTokenClaims> {
-  let cache = verified.get(keys);
-  if (cache === undefined) {
-    cache = new TtlCache(VERIFIED_CACHE_TTL_MS, 10_000);
-    verified.set(keys, cache);
-  }
+  const cache = verifiedUnder(keys);
   let claims = cache.get(token, nowMs);
   if (claims === undefined) {
     const opened = await open(keys, PREFIX, token, AccessTokenClaims, MAX_TOKEN_LENGTH);

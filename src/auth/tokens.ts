@@ -3,10 +3,10 @@
  * authenticating them on protected requests (RFC 6750). Both REST and GraphQL call these.
  */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { ApiError } from "../errors";
 import { digestsEqual, sha256Hex } from "../lib/crypto";
 import { newTokenId } from "../lib/ids";
+import { isoTime } from "../lib/time";
 import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims, ApiKeyRecord } from "../schemas/records";

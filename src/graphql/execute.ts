@@ -16,9 +16,10 @@ import {
   parse,
   validate,
 } from "graphql";
-import { ApiError } from "../errors";
+import { ApiError, describeInput } from "../errors";
+import { describeError, log } from "../log";
 import { checkDocumentLimits, GRAPHQL_LIMITS } from "./limits";
-import { type GraphQLContext, rootValue } from "./resolvers";
+import { type GraphQLContext, rootValue, toCamel } from "./resolvers";
 import { schema } from "./schema";
 
 /**
@@ -105,16 +106,24 @@ function selectOperation(document: DocumentNode, name: string | undefined): Oper
   return name === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === name);
 }
 
-/** Domain errors keep their REST code; our own faults are logged and masked. */
+/**
+ * Domain errors keep their REST code, with invalid input described in GraphQL's own field names
+ * (camelCase, "input"); internal details and our own faults are logged, never sent.
+ */
 function formatError(error: GraphQLError): GraphQLFormattedError {
   const original = error.originalError;
   const where = { ...(error.locations ? { locations: error.locations } : {}), ...(error.path ? { path: error.path } : {}) };
   if (original instanceof ApiError) {
-    return { message: original.developerMessage, ...where, extensions: { code: original.code, status: original.status } };
+    if (original.detail !== undefined)
+      log.error("graphql field failed", { code: original.code, path: error.path?.join("."), detail: original.detail });
+    const message =
+      original.input === undefined
+        ? original.developerMessage
+        : describeInput({ ...original.input, label: original.input.label === "request body" ? "input" : original.input.label }, toCamel);
+    return { message, ...where, extensions: { code: original.code, status: original.status } };
   }
   if (error.path !== undefined && original !== undefined) {
-    const detail = `${original.name}: ${original.message}`;
-    console.error(JSON.stringify({ level: "error", msg: "graphql resolver failed", path: error.path.join("."), detail }));
+    log.error("graphql resolver failed", { path: error.path.join("."), detail: describeError(original) });
     return { message: "An internal error occurred. It has been logged.", ...where, extensions: { code: "server_error", status: 500 } };
   }
   // Syntax, validation and variable errors describe the caller's document, not our internals.

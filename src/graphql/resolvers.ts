@@ -5,7 +5,6 @@
  */
 import { meView, type Principal } from "../auth/tokens";
 import type { Deps } from "../deps";
-import { ApiError } from "../errors";
 import { keyUsage, usageView } from "../ratelimit/service";
 import { ListQuery } from "../schemas/common";
 import { parseInput } from "../schemas/validate";
@@ -28,7 +27,7 @@ export interface GraphQLContext {
 
 type Args = Record<string, unknown>;
 
-const toCamel = (key: string) => key.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+export const toCamel = (key: string) => key.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 const toSnake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Renames keys recursively (plain objects and arrays only). */
@@ -47,21 +46,6 @@ function withoutNulls(value: unknown): unknown {
       .filter(([, v]) => v !== null)
       .map(([k, v]) => [k, withoutNulls(v)]),
   );
-}
-
-/** Validates a GraphQL input with the REST schema; messages name fields as GraphQL does. */
-function restInput<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (err) {
-    if (err instanceof ApiError && err.code === "invalid_request") {
-      throw new ApiError(
-        "invalid_request",
-        err.developerMessage.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, toCamel).replace("Invalid request body", "Invalid input"),
-      );
-    }
-    throw err;
-  }
 }
 
 function page(args: Args): ListQuery {
@@ -97,13 +81,13 @@ export const rootValue = {
 
   createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     // On create, an explicit null is the same as leaving a field out.
-    const input = restInput(() => parseInput(CreateWebhookConfigurationInput, withoutNulls(renameKeys(args.input, toSnake))));
+    const input = parseInput(CreateWebhookConfigurationInput, withoutNulls(renameKeys(args.input, toSnake)));
     const { record, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input);
     return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret };
   },
 
   updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
-    const input = restInput(() => parseInput(UpdateWebhookConfigurationInput, renameKeys(args.input, toSnake)));
+    const input = parseInput(UpdateWebhookConfigurationInput, renameKeys(args.input, toSnake));
     return camelize(webhookConfigurationView(await updateWebhookConfiguration(ctx.deps, org(ctx), id(args), input)));
   },
 
@@ -117,7 +101,7 @@ export const rootValue = {
 
   publishEvent: async (args: Args, ctx: GraphQLContext) => {
     // `data` is the caller's JSON, passed through untouched (no key renaming).
-    const input = restInput(() => parseInput(PublishEventInput, { type: args.type, data: args.data }));
+    const input = parseInput(PublishEventInput, { type: args.type, data: args.data });
     return camelize(await publishEvent(ctx.deps, org(ctx), input));
   },
 

@@ -1,15 +1,18 @@
 /**
- * The one place errors become responses. ApiError maps to the envelope (or, on the standard
- * token endpoint, to RFC 6749 5.2 `{error, error_description}`); anything else is logged and
- * answered with a generic 500 that carries no internal detail.
+ * The one place errors become HTTP API responses. ApiError maps to the envelope (or, on the
+ * standard token endpoint, to RFC 6749 5.2 `{error, error_description}`); its internal detail,
+ * if any, is logged here and never sent. Anything else is our own fault: logged, and answered
+ * with a generic 500 that carries no internal detail.
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError } from "../errors";
+import { describeError, log } from "../log";
 import type { AppEnv } from "./context";
 
 export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
   const error = err instanceof ApiError ? err : internal(c, err);
+  if (error.detail !== undefined) log.error("request failed", { code: error.code, path: c.req.path, detail: error.detail });
   const status = error.status as ContentfulStatusCode;
   const headers = { ...error.headers, "Cache-Control": "no-store" };
   if (c.get("errorStyle") === "oauth") {
@@ -31,8 +34,7 @@ export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
 
 function internal(c: Context<AppEnv>, err: unknown): ApiError {
   // Name and message of our own failures only: request data and secrets never reach this log.
-  const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-  console.error(JSON.stringify({ level: "error", msg: "unhandled error", method: c.req.method, path: c.req.path, detail }));
+  log.error("unhandled error", { method: c.req.method, path: c.req.path, detail: describeError(err) });
   return new ApiError("server_error", "An internal error occurred. It has been logged.");
 }
 

@@ -4,8 +4,9 @@
  * and additional authenticated data binding the ciphertext to its owner, so a value copied onto
  * another record fails to decrypt. The key id travels with the value, so keys rotate.
  */
-import type { VersionedKey } from "../config";
+import { derived } from "./cache";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "./encoding";
+import type { VersionedKey } from "./keyring";
 
 /** Stored form: `{kid, iv, ct}` with iv and ct (ciphertext + 128-bit tag) base64url. */
 export interface SealedValue {
@@ -14,17 +15,8 @@ export interface SealedValue {
   ct: string;
 }
 
-const aesKeys = new Map<string, Promise<CryptoKey>>();
-
-function aesKey(key: VersionedKey): Promise<CryptoKey> {
-  const cacheId = `${key.kid}:${base64UrlEncode(key.raw)}`;
-  let imported = aesKeys.get(cacheId);
-  if (imported === undefined) {
-    imported = crypto.subtle.importKey("raw", key.raw, { name: "AES-GCM" }, false, ["encrypt", "decrypt"]);
-    aesKeys.set(cacheId, imported);
-  }
-  return imported;
-}
+/** Imported once per key: keyed by the key bytes' identity (config.ts parses keyrings once per isolate). */
+const aesKey = derived((raw: Uint8Array) => crypto.subtle.importKey("raw", raw, { name: "AES-GCM" }, false, ["encrypt", "decrypt"]));
 
 export async function seal(keys: VersionedKey[], plaintext: string, aad: string): Promise<SealedValue> {
   const key = keys[0];
@@ -32,7 +24,7 @@ export async function seal(keys: VersionedKey[], plaintext: string, aad: string)
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const ct = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encodeUtf8(aad) },
-    await aesKey(key),
+    await aesKey(key.raw),
     encodeUtf8(plaintext),
   );
   return { kid: key.kid, iv: base64UrlEncode(iv), ct: base64UrlEncode(new Uint8Array(ct)) };
@@ -44,7 +36,7 @@ export async function open(keys: VersionedKey[], sealed: SealedValue, aad: strin
   const iv = base64UrlDecode(sealed.iv);
   const ct = base64UrlDecode(sealed.ct);
   if (key === undefined || iv === null || ct === null) throw new Error(`cannot decrypt a value sealed with key ${sealed.kid}`);
-  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: encodeUtf8(aad) }, await aesKey(key), ct);
+  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: encodeUtf8(aad) }, await aesKey(key.raw), ct);
   const text = decodeUtf8(new Uint8Array(plain));
   if (text === null) throw new Error("decrypted value is not UTF-8");
   return text;

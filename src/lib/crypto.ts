@@ -3,6 +3,7 @@
  * SHA-256 hashing of stored secrets, constant-time comparison, and HMAC keys imported once per
  * isolate (importKey is the costly part of an HMAC on the hot path).
  */
+import { derived } from "./cache";
 import { base64UrlEncode, encodeUtf8, hex } from "./encoding";
 
 /** 32 random bytes (256 bits) from the CSPRNG, base64url-encoded (43 characters). */
@@ -31,15 +32,10 @@ export function digestsEqual(a: string, b: string): boolean {
   return crypto.subtle.timingSafeEqual(ea, eb);
 }
 
-// Keyed by the key bytes' identity: config keyrings are parsed once per isolate (config.ts).
-const hmacKeys = new WeakMap<Uint8Array, Promise<CryptoKey>>();
-
-/** HMAC-SHA256 key for raw key bytes, imported once per isolate and reused. */
-export function hmacKey(raw: Uint8Array): Promise<CryptoKey> {
-  let key = hmacKeys.get(raw);
-  if (key === undefined) {
-    key = crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
-    hmacKeys.set(raw, key);
-  }
-  return key;
-}
+/**
+ * HMAC-SHA256 key for raw key bytes, imported once per isolate and reused: keyed by the bytes'
+ * identity, since config keyrings are parsed once per isolate (config.ts).
+ */
+export const hmacKey = derived((raw: Uint8Array) =>
+  crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]),
+);

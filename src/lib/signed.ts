@@ -6,9 +6,9 @@
  * JSON.parse, and the kid selects the key, so keys rotate without invalidating live values.
  */
 import type { z } from "zod";
-import type { VersionedKey } from "../config";
 import { hmacKey } from "./crypto";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "./encoding";
+import type { VersionedKey } from "./keyring";
 
 export type Opened<T> = { ok: true; value: T } | { ok: false; reason: "malformed" | "invalid" };
 

@@ -6,8 +6,8 @@
  */
 
 import * as z from "zod";
-import type { VersionedKey } from "../config";
 import { randomToken } from "../lib/crypto";
+import type { VersionedKey } from "../lib/keyring";
 import { open, sign } from "../lib/signed";
 
 export const SESSION_COOKIE = "kw_session";

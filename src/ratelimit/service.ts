@@ -5,8 +5,10 @@
  * cannot be reached the request fails closed with a 503; it is never let through uncounted.
  */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { ApiError } from "../errors";
+import { derived, IsolateCache } from "../lib/cache";
+import { isoTime } from "../lib/time";
+import { describeError, log } from "../log";
 import type { ApiKeyUsage } from "../schemas/admin";
 import type { ApiKeyRecord, LimitOverrides } from "../schemas/records";
 import type { RateLimiter } from "./limiter";
@@ -16,20 +18,14 @@ import { type Decision, retryAfterSeconds, type WindowUsage } from "./windows";
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 // idFromName hashes the name on every call; the id of a key never changes, so each isolate
-// derives it once (bounded: cleared when full).
-const limiterIds = new WeakMap<DurableObjectNamespace<RateLimiter>, Map<string, DurableObjectId>>();
-const MAX_CACHED_IDS = 10_000;
+// derives it once per namespace binding.
+const limiterIds = derived((_namespace: DurableObjectNamespace<RateLimiter>) => new IsolateCache<DurableObjectId>({ maxEntries: 10_000 }));
 
 function limiterFor(deps: Deps, keyId: string): DurableObjectStub<RateLimiter> {
   const namespace = deps.rateLimiter;
-  let ids = limiterIds.get(namespace);
-  if (ids === undefined) {
-    ids = new Map();
-    limiterIds.set(namespace, ids);
-  }
+  const ids = limiterIds(namespace);
   let id = ids.get(keyId);
   if (id === undefined) {
-    if (ids.size >= MAX_CACHED_IDS) ids.clear();
     id = namespace.idFromName(keyId);
     ids.set(keyId, id);
   }
@@ -40,8 +36,7 @@ async function callLimiter<T>(what: string, call: () => Promise<T>): Promise<T> 
   try {
     return await call();
   } catch (err) {
-    const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-    console.error(JSON.stringify({ level: "error", msg: `rate limiter ${what} failed`, detail }));
+    log.error(`rate limiter ${what} failed`, { detail: describeError(err) });
     throw new ApiError(
       "service_unavailable",
       `Rate limiting is temporarily unavailable, so the request was not processed. Retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`,

@@ -1,35 +1,29 @@
 /**
- * Turns zod failures into one invalid_request ApiError with a precise, bounded message. Client
- * values are never echoed (they may be secrets); only field names are, truncated.
+ * Turns zod failures into one invalid_request ApiError whose issues name the fields at fault
+ * (errors.ts renders them per surface). Client values are never echoed (they may be secrets);
+ * only field names are, truncated.
  */
 import type { z } from "zod";
-import { ApiError } from "../errors";
+import { type InputIssue, invalidInput } from "../errors";
 
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label = "request body"): z.output<T> {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
-  const messages = result.error.issues.slice(0, 5).map((issue) => describe(issue, label));
-  throw new ApiError("invalid_request", `Invalid ${label}: ${messages.join("; ")}.`);
+  throw invalidInput({ label, issues: result.error.issues.slice(0, 5).map(toIssue) });
 }
 
-function describe(issue: z.core.$ZodIssue, label: string): string {
-  const where = issue.path.length > 0 ? issue.path.map((p) => safeName(String(p))).join(".") : label;
-  if (issue.code === "invalid_type" && issue.input === undefined) return `${where} is required`;
+function toIssue(issue: z.core.$ZodIssue): InputIssue {
+  const path = issue.path.map(String);
+  if (issue.code === "unrecognized_keys") return { path, unknownKeys: issue.keys };
+  return { path, text: ` ${phrase(issue)}` };
+}
+
+function phrase(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_type" && issue.input === undefined) return "is required";
   // Our schemas phrase custom messages as predicates ("must ...", "is ...").
-  if (/^(must|is) /.test(issue.message)) return `${where} ${issue.message}`;
-  if (issue.code === "invalid_type") return `${where} must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`}`;
-  if (issue.code === "unrecognized_keys") {
-    const keys = issue.keys.slice(0, 3).map(safeName).join(", ");
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} ${keys} in ${where}`;
-  }
-  return `${where} is invalid`;
+  if (/^(must|is) /.test(issue.message)) return issue.message;
+  if (issue.code === "invalid_type") return `must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`}`;
+  return "is invalid";
 }
 
 const TYPE_NAMES: Record<string, string> = { object: "an object", int: "an integer", array: "an array" };
-
-/** Field names come from the client: printable ASCII only, bounded, quoted when unusual. */
-function safeName(name: string): string {
-  if (/^[A-Za-z0-9_]{1,40}$/.test(name)) return name;
-  const printable = name.replace(/[^\x20-\x7e]/g, "?");
-  return JSON.stringify(printable.length > 40 ? `${printable.slice(0, 40)}...` : printable);
-}

@@ -6,11 +6,11 @@
  * Records read for authentication are cached in the isolate for API_KEY_CACHE_TTL_MS.
  */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { notFound } from "../errors";
+import { IsolateCache } from "../lib/cache";
 import { sha256Hex } from "../lib/crypto";
 import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
-import { TtlCache } from "../lib/ttl-cache";
+import { isoTime } from "../lib/time";
 import { setKeyLimits } from "../ratelimit/service";
 import type { ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
@@ -25,7 +25,7 @@ import { getOrganization } from "./organizations";
  * the rate limiter). Revoking or updating through this isolate drops its entry at once.
  */
 export const API_KEY_CACHE_TTL_MS = 10_000;
-const recordsByHash = new TtlCache<ApiKeyRecord>(API_KEY_CACHE_TTL_MS, 10_000);
+const recordsByHash = new IsolateCache<ApiKeyRecord>({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000 });
 
 export async function createApiKey(
   deps: Deps,

@@ -5,11 +5,11 @@
  */
 import { MAX_TOKEN_TTL_SECONDS } from "../config";
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { notFound } from "../errors";
+import { IsolateCache } from "../lib/cache";
 import { sha256Hex } from "../lib/crypto";
 import { CLIENT_ID_PATTERN, newClientId, newClientSecret } from "../lib/ids";
-import { TtlCache } from "../lib/ttl-cache";
+import { isoTime } from "../lib/time";
 import type { ClientCredentialView } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
 import { ClientCredentialRecord, RevokedClientRecord } from "../schemas/records";
@@ -23,8 +23,8 @@ import { getUser } from "./users";
  * once. Revocation therefore reaches other isolates within this plus KV propagation (~60 s).
  */
 export const AUTH_CACHE_TTL_MS = 10_000;
-const credentials = new TtlCache<ClientCredentialRecord>(AUTH_CACHE_TTL_MS, 10_000);
-const revoked = new TtlCache<boolean>(AUTH_CACHE_TTL_MS, 50_000);
+const credentials = new IsolateCache<ClientCredentialRecord>({ ttlMs: AUTH_CACHE_TTL_MS, maxEntries: 10_000 });
+const revoked = new IsolateCache<boolean>({ ttlMs: AUTH_CACHE_TTL_MS, maxEntries: 50_000 });
 
 export async function createClientCredential(
   deps: Deps,

@@ -12,8 +12,8 @@ export async function getRecord<T extends z.ZodType>(kv: KVNamespace, key: strin
   if (value === null) return null;
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    console.error(JSON.stringify({ level: "error", msg: "stored value failed its schema", key: key.split(":")[0] }));
-    throw new ApiError("server_error", "A stored record is corrupt.");
+    // The kind of record, never its key (which may hold an id) or content.
+    throw new ApiError("server_error", "A stored record is corrupt.", { detail: `stored value failed its schema: ${key.split(":")[0]}` });
   }
   return parsed.data;
 }

@@ -4,8 +4,8 @@
  * every secret here: 256 random bits behind a prefix, returned once, stored as SHA-256.
  */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { randomToken, sha256Hex } from "../lib/crypto";
+import { isoTime } from "../lib/time";
 import { OrgAdminTokenRecord } from "../schemas/records";
 import { getRecord, putRecord } from "./kv";
 import { kvKeys } from "./kv-keys";

@@ -1,8 +1,8 @@
 /** Organizations: the tenant boundary. Every user, key and credential belongs to one. */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { notFound } from "../errors";
 import { ID_PATTERN, newOrganizationId } from "../lib/ids";
+import { isoTime } from "../lib/time";
 import type { ListQuery } from "../schemas/common";
 import { OrganizationRecord } from "../schemas/records";
 import { getRecord, listPage, type Page, putRecord } from "./kv";

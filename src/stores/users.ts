@@ -1,8 +1,8 @@
 /** Users of an organization: the owners of client credentials (spec 2.1, manager app). */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { notFound } from "../errors";
 import { ID_PATTERN, newUserId } from "../lib/ids";
+import { isoTime } from "../lib/time";
 import type { ListQuery } from "../schemas/common";
 import { UserRecord } from "../schemas/records";
 import { listClientCredentials, revokeClientCredential } from "./client-credentials";

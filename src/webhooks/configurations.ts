@@ -6,11 +6,11 @@
  * configuration, and only the signing secret is ever shown, once, at creation or rotation.
  */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
-import { ApiError, notFound } from "../errors";
+import { ApiError, invalidInput, notFound } from "../errors";
 import { open, seal } from "../lib/aead";
+import { IsolateCache } from "../lib/cache";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
-import { TtlCache } from "../lib/ttl-cache";
+import { isoTime } from "../lib/time";
 import type { ListQuery } from "../schemas/common";
 import {
   type CreateWebhookConfigurationInput,
@@ -30,7 +30,7 @@ const aad = (record: { organization_id: string; id: string }, purpose: string) =
 
 function validTarget(deps: Deps, field: string, url: string): string {
   const check = checkTarget(url, { allowInsecure: deps.config.allowInsecureTargets });
-  if (!check.ok) throw new ApiError("invalid_request", `Invalid request body: ${field}: ${check.reason}.`);
+  if (!check.ok) throw invalidInput({ label: "request body", issues: [{ path: field.split("."), text: `: ${check.reason}` }] });
   return check.url.toString();
 }
 
@@ -86,7 +86,7 @@ export async function getWebhookConfiguration(deps: Deps, orgId: string, id: str
  * (KV lists are eventually consistent anyway); writes through this isolate clear the entry.
  */
 export const LIST_CACHE_TTL_MS = 10_000;
-const firstPages = new TtlCache<Page<WebhookConfigurationRecord>>(LIST_CACHE_TTL_MS, 5_000);
+const firstPages = new IsolateCache<Page<WebhookConfigurationRecord>>({ ttlMs: LIST_CACHE_TTL_MS, maxEntries: 5_000 });
 
 export async function listWebhookConfigurations(deps: Deps, orgId: string, query: ListQuery): Promise<Page<WebhookConfigurationRecord>> {
   const cacheKey = query.cursor === undefined ? `${orgId}:${query.limit}` : null;

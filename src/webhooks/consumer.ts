@@ -6,8 +6,10 @@
  * `message.retry({delaySeconds})`; once WEBHOOK_MAX_RETRIES are spent the Queue moves the
  * message to `keyway-webhooks-dlq`, whose consumer records the delivery as failed.
  */
-import { type Deps, depsFromEnv, isoTime } from "../deps";
-import { TtlCache } from "../lib/ttl-cache";
+import { type Deps, depsFromEnv } from "../deps";
+import { IsolateCache } from "../lib/cache";
+import { isoTime } from "../lib/time";
+import { describeError, log } from "../log";
 import { type DeliveryAttempt, DeliveryMessage, type WebhookConfigurationRecord } from "../schemas/webhooks";
 import { disableWebhookConfiguration, findWebhookConfiguration, liveSigningSecrets, receiverClientSecret } from "./configurations";
 import { recordOutcome } from "./deliveries";
@@ -35,7 +37,7 @@ type Outcome = { ack: true } | { ack: false; delaySeconds: number };
 
 // Opt-in per configuration (token_cache): isolate-local, keyed so any change to the
 // configuration (including its credentials) misses.
-const tokenCache = new TtlCache<{ token: string; expiresAt: number }>(24 * 3600 * 1000, 1000);
+const tokenCache = new IsolateCache<{ token: string; expiresAt: number }>({ ttlMs: 24 * 3600 * 1000, maxEntries: 1000 });
 const tokenCacheKey = (c: WebhookConfigurationRecord) => `${c.organization_id}:${c.id}:${c.updated_at}`;
 
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, now: () => number = Date.now): Promise<void> {
@@ -45,7 +47,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
       const parsed = DeliveryMessage.safeParse(message.body);
       if (!parsed.success) {
         // Not something we enqueued: retrying cannot help.
-        console.error(JSON.stringify({ level: "error", msg: "malformed delivery message dropped", id: message.id }));
+        log.error("malformed delivery message dropped", { id: message.id });
         message.ack();
         return;
       }
@@ -54,8 +56,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
         outcome = await deliver(deps, parsed.data, message.attempts);
       } catch (err) {
         // A fault of ours (KV, crypto): retry like a receiver failure; the DLQ catches the rest.
-        const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-        console.error(JSON.stringify({ level: "error", msg: "delivery attempt crashed", delivery: parsed.data.delivery_id, detail }));
+        log.error("delivery attempt crashed", { delivery: parsed.data.delivery_id, detail: describeError(err) });
         outcome = { ack: false, delaySeconds: backoffSeconds(message.attempts) };
       }
       if (outcome.ack) message.ack();
@@ -74,8 +75,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
         try {
           await recordOutcome(deps, parsed.data, null, { status: "failed", next_attempt_at: null });
         } catch (err) {
-          const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-          console.error(JSON.stringify({ level: "error", msg: "dead letter not recorded", delivery: parsed.data.delivery_id, detail }));
+          log.error("dead letter not recorded", { delivery: parsed.data.delivery_id, detail: describeError(err) });
           message.retry({ delaySeconds: 60 });
           return;
         }

@@ -6,10 +6,11 @@
  * dropped silently: it ends `delivered` or `failed`, and a failed one can be re-sent.
  */
 import type { Deps } from "../deps";
-import { isoTime } from "../deps";
 import { ApiError, notFound } from "../errors";
 import { encodeUtf8 } from "../lib/encoding";
 import { ID_PATTERN, newDeliveryId, newEventId } from "../lib/ids";
+import { isoTime } from "../lib/time";
+import { describeError, log } from "../log";
 import type { ListQuery } from "../schemas/common";
 import {
   type DeliveryAttempt,
@@ -144,8 +145,7 @@ async function enqueue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
   try {
     for (const batch of batches) await deps.webhookQueue.sendBatch(batch.map((body) => ({ body })));
   } catch (err) {
-    const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-    console.error(JSON.stringify({ level: "error", msg: "enqueue failed", detail }));
+    log.error("enqueue failed", { detail: describeError(err) });
     await Promise.all(
       messages.map((m) => recordOutcome(deps, m, null, { status: "failed", next_attempt_at: null }).catch(() => undefined)),
     );

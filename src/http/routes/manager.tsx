@@ -10,10 +10,10 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
-
-import { isoTime } from "../../deps";
 import { ApiError } from "../../errors";
 import { constantTimeEqual, randomToken } from "../../lib/crypto";
+import { isoTime } from "../../lib/time";
+import { describeError, log } from "../../log";
 import { canAccess, newSession, openSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, sealSession } from "../../manager/session";
 import { type Crumb, Field, Page, PostForm, SecretOnce, Status, when } from "../../manager/views";
 import { keyUsage } from "../../ratelimit/service";
@@ -73,10 +73,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.onError((err, c) => {
     const e = err instanceof ApiError ? err : null;
-    if (!e) {
-      const detail = err instanceof Error ? `${err.name}: ${err.message}` : "non-error thrown";
-      console.error(JSON.stringify({ level: "error", msg: "manager error", path: c.req.path, detail }));
-    }
+    if (!e || e.detail !== undefined) log.error("manager error", { path: c.req.path, detail: describeError(err) });
     const status = e?.status ?? 500;
     const message = e ? e.developerMessage : "Something went wrong on our side. It has been logged.";
     const session = c.get("session");
