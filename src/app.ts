@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "./http/context";
 import { errorResponse, notFoundResponse } from "./http/errors";
+import { managerApp } from "./http/manager/routes";
 import { requireApiKey } from "./http/middleware/api-key";
 import { requireAccessToken } from "./http/middleware/bearer";
 import { provideDeps } from "./http/middleware/deps";
@@ -16,7 +17,6 @@ import { admin } from "./http/routes/admin";
 import { docs } from "./http/routes/docs";
 import { graphql } from "./http/routes/graphql";
 import { health } from "./http/routes/health";
-import { managerApp } from "./http/routes/manager";
 import { me } from "./http/routes/me";
 import { oauth, plainOAuthErrors } from "./http/routes/oauth";
 import { webhooks } from "./http/routes/webhooks";

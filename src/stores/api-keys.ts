@@ -1,20 +1,17 @@
 /**
- * API keys (spec 2.2): issued by operators, sent as `x-api-key`, identifying the client for
- * limits. Stored by SHA-256 of the key so authentication is one KV read and the key itself is
- * never stored; an id index serves the operator API. Limit overrides are written to the key's
- * rate limiter (authoritative, takes effect on the next request) and to the record (display).
- * Records read for authentication are cached in the isolate for API_KEY_CACHE_TTL_MS.
+ * Storage of API keys (spec 2.2): the record is addressed by the SHA-256 of the key, so
+ * authentication is one KV read and the key itself is never stored; an id index serves the
+ * operator API. Records read for authentication are cached in the isolate for
+ * API_KEY_CACHE_TTL_MS. The rules (issuing, limits, revocation) live in auth/api-keys.ts.
  */
 import type { Deps } from "../deps";
 import { notFound } from "../errors";
 import { IsolateCache } from "../lib/cache";
 import { sha256Hex } from "../lib/crypto";
-import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
-import { isoTime } from "../lib/time";
-import { setKeyLimits } from "../ratelimit/service";
-import type { ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
+import { ID_PATTERN } from "../lib/ids";
+import type { ApiKeyView } from "../schemas/admin";
 import type { ListQuery } from "../schemas/common";
-import { ApiKeyIndexRecord, ApiKeyRecord, type LimitOverrides, type Limits } from "../schemas/records";
+import { ApiKeyIndexRecord, ApiKeyRecord, type Limits } from "../schemas/records";
 import { getRecord, listPage, type Page, putRecord } from "./kv";
 import { kvKeys } from "./kv-keys";
 import { getOrganization } from "./organizations";
@@ -27,30 +24,12 @@ import { getOrganization } from "./organizations";
 export const API_KEY_CACHE_TTL_MS = 10_000;
 const recordsByHash = new IsolateCache<ApiKeyRecord>({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000 });
 
-export async function createApiKey(
-  deps: Deps,
-  orgId: string,
-  input: { name?: string | undefined; limits?: LimitOverrides | undefined },
-): Promise<{ record: ApiKeyRecord; secret: string }> {
-  await getOrganization(deps, orgId);
-  const secret = newApiKeySecret();
-  const record: ApiKeyRecord = {
-    id: newApiKeyId(),
-    organization_id: orgId,
-    name: input.name ?? null,
-    key_hash: await sha256Hex(secret),
-    key_hint: secret.slice(-4),
-    limits: stripUndefined(input.limits ?? {}),
-    created_at: isoTime(deps.now()),
-    revoked_at: null,
-  };
-  // Limiter first: if it is unreachable the key is never stored, let alone returned.
-  if (Object.keys(record.limits).length > 0) await setKeyLimits(deps, record.id, record.limits);
+/** Stores a new key's record and the id index that the operator API finds it by. */
+export async function insertApiKey(deps: Deps, record: ApiKeyRecord): Promise<void> {
   await Promise.all([
     putRecord(deps.kv, kvKeys.apiKeyByHash(record.key_hash), ApiKeyRecord, record),
-    putRecord(deps.kv, kvKeys.apiKeyIndex(orgId, record.id), ApiKeyIndexRecord, { key_hash: record.key_hash }),
+    putRecord(deps.kv, kvKeys.apiKeyIndex(record.organization_id, record.id), ApiKeyIndexRecord, { key_hash: record.key_hash }),
   ]);
-  return { record, secret };
 }
 
 /** The record for a presented key, or null. Callers check `revoked_at`. */
@@ -64,7 +43,7 @@ export async function findApiKeyBySecret(deps: Deps, secret: string): Promise<Ap
   return record;
 }
 
-async function saveApiKey(deps: Deps, record: ApiKeyRecord): Promise<void> {
+export async function saveApiKey(deps: Deps, record: ApiKeyRecord): Promise<void> {
   recordsByHash.delete(record.key_hash);
   await putRecord(deps.kv, kvKeys.apiKeyByHash(record.key_hash), ApiKeyRecord, record);
 }
@@ -83,33 +62,6 @@ export async function listApiKeys(deps: Deps, orgId: string, query: ListQuery): 
     const index = await getRecord(deps.kv, key, ApiKeyIndexRecord);
     return index && getRecord(deps.kv, kvKeys.apiKeyByHash(index.key_hash), ApiKeyRecord);
   });
-}
-
-export async function updateApiKey(deps: Deps, orgId: string, keyId: string, input: UpdateApiKeyInput): Promise<ApiKeyRecord> {
-  const current = await getApiKey(deps, orgId, keyId);
-  const limits: LimitOverrides = { ...current.limits };
-  for (const field of ["per_second", "per_day"] as const) {
-    const value = input.limits?.[field];
-    if (value === null) delete limits[field];
-    else if (value !== undefined) limits[field] = value;
-  }
-  const updated: ApiKeyRecord = {
-    ...current,
-    name: input.name === undefined ? current.name : input.name,
-    limits,
-  };
-  if (input.limits !== undefined) await setKeyLimits(deps, keyId, limits);
-  await saveApiKey(deps, updated);
-  return updated;
-}
-
-/** Revocation is idempotent: revoking a revoked key returns it unchanged. */
-export async function revokeApiKey(deps: Deps, orgId: string, keyId: string): Promise<ApiKeyRecord> {
-  const current = await getApiKey(deps, orgId, keyId);
-  if (current.revoked_at !== null) return current;
-  const revoked: ApiKeyRecord = { ...current, revoked_at: isoTime(deps.now()) };
-  await saveApiKey(deps, revoked);
-  return revoked;
 }
 
 export function effectiveLimits(record: ApiKeyRecord, defaults: Limits): Limits {
@@ -134,11 +86,4 @@ export function apiKeyView(record: ApiKeyRecord, defaults: Limits): ApiKeyView {
     created_at: record.created_at,
     revoked_at: record.revoked_at,
   };
-}
-
-function stripUndefined(limits: LimitOverrides): LimitOverrides {
-  const out: LimitOverrides = {};
-  if (limits.per_second !== undefined) out.per_second = limits.per_second;
-  if (limits.per_day !== undefined) out.per_day = limits.per_day;
-  return out;
 }

@@ -6,7 +6,7 @@
  * revokes it in the browser and sees the token refused. A minted organization administrator token
  * is shown to reach its own organization only, the sign-in page is checked from the keyboard, and
  * the one-time secret page is checked with and without JavaScript (Copy button, clipboard).
- * Locators are the accessible names of src/manager/views.tsx and routes/manager.tsx, so the tests
+ * Locators are the accessible names of src/http/manager/views.tsx and routes.tsx, so the tests
  * also check that labels and link names make sense. Each step leaves a full-page screenshot in
  * test-results/manager-<step>.png for a person to look at. Without /usr/bin/chromium the suite is
  * skipped with a one-line notice (CI installs it in .ci/run).

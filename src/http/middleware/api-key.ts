@@ -1,6 +1,6 @@
 /** Requires a valid `x-api-key` on every /v1 request (spec 5.1) and exposes its record. */
 import type { MiddlewareHandler } from "hono";
-import { API_KEY_HEADER, authenticateApiKey } from "../../auth/api-key";
+import { API_KEY_HEADER, authenticateApiKey } from "../../auth/api-keys";
 import type { AppEnv } from "../context";
 
 export const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {

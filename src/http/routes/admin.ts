@@ -4,6 +4,8 @@
  * Bodies are JSON; an empty body counts as `{}`.
  */
 import { Hono } from "hono";
+import { createApiKey, revokeApiKey, updateApiKey } from "../../auth/api-keys";
+import { removeUser } from "../../auth/users";
 import { keyUsage, usageView } from "../../ratelimit/service";
 import {
   CreateApiKeyInput,
@@ -13,7 +15,7 @@ import {
   MintOrgAdminTokenInput,
   UpdateApiKeyInput,
 } from "../../schemas/admin";
-import { apiKeyView, createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey } from "../../stores/api-keys";
+import { apiKeyView, getApiKey, listApiKeys } from "../../stores/api-keys";
 import {
   clientCredentialView,
   createClientCredential,
@@ -23,7 +25,7 @@ import {
 } from "../../stores/client-credentials";
 import { mintOrgAdminToken } from "../../stores/org-admin-tokens";
 import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
-import { createUser, getUser, listUsers, removeUser } from "../../stores/users";
+import { createUser, getUser, listUsers } from "../../stores/users";
 import type { AppEnv } from "../context";
 import { created, respond, respondPage } from "../envelope";
 import { jsonBody, listQuery, param } from "../input";

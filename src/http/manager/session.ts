@@ -6,9 +6,9 @@
  */
 
 import * as z from "zod";
-import { randomToken } from "../lib/crypto";
-import type { VersionedKey } from "../lib/keyring";
-import { open, sign } from "../lib/signed";
+import { randomToken } from "../../lib/crypto";
+import type { VersionedKey } from "../../lib/keyring";
+import { open, sign } from "../../lib/signed";
 
 export const SESSION_COOKIE = "kw_session";
 /** Absolute lifetime: a working day. */

@@ -10,12 +10,12 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
+import { createApiKey, revokeApiKey, updateApiKey } from "../../auth/api-keys";
+import { removeUser } from "../../auth/users";
 import { ApiError } from "../../errors";
 import { constantTimeEqual, randomToken } from "../../lib/crypto";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
-import { canAccess, newSession, openSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, sealSession } from "../../manager/session";
-import { type Crumb, Field, Page, PostForm, SecretOnce, Status, when } from "../../manager/views";
 import { keyUsage } from "../../ratelimit/service";
 import {
   CreateApiKeyInput,
@@ -26,7 +26,7 @@ import {
   UpdateApiKeyInput,
 } from "../../schemas/admin";
 import { parseInput } from "../../schemas/validate";
-import { apiKeyView, createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey } from "../../stores/api-keys";
+import { apiKeyView, getApiKey, listApiKeys } from "../../stores/api-keys";
 import {
   clientCredentialView,
   createClientCredential,
@@ -36,13 +36,15 @@ import {
 } from "../../stores/client-credentials";
 import { findOrgAdminToken, mintOrgAdminToken } from "../../stores/org-admin-tokens";
 import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
-import { createUser, getUser, listUsers, removeUser } from "../../stores/users";
+import { createUser, getUser, listUsers } from "../../stores/users";
 import { listWebhookConfigurations } from "../../webhooks/configurations";
 import { listDeliveries } from "../../webhooks/deliveries";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
 import { setResponseHeaders } from "../middleware/headers";
+import { canAccess, newSession, openSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, sealSession } from "./session";
+import { type Crumb, Field, Page, PostForm, SecretOnce, Status, when } from "./views";
 
 type ManagerEnv = {
   Bindings: AppEnv["Bindings"];
