@@ -8,8 +8,10 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { createApp } from "../src/app";
-import { EXAMPLE_ORIGIN, examplePath, openApiDocument, operations } from "../src/http/openapi";
-import { docsPage, escapeHtml } from "../src/http/routes/docs";
+import { escapeHtml } from "../src/http/docs-page";
+import { EXAMPLE_ORIGIN } from "../src/http/examples";
+import { examplePath } from "../src/http/openapi";
+import { docsPage, openApiDocument, ROUTES } from "../src/http/routes";
 import { Envelope, ErrorEnvelope } from "../src/schemas/common";
 import { PlainTokenError } from "../src/schemas/oauth";
 import { call, callAt } from "./helpers";
@@ -32,6 +34,7 @@ function registeredRoutes(): Set<string> {
   );
 }
 
+const operations = () => ROUTES;
 const documentedRoutes = (): Set<string> => new Set(operations().map((op) => `${op.method} ${op.path}`));
 
 describe("GET /v1/openapi.json", () => {

@@ -19,6 +19,3 @@ export async function jsonBody<T extends z.ZodType>(
 }
 
 export const listQuery = (c: Context<AppEnv>): ListQuery => parseInput(ListQuery, c.req.query(), "query string");
-
-/** A path parameter; routes only register paths that have it. */
-export const param = (c: Context<AppEnv>, name: string): string => c.req.param(name) ?? "";

@@ -3,7 +3,7 @@
  * unknown field is a 400, so a typo such as `per_sec` is never silently ignored.
  */
 import * as z from "zod";
-import { DisplayName, Email, Timestamp } from "./common";
+import { DisplayName, Email, publicNames, Timestamp } from "./common";
 import { Limits, OrganizationRecord, UserRecord } from "./records";
 
 const LimitValue = (max: number) =>
@@ -104,3 +104,19 @@ export const ClientCredentialView = z.object({
 export type ClientCredentialView = z.output<typeof ClientCredentialView>;
 
 export const CreatedClientCredentialView = ClientCredentialView.extend({ client_secret: z.string() });
+
+// Public names in the API description (http/openapi.ts).
+publicNames.add(CreateOrganizationInput, { name: "CreateOrganizationInput" });
+publicNames.add(CreateUserInput, { name: "CreateUserInput" });
+publicNames.add(CreateApiKeyInput, { name: "CreateApiKeyInput" });
+publicNames.add(UpdateApiKeyInput, { name: "UpdateApiKeyInput" });
+publicNames.add(CreateClientCredentialInput, { name: "CreateClientCredentialInput" });
+publicNames.add(MintOrgAdminTokenInput, { name: "MintOrgAdminTokenInput" });
+publicNames.add(OrganizationView, { name: "OrganizationView" });
+publicNames.add(UserView, { name: "UserView" });
+publicNames.add(ApiKeyView, { name: "ApiKeyView" });
+publicNames.add(ApiKeyWithUsageView, { name: "ApiKeyWithUsageView" });
+publicNames.add(CreatedApiKeyView, { name: "CreatedApiKeyView" });
+publicNames.add(ClientCredentialView, { name: "ClientCredentialView" });
+publicNames.add(CreatedClientCredentialView, { name: "CreatedClientCredentialView" });
+publicNames.add(OrgAdminTokenView, { name: "OrgAdminTokenView" });

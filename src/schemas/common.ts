@@ -41,6 +41,9 @@ export const Envelope = <T extends z.ZodType>(data: T) =>
 
 export const ErrorEnvelope = Envelope(z.null()).extend({ error: z.string() });
 
+/** Public names of request and response schemas: the API description publishes each once, under its name. */
+export const publicNames = z.registry<{ name: string }>();
+
 /** Query parameters of every list endpoint (cursor pagination over KV list). */
 export const ListQuery = z.object({
   limit: z.coerce

@@ -3,6 +3,7 @@
  * returned in the envelope (spec 2.3) or, on /v1/oauth/token, as a plain RFC 6749 5.1 body.
  */
 import * as z from "zod";
+import { publicNames } from "./common";
 
 const Credential = z.string().min(1, { error: "must not be empty" }).max(512, { error: "must be at most 512 characters" });
 
@@ -35,3 +36,20 @@ export const MeView = z.object({
   token: z.object({ id: z.string(), issued_at: z.iso.datetime(), expires_at: z.iso.datetime(), expires_in: z.number().int() }),
 });
 export type MeView = z.output<typeof MeView>;
+
+/** RFC 8414 authorization server metadata, as GET /.well-known/oauth-authorization-server serves it. */
+export const AuthorizationServerMetadata = z.object({
+  issuer: z.url(),
+  token_endpoint: z.url(),
+  grant_types_supported: z.array(z.string()),
+  token_endpoint_auth_methods_supported: z.array(z.string()),
+  response_types_supported: z.array(z.string()),
+});
+
+// Public names in the API description (http/openapi.ts).
+publicNames.add(TokenRequest, { name: "TokenRequest" });
+publicNames.add(TokenData, { name: "TokenData" });
+publicNames.add(PlainTokenResponse, { name: "PlainTokenResponse" });
+publicNames.add(PlainTokenError, { name: "PlainTokenError" });
+publicNames.add(MeView, { name: "MeView" });
+publicNames.add(AuthorizationServerMetadata, { name: "AuthorizationServerMetadata" });

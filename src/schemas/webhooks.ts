@@ -5,7 +5,7 @@
  * creation.
  */
 import * as z from "zod";
-import { DisplayName, Timestamp } from "./common";
+import { DisplayName, publicNames, Timestamp } from "./common";
 
 /** Event types: dot-separated lower-case words, e.g. `order.created` (Standard Webhooks style). */
 export const EventType = z
@@ -84,6 +84,9 @@ export type WebhookConfigurationView = z.output<typeof WebhookConfigurationView>
 
 export const CreatedWebhookConfigurationView = WebhookConfigurationView.extend({ signing_secret: z.string() });
 
+/** After a rotation: the new secret (shown once) and when the previous one stops signing. */
+export const RotatedWebhookConfigurationView = CreatedWebhookConfigurationView.extend({ previous_secret_expires_at: Timestamp });
+
 export const DeliveryAttempt = z.object({
   number: z.number().int(),
   at: Timestamp,
@@ -146,3 +149,13 @@ export const DeliveryMessage = z.object({
   created_at: Timestamp,
 });
 export type DeliveryMessage = z.output<typeof DeliveryMessage>;
+
+// Public names in the API description (http/openapi.ts).
+publicNames.add(CreateWebhookConfigurationInput, { name: "CreateWebhookConfigurationInput" });
+publicNames.add(UpdateWebhookConfigurationInput, { name: "UpdateWebhookConfigurationInput" });
+publicNames.add(PublishEventInput, { name: "PublishEventInput" });
+publicNames.add(WebhookConfigurationView, { name: "WebhookConfigurationView" });
+publicNames.add(CreatedWebhookConfigurationView, { name: "CreatedWebhookConfigurationView" });
+publicNames.add(RotatedWebhookConfigurationView, { name: "RotatedWebhookConfigurationView" });
+publicNames.add(PublishedEventView, { name: "PublishedEventView" });
+publicNames.add(DeliveryView, { name: "DeliveryView" });

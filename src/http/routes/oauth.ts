@@ -3,43 +3,54 @@
  * is the same grant with plain RFC 6749 bodies for off-the-shelf OAuth clients. Both accept JSON
  * or form bodies and client_secret_post or client_secret_basic authentication.
  */
-import type { Context, MiddlewareHandler } from "hono";
-import { Hono } from "hono";
+import type { Context } from "hono";
 import { issueAccessToken } from "../../auth/tokens";
 import { ApiError } from "../../errors";
-import type { TokenData } from "../../schemas/oauth";
+import { PlainTokenResponse, TokenData, TokenRequest } from "../../schemas/oauth";
 import { parseBasicCredentials, readFields } from "../body";
 import type { AppEnv } from "../context";
-import { respond } from "../envelope";
-import { methods } from "../route";
+import { ACCESS_TOKEN, TOKEN, TOKEN_REQUEST } from "../examples";
+import { envelopeRoute, type Route, rawRoute } from "../route";
 
 /** Token requests are small; 16 KiB leaves room for long ids without inviting abuse. */
 const MAX_TOKEN_REQUEST_BYTES = 16 * 1024;
+/** RFC 6749 5.1: token responses are never cached. */
 const TOKEN_HEADERS = { "Cache-Control": "no-store", Pragma: "no-cache" };
+const body = { schema: TokenRequest, example: TOKEN_REQUEST, form: true } as const;
 
-export const oauth = new Hono<AppEnv>();
+export const oauthRoutes: Route[] = [
+  envelopeRoute({
+    method: "POST",
+    path: "/v1/oauth",
+    operationId: "issueAccessToken",
+    summary: "Exchange client credentials for an access token",
+    description:
+      "Spec 4.1. JSON or form body; the client authenticates with `client_id` and `client_secret` in the body or with HTTP Basic (not both). The credential must belong to the API key's organization.",
+    tag: "Access tokens",
+    auth: "apiKey",
+    body,
+    response: { schema: TokenData, example: TOKEN },
+    headers: TOKEN_HEADERS,
+    handle: tokenFor,
+  }),
+  rawRoute({
+    method: "POST",
+    path: "/v1/oauth/token",
+    operationId: "issueAccessTokenPlain",
+    summary: "Token endpoint with plain RFC 6749 bodies",
+    description:
+      "The same grant as `POST /v1/oauth` for off-the-shelf OAuth clients: the answer is the RFC 6749 5.1 body, errors the RFC 6749 5.2 body, no envelope. Advertised by `/.well-known/oauth-authorization-server`.",
+    tag: "Access tokens",
+    auth: "apiKey",
+    body,
+    response: { schema: PlainTokenResponse, example: { access_token: ACCESS_TOKEN, token_type: "Bearer", expires_in: 3600 } },
+    wire: "json",
+    errorStyle: "oauth",
+    reply: async (c) => c.json(PlainTokenResponse.parse(await tokenFor(c)), 200, TOKEN_HEADERS),
+  }),
+];
 
-/**
- * Marks the plain endpoint so http/errors.ts answers it with RFC 6749 5.2 bodies; registered in
- * app.ts ahead of the API key check so that check's errors use the same format.
- */
-export const plainOAuthErrors: MiddlewareHandler<AppEnv> = async (c, next) => {
-  c.set("errorStyle", "oauth");
-  await next();
-};
-
-methods(oauth, "/v1/oauth", {
-  POST: async (c) => respond(c, await tokenFor(c), { headers: TOKEN_HEADERS }),
-});
-
-methods(oauth, "/v1/oauth/token", {
-  POST: async (c) => {
-    const token = await tokenFor(c);
-    return c.json({ access_token: token.access_token, token_type: token.token_type, expires_in: token.expires_in }, 200, TOKEN_HEADERS);
-  },
-});
-
-async function tokenFor(c: Context<AppEnv>): Promise<TokenData> {
+async function tokenFor(c: Context<AppEnv>) {
   const fields = await readFields(c.req.raw, ["json", "form"], MAX_TOKEN_REQUEST_BYTES);
   const basic = parseBasicCredentials(c.req.header("authorization"));
   if (basic === null) return issueAccessToken(c.get("deps"), c.get("apiKey"), fields, { method: "body" });

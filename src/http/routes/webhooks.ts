@@ -1,10 +1,19 @@
 /**
- * REST adapter for webhook configurations, events and deliveries (product brief). Every route
- * is scoped to the organization of the access token; another organization's ids are not found.
- * Handlers only parse input and shape output: the rules live in webhooks/.
+ * Webhook configurations, events and deliveries over REST (product brief). Every route is scoped
+ * to the organization of the access token; another organization's ids are not found. Handlers
+ * only parse input and shape output: the rules live in webhooks/.
  */
-import { Hono } from "hono";
-import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
+import type { Context } from "hono";
+import {
+  CreatedWebhookConfigurationView,
+  CreateWebhookConfigurationInput,
+  DeliveryView,
+  PublishEventInput,
+  PublishedEventView,
+  RotatedWebhookConfigurationView,
+  UpdateWebhookConfigurationInput,
+  WebhookConfigurationView,
+} from "../../schemas/webhooks";
 import {
   createWebhookConfiguration,
   deleteWebhookConfiguration,
@@ -16,70 +25,168 @@ import {
 } from "../../webhooks/configurations";
 import { getDelivery, listDeliveries, MAX_EVENT_BYTES, publishEvent, retryDelivery, sendTestEvent } from "../../webhooks/deliveries";
 import type { AppEnv } from "../context";
-import { created, respond, respondPage } from "../envelope";
-import { jsonBody, listQuery, param } from "../input";
-import { methods } from "../route";
-
-export const webhooks = new Hono<AppEnv>();
+import { CONFIG, DELIVERY, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT } from "../examples";
+import { envelopeRoute, listRoute, param, type Route } from "../route";
 
 const CONFIGS = "/v1/webhook-configurations";
-const CONFIG = `${CONFIGS}/:id`;
+const CONFIG_PATH = `${CONFIGS}/{id}`;
 /** The event body cap, plus room for the {type, data} wrapper. */
 const MAX_EVENT_REQUEST_BYTES = MAX_EVENT_BYTES + 1024;
 
-const orgOf = (c: { get(key: "principal"): { organizationId: string } }) => c.get("principal").organizationId;
+const orgOf = (c: Context<AppEnv>) => c.get("principal").organizationId;
+const deps = (c: Context<AppEnv>) => c.get("deps");
+const configTag = "Webhook configurations";
+const eventsTag = "Events and deliveries";
 
-methods(webhooks, CONFIGS, {
-  POST: async (c) => {
-    const input = await jsonBody(c, CreateWebhookConfigurationInput);
-    const { record, signingSecret } = await createWebhookConfiguration(c.get("deps"), orgOf(c), input);
-    return created(c, { ...webhookConfigurationView(record), signing_secret: signingSecret }, `${CONFIGS}/${record.id}`);
-  },
-  GET: async (c) => {
-    const page = await listWebhookConfigurations(c.get("deps"), orgOf(c), listQuery(c));
-    return respondPage(c, { ...page, items: page.items.map(webhookConfigurationView) });
-  },
-});
-
-methods(webhooks, CONFIG, {
-  GET: async (c) => respond(c, webhookConfigurationView(await getWebhookConfiguration(c.get("deps"), orgOf(c), param(c, "id")))),
-  PATCH: async (c) => {
-    const input = await jsonBody(c, UpdateWebhookConfigurationInput);
-    return respond(c, webhookConfigurationView(await updateWebhookConfiguration(c.get("deps"), orgOf(c), param(c, "id"), input)));
-  },
-  DELETE: async (c) => respond(c, webhookConfigurationView(await deleteWebhookConfiguration(c.get("deps"), orgOf(c), param(c, "id")))),
-});
-
-methods(webhooks, `${CONFIG}/rotate-signing-secret`, {
-  POST: async (c) => {
-    const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(c.get("deps"), orgOf(c), param(c, "id"));
-    return respond(c, {
-      ...webhookConfigurationView(record),
-      signing_secret: signingSecret,
-      previous_secret_expires_at: previousExpiresAt,
-    });
-  },
-});
-
-methods(webhooks, `${CONFIG}/test`, {
-  POST: async (c) => respond(c, await sendTestEvent(c.get("deps"), orgOf(c), param(c, "id")), { status: 202 }),
-});
-
-methods(webhooks, `${CONFIG}/deliveries`, {
-  GET: async (c) => respondPage(c, await listDeliveries(c.get("deps"), orgOf(c), param(c, "id"), listQuery(c))),
-});
-
-methods(webhooks, "/v1/events", {
-  POST: async (c) => {
-    const input = await jsonBody(c, PublishEventInput, MAX_EVENT_REQUEST_BYTES);
-    return respond(c, await publishEvent(c.get("deps"), orgOf(c), input), { status: 202 });
-  },
-});
-
-methods(webhooks, "/v1/deliveries/:id", {
-  GET: async (c) => respond(c, await getDelivery(c.get("deps"), orgOf(c), param(c, "id"))),
-});
-
-methods(webhooks, "/v1/deliveries/:id/retry", {
-  POST: async (c) => respond(c, await retryDelivery(c.get("deps"), orgOf(c), param(c, "id")), { status: 202 }),
-});
+export const webhookRoutes: Route[] = [
+  envelopeRoute({
+    method: "POST",
+    path: CONFIGS,
+    operationId: "createWebhookConfiguration",
+    summary: "Create webhook configuration",
+    description:
+      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here.",
+    tag: configTag,
+    auth: "client",
+    status: 201,
+    body: { schema: CreateWebhookConfigurationInput, example: WEBHOOK_INPUT },
+    response: { schema: CreatedWebhookConfigurationView, example: { ...CONFIG, signing_secret: SIGNING_SECRET } },
+    handle: async (c, input) => {
+      const { record, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input);
+      return { ...webhookConfigurationView(record), signing_secret: signingSecret };
+    },
+    location: (data) => `${CONFIGS}/${data.id}`,
+  }),
+  listRoute({
+    method: "GET",
+    path: CONFIGS,
+    operationId: "listWebhookConfigurations",
+    summary: "List webhook configurations",
+    tag: configTag,
+    auth: "client",
+    response: { schema: WebhookConfigurationView, example: [CONFIG] },
+    handle: async (c, query) => {
+      const page = await listWebhookConfigurations(deps(c), orgOf(c), query);
+      return { ...page, items: page.items.map(webhookConfigurationView) };
+    },
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: CONFIG_PATH,
+    operationId: "getWebhookConfiguration",
+    summary: "Get a webhook configuration",
+    tag: configTag,
+    auth: "client",
+    response: { schema: WebhookConfigurationView, example: CONFIG },
+    handle: async (c) => webhookConfigurationView(await getWebhookConfiguration(deps(c), orgOf(c), param(c, "id"))),
+  }),
+  envelopeRoute({
+    method: "PATCH",
+    path: CONFIG_PATH,
+    operationId: "updateWebhookConfiguration",
+    summary: "Update a webhook configuration",
+    description:
+      'Absent fields are unchanged; `events: null` means every event; `status: "active"` re-enables a configuration disabled by a 410.',
+    tag: configTag,
+    auth: "client",
+    body: { schema: UpdateWebhookConfigurationInput, example: { events: null, status: "active" } },
+    response: { schema: WebhookConfigurationView, example: { ...CONFIG, events: null, updated_at: T1 } },
+    handle: async (c, input) => webhookConfigurationView(await updateWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), input)),
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: CONFIG_PATH,
+    operationId: "deleteWebhookConfiguration",
+    summary: "Delete a webhook configuration",
+    tag: configTag,
+    auth: "client",
+    response: { schema: WebhookConfigurationView, example: CONFIG },
+    handle: async (c) => webhookConfigurationView(await deleteWebhookConfiguration(deps(c), orgOf(c), param(c, "id"))),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/rotate-signing-secret`,
+    operationId: "rotateSigningSecret",
+    summary: "Rotate the signing secret",
+    description:
+      "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h).",
+    tag: configTag,
+    auth: "client",
+    response: {
+      schema: RotatedWebhookConfigurationView,
+      example: {
+        ...CONFIG,
+        signing_secret_rotated_at: T1,
+        signing_secret: "whsec_bvBOaXiiSVzOUVL2kfnOm8CybVW7mOaerWThG66xLx4=",
+        previous_secret_expires_at: "2026-06-02T12:00:05.000Z",
+      },
+    },
+    handle: async (c) => {
+      const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"));
+      return { ...webhookConfigurationView(record), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
+    },
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/test`,
+    operationId: "sendTestEvent",
+    summary: "Send a webhook.test event to this configuration",
+    tag: configTag,
+    auth: "client",
+    status: 202,
+    response: { schema: PublishedEventView, example: { ...PUBLISHED, type: "webhook.test" } },
+    errors: [409],
+    handle: (c) => sendTestEvent(deps(c), orgOf(c), param(c, "id")),
+  }),
+  listRoute({
+    method: "GET",
+    path: `${CONFIG_PATH}/deliveries`,
+    operationId: "listDeliveries",
+    summary: "List a configuration's deliveries, newest first",
+    tag: eventsTag,
+    auth: "client",
+    response: { schema: DeliveryView, example: [DELIVERY] },
+    handle: (c, query) => listDeliveries(deps(c), orgOf(c), param(c, "id"), query),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: "/v1/events",
+    operationId: "publishEvent",
+    summary: "Publish an event to every matching configuration",
+    description:
+      "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration.",
+    tag: eventsTag,
+    auth: "client",
+    status: 202,
+    body: {
+      schema: PublishEventInput,
+      example: { type: "order.created", data: { order_id: "1234", total: 42.5 } },
+      maxBytes: MAX_EVENT_REQUEST_BYTES,
+    },
+    response: { schema: PublishedEventView, example: PUBLISHED },
+    handle: (c, input) => publishEvent(deps(c), orgOf(c), input),
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: "/v1/deliveries/{id}",
+    operationId: "getDelivery",
+    summary: "Get a delivery and its attempts",
+    tag: eventsTag,
+    auth: "client",
+    response: { schema: DeliveryView, example: DELIVERY },
+    handle: (c) => getDelivery(deps(c), orgOf(c), param(c, "id")),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: "/v1/deliveries/{id}/retry",
+    operationId: "retryDelivery",
+    summary: "Re-send a failed delivery",
+    description: "Only a `failed` delivery of an active configuration can be re-sent (409 otherwise); it keeps its `webhook-id`.",
+    tag: eventsTag,
+    auth: "client",
+    status: 202,
+    response: { schema: DeliveryView, example: { ...DELIVERY, status: "pending", updated_at: T1 } },
+    errors: [409],
+    handle: (c) => retryDelivery(deps(c), orgOf(c), param(c, "id")),
+  }),
+];

@@ -1,50 +1,19 @@
 /**
- * GET /v1/openapi.json and GET /docs: the API description (http/openapi.ts) and an interactive
- * reference page rendered from it on the server. Both are public (app.ts mounts them ahead of
- * the /v1 credential checks). The page is self-contained so it works offline and under a strict
+ * The interactive API reference served at /docs, rendered on the server from the OpenAPI
+ * document (openapi.ts). Self-contained so it works offline and under a strict
  * Content-Security-Policy: no external resources, one inline style and one inline script, both
  * allowed by a nonce that is fresh on every response; everything taken from the document is
  * HTML-escaped.
  */
-import { Hono } from "hono";
-import { loadConfig } from "../../config";
-import { base64UrlEncode } from "../../lib/encoding";
-import type { AppEnv } from "../context";
+import { derived } from "../lib/cache";
 import {
   ERROR_RESPONSES,
   type JsonSchema,
   type MediaTypeObject,
   type OpenApiDocument,
   type OperationObject,
-  openApiDocument,
   type ParameterObject,
-} from "../openapi";
-import { methods } from "../route";
-
-export const docs = new Hono<AppEnv>();
-
-methods(docs, "/v1/openapi.json", {
-  // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
-  // configured public origin, or "/" (relative to wherever the document was fetched from).
-  GET: (c) =>
-    c.json({ ...openApiDocument(), servers: [{ url: loadConfig(c.env).publicBaseUrl ?? "/" }] }, 200, {
-      "Cache-Control": "public, max-age=300",
-      "X-Content-Type-Options": "nosniff",
-    }),
-});
-
-methods(docs, "/docs", {
-  GET: (c) => {
-    const nonce = base64UrlEncode(crypto.getRandomValues(new Uint8Array(16)));
-    return c.html(docsPage(nonce), 200, {
-      "Content-Security-Policy": docsCsp(nonce),
-      "X-Content-Type-Options": "nosniff",
-      "Referrer-Policy": "no-referrer",
-      // The nonce is per response; a cached copy would reuse it.
-      "Cache-Control": "no-store",
-    });
-  },
-});
+} from "./openapi";
 
 export const docsCsp = (nonce: string): string =>
   `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; ` +
@@ -60,11 +29,12 @@ const prose = (value: string): string => escapeHtml(value).replace(/`([^`]+)`/g,
 
 const pretty = (value: unknown): string => escapeHtml(JSON.stringify(value, null, 2));
 
-let body: string | undefined;
+/** The page's body, rendered once per document (so once per isolate). */
+const bodyOf = derived(renderBody);
 
-/** The page; everything but the nonce is rendered once per isolate. */
-export function docsPage(nonce: string): string {
-  body ??= renderBody(openApiDocument());
+/** The page for a document; everything but the nonce is rendered once. */
+export function renderDocsPage(doc: OpenApiDocument, nonce: string): string {
+  const body = bodyOf(doc);
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
     `<meta name="viewport" content="width=device-width, initial-scale=1"><title>keyway API reference</title>` +

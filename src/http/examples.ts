@@ -1,0 +1,89 @@
+/**
+ * Example values for the API description: every route's request and response example is built
+ * from these, and the OpenAPI test parses each example with the schema it illustrates. Ids have
+ * the real shapes; secrets are made up.
+ */
+export const EXAMPLE_ORIGIN = "https://keyway.example.com";
+export const T0 = "2026-06-01T12:00:00.000Z";
+export const T1 = "2026-06-01T12:00:05.000Z";
+export const ORG_ID = "org_yq6ymtqw52bpp8tnd8jmw91r06";
+export const USER_ID = "usr_g5ammfmmz6vkahde7tp71hp0ht";
+export const KEY_ID = "key_pmeknbx79htar7eqv3rajdcz8s";
+export const CLIENT_ID = "kw_client_8vYosraje_sknw5qe9bqOQ";
+export const CONFIG_ID = "whk_xevbgd907xwyy2z907sxd2vm7b";
+export const EVENT_ID = "evt_50vvhbyxb086rgxkmsp0wjsmfa";
+export const DELIVERY_ID = "msg_age6xqxzvpe76kqhjkas8kqhe0";
+export const ACCESS_TOKEN =
+  "kw_at_k1.eyJ2IjoxLCJvcmciOiJvcmdfeXE2eW10cXc1MmJwcDh0bmQ4am13OTFyMDYifQ.Jm0lq3cOTEqYv1p6Xn0aQ2d8kV4sH7bZ9yR5tW1uE3g";
+
+export const ORG = { id: ORG_ID, name: "Acme", created_at: T0 };
+export const USER = { id: USER_ID, organization_id: ORG_ID, name: "Ada", email: "ada@acme.example", created_at: T0 };
+export const API_KEY = {
+  id: KEY_ID,
+  organization_id: ORG_ID,
+  name: "laptop",
+  hint: "kw_live_ak_...WQEE",
+  limits: { per_second: 1, per_day: 1000 },
+  limit_overrides: { per_second: false, per_day: false },
+  status: "active" as const,
+  created_at: T0,
+  revoked_at: null,
+};
+export const usageWindow = (limit: number, used: number, resets_at: string) => ({ limit, used, remaining: limit - used, resets_at });
+export const CREDENTIAL = {
+  client_id: CLIENT_ID,
+  organization_id: ORG_ID,
+  user_id: USER_ID,
+  name: "laptop",
+  status: "active" as const,
+  created_at: T0,
+  last_used_at: null,
+  revoked_at: null,
+};
+export const TOKEN = { access_token: ACCESS_TOKEN, token_type: "Bearer" as const, expires_in: 3600, refresh_token: null };
+export const TOKEN_REQUEST = {
+  grant_type: "client_credentials",
+  client_id: CLIENT_ID,
+  client_secret: "kw_live_cs_f15X1kPlpd3PtegbO4l9FuH0J4pX5cf68ST8mP-0VDE",
+};
+export const WEBHOOK_INPUT = {
+  url: "https://receiver.example.com/webhooks",
+  events: ["order.created", "order.paid"],
+  description: "Order updates",
+  oauth: { token_url: "https://receiver.example.com/oauth/token", client_id: "keyway", client_secret: "receiver-client-secret" },
+};
+export const CONFIG = {
+  id: CONFIG_ID,
+  organization_id: ORG_ID,
+  url: WEBHOOK_INPUT.url,
+  events: WEBHOOK_INPUT.events,
+  description: WEBHOOK_INPUT.description,
+  oauth: { token_url: WEBHOOK_INPUT.oauth.token_url, client_id: WEBHOOK_INPUT.oauth.client_id },
+  token_cache: false,
+  status: "active" as const,
+  disabled_reason: null,
+  signing_secret_rotated_at: T0,
+  created_at: T0,
+  updated_at: T0,
+};
+export const SIGNING_SECRET = "whsec_sZ/yq9wk7vLLlqLSuaSK3/YS8duu8IZDDhGP0Q9gc8Q=";
+export const PUBLISHED = {
+  id: EVENT_ID,
+  type: "order.created",
+  created_at: T0,
+  deliveries: [{ id: DELIVERY_ID, webhook_configuration_id: CONFIG_ID, status: "pending" as const }],
+};
+export const DELIVERY = {
+  id: DELIVERY_ID,
+  organization_id: ORG_ID,
+  webhook_configuration_id: CONFIG_ID,
+  event_id: EVENT_ID,
+  event_type: "order.created",
+  status: "delivered" as const,
+  attempts: [
+    { number: 1, at: T1, step: "webhook" as const, http_status: 200, latency_ms: 182, outcome: "delivered" as const, error: null },
+  ],
+  next_attempt_at: null,
+  created_at: T0,
+  updated_at: T1,
+};

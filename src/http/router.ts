@@ -1,0 +1,71 @@
+/**
+ * Mounts declared routes (route.ts) on the app, with the credential checks each one declares.
+ * Checks run path-wide, in a fixed order, so that a request to an unknown /v1 path is refused
+ * for its missing credentials (401) before it could learn the path does not exist (404):
+ *   public routes (`auth: "none"`) first, ahead of any check;
+ *   /v1/*: the API key (spec 5.1), its rate limits (spec 8), then the access token (spec 5.2),
+ *     except on the routes declared `auth: "apiKey"` (the token endpoints);
+ *   /admin/*: the operator token.
+ * A declaration whose `auth` disagrees with what its path gets is refused at startup, so what the
+ * API description says and what the router enforces cannot differ. Every path answers the
+ * methods it does not declare with 405 and `Allow` (RFC 9110 15.5.6).
+ */
+import type { Hono, MiddlewareHandler } from "hono";
+import { ApiError } from "../errors";
+import type { AppEnv } from "./context";
+import { requireApiKey } from "./middleware/api-key";
+import { requireAccessToken } from "./middleware/bearer";
+import { apiHeaders } from "./middleware/headers";
+import { requireOperator } from "./middleware/operator";
+import { rateLimit } from "./middleware/rate-limit";
+import { type Auth, honoPath, type Route } from "./route";
+
+export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provideDeps: MiddlewareHandler<AppEnv>): void {
+  for (const route of routes) {
+    const enforced = enforcedAuth(route.path, route.auth === "none");
+    if (route.auth !== enforced && !(route.auth === "apiKey" && enforced === "client")) {
+      throw new Error(`route ${route.method} ${route.path} declares auth "${route.auth}" but its path gets "${enforced}"`);
+    }
+  }
+  const tokenEndpoints = new Set(routes.filter((r) => r.auth === "apiKey").map((r) => r.path));
+
+  mount(
+    app,
+    routes.filter((r) => r.auth === "none"),
+  );
+  // RFC 6749 5.2 error bodies on the plain token endpoint, set before the API key check so its
+  // refusals use them too.
+  for (const route of routes) if (route.errorStyle === "oauth") app.use(honoPath(route.path), oauthErrorStyle);
+  app.use("/v1/*", apiHeaders, provideDeps, requireApiKey, rateLimit, requireAccessToken(tokenEndpoints));
+  app.use("/admin/*", apiHeaders, provideDeps, requireOperator);
+  mount(
+    app,
+    routes.filter((r) => r.auth !== "none"),
+  );
+}
+
+/** What the middleware above enforces on a path (a public route is mounted ahead of it). */
+function enforcedAuth(path: string, mountedFirst: boolean): Auth {
+  if (path.startsWith("/admin/")) return "admin";
+  if (path.startsWith("/v1/") && !mountedFirst) return "client";
+  return "none";
+}
+
+const oauthErrorStyle: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("errorStyle", "oauth");
+  await next();
+};
+
+function mount(app: Hono<AppEnv>, routes: readonly Route[]): void {
+  const byPath = new Map<string, Route[]>();
+  for (const route of routes) byPath.set(route.path, [...(byPath.get(route.path) ?? []), route]);
+  for (const [path, group] of byPath) {
+    const hono = honoPath(path);
+    for (const route of group) app.on(route.method, hono, (c) => route.serve(c));
+    const methods = group.map((r) => r.method);
+    const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
+    app.all(hono, (c) => {
+      throw new ApiError("method_not_allowed", `${c.req.method} is not allowed here; use ${allow}.`, { headers: { Allow: allow } });
+    });
+  }
+}

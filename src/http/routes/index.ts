@@ -1,0 +1,83 @@
+/**
+ * Every declared HTTP route, and the API description built from them: GET /v1/openapi.json (the
+ * OpenAPI document) and GET /docs (the reference page rendered from it), which are declared here
+ * because they describe all the others, themselves included. The manager app (http/manager) is
+ * an HTML application with its own router and is not part of the API.
+ */
+import * as z from "zod";
+import { loadConfig } from "../../config";
+import { lazy } from "../../lib/cache";
+import { base64UrlEncode } from "../../lib/encoding";
+import { docsCsp, renderDocsPage } from "../docs-page";
+import { buildOpenApiDocument, type OpenApiDocument } from "../openapi";
+import { type Route, rawRoute } from "../route";
+import { adminRoutes } from "./admin";
+import { graphqlRoutes } from "./graphql";
+import { meRoutes } from "./me";
+import { oauthRoutes } from "./oauth";
+import { serviceRoutes } from "./service";
+import { webhookRoutes } from "./webhooks";
+
+const OpenApiDocumentShape = z.looseObject({
+  openapi: z.literal("3.1.0"),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.unknown()),
+});
+
+const descriptionRoutes: Route[] = [
+  rawRoute({
+    method: "GET",
+    path: "/v1/openapi.json",
+    operationId: "getOpenApiDocument",
+    summary: "This OpenAPI 3.1 document",
+    description: "No credentials; cacheable for 5 minutes. `servers` names the configured public origin (`PUBLIC_BASE_URL`), or `/`.",
+    tag: "Service",
+    auth: "none",
+    response: { schema: OpenApiDocumentShape, example: { openapi: "3.1.0", info: { title: "keyway", version: "v1" }, paths: {} } },
+    wire: "json",
+    // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
+    // configured public origin, or "/" (relative to wherever the document was fetched from).
+    reply: (c) =>
+      c.json({ ...openApiDocument(), servers: [{ url: loadConfig(c.env).publicBaseUrl ?? "/" }] }, 200, {
+        "Cache-Control": "public, max-age=300",
+        "X-Content-Type-Options": "nosniff",
+      }),
+  }),
+  rawRoute({
+    method: "GET",
+    path: "/docs",
+    operationId: "getDocs",
+    summary: "Interactive API reference (this document, as HTML)",
+    tag: "Service",
+    auth: "none",
+    response: { schema: z.string(), example: "<!doctype html><title>keyway API reference</title>" },
+    wire: "html",
+    reply: (c) => {
+      const nonce = base64UrlEncode(crypto.getRandomValues(new Uint8Array(16)));
+      return c.html(docsPage(nonce), 200, {
+        "Content-Security-Policy": docsCsp(nonce),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        // The nonce is per response; a cached copy would reuse it.
+        "Cache-Control": "no-store",
+      });
+    },
+  }),
+];
+
+/** Every route the Worker serves over HTTP, apart from the manager app. */
+export const ROUTES: readonly Route[] = [
+  ...serviceRoutes,
+  ...descriptionRoutes,
+  ...oauthRoutes,
+  ...meRoutes,
+  ...webhookRoutes,
+  ...graphqlRoutes,
+  ...adminRoutes,
+];
+
+/** The OpenAPI document of ROUTES, built on first use and kept for the isolate's life. */
+export const openApiDocument = lazy((): OpenApiDocument => buildOpenApiDocument(ROUTES));
+
+/** The /docs page with a given CSP nonce. */
+export const docsPage = (nonce: string): string => renderDocsPage(openApiDocument(), nonce);

@@ -1,0 +1,146 @@
+/**
+ * The GraphQL schema against the zod views and inputs REST uses: every GraphQL type that mirrors
+ * a REST shape has exactly that shape's fields (camelCase), with the same nullability, list-ness
+ * and kind of scalar, recursively. Resolvers return the REST views (camelized), so a field added
+ * to a view without its GraphQL twin, or the reverse, fails here rather than in a client.
+ */
+import {
+  type GraphQLField,
+  type GraphQLInputField,
+  type GraphQLInputObjectType,
+  type GraphQLObjectType,
+  type GraphQLType,
+  getNamedType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+} from "graphql";
+import { describe, expect, it } from "vitest";
+import * as z from "zod";
+import { toCamel } from "../src/graphql/resolvers";
+import { schema } from "../src/graphql/schema";
+import { ApiKeyUsage } from "../src/schemas/admin";
+import { MeView } from "../src/schemas/oauth";
+import {
+  CreateWebhookConfigurationInput,
+  DeliveryAttempt,
+  DeliveryView,
+  PublishedEventView,
+  UpdateWebhookConfigurationInput,
+  WebhookConfigurationView,
+} from "../src/schemas/webhooks";
+
+type Kind = "string" | "number" | "boolean" | "object" | "json";
+interface Shape {
+  nullable: boolean;
+  list: boolean;
+  kind: Kind;
+  object?: z.ZodObject;
+}
+
+/** What a zod schema says of one field: may it be null (or absent), is it a list, of what. */
+function zodShape(field: z.ZodType): Shape {
+  let s: z.ZodType = field;
+  let nullable = false;
+  let list = false;
+  for (;;) {
+    const def = s._zod.def as { type: string; innerType?: z.ZodType; element?: z.ZodType };
+    if (def.type === "nullable" || def.type === "optional") nullable = true;
+    if ((def.type === "nullable" || def.type === "optional" || def.type === "default") && def.innerType) s = def.innerType;
+    else if (def.type === "array" && def.element) {
+      list = true;
+      s = def.element;
+    } else break;
+  }
+  const type = (s._zod.def as { type: string }).type;
+  const kind: Kind =
+    type === "object"
+      ? "object"
+      : type === "number" || type === "int"
+        ? "number"
+        : type === "boolean"
+          ? "boolean"
+          : type === "unknown"
+            ? "json"
+            : "string";
+  return { nullable, list, kind, ...(s instanceof z.ZodObject ? { object: s } : {}) };
+}
+
+/** The same of a GraphQL field's type. */
+function graphqlShape(type: GraphQLType): Shape & { named: GraphQLType } {
+  const nullable = !isNonNullType(type);
+  const inner = isNonNullType(type) ? type.ofType : type;
+  const list = isListType(inner);
+  const named = getNamedType(type);
+  const scalar = named.name;
+  const kind: Kind =
+    isObjectType(named) || isInputObjectType(named)
+      ? "object"
+      : scalar === "Int" || scalar === "Float"
+        ? "number"
+        : scalar === "Boolean"
+          ? "boolean"
+          : scalar === "JSON"
+            ? "json"
+            : "string";
+  return { nullable, list, kind, named };
+}
+
+/**
+ * Field-by-field comparison; returns the differences. `extra` names GraphQL fields with no REST
+ * counterpart (resolved separately), which must then be absent from the view.
+ */
+function compare(typeName: string, view: z.ZodObject, extra: string[] = [], path = typeName, out: string[] = []): string[] {
+  const type = schema.getType(typeName) as GraphQLObjectType | GraphQLInputObjectType | undefined;
+  if (type === undefined) return [...out, `${path}: no GraphQL type ${typeName}`];
+  const fields = type.getFields() as Record<string, GraphQLField<unknown, unknown> | GraphQLInputField>;
+  const viewFields = new Map(Object.entries(view.shape as Record<string, z.ZodType>).map(([k, v]) => [toCamel(k), v]));
+  for (const name of Object.keys(fields)) {
+    if (!viewFields.has(name) && !extra.includes(name)) out.push(`${path}.${name}: in GraphQL, not in the view`);
+  }
+  for (const [name, zodField] of viewFields) {
+    const field = fields[name];
+    if (field === undefined) {
+      out.push(`${path}.${name}: in the view, not in GraphQL`);
+      continue;
+    }
+    const z = zodShape(zodField);
+    const g = graphqlShape(field.type);
+    for (const key of ["nullable", "list", "kind"] as const) {
+      if (z[key] !== g[key]) out.push(`${path}.${name}: ${key} is ${z[key]} in the view, ${g[key]} in GraphQL`);
+    }
+    if (z.object && g.kind === "object") compare(g.named.toString(), z.object, [], `${path}.${name}`, out);
+  }
+  return out;
+}
+
+describe("the GraphQL schema matches the REST views", () => {
+  it.each([
+    ["WebhookConfiguration", WebhookConfigurationView],
+    ["Delivery", DeliveryView],
+    ["DeliveryAttempt", DeliveryAttempt],
+    ["PublishedEvent", PublishedEventView],
+    ["RateLimitUsage", ApiKeyUsage],
+    ["CreateWebhookConfigurationInput", CreateWebhookConfigurationInput],
+    ["UpdateWebhookConfigurationInput", UpdateWebhookConfigurationInput],
+  ] as const)("%s, field by field", (typeName, view) => {
+    expect(compare(typeName, view as z.ZodObject)).toEqual([]);
+  });
+
+  it("Viewer, with rateLimit resolved from the rate limiter on demand", () => {
+    expect(compare("Viewer", MeView, ["rateLimit"])).toEqual([]);
+  });
+
+  it("finds a difference when there is one", () => {
+    const drifted = WebhookConfigurationView.extend({ retries: z.number().int() }).omit({ description: true });
+    expect(compare("WebhookConfiguration", drifted)).toEqual([
+      "WebhookConfiguration.description: in GraphQL, not in the view",
+      "WebhookConfiguration.retries: in the view, not in GraphQL",
+    ]);
+    const nullability = WebhookConfigurationView.extend({ url: z.string().nullable() });
+    expect(compare("WebhookConfiguration", nullability)).toEqual([
+      "WebhookConfiguration.url: nullable is true in the view, false in GraphQL",
+    ]);
+  });
+});
