@@ -17,6 +17,7 @@ import {
   validate,
 } from "graphql";
 import { ApiError, describeInput } from "../errors";
+import { IsolateCache } from "../lib/cache";
 import { describeError, log } from "../log";
 import { checkDocumentLimits, GRAPHQL_LIMITS } from "./limits";
 import { type GraphQLContext, rootValue, toCamel } from "./resolvers";
@@ -27,15 +28,7 @@ import { schema } from "./schema";
  * queries over and over, and parsing plus validating costs more than executing them. Only valid
  * documents are kept (bounded, oldest out), so the cache cannot be filled with garbage cheaply.
  */
-const MAX_CACHED_DOCUMENTS = 500;
-const validDocuments = new Map<string, DocumentNode>();
-function rememberValid(query: string, document: DocumentNode): void {
-  if (validDocuments.size >= MAX_CACHED_DOCUMENTS) {
-    const oldest = validDocuments.keys().next();
-    if (!oldest.done) validDocuments.delete(oldest.value);
-  }
-  validDocuments.set(query, document);
-}
+const validDocuments = new IsolateCache<DocumentNode>({ maxEntries: 500 });
 
 export interface GraphQLRequest {
   query: unknown;
@@ -78,7 +71,7 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
     if (limitError !== null) return requestError(limitError);
     const validationErrors = validate(schema, document);
     if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
-    rememberValid(query, document);
+    validDocuments.set(query, document);
   }
 
   const operation = selectOperation(document, typeof operationName === "string" ? operationName : undefined);

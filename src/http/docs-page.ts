@@ -15,10 +15,6 @@ import {
   type ParameterObject,
 } from "./openapi";
 
-export const docsCsp = (nonce: string): string =>
-  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; ` +
-  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
 /** Escapes text for HTML element content and quoted attribute values alike. */

@@ -14,6 +14,7 @@ import type { Page } from "../stores/kv";
 import type { AppEnv } from "./context";
 import { created, respond, respondPage } from "./envelope";
 import { DEFAULT_MAX_BODY_BYTES, jsonBody, listQuery } from "./input";
+import type { Csp } from "./middleware/html";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -71,6 +72,8 @@ export interface Route {
   errorStyle?: "oauth" | "graphql";
   /** Statuses beyond those implied by auth, body and path parameters. */
   errors?: number[];
+  /** HTML pages only: their Content-Security-Policy (the router adds it with the other security headers). */
+  csp?: Csp;
   serve(c: Context<AppEnv>): Promise<Response> | Response;
 }
 
@@ -167,6 +170,7 @@ export function rawRoute(
     status?: 200;
     wire: Wire;
     errorStyle?: "oauth" | "graphql";
+    csp?: Csp;
     body?: { schema: z.ZodType; example: unknown; form?: boolean };
     response: { schema: z.ZodType; example: unknown };
     reply(c: C): Promise<Response> | Response;

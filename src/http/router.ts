@@ -16,18 +16,23 @@ import type { AppEnv } from "./context";
 import { requireApiKey } from "./middleware/api-key";
 import { requireAccessToken } from "./middleware/bearer";
 import { apiHeaders } from "./middleware/headers";
+import { htmlSecurity } from "./middleware/html";
 import { requireOperator } from "./middleware/operator";
 import { rateLimit } from "./middleware/rate-limit";
 import { type Auth, honoPath, type Route } from "./route";
 
 export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provideDeps: MiddlewareHandler<AppEnv>): void {
   for (const route of routes) {
+    if ((route.wire === "html") !== (route.csp !== undefined)) {
+      throw new Error(`route ${route.method} ${route.path}: HTML pages, and only they, declare a Content-Security-Policy`);
+    }
     const enforced = enforcedAuth(route.path, route.auth === "none");
     if (route.auth !== enforced && !(route.auth === "apiKey" && enforced === "client")) {
       throw new Error(`route ${route.method} ${route.path} declares auth "${route.auth}" but its path gets "${enforced}"`);
     }
   }
   const tokenEndpoints = new Set(routes.filter((r) => r.auth === "apiKey").map((r) => r.path));
+  for (const route of routes) if (route.csp) app.use(honoPath(route.path), htmlSecurity(route.csp));
 
   mount(
     app,

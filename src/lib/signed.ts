@@ -6,13 +6,14 @@
  * JSON.parse, and the kid selects the key, so keys rotate without invalidating live values.
  */
 import type { z } from "zod";
+import { IsolateCache } from "./cache";
 import { hmacKey } from "./crypto";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "./encoding";
 import type { VersionedKey } from "./keyring";
 
 export type Opened<T> = { ok: true; value: T } | { ok: false; reason: "malformed" | "invalid" };
 
-const shapes = new Map<string, RegExp>();
+const shapes = new IsolateCache<RegExp>({ maxEntries: 16 });
 /** Compiled once per prefix: open() is on the path of every bearer-authenticated request. */
 function shapeOf(prefix: string): RegExp {
   let shape = shapes.get(prefix);

@@ -1,10 +1,11 @@
 /**
- * The manager app at /manager (spec 2.1, 5.3): Organization Settings -> Users -> Client
+ * The manager app's routes at /manager (spec 2.1, 5.3): Organization Settings -> Users -> Client
  * credentials, plus API keys (operators only) and a read-only view of webhook configurations.
- * Server-rendered, usable without JavaScript. Every page sends a nonce-based CSP; every POST
- * carries the session's CSRF token; an organization administrator's session reaches its own
- * organization only (anything else is a 404, whatever the URL or form says). Actions call the
- * same store functions as the operator API.
+ * This file decides who may do what and loads the data; the markup is in pages.tsx and
+ * views.tsx. Every page gets the security headers of middleware/html.ts (a nonce-based CSP);
+ * every POST carries the session's CSRF token; an organization administrator's session reaches
+ * its own organization only (anything else is a 404, whatever the URL or form says). Actions call
+ * the same domain functions as the operator API.
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
@@ -42,36 +43,50 @@ import { listDeliveries } from "../../webhooks/deliveries";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
-import { setResponseHeaders } from "../middleware/headers";
+import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
+import {
+  AdminTokenMinted,
+  ApiKeyDetail,
+  ApiKeyIssued,
+  ApiKeys,
+  ClientCredentialCreated,
+  ClientCredentials,
+  Confirm,
+  ErrorMessage,
+  OrganizationSettings,
+  Organizations,
+  SignInForm,
+  SignInRejected,
+  Users,
+  WebhookConfigurations,
+} from "./pages";
 import { canAccess, newSession, openSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, sealSession } from "./session";
-import { type Crumb, Field, Page, PostForm, SecretOnce, Status, when } from "./views";
+import { type Crumb, Page } from "./views";
 
 type ManagerEnv = {
   Bindings: AppEnv["Bindings"];
   /** `form`: a POST's fields, read once (the CSRF check and the handler both need them). */
-  Variables: AppEnv["Variables"] & { nonce: string; session: Session; form: Record<string, unknown> };
+  Variables: AppEnv["Variables"] & { session: Session; form: Record<string, unknown> };
 };
 type C = Context<ManagerEnv>;
 
 const LOGIN_CSRF_COOKIE = "kw_login_csrf";
+/** Forms post to this origin only; the one style and script carry the response's nonce. */
+const MANAGER_CSP: Csp = {
+  defaultSrc: ["'none'"],
+  styleSrc: [NONCE],
+  scriptSrc: [NONCE],
+  formAction: ["'self'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+};
 const PAGE_SIZE = { limit: 100 };
 
 export function managerApp(now: () => number): Hono<ManagerEnv> {
   const app = new Hono<ManagerEnv>();
 
   // Scoped to /manager: this app is mounted at the root, where "*" would mean every request.
-  app.use("/manager/*", provideDeps(now) as never, async (c, next) => {
-    const nonce = randomToken(18);
-    c.set("nonce", nonce);
-    await next();
-    setResponseHeaders(c, {
-      "Content-Security-Policy": `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-      "X-Content-Type-Options": "nosniff",
-      "X-Frame-Options": "DENY",
-      "Referrer-Policy": "no-referrer",
-      "Cache-Control": "no-store",
-    });
-  });
+  app.use("/manager/*", provideDeps(now) as never, htmlSecurity(MANAGER_CSP));
 
   app.onError((err, c) => {
     const e = err instanceof ApiError ? err : null;
@@ -82,13 +97,10 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     return c.html(
       <Page
         title={status === 404 ? "Not found" : status === 403 ? "Not allowed" : "That did not work"}
-        nonce={c.get("nonce") ?? ""}
-        {...(session ? { csrf: session.csrf, who: session.role === "operator" ? "Operator" : "Organization administrator" } : {})}
+        nonce={pageNonce(c)}
+        {...(session ? { csrf: session.csrf, who: who(session) } : {})}
       >
-        <p role="alert">{message}</p>
-        <p>
-          <a href="/manager">Back to the start</a>
-        </p>
+        <ErrorMessage message={message} />
       </Page>,
       status as 400,
     );
@@ -99,18 +111,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const loginCsrf = randomToken(18);
     setCookie(c, LOGIN_CSRF_COOKIE, loginCsrf, { httpOnly: true, secure: true, sameSite: "Strict", path: "/manager", maxAge: 600 });
     return c.html(
-      <Page title="Sign in" nonce={c.get("nonce")}>
-        <form method="post" action="/manager/sign-in" class="card">
-          <input type="hidden" name="csrf" value={loginCsrf} />
-          <Field
-            id="token"
-            type="password"
-            label="Access token"
-            hint="the operator's ADMIN_TOKEN, or an organization administrator token"
-            required
-          />
-          <button type="submit">Sign in</button>
-        </form>
+      <Page title="Sign in" nonce={pageNonce(c)}>
+        <SignInForm loginCsrf={loginCsrf} />
       </Page>,
     );
   });
@@ -131,13 +133,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     }
     if (!session) {
       return c.html(
-        <Page title="Sign in" nonce={c.get("nonce")}>
-          <p class="warning" role="alert">
-            That token was not accepted.
-          </p>
-          <p>
-            <a href="/manager/sign-in">Try again</a>
-          </p>
+        <Page title="Sign in" nonce={pageNonce(c)}>
+          <SignInRejected />
         </Page>,
         401,
       );
@@ -153,7 +150,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     return c.redirect(home(session), 303);
   });
 
-  // Everything below needs a session.
+  // Everything below needs a session; every POST its CSRF token.
   app.use("/manager/*", async (c, next) => {
     const deps = c.get("deps");
     const session = await openSession(deps.config.signingKeys, getCookie(c, SESSION_COOKIE), deps.now());
@@ -179,41 +176,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations", async (c) => {
     operatorOnly(c);
     const orgs = await listOrganizations(c.get("deps"), PAGE_SIZE);
-    return page(
-      c,
-      "Organizations",
-      [{ label: "Organizations" }],
-      <>
-        <table>
-          <caption class="hint">Every organization (first 100)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Id</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {orgs.items.map((o) => (
-              <tr>
-                <td>
-                  <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
-                </td>
-                <td>
-                  <code>{o.id}</code>
-                </td>
-                <td>{when(o.created_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <h2>Create an organization</h2>
-        <PostForm action="/manager/organizations" csrf={c.get("session").csrf} label="Create an organization">
-          <Field id="name" label="Name" required />
-          <button type="submit">Create organization</button>
-        </PostForm>
-      </>,
-    );
+    return page(c, "Organizations", [{ label: "Organizations" }], <Organizations orgs={orgs.items} csrf={csrf(c)} />);
   });
 
   app.post("/manager/organizations", async (c) => {
@@ -225,40 +188,12 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   // Organization Settings.
   app.get("/manager/organizations/:org", async (c) => {
     const org = await orgFor(c);
-    const base = `/manager/organizations/${org.id}`;
     const operator = c.get("session").role === "operator";
     return page(
       c,
       "Organization Settings",
       orgCrumbs(c, org),
-      <>
-        <p>
-          <strong>{org.name}</strong> <code>{org.id}</code>
-        </p>
-        <ul class="links">
-          <li>
-            <a href={`${base}/users`}>Users</a> and their client credentials
-          </li>
-          {operator && (
-            <li>
-              <a href={`${base}/api-keys`}>API keys</a> (operators only)
-            </li>
-          )}
-          <li>
-            <a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries
-          </li>
-        </ul>
-        {operator && (
-          <>
-            <h2>Administrator access</h2>
-            <p>Mint a token that signs this organization's administrator into this app, for this organization only.</p>
-            <PostForm action={`${base}/admin-tokens`} csrf={c.get("session").csrf} label="Mint an administrator token">
-              <Field id="name" label="Token name" hint="optional" />
-              <button type="submit">Mint administrator token</button>
-            </PostForm>
-          </>
-        )}
-      </>,
+      <OrganizationSettings org={org} operator={operator} csrf={csrf(c)} />,
       c.req.query("notice") === "created" ? "Organization created." : undefined,
     );
   });
@@ -272,13 +207,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       c,
       "Administrator token",
       [...orgCrumbs(c, org, true), { label: "Administrator token" }],
-      <>
-        <SecretOnce id="admin-token" label="administrator token" value={token} />
-        <p>Give it to the organization's administrator: signing in with it opens this organization only.</p>
-        <p>
-          <a href={`/manager/organizations/${org.id}`}>Back to Organization Settings</a>
-        </p>
-      </>,
+      <AdminTokenMinted org={org} token={token} />,
     );
   });
 
@@ -286,48 +215,11 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations/:org/users", async (c) => {
     const org = await orgFor(c);
     const users = await listUsers(c.get("deps"), org.id, PAGE_SIZE);
-    const base = `/manager/organizations/${org.id}/users`;
     return page(
       c,
       "Users",
       [...orgCrumbs(c, org, true), { label: "Users" }],
-      <>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {users.items.map((u) => (
-              <tr>
-                <td>{u.name}</td>
-                <td>{u.email ?? "-"}</td>
-                <td>{when(u.created_at)}</td>
-                <td>
-                  <a href={`${base}/${u.id}/client-credentials`}>
-                    Client credentials<span class="skip"> of {u.name}</span>
-                  </a>
-                  {" | "}
-                  <a href={`${base}/${u.id}/remove`}>
-                    Remove<span class="skip"> {u.name}</span>
-                  </a>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {users.items.length === 0 && <p>No users yet.</p>}
-        <h2>Add a user</h2>
-        <PostForm action={base} csrf={c.get("session").csrf} label="Add a user">
-          <Field id="name" label="Name" required />
-          <Field id="email" label="E-mail" type="email" hint="optional" />
-          <button type="submit">Add user</button>
-        </PostForm>
-      </>,
+      <Users org={org} users={users.items} csrf={csrf(c)} />,
       notices[c.req.query("notice") ?? ""],
     );
   });
@@ -340,17 +232,14 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   });
 
   app.get("/manager/organizations/:org/users/:user/remove", async (c) => {
-    const org = await orgFor(c);
-    const user = await getUser(c.get("deps"), org.id, c.req.param("user"));
-    return confirmPage(
-      c,
-      `Remove ${user.name}?`,
-      orgCrumbs(c, org, true),
-      `/manager/organizations/${org.id}/users/${user.id}/remove`,
-      "Removing the user revokes all of their client credentials: access tokens issued with them stop working.",
-      "Remove user",
-      `/manager/organizations/${org.id}/users`,
-    );
+    const { org, user } = await userFor(c);
+    return confirmPage(c, orgCrumbs(c, org, true), {
+      title: `Remove ${user.name}?`,
+      action: `/manager/organizations/${org.id}/users/${user.id}/remove`,
+      consequence: "Removing the user revokes all of their client credentials: access tokens issued with them stop working.",
+      button: "Remove user",
+      cancel: `/manager/organizations/${org.id}/users`,
+    });
   });
 
   app.post("/manager/organizations/:org/users/:user/remove", async (c) => {
@@ -363,58 +252,16 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations/:org/users/:user/client-credentials", async (c) => {
     const { org, user } = await userFor(c);
     const creds = await listClientCredentials(c.get("deps"), org.id, user.id, PAGE_SIZE);
-    const base = credentialsPath(org.id, user.id);
     return page(
       c,
       "Client credentials",
       credentialCrumbs(c, org, user),
-      <>
-        <p>
-          Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
-        </p>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">client_id</th>
-              <th scope="col">Name</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Status</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {creds.items.map(clientCredentialView).map((cr) => (
-              <tr>
-                <td>
-                  <code>{cr.client_id}</code>
-                </td>
-                <td>{cr.name ?? "-"}</td>
-                <td>{when(cr.created_at)}</td>
-                <td>{when(cr.last_used_at)}</td>
-                <td>
-                  <Status value={cr.status} />
-                </td>
-                <td>
-                  {cr.status === "active" ? (
-                    <a href={`${base}/${cr.client_id}/revoke`}>
-                      Revoke<span class="skip"> {cr.client_id}</span>
-                    </a>
-                  ) : (
-                    when(cr.revoked_at)
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {creds.items.length === 0 && <p>No client credentials yet.</p>}
-        <h2>Create client credentials</h2>
-        <PostForm action={base} csrf={c.get("session").csrf} label="Create client credentials">
-          <Field id="name" label="Name" hint="optional, e.g. the application using it" />
-          <button type="submit">Create client credentials</button>
-        </PostForm>
-      </>,
+      <ClientCredentials
+        base={credentialsPath(org.id, user.id)}
+        user={user}
+        credentials={creds.items.map(clientCredentialView)}
+        csrf={csrf(c)}
+      />,
       notices[c.req.query("notice") ?? ""],
     );
   });
@@ -427,16 +274,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       c,
       "New client credentials",
       [...credentialCrumbs(c, org, user, true), { label: "New" }],
-      <>
-        <div class="card">
-          <label for="client-id">client_id</label>
-          <input id="client-id" class="secret" type="text" readonly value={record.client_id} />
-        </div>
-        <SecretOnce id="client-secret" label="client_secret" value={secret} />
-        <p>
-          <a href={credentialsPath(org.id, user.id)}>Back to the client credentials</a>
-        </p>
-      </>,
+      <ClientCredentialCreated base={credentialsPath(org.id, user.id)} clientId={record.client_id} secret={secret} />,
     );
   });
 
@@ -444,15 +282,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const { org, user } = await userFor(c);
     const cred = await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
     const base = credentialsPath(org.id, user.id);
-    return confirmPage(
-      c,
-      `Revoke ${cred.client_id}?`,
-      credentialCrumbs(c, org, user, true),
-      `${base}/${cred.client_id}/revoke`,
-      "Revoking stops this client from obtaining tokens, and access tokens it already has stop working.",
-      "Revoke client credentials",
-      base,
-    );
+    return confirmPage(c, credentialCrumbs(c, org, user, true), {
+      title: `Revoke ${cred.client_id}?`,
+      action: `${base}/${cred.client_id}/revoke`,
+      consequence: "Revoking stops this client from obtaining tokens, and access tokens it already has stop working.",
+      button: "Revoke client credentials",
+      cancel: base,
+    });
   });
 
   app.post("/manager/organizations/:org/users/:user/client-credentials/:client/revoke", async (c) => {
@@ -468,72 +304,12 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const deps = c.get("deps");
     const keys = await listApiKeys(deps, org.id, PAGE_SIZE);
     const usage = await Promise.all(keys.items.map((k) => (k.revoked_at === null ? keyUsage(deps, k.id) : null)));
-    const base = `/manager/organizations/${org.id}/api-keys`;
+    const rows = keys.items.map((k, i) => ({ view: apiKeyView(k, deps.config.defaultLimits), usage: usage[i] ?? null }));
     return page(
       c,
       "API keys",
       [...orgCrumbs(c, org, true), { label: "API keys" }],
-      <>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Name</th>
-              <th scope="col">Limits</th>
-              <th scope="col">Used today</th>
-              <th scope="col">Status</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.items.map((k, i) => {
-              const v = apiKeyView(k, deps.config.defaultLimits);
-              const u = usage[i];
-              return (
-                <tr>
-                  <td>
-                    <code>{v.hint}</code>
-                  </td>
-                  <td>{v.name ?? "-"}</td>
-                  <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
-                  <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
-                  <td>
-                    <Status value={v.status} />
-                  </td>
-                  <td>
-                    {v.status === "active" ? (
-                      <a href={`${base}/${v.id}`}>
-                        Limits and revocation<span class="skip"> for {v.hint}</span>
-                      </a>
-                    ) : (
-                      when(v.revoked_at)
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-        <h2>Issue an API key</h2>
-        <PostForm action={base} csrf={c.get("session").csrf} label="Issue an API key">
-          <Field id="name" label="Name" hint="optional" />
-          <Field
-            id="per_second"
-            label="Requests per second"
-            type="number"
-            min={1}
-            hint={`empty for the default, ${deps.config.defaultLimits.per_second}`}
-          />
-          <Field
-            id="per_day"
-            label="Requests per day"
-            type="number"
-            min={1}
-            hint={`empty for the default, ${deps.config.defaultLimits.per_day}`}
-          />
-          <button type="submit">Issue API key</button>
-        </PostForm>
-      </>,
+      <ApiKeys org={org} keys={rows} defaults={deps.config.defaultLimits} csrf={csrf(c)} />,
       notices[c.req.query("notice") ?? ""],
     );
   });
@@ -548,12 +324,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       c,
       "New API key",
       [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: "New" }],
-      <>
-        <SecretOnce id="api-key" label="API key" value={secret} />
-        <p>
-          <a href={`/manager/organizations/${org.id}/api-keys`}>Back to the API keys</a>
-        </p>
-      </>,
+      <ApiKeyIssued org={org} secret={secret} />,
     );
   });
 
@@ -563,47 +334,17 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const deps = c.get("deps");
     const key = apiKeyView(await getApiKey(deps, org.id, c.req.param("key")), deps.config.defaultLimits);
     const usage = await keyUsage(deps, key.id);
-    const base = `/manager/organizations/${org.id}/api-keys/${key.id}`;
     return page(
       c,
       `API key ${key.hint}`,
       [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: key.hint }],
-      <>
-        <p>
-          Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(isoTime(usage.day.resetAt))}).
-        </p>
-        <h2>Change limits</h2>
-        <PostForm action={`${base}/limits`} csrf={c.get("session").csrf} label="Change limits">
-          <Field
-            id="per_second"
-            label="Requests per second"
-            type="number"
-            min={1}
-            value={String(usage.second.limit)}
-            hint="empty restores the default"
-          />
-          <Field
-            id="per_day"
-            label="Requests per day"
-            type="number"
-            min={1}
-            value={String(usage.day.limit)}
-            hint="empty restores the default"
-          />
-          <button type="submit">Save limits</button>
-        </PostForm>
-        {key.status === "active" && (
-          <>
-            <h2>Revoke</h2>
-            <PostForm action={`${base}/revoke`} csrf={c.get("session").csrf} label="Revoke this API key">
-              <p>Every request with this key is refused from then on. This cannot be undone.</p>
-              <button type="submit" class="danger">
-                Revoke API key
-              </button>
-            </PostForm>
-          </>
-        )}
-      </>,
+      <ApiKeyDetail
+        base={`/manager/organizations/${org.id}/api-keys/${key.id}`}
+        apiKey={key}
+        usage={usage}
+        resetsAt={isoTime(usage.day.resetAt)}
+        csrf={csrf(c)}
+      />,
     );
   });
 
@@ -632,48 +373,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       c,
       "Webhook configurations",
       [...orgCrumbs(c, org, true), { label: "Webhook configurations" }],
-      <>
-        {configs.items.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
-        {configs.items.map((w, i) => (
-          <section class="card" aria-labelledby={`whk-${w.id}`}>
-            <h2 id={`whk-${w.id}`}>
-              <code>{w.url}</code>
-            </h2>
-            <p>
-              <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""} Events:{" "}
-              {w.events ? w.events.join(", ") : "all"}. Token URL: <code>{w.oauth.token_url}</code>
-            </p>
-            <table>
-              <caption class="hint">Recent deliveries</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Delivery</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Last attempt</th>
-                </tr>
-              </thead>
-              <tbody>
-                {(recent[i]?.items ?? []).map((d) => {
-                  const last = d.attempts.at(-1);
-                  return (
-                    <tr>
-                      <td>
-                        <code>{d.id}</code>
-                      </td>
-                      <td>{d.event_type}</td>
-                      <td>
-                        <Status value={d.status} />
-                      </td>
-                      <td>{last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-"}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </section>
-        ))}
-      </>,
+      <WebhookConfigurations configs={configs.items} recent={recent.map((r) => r.items)} />,
     );
   });
 
@@ -754,33 +454,18 @@ function credentialCrumbs(c: C, org: { id: string; name: string }, user: { id: s
   ];
 }
 
+const csrf = (c: C) => c.get("session").csrf;
+const who = (s: Session) => (s.role === "operator" ? "Operator" : "Organization administrator");
+
 function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?: string): Response | Promise<Response> {
   const s = c.get("session");
   return c.html(
-    <Page
-      title={title}
-      nonce={c.get("nonce")}
-      crumbs={crumbs}
-      csrf={s.csrf}
-      who={s.role === "operator" ? "Operator" : "Organization administrator"}
-      notice={notice}
-    >
+    <Page title={title} nonce={pageNonce(c)} crumbs={crumbs} csrf={s.csrf} who={who(s)} notice={notice}>
       {body}
     </Page>,
   );
 }
 
-function confirmPage(c: C, title: string, crumbs: Crumb[], action: string, consequence: string, button: string, cancel: string) {
-  return page(
-    c,
-    title,
-    [...crumbs, { label: "Confirm" }],
-    <PostForm action={action} csrf={c.get("session").csrf} label={title}>
-      <p class="warning">{consequence}</p>
-      <button type="submit" class="danger">
-        {button}
-      </button>{" "}
-      <a href={cancel}>Cancel</a>
-    </PostForm>,
-  );
+function confirmPage(c: C, crumbs: Crumb[], p: { title: string; action: string; consequence: string; button: string; cancel: string }) {
+  return page(c, p.title, [...crumbs, { label: "Confirm" }], <Confirm {...p} csrf={csrf(c)} />);
 }

@@ -7,8 +7,8 @@
 import * as z from "zod";
 import { loadConfig } from "../../config";
 import { lazy } from "../../lib/cache";
-import { base64UrlEncode } from "../../lib/encoding";
-import { docsCsp, renderDocsPage } from "../docs-page";
+import { renderDocsPage } from "../docs-page";
+import { NONCE, pageNonce } from "../middleware/html";
 import { buildOpenApiDocument, type OpenApiDocument } from "../openapi";
 import { type Route, rawRoute } from "../route";
 import { adminRoutes } from "./admin";
@@ -52,16 +52,17 @@ const descriptionRoutes: Route[] = [
     auth: "none",
     response: { schema: z.string(), example: "<!doctype html><title>keyway API reference</title>" },
     wire: "html",
-    reply: (c) => {
-      const nonce = base64UrlEncode(crypto.getRandomValues(new Uint8Array(16)));
-      return c.html(docsPage(nonce), 200, {
-        "Content-Security-Policy": docsCsp(nonce),
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
-        // The nonce is per response; a cached copy would reuse it.
-        "Cache-Control": "no-store",
-      });
+    // "Try it" may call this origin only; nothing else loads.
+    csp: {
+      defaultSrc: ["'none'"],
+      scriptSrc: [NONCE],
+      styleSrc: [NONCE],
+      connectSrc: ["'self'"],
+      baseUri: ["'none'"],
+      formAction: ["'none'"],
+      frameAncestors: ["'none'"],
     },
+    reply: (c) => c.html(docsPage(pageNonce(c))),
   }),
 ];
 

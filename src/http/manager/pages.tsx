@@ -1,0 +1,400 @@
+/**
+ * The manager app's pages: the markup of each screen, from plain data (no request, no storage).
+ * routes.tsx decides who may see what, loads the data and wraps these in the layout of
+ * views.tsx with a title and breadcrumbs. Hono JSX escapes every interpolated value.
+ */
+import type { FC } from "hono/jsx";
+import type { ApiKeyView, ClientCredentialView } from "../../schemas/admin";
+import type { Limits, OrganizationRecord, UserRecord } from "../../schemas/records";
+import type { DeliveryRecord, WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { Field, PostForm, SecretOnce, Status, when } from "./views";
+
+type Org = Pick<OrganizationRecord, "id" | "name">;
+type Usage = { second: { limit: number; used: number; remaining: number }; day: { limit: number; used: number; remaining: number } };
+
+export const SignInForm: FC<{ loginCsrf: string }> = ({ loginCsrf }) => (
+  <form method="post" action="/manager/sign-in" class="card">
+    <input type="hidden" name="csrf" value={loginCsrf} />
+    <Field
+      id="token"
+      type="password"
+      label="Access token"
+      hint="the operator's ADMIN_TOKEN, or an organization administrator token"
+      required
+    />
+    <button type="submit">Sign in</button>
+  </form>
+);
+
+export const SignInRejected: FC = () => (
+  <>
+    <p class="warning" role="alert">
+      That token was not accepted.
+    </p>
+    <p>
+      <a href="/manager/sign-in">Try again</a>
+    </p>
+  </>
+);
+
+export const ErrorMessage: FC<{ message: string }> = ({ message }) => (
+  <>
+    <p role="alert">{message}</p>
+    <p>
+      <a href="/manager">Back to the start</a>
+    </p>
+  </>
+);
+
+export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = ({ orgs, csrf }) => (
+  <>
+    <table>
+      <caption class="hint">Every organization (first 100)</caption>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Id</th>
+          <th scope="col">Created</th>
+        </tr>
+      </thead>
+      <tbody>
+        {orgs.map((o) => (
+          <tr>
+            <td>
+              <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
+            </td>
+            <td>
+              <code>{o.id}</code>
+            </td>
+            <td>{when(o.created_at)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    <h2>Create an organization</h2>
+    <PostForm action="/manager/organizations" csrf={csrf} label="Create an organization">
+      <Field id="name" label="Name" required />
+      <button type="submit">Create organization</button>
+    </PostForm>
+  </>
+);
+
+export const OrganizationSettings: FC<{ org: Org; operator: boolean; csrf: string }> = ({ org, operator, csrf }) => {
+  const base = `/manager/organizations/${org.id}`;
+  return (
+    <>
+      <p>
+        <strong>{org.name}</strong> <code>{org.id}</code>
+      </p>
+      <ul class="links">
+        <li>
+          <a href={`${base}/users`}>Users</a> and their client credentials
+        </li>
+        {operator && (
+          <li>
+            <a href={`${base}/api-keys`}>API keys</a> (operators only)
+          </li>
+        )}
+        <li>
+          <a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries
+        </li>
+      </ul>
+      {operator && (
+        <>
+          <h2>Administrator access</h2>
+          <p>Mint a token that signs this organization's administrator into this app, for this organization only.</p>
+          <PostForm action={`${base}/admin-tokens`} csrf={csrf} label="Mint an administrator token">
+            <Field id="name" label="Token name" hint="optional" />
+            <button type="submit">Mint administrator token</button>
+          </PostForm>
+        </>
+      )}
+    </>
+  );
+};
+
+export const AdminTokenMinted: FC<{ org: Org; token: string }> = ({ org, token }) => (
+  <>
+    <SecretOnce id="admin-token" label="administrator token" value={token} />
+    <p>Give it to the organization's administrator: signing in with it opens this organization only.</p>
+    <p>
+      <a href={`/manager/organizations/${org.id}`}>Back to Organization Settings</a>
+    </p>
+  </>
+);
+
+export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org, users, csrf }) => {
+  const base = `/manager/organizations/${org.id}/users`;
+  return (
+    <>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">E-mail</th>
+            <th scope="col">Created</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {users.map((u) => (
+            <tr>
+              <td>{u.name}</td>
+              <td>{u.email ?? "-"}</td>
+              <td>{when(u.created_at)}</td>
+              <td>
+                <a href={`${base}/${u.id}/client-credentials`}>
+                  Client credentials<span class="skip"> of {u.name}</span>
+                </a>
+                {" | "}
+                <a href={`${base}/${u.id}/remove`}>
+                  Remove<span class="skip"> {u.name}</span>
+                </a>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {users.length === 0 && <p>No users yet.</p>}
+      <h2>Add a user</h2>
+      <PostForm action={base} csrf={csrf} label="Add a user">
+        <Field id="name" label="Name" required />
+        <Field id="email" label="E-mail" type="email" hint="optional" />
+        <button type="submit">Add user</button>
+      </PostForm>
+    </>
+  );
+};
+
+export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials: ClientCredentialView[]; csrf: string }> = ({
+  base,
+  user,
+  credentials,
+  csrf,
+}) => (
+  <>
+    <p>
+      Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
+    </p>
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">client_id</th>
+          <th scope="col">Name</th>
+          <th scope="col">Created</th>
+          <th scope="col">Last used</th>
+          <th scope="col">Status</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {credentials.map((cr) => (
+          <tr>
+            <td>
+              <code>{cr.client_id}</code>
+            </td>
+            <td>{cr.name ?? "-"}</td>
+            <td>{when(cr.created_at)}</td>
+            <td>{when(cr.last_used_at)}</td>
+            <td>
+              <Status value={cr.status} />
+            </td>
+            <td>
+              {cr.status === "active" ? (
+                <a href={`${base}/${cr.client_id}/revoke`}>
+                  Revoke<span class="skip"> {cr.client_id}</span>
+                </a>
+              ) : (
+                when(cr.revoked_at)
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    {credentials.length === 0 && <p>No client credentials yet.</p>}
+    <h2>Create client credentials</h2>
+    <PostForm action={base} csrf={csrf} label="Create client credentials">
+      <Field id="name" label="Name" hint="optional, e.g. the application using it" />
+      <button type="submit">Create client credentials</button>
+    </PostForm>
+  </>
+);
+
+export const ClientCredentialCreated: FC<{ base: string; clientId: string; secret: string }> = ({ base, clientId, secret }) => (
+  <>
+    <div class="card">
+      <label for="client-id">client_id</label>
+      <input id="client-id" class="secret" type="text" readonly value={clientId} />
+    </div>
+    <SecretOnce id="client-secret" label="client_secret" value={secret} />
+    <p>
+      <a href={base}>Back to the client credentials</a>
+    </p>
+  </>
+);
+
+export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | null }[]; defaults: Limits; csrf: string }> = ({
+  org,
+  keys,
+  defaults,
+  csrf,
+}) => {
+  const base = `/manager/organizations/${org.id}/api-keys`;
+  return (
+    <>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Name</th>
+            <th scope="col">Limits</th>
+            <th scope="col">Used today</th>
+            <th scope="col">Status</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map(({ view: v, usage: u }) => (
+            <tr>
+              <td>
+                <code>{v.hint}</code>
+              </td>
+              <td>{v.name ?? "-"}</td>
+              <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
+              <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
+              <td>
+                <Status value={v.status} />
+              </td>
+              <td>
+                {v.status === "active" ? (
+                  <a href={`${base}/${v.id}`}>
+                    Limits and revocation<span class="skip"> for {v.hint}</span>
+                  </a>
+                ) : (
+                  when(v.revoked_at)
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Issue an API key</h2>
+      <PostForm action={base} csrf={csrf} label="Issue an API key">
+        <Field id="name" label="Name" hint="optional" />
+        <Field id="per_second" label="Requests per second" type="number" min={1} hint={`empty for the default, ${defaults.per_second}`} />
+        <Field id="per_day" label="Requests per day" type="number" min={1} hint={`empty for the default, ${defaults.per_day}`} />
+        <button type="submit">Issue API key</button>
+      </PostForm>
+    </>
+  );
+};
+
+export const ApiKeyIssued: FC<{ org: Org; secret: string }> = ({ org, secret }) => (
+  <>
+    <SecretOnce id="api-key" label="API key" value={secret} />
+    <p>
+      <a href={`/manager/organizations/${org.id}/api-keys`}>Back to the API keys</a>
+    </p>
+  </>
+);
+
+export const ApiKeyDetail: FC<{ base: string; apiKey: ApiKeyView; usage: Usage; resetsAt: string; csrf: string }> = ({
+  base,
+  apiKey,
+  usage,
+  resetsAt,
+  csrf,
+}) => (
+  <>
+    <p>
+      Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(resetsAt)}).
+    </p>
+    <h2>Change limits</h2>
+    <PostForm action={`${base}/limits`} csrf={csrf} label="Change limits">
+      <Field
+        id="per_second"
+        label="Requests per second"
+        type="number"
+        min={1}
+        value={String(usage.second.limit)}
+        hint="empty restores the default"
+      />
+      <Field
+        id="per_day"
+        label="Requests per day"
+        type="number"
+        min={1}
+        value={String(usage.day.limit)}
+        hint="empty restores the default"
+      />
+      <button type="submit">Save limits</button>
+    </PostForm>
+    {apiKey.status === "active" && (
+      <>
+        <h2>Revoke</h2>
+        <PostForm action={`${base}/revoke`} csrf={csrf} label="Revoke this API key">
+          <p>Every request with this key is refused from then on. This cannot be undone.</p>
+          <button type="submit" class="danger">
+            Revoke API key
+          </button>
+        </PostForm>
+      </>
+    )}
+  </>
+);
+
+export const WebhookConfigurations: FC<{ configs: WebhookConfigurationRecord[]; recent: DeliveryRecord[][] }> = ({ configs, recent }) => (
+  <>
+    {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
+    {configs.map((w, i) => (
+      <section class="card" aria-labelledby={`whk-${w.id}`}>
+        <h2 id={`whk-${w.id}`}>
+          <code>{w.url}</code>
+        </h2>
+        <p>
+          <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""} Events: {w.events ? w.events.join(", ") : "all"}.
+          Token URL: <code>{w.oauth.token_url}</code>
+        </p>
+        <table>
+          <caption class="hint">Recent deliveries</caption>
+          <thead>
+            <tr>
+              <th scope="col">Delivery</th>
+              <th scope="col">Event</th>
+              <th scope="col">Status</th>
+              <th scope="col">Last attempt</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(recent[i] ?? []).map((d) => {
+              const last = d.attempts.at(-1);
+              return (
+                <tr>
+                  <td>
+                    <code>{d.id}</code>
+                  </td>
+                  <td>{d.event_type}</td>
+                  <td>
+                    <Status value={d.status} />
+                  </td>
+                  <td>{last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-"}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </section>
+    ))}
+  </>
+);
+
+export const Confirm: FC<{ action: string; csrf: string; title: string; consequence: string; button: string; cancel: string }> = (p) => (
+  <PostForm action={p.action} csrf={p.csrf} label={p.title}>
+    <p class="warning">{p.consequence}</p>
+    <button type="submit" class="danger">
+      {p.button}
+    </button>{" "}
+    <a href={p.cancel}>Cancel</a>
+  </PostForm>
+);
