@@ -46,6 +46,18 @@ const VarsSchema = z.object({
 /** Longest lifetime a token can have whatever the var says; bounds revocation tombstones. */
 export const MAX_TOKEN_TTL_SECONDS = 86_400;
 
+/**
+ * Only the public origin (PUBLIC_BASE_URL), for the routes that need nothing else and must not
+ * depend on the secrets (the API description, OAuth discovery). Null when unset.
+ */
+export const publicBaseUrl = derived((env: Env): { url: string | null } => {
+  const value = env.PUBLIC_BASE_URL ?? "";
+  if (value === "") return { url: null };
+  const origin = publicOrigin(value);
+  if (origin === null) throw misconfigured("invalid or missing setting(s): PUBLIC_BASE_URL");
+  return { url: origin };
+});
+
 /** Parsed once per `env` object (an isolate's bindings); a bad setting throws on every call. */
 export const loadConfig = derived((env: Env): Config => {
   const parsed = VarsSchema.safeParse(env);

@@ -4,6 +4,7 @@
  * class must be exported from the main module.
  */
 import { createApp } from "./app";
+import { describeError, log } from "./log";
 import { consumeDeadLetters, consumeDeliveries, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
 
 export { RateLimiter } from "./ratelimit/limiter";
@@ -12,5 +13,13 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
-  queue: (batch, env) => (batch.queue === DEAD_LETTER_QUEUE ? consumeDeadLetters(batch, env) : consumeDeliveries(batch, env)),
+  queue: async (batch, env) => {
+    try {
+      await (batch.queue === DEAD_LETTER_QUEUE ? consumeDeadLetters(batch, env) : consumeDeliveries(batch, env));
+    } catch (err) {
+      // Whole-batch failures (a setting is missing, say): the Queue retries the batch; the log says why.
+      log.error("queue batch failed", { queue: batch.queue, detail: describeError(err) });
+      throw err;
+    }
+  },
 } satisfies ExportedHandler<Env>;

@@ -1,9 +1,11 @@
 /**
- * The authorization matrix, derived from the route declarations (src/http/routes): every route
- * is called without an API key, without an access token (or operator token), and with another
- * organization's ids, and must refuse each exactly as its declared `auth` says. A new route is
- * covered the moment it is declared. Requests carry the route's own example body, so a refusal
- * is about credentials and ownership, never about the input.
+ * The authorization matrix over the route declarations (src/http/routes): every route is called
+ * without an API key, without an access token (or operator token), and with another
+ * organization's ids, and must refuse each as its declared `auth` says, so a new route is covered
+ * the moment it is declared. What a route may declare is pinned separately: only the two token
+ * endpoints go without an access token, and only service routes without any credential.
+ * Requests carry the route's own example body, so a refusal is about credentials and ownership,
+ * never about the input.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Route } from "../src/http/route";
@@ -80,6 +82,19 @@ describe("the authorization matrix", () => {
   it("covers every declared route", () => {
     expect(ROUTES.length).toBeGreaterThan(30);
     expect(new Set(ROUTES.map(name)).size).toBe(ROUTES.length);
+  });
+
+  it("lets only the token endpoints go without an access token, and only service routes without credentials", () => {
+    expect(withAuth("apiKey").map(([n]) => n)).toEqual(["POST /v1/oauth", "POST /v1/oauth/token"]);
+    expect(withAuth("none").map(([n]) => n)).toEqual([
+      "GET /healthz",
+      "GET /.well-known/oauth-authorization-server",
+      "GET /v1/openapi.json",
+      "GET /docs",
+    ]);
+    for (const route of ROUTES) {
+      if (route.path.startsWith("/admin/")) expect(route.auth, name(route)).toBe("admin");
+    }
   });
 
   it.each(withAuth("none"))("%s needs no credentials", async (_name, route) => {

@@ -54,16 +54,18 @@ function zodShape(field: z.ZodType): Shape {
     } else break;
   }
   const type = (s._zod.def as { type: string }).type;
-  const kind: Kind =
-    type === "object"
-      ? "object"
-      : type === "number" || type === "int"
-        ? "number"
-        : type === "boolean"
-          ? "boolean"
-          : type === "unknown"
-            ? "json"
-            : "string";
+  const KINDS: Record<string, Kind> = {
+    object: "object",
+    number: "number",
+    int: "number",
+    boolean: "boolean",
+    unknown: "json",
+    string: "string",
+    enum: "string",
+  };
+  const kind = KINDS[type];
+  // A kind this comparison does not know (a union, a record, a literal) must be taught, not guessed.
+  if (kind === undefined) throw new Error(`no GraphQL counterpart known for a zod ${type}`);
   return { nullable, list, kind, ...(s instanceof z.ZodObject ? { object: s } : {}) };
 }
 

@@ -372,6 +372,19 @@ describe("abuse limits", () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
+  it("bounds the work of counting introspection, even through fragments that double at every level", async () => {
+    for (const leaf of ["...Missing", "...F59"]) {
+      const fragments = Array.from({ length: 60 }, (_, i) =>
+        i === 59 ? `fragment F59 on __Schema { ${leaf} }` : `fragment F${i} on __Schema { ...F${i + 1} ...F${i + 1} }`,
+      ).join(" ");
+      const started = Date.now();
+      const { status, json } = await gql(`{ __schema { ...F0 } } ${fragments}`);
+      expect(status).toBe(400);
+      expect(json.errors?.[0]?.message).toBe("The query's introspection is too complex to evaluate (more than 20000 selections to visit).");
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+  });
+
   it("refuses argument values nested deeper than 64 levels before validation", async () => {
     const nested = (n: number) => `${"[".repeat(n)}1${"]".repeat(n)}`;
     const deep = await gql(`mutation { publishEvent(type: "order.created", data: ${nested(65)}) { id } }`);

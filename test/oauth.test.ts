@@ -1,6 +1,7 @@
 /** POST /v1/oauth (spec 4.1) and POST /v1/oauth/token (RFC 6749) behaviour, field by field. */
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { adminCall, BASE, basic, body, call, createTenant, type Tenant, tokenRequest } from "./helpers";
+import { adminCall, BASE, basic, body, call, callAt, createTenant, type Tenant, tokenRequest } from "./helpers";
 
 let t: Tenant;
 beforeAll(async () => {
@@ -227,6 +228,16 @@ describe("POST /v1/oauth/token (plain RFC 6749 bodies)", () => {
 });
 
 describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
+  it("names PUBLIC_BASE_URL as the issuer when it is set, whatever Host the request came to", async () => {
+    const res = await callAt(
+      Date.now(),
+      "/.well-known/oauth-authorization-server",
+      {},
+      { ...env, PUBLIC_BASE_URL: "https://api.example.com" },
+    );
+    expect(await res.json()).toMatchObject({ issuer: "https://api.example.com", token_endpoint: "https://api.example.com/v1/oauth/token" });
+  });
+
   it("describes the token endpoint without needing an API key", async () => {
     const res = await call("/.well-known/oauth-authorization-server");
     expect(res.status).toBe(200);

@@ -67,6 +67,19 @@ async function deliverOnce(m: DeliveryMessage, attempts = 1, overrides: Partial<
 const tokenRoute = (handler: Handler) => ({ ...receiver(), [TOKEN_URL]: handler });
 const webhookRoute = (handler: Handler) => ({ ...receiver(), [WEBHOOK_URL]: handler });
 
+describe("a misconfigured consumer", () => {
+  it("fails the batch (so the Queue retries it) and logs which setting is wrong, never its value", async () => {
+    const config = await newConfig();
+    const before = logged.length;
+    await expect(
+      consume(DELIVERY_QUEUE, [{ id: "m-misconfigured", attempts: 1, body: message(config.id) }], { WEBHOOK_ENCRYPTION_KEYS: "" }),
+    ).rejects.toThrow();
+    const lines = logged.slice(before).join("\n");
+    expect(lines).toContain("queue batch failed");
+    expect(lines).toContain("WEBHOOK_ENCRYPTION_KEYS");
+  });
+});
+
 describe("token endpoint failures are retried with backoff and never reach the webhook URL", () => {
   let configId: string;
   beforeAll(async () => {

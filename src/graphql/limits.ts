@@ -44,6 +44,8 @@ export const GRAPHQL_LIMITS = {
   maxFields: 200,
   /** Fields the document's introspection returns (the standard introspection query: about 2,200). */
   maxIntrospectionFields: 5_000,
+  /** Selections (fields, fragments) visited to count them, across the whole document. */
+  maxIntrospectionSteps: 20_000,
   /** Nesting of object and list values in arguments, as for JSON bodies. */
   maxValueDepth: MAX_JSON_DEPTH,
 } as const;
@@ -58,7 +60,8 @@ export function checkDocumentLimits(schema: GraphQLSchema, document: DocumentNod
   if (valuesTooDeep(document)) {
     return `An argument value nests objects and lists deeper than ${GRAPHQL_LIMITS.maxValueDepth} levels.`;
   }
-  const measure = measurer(schema, fragments);
+  const budget: Budget = { steps: 0 };
+  const measure = measurer(schema, fragments, budget);
   let fields = 0;
   let introspection = 0;
   for (const d of document.definitions) {
@@ -73,6 +76,9 @@ export function checkDocumentLimits(schema: GraphQLSchema, document: DocumentNod
   }
   if (introspection > GRAPHQL_LIMITS.maxIntrospectionFields) {
     return `The query's introspection returns more than ${GRAPHQL_LIMITS.maxIntrospectionFields} fields; the limit is ${GRAPHQL_LIMITS.maxIntrospectionFields}.`;
+  }
+  if (budget.steps > GRAPHQL_LIMITS.maxIntrospectionSteps) {
+    return `The query's introspection is too complex to evaluate (more than ${GRAPHQL_LIMITS.maxIntrospectionSteps} selections to visit).`;
   }
   return null;
 }
@@ -112,7 +118,12 @@ const NOTHING: Measure = { fields: 0, depth: 0, introspection: 0 };
  * Measures selection sets; a fragment is measured once and its measure reused at every spread,
  * so counts are exact however often fragments are spread, in time linear in the document.
  */
-function measurer(schema: GraphQLSchema, fragments: Map<string, FragmentDefinitionNode>) {
+/** Work spent on introspection so far, shared by every walk of the document. */
+interface Budget {
+  steps: number;
+}
+
+function measurer(schema: GraphQLSchema, fragments: Map<string, FragmentDefinitionNode>, budget: Budget) {
   const done = new Map<string, Measure>();
   const active = new Set<string>();
 
@@ -124,7 +135,7 @@ function measurer(schema: GraphQLSchema, fragments: Map<string, FragmentDefiniti
       let m: Measure;
       if (s.kind === Kind.FIELD) {
         if (isIntrospectionRoot(s.name.value)) {
-          introspection += introspectionFields(schema, fragments, s);
+          introspection += introspectionFields(schema, fragments, s, budget);
           continue;
         }
         const inner = s.selectionSet ? measure(s.selectionSet) : NOTHING;
@@ -206,17 +217,25 @@ function children(schema: GraphQLSchema, node: Meta, field: string): Meta[] | nu
 }
 
 /**
- * How many fields one `__schema` or `__type` selection returns, stopping just above the limit
- * (so the walk costs at most that many steps). Type conditions of fragments are not checked,
- * which can only over-count.
+ * How many fields one `__schema` or `__type` selection returns, stopping just above the limit.
+ * Every selection visited (fields, inline fragments, spreads: a fragment is re-walked at every
+ * spread, since what it returns depends on where) spends one step of the document's shared
+ * budget, so no document, however its fragments nest, makes this walk more than
+ * maxIntrospectionSteps long. Type conditions of fragments are not checked, which can only
+ * over-count.
  */
-function introspectionFields(schema: GraphQLSchema, fragments: Map<string, FragmentDefinitionNode>, root: FieldNode): number {
+function introspectionFields(
+  schema: GraphQLSchema,
+  fragments: Map<string, FragmentDefinitionNode>,
+  root: FieldNode,
+  budget: Budget,
+): number {
   const cap = GRAPHQL_LIMITS.maxIntrospectionFields + 1;
   let count = 0;
   const active = new Set<string>();
   const walk = (selections: SelectionSetNode, node: Meta): void => {
     for (const s of selections.selections) {
-      if (count >= cap) return;
+      if (count >= cap || ++budget.steps > GRAPHQL_LIMITS.maxIntrospectionSteps) return;
       if (s.kind === Kind.FIELD) {
         count++;
         const kids = s.selectionSet ? children(schema, node, s.name.value) : null;

@@ -22,7 +22,14 @@ import { rateLimit } from "./middleware/rate-limit";
 import { type Auth, honoPath, type Route } from "./route";
 
 export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provideDeps: MiddlewareHandler<AppEnv>): void {
+  const authOfPath = new Map<string, Route["auth"]>();
   for (const route of routes) {
+    // The checks below run by path, so every method of a path must want the same ones.
+    const other = authOfPath.get(route.path);
+    if (other !== undefined && other !== route.auth) {
+      throw new Error(`path ${route.path} mixes auth "${other}" and "${route.auth}"; give each its own path`);
+    }
+    authOfPath.set(route.path, route.auth);
     if ((route.wire === "html") !== (route.csp !== undefined)) {
       throw new Error(`route ${route.method} ${route.path}: HTML pages, and only they, declare a Content-Security-Policy`);
     }

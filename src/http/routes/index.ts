@@ -5,7 +5,7 @@
  * an HTML application with its own router and is not part of the API.
  */
 import * as z from "zod";
-import { loadConfig } from "../../config";
+import { publicBaseUrl } from "../../config";
 import { lazy } from "../../lib/cache";
 import { renderDocsPage } from "../docs-page";
 import { NONCE, pageNonce } from "../middleware/html";
@@ -38,7 +38,7 @@ const descriptionRoutes: Route[] = [
     // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
     // configured public origin, or "/" (relative to wherever the document was fetched from).
     reply: (c) =>
-      c.json({ ...openApiDocument(), servers: [{ url: loadConfig(c.env).publicBaseUrl ?? "/" }] }, 200, {
+      c.json({ ...openApiDocument(), servers: [{ url: publicBaseUrl(c.env).url ?? "/" }] }, 200, {
         "Cache-Control": "public, max-age=300",
         "X-Content-Type-Options": "nosniff",
       }),

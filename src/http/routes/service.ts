@@ -1,10 +1,12 @@
 /**
  * Unauthenticated service routes: GET /healthz (liveness probe and the benchmark's floor; no I/O
  * on purpose) and GET /.well-known/oauth-authorization-server (RFC 8414), which lets standard
- * OAuth clients discover the token endpoint. The metadata's issuer is the origin it is served
- * from, as RFC 8414 section 3.3 requires of the issuer a client used for discovery.
+ * OAuth clients discover the token endpoint. The metadata's issuer is PUBLIC_BASE_URL when it is
+ * set (clients should discover from there) and otherwise the origin it is served from: RFC 8414
+ * section 3.3 requires the issuer to be the one the client used for discovery.
  */
 import * as z from "zod";
+import { publicBaseUrl } from "../../config";
 import { AuthorizationServerMetadata } from "../../schemas/oauth";
 import { EXAMPLE_ORIGIN } from "../examples";
 import { type Route, rawRoute } from "../route";
@@ -40,7 +42,7 @@ export const serviceRoutes: Route[] = [
     },
     wire: "json",
     reply: (c) => {
-      const issuer = new URL(c.req.url).origin;
+      const issuer = publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
       return c.json(
         {
           issuer,
