@@ -4,12 +4,14 @@
  */
 import { type Config, loadConfig } from "./config";
 import { describeError, log } from "./log";
-import type { RateLimiter } from "./ratelimit/limiter";
 import type { DeliveryMessage } from "./schemas/webhooks";
 
 export interface Deps {
   kv: KVNamespace;
-  rateLimiter: DurableObjectNamespace<RateLimiter>;
+  /** The systems of record (src/objects): one object per organization, per API key, and the directory. */
+  orgs: Env["ORGS"];
+  keys: Env["KEYS"];
+  directory: Env["DIRECTORY"];
   webhookQueue: Queue<DeliveryMessage>;
   config: Config;
   /** Milliseconds since the epoch. */
@@ -21,7 +23,9 @@ export interface Deps {
 export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Promise<unknown>) => void): Deps {
   return {
     kv: env.KV,
-    rateLimiter: env.RATE_LIMITER,
+    orgs: env.ORGS,
+    keys: env.KEYS,
+    directory: env.DIRECTORY,
     webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
     config: loadConfig(env),
     now,

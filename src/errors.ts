@@ -72,6 +72,16 @@ export class ApiError extends Error {
 
 export const notFound = (what: string): ApiError => new ApiError("not_found", `${what} was not found.`);
 
+/** The same error with more response headers (e.g. the RateLimit fields of a counted request). */
+export function withHeaders(err: ApiError, headers: Record<string, string>): ApiError {
+  const copy = new ApiError(err.code, err.developerMessage, {
+    headers: { ...headers, ...err.headers },
+    ...(err.input ? { input: err.input } : {}),
+    ...(err.detail !== undefined ? { detail: err.detail } : {}),
+  });
+  return copy;
+}
+
 /** A 400 for invalid input, its message rendered with REST's field names. */
 export function invalidInput(input: InvalidInput): ApiError {
   return new ApiError("invalid_request", describeInput(input), { input });

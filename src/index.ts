@@ -1,13 +1,15 @@
 /**
  * Worker entry point: wires the exported handlers and nothing else. The router is built in
- * app.ts; the Queue consumers live in webhooks/consumer.ts; the rate-limiting Durable Object
- * class must be exported from the main module.
+ * app.ts; the Queue consumers live in webhooks/consumer.ts; the Durable Object classes (the
+ * systems of record, src/objects) must be exported from the main module.
  */
 import { createApp } from "./app";
 import { describeError, log } from "./log";
 import { consumeDeadLetters, consumeDeliveries, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
 
-export { RateLimiter } from "./ratelimit/limiter";
+export { DirectoryObject } from "./objects/directory";
+export { KeyObject } from "./objects/key";
+export { OrganizationObject } from "./objects/organization";
 
 const app = createApp();
 

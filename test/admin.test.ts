@@ -1,6 +1,8 @@
 /** The operator API (/admin/v1): auth, resources, secrets shown once, validation, pagination. */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
 import { ADMIN_TOKEN, admin, adminCall, BASE, body, call, createTenant, type Tenant } from "./helpers";
 
 describe("operator authentication", () => {
@@ -228,10 +230,15 @@ describe("users removal, administrator tokens and last use", () => {
     const res = await adminCall("POST", `/organizations/${org.id}/admin-tokens`, { name: "ops" });
     expect(res.status).toBe(201);
     const minted = (await body<{ id: string; token: string; organization_id: string }>(res)).data;
-    expect(minted.token).toMatch(/^kw_live_oa_[A-Za-z0-9_-]{43}$/);
+    expect(minted.token).toMatch(/^kw_live_oa_[0-9a-z]{26}_[A-Za-z0-9_-]{43}$/);
+    expect(minted.token).toContain(org.id.slice("org_".length));
     expect(minted.organization_id).toBe(org.id);
-    const keys = await env.KV.list({ prefix: "org-admin-token:" });
-    for (const { name } of keys.keys) expect(await env.KV.get(name)).not.toContain(minted.token);
+    // The organization's object keeps only the token's hash.
+    const stored = await runInDurableObject(env.ORGS.get(env.ORGS.idFromName(org.id)), (_instance, state) =>
+      JSON.stringify(state.storage.sql.exec("SELECT * FROM admin_tokens").toArray()),
+    );
+    expect(stored).toContain(await sha256Hex(minted.token));
+    expect(stored).not.toContain(minted.token);
     expect((await adminCall("POST", "/organizations/org_00000000000000000000000000/admin-tokens", {})).status).toBe(404);
   });
 
@@ -244,6 +251,8 @@ describe("users removal, administrator tokens and last use", () => {
       headers: { "Content-Type": "application/json", "x-api-key": t.apiKey },
       body: JSON.stringify({ grant_type: "client_credentials", client_id: t.clientId, client_secret: t.clientSecret }),
     });
+    // The key's object notes the use and flushes it to the organization within a minute.
+    expect(await runDurableObjectAlarm(env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey))))).toBe(true);
     const after = await admin<{ last_used_at: string | null }>("GET", path);
     expect(after.last_used_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
   });

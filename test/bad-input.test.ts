@@ -4,8 +4,7 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { sha256Hex } from "../src/lib/crypto";
-import { ADMIN_TOKEN, basic, call, createTenant, type Envelope, issueToken, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, authed, basic, body, call, createTenant, type Envelope, issueToken, type Tenant } from "./helpers";
 
 let t: Tenant;
 let token: string;
@@ -213,13 +212,26 @@ describe("JSON nesting", () => {
 describe("failures of our own", () => {
   it("answers a corrupt stored record with a generic 500 envelope and logs no secret", async () => {
     const tenant = await createTenant();
+    const access = await issueToken(tenant);
+    const created = await call(
+      "/v1/webhook-configurations",
+      authed(tenant, access, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({
+          url: "https://receiver.example/hook",
+          oauth: { token_url: "https://receiver.example/token", client_id: "a", client_secret: "b" },
+        }),
+      }),
+    );
+    const id = (await body<{ id: string }>(created)).data.id;
     // Simulate a record written by an incompatible version.
-    await env.KV.put(`apikey:${await sha256Hex(tenant.apiKey)}`, JSON.stringify({ id: 1 }));
-    const res = await call("/v1/oauth", { method: "POST", headers: { "x-api-key": tenant.apiKey } });
+    await env.KV.put(`webhook:${tenant.orgId}:${id}`, JSON.stringify({ id: 1 }));
+    const res = await call(`/v1/webhook-configurations/${id}`, authed(tenant, access));
     expect(res.status).toBe(500);
     const text = await res.text();
     expect(JSON.parse(text)).toMatchObject({ response_status: 500, error: "server_error", data: null });
-    expect(text).not.toContain("apikey");
+    expect(text).not.toContain("webhook:");
     expect(logged.some((line) => line.includes("stored value failed its schema"))).toBe(true);
     expect(logged.join("\n")).not.toContain(tenant.apiKey);
   });

@@ -4,6 +4,7 @@
  * flow with the secret shown once, API keys, and isolation of an organization administrator by
  * URL and by form tampering.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, admin, adminCall, body, call, callAt, createTenant } from "./helpers";
 
@@ -13,6 +14,8 @@ const setCookies = (res: Response): string[] => (res.headers as Headers & { getS
 /** A minimal cookie jar over Set-Cookie headers. */
 class Browser {
   cookies = new Map<string, string>();
+  /** Bindings to serve requests with (e.g. a rotated ADMIN_TOKEN); the test environment's by default. */
+  bindings: Env | undefined;
   async get(path: string, now?: number): Promise<Response> {
     return this.send(path, { method: "GET" }, now);
   }
@@ -27,7 +30,10 @@ class Browser {
     const headers = new Headers(init.headers);
     if (this.cookies.size > 0) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
     const request = { ...init, headers, redirect: "manual" as const };
-    const res = now === undefined ? await call(path, request) : await callAt(now, path, request);
+    const res =
+      now === undefined && this.bindings === undefined
+        ? await call(path, request)
+        : await callAt(now ?? Date.now(), path, request, this.bindings);
     for (const line of setCookies(res)) {
       const [pair] = line.split(";");
       const [name, ...value] = pair!.split("=");
@@ -130,6 +136,25 @@ describe("sign-in and sessions", () => {
     expect(b.cookies.has("kw_session")).toBe(false);
     expect((await b.get("/manager/organizations")).status).toBe(303);
   });
+
+  it("ends the session on the server when signing out: a copied cookie stops working", async () => {
+    const b = await operator();
+    const copy = new Browser();
+    copy.cookies.set("kw_session", b.cookies.get("kw_session")!);
+    expect((await copy.get("/manager/organizations")).status).toBe(200);
+    await b.post("/manager/sign-out", { csrf: await b.csrfOf("/manager/organizations") });
+    expect((await copy.get("/manager/organizations")).status).toBe(303);
+  });
+
+  it("ends every operator session when ADMIN_TOKEN changes", async () => {
+    const b = await operator();
+    expect((await b.get("/manager/organizations")).status).toBe(200);
+    b.bindings = { ...env, ADMIN_TOKEN: `${ADMIN_TOKEN}-rotated` };
+    expect((await b.get("/manager/organizations")).status).toBe(303);
+    // The rotated token signs in as usual.
+    expect((await b.signIn(`${ADMIN_TOKEN}-rotated`)).status).toBe(303);
+    expect((await b.get("/manager/organizations")).status).toBe(200);
+  });
 });
 
 describe("CSRF", () => {
@@ -231,13 +256,60 @@ describe("API keys and webhooks pages", () => {
 });
 
 describe("organization administrators", () => {
-  async function orgAdmin(orgId: string): Promise<Browser> {
-    const minted = await admin<{ token: string }>("POST", `/organizations/${orgId}/admin-tokens`, {});
+  async function orgAdmin(orgId: string, mint: Record<string, unknown> = {}): Promise<Browser & { tokenId: string; token: string }> {
+    const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${orgId}/admin-tokens`, mint);
     const b = new Browser();
     const res = await b.signIn(minted.token);
     expect(res.headers.get("location")).toBe(`/manager/organizations/${orgId}`);
-    return b;
+    return Object.assign(b, { tokenId: minted.id, token: minted.token });
   }
+
+  it("lose their sessions the moment their token is revoked, and cannot sign in with it again", async () => {
+    const t = await createTenant();
+    const b = await orgAdmin(t.orgId);
+    expect((await b.get(`/manager/organizations/${t.orgId}/users`)).status).toBe(200);
+    const revoked = await admin<{ status: string }>("DELETE", `/organizations/${t.orgId}/admin-tokens/${b.tokenId}`);
+    expect(revoked.status).toBe("revoked");
+    expect((await b.get(`/manager/organizations/${t.orgId}/users`)).status).toBe(303);
+    expect((await new Browser().signIn(b.token)).status).toBe(401);
+    // Idempotent, and listed without the token.
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}/admin-tokens/${b.tokenId}`)).status).toBe(200);
+    const listed = await admin<{ id: string; status: string }[]>("GET", `/organizations/${t.orgId}/admin-tokens`);
+    expect(listed).toEqual([expect.objectContaining({ id: b.tokenId, status: "revoked" })]);
+    expect(JSON.stringify(listed)).not.toContain(b.token);
+  });
+
+  it("use tokens that expire: no sign-in after, and no session outlives the token", async () => {
+    const t = await createTenant();
+    const b = await orgAdmin(t.orgId, { expires_in_days: 1 });
+    const expiry = Date.now() + 86_400_000;
+    // Sessions last 8 hours at most anyway; sign in again shortly before the token expires.
+    const late = new Browser();
+    const page = await (await late.get("/manager/sign-in", expiry - 3600_000)).text();
+    expect((await late.post("/manager/sign-in", { csrf: Browser.csrf(page), token: b.token }, expiry - 3600_000)).status).toBe(303);
+    expect((await late.get(`/manager/organizations/${t.orgId}`, expiry - 60_000)).status).toBe(200);
+    expect((await late.get(`/manager/organizations/${t.orgId}`, expiry + 1000)).status).toBe(303);
+    const after = new Browser();
+    const page2 = await (await after.get("/manager/sign-in", expiry + 1000)).text();
+    expect((await after.post("/manager/sign-in", { csrf: Browser.csrf(page2), token: b.token }, expiry + 1000)).status).toBe(401);
+  });
+
+  it("see and revoke their organization's administrator tokens, and read its audit log", async () => {
+    const t = await createTenant();
+    const b = await orgAdmin(t.orgId);
+    const settings = await (await b.get(`/manager/organizations/${t.orgId}`)).text();
+    expect(settings).toContain(b.tokenId);
+    expect(settings).not.toContain(b.token);
+    const confirm = await (await b.get(`/manager/organizations/${t.orgId}/admin-tokens/${b.tokenId}/revoke`)).text();
+    expect(confirm).toContain(`Revoke administrator token ${b.tokenId}?`);
+    const audit = await (await b.get(`/manager/organizations/${t.orgId}/audit-log`)).text();
+    expect(audit).toContain("admin_token.minted");
+    expect(audit).toContain("session.started");
+    const res = await b.post(`/manager/organizations/${t.orgId}/admin-tokens/${b.tokenId}/revoke`, { csrf: Browser.csrf(confirm) });
+    expect(res.status).toBe(303);
+    // That was this session's own token: it has ended.
+    expect((await b.get(`/manager/organizations/${t.orgId}`)).status).toBe(303);
+  });
 
   it("see their own organization only, whatever the URL", async () => {
     const [mine, other] = [await createTenant(), await createTenant()];

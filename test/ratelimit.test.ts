@@ -6,6 +6,7 @@
 import { abortAllDurableObjects, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
 import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
 
 const DEFAULTS = { per_second: 1, per_day: 1000 };
@@ -150,31 +151,43 @@ describe("rate limits", () => {
   });
 
   describe("the Durable Object", () => {
-    it("is never created for requests without a key or with an unknown key", async () => {
-      const before = (await listDurableObjectIds(env.RATE_LIMITER)).length;
+    it("is never reached without a well-formed key, and stores nothing for a key that was never issued", async () => {
+      const before = (await listDurableObjectIds(env.KEYS)).length;
       await call("/v1/oauth", { method: "POST" });
-      await call("/v1/oauth", { method: "POST", headers: { "x-api-key": `kw_live_ak_${"B".repeat(43)}` } });
       await call("/v1/me", { headers: { "x-api-key": "garbage" } });
-      expect(await listDurableObjectIds(env.RATE_LIMITER)).toHaveLength(before);
-      // A valid key does create one: the check above can fail.
+      expect(await listDurableObjectIds(env.KEYS)).toHaveLength(before);
+      // A well-formed key names its object by its hash, so a guess reaches one: it must write nothing.
+      const guess = `kw_live_ak_${"B".repeat(43)}`;
+      const res = await call("/v1/oauth", { method: "POST", headers: { "x-api-key": guess } });
+      expect(res.status).toBe(401);
+      const stub = env.KEYS.get(env.KEYS.idFromName(await sha256Hex(guess)));
+      const tables = await runInDurableObject(stub, (_instance, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master").one(),
+      );
+      expect(tables.n).toBe(0);
+      // An issued key's object does hold its state: the check above can fail.
       const t = await createTenant(DEFAULTS);
-      await call("/v1/oauth", tokenRequest(t));
-      expect(await listDurableObjectIds(env.RATE_LIMITER)).toHaveLength(before + 1);
+      const issued = env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
+      const stored = await runInDurableObject(issued, (_instance, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master").one(),
+      );
+      expect(stored.n).toBeGreaterThan(0);
     });
 
     it("keeps its counts in storage across eviction", async () => {
       const t = await createTenant({ per_second: 100, per_day: 10 });
       for (let i = 0; i < 3; i++) await tokenAt(t, NOON + i);
-      const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(t.apiKeyId));
+      const keyHash = await sha256Hex(t.apiKey);
+      const stub = env.KEYS.get(env.KEYS.idFromName(keyHash));
       const stored = await runInDurableObject(stub, (_instance, state) =>
-        state.storage.sql.exec<{ day_count: number }>("SELECT day_count FROM limiter").one(),
+        state.storage.sql.exec<{ day_count: number }>("SELECT day_count FROM windows").one(),
       );
       expect(stored.day_count).toBe(3);
 
       await abortAllDurableObjects(); // drops in-memory state, keeps storage
-      const fresh = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(t.apiKeyId));
+      const fresh = env.KEYS.get(env.KEYS.idFromName(keyHash));
       const usage = await fresh.usage({ per_second: 1, per_day: 1000 }, NOON + 5000);
-      expect(usage.day).toMatchObject({ used: 3, remaining: 7, limit: 10 });
+      expect(usage?.day).toMatchObject({ used: 3, remaining: 7, limit: 10 });
       expect((await tokenAt(t, NOON + 5000)).res.headers.get("ratelimit")).toMatch(/"day";r=6;/);
     });
 
@@ -195,14 +208,14 @@ describe("rate limits", () => {
       // Fault injection at the binding boundary: every call to the object fails as a network
       // error would.
       const unreachable = {
-        idFromName: (name: string) => env.RATE_LIMITER.idFromName(name),
+        idFromName: (name: string) => env.KEYS.idFromName(name),
         get: () => ({
-          hit: () => Promise.reject(new Error("Network connection lost.")),
+          admit: () => Promise.reject(new Error("Network connection lost.")),
         }),
-      } as unknown as Env["RATE_LIMITER"];
+      } as unknown as Env["KEYS"];
       const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-      const res = await callAt(NOON, "/v1/oauth", tokenRequest(t), { ...env, RATE_LIMITER: unreachable });
-      expect(logged).toHaveBeenCalledWith(expect.stringContaining("rate limiter hit failed"));
+      const res = await callAt(NOON, "/v1/oauth", tokenRequest(t), { ...env, KEYS: unreachable });
+      expect(logged).toHaveBeenCalledWith(expect.stringContaining("API key object unreachable"));
       logged.mockRestore();
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).toBe("1");

@@ -1,18 +1,24 @@
 /**
  * Issuing access tokens for the client-credentials grant (spec 4.1, RFC 6749 4.4) and
- * authenticating them on protected requests (RFC 6750). Both REST and GraphQL call these.
+ * authenticating requests that present one (RFC 6750). Either way the request's credentials are
+ * decided in its one call to the API key's object (gate.ts): the key, the limits, and whether the
+ * client credential (presented in the body, or behind the token) has been revoked. The token
+ * endpoint finds the credential in its KV lookup entry (one read), or, while KV has none yet, asks
+ * the organization's object: a slower path, never a different answer.
  */
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { digestsEqual, sha256Hex } from "../lib/crypto";
-import { newTokenId } from "../lib/ids";
+import { CLIENT_ID_PATTERN, newTokenId } from "../lib/ids";
 import { isoTime } from "../lib/time";
+import { readCredentialLookup } from "../objects/lookup";
+import { organizationObject, reach, unwrap } from "../objects/stubs";
 import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
-import type { AccessTokenClaims, ApiKeyRecord } from "../schemas/records";
+import type { AccessTokenClaims } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
-import { findClientCredentialForAuth, isClientRevoked, touchClientCredential } from "../stores/client-credentials";
 import { invalidToken, signAccessToken, verifyAccessToken } from "./access-token";
+import { type Admitted, admit } from "./gate";
 
 /** Who a valid access token speaks for, as seen by every protected operation. */
 export interface Principal {
@@ -20,63 +26,74 @@ export interface Principal {
   userId: string;
   clientId: string;
   apiKeyId: string;
+  /** Names the API key's object (for its usage); never shown. */
+  apiKeyHash: string;
   tokenId: string;
   issuedAt: number;
   expiresAt: number;
 }
 
-export interface ClientAuthentication {
+/** A token request as read from the body (JSON or form) and the Authorization header. */
+export interface PresentedTokenRequest {
+  params: Record<string, unknown>;
   /** "basic" when the credentials came in an Authorization header (RFC 6749 2.3.1). */
   method: "basic" | "body";
 }
 
-// Compared against when the client_id is unknown, so both failures cost the same hash work.
-const DUMMY_HASH = "0".repeat(64);
-
 /**
- * Validates a token request (`params` as parsed from JSON or form, with Basic credentials merged
- * in) and issues a token. Unknown client, wrong secret and revoked credential get one answer.
+ * Issues a token. `request` is what the HTTP layer read, or the error reading it raised: the
+ * request is counted against the API key either way, and that error answered after the key's
+ * own. `onAdmitted` learns the key's decision as soon as it is made (for the RateLimit fields).
  */
 export async function issueAccessToken(
   deps: Deps,
-  apiKey: ApiKeyRecord,
-  params: Record<string, unknown>,
-  auth: ClientAuthentication,
+  presentedKey: string | undefined,
+  request: PresentedTokenRequest | ApiError,
+  onAdmitted: (admitted: Admitted) => void,
 ): Promise<TokenData> {
+  const params = request instanceof ApiError ? {} : request.params;
+  const clientId = typeof params.client_id === "string" && CLIENT_ID_PATTERN.test(params.client_id) ? params.client_id : undefined;
+  const now = deps.now();
+  const [lookup, secretHash] = await Promise.all([
+    clientId === undefined ? null : readCredentialLookup(deps.kv, clientId, now),
+    typeof params.client_secret === "string" ? sha256Hex(params.client_secret) : null,
+  ]);
+  const secretMatches = lookup !== null && secretHash !== null && digestsEqual(lookup.secret_hash, secretHash);
+
+  const admitted = await admit(deps, presentedKey, { clientId, authenticated: secretMatches });
+  onAdmitted(admitted);
+  if (request instanceof ApiError) throw request;
+
   // RFC 6749 5.2: an unsupported grant is reported as such even if other fields are missing.
   const grantType = params.grant_type;
   if (typeof grantType === "string" && grantType !== "client_credentials") {
     const shown = grantType.slice(0, 40).replace(/[^\x20-\x7e]/g, "?");
     throw new ApiError("unsupported_grant_type", `grant_type "${shown}" is not supported; use "client_credentials".`);
   }
-  const request = parseInput(TokenRequest, params);
+  const valid = parseInput(TokenRequest, params);
 
-  const [record, secretHash] = await Promise.all([findClientCredentialForAuth(deps, request.client_id), sha256Hex(request.client_secret)]);
-  const secretMatches = digestsEqual(record?.secret_hash ?? DUMMY_HASH, secretHash);
-  if (record === null || !secretMatches || record.revoked_at !== null) {
-    throw new ApiError(
-      "invalid_client",
-      "Client authentication failed: unknown client_id, wrong client_secret, or revoked credentials.",
-      auth.method === "basic" ? { headers: { "WWW-Authenticate": 'Basic realm="keyway"' } } : {},
-    );
-  }
-  if (record.organization_id !== apiKey.organization_id) {
+  const fail = (message = "Client authentication failed: unknown client_id, wrong client_secret, or revoked credentials.") =>
+    new ApiError("invalid_client", message, request.method === "basic" ? { headers: { "WWW-Authenticate": 'Basic realm="keyway"' } } : {});
+  const org = admitted.apiKey.organizationId;
+  let userId: string;
+  if (lookup !== null) {
+    if (!secretMatches || admitted.clientRevoked) throw fail();
     // Only reachable with the right secret, so saying why reveals nothing new.
-    throw new ApiError("invalid_client", "The client credentials belong to a different organization than the API key.");
+    if (lookup.organization_id !== org) throw fail("The client credentials belong to a different organization than the API key.");
+    userId = lookup.user_id;
+  } else {
+    // KV has no entry (yet): the API key's organization is the only one the credential may belong to.
+    const hash = secretHash ?? (await sha256Hex(valid.client_secret));
+    const found = clientId
+      ? unwrap(await reach("organization", () => organizationObject(deps, org).authenticateClient(valid.client_id, hash, now)))
+      : null;
+    if (found === null || !found.active || admitted.clientRevoked) throw fail();
+    userId = found.user_id;
   }
 
-  touchClientCredential(deps, record);
-  const iat = Math.floor(deps.now() / 1000);
+  const iat = Math.floor(now / 1000);
   const ttl = deps.config.accessTokenTtlSeconds;
-  const claims: AccessTokenClaims = {
-    v: 1,
-    org: record.organization_id,
-    sub: record.user_id,
-    cid: record.client_id,
-    iat,
-    exp: iat + ttl,
-    jti: newTokenId(),
-  };
+  const claims: AccessTokenClaims = { v: 1, org, sub: userId, cid: valid.client_id, iat, exp: iat + ttl, jti: newTokenId() };
   return {
     access_token: await signAccessToken(deps.config.signingKeys, claims),
     token_type: "Bearer",
@@ -86,23 +103,36 @@ export async function issueAccessToken(
 }
 
 /**
- * Authenticates `Authorization: Bearer <token>` for a request that already passed the API key
- * check: genuine, unexpired, issued to the API key's organization, credential not revoked.
+ * Authenticates a request that presents an API key and `Authorization: Bearer <token>`: the
+ * token is checked locally (signature, expiry) and then, in the key's one call, against
+ * revocation. Refusals come in the order a client can act on: the API key, the limits, the token.
  */
-export async function authenticateAccessToken(deps: Deps, apiKey: ApiKeyRecord, authorization: string | undefined): Promise<Principal> {
-  const token = bearerToken(authorization);
-  const claims = await verifyAccessToken(deps.config.signingKeys, token, deps.now());
-  if (claims.org !== apiKey.organization_id) {
+export async function authenticateRequest(
+  deps: Deps,
+  presentedKey: string | undefined,
+  authorization: string | undefined,
+  onAdmitted: (admitted: Admitted) => void,
+): Promise<Principal> {
+  let claims: AccessTokenClaims | ApiError;
+  try {
+    claims = await verifyAccessToken(deps.config.signingKeys, bearerToken(authorization), deps.now());
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    claims = err;
+  }
+  const admitted = await admit(deps, presentedKey, { clientId: claims instanceof ApiError ? undefined : claims.cid });
+  onAdmitted(admitted);
+  if (claims instanceof ApiError) throw claims;
+  if (claims.org !== admitted.apiKey.organizationId) {
     throw invalidToken("The access token was issued to a different organization than the API key.");
   }
-  if (await isClientRevoked(deps, claims.cid)) {
-    throw invalidToken("The client credentials behind this access token have been revoked.");
-  }
+  if (admitted.clientRevoked) throw invalidToken("The client credentials behind this access token have been revoked.");
   return {
     organizationId: claims.org,
     userId: claims.sub,
     clientId: claims.cid,
-    apiKeyId: apiKey.id,
+    apiKeyId: admitted.apiKey.id,
+    apiKeyHash: admitted.apiKey.hash,
     tokenId: claims.jti,
     issuedAt: claims.iat,
     expiresAt: claims.exp,

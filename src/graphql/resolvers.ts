@@ -5,7 +5,9 @@
  */
 import { meView, type Principal } from "../auth/tokens";
 import type { Deps } from "../deps";
-import { keyUsage, usageView } from "../ratelimit/service";
+import { usageView } from "../ratelimit/service";
+import type { Decision } from "../ratelimit/windows";
+import type { Actor } from "../schemas/audit";
 import { ListQuery } from "../schemas/common";
 import { parseInput } from "../schemas/validate";
 import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
@@ -23,6 +25,10 @@ import { getDelivery, listDeliveries, publishEvent, retryDelivery, sendTestEvent
 export interface GraphQLContext {
   deps: Deps;
   principal: Principal;
+  /** The API key's rate-limit usage as its object reported when it admitted this request. */
+  usage: Decision;
+  /** Who makes changes, for the audit log. */
+  actor: Actor;
 }
 
 type Args = Record<string, unknown>;
@@ -62,8 +68,8 @@ const id = (args: Args, name = "id") => String(args[name]);
 export const rootValue = {
   viewer: (_args: Args, ctx: GraphQLContext) => ({
     ...(camelize(meView(ctx.principal, ctx.deps.now())) as Record<string, unknown>),
-    // A function: graphql-js calls it only when rateLimit is selected (one more Durable Object call).
-    rateLimit: async () => camelize(usageView(await keyUsage(ctx.deps, ctx.principal.apiKeyId))),
+    // The usage the key's object reported when it admitted this request: no further call.
+    rateLimit: () => camelize(usageView(ctx.usage)),
   }),
 
   webhookConfigurations: async (args: Args, ctx: GraphQLContext) => {
@@ -82,30 +88,30 @@ export const rootValue = {
   createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     // On create, an explicit null is the same as leaving a field out.
     const input = parseInput(CreateWebhookConfigurationInput, withoutNulls(renameKeys(args.input, toSnake)));
-    const { record, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input);
+    const { record, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input, ctx.actor);
     return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret };
   },
 
   updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     const input = parseInput(UpdateWebhookConfigurationInput, renameKeys(args.input, toSnake));
-    return camelize(webhookConfigurationView(await updateWebhookConfiguration(ctx.deps, org(ctx), id(args), input)));
+    return camelize(webhookConfigurationView(await updateWebhookConfiguration(ctx.deps, org(ctx), id(args), input, ctx.actor)));
   },
 
   deleteWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
-    camelize(webhookConfigurationView(await deleteWebhookConfiguration(ctx.deps, org(ctx), id(args)))),
+    camelize(webhookConfigurationView(await deleteWebhookConfiguration(ctx.deps, org(ctx), id(args), ctx.actor))),
 
   rotateSigningSecret: async (args: Args, ctx: GraphQLContext) => {
-    const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(ctx.deps, org(ctx), id(args));
+    const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(ctx.deps, org(ctx), id(args), ctx.actor);
     return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret, previousSecretExpiresAt: previousExpiresAt };
   },
 
   publishEvent: async (args: Args, ctx: GraphQLContext) => {
     // `data` is the caller's JSON, passed through untouched (no key renaming).
     const input = parseInput(PublishEventInput, { type: args.type, data: args.data });
-    return camelize(await publishEvent(ctx.deps, org(ctx), input));
+    return camelize(await publishEvent(ctx.deps, org(ctx), input, ctx.actor));
   },
 
-  sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(await sendTestEvent(ctx.deps, org(ctx), id(args))),
+  sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(await sendTestEvent(ctx.deps, org(ctx), id(args), ctx.actor)),
 
-  retryDelivery: async (args: Args, ctx: GraphQLContext) => camelize(await retryDelivery(ctx.deps, org(ctx), id(args))),
+  retryDelivery: async (args: Args, ctx: GraphQLContext) => camelize(await retryDelivery(ctx.deps, org(ctx), id(args), ctx.actor)),
 };

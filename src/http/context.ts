@@ -1,16 +1,19 @@
 /** The Hono environment shared by every route and middleware: bindings plus per-request state. */
+import type { Admitted } from "../auth/gate";
 import type { Principal } from "../auth/tokens";
 import type { Deps } from "../deps";
-import type { ApiKeyRecord } from "../schemas/records";
+import type { Actor } from "../schemas/audit";
 
 export interface AppEnv {
   Bindings: Env;
   Variables: {
     deps: Deps;
-    /** Set by middleware/api-key.ts on /v1/*. */
-    apiKey: ApiKeyRecord;
-    /** Set by middleware/bearer.ts on protected /v1 routes. */
+    /** The API key's decision for this request (middleware/credentials.ts, or the token endpoints). */
+    admitted: Admitted;
+    /** Set by middleware/credentials.ts on /v1 routes that take an access token. */
     principal: Principal;
+    /** Who is making changes, for the audit log (operator, administrator, API client). */
+    actor: Actor;
     /** "oauth" renders errors as RFC 6749 5.2 bodies instead of the envelope. */
     errorStyle: "envelope" | "oauth";
   };

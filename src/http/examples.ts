@@ -27,6 +27,7 @@ export const API_KEY = {
   limit_overrides: { per_second: false, per_day: false },
   status: "active" as const,
   created_at: T0,
+  last_used_at: T1,
   revoked_at: null,
 };
 export const usageWindow = (limit: number, used: number, resets_at: string) => ({ limit, used, remaining: limit - used, resets_at });
@@ -86,4 +87,24 @@ export const DELIVERY = {
   next_attempt_at: null,
   created_at: T0,
   updated_at: T1,
+};
+
+export const ADMIN_TOKEN = {
+  id: "oat_3f2a9c1d0e8b7a6f5e4d3c2b1a",
+  organization_id: ORG_ID,
+  name: "Acme admin",
+  status: "active" as const,
+  created_at: T0,
+  expires_at: "2026-07-01T12:00:00.000Z",
+  last_used_at: null,
+  revoked_at: null,
+};
+export const ADMIN_TOKEN_SECRET = "kw_live_oa_yq6ymtqw52bpp8tnd8jmw91r06_Yk3vJ0pQz8rT1uWx5bN7mC2dF6gH9jK4lP0sR3tV8wZ";
+export const AUDIT_ENTRY = {
+  id: "42",
+  at: T1,
+  actor: { type: "operator" as const },
+  action: "client_credential.revoked",
+  resource: { type: "client_credential", id: CLIENT_ID },
+  detail: null,
 };

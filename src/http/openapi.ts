@@ -11,7 +11,10 @@ import { ERROR_CODES, type ErrorCode } from "../errors";
 import { Envelope, ErrorEnvelope, ListQuery, publicNames } from "../schemas/common";
 import { GraphQLResponse } from "../schemas/graphql";
 import { PlainTokenError } from "../schemas/oauth";
-import { CLIENT_ID, CONFIG_ID, DELIVERY_ID, EXAMPLE_ORIGIN, KEY_ID, ORG_ID, USER_ID } from "./examples";
+import { ADMIN_TOKEN, CLIENT_ID, CONFIG_ID, DELIVERY_ID, EXAMPLE_ORIGIN, KEY_ID, ORG_ID, USER_ID } from "./examples";
+
+const ADMIN_TOKEN_ID = ADMIN_TOKEN.id;
+
 import { type Auth, type HttpMethod, type Route, TAGS } from "./route";
 
 /** Path parameters by name; `{id}` means a webhook configuration except under /v1/deliveries. */
@@ -21,6 +24,7 @@ const PATH_PARAMS: Record<string, { description: string; example: string }> = {
   key: { description: "API key id (`key_...`), not the secret.", example: KEY_ID },
   client: { description: "Client id (`kw_client_...`).", example: CLIENT_ID },
   id: { description: "Webhook configuration id (`whk_...`).", example: CONFIG_ID },
+  token: { description: "Administrator token id (`oat_...`), not the token.", example: ADMIN_TOKEN_ID },
 };
 const DELIVERY_PARAM = { description: "Delivery id (`msg_...`), also the `webhook-id` the receiver sees.", example: DELIVERY_ID };
 

@@ -3,8 +3,9 @@
  * Checks run path-wide, in a fixed order, so that a request to an unknown /v1 path is refused
  * for its missing credentials (401) before it could learn the path does not exist (404):
  *   public routes (`auth: "none"`) first, ahead of any check;
- *   /v1/*: the API key (spec 5.1), its rate limits (spec 8), then the access token (spec 5.2),
- *     except on the routes declared `auth: "apiKey"` (the token endpoints);
+ *   /v1/*: the API key (spec 5.1), its rate limits (spec 8) and the access token (spec 5.2), in
+ *     one call to the key's object, except on the routes declared `auth: "apiKey"` (the token
+ *     endpoints, which admit the key with the client credential their body presents);
  *   /admin/*: the operator token.
  * A declaration whose `auth` disagrees with what its path gets is refused at startup, so what the
  * API description says and what the router enforces cannot differ. Every path answers the
@@ -13,12 +14,10 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import { ApiError } from "../errors";
 import type { AppEnv } from "./context";
-import { requireApiKey } from "./middleware/api-key";
-import { requireAccessToken } from "./middleware/bearer";
+import { requireCredentials } from "./middleware/credentials";
 import { apiHeaders } from "./middleware/headers";
 import { htmlSecurity } from "./middleware/html";
 import { requireOperator } from "./middleware/operator";
-import { rateLimit } from "./middleware/rate-limit";
 import { type Auth, honoPath, type Route } from "./route";
 
 export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provideDeps: MiddlewareHandler<AppEnv>): void {
@@ -48,7 +47,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
   // RFC 6749 5.2 error bodies on the plain token endpoint, set before the API key check so its
   // refusals use them too.
   for (const route of routes) if (route.errorStyle === "oauth") app.use(honoPath(route.path), oauthErrorStyle);
-  app.use("/v1/*", apiHeaders, provideDeps, requireApiKey, rateLimit, requireAccessToken(tokenEndpoints));
+  app.use("/v1/*", apiHeaders, provideDeps, requireCredentials(tokenEndpoints));
   app.use("/admin/*", apiHeaders, provideDeps, requireOperator);
   mount(
     app,

@@ -26,6 +26,7 @@ export const newWebhookConfigurationId = (): string => randomId("whk");
 export const newEventId = (): string => randomId("evt");
 /** Delivery ids double as the Standard Webhooks `webhook-id`, stable across retries. */
 export const newDeliveryId = (): string => randomId("msg");
+export const newAdminTokenId = (): string => randomId("oat");
 
 /** client_id is not a secret (RFC 6749 section 2.2) but is unguessable all the same. */
 export const newClientId = (): string => `kw_client_${randomToken(16)}`;

@@ -84,3 +84,8 @@ export function retryAfterSeconds(decision: Decision): number {
   const window = decision.exceeded === "day" ? decision.day : decision.second;
   return Math.max(1, Math.ceil((window.resetAt - decision.now) / 1000));
 }
+
+/** Usage of a key with no requests yet (its object has not counted one). */
+export function emptyUsage(limits: Limits, now: number): Decision {
+  return peek(EMPTY_STATE, limits, now);
+}

@@ -42,16 +42,33 @@ export const UpdateApiKeyInput = z.strictObject({
 });
 export type UpdateApiKeyInput = z.output<typeof UpdateApiKeyInput>;
 
-export const MintOrgAdminTokenInput = z.strictObject({ name: DisplayName.optional() });
+/** Administrator tokens expire: 30 days unless `expires_in_days` says otherwise (1 to 365). */
+export const DEFAULT_ADMIN_TOKEN_DAYS = 30;
+export const MintOrgAdminTokenInput = z.strictObject({
+  name: DisplayName.optional(),
+  expires_in_days: z
+    .number({ error: "must be a number" })
+    .int({ error: "must be an integer" })
+    .min(1, { error: "must be at least 1" })
+    .max(365, { error: "must be at most 365" })
+    .optional(),
+});
 
-export const OrgAdminTokenView = z.object({
+export const AdminTokenView = z.object({
   id: z.string(),
   organization_id: z.string(),
   name: z.string().nullable(),
-  /** Shown only in the response that mints it. */
-  token: z.string(),
+  status: z.enum(["active", "expired", "revoked"]),
   created_at: Timestamp,
+  expires_at: Timestamp,
+  /** Last sign-in to the manager app with it. */
+  last_used_at: Timestamp.nullable(),
+  revoked_at: Timestamp.nullable(),
 });
+export type AdminTokenView = z.output<typeof AdminTokenView>;
+
+/** Only the mint response carries the token. */
+export const OrgAdminTokenView = AdminTokenView.extend({ token: z.string() });
 
 export const CreateClientCredentialInput = z.strictObject({ name: DisplayName.optional() });
 
@@ -71,6 +88,8 @@ export const ApiKeyView = z.object({
   limit_overrides: z.object({ per_second: z.boolean(), per_day: z.boolean() }),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
+  /** Last admitted request (to the minute). */
+  last_used_at: Timestamp.nullable(),
   revoked_at: Timestamp.nullable(),
 });
 export type ApiKeyView = z.output<typeof ApiKeyView>;
@@ -120,3 +139,4 @@ publicNames.add(CreatedApiKeyView, { name: "CreatedApiKeyView" });
 publicNames.add(ClientCredentialView, { name: "ClientCredentialView" });
 publicNames.add(CreatedClientCredentialView, { name: "CreatedClientCredentialView" });
 publicNames.add(OrgAdminTokenView, { name: "OrgAdminTokenView" });
+publicNames.add(AdminTokenView, { name: "AdminTokenView" });

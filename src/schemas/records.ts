@@ -42,6 +42,8 @@ export const ApiKeyRecord = z.object({
   key_hint: z.string(),
   limits: LimitOverrides,
   created_at: Timestamp,
+  /** Last admitted request, noted by the key's object at most once a minute. */
+  last_used_at: Timestamp.nullable().default(null),
   revoked_at: Timestamp.nullable(),
 });
 export type ApiKeyRecord = z.output<typeof ApiKeyRecord>;
@@ -69,6 +71,8 @@ export const OrgAdminTokenRecord = z.object({
   name: z.string().nullable(),
   token_hash: z.string().regex(/^[0-9a-f]{64}$/),
   created_at: Timestamp,
+  expires_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
   revoked_at: Timestamp.nullable(),
 });
 export type OrgAdminTokenRecord = z.output<typeof OrgAdminTokenRecord>;

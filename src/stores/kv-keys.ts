@@ -5,26 +5,11 @@
  */
 
 export const kvKeys = {
-  organization: (orgId: string) => `org:${orgId}`,
-  organizationsPrefix: () => "org:",
-
-  user: (orgId: string, userId: string) => `user:${orgId}:${userId}`,
-  usersPrefix: (orgId: string) => `user:${orgId}:`,
-
-  /** API key record, addressed by the SHA-256 of the key: one read authenticates a request. */
-  apiKeyByHash: (keyHash: string) => `apikey:${keyHash}`,
-  /** Index from (organization, key id) to the key's hash, for the operator API. */
-  apiKeyIndex: (orgId: string, keyId: string) => `apikey-id:${orgId}:${keyId}`,
-  apiKeyIndexPrefix: (orgId: string) => `apikey-id:${orgId}:`,
-
+  /**
+   * A client credential's lookup entry (objects/lookup.ts): organization, user and secret hash,
+   * derived from the organization's object, so the token endpoint finds the credential in one read.
+   */
   clientCredential: (clientId: string) => `client:${clientId}`,
-  /** Index of a user's credentials; the value is empty, the key carries the client_id. */
-  clientCredentialIndex: (orgId: string, userId: string, clientId: string) => `client-id:${orgId}:${userId}:${clientId}`,
-  clientCredentialIndexPrefix: (orgId: string, userId: string) => `client-id:${orgId}:${userId}:`,
-  /** Organization administrator token (manager app sign-in), by SHA-256 of the token. */
-  orgAdminToken: (tokenHash: string) => `org-admin-token:${tokenHash}`,
-  /** Tombstone of a revoked credential, read on every bearer-authenticated request. */
-  revokedClient: (clientId: string) => `revoked-client:${clientId}`,
 
   webhookConfiguration: (orgId: string, id: string) => `webhook:${orgId}:${id}`,
   webhookConfigurationsPrefix: (orgId: string) => `webhook:${orgId}:`,

@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import { ApiError } from "../errors";
+import type { Page } from "../objects/sql";
 import type { ListQuery } from "../schemas/common";
 
 export async function getRecord<T extends z.ZodType>(kv: KVNamespace, key: string, schema: T): Promise<z.output<T> | null> {
@@ -29,11 +30,7 @@ export async function putRecord<T extends z.ZodType>(
   await kv.put(key, JSON.stringify(schema.parse(value)), options);
 }
 
-export interface Page<T> {
-  items: T[];
-  /** Opaque cursor for the next page, or null on the last page. */
-  next_cursor: string | null;
-}
+export type { Page } from "../objects/sql";
 
 /** Lists keys under a prefix and loads each item; items that vanished meanwhile are skipped. */
 export async function listPage<T>(

@@ -7,6 +7,8 @@
  */
 import type { Deps } from "../deps";
 import { ApiError, invalidInput, notFound } from "../errors";
+import { recordChange } from "../identity/audit";
+import type { Actor } from "../identity/changes";
 import { open, seal } from "../lib/aead";
 import { IsolateCache } from "../lib/cache";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
@@ -38,6 +40,7 @@ export async function createWebhookConfiguration(
   deps: Deps,
   orgId: string,
   input: CreateWebhookConfigurationInput,
+  actor: Actor,
 ): Promise<{ record: WebhookConfigurationRecord; signingSecret: string }> {
   const url = validTarget(deps, "url", input.url);
   const tokenUrl = validTarget(deps, "oauth.token_url", input.oauth.token_url);
@@ -66,6 +69,11 @@ export async function createWebhookConfiguration(
     updated_at: now,
   };
   await save(deps, record);
+  await recordChange(deps, orgId, actor, {
+    action: "webhook_configuration.created",
+    resource: { type: "webhook_configuration", id },
+    detail: { url, token_url: tokenUrl, events: record.events },
+  });
   return { record, signingSecret };
 }
 
@@ -120,6 +128,7 @@ export async function updateWebhookConfiguration(
   orgId: string,
   id: string,
   input: UpdateWebhookConfigurationInput,
+  actor: Actor,
 ): Promise<WebhookConfigurationRecord> {
   const current = await getWebhookConfiguration(deps, orgId, id);
   const oauth = { ...current.oauth };
@@ -141,13 +150,19 @@ export async function updateWebhookConfiguration(
     updated_at: isoTime(deps.now()),
   };
   await save(deps, updated);
+  await recordChange(deps, orgId, actor, {
+    action: "webhook_configuration.updated",
+    resource: { type: "webhook_configuration", id },
+    detail: { fields: Object.keys(input), url: updated.url, token_url: updated.oauth.token_url, status: updated.status },
+  });
   return updated;
 }
 
-export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfigurationRecord> {
+export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: string, actor: Actor): Promise<WebhookConfigurationRecord> {
   const current = await getWebhookConfiguration(deps, orgId, id);
   forgetLists(orgId);
   await deps.kv.delete(kvKeys.webhookConfiguration(orgId, id));
+  await recordChange(deps, orgId, actor, { action: "webhook_configuration.deleted", resource: { type: "webhook_configuration", id } });
   return current;
 }
 
@@ -159,6 +174,7 @@ export async function rotateSigningSecret(
   deps: Deps,
   orgId: string,
   id: string,
+  actor: Actor,
 ): Promise<{ record: WebhookConfigurationRecord; signingSecret: string; previousExpiresAt: string }> {
   const current = await getWebhookConfiguration(deps, orgId, id);
   const nowMs = deps.now();
@@ -179,6 +195,11 @@ export async function rotateSigningSecret(
     updated_at: isoTime(nowMs),
   };
   await save(deps, updated);
+  await recordChange(deps, orgId, actor, {
+    action: "webhook_configuration.signing_secret_rotated",
+    resource: { type: "webhook_configuration", id },
+    detail: { previous_secret_expires_at: previousExpiresAt },
+  });
   return { record: updated, signingSecret, previousExpiresAt };
 }
 

@@ -7,6 +7,8 @@
  */
 import type { Deps } from "../deps";
 import { ApiError, notFound } from "../errors";
+import { recordChange } from "../identity/audit";
+import type { Actor } from "../identity/changes";
 import { encodeUtf8 } from "../lib/encoding";
 import { ID_PATTERN, newDeliveryId, newEventId } from "../lib/ids";
 import { isoTime } from "../lib/time";
@@ -47,6 +49,7 @@ export async function publishEvent(
   deps: Deps,
   orgId: string,
   input: PublishEventInput,
+  actor: Actor,
   only?: WebhookConfigurationRecord,
 ): Promise<PublishedEventView> {
   const nowMs = deps.now();
@@ -91,6 +94,11 @@ export async function publishEvent(
     deps,
     deliveries.map((d) => messageFor(d, body)),
   );
+  await recordChange(deps, orgId, actor, {
+    action: "event.published",
+    resource: { type: "event", id: eventId },
+    detail: { type: input.type, deliveries: deliveries.length },
+  });
   return {
     id: eventId,
     type: input.type,
@@ -100,7 +108,7 @@ export async function publishEvent(
 }
 
 /** `webhook.test` to one configuration, whatever its event filter. */
-export async function sendTestEvent(deps: Deps, orgId: string, configId: string): Promise<PublishedEventView> {
+export async function sendTestEvent(deps: Deps, orgId: string, configId: string, actor: Actor): Promise<PublishedEventView> {
   const config = await getWebhookConfiguration(deps, orgId, configId);
   if (config.status !== "active") {
     throw new ApiError("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
@@ -109,6 +117,7 @@ export async function sendTestEvent(deps: Deps, orgId: string, configId: string)
     deps,
     orgId,
     { type: "webhook.test", data: { message: "Test event from keyway", webhook_configuration_id: config.id } },
+    actor,
     config,
   );
 }
@@ -169,7 +178,7 @@ export async function listDeliveries(deps: Deps, orgId: string, configId: string
 }
 
 /** Re-sends a failed delivery with the same webhook-id (its id), as a fresh series of attempts. */
-export async function retryDelivery(deps: Deps, orgId: string, deliveryId: string): Promise<DeliveryRecord> {
+export async function retryDelivery(deps: Deps, orgId: string, deliveryId: string, actor: Actor): Promise<DeliveryRecord> {
   const delivery = await getDelivery(deps, orgId, deliveryId);
   if (delivery.status !== "failed") {
     throw new ApiError("conflict", `Only failed deliveries can be re-sent; this one is ${delivery.status}.`);
@@ -183,6 +192,7 @@ export async function retryDelivery(deps: Deps, orgId: string, deliveryId: strin
   const pending: DeliveryRecord = { ...delivery, status: "pending", next_attempt_at: null, updated_at: isoTime(deps.now()) };
   await putRecord(deps.kv, kvKeys.delivery(orgId, deliveryId), DeliveryRecord, pending, ttl);
   await enqueue(deps, [messageFor(pending, body)]);
+  await recordChange(deps, orgId, actor, { action: "delivery.retried", resource: { type: "delivery", id: deliveryId } });
   return pending;
 }
 

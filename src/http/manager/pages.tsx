@@ -4,7 +4,8 @@
  * views.tsx with a title and breadcrumbs. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import type { ApiKeyView, ClientCredentialView } from "../../schemas/admin";
+import type { AdminTokenView, ApiKeyView, ClientCredentialView } from "../../schemas/admin";
+import type { AuditEntryView } from "../../schemas/audit";
 import type { Limits, OrganizationRecord, UserRecord } from "../../schemas/records";
 import type { DeliveryRecord, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import { Field, PostForm, SecretOnce, Status, when } from "./views";
@@ -79,7 +80,12 @@ export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = (
   </>
 );
 
-export const OrganizationSettings: FC<{ org: Org; operator: boolean; csrf: string }> = ({ org, operator, csrf }) => {
+export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: AdminTokenView[]; csrf: string }> = ({
+  org,
+  operator,
+  tokens,
+  csrf,
+}) => {
   const base = `/manager/organizations/${org.id}`;
   return (
     <>
@@ -98,7 +104,49 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; csrf: strin
         <li>
           <a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries
         </li>
+        <li>
+          <a href={`${base}/audit-log`}>Audit log</a>: every change, who made it and when
+        </li>
       </ul>
+      <h2>Administrator tokens</h2>
+      <table>
+        <caption class="hint">Tokens that sign this organization's administrators in (never shown again after minting)</caption>
+        <thead>
+          <tr>
+            <th scope="col">Id</th>
+            <th scope="col">Name</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Last sign-in</th>
+            <th scope="col">Status</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {tokens.map((t) => (
+            <tr>
+              <td>
+                <code>{t.id}</code>
+              </td>
+              <td>{t.name ?? "-"}</td>
+              <td>{when(t.expires_at)}</td>
+              <td>{when(t.last_used_at)}</td>
+              <td>
+                <Status value={t.status} />
+              </td>
+              <td>
+                {t.status === "active" ? (
+                  <a href={`${base}/admin-tokens/${t.id}/revoke`}>
+                    Revoke<span class="skip"> administrator token {t.id}</span>
+                  </a>
+                ) : (
+                  "-"
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {tokens.length === 0 && <p>No administrator tokens yet.</p>}
       {operator && (
         <>
           <h2>Administrator access</h2>
@@ -397,4 +445,38 @@ export const Confirm: FC<{ action: string; csrf: string; title: string; conseque
     </button>{" "}
     <a href={p.cancel}>Cancel</a>
   </PostForm>
+);
+
+const actorText = (a: AuditEntryView["actor"]): string =>
+  a.type === "operator" ? "operator" : a.type === "admin_token" ? `administrator (${a.id})` : `API client ${a.id} (key ${a.api_key_id})`;
+
+export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
+  <>
+    <table>
+      <caption class="hint">The 100 most recent changes, newest first</caption>
+      <thead>
+        <tr>
+          <th scope="col">When</th>
+          <th scope="col">Who</th>
+          <th scope="col">What</th>
+          <th scope="col">Resource</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((e) => (
+          <tr>
+            <td>{when(e.at)}</td>
+            <td>{actorText(e.actor)}</td>
+            <td>
+              <code>{e.action}</code>
+            </td>
+            <td>
+              <code>{e.resource.id}</code>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    {entries.length === 0 && <p>No changes recorded yet.</p>}
+  </>
 );

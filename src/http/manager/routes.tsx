@@ -11,13 +11,24 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
-import { createApiKey, revokeApiKey, updateApiKey } from "../../auth/api-keys";
-import { removeUser } from "../../auth/users";
+import { actorOf, canAccess, resume, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, signIn, signOut } from "../../auth/sessions";
 import { ApiError } from "../../errors";
+import { adminTokenView, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
+import { apiKeyView, createApiKey, getApiKey, keyUsage, listApiKeys, revokeApiKey, updateApiKey } from "../../identity/api-keys";
+import { auditLog } from "../../identity/audit";
+import {
+  clientCredentialView,
+  createClientCredential,
+  getClientCredential,
+  listClientCredentials,
+  revokeClientCredential,
+} from "../../identity/credentials";
+import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
+import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
 import { constantTimeEqual, randomToken } from "../../lib/crypto";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
-import { keyUsage } from "../../ratelimit/service";
+import { emptyUsage } from "../../ratelimit/windows";
 import {
   CreateApiKeyInput,
   CreateClientCredentialInput,
@@ -27,17 +38,6 @@ import {
   UpdateApiKeyInput,
 } from "../../schemas/admin";
 import { parseInput } from "../../schemas/validate";
-import { apiKeyView, getApiKey, listApiKeys } from "../../stores/api-keys";
-import {
-  clientCredentialView,
-  createClientCredential,
-  getClientCredential,
-  listClientCredentials,
-  revokeClientCredential,
-} from "../../stores/client-credentials";
-import { findOrgAdminToken, mintOrgAdminToken } from "../../stores/org-admin-tokens";
-import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
-import { createUser, getUser, listUsers } from "../../stores/users";
 import { listWebhookConfigurations } from "../../webhooks/configurations";
 import { listDeliveries } from "../../webhooks/deliveries";
 import { readFields } from "../body";
@@ -49,6 +49,7 @@ import {
   ApiKeyDetail,
   ApiKeyIssued,
   ApiKeys,
+  AuditLog,
   ClientCredentialCreated,
   ClientCredentials,
   Confirm,
@@ -60,7 +61,6 @@ import {
   Users,
   WebhookConfigurations,
 } from "./pages";
-import { canAccess, newSession, openSession, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, sealSession } from "./session";
 import { type Crumb, Page } from "./views";
 
 type ManagerEnv = {
@@ -123,15 +123,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     if (!expected || !(await constantTimeEqual(String(fields.csrf ?? ""), expected))) {
       throw new ApiError("forbidden", "The sign-in form expired. Open the sign-in page again.");
     }
-    const deps = c.get("deps");
-    const token = String(fields.token ?? "").trim();
-    let session: Session | null = null;
-    if (await constantTimeEqual(token, deps.config.adminToken)) session = newSession("operator", null, null, deps.now());
-    else {
-      const admin = await findOrgAdminToken(deps, token);
-      if (admin) session = newSession("org_admin", admin.organization_id, admin.id, deps.now());
-    }
-    if (!session) {
+    const opened = await signIn(c.get("deps"), String(fields.token ?? "").trim());
+    if (!opened) {
       return c.html(
         <Page title="Sign in" nonce={pageNonce(c)}>
           <SignInRejected />
@@ -140,20 +133,20 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       );
     }
     deleteCookie(c, LOGIN_CSRF_COOKIE, { path: "/manager", secure: true });
-    setCookie(c, SESSION_COOKIE, await sealSession(deps.config.signingKeys, session), {
+    setCookie(c, SESSION_COOKIE, opened.cookie, {
       httpOnly: true,
       secure: true,
       sameSite: "Strict",
       path: "/manager",
       maxAge: SESSION_TTL_SECONDS,
     });
-    return c.redirect(home(session), 303);
+    return c.redirect(home(opened.session), 303);
   });
 
   // Everything below needs a session; every POST its CSRF token.
   app.use("/manager/*", async (c, next) => {
-    const deps = c.get("deps");
-    const session = await openSession(deps.config.signingKeys, getCookie(c, SESSION_COOKIE), deps.now());
+    // The session lives on the server: a signed-out, revoked or rotated-away session is gone.
+    const session = await resume(c.get("deps"), getCookie(c, SESSION_COOKIE));
     if (!session) return c.redirect("/manager/sign-in", 303);
     c.set("session", session);
     if (c.req.method === "POST") {
@@ -165,7 +158,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     await next();
   });
 
-  app.post("/manager/sign-out", (c) => {
+  app.post("/manager/sign-out", async (c) => {
+    await signOut(c.get("deps"), c.get("session"));
     deleteCookie(c, SESSION_COOKIE, { path: "/manager", secure: true });
     return c.redirect("/manager/sign-in", 303);
   });
@@ -181,20 +175,22 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.post("/manager/organizations", async (c) => {
     operatorOnly(c);
-    const org = await createOrganization(c.get("deps"), parseInput(CreateOrganizationInput, { name: (await form(c)).name }));
+    const org = await createOrganization(c.get("deps"), parseInput(CreateOrganizationInput, { name: (await form(c)).name }), actor(c));
     return c.redirect(`/manager/organizations/${org.id}?notice=created`, 303);
   });
 
   // Organization Settings.
   app.get("/manager/organizations/:org", async (c) => {
     const org = await orgFor(c);
+    const deps = c.get("deps");
     const operator = c.get("session").role === "operator";
+    const tokens = (await listOrgAdminTokens(deps, org.id, PAGE_SIZE)).items.map((t) => adminTokenView(t, deps.now()));
     return page(
       c,
       "Organization Settings",
       orgCrumbs(c, org),
-      <OrganizationSettings org={org} operator={operator} csrf={csrf(c)} />,
-      c.req.query("notice") === "created" ? "Organization created." : undefined,
+      <OrganizationSettings org={org} operator={operator} tokens={tokens} csrf={csrf(c)} />,
+      c.req.query("notice") === "created" ? "Organization created." : notices[c.req.query("notice") ?? ""],
     );
   });
 
@@ -202,13 +198,38 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     operatorOnly(c);
     const org = await orgFor(c);
     const input = parseInput(MintOrgAdminTokenInput, optional(await form(c), ["name"]));
-    const { token } = await mintOrgAdminToken(c.get("deps"), org.id, input);
+    const { token } = await mintOrgAdminToken(c.get("deps"), org.id, input, actor(c));
     return page(
       c,
       "Administrator token",
       [...orgCrumbs(c, org, true), { label: "Administrator token" }],
       <AdminTokenMinted org={org} token={token} />,
     );
+  });
+
+  app.get("/manager/organizations/:org/admin-tokens/:token/revoke", async (c) => {
+    const org = await orgFor(c);
+    const tokenId = c.req.param("token");
+    return confirmPage(c, orgCrumbs(c, org, true), {
+      title: `Revoke administrator token ${tokenId}?`,
+      action: `/manager/organizations/${org.id}/admin-tokens/${tokenId}/revoke`,
+      consequence: "Revoking it ends every session opened with it at once, and it can no longer be used to sign in.",
+      button: "Revoke administrator token",
+      cancel: `/manager/organizations/${org.id}`,
+    });
+  });
+
+  app.post("/manager/organizations/:org/admin-tokens/:token/revoke", async (c) => {
+    const org = await orgFor(c);
+    await revokeOrgAdminToken(c.get("deps"), org.id, c.req.param("token"), actor(c));
+    return c.redirect(`/manager/organizations/${org.id}?notice=token-revoked`, 303);
+  });
+
+  // The audit log.
+  app.get("/manager/organizations/:org/audit-log", async (c) => {
+    const org = await orgFor(c);
+    const entries = await auditLog(c.get("deps"), org.id, PAGE_SIZE);
+    return page(c, "Audit log", [...orgCrumbs(c, org, true), { label: "Audit log" }], <AuditLog entries={entries.items} />);
   });
 
   // Users.
@@ -227,7 +248,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.post("/manager/organizations/:org/users", async (c) => {
     const org = await orgFor(c);
     const input = parseInput(CreateUserInput, optional(await form(c), ["name", "email"]));
-    await createUser(c.get("deps"), org.id, input);
+    await createUser(c.get("deps"), org.id, input, actor(c));
     return c.redirect(`/manager/organizations/${org.id}/users?notice=user-added`, 303);
   });
 
@@ -244,7 +265,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.post("/manager/organizations/:org/users/:user/remove", async (c) => {
     const org = await orgFor(c);
-    await removeUser(c.get("deps"), org.id, c.req.param("user"));
+    await removeUser(c.get("deps"), org.id, c.req.param("user"), actor(c));
     return c.redirect(`/manager/organizations/${org.id}/users?notice=user-removed`, 303);
   });
 
@@ -269,7 +290,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.post("/manager/organizations/:org/users/:user/client-credentials", async (c) => {
     const { org, user } = await userFor(c);
     const input = parseInput(CreateClientCredentialInput, optional(await form(c), ["name"]));
-    const { record, secret } = await createClientCredential(c.get("deps"), org.id, user.id, input);
+    const { record, secret } = await createClientCredential(c.get("deps"), org.id, user.id, input, actor(c));
     return page(
       c,
       "New client credentials",
@@ -293,7 +314,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.post("/manager/organizations/:org/users/:user/client-credentials/:client/revoke", async (c) => {
     const { org, user } = await userFor(c);
-    await revokeClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
+    await revokeClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"), actor(c));
     return c.redirect(`${credentialsPath(org.id, user.id)}?notice=credential-revoked`, 303);
   });
 
@@ -303,7 +324,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const deps = c.get("deps");
     const keys = await listApiKeys(deps, org.id, PAGE_SIZE);
-    const usage = await Promise.all(keys.items.map((k) => (k.revoked_at === null ? keyUsage(deps, k.id) : null)));
+    const usage = await Promise.all(keys.items.map((k) => (k.revoked_at === null ? keyUsage(deps, k) : null)));
     const rows = keys.items.map((k, i) => ({ view: apiKeyView(k, deps.config.defaultLimits), usage: usage[i] ?? null }));
     return page(
       c,
@@ -319,7 +340,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const f = await form(c);
     const input = parseInput(CreateApiKeyInput, { ...optional(f, ["name"]), limits: limitsFrom(f, false) });
-    const { secret } = await createApiKey(c.get("deps"), org.id, input);
+    const { secret } = await createApiKey(c.get("deps"), org.id, input, actor(c));
     return page(
       c,
       "New API key",
@@ -332,8 +353,9 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     operatorOnly(c);
     const org = await orgFor(c);
     const deps = c.get("deps");
-    const key = apiKeyView(await getApiKey(deps, org.id, c.req.param("key")), deps.config.defaultLimits);
-    const usage = await keyUsage(deps, key.id);
+    const record = await getApiKey(deps, org.id, c.req.param("key"));
+    const key = apiKeyView(record, deps.config.defaultLimits);
+    const usage = (await keyUsage(deps, record)) ?? emptyUsage(key.limits, deps.now());
     return page(
       c,
       `API key ${key.hint}`,
@@ -352,14 +374,14 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     operatorOnly(c);
     const org = await orgFor(c);
     const input = parseInput(UpdateApiKeyInput, { limits: limitsFrom(await form(c), true) });
-    await updateApiKey(c.get("deps"), org.id, c.req.param("key"), input);
+    await updateApiKey(c.get("deps"), org.id, c.req.param("key"), input, actor(c));
     return c.redirect(`/manager/organizations/${org.id}/api-keys?notice=limits-saved`, 303);
   });
 
   app.post("/manager/organizations/:org/api-keys/:key/revoke", async (c) => {
     operatorOnly(c);
     const org = await orgFor(c);
-    await revokeApiKey(c.get("deps"), org.id, c.req.param("key"));
+    await revokeApiKey(c.get("deps"), org.id, c.req.param("key"), actor(c));
     return c.redirect(`/manager/organizations/${org.id}/api-keys?notice=key-revoked`, 303);
   });
 
@@ -389,6 +411,7 @@ const notices: Record<string, string> = {
   "credential-revoked": "Client credentials revoked.",
   "key-revoked": "API key revoked.",
   "limits-saved": "Limits saved; they apply from the next request.",
+  "token-revoked": "Administrator token revoked; its sessions have ended.",
 };
 
 const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" : `/manager/organizations/${s.org}`);
@@ -455,6 +478,7 @@ function credentialCrumbs(c: C, org: { id: string; name: string }, user: { id: s
 }
 
 const csrf = (c: C) => c.get("session").csrf;
+const actor = (c: C) => actorOf(c.get("session"));
 const who = (s: Session) => (s.role === "operator" ? "Operator" : "Organization administrator");
 
 function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?: string): Response | Promise<Response> {

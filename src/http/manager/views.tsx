@@ -47,7 +47,7 @@ button.secondary { background:#fff; color:var(--accent); } button.danger { backg
 .notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
-.status-active, .status-delivered { color: var(--ok); font-weight:600; } .status-revoked, .status-failed, .status-disabled { color: var(--bad); font-weight:600; }
+.status-active, .status-delivered { color: var(--ok); font-weight:600; } .status-revoked, .status-failed, .status-disabled, .status-expired { color: var(--bad); font-weight:600; }
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
 `;
 

@@ -5,5 +5,6 @@ import type { AppEnv } from "../context";
 
 export const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {
   await authenticateOperator(c.get("deps"), c.req.header("authorization"));
+  c.set("actor", { type: "operator" });
   await next();
 };

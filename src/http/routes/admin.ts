@@ -4,10 +4,22 @@
  * creates them; lists never carry them. Bodies are JSON; an empty body counts as `{}`.
  */
 import type { Context } from "hono";
-import { createApiKey, revokeApiKey, updateApiKey } from "../../auth/api-keys";
-import { removeUser } from "../../auth/users";
-import { keyUsage, usageView } from "../../ratelimit/service";
+import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
+import { apiKeyView, createApiKey, getApiKey, keyUsage, listApiKeys, revokeApiKey, updateApiKey } from "../../identity/api-keys";
+import { auditLog } from "../../identity/audit";
 import {
+  clientCredentialView,
+  createClientCredential,
+  getClientCredential,
+  listClientCredentials,
+  revokeClientCredential,
+} from "../../identity/credentials";
+import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
+import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
+import { usageView } from "../../ratelimit/service";
+import { emptyUsage } from "../../ratelimit/windows";
+import {
+  AdminTokenView,
   ApiKeyView,
   ApiKeyWithUsageView,
   ClientCredentialView,
@@ -23,19 +35,9 @@ import {
   UpdateApiKeyInput,
   UserView,
 } from "../../schemas/admin";
-import { apiKeyView, getApiKey, listApiKeys } from "../../stores/api-keys";
-import {
-  clientCredentialView,
-  createClientCredential,
-  getClientCredential,
-  listClientCredentials,
-  revokeClientCredential,
-} from "../../stores/client-credentials";
-import { mintOrgAdminToken } from "../../stores/org-admin-tokens";
-import { createOrganization, getOrganization, listOrganizations } from "../../stores/organizations";
-import { createUser, getUser, listUsers } from "../../stores/users";
+import { AuditEntryView } from "../../schemas/audit";
 import type { AppEnv } from "../context";
-import { API_KEY, CREDENTIAL, ORG, ORG_ID, T0, T1, TOKEN_REQUEST, USER, usageWindow } from "../examples";
+import { ADMIN_TOKEN, ADMIN_TOKEN_SECRET, API_KEY, AUDIT_ENTRY, CREDENTIAL, ORG, T1, TOKEN_REQUEST, USER, usageWindow } from "../examples";
 import { envelopeRoute, listRoute, param, type Route } from "../route";
 
 const ORGS = "/admin/v1/organizations";
@@ -50,6 +52,7 @@ const credentialsTag = "Operator: client credentials";
 
 type C = Context<AppEnv>;
 const deps = (c: C) => c.get("deps");
+const actor = (c: C) => c.get("actor");
 const defaults = (c: C) => deps(c).config.defaultLimits;
 /** The concrete path of a collection, parameters filled in from this request. */
 const under = (c: C, path: string) => path.replace(/\{(\w+)\}/g, (_, name: string) => param(c, name));
@@ -66,7 +69,7 @@ export const adminRoutes: Route[] = [
     status: 201,
     body: { schema: CreateOrganizationInput, example: { name: "Acme" } },
     response: { schema: OrganizationView, example: ORG },
-    handle: (c, input) => createOrganization(deps(c), input),
+    handle: (c, input) => createOrganization(deps(c), input, actor(c)),
     location: (org) => `${ORGS}/${org.id}`,
   }),
   listRoute({
@@ -99,7 +102,7 @@ export const adminRoutes: Route[] = [
     status: 201,
     body: { schema: CreateUserInput, example: { name: "Ada", email: "ada@acme.example" } },
     response: { schema: UserView, example: USER },
-    handle: (c, input) => createUser(deps(c), param(c, "org"), input),
+    handle: (c, input) => createUser(deps(c), param(c, "org"), input, actor(c)),
     location: (user, c) => `${under(c, USERS)}/${user.id}`,
   }),
   listRoute({
@@ -130,7 +133,7 @@ export const adminRoutes: Route[] = [
     tag: orgsTag,
     auth: "admin",
     response: { schema: UserView, example: USER },
-    handle: (c) => removeUser(deps(c), param(c, "org"), param(c, "user")),
+    handle: (c) => removeUser(deps(c), param(c, "org"), param(c, "user"), actor(c)),
   }),
   envelopeRoute({
     method: "POST",
@@ -141,21 +144,57 @@ export const adminRoutes: Route[] = [
     auth: "admin",
     status: 201,
     body: { schema: MintOrgAdminTokenInput, example: { name: "Acme admin" } },
-    response: {
-      schema: OrgAdminTokenView,
-      example: {
-        id: "oat_3f2a9c1d0e8b7a6f5e4d3c2b1a",
-        organization_id: ORG_ID,
-        name: "Acme admin",
-        token: "kw_live_oa_Yk3vJ0pQz8rT1uWx5bN7mC2dF6gH9jK4lP0sR3tV8wZ",
-        created_at: T0,
-      },
-    },
+    response: { schema: OrgAdminTokenView, example: { ...ADMIN_TOKEN, token: ADMIN_TOKEN_SECRET } },
     handle: async (c, input) => {
-      const { record, token } = await mintOrgAdminToken(deps(c), param(c, "org"), input);
-      return { ...record, token };
+      const { record, token } = await mintOrgAdminToken(deps(c), param(c, "org"), input, actor(c));
+      return { ...adminTokenView(record, deps(c).now()), token };
     },
     location: (minted, c) => `${under(c, ORG_PATH)}/admin-tokens/${minted.id}`,
+  }),
+  listRoute({
+    method: "GET",
+    path: `${ORG_PATH}/admin-tokens`,
+    operationId: "listOrgAdminTokens",
+    summary: "List an organization's administrator tokens (never the tokens themselves)",
+    tag: orgsTag,
+    auth: "admin",
+    response: { schema: AdminTokenView, example: [ADMIN_TOKEN] },
+    handle: async (c, query) => {
+      const page = await listOrgAdminTokens(deps(c), param(c, "org"), query);
+      return { ...page, items: page.items.map((t) => adminTokenView(t, deps(c).now())) };
+    },
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: `${ORG_PATH}/admin-tokens/{token}`,
+    operationId: "getOrgAdminToken",
+    summary: "Get an administrator token",
+    tag: orgsTag,
+    auth: "admin",
+    response: { schema: AdminTokenView, example: ADMIN_TOKEN },
+    handle: async (c) => adminTokenView(await getOrgAdminToken(deps(c), param(c, "org"), param(c, "token")), deps(c).now()),
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: `${ORG_PATH}/admin-tokens/{token}`,
+    operationId: "revokeOrgAdminToken",
+    summary: "Revoke an administrator token (idempotent), ending every manager session opened with it",
+    tag: orgsTag,
+    auth: "admin",
+    response: { schema: AdminTokenView, example: { ...ADMIN_TOKEN, status: "revoked", revoked_at: T1 } },
+    handle: async (c) => adminTokenView(await revokeOrgAdminToken(deps(c), param(c, "org"), param(c, "token"), actor(c)), deps(c).now()),
+  }),
+  listRoute({
+    method: "GET",
+    path: `${ORG_PATH}/audit-log`,
+    operationId: "getAuditLog",
+    summary: "The organization's audit log, newest first",
+    description:
+      "Every change made by the operator, an administrator (manager app) or an API client: who, what, which resource, when. Entries never carry a secret.",
+    tag: orgsTag,
+    auth: "admin",
+    response: { schema: AuditEntryView, example: [AUDIT_ENTRY] },
+    handle: (c, query) => auditLog(deps(c), param(c, "org"), query),
   }),
 
   // API keys
@@ -171,7 +210,7 @@ export const adminRoutes: Route[] = [
     body: { schema: CreateApiKeyInput, example: { name: "laptop" }, optional: true },
     response: { schema: CreatedApiKeyView, example: { ...API_KEY, api_key: "kw_live_ak_pZkKcQUSu60Tweq49nkDp36iTCUBlS7tiNksNt3WQEE" } },
     handle: async (c, input) => {
-      const { record, secret } = await createApiKey(deps(c), param(c, "org"), input);
+      const { record, secret } = await createApiKey(deps(c), param(c, "org"), input, actor(c));
       return { ...apiKeyView(record, defaults(c)), api_key: secret };
     },
     location: (key, c) => `${under(c, KEYS)}/${key.id}`,
@@ -205,9 +244,12 @@ export const adminRoutes: Route[] = [
     },
     handle: async (c) => {
       const record = await getApiKey(deps(c), param(c, "org"), param(c, "key"));
-      // The limiter's view of the limits is authoritative; the record's is for display.
-      const usage = usageView(await keyUsage(deps(c), record.id));
-      return { ...apiKeyView(record, defaults(c)), limits: { per_second: usage.second.limit, per_day: usage.day.limit }, usage };
+      // The key's object applies the limits; what it says is what holds.
+      const decision = await keyUsage(deps(c), record);
+      const view = apiKeyView(record, defaults(c));
+      if (decision === null) return { ...view, usage: usageView(emptyUsage(view.limits, deps(c).now())) };
+      const usage = usageView(decision);
+      return { ...view, limits: { per_second: usage.second.limit, per_day: usage.day.limit }, usage };
     },
   }),
   envelopeRoute({
@@ -223,7 +265,7 @@ export const adminRoutes: Route[] = [
       schema: ApiKeyView,
       example: { ...API_KEY, limits: { per_second: 5, per_day: 1000 }, limit_overrides: { per_second: true, per_day: false } },
     },
-    handle: async (c, input) => apiKeyView(await updateApiKey(deps(c), param(c, "org"), param(c, "key"), input), defaults(c)),
+    handle: async (c, input) => apiKeyView(await updateApiKey(deps(c), param(c, "org"), param(c, "key"), input, actor(c)), defaults(c)),
   }),
   envelopeRoute({
     method: "DELETE",
@@ -233,7 +275,7 @@ export const adminRoutes: Route[] = [
     tag: keysTag,
     auth: "admin",
     response: { schema: ApiKeyView, example: { ...API_KEY, status: "revoked", revoked_at: T1 } },
-    handle: async (c) => apiKeyView(await revokeApiKey(deps(c), param(c, "org"), param(c, "key")), defaults(c)),
+    handle: async (c) => apiKeyView(await revokeApiKey(deps(c), param(c, "org"), param(c, "key"), actor(c)), defaults(c)),
   }),
 
   // Client credentials
@@ -249,7 +291,7 @@ export const adminRoutes: Route[] = [
     body: { schema: CreateClientCredentialInput, example: { name: "laptop" }, optional: true },
     response: { schema: CreatedClientCredentialView, example: { ...CREDENTIAL, client_secret: TOKEN_REQUEST.client_secret } },
     handle: async (c, input) => {
-      const { record, secret } = await createClientCredential(deps(c), param(c, "org"), param(c, "user"), input);
+      const { record, secret } = await createClientCredential(deps(c), param(c, "org"), param(c, "user"), input, actor(c));
       return { ...clientCredentialView(record), client_secret: secret };
     },
     location: (credential, c) => `${under(c, CREDENTIALS)}/${credential.client_id}`,
@@ -282,10 +324,12 @@ export const adminRoutes: Route[] = [
     path: `${CREDENTIALS}/{client}`,
     operationId: "revokeClientCredential",
     summary: "Revoke a client credential (idempotent)",
-    description: "Its access tokens stop working at once here and within about 60 s everywhere.",
+    description:
+      "Its access tokens stop working on the very next request everywhere. Answered once every API key's object has applied the revocation (503 while it is still being applied; repeat to confirm).",
     tag: credentialsTag,
     auth: "admin",
     response: { schema: ClientCredentialView, example: { ...CREDENTIAL, status: "revoked", revoked_at: T1 } },
-    handle: async (c) => clientCredentialView(await revokeClientCredential(deps(c), param(c, "org"), param(c, "user"), param(c, "client"))),
+    handle: async (c) =>
+      clientCredentialView(await revokeClientCredential(deps(c), param(c, "org"), param(c, "user"), param(c, "client"), actor(c))),
   }),
 ];

@@ -16,7 +16,8 @@ import { DEFAULT_MAX_BODY_BYTES } from "../input";
 import { type Route, rawRoute } from "../route";
 
 async function answer(c: Context<AppEnv>, request: Request, method: "GET" | "POST"): Promise<Response> {
-  const result = await runGraphQL(request, { deps: c.get("deps"), principal: c.get("principal") }, method);
+  const context = { deps: c.get("deps"), principal: c.get("principal"), usage: c.get("admitted").decision, actor: c.get("actor") };
+  const result = await runGraphQL(request, context, method);
   return c.json(result.body, result.status, result.allow ? { Allow: result.allow } : {});
 }
 

@@ -4,7 +4,8 @@
  * or form bodies and client_secret_post or client_secret_basic authentication.
  */
 import type { Context } from "hono";
-import { issueAccessToken } from "../../auth/tokens";
+import { API_KEY_HEADER } from "../../auth/gate";
+import { issueAccessToken, type PresentedTokenRequest } from "../../auth/tokens";
 import { ApiError } from "../../errors";
 import { PlainTokenResponse, TokenData, TokenRequest } from "../../schemas/oauth";
 import { parseBasicCredentials, readFields } from "../body";
@@ -51,10 +52,21 @@ export const oauthRoutes: Route[] = [
 ];
 
 async function tokenFor(c: Context<AppEnv>) {
+  let request: PresentedTokenRequest | ApiError;
+  try {
+    request = await presentedTokenRequest(c);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    request = err;
+  }
+  return issueAccessToken(c.get("deps"), c.req.header(API_KEY_HEADER), request, (admitted) => c.set("admitted", admitted));
+}
+
+/** The body (JSON or form) and HTTP Basic credentials of a token request (RFC 6749 2.3.1, 4.4.2). */
+async function presentedTokenRequest(c: Context<AppEnv>): Promise<PresentedTokenRequest> {
   const fields = await readFields(c.req.raw, ["json", "form"], MAX_TOKEN_REQUEST_BYTES);
   const basic = parseBasicCredentials(c.req.header("authorization"));
-  if (basic === null) return issueAccessToken(c.get("deps"), c.get("apiKey"), fields, { method: "body" });
-
+  if (basic === null) return { params: fields, method: "body" };
   // RFC 6749 2.3: one authentication method per request. A client_id in the body is
   // tolerated (RFC 6749 3.2.1) only if it names the same client.
   if (fields.client_secret !== undefined) {
@@ -63,5 +75,5 @@ async function tokenFor(c: Context<AppEnv>) {
   if (fields.client_id !== undefined && fields.client_id !== basic.client_id) {
     throw new ApiError("invalid_request", "client_id in the body differs from the one in the Authorization header.");
   }
-  return issueAccessToken(c.get("deps"), c.get("apiKey"), { ...fields, ...basic }, { method: "basic" });
+  return { params: { ...fields, ...basic }, method: "basic" };
 }

@@ -35,6 +35,7 @@ const MAX_EVENT_REQUEST_BYTES = MAX_EVENT_BYTES + 1024;
 
 const orgOf = (c: Context<AppEnv>) => c.get("principal").organizationId;
 const deps = (c: Context<AppEnv>) => c.get("deps");
+const actor = (c: Context<AppEnv>) => c.get("actor");
 const configTag = "Webhook configurations";
 const eventsTag = "Events and deliveries";
 
@@ -52,7 +53,7 @@ export const webhookRoutes: Route[] = [
     body: { schema: CreateWebhookConfigurationInput, example: WEBHOOK_INPUT },
     response: { schema: CreatedWebhookConfigurationView, example: { ...CONFIG, signing_secret: SIGNING_SECRET } },
     handle: async (c, input) => {
-      const { record, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input);
+      const { record, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
       return { ...webhookConfigurationView(record), signing_secret: signingSecret };
     },
     location: (data) => `${CONFIGS}/${data.id}`,
@@ -91,7 +92,8 @@ export const webhookRoutes: Route[] = [
     auth: "client",
     body: { schema: UpdateWebhookConfigurationInput, example: { events: null, status: "active" } },
     response: { schema: WebhookConfigurationView, example: { ...CONFIG, events: null, updated_at: T1 } },
-    handle: async (c, input) => webhookConfigurationView(await updateWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), input)),
+    handle: async (c, input) =>
+      webhookConfigurationView(await updateWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), input, actor(c))),
   }),
   envelopeRoute({
     method: "DELETE",
@@ -101,7 +103,7 @@ export const webhookRoutes: Route[] = [
     tag: configTag,
     auth: "client",
     response: { schema: WebhookConfigurationView, example: CONFIG },
-    handle: async (c) => webhookConfigurationView(await deleteWebhookConfiguration(deps(c), orgOf(c), param(c, "id"))),
+    handle: async (c) => webhookConfigurationView(await deleteWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), actor(c))),
   }),
   envelopeRoute({
     method: "POST",
@@ -122,7 +124,7 @@ export const webhookRoutes: Route[] = [
       },
     },
     handle: async (c) => {
-      const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"));
+      const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"), actor(c));
       return { ...webhookConfigurationView(record), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
     },
   }),
@@ -136,7 +138,7 @@ export const webhookRoutes: Route[] = [
     status: 202,
     response: { schema: PublishedEventView, example: { ...PUBLISHED, type: "webhook.test" } },
     errors: [409],
-    handle: (c) => sendTestEvent(deps(c), orgOf(c), param(c, "id")),
+    handle: (c) => sendTestEvent(deps(c), orgOf(c), param(c, "id"), actor(c)),
   }),
   listRoute({
     method: "GET",
@@ -164,7 +166,7 @@ export const webhookRoutes: Route[] = [
       maxBytes: MAX_EVENT_REQUEST_BYTES,
     },
     response: { schema: PublishedEventView, example: PUBLISHED },
-    handle: (c, input) => publishEvent(deps(c), orgOf(c), input),
+    handle: (c, input) => publishEvent(deps(c), orgOf(c), input, actor(c)),
   }),
   envelopeRoute({
     method: "GET",
@@ -187,6 +189,6 @@ export const webhookRoutes: Route[] = [
     status: 202,
     response: { schema: DeliveryView, example: { ...DELIVERY, status: "pending", updated_at: T1 } },
     errors: [409],
-    handle: (c) => retryDelivery(deps(c), orgOf(c), param(c, "id")),
+    handle: (c) => retryDelivery(deps(c), orgOf(c), param(c, "id"), actor(c)),
   }),
 ];

@@ -1,0 +1,66 @@
+/**
+ * The gate of every /v1 request (spec 5.1, 8): the API key it presents, in one call to that key's
+ * object (objects/key.ts), which answers whether the key exists and is active, whether the client
+ * credential the request presents has been revoked, and whether the key's limits admit the
+ * request (counted exactly, whatever the request's outcome). Nothing here reads KV, so no stale
+ * copy can let a revoked key or credential through, and there is exactly one Durable Object call.
+ * A missing or malformed key is refused before any call; an unreachable object fails closed (503).
+ */
+import type { Deps } from "../deps";
+import { ApiError } from "../errors";
+import { sha256Hex } from "../lib/crypto";
+import { API_KEY_PATTERN } from "../lib/ids";
+import type { Admission } from "../objects/key";
+import { keyObject, reach } from "../objects/stubs";
+import { rateLimited } from "../ratelimit/service";
+import type { Decision } from "../ratelimit/windows";
+
+export const API_KEY_HEADER = "x-api-key";
+
+export interface Admitted {
+  apiKey: { id: string; organizationId: string; hash: string };
+  decision: Decision;
+  /** The presented client credential has been revoked (or its user removed). */
+  clientRevoked: boolean;
+}
+
+/** Refuses a missing or malformed key without any call (keys we issue have one shape). */
+export function presentedApiKey(presented: string | undefined): string {
+  if (presented === undefined || presented === "") {
+    throw new ApiError(
+      "invalid_api_key",
+      "The x-api-key header is missing. Every /v1 request needs the API key issued by the support team.",
+    );
+  }
+  if (!API_KEY_PATTERN.test(presented)) throw invalidKey();
+  return presented;
+}
+
+/** Authenticates the key and counts the request; `client` is the credential the request presents. */
+export async function admit(
+  deps: Deps,
+  presented: string | undefined,
+  client: { clientId?: string | undefined; authenticated?: boolean } = {},
+): Promise<Admitted> {
+  const key = presentedApiKey(presented);
+  const hash = await sha256Hex(key);
+  const now = deps.now();
+  const admission: Admission = await reach("API key object", () =>
+    keyObject(deps, hash).admit({
+      now,
+      defaults: deps.config.defaultLimits,
+      clientId: client.clientId,
+      clientAuthenticated: client.authenticated ?? false,
+    }),
+  );
+  if (admission.status === "unknown") throw invalidKey();
+  if (admission.status === "revoked") throw new ApiError("invalid_api_key", "The API key has been revoked.");
+  if (!admission.decision.allowed) throw rateLimited(admission.decision);
+  return {
+    apiKey: { id: admission.keyId, organizationId: admission.organizationId, hash },
+    decision: admission.decision,
+    clientRevoked: admission.clientRevoked,
+  };
+}
+
+const invalidKey = () => new ApiError("invalid_api_key", "The x-api-key header does not hold a valid API key.");

@@ -1,0 +1,39 @@
+/**
+ * The credential checks of every /v1 request, in one Durable Object call (auth/gate.ts): the API
+ * key (spec 5.1), its rate limits (spec 8), and, except on the token endpoints, the access token
+ * (spec 5.2, RFC 6750) with its credential's revocation. The token endpoints (router.ts passes
+ * the paths of the routes declared `auth: "apiKey"`) are admitted by their handler, since their
+ * admission names the client credential the body presents; only the key's presence is checked
+ * here, before any body is read. Every answer to a counted request carries the RateLimit fields.
+ */
+import type { MiddlewareHandler } from "hono";
+import { type Admitted, API_KEY_HEADER, admit, presentedApiKey } from "../../auth/gate";
+import { authenticateRequest } from "../../auth/tokens";
+import { ApiError, withHeaders } from "../../errors";
+import { rateLimitHeaders } from "../../ratelimit/service";
+import type { AppEnv } from "../context";
+import { setResponseHeaders } from "./headers";
+
+export function requireCredentials(tokenEndpoints: ReadonlySet<string>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const deps = c.get("deps");
+    const presented = c.req.header(API_KEY_HEADER);
+    const onAdmitted = (admitted: Admitted) => c.set("admitted", admitted);
+    try {
+      if (tokenEndpoints.has(c.req.path)) {
+        if (c.req.method === "POST") presentedApiKey(presented);
+        else onAdmitted(await admit(deps, presented));
+      } else {
+        const principal = await authenticateRequest(deps, presented, c.req.header("authorization"), onAdmitted);
+        c.set("principal", principal);
+        c.set("actor", { type: "api_client", id: principal.clientId, api_key_id: principal.apiKeyId });
+      }
+    } catch (err) {
+      const admitted = c.get("admitted");
+      throw err instanceof ApiError && admitted ? withHeaders(err, rateLimitHeaders(admitted.decision)) : err;
+    }
+    await next();
+    const admitted = c.get("admitted");
+    if (admitted) setResponseHeaders(c, rateLimitHeaders(admitted.decision));
+  };
+}

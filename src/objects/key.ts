@@ -1,0 +1,206 @@
+/**
+ * KeyObject: one SQLite-backed Durable Object per API key, named by the SHA-256 of the key, so
+ * the edge finds it from the presented key alone (no lookup). It is the one Durable Object call
+ * every /v1 request makes, and in that call it decides everything the request's credentials need:
+ * whether the key exists and is active, whether the client credential the request presents (in
+ * its body or its access token) has been revoked, and whether the key's rate limits admit the
+ * request (spec 8, counted exactly: one call at a time, synchronous SQLite).
+ *
+ * Its identity facts are a copy that the key's OrganizationObject pushes after each change
+ * (`sync`), versioned so that a late or repeated push never undoes a newer one: the key's status
+ * and limit overrides, and every revocation of a client credential in the organization, by
+ * organization revision. Uses of the key and of credentials are noted here and flushed to the
+ * organization at most once a minute each (an alarm), so "last used" needs no blind write.
+ *
+ * Load: the requests of one key (its per-second limit, at most 10,000/s; one object serves about
+ * 1,000/s, see docs/storage.md for sharding); rows: one per revoked credential of the organization.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { describeError, log } from "../log";
+import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
+import type { LimitOverrides, Limits } from "../schemas/records";
+import { type Migration, migrate } from "./sql";
+
+/** What the organization pushes: the key's state at `version`, revocations up to `revision`. */
+export interface KeySnapshot {
+  id: string;
+  organization_id: string;
+  status: "active" | "revoked";
+  limits: LimitOverrides;
+  version: number;
+  revision: number;
+  /** Client credentials revoked since the revision this key last acknowledged. */
+  revocations: { client_id: string; revision: number }[];
+}
+
+export interface SyncAck {
+  version: number;
+  revision: number;
+}
+
+export interface AdmitInput {
+  now: number;
+  defaults: Limits;
+  /** The client credential the request presents (token endpoint) or its token was issued to. */
+  clientId?: string | undefined;
+  /** The presented client secret matched: a use of the credential to note. */
+  clientAuthenticated?: boolean;
+}
+
+export type Admission =
+  | { status: "unknown" }
+  | { status: "revoked" }
+  | { status: "active"; keyId: string; organizationId: string; decision: Decision; clientRevoked: boolean };
+
+/** A use is noted at most this often per subject, and flushed to the organization as often. */
+export const USE_RESOLUTION_MS = 60_000;
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE key (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL, organization_id TEXT NOT NULL,
+        status TEXT NOT NULL, per_second INTEGER, per_day INTEGER, version INTEGER NOT NULL, revision INTEGER NOT NULL)`,
+      `CREATE TABLE windows (one INTEGER PRIMARY KEY CHECK (one = 1), second INTEGER NOT NULL, second_count INTEGER NOT NULL,
+        day INTEGER NOT NULL, day_count INTEGER NOT NULL)`,
+      "CREATE TABLE revoked_clients (client_id TEXT PRIMARY KEY, revision INTEGER NOT NULL)",
+      "CREATE TABLE uses (subject TEXT PRIMARY KEY, at INTEGER NOT NULL, flushed_at INTEGER NOT NULL DEFAULT 0)",
+    ],
+  },
+];
+
+interface KeyRow extends Record<string, SqlStorageValue> {
+  id: string;
+  organization_id: string;
+  status: "active" | "revoked";
+  per_second: number | null;
+  per_day: number | null;
+  version: number;
+  revision: number;
+}
+
+export class KeyObject extends DurableObject<Env> {
+  private key: KeyRow | null = null;
+  private windows: WindowState = EMPTY_STATE;
+  /** Last noted use per subject ("key" or a client_id), in memory to skip most writes. */
+  private readonly noted = new Map<string, number>();
+  /** When the flush alarm is set for, or null when none is. */
+  private alarmAt: number | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // An object that never received a key (any well-formed key that was never issued, say from
+    // someone guessing) writes nothing: it answers "unknown" from an empty database, so
+    // guesses cannot fill storage. Its tables are created by the first sync.
+    const sql = ctx.storage.sql;
+    if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").toArray().length === 0) return;
+    migrate(ctx.storage, MIGRATIONS);
+    this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").toArray()[0] ?? null;
+    const w = sql.exec<{ second: number; second_count: number; day: number; day_count: number }>("SELECT * FROM windows").toArray()[0];
+    if (w) this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
+    for (const u of sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses")) this.noted.set(u.subject, u.at);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.alarmAt = await ctx.storage.getAlarm();
+    });
+  }
+
+  /** The hot path: authenticate the key, check the client's revocation, count the request. */
+  admit(input: AdmitInput): Admission {
+    const key = this.key;
+    if (key === null) return { status: "unknown" };
+    if (key.status !== "active") return { status: "revoked" };
+    const sql = this.ctx.storage.sql;
+    const clientRevoked =
+      input.clientId !== undefined && sql.exec("SELECT 1 FROM revoked_clients WHERE client_id = ?", input.clientId).toArray().length > 0;
+    const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now);
+    if (decision.allowed) {
+      this.windows = state;
+      // An upsert updates the one row in place (REPLACE would delete and re-insert it).
+      sql.exec(
+        `INSERT INTO windows (one, second, second_count, day, day_count) VALUES (1, ?1, ?2, ?3, ?4)
+         ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4`,
+        state.second,
+        state.secondCount,
+        state.day,
+        state.dayCount,
+      );
+      this.noteUse("key", input.now);
+      if (input.clientId !== undefined && input.clientAuthenticated && !clientRevoked) this.noteUse(input.clientId, input.now);
+    }
+    return { status: "active", keyId: key.id, organizationId: key.organization_id, decision, clientRevoked };
+  }
+
+  /** Current usage without counting a request (operator API, manager). */
+  usage(defaults: Limits, now: number): Decision | null {
+    return this.key === null ? null : peek(this.windows, this.limits(defaults), now);
+  }
+
+  /** Applies what the organization pushed; older versions and revisions change nothing. */
+  sync(snapshot: KeySnapshot): SyncAck {
+    migrate(this.ctx.storage, MIGRATIONS);
+    const sql = this.ctx.storage.sql;
+    this.ctx.storage.transactionSync(() => {
+      const current = this.key;
+      if (current === null || snapshot.version > current.version) {
+        sql.exec(
+          `INSERT INTO key (one, id, organization_id, status, per_second, per_day, version, revision) VALUES (1, ?, ?, ?, ?, ?, ?, 0)
+           ON CONFLICT (one) DO UPDATE SET status = excluded.status, per_second = excluded.per_second,
+             per_day = excluded.per_day, version = excluded.version`,
+          snapshot.id,
+          snapshot.organization_id,
+          snapshot.status,
+          snapshot.limits.per_second ?? null,
+          snapshot.limits.per_day ?? null,
+          snapshot.version,
+        );
+      }
+      for (const r of snapshot.revocations) {
+        sql.exec("INSERT OR IGNORE INTO revoked_clients (client_id, revision) VALUES (?, ?)", r.client_id, r.revision);
+      }
+      sql.exec("UPDATE key SET revision = max(revision, ?)", snapshot.revision);
+    });
+    this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").one();
+    return { version: this.key.version, revision: this.key.revision };
+  }
+
+  /** Flushes noted uses to the organization (at most once a minute); retried until it lands. */
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    const key = this.key;
+    if (key === null) return;
+    const sql = this.ctx.storage.sql;
+    const due = sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses WHERE at > flushed_at").toArray();
+    if (due.length === 0) return;
+    try {
+      const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
+      await org.recordUses(key.id, due);
+      for (const u of due) sql.exec("UPDATE uses SET flushed_at = ? WHERE subject = ?", u.at, u.subject);
+    } catch (err) {
+      log.warn("last-used flush failed; retrying", { key: key.id, detail: describeError(err) });
+      this.planFlush();
+    }
+  }
+
+  private noteUse(subject: string, now: number): void {
+    const last = this.noted.get(subject) ?? 0;
+    if (now - last < USE_RESOLUTION_MS) return;
+    this.noted.set(subject, now);
+    this.ctx.storage.sql.exec(
+      "INSERT INTO uses (subject, at) VALUES (?, ?) ON CONFLICT (subject) DO UPDATE SET at = max(at, excluded.at)",
+      subject,
+      now,
+    );
+    this.planFlush();
+  }
+
+  /** Sets the flush alarm unless one is set: moving it on every use would postpone it for ever. */
+  private planFlush(): void {
+    if (this.alarmAt !== null) return;
+    this.alarmAt = Date.now() + USE_RESOLUTION_MS;
+    void this.ctx.storage.setAlarm(this.alarmAt);
+  }
+
+  private limits(defaults: Limits): Limits {
+    return { per_second: this.key?.per_second ?? defaults.per_second, per_day: this.key?.per_day ?? defaults.per_day };
+  }
+}

@@ -1,0 +1,756 @@
+/**
+ * OrganizationObject: one SQLite-backed Durable Object per organization, the system of record for
+ * its identity facts: the organization, its users, client credentials (secret hash, status, last
+ * use), API keys (hash, hint, limit overrides, status, last use), administrator tokens (hash,
+ * expiry, status), manager sessions, and the audit log. Every change is one transaction here,
+ * with its audit entry; nothing about identity is read from KV, changed and written back.
+ *
+ * After a change commits, what other places derive from it is propagated from here, and retried
+ * (an alarm) until it lands:
+ * - each API key's KeyObject gets the key's state and the organization's credential revocations
+ *   (by revision), so the one Durable Object call of every /v1 request decides them;
+ * - the credential lookup entries in KV (objects/lookup.ts) the token endpoint reads;
+ * - the organization's entry in the DirectoryObject (operator listing).
+ * A change that must take effect everywhere (a revocation, new limits) is answered only once every
+ * key object has applied it; otherwise the caller learns it is still being applied.
+ *
+ * Load: operator and manager traffic, the token endpoint's slow path (a credential KV has not
+ * caught up with yet), each key's use flush (once a minute), and /v1 changes' audit entries: tens
+ * of requests per second at most. Rows: users, credentials and keys in the thousands, the audit log
+ * pruned after AUDIT_RETENTION_DAYS.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { isoTime } from "../lib/time";
+import { describeError, log } from "../log";
+import type { Actor, AuditEntryView } from "../schemas/audit";
+import type {
+  ApiKeyRecord,
+  ClientCredentialRecord,
+  LimitOverrides,
+  OrgAdminTokenRecord,
+  OrganizationRecord,
+  UserRecord,
+} from "../schemas/records";
+import type { KeySnapshot } from "./key";
+import { deleteCredentialLookup, writeCredentialLookup } from "./lookup";
+import { fail, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "./sql";
+
+/** The most active API keys an organization may have: a revocation is pushed to each of them. */
+export const MAX_ACTIVE_API_KEYS = 100;
+/** Key objects synced at once during a push. */
+const SYNC_CONCURRENCY = 10;
+export const AUDIT_RETENTION_DAYS = 400;
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE organization (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL, name TEXT NOT NULL,
+        created_at TEXT NOT NULL, revision INTEGER NOT NULL DEFAULT 0, in_directory INTEGER NOT NULL DEFAULT 0)`,
+      "CREATE TABLE users (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT, created_at TEXT NOT NULL)",
+      `CREATE TABLE client_credentials (client_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT, secret_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL, last_used_at TEXT, revoked_at TEXT)`,
+      "CREATE INDEX client_credentials_by_user ON client_credentials (user_id)",
+      "CREATE TABLE revocations (revision INTEGER PRIMARY KEY, client_id TEXT NOT NULL, revoked_at TEXT NOT NULL)",
+      `CREATE TABLE api_keys (id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, key_hint TEXT NOT NULL, name TEXT,
+        per_second INTEGER, per_day INTEGER, created_at TEXT NOT NULL, last_used_at TEXT, revoked_at TEXT,
+        version INTEGER NOT NULL DEFAULT 1, synced_version INTEGER NOT NULL DEFAULT 0, synced_revision INTEGER NOT NULL DEFAULT 0)`,
+      `CREATE TABLE admin_tokens (id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, name TEXT, created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL, last_used_at TEXT, revoked_at TEXT)`,
+      `CREATE TABLE sessions (id_hash TEXT PRIMARY KEY, admin_token_id TEXT NOT NULL, csrf TEXT NOT NULL, created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL)`,
+      "CREATE INDEX sessions_by_token ON sessions (admin_token_id)",
+      `CREATE TABLE audit_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+        resource_type TEXT NOT NULL, resource_id TEXT NOT NULL, detail TEXT)`,
+      /** KV lookup entries still to write ('put') or remove ('delete'). */
+      "CREATE TABLE pending_lookups (client_id TEXT PRIMARY KEY, op TEXT NOT NULL)",
+    ],
+  },
+];
+
+type Row = Record<string, SqlStorageValue>;
+interface UserRow extends Row {
+  rowid: number;
+  id: string;
+  name: string;
+  email: string | null;
+  created_at: string;
+}
+interface CredentialRow extends Row {
+  rowid: number;
+  client_id: string;
+  user_id: string;
+  name: string | null;
+  secret_hash: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+interface KeyRow extends Row {
+  rowid: number;
+  id: string;
+  key_hash: string;
+  key_hint: string;
+  name: string | null;
+  per_second: number | null;
+  per_day: number | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  version: number;
+  synced_version: number;
+  synced_revision: number;
+}
+interface AdminTokenRow extends Row {
+  rowid: number;
+  id: string;
+  token_hash: string;
+  name: string | null;
+  created_at: string;
+  expires_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+interface AuditRow extends Row {
+  rowid: number;
+  at: string;
+  actor: string;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  detail: string | null;
+}
+
+/** A change that others must apply: whether every one of them has. */
+export interface Propagated<T> {
+  record: T;
+  /** Key objects that have not applied the change yet (retried until they do). */
+  pending: number;
+}
+
+export interface SessionInfo {
+  csrf: string;
+  admin_token_id: string;
+  expires_at: string;
+}
+
+export class OrganizationObject extends DurableObject<Env> {
+  private alarmAt: number | null = null;
+  private retries = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, MIGRATIONS);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.alarmAt = await ctx.storage.getAlarm();
+    });
+  }
+
+  private get sql(): SqlStorage {
+    return this.ctx.storage.sql;
+  }
+
+  private org(): OrganizationRecord & { revision: number; in_directory: number } {
+    const row = this.sql
+      .exec<{ id: string; name: string; created_at: string; revision: number; in_directory: number }>(
+        "SELECT id, name, created_at, revision, in_directory FROM organization",
+      )
+      .toArray()[0];
+    if (row === undefined) throw new Error("organization object used before it was created");
+    return row;
+  }
+
+  private exists(): boolean {
+    return this.sql.exec("SELECT 1 FROM organization").toArray().length > 0;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Organization
+
+  /** Creates the organization (idempotent for the same id), then registers it in the directory. */
+  async create(org: OrganizationRecord, actor: Actor): Promise<Result<OrganizationRecord>> {
+    if (!this.exists()) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("INSERT INTO organization (one, id, name, created_at) VALUES (1, ?, ?, ?)", org.id, org.name, org.created_at);
+        this.audit(actor, "organization.created", "organization", org.id, { name: org.name });
+      });
+    }
+    await this.propagate();
+    const { id, name, created_at } = this.org();
+    return ok({ id, name, created_at });
+  }
+
+  organization(): Result<OrganizationRecord> {
+    if (!this.exists()) return missing("Organization");
+    const { id, name, created_at } = this.org();
+    return ok({ id, name, created_at });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Users
+
+  createUser(user: Omit<UserRecord, "organization_id">, actor: Actor): Result<UserRecord> {
+    if (!this.exists()) return missing("Organization");
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("INSERT INTO users (id, name, email, created_at) VALUES (?, ?, ?, ?)", user.id, user.name, user.email, user.created_at);
+      this.audit(actor, "user.created", "user", user.id, { name: user.name });
+    });
+    return ok(this.userRecord(this.userRow(user.id) as UserRow));
+  }
+
+  getUser(userId: string): Result<UserRecord> {
+    const row = this.exists() ? this.userRow(userId) : undefined;
+    return row ? ok(this.userRecord(row)) : missing("User");
+  }
+
+  listUsers(page: PageRequest): Result<Page<UserRecord>> {
+    if (!this.exists()) return missing("Organization");
+    return pageOf(
+      (after, limit) => this.sql.exec<UserRow>("SELECT rowid, * FROM users WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
+      page,
+      (row) => this.userRecord(row),
+    );
+  }
+
+  /** Revokes every credential of the user, then removes the user: one transaction, then the pushes. */
+  async removeUser(userId: string, actor: Actor, now: number): Promise<Result<Propagated<UserRecord>>> {
+    const row = this.exists() ? this.userRow(userId) : undefined;
+    if (row === undefined) return missing("User");
+    this.ctx.storage.transactionSync(() => {
+      const active = this.sql
+        .exec<{ client_id: string }>("SELECT client_id FROM client_credentials WHERE user_id = ? AND revoked_at IS NULL", userId)
+        .toArray();
+      for (const { client_id } of active) this.revokeCredentialRow(client_id, now, actor);
+      this.sql.exec("DELETE FROM users WHERE id = ?", userId);
+      this.audit(actor, "user.removed", "user", userId, { revoked_credentials: active.length });
+    });
+    return ok({ record: this.userRecord(row), pending: await this.propagate() });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Client credentials
+
+  async createCredential(
+    credential: Omit<ClientCredentialRecord, "organization_id" | "last_used_at" | "revoked_at">,
+    actor: Actor,
+  ): Promise<Result<ClientCredentialRecord>> {
+    if (this.userRow(credential.user_id) === undefined) return missing("User");
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO client_credentials (client_id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        credential.client_id,
+        credential.user_id,
+        credential.name,
+        credential.secret_hash,
+        credential.created_at,
+      );
+      this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'put')", credential.client_id);
+      this.audit(actor, "client_credential.created", "client_credential", credential.client_id, {
+        user_id: credential.user_id,
+        name: credential.name,
+      });
+    });
+    await this.propagate();
+    return ok(this.credentialRecord(this.credentialRow(credential.client_id) as CredentialRow));
+  }
+
+  listCredentials(userId: string, page: PageRequest): Result<Page<ClientCredentialRecord>> {
+    if (this.userRow(userId) === undefined) return missing("User");
+    return pageOf(
+      (after, limit) =>
+        this.sql
+          .exec<CredentialRow>(
+            "SELECT rowid, * FROM client_credentials WHERE user_id = ? AND rowid > ? ORDER BY rowid LIMIT ?",
+            userId,
+            after,
+            limit,
+          )
+          .toArray(),
+      page,
+      (row) => this.credentialRecord(row),
+    );
+  }
+
+  getCredential(userId: string, clientId: string): Result<ClientCredentialRecord> {
+    const row = this.exists() ? this.credentialRow(clientId) : undefined;
+    // A removed user's credentials stay readable (revoked) under the user's id.
+    return row && row.user_id === userId ? ok(this.credentialRecord(row)) : missing("Client credential");
+  }
+
+  /** Idempotent. Answered once every key object knows (or with the number still to learn it). */
+  async revokeCredential(userId: string, clientId: string, actor: Actor, now: number): Promise<Result<Propagated<ClientCredentialRecord>>> {
+    const found = this.getCredential(userId, clientId);
+    if (!found.ok) return found;
+    if (found.value.revoked_at === null) this.ctx.storage.transactionSync(() => this.revokeCredentialRow(clientId, now, actor));
+    const pending = await this.propagate();
+    return ok({ record: this.credentialRecord(this.credentialRow(clientId) as CredentialRow), pending });
+  }
+
+  /**
+   * The token endpoint's slow path, when KV has no entry for the client_id yet: whether the secret
+   * matches an active credential of this organization. A match is a use of the credential.
+   */
+  authenticateClient(clientId: string, secretHash: string, now: number): Result<{ user_id: string; active: boolean } | null> {
+    const row = this.exists() ? this.credentialRow(clientId) : undefined;
+    if (row === undefined) return ok(null);
+    const matches = timingSafeEqualHex(row.secret_hash, secretHash);
+    if (!matches) return ok(null);
+    if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
+    return ok({ user_id: row.user_id, active: row.revoked_at === null });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // API keys
+
+  async createKey(
+    key: Omit<ApiKeyRecord, "organization_id" | "last_used_at" | "revoked_at">,
+    actor: Actor,
+  ): Promise<Result<Propagated<ApiKeyRecord>>> {
+    if (!this.exists()) return missing("Organization");
+    const active = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL").one().n;
+    if (active >= MAX_ACTIVE_API_KEYS) {
+      return fail("conflict", `The organization has ${MAX_ACTIVE_API_KEYS} active API keys, the most it may have; revoke one first.`);
+    }
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO api_keys (id, key_hash, key_hint, name, per_second, per_day, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        key.id,
+        key.key_hash,
+        key.key_hint,
+        key.name,
+        key.limits.per_second ?? null,
+        key.limits.per_day ?? null,
+        key.created_at,
+      );
+      this.audit(actor, "api_key.created", "api_key", key.id, { name: key.name, limits: key.limits });
+    });
+    const pending = await this.propagate();
+    return ok({ record: this.keyRecord(this.keyRow(key.id) as KeyRow), pending });
+  }
+
+  listKeys(page: PageRequest): Result<Page<ApiKeyRecord>> {
+    if (!this.exists()) return missing("Organization");
+    return pageOf(
+      (after, limit) =>
+        this.sql.exec<KeyRow>("SELECT rowid, * FROM api_keys WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
+      page,
+      (row) => this.keyRecord(row),
+    );
+  }
+
+  getKey(keyId: string): Result<ApiKeyRecord> {
+    const row = this.exists() ? this.keyRow(keyId) : undefined;
+    return row ? ok(this.keyRecord(row)) : missing("API key");
+  }
+
+  /** A new name and/or limit overrides (`null` restores a default); limits apply from the key's next request. */
+  async updateKey(
+    keyId: string,
+    change: { name?: string | null | undefined; limits?: LimitOverrides | undefined },
+    actor: Actor,
+  ): Promise<Result<Propagated<ApiKeyRecord>>> {
+    const row = this.exists() ? this.keyRow(keyId) : undefined;
+    if (row === undefined) return missing("API key");
+    this.ctx.storage.transactionSync(() => {
+      if (change.name !== undefined) this.sql.exec("UPDATE api_keys SET name = ? WHERE id = ?", change.name, keyId);
+      if (change.limits !== undefined) {
+        this.sql.exec(
+          "UPDATE api_keys SET per_second = ?, per_day = ?, version = version + 1 WHERE id = ?",
+          change.limits.per_second ?? null,
+          change.limits.per_day ?? null,
+          keyId,
+        );
+      }
+      this.audit(actor, "api_key.updated", "api_key", keyId, {
+        ...(change.name !== undefined ? { name: change.name } : {}),
+        ...(change.limits !== undefined ? { limits: change.limits } : {}),
+      });
+    });
+    const pending = await this.propagate();
+    return ok({ record: this.keyRecord(this.keyRow(keyId) as KeyRow), pending });
+  }
+
+  /** Idempotent. Answered once the key's object refuses the key (or with it still to learn). */
+  async revokeKey(keyId: string, actor: Actor, now: number): Promise<Result<Propagated<ApiKeyRecord>>> {
+    const row = this.exists() ? this.keyRow(keyId) : undefined;
+    if (row === undefined) return missing("API key");
+    if (row.revoked_at === null) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id = ?", isoTime(now), keyId);
+        this.audit(actor, "api_key.revoked", "api_key", keyId, null);
+      });
+    }
+    const pending = await this.propagate();
+    return ok({ record: this.keyRecord(this.keyRow(keyId) as KeyRow), pending });
+  }
+
+  /** Uses noted by a key's object: only ever moves "last used" forward, never touches a status. */
+  recordUses(keyId: string, uses: { subject: string; at: number }[]): void {
+    if (!this.exists()) return;
+    for (const use of uses) {
+      if (use.subject === "key") {
+        this.sql.exec(
+          "UPDATE api_keys SET last_used_at = ?1 WHERE id = ?2 AND (last_used_at IS NULL OR last_used_at < ?1)",
+          isoTime(use.at),
+          keyId,
+        );
+      } else {
+        this.noteCredentialUse(use.subject, use.at);
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Administrator tokens and manager sessions
+
+  mintAdminToken(
+    token: Omit<OrgAdminTokenRecord, "organization_id" | "last_used_at" | "revoked_at">,
+    actor: Actor,
+  ): Result<OrgAdminTokenRecord> {
+    if (!this.exists()) return missing("Organization");
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO admin_tokens (id, token_hash, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+        token.id,
+        token.token_hash,
+        token.name,
+        token.created_at,
+        token.expires_at,
+      );
+      this.audit(actor, "admin_token.minted", "admin_token", token.id, { name: token.name, expires_at: token.expires_at });
+    });
+    return ok(this.adminTokenRecord(this.adminTokenRow(token.id) as AdminTokenRow));
+  }
+
+  listAdminTokens(page: PageRequest): Result<Page<OrgAdminTokenRecord>> {
+    if (!this.exists()) return missing("Organization");
+    return pageOf(
+      (after, limit) =>
+        this.sql.exec<AdminTokenRow>("SELECT rowid, * FROM admin_tokens WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
+      page,
+      (row) => this.adminTokenRecord(row),
+    );
+  }
+
+  getAdminToken(tokenId: string): Result<OrgAdminTokenRecord> {
+    const row = this.exists() ? this.adminTokenRow(tokenId) : undefined;
+    return row ? ok(this.adminTokenRecord(row)) : missing("Administrator token");
+  }
+
+  /** Idempotent; ends every manager session opened with the token, in the same transaction. */
+  revokeAdminToken(tokenId: string, actor: Actor, now: number): Result<OrgAdminTokenRecord> {
+    const row = this.exists() ? this.adminTokenRow(tokenId) : undefined;
+    if (row === undefined) return missing("Administrator token");
+    if (row.revoked_at === null) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("UPDATE admin_tokens SET revoked_at = ? WHERE id = ?", isoTime(now), tokenId);
+        const ended = this.sql.exec("DELETE FROM sessions WHERE admin_token_id = ?", tokenId).rowsWritten;
+        this.audit(actor, "admin_token.revoked", "admin_token", tokenId, { sessions_ended: ended });
+      });
+    }
+    return ok(this.adminTokenRecord(this.adminTokenRow(tokenId) as AdminTokenRow));
+  }
+
+  /** Opens a manager session for an active, unexpired administrator token of this organization. */
+  signIn(
+    tokenHash: string,
+    session: { id_hash: string; csrf: string; created_at: string; expires_at: string },
+  ): Result<{ admin_token_id: string }> {
+    const token = this.exists()
+      ? this.sql.exec<AdminTokenRow>("SELECT rowid, * FROM admin_tokens WHERE token_hash = ?", tokenHash).toArray()[0]
+      : undefined;
+    if (token === undefined || token.revoked_at !== null || token.expires_at <= session.created_at) {
+      return fail("invalid_token", "The administrator token is unknown, revoked or expired.");
+    }
+    const expires = token.expires_at < session.expires_at ? token.expires_at : session.expires_at;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO sessions (id_hash, admin_token_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+        session.id_hash,
+        token.id,
+        session.csrf,
+        session.created_at,
+        expires,
+      );
+      this.sql.exec("UPDATE admin_tokens SET last_used_at = ? WHERE id = ?", session.created_at, token.id);
+      this.audit({ type: "admin_token", id: token.id }, "session.started", "admin_token", token.id, null);
+    });
+    return ok({ admin_token_id: token.id });
+  }
+
+  /** The live session with this id hash: not signed out, not expired, its token neither revoked nor expired. */
+  session(idHash: string, now: number): SessionInfo | null {
+    if (!this.exists()) return null;
+    const at = isoTime(now);
+    const row = this.sql
+      .exec<{ csrf: string; admin_token_id: string; expires_at: string }>(
+        `SELECT s.csrf, s.admin_token_id, s.expires_at FROM sessions s JOIN admin_tokens t ON t.id = s.admin_token_id
+         WHERE s.id_hash = ? AND s.expires_at > ? AND t.expires_at > ? AND t.revoked_at IS NULL`,
+        idHash,
+        at,
+        at,
+      )
+      .toArray()[0];
+    return row ?? null;
+  }
+
+  signOut(idHash: string): void {
+    if (!this.exists()) return;
+    const row = this.sql.exec<{ admin_token_id: string }>("SELECT admin_token_id FROM sessions WHERE id_hash = ?", idHash).toArray()[0];
+    if (row === undefined) return;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM sessions WHERE id_hash = ?", idHash);
+      this.audit({ type: "admin_token", id: row.admin_token_id }, "session.ended", "admin_token", row.admin_token_id, null);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Audit log
+
+  /** Appends an entry for a change made elsewhere (webhook configurations, events) by `actor`. */
+  record(actor: Actor, action: string, resourceType: string, resourceId: string, detail: Record<string, unknown> | null): void {
+    if (this.exists()) this.audit(actor, action, resourceType, resourceId, detail);
+  }
+
+  auditLog(page: PageRequest): Result<Page<AuditEntryView>> {
+    if (!this.exists()) return missing("Organization");
+    return pageOf(
+      (before, limit) =>
+        // seq is the table's INTEGER PRIMARY KEY: SQLite names the rowid column after it.
+        this.sql.exec<AuditRow>("SELECT seq AS rowid, * FROM audit_log WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit).toArray(),
+      page,
+      (row) => ({
+        id: String(row.rowid),
+        at: row.at,
+        actor: JSON.parse(row.actor) as Actor,
+        action: row.action,
+        resource: { type: row.resource_type, id: row.resource_id },
+        detail: row.detail === null ? null : (JSON.parse(row.detail) as Record<string, unknown>),
+      }),
+      true,
+    );
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Propagation
+
+  /** Retries whatever has not been propagated yet. */
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    const pending = await this.propagate();
+    if (pending === 0) {
+      this.retries = 0;
+      this.pruneAudit();
+    }
+  }
+
+  /**
+   * Pushes what changed to the key objects, KV and the directory; returns how many key objects
+   * still lack a change, and schedules a retry for whatever did not land.
+   */
+  private async propagate(): Promise<number> {
+    if (!this.exists()) return 0;
+    const [pendingKeys, pendingOther] = await Promise.all([this.syncKeys(), this.writeDerived()]);
+    if (pendingKeys + pendingOther > 0) {
+      this.retries++;
+      this.schedule(Math.min(60_000, 500 * 2 ** Math.min(this.retries, 7)));
+    }
+    return pendingKeys;
+  }
+
+  /** Brings every key object up to date with its key's version and the organization's revision. */
+  private async syncKeys(): Promise<number> {
+    const org = this.org();
+    const stale = this.sql
+      .exec<KeyRow>(
+        "SELECT rowid, * FROM api_keys WHERE synced_version < version OR (revoked_at IS NULL AND synced_revision < ?)",
+        org.revision,
+      )
+      .toArray();
+    let pending = 0;
+    for (let i = 0; i < stale.length; i += SYNC_CONCURRENCY) {
+      await Promise.all(
+        stale.slice(i, i + SYNC_CONCURRENCY).map(async (key) => {
+          const snapshot: KeySnapshot = {
+            id: key.id,
+            organization_id: org.id,
+            status: key.revoked_at === null ? "active" : "revoked",
+            limits: {
+              ...(key.per_second !== null ? { per_second: key.per_second } : {}),
+              ...(key.per_day !== null ? { per_day: key.per_day } : {}),
+            },
+            version: key.version,
+            revision: org.revision,
+            revocations: this.sql
+              .exec<{ client_id: string; revision: number }>(
+                "SELECT client_id, revision FROM revocations WHERE revision > ? ORDER BY revision",
+                key.synced_revision,
+              )
+              .toArray(),
+          };
+          try {
+            const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(key.key_hash)).sync(snapshot);
+            this.sql.exec(
+              "UPDATE api_keys SET synced_version = max(synced_version, ?), synced_revision = max(synced_revision, ?) WHERE id = ?",
+              ack.version,
+              ack.revision,
+              key.id,
+            );
+          } catch (err) {
+            pending++;
+            log.warn("key object sync failed; will retry", { key: key.id, detail: describeError(err) });
+          }
+        }),
+      );
+    }
+    return pending;
+  }
+
+  /** KV lookup entries and the directory entry; their absence only costs a slower path. */
+  private async writeDerived(): Promise<number> {
+    let pending = 0;
+    const org = this.org();
+    const lookups = this.sql.exec<{ client_id: string; op: string }>("SELECT client_id, op FROM pending_lookups").toArray();
+    await Promise.all(
+      lookups.map(async ({ client_id, op }) => {
+        const row = this.credentialRow(client_id);
+        try {
+          if (op === "put" && row && row.revoked_at === null) {
+            await writeCredentialLookup(this.env.KV, client_id, {
+              organization_id: org.id,
+              user_id: row.user_id,
+              secret_hash: row.secret_hash,
+            });
+          } else {
+            await deleteCredentialLookup(this.env.KV, client_id);
+          }
+          this.sql.exec("DELETE FROM pending_lookups WHERE client_id = ? AND op = ?", client_id, op);
+        } catch (err) {
+          pending++;
+          log.warn("KV lookup write failed; will retry", { client: client_id, detail: describeError(err) });
+        }
+      }),
+    );
+    if (org.in_directory === 0) {
+      try {
+        await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).register({
+          id: org.id,
+          name: org.name,
+          created_at: org.created_at,
+        });
+        this.sql.exec("UPDATE organization SET in_directory = 1");
+      } catch (err) {
+        pending++;
+        log.warn("directory registration failed; will retry", { organization: org.id, detail: describeError(err) });
+      }
+    }
+    return pending;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.alarmAt !== null) return;
+    this.alarmAt = Date.now() + delayMs;
+    void this.ctx.storage.setAlarm(this.alarmAt);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Rows and records
+
+  private revokeCredentialRow(clientId: string, now: number, actor: Actor): void {
+    const at = isoTime(now);
+    this.sql.exec("UPDATE client_credentials SET revoked_at = ? WHERE client_id = ? AND revoked_at IS NULL", at, clientId);
+    this.sql.exec("UPDATE organization SET revision = revision + 1");
+    this.sql.exec("INSERT INTO revocations (revision, client_id, revoked_at) SELECT revision, ?, ? FROM organization", clientId, at);
+    this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'delete')", clientId);
+    this.audit(actor, "client_credential.revoked", "client_credential", clientId, null);
+  }
+
+  private noteCredentialUse(clientId: string, at: number): void {
+    this.sql.exec(
+      "UPDATE client_credentials SET last_used_at = ?1 WHERE client_id = ?2 AND (last_used_at IS NULL OR last_used_at < ?1)",
+      isoTime(at),
+      clientId,
+    );
+  }
+
+  private audit(actor: Actor, action: string, resourceType: string, resourceId: string, detail: Record<string, unknown> | null): void {
+    this.sql.exec(
+      "INSERT INTO audit_log (at, actor, action, resource_type, resource_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
+      isoTime(Date.now()),
+      JSON.stringify(actor),
+      action,
+      resourceType,
+      resourceId,
+      detail === null ? null : JSON.stringify(detail),
+    );
+  }
+
+  private pruneAudit(): void {
+    this.sql.exec("DELETE FROM audit_log WHERE at < ?", isoTime(Date.now() - AUDIT_RETENTION_DAYS * 86_400_000));
+    this.sql.exec("DELETE FROM sessions WHERE expires_at < ?", isoTime(Date.now()));
+  }
+
+  private userRow(id: string): UserRow | undefined {
+    return this.sql.exec<UserRow>("SELECT rowid, * FROM users WHERE id = ?", id).toArray()[0];
+  }
+  private credentialRow(clientId: string): CredentialRow | undefined {
+    return this.sql.exec<CredentialRow>("SELECT rowid, * FROM client_credentials WHERE client_id = ?", clientId).toArray()[0];
+  }
+  private keyRow(id: string): KeyRow | undefined {
+    return this.sql.exec<KeyRow>("SELECT rowid, * FROM api_keys WHERE id = ?", id).toArray()[0];
+  }
+  private adminTokenRow(id: string): AdminTokenRow | undefined {
+    return this.sql.exec<AdminTokenRow>("SELECT rowid, * FROM admin_tokens WHERE id = ?", id).toArray()[0];
+  }
+
+  private userRecord(row: UserRow): UserRecord {
+    return { id: row.id, organization_id: this.org().id, name: row.name, email: row.email, created_at: row.created_at };
+  }
+  private credentialRecord(row: CredentialRow): ClientCredentialRecord {
+    return {
+      client_id: row.client_id,
+      organization_id: this.org().id,
+      user_id: row.user_id,
+      name: row.name,
+      secret_hash: row.secret_hash,
+      created_at: row.created_at,
+      last_used_at: row.last_used_at,
+      revoked_at: row.revoked_at,
+    };
+  }
+  private keyRecord(row: KeyRow): ApiKeyRecord {
+    return {
+      id: row.id,
+      organization_id: this.org().id,
+      name: row.name,
+      key_hash: row.key_hash,
+      key_hint: row.key_hint,
+      limits: {
+        ...(row.per_second !== null ? { per_second: row.per_second } : {}),
+        ...(row.per_day !== null ? { per_day: row.per_day } : {}),
+      },
+      created_at: row.created_at,
+      last_used_at: row.last_used_at,
+      revoked_at: row.revoked_at,
+    };
+  }
+  private adminTokenRecord(row: AdminTokenRow): OrgAdminTokenRecord {
+    return {
+      id: row.id,
+      organization_id: this.org().id,
+      name: row.name,
+      token_hash: row.token_hash,
+      created_at: row.created_at,
+      expires_at: row.expires_at,
+      last_used_at: row.last_used_at,
+      revoked_at: row.revoked_at,
+    };
+  }
+}
+
+/** Constant-time equality of two hex digests of equal length. */
+function timingSafeEqualHex(a: string, b: string): boolean {
+  const ea = new TextEncoder().encode(a);
+  const eb = new TextEncoder().encode(b);
+  return ea.byteLength === eb.byteLength && crypto.subtle.timingSafeEqual(ea, eb);
+}

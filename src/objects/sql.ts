@@ -1,0 +1,74 @@
+/**
+ * SQLite helpers for the Durable Objects that are the service's systems of record: versioned
+ * schema migrations (each applied once, in order, inside one transaction with its version row),
+ * opaque list cursors over rowids, and the Result type that object methods return instead of
+ * throwing (an error thrown across Durable Object RPC arrives without its class or code).
+ */
+import type { ErrorCode } from "../errors";
+import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../lib/encoding";
+
+export interface Migration {
+  version: number;
+  statements: string[];
+}
+
+/** Applies the migrations newer than the stored version; call from the object's constructor. */
+export function migrate(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
+  const sql = storage.sql;
+  sql.exec("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+  const current = sql.exec<{ v: number | null }>("SELECT max(version) AS v FROM _migrations").one().v ?? 0;
+  for (const migration of migrations) {
+    if (migration.version <= current) continue;
+    storage.transactionSync(() => {
+      for (const statement of migration.statements) sql.exec(statement);
+      sql.exec("INSERT INTO _migrations (version, applied_at) VALUES (?, ?)", migration.version, Date.now());
+    });
+  }
+}
+
+/** What an object method answers: a value, or an error the Worker turns into an ApiError. */
+export type Result<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string };
+
+export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
+export const fail = <T = never>(code: ErrorCode, message: string): Result<T> => ({ ok: false, code, message });
+export const missing = <T = never>(what: string): Result<T> => fail("not_found", `${what} was not found.`);
+
+export interface PageRequest {
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Opaque cursor for the next page, or null on the last page. */
+  next_cursor: string | null;
+}
+
+/** The rowid a cursor continues after; null for a cursor this service did not issue. */
+export function cursorRowid(cursor: string | undefined): number | null {
+  if (cursor === undefined) return 0;
+  const bytes = base64UrlDecode(cursor);
+  const text = bytes === null ? null : decodeUtf8(bytes);
+  const match = text === null ? null : /^r(\d{1,15})$/.exec(text);
+  return match ? Number(match[1]) : null;
+}
+
+/**
+ * One page of rows ordered by rowid (`ascending`, oldest first) or newest first. `query` selects
+ * rows with `rowid > ?` (or `< ?` when descending) and is given the bound and LIMIT.
+ */
+export function pageOf<R extends { rowid: number }, T>(
+  rows: (after: number, limit: number) => R[],
+  request: PageRequest,
+  view: (row: R) => T,
+  descending = false,
+): Result<Page<T>> {
+  const after = cursorRowid(request.cursor);
+  if (after === null) return fail("invalid_request", "cursor is invalid or expired.");
+  const bound = descending && request.cursor === undefined ? Number.MAX_SAFE_INTEGER : after;
+  const found = rows(bound, request.limit + 1);
+  const items = found.slice(0, request.limit);
+  const last = items.at(-1);
+  const next = found.length > request.limit && last ? base64UrlEncode(encodeUtf8(`r${last.rowid}`)) : null;
+  return ok({ items: items.map(view), next_cursor: next });
+}

@@ -1,0 +1,53 @@
+/**
+ * How the Worker reaches the systems of record: the object of an organization (by id), of an API
+ * key (by the key's SHA-256), and the directory; each id derived once per isolate. A call that
+ * fails in transport is logged and answered 503 with Retry-After, never retried blindly (a retry
+ * could count a request twice); an object's refusal (a Result that is not ok) becomes the
+ * ApiError it names.
+ */
+import type { Deps } from "../deps";
+import { ApiError } from "../errors";
+import { derived, IsolateCache } from "../lib/cache";
+import { describeError, log } from "../log";
+import type { Result } from "./sql";
+
+/** Retry-After of the 503 answered when an object cannot be reached. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+const idsOf = derived((_namespace: DurableObjectNamespace) => new IsolateCache<DurableObjectId>({ maxEntries: 10_000 }));
+
+function stub<T extends Rpc.DurableObjectBranded | undefined>(namespace: DurableObjectNamespace<T>, name: string): DurableObjectStub<T> {
+  const ids = idsOf(namespace as unknown as DurableObjectNamespace);
+  let id = ids.get(name);
+  if (id === undefined) {
+    // idFromName hashes the name on every call; an object's id never changes.
+    id = namespace.idFromName(name);
+    ids.set(name, id);
+  }
+  return namespace.get(id);
+}
+
+export const organizationObject = (deps: Deps, orgId: string) => stub(deps.orgs, orgId);
+export const keyObject = (deps: Deps, keyHash: string) => stub(deps.keys, keyHash);
+export const directoryObject = (deps: Deps) => stub(deps.directory, "directory");
+
+/** Runs one call to an object; a transport failure is a logged 503, not a 500. */
+export async function reach<T>(what: string, call: () => T): Promise<Awaited<T>> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    log.error(`${what} unreachable`, { detail: describeError(err) });
+    throw new ApiError(
+      "service_unavailable",
+      `A part of the service (${what}) is temporarily unavailable, so the request was not processed. Retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`,
+      { headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) } },
+    );
+  }
+}
+
+/** The value of an object's answer, or the ApiError it refused with. */
+export function unwrap<T>(result: Result<T>): T {
+  if (result.ok) return result.value;
+  throw new ApiError(result.code, result.message);
+}

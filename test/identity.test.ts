@@ -1,0 +1,245 @@
+/**
+ * Identity has one system of record per organization (a Durable Object) and KV holds only lookup
+ * entries derived from it. These tests try it as an attacker would: a revoked API key, client
+ * credential or user is refused on the very next request, with the KV lookup entries put back to
+ * their pre-revocation values (and the isolate's caches still holding them); "last used" writes
+ * racing a revocation never undo it; a revocation push that fails is retried until it lands; a
+ * missing, stale or corrupt lookup entry costs a slower path, never a different answer; and every
+ * change is in the audit log, with no secret in it.
+ */
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
+import type { OrganizationObject } from "../src/objects/organization";
+import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+
+const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
+const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
+const lookupKey = (t: Tenant) => `client:${t.clientId}`;
+const credentialPath = (t: Tenant) => `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`;
+
+async function tokenStatus(t: Tenant): Promise<{ status: number; error?: string }> {
+  const res = await call("/v1/oauth", tokenRequest(t));
+  return { status: res.status, error: (await body(res)).error };
+}
+
+async function meStatus(t: Tenant, token: string): Promise<{ status: number; error?: string }> {
+  const res = await call("/v1/me", authed(t, token));
+  return { status: res.status, error: (await body(res)).error };
+}
+
+describe("revocation takes effect on the next request, whatever KV says", () => {
+  it("refuses a revoked client credential and its tokens, with its KV entry put back and cached", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t); // the lookup entry is now also in this isolate's cache
+    const entry = await env.KV.get(lookupKey(t));
+    expect(entry).not.toBeNull();
+
+    await admin("DELETE", credentialPath(t));
+    await env.KV.put(lookupKey(t), entry as string); // a location whose KV has not caught up
+
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
+  });
+
+  it("refuses a revoked API key on its next request", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    await admin("DELETE", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_api_key" });
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_api_key" });
+  });
+
+  it("refuses a removed user's credentials and tokens", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const entry = await env.KV.get(lookupKey(t));
+    await admin("DELETE", `/organizations/${t.orgId}/users/${t.userId}`);
+    await env.KV.put(lookupKey(t), entry as string);
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
+  });
+
+  it("refuses them after the objects are evicted too (the decision is stored, not only in memory)", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const entry = await env.KV.get(lookupKey(t));
+    await admin("DELETE", credentialPath(t));
+    await env.KV.put(lookupKey(t), entry as string);
+    // Evict every object: the next call constructs the key's object from its storage.
+    await abortAllDurableObjects();
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
+  });
+});
+
+describe("stale, missing and corrupt lookup entries cost a slower path, never a different answer", () => {
+  it("issues a token when the credential's KV entry is missing (the organization's object answers)", async () => {
+    const t = await createTenant();
+    await env.KV.delete(lookupKey(t));
+    expect((await tokenStatus(t)).status).toBe(200);
+  });
+
+  it("ignores a corrupt KV entry and still issues the token", async () => {
+    const t = await createTenant();
+    await env.KV.put(lookupKey(t), JSON.stringify({ organization_id: 1 }));
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await tokenStatus(t)).status).toBe(200);
+    warned.mockRestore();
+  });
+
+  it("refuses a credential of another organization, whatever its KV entry says", async () => {
+    const a = await createTenant();
+    const b = await createTenant();
+    const res = await call("/v1/oauth", tokenRequest({ ...a, clientId: b.clientId, clientSecret: b.clientSecret }));
+    expect(res.status).toBe(401);
+    expect((await body(res)).developer_message).toMatch(/different organization/);
+    // With B's entry missing, A's object is asked, and does not know B's credential.
+    await env.KV.delete(`client:${b.clientId}`);
+    const slow = await call("/v1/oauth", tokenRequest({ ...a, clientId: b.clientId, clientSecret: b.clientSecret }));
+    expect(slow.status).toBe(401);
+  });
+});
+
+describe("changes never go backwards", () => {
+  it("keeps a credential revoked while its uses are flushed concurrently", async () => {
+    const t = await createTenant();
+    await issueToken(t);
+    const key = await keyStub(t);
+    // A flush of noted uses races the revocation; "last used" only ever moves a timestamp.
+    await Promise.all([runDurableObjectAlarm(key), admin("DELETE", credentialPath(t)), runDurableObjectAlarm(key)]);
+    await orgStub(t).recordUses(t.apiKeyId, [{ subject: t.clientId, at: Date.now() + 60_000 }]);
+    const credential = await admin<{ status: string; revoked_at: string | null }>("GET", credentialPath(t));
+    expect(credential.status).toBe("revoked");
+    expect(credential.revoked_at).not.toBeNull();
+    expect((await tokenStatus(t)).status).toBe(401);
+  });
+
+  it("keeps a key revoked when a rename races the revocation", async () => {
+    const t = await createTenant();
+    const path = `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`;
+    await Promise.all([adminCall("PATCH", path, { name: "renamed" }), admin("DELETE", path), adminCall("PATCH", path, { name: "again" })]);
+    const key = await admin<{ status: string }>("GET", path);
+    expect(key.status).toBe("revoked");
+    expect((await tokenStatus(t)).error).toBe("invalid_api_key");
+  });
+
+  it("ignores an older push arriving after a newer one at the key's object", async () => {
+    const t = await createTenant({ per_second: 100, per_day: 1000 });
+    const key = await keyStub(t);
+    const current = await runInDurableObject(key, (_i, state) =>
+      state.storage.sql.exec<{ version: number; revision: number }>("SELECT version, revision FROM key").one(),
+    );
+    await admin("DELETE", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
+    // A late copy of the state before the revocation.
+    await key.sync({
+      id: t.apiKeyId,
+      organization_id: t.orgId,
+      status: "active",
+      limits: {},
+      version: current.version,
+      revision: current.revision,
+      revocations: [],
+    });
+    expect((await tokenStatus(t)).error).toBe("invalid_api_key");
+  });
+});
+
+describe("a revocation push that fails", () => {
+  it("is reported as not yet in effect, retried by the organization's alarm, and then holds", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const org = orgStub(t);
+    // Fault injection: the organization's object cannot reach any key object.
+    await runInDurableObject(org, (instance: OrganizationObject) => {
+      const real = (instance as unknown as { env: Env }).env;
+      const failing = {
+        ...real,
+        KEYS: {
+          ...real.KEYS,
+          idFromName: real.KEYS.idFromName.bind(real.KEYS),
+          get: () => ({ sync: () => Promise.reject(new Error("unreachable")) }),
+        },
+      };
+      Object.defineProperty(instance, "env", { value: failing, configurable: true });
+    });
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const res = await adminCall("DELETE", credentialPath(t));
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect((await body(res)).developer_message).toMatch(/recorded and is still being applied to 1 API key/);
+    warned.mockRestore();
+
+    // The key's object has not heard of it yet; the organization retries.
+    await runInDurableObject(org, (instance: OrganizationObject) => {
+      Object.defineProperty(instance, "env", { value: env, configurable: true });
+    });
+    expect(await runDurableObjectAlarm(org)).toBe(true);
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
+    // Repeating the revocation now confirms it is in effect everywhere.
+    expect((await adminCall("DELETE", credentialPath(t))).status).toBe(200);
+  });
+});
+
+describe("the audit log", () => {
+  it("records who changed what, newest first, through the operator API and /v1, with no secret in it", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    await call(
+      "/v1/webhook-configurations",
+      authed(t, token, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({
+          url: "https://receiver.example/hook",
+          oauth: { token_url: "https://receiver.example/token", client_id: "a", client_secret: "receiver-secret-1" },
+        }),
+      }),
+    );
+    await admin("DELETE", credentialPath(t));
+    const log = await admin<{ action: string; actor: { type: string; id?: string; api_key_id?: string }; resource: { id: string } }[]>(
+      "GET",
+      `/organizations/${t.orgId}/audit-log`,
+    );
+    expect(log.map((e) => e.action)).toEqual([
+      "client_credential.revoked",
+      "webhook_configuration.created",
+      "api_key.created",
+      "client_credential.created",
+      "user.created",
+      "organization.created",
+    ]);
+    expect(log[0]).toMatchObject({ actor: { type: "operator" }, resource: { id: t.clientId } });
+    expect(log[1]).toMatchObject({ actor: { type: "api_client", id: t.clientId, api_key_id: t.apiKeyId } });
+    const text = JSON.stringify(log);
+    for (const secret of [
+      t.apiKey,
+      t.clientSecret,
+      token,
+      "receiver-secret-1",
+      await sha256Hex(t.clientSecret),
+      await sha256Hex(t.apiKey),
+    ]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it("pages newest first with a cursor", async () => {
+    const t = await createTenant();
+    const first = await call(`/admin/v1/organizations/${t.orgId}/audit-log?limit=2`, {
+      headers: { Authorization: `Bearer ${env.ADMIN_TOKEN}` },
+    });
+    const page = await body<{ id: string }[]>(first);
+    expect(page.data).toHaveLength(2);
+    const next = page._links.next?.href;
+    expect(next).toBeDefined();
+    const url = new URL(next as string);
+    const second = await body<{ id: string }[]>(
+      await call(url.pathname + url.search, { headers: { Authorization: `Bearer ${env.ADMIN_TOKEN}` } }),
+    );
+    expect(second.data.length).toBeGreaterThan(0);
+    expect(Number(second.data[0]?.id)).toBeLessThan(Number(page.data[1]?.id));
+    expect(Number(page.data[0]?.id)).toBeGreaterThan(Number(page.data[1]?.id));
+  });
+});
