@@ -41,6 +41,8 @@ export interface Keyway {
   readonly adminToken: string;
   /** Whether `.dev.vars` existed before this run (if not, npm start created it and stop() removes it). */
   readonly devVarsExisted: boolean;
+  /** Where the local KV, Durable Object and Queue state lives (wrangler dev --persist-to). */
+  readonly persistDir: string;
   stop(): Promise<void>;
 }
 
@@ -95,11 +97,15 @@ export function parseDemo(output: string): Demo {
   };
 }
 
-/** Starts `npm start` (scripts/start.mjs) with the demo seeded; resolves once it is ready. */
-export async function startKeyway(): Promise<Keyway> {
+/**
+ * Starts `npm start` (scripts/start.mjs) with the demo seeded; resolves once it is ready. With
+ * `persistDir`, the local state lives there and outlives stop() (the caller removes it): a
+ * second start on it is a restart of the same deployment.
+ */
+export async function startKeyway(options: { persistDir?: string } = {}): Promise<Keyway> {
   const devVarsExisted = await exists(DEV_VARS);
   const port = await freePort();
-  const persistDir = await mkdtemp(join(tmpdir(), "keyway-e2e-"));
+  const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "keyway-e2e-")));
   let output = "";
 
   // detached: its own process group, so stop() can end wrangler and workerd with it.
@@ -137,7 +143,7 @@ export async function startKeyway(): Promise<Keyway> {
         if (signalGroup(pid, "SIGKILL")) await sleep(200);
         await exited;
       }
-      await rm(persistDir, { recursive: true, force: true });
+      if (options.persistDir === undefined) await rm(persistDir, { recursive: true, force: true });
       if (!devVarsExisted) await rm(DEV_VARS, { force: true });
     })());
 
@@ -162,6 +168,7 @@ export async function startKeyway(): Promise<Keyway> {
       demo,
       adminToken,
       devVarsExisted,
+      persistDir,
       stop,
     };
   } catch (err) {
