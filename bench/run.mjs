@@ -154,7 +154,7 @@ async function main() {
       worker_cpu_ms_per_req_in_worker_process: paired.worker_process_cpu_ms_per_req_delta,
     };
     console.log(
-      `${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req (Worker's own ${http[name].worker_cpu_ms_per_req})`,
+      `${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req (Worker's own ${http[name].worker_cpu_ms_per_req}, ${http[name].worker_cpu_ms_per_req_in_worker_process} in its process)`,
     );
   }
 

@@ -82,6 +82,11 @@ interface KeyRow extends Record<string, SqlStorageValue> {
 export class KeyObject extends DurableObject<Env> {
   private key: KeyRow | null = null;
   private windows: WindowState = EMPTY_STATE;
+  /**
+   * The revoked client credentials, mirrored in memory so the hot path reads no SQL: the set only
+   * ever grows, and it is loaded from the table whenever the object starts.
+   */
+  private readonly revoked = new Set<string>();
   /** Last noted use per subject ("key" or a client_id), in memory to skip most writes. */
   private readonly noted = new Map<string, number>();
   /** When the flush alarm is set for, or null when none is. */
@@ -99,6 +104,7 @@ export class KeyObject extends DurableObject<Env> {
     const w = sql.exec<{ second: number; second_count: number; day: number; day_count: number }>("SELECT * FROM windows").toArray()[0];
     if (w) this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
     for (const u of sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses")) this.noted.set(u.subject, u.at);
+    for (const r of sql.exec<{ client_id: string }>("SELECT client_id FROM revoked_clients")) this.revoked.add(r.client_id);
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
     });
@@ -109,14 +115,12 @@ export class KeyObject extends DurableObject<Env> {
     const key = this.key;
     if (key === null) return { status: "unknown" };
     if (key.status !== "active") return { status: "revoked" };
-    const sql = this.ctx.storage.sql;
-    const clientRevoked =
-      input.clientId !== undefined && sql.exec("SELECT 1 FROM revoked_clients WHERE client_id = ?", input.clientId).toArray().length > 0;
+    const clientRevoked = input.clientId !== undefined && this.revoked.has(input.clientId);
     const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now);
     if (decision.allowed) {
       this.windows = state;
       // An upsert updates the one row in place (REPLACE would delete and re-insert it).
-      sql.exec(
+      this.ctx.storage.sql.exec(
         `INSERT INTO windows (one, second, second_count, day, day_count) VALUES (1, ?1, ?2, ?3, ?4)
          ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4`,
         state.second,
@@ -159,6 +163,8 @@ export class KeyObject extends DurableObject<Env> {
       }
       sql.exec("UPDATE key SET revision = max(revision, ?)", snapshot.revision);
     });
+    // Only after the transaction committed: memory never holds what storage does not.
+    for (const r of snapshot.revocations) this.revoked.add(r.client_id);
     this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").one();
     return { version: this.key.version, revision: this.key.revision };
   }

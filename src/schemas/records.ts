@@ -1,7 +1,8 @@
 /**
- * Shapes of the values stored in Workers KV and of the access-token claims. Every read from KV
- * is parsed with these, so a corrupt or outdated value surfaces as a logged server error rather
- * than as undefined behaviour. Key names live in stores/kv-keys.ts; docs/storage.md lists both.
+ * Shapes of the records the service keeps (identity records as the objects return them, webhook
+ * records as KV holds them) and of the access-token claims. Every read from KV is parsed with
+ * these, so a corrupt or outdated value surfaces as a logged server error rather than as
+ * undefined behaviour. docs/storage.md lists where each lives.
  */
 import * as z from "zod";
 import { Timestamp } from "./common";
@@ -48,9 +49,6 @@ export const ApiKeyRecord = z.object({
 });
 export type ApiKeyRecord = z.output<typeof ApiKeyRecord>;
 
-/** Index entry from an API key's id to its record (which is keyed by the key's hash). */
-export const ApiKeyIndexRecord = z.object({ key_hash: z.string().regex(/^[0-9a-f]{64}$/) });
-
 export const ClientCredentialRecord = z.object({
   client_id: z.string(),
   organization_id: z.string(),
@@ -76,9 +74,6 @@ export const OrgAdminTokenRecord = z.object({
   revoked_at: Timestamp.nullable(),
 });
 export type OrgAdminTokenRecord = z.output<typeof OrgAdminTokenRecord>;
-
-/** Written when a client credential is revoked; its presence invalidates outstanding tokens. */
-export const RevokedClientRecord = z.object({ client_id: z.string(), revoked_at: Timestamp });
 
 /** Claims inside an access token (auth/access-token.ts). Times are seconds since the epoch. */
 export const AccessTokenClaims = z.object({
