@@ -11,13 +11,39 @@ import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } fro
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
-import type { OrganizationObject } from "../src/objects/organization";
+import type { KeyObject } from "../src/objects/key";
 import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
 const lookupKey = (t: Tenant) => `client:${t.clientId}`;
 const credentialPath = (t: Tenant) => `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`;
+
+/** Fault injection: replaces an object's `env` (its bindings) until `restore` is called. */
+async function withEnv<T extends Rpc.DurableObjectBranded>(stub: DurableObjectStub<T>, patch: (real: Env) => Partial<Env>) {
+  await runInDurableObject(stub, (instance: unknown) => {
+    const self = instance as { env: Env };
+    Object.defineProperty(instance, "env", { value: { ...self.env, ...patch(self.env) }, configurable: true });
+  });
+  return () =>
+    runInDurableObject(stub, (instance: unknown) => {
+      Object.defineProperty(instance, "env", { value: env, configurable: true });
+    });
+}
+
+const unreachableKeys = (real: Env): Partial<Env> => ({
+  KEYS: {
+    ...real.KEYS,
+    idFromName: real.KEYS.idFromName.bind(real.KEYS),
+    get: () => ({ sync: () => Promise.reject(new Error("unreachable")) }),
+  } as unknown as Env["KEYS"],
+});
+
+/** Makes the key's object treat its copy as unconfirmed, as it does once KEY_LEASE_MS has passed. */
+const lapseLease = (key: DurableObjectStub<KeyObject>) =>
+  runInDurableObject(key, (instance: KeyObject) => {
+    (instance as unknown as { confirmedAt: number }).confirmedAt = 0;
+  });
 
 async function tokenStatus(t: Tenant): Promise<{ status: number; error?: string }> {
   const res = await call("/v1/oauth", tokenRequest(t));
@@ -116,6 +142,16 @@ describe("changes never go backwards", () => {
     expect((await tokenStatus(t)).status).toBe(401);
   });
 
+  it("keeps both of two concurrent PATCHes of different limits", async () => {
+    const t = await createTenant({ per_second: 100, per_day: 1000 });
+    const path = `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`;
+    await Promise.all([adminCall("PATCH", path, { limits: { per_second: 7 } }), adminCall("PATCH", path, { limits: { per_day: 777 } })]);
+    const key = await admin<{ limits: { per_second: number; per_day: number } }>("GET", path);
+    expect(key.limits).toEqual({ per_second: 7, per_day: 777 });
+    await adminCall("PATCH", path, { limits: { per_day: null } });
+    expect((await admin<{ limits: { per_second: number } }>("GET", path)).limits.per_second).toBe(7);
+  });
+
   it("keeps a key revoked when a rename races the revocation", async () => {
     const t = await createTenant();
     const path = `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`;
@@ -151,19 +187,7 @@ describe("a revocation push that fails", () => {
     const t = await createTenant();
     const token = await issueToken(t);
     const org = orgStub(t);
-    // Fault injection: the organization's object cannot reach any key object.
-    await runInDurableObject(org, (instance: OrganizationObject) => {
-      const real = (instance as unknown as { env: Env }).env;
-      const failing = {
-        ...real,
-        KEYS: {
-          ...real.KEYS,
-          idFromName: real.KEYS.idFromName.bind(real.KEYS),
-          get: () => ({ sync: () => Promise.reject(new Error("unreachable")) }),
-        },
-      };
-      Object.defineProperty(instance, "env", { value: failing, configurable: true });
-    });
+    const restore = await withEnv(org, unreachableKeys);
     const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
     const res = await adminCall("DELETE", credentialPath(t));
     expect(res.status).toBe(503);
@@ -172,13 +196,161 @@ describe("a revocation push that fails", () => {
     warned.mockRestore();
 
     // The key's object has not heard of it yet; the organization retries.
-    await runInDurableObject(org, (instance: OrganizationObject) => {
-      Object.defineProperty(instance, "env", { value: env, configurable: true });
-    });
+    await restore();
     expect(await runDurableObjectAlarm(org)).toBe(true);
     expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
     // Repeating the revocation now confirms it is in effect everywhere.
     expect((await adminCall("DELETE", credentialPath(t))).status).toBe(200);
+  });
+
+  it("cannot let the revoked credential or key through once the key object's lease lapses, even if the push never lands", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const org = orgStub(t);
+    const key = await keyStub(t);
+    const restore = await withEnv(org, unreachableKeys); // every push fails until the end
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await adminCall("DELETE", credentialPath(t))).status).toBe(503);
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`)).status).toBe(503);
+    warned.mockRestore();
+
+    // Past the lease, the key's object asks the organization before it admits anything.
+    await lapseLease(key);
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_api_key" });
+    const state = await runInDurableObject(key, (_i, s) => s.storage.sql.exec<{ status: string }>("SELECT status FROM key").one());
+    expect(state.status).toBe("revoked");
+    await restore();
+  });
+
+  it("learns a credential's revocation from the organization when its lease lapses", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const org = orgStub(t);
+    const restore = await withEnv(org, unreachableKeys);
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await adminCall("DELETE", credentialPath(t))).status).toBe(503);
+    warned.mockRestore();
+    await restore();
+    await lapseLease(await keyStub(t));
+    expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
+  });
+
+  it("fails closed (503) when the lease has lapsed and the organization cannot be asked", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const key = await keyStub(t);
+    const restore = await withEnv(key, (real) => ({
+      ORGS: {
+        ...real.ORGS,
+        idFromName: real.ORGS.idFromName.bind(real.ORGS),
+        get: () => ({ confirmKey: () => Promise.reject(new Error("unreachable")) }),
+      } as unknown as Env["ORGS"],
+    }));
+    await lapseLease(key);
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const res = await call("/v1/me", authed(t, token));
+    logged.mockRestore();
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    await restore();
+    expect((await meStatus(t, token)).status).toBe(200);
+  });
+
+  it("gives a key created while a revocation is still being pushed the whole revocation set", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const org = orgStub(t);
+    const restore = await withEnv(org, unreachableKeys);
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await adminCall("DELETE", credentialPath(t))).status).toBe(503);
+    await restore();
+    warned.mockRestore();
+    const second = await admin<{ api_key: string }>("POST", `/organizations/${t.orgId}/api-keys`, {
+      limits: { per_second: 100, per_day: 1000 },
+    });
+    const other = { ...t, apiKey: second.api_key };
+    expect(await meStatus(other, token)).toEqual({ status: 401, error: "invalid_token" });
+    expect(await tokenStatus(other)).toEqual({ status: 401, error: "invalid_client" });
+  });
+});
+
+describe("KV lookup entries follow the record, in order", () => {
+  it("removes a revoked credential's entry even when its creation's KV write lands after the revocation's", async () => {
+    const org = await admin<{ id: string }>("POST", "/organizations", { name: "Race" });
+    const user = await admin<{ id: string }>("POST", `/organizations/${org.id}/users`, { name: "Ada" });
+    const stub = env.ORGS.get(env.ORGS.idFromName(org.id));
+    // The creation's KV put stalls until released; the revocation runs meanwhile.
+    let release = () => {};
+    const stalled = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const restore = await withEnv(stub, (real) => ({
+      KV: {
+        ...real.KV,
+        get: real.KV.get.bind(real.KV),
+        delete: real.KV.delete.bind(real.KV),
+        put: async (...args: Parameters<KVNamespace["put"]>) => {
+          await stalled;
+          return real.KV.put(...args);
+        },
+      } as unknown as KVNamespace,
+    }));
+    const created = adminCall("POST", `/organizations/${org.id}/users/${user.id}/client-credentials`, { name: "racy" });
+    // Wait until the credential exists in the record (its put is now stalled).
+    let clientId: string | undefined;
+    for (let i = 0; i < 100 && clientId === undefined; i++) {
+      const list = await admin<{ client_id: string }[]>("GET", `/organizations/${org.id}/users/${user.id}/client-credentials`);
+      clientId = list[0]?.client_id;
+      if (clientId === undefined) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(clientId).toBeDefined();
+    const revoked = adminCall("DELETE", `/organizations/${org.id}/users/${user.id}/client-credentials/${clientId}`);
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    expect((await created).status).toBe(201);
+    expect((await revoked).status).toBe(200);
+    await restore();
+    await runDurableObjectAlarm(stub);
+    expect(await env.KV.get(`client:${clientId}`)).toBeNull();
+    const pending = await runInDurableObject(stub, (_i, s) =>
+      s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending_lookups").one(),
+    );
+    expect(pending.n).toBe(0);
+  });
+
+  it("refuses a revoked credential on the slow path too (no KV entry at all)", async () => {
+    const t = await createTenant();
+    await admin("DELETE", credentialPath(t));
+    await env.KV.delete(lookupKey(t));
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
+  });
+});
+
+describe("housekeeping", () => {
+  it("keeps an alarm on every organization and prunes expired sessions and audit entries with it", async () => {
+    const t = await createTenant();
+    const org = orgStub(t);
+    expect(await runInDurableObject(org, (_i, s) => s.storage.getAlarm())).not.toBeNull();
+    await runInDurableObject(org, (_i, s) => {
+      s.storage.sql.exec(
+        "INSERT INTO audit_log (at, actor, action, resource_type, resource_id) VALUES ('2020-01-01T00:00:00.000Z', '{\"type\":\"operator\"}', 'old.thing', 'x', 'y')",
+      );
+      s.storage.sql.exec(
+        "INSERT INTO sessions (id_hash, admin_token_id, csrf, created_at, expires_at) VALUES ('h', 't', 'c', '2020-01-01T00:00:00.000Z', '2020-01-01T08:00:00.000Z')",
+      );
+    });
+    expect(await runDurableObjectAlarm(org)).toBe(true);
+    const left = await runInDurableObject(org, (_i, s) => ({
+      old: s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'old.thing'").one().n,
+      sessions: s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sessions WHERE id_hash = 'h'").one().n,
+      recent: s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM audit_log").one().n,
+      alarm: s.storage.getAlarm(),
+    }));
+    expect(left.old).toBe(0);
+    expect(left.sessions).toBe(0);
+    expect(left.recent).toBeGreaterThan(0);
+    expect(await left.alarm).not.toBeNull();
   });
 });
 

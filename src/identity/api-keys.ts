@@ -56,17 +56,12 @@ export async function updateApiKey(
   input: UpdateApiKeyInput,
   actor: Actor,
 ): Promise<ApiKeyRecord> {
-  const current = await getApiKey(deps, orgId, keyId);
-  let limits: LimitOverrides | undefined;
-  if (input.limits !== undefined) {
-    limits = { ...current.limits };
-    for (const field of ["per_second", "per_day"] as const) {
-      const value = input.limits[field];
-      if (value === null) delete limits[field];
-      else if (value !== undefined) limits[field] = value;
-    }
-  }
-  const change = unwrap(await reach("organization", () => organization(deps, orgId).updateKey(keyId, { name: input.name, limits }, actor)));
+  if (!ID_PATTERN.test(keyId)) throw notFound("API key");
+  // The patch is merged inside the organization's transaction: two concurrent PATCHes of
+  // different limits both hold, whatever their order.
+  const change = unwrap(
+    await reach("organization", () => organization(deps, orgId).updateKey(keyId, { name: input.name, limits: input.limits }, actor)),
+  );
   return applied(change, "The change to the API key");
 }
 

@@ -9,7 +9,10 @@
  * Its identity facts are a copy that the key's OrganizationObject pushes after each change
  * (`sync`), versioned so that a late or repeated push never undoes a newer one: the key's status
  * and limit overrides, and every revocation of a client credential in the organization, by
- * organization revision. Uses of the key and of credentials are noted here and flushed to the
+ * organization revision. The copy is trusted for KEY_LEASE_MS after the organization last
+ * confirmed it; past that, the next request first asks the organization (`confirmKey`), so a
+ * push that never arrived can let a revoked secret through for at most the lease, and an
+ * organization that cannot be asked makes the key fail closed. Uses of the key and of credentials are noted here and flushed to the
  * organization at most once a minute each (an alarm), so "last used" needs no blind write.
  *
  * Load: the requests of one key (its per-second limit, at most 10,000/s; one object serves about
@@ -54,6 +57,11 @@ export type Admission =
 
 /** A use is noted at most this often per subject, and flushed to the organization as often. */
 export const USE_RESOLUTION_MS = 60_000;
+/**
+ * How long the copy is trusted without word from the organization: the bound on a missed push.
+ * At most one extra call per key per lease, and only for a key in use.
+ */
+export const KEY_LEASE_MS = 10_000;
 
 const MIGRATIONS: Migration[] = [
   {
@@ -91,6 +99,9 @@ export class KeyObject extends DurableObject<Env> {
   private readonly noted = new Map<string, number>();
   /** When the flush alarm is set for, or null when none is. */
   private alarmAt: number | null = null;
+  /** When the organization last confirmed the copy (memory only: a restarted object asks first). */
+  private confirmedAt = 0;
+  private confirming: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -111,14 +122,15 @@ export class KeyObject extends DurableObject<Env> {
   }
 
   /** The hot path: authenticate the key, check the client's revocation, count the request. */
-  admit(input: AdmitInput): Admission {
+  async admit(input: AdmitInput): Promise<Admission> {
+    if (this.key === null) return { status: "unknown" };
+    if (Date.now() - this.confirmedAt > KEY_LEASE_MS) await this.confirm();
     const key = this.key;
-    if (key === null) return { status: "unknown" };
     if (key.status !== "active") return { status: "revoked" };
     const clientRevoked = input.clientId !== undefined && this.revoked.has(input.clientId);
     const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now);
     if (decision.allowed) {
-      this.windows = state;
+      // Storage first: memory never counts a request that storage did not.
       // An upsert updates the one row in place (REPLACE would delete and re-insert it).
       this.ctx.storage.sql.exec(
         `INSERT INTO windows (one, second, second_count, day, day_count) VALUES (1, ?1, ?2, ?3, ?4)
@@ -128,6 +140,7 @@ export class KeyObject extends DurableObject<Env> {
         state.day,
         state.dayCount,
       );
+      this.windows = state;
       this.noteUse("key", input.now);
       if (input.clientId !== undefined && input.clientAuthenticated && !clientRevoked) this.noteUse(input.clientId, input.now);
     }
@@ -166,7 +179,28 @@ export class KeyObject extends DurableObject<Env> {
     // Only after the transaction committed: memory never holds what storage does not.
     for (const r of snapshot.revocations) this.revoked.add(r.client_id);
     this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").one();
+    this.confirmedAt = Date.now();
     return { version: this.key.version, revision: this.key.revision };
+  }
+
+  /**
+   * Asks the organization for what this copy lacks; concurrent requests share one call. A failure
+   * is thrown to the request (a 503), and the next request asks again.
+   */
+  private confirm(): Promise<void> {
+    this.confirming ??= (async () => {
+      try {
+        const key = this.key as KeyRow;
+        const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
+        const snapshot = await org.confirmKey(key.id, key.revision);
+        // The organization creates every key before pushing it: one it does not know is refused.
+        if (snapshot === null) throw new Error("the organization does not know this API key");
+        this.sync(snapshot);
+      } finally {
+        this.confirming = null;
+      }
+    })();
+    return this.confirming;
   }
 
   /** Flushes noted uses to the organization (at most once a minute); retried until it lands. */
@@ -190,12 +224,12 @@ export class KeyObject extends DurableObject<Env> {
   private noteUse(subject: string, now: number): void {
     const last = this.noted.get(subject) ?? 0;
     if (now - last < USE_RESOLUTION_MS) return;
-    this.noted.set(subject, now);
     this.ctx.storage.sql.exec(
       "INSERT INTO uses (subject, at) VALUES (?, ?) ON CONFLICT (subject) DO UPDATE SET at = max(at, excluded.at)",
       subject,
       now,
     );
+    this.noted.set(subject, now);
     this.planFlush();
   }
 

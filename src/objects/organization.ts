@@ -23,23 +23,24 @@ import { DurableObject } from "cloudflare:workers";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { Actor, AuditEntryView } from "../schemas/audit";
-import type {
-  ApiKeyRecord,
-  ClientCredentialRecord,
-  LimitOverrides,
-  OrgAdminTokenRecord,
-  OrganizationRecord,
-  UserRecord,
-} from "../schemas/records";
-import type { KeySnapshot } from "./key";
+import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, OrganizationRecord, UserRecord } from "../schemas/records";
+import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import { deleteCredentialLookup, writeCredentialLookup } from "./lookup";
 import { fail, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "./sql";
+
+/** A change of limit overrides: a number sets one, null restores its default, absent keeps it. */
+export interface LimitPatch {
+  per_second?: number | null | undefined;
+  per_day?: number | null | undefined;
+}
 
 /** The most active API keys an organization may have: a revocation is pushed to each of them. */
 export const MAX_ACTIVE_API_KEYS = 100;
 /** Key objects synced at once during a push. */
 const SYNC_CONCURRENCY = 10;
 export const AUDIT_RETENTION_DAYS = 400;
+/** Expired sessions and audit entries older than the retention are pruned this often. */
+const HOUSEKEEPING_INTERVAL_MS = 24 * 3600 * 1000;
 
 const MIGRATIONS: Migration[] = [
   {
@@ -137,12 +138,18 @@ export interface SessionInfo {
 export class OrganizationObject extends DurableObject<Env> {
   private alarmAt: number | null = null;
   private retries = 0;
+  /** When expired rows were last pruned (memory: a restarted object prunes at its first alarm). */
+  private housekeptAt = 0;
+  /** Client ids whose KV entry is being written: one write at a time per entry, in order. */
+  private readonly lookupsInFlight = new Set<string>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, MIGRATIONS);
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
+      // Every organization keeps an alarm: housekeeping runs even when nothing ever fails.
+      if (this.exists()) this.schedule(Date.now() + HOUSEKEEPING_INTERVAL_MS);
     });
   }
 
@@ -174,6 +181,7 @@ export class OrganizationObject extends DurableObject<Env> {
         this.sql.exec("INSERT INTO organization (one, id, name, created_at) VALUES (1, ?, ?, ?)", org.id, org.name, org.created_at);
         this.audit(actor, "organization.created", "organization", org.id, { name: org.name });
       });
+      this.schedule(Date.now() + HOUSEKEEPING_INTERVAL_MS);
     }
     await this.propagate();
     const { id, name, created_at } = this.org();
@@ -346,7 +354,7 @@ export class OrganizationObject extends DurableObject<Env> {
   /** A new name and/or limit overrides (`null` restores a default); limits apply from the key's next request. */
   async updateKey(
     keyId: string,
-    change: { name?: string | null | undefined; limits?: LimitOverrides | undefined },
+    change: { name?: string | null | undefined; limits?: LimitPatch | undefined },
     actor: Actor,
   ): Promise<Result<Propagated<ApiKeyRecord>>> {
     const row = this.exists() ? this.keyRow(keyId) : undefined;
@@ -354,10 +362,15 @@ export class OrganizationObject extends DurableObject<Env> {
     this.ctx.storage.transactionSync(() => {
       if (change.name !== undefined) this.sql.exec("UPDATE api_keys SET name = ? WHERE id = ?", change.name, keyId);
       if (change.limits !== undefined) {
+        // Each field: a number sets it, null restores the default, absent keeps what is stored.
+        const { per_second, per_day } = change.limits;
         this.sql.exec(
-          "UPDATE api_keys SET per_second = ?, per_day = ?, version = version + 1 WHERE id = ?",
-          change.limits.per_second ?? null,
-          change.limits.per_day ?? null,
+          `UPDATE api_keys SET per_second = CASE WHEN ?1 THEN ?2 ELSE per_second END,
+             per_day = CASE WHEN ?3 THEN ?4 ELSE per_day END, version = version + 1 WHERE id = ?5`,
+          per_second !== undefined ? 1 : 0,
+          per_second ?? null,
+          per_day !== undefined ? 1 : 0,
+          per_day ?? null,
           keyId,
         );
       }
@@ -398,6 +411,16 @@ export class OrganizationObject extends DurableObject<Env> {
         this.noteCredentialUse(use.subject, use.at);
       }
     }
+  }
+
+  /**
+   * A key object whose copy has outlived its lease asks for what it lacks (objects/key.ts): the
+   * key's current state and the revocations after `revision`. Null for a key this organization
+   * never had.
+   */
+  confirmKey(keyId: string, revision: number): KeySnapshot | null {
+    const row = this.exists() ? this.keyRow(keyId) : undefined;
+    return row === undefined ? null : this.snapshotOf(row, revision);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -534,14 +557,13 @@ export class OrganizationObject extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------------
   // Propagation
 
-  /** Retries whatever has not been propagated yet. */
+  /** Retries whatever has not been propagated yet, and keeps the daily housekeeping going. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const pending = await this.propagate();
-    if (pending === 0) {
-      this.retries = 0;
-      this.pruneAudit();
-    }
+    if (pending === 0) this.retries = 0;
+    if (Date.now() >= this.housekeptAt + HOUSEKEEPING_INTERVAL_MS) this.housekeep();
+    this.schedule(this.housekeptAt + HOUSEKEEPING_INTERVAL_MS);
   }
 
   /**
@@ -552,8 +574,9 @@ export class OrganizationObject extends DurableObject<Env> {
     if (!this.exists()) return 0;
     const [pendingKeys, pendingOther] = await Promise.all([this.syncKeys(), this.writeDerived()]);
     if (pendingKeys + pendingOther > 0) {
+      // 0.5 s, 1 s, 2 s ... at most 60 s, for as long as it takes.
+      this.schedule(Date.now() + Math.min(60_000, 500 * 2 ** Math.min(this.retries, 7)));
       this.retries++;
-      this.schedule(Math.min(60_000, 500 * 2 ** Math.min(this.retries, 7)));
     }
     return pendingKeys;
   }
@@ -571,23 +594,7 @@ export class OrganizationObject extends DurableObject<Env> {
     for (let i = 0; i < stale.length; i += SYNC_CONCURRENCY) {
       await Promise.all(
         stale.slice(i, i + SYNC_CONCURRENCY).map(async (key) => {
-          const snapshot: KeySnapshot = {
-            id: key.id,
-            organization_id: org.id,
-            status: key.revoked_at === null ? "active" : "revoked",
-            limits: {
-              ...(key.per_second !== null ? { per_second: key.per_second } : {}),
-              ...(key.per_day !== null ? { per_day: key.per_day } : {}),
-            },
-            version: key.version,
-            revision: org.revision,
-            revocations: this.sql
-              .exec<{ client_id: string; revision: number }>(
-                "SELECT client_id, revision FROM revocations WHERE revision > ? ORDER BY revision",
-                key.synced_revision,
-              )
-              .toArray(),
-          };
+          const snapshot = this.snapshotOf(key, key.synced_revision);
           try {
             const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(key.key_hash)).sync(snapshot);
             this.sql.exec(
@@ -606,30 +613,63 @@ export class OrganizationObject extends DurableObject<Env> {
     return pending;
   }
 
+  /** What a key's object needs: the key's state, and the organization's revocations after `revision`. */
+  private snapshotOf(key: KeyRow, revision: number): KeySnapshot {
+    const org = this.org();
+    return {
+      id: key.id,
+      organization_id: org.id,
+      status: key.revoked_at === null ? "active" : "revoked",
+      limits: {
+        ...(key.per_second !== null ? { per_second: key.per_second } : {}),
+        ...(key.per_day !== null ? { per_day: key.per_day } : {}),
+      },
+      version: key.version,
+      revision: org.revision,
+      revocations: this.sql
+        .exec<{ client_id: string; revision: number }>(
+          "SELECT client_id, revision FROM revocations WHERE revision > ? ORDER BY revision",
+          revision,
+        )
+        .toArray(),
+    };
+  }
+
   /** KV lookup entries and the directory entry; their absence only costs a slower path. */
   private async writeDerived(): Promise<number> {
     let pending = 0;
     const org = this.org();
-    const lookups = this.sql.exec<{ client_id: string; op: string }>("SELECT client_id, op FROM pending_lookups").toArray();
+    const lookups = this.sql.exec<{ client_id: string }>("SELECT client_id FROM pending_lookups").toArray();
     await Promise.all(
-      lookups.map(async ({ client_id, op }) => {
-        const row = this.credentialRow(client_id);
-        try {
-          if (op === "put" && row && row.revoked_at === null) {
-            await writeCredentialLookup(this.env.KV, client_id, {
-              organization_id: org.id,
-              user_id: row.user_id,
-              secret_hash: row.secret_hash,
-            });
-          } else {
-            await deleteCredentialLookup(this.env.KV, client_id);
+      lookups
+        .filter(({ client_id }) => !this.lookupsInFlight.has(client_id))
+        .map(async ({ client_id }) => {
+          // One write at a time per entry: a delete queued while a put is in flight runs after
+          // it, never before (a put landing last would leave a revoked credential's entry).
+          this.lookupsInFlight.add(client_id);
+          try {
+            for (;;) {
+              const next = this.sql.exec<{ op: string }>("SELECT op FROM pending_lookups WHERE client_id = ?", client_id).toArray()[0];
+              if (next === undefined) break;
+              const row = this.credentialRow(client_id);
+              if (next.op === "put" && row && row.revoked_at === null) {
+                await writeCredentialLookup(this.env.KV, client_id, {
+                  organization_id: org.id,
+                  user_id: row.user_id,
+                  secret_hash: row.secret_hash,
+                });
+              } else {
+                await deleteCredentialLookup(this.env.KV, client_id);
+              }
+              this.sql.exec("DELETE FROM pending_lookups WHERE client_id = ? AND op = ?", client_id, next.op);
+            }
+          } catch (err) {
+            pending++;
+            log.warn("KV lookup write failed; will retry", { client: client_id, detail: describeError(err) });
+          } finally {
+            this.lookupsInFlight.delete(client_id);
           }
-          this.sql.exec("DELETE FROM pending_lookups WHERE client_id = ? AND op = ?", client_id, op);
-        } catch (err) {
-          pending++;
-          log.warn("KV lookup write failed; will retry", { client: client_id, detail: describeError(err) });
-        }
-      }),
+        }),
     );
     if (org.in_directory === 0) {
       try {
@@ -647,10 +687,11 @@ export class OrganizationObject extends DurableObject<Env> {
     return pending;
   }
 
-  private schedule(delayMs: number): void {
-    if (this.alarmAt !== null) return;
-    this.alarmAt = Date.now() + delayMs;
-    void this.ctx.storage.setAlarm(this.alarmAt);
+  /** Sets the alarm for `at` unless it is already set to go off sooner. */
+  private schedule(at: number): void {
+    if (this.alarmAt !== null && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -665,11 +706,13 @@ export class OrganizationObject extends DurableObject<Env> {
     this.audit(actor, "client_credential.revoked", "client_credential", clientId, null);
   }
 
+  /** Moves "last used" forward, at most once a minute (a write only when it is a minute older). */
   private noteCredentialUse(clientId: string, at: number): void {
     this.sql.exec(
-      "UPDATE client_credentials SET last_used_at = ?1 WHERE client_id = ?2 AND (last_used_at IS NULL OR last_used_at < ?1)",
+      "UPDATE client_credentials SET last_used_at = ?1 WHERE client_id = ?2 AND (last_used_at IS NULL OR last_used_at < ?3)",
       isoTime(at),
       clientId,
+      isoTime(at - USE_RESOLUTION_MS),
     );
   }
 
@@ -685,9 +728,11 @@ export class OrganizationObject extends DurableObject<Env> {
     );
   }
 
-  private pruneAudit(): void {
-    this.sql.exec("DELETE FROM audit_log WHERE at < ?", isoTime(Date.now() - AUDIT_RETENTION_DAYS * 86_400_000));
-    this.sql.exec("DELETE FROM sessions WHERE expires_at < ?", isoTime(Date.now()));
+  private housekeep(): void {
+    const now = Date.now();
+    this.sql.exec("DELETE FROM audit_log WHERE at < ?", isoTime(now - AUDIT_RETENTION_DAYS * 86_400_000));
+    this.sql.exec("DELETE FROM sessions WHERE expires_at < ?", isoTime(now));
+    this.housekeptAt = now;
   }
 
   private userRow(id: string): UserRow | undefined {
