@@ -6,7 +6,7 @@
  *   schemas/                  zod shapes of requests, responses, records, messages
  *   config.ts, deps.ts        settings and what domain code is handed (bindings, clock)
  *   ratelimit/                the rate-limit algorithm and how decisions are shown
- *   stores/                   KV records and key names
+ *   stores/                   KV key names
  *   objects/                  the Durable Objects that are the systems of record, and how to reach them
  *   identity/, auth/, webhooks/  the service's rules
  *   graphql/, http/           adapters: GraphQL engine; HTTP routes, the manager app, the API description
@@ -42,8 +42,7 @@ module.exports = {
     layer("schemas", "schemas/", SHAPES),
     layer("wiring", "(config|deps)\\.ts$", WIRING),
     layer("ratelimit", "ratelimit/", [...WIRING, "ratelimit/"]),
-    // stores/kv.ts shares the page shape of objects/sql.ts (type only).
-    layer("stores", "stores/", [...WIRING, "stores/", "objects/sql\\.ts$"]),
+    layer("stores", "stores/", [...WIRING, "stores/"]),
     layer("objects", "objects/", [...WIRING, "ratelimit/", "stores/kv-keys\\.ts$", "objects/"]),
     layer("domain", "(identity|auth|webhooks)/", DOMAIN),
     layer("graphql", "graphql/", [...DOMAIN, "graphql/"]),

@@ -1,8 +1,10 @@
 /**
- * Two projects. "workers": the suite proper, inside workerd through
- * @cloudflare/vitest-plugin with the bindings of wrangler.toml (real KV; storage isolated
- * per test file); secrets get fixed test values so it never depends on a developer's .dev.vars.
- * "e2e": Node tests that start the real `npm start` (wrangler dev) and talk to it over HTTP.
+ * Three projects. "workers": the suite proper, inside workerd through @cloudflare/vitest-plugin
+ * with the bindings of wrangler.toml (real KV, Durable Objects and Queues; storage isolated per
+ * test file); secrets get fixed test values so it never depends on a developer's .dev.vars.
+ * "pipeline": the same runtime with the webhook Queue consumed for real, for end-to-end delivery,
+ * retries and recovery. "e2e": Node tests that start the real `npm start` (wrangler dev) and talk
+ * to it over HTTP.
  */
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -13,6 +15,12 @@ const TEST_SIGNING_KEYS = "t1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE,t0:AgI
 // "e2" encrypts (32 bytes of 0x03); "e1" (0x04) is a retired key that still decrypts.
 const TEST_ENCRYPTION_KEYS = "e2:AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM,e1:BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ";
 
+const secrets = {
+  ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+  TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
+  WEBHOOK_ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -22,20 +30,39 @@ export default defineConfig({
             main: "./src/index.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: {
-                ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-                TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
-                WEBHOOK_ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
-              },
+              bindings: secrets,
+              // Messages the objects send go to a real Queue nobody consumes, so each test drives
+              // the consumer itself, message by message, with no background delivery racing it.
+              // The real Queue -> consumer path runs in the "pipeline" project below.
+              queueProducers: { WEBHOOK_QUEUE: { queueName: "keyway-webhooks-held" } },
             },
           }),
         ],
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**"],
+          exclude: ["test/e2e/**", "test/pipeline/**"],
           testTimeout: 20_000,
           hookTimeout: 20_000,
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            main: "./src/index.ts",
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              // The real Queue and its consumer, with a retry schedule and a recovery bound of
+              // seconds so that retries and recovery can be watched end to end.
+              bindings: { ...secrets, WEBHOOK_RETRY_SCHEDULE: "1s,1s", WEBHOOK_REDISPATCH_SECONDS: "1", WEBHOOK_TIMEOUT_SECONDS: "5" },
+            },
+          }),
+        ],
+        test: {
+          name: "pipeline",
+          include: ["test/pipeline/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
         },
       },
       {

@@ -107,6 +107,10 @@ function spawnWrangler(port, persistDir) {
     // Local webhook receivers are usually plain http on localhost; only local runs allow them.
     "--var",
     "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
+    // The local Queue keeps messages in memory: a restart loses them, and the webhook objects
+    // send them again after this bound (production keeps wrangler.toml's 120 s).
+    "--var",
+    "WEBHOOK_REDISPATCH_SECONDS:10",
     "--show-interactive-dev-session=false",
   ]);
   const proc = spawn(bin, args, {

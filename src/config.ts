@@ -19,10 +19,34 @@ export interface Config {
   /** AES-256-GCM keys for webhook secrets at rest; first encrypts, all decrypt. */
   encryptionKeys: VersionedKey[];
   allowInsecureTargets: boolean;
+  /** One delivery attempt's overall deadline: the token request with its redirects, plus the webhook. */
   webhookTimeoutMs: number;
-  webhookMaxRetries: number;
+  /** Delay before each retry of a delivery, in order; its length is the number of retries. */
+  webhookRetryScheduleMs: number[];
+  /** A delivery whose attempt has not started this long after it was due is sent again. */
+  webhookRedispatchMs: number;
+  /** A configuration whose every attempt failed for this long is disabled. */
+  webhookDisableAfterMs: number;
   /** The public origin (`https://api.example.com`) the API description names; null: relative. */
   publicBaseUrl: string | null;
+}
+
+/** Svix's schedule: a retry after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (about 28 h in all). */
+export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
+
+/** `5s,5m,2h` as milliseconds; null when malformed. An empty string means no retries. */
+export function parseSchedule(value: string): number[] | null {
+  if (value.trim() === "") return [];
+  const unit = { s: 1000, m: 60_000, h: 3_600_000 } as const;
+  const out: number[] = [];
+  for (const part of value.split(",")) {
+    const match = /^\s*(\d{1,6})([smh])\s*$/.exec(part);
+    if (!match) return null;
+    const ms = Number(match[1]) * unit[match[2] as keyof typeof unit];
+    if (ms > 86_400_000) return null;
+    out.push(ms);
+  }
+  return out.length > 20 ? null : out;
 }
 
 const intVar = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -32,8 +56,15 @@ const VarsSchema = z.object({
   RATE_LIMIT_PER_SECOND: intVar(1, 10_000).default(1),
   RATE_LIMIT_PER_DAY: intVar(1, 100_000_000).default(1000),
   WEBHOOK_ALLOW_INSECURE_TARGETS: z.enum(["true", "false"]).default("false"),
-  WEBHOOK_TIMEOUT_SECONDS: intVar(1, 60).default(15),
-  WEBHOOK_MAX_RETRIES: intVar(0, 100).default(8),
+  WEBHOOK_TIMEOUT_SECONDS: intVar(1, 120).default(30),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default(DEFAULT_RETRY_SCHEDULE)
+    .refine((v) => parseSchedule(v) !== null, {
+      error: "must be comma-separated durations such as 5s,5m,2h (at most 20, each at most 24h)",
+    }),
+  WEBHOOK_REDISPATCH_SECONDS: intVar(1, 3600).default(120),
+  WEBHOOK_DISABLE_AFTER_SECONDS: intVar(60, 90 * 86_400).default(5 * 86_400),
   PUBLIC_BASE_URL: z
     .string()
     .default("")
@@ -74,7 +105,9 @@ export const loadConfig = derived((env: Env): Config => {
     encryptionKeys: parseKeyring("WEBHOOK_ENCRYPTION_KEYS", vars.WEBHOOK_ENCRYPTION_KEYS, 32),
     allowInsecureTargets: vars.WEBHOOK_ALLOW_INSECURE_TARGETS === "true",
     webhookTimeoutMs: vars.WEBHOOK_TIMEOUT_SECONDS * 1000,
-    webhookMaxRetries: vars.WEBHOOK_MAX_RETRIES,
+    webhookRetryScheduleMs: parseSchedule(vars.WEBHOOK_RETRY_SCHEDULE) ?? [],
+    webhookRedispatchMs: vars.WEBHOOK_REDISPATCH_SECONDS * 1000,
+    webhookDisableAfterMs: vars.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
     publicBaseUrl: vars.PUBLIC_BASE_URL === "" ? null : publicOrigin(vars.PUBLIC_BASE_URL),
   };
   return config;

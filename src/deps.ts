@@ -4,15 +4,17 @@
  */
 import { type Config, loadConfig } from "./config";
 import { describeError, log } from "./log";
-import type { DeliveryMessage } from "./schemas/webhooks";
 
 export interface Deps {
   kv: KVNamespace;
-  /** The systems of record (src/objects): one object per organization, per API key, and the directory. */
+  /**
+   * The systems of record (src/objects): per organization its identity and its webhooks, one
+   * object per API key, and the directory.
+   */
   orgs: Env["ORGS"];
+  webhooks: Env["WEBHOOKS"];
   keys: Env["KEYS"];
   directory: Env["DIRECTORY"];
-  webhookQueue: Queue<DeliveryMessage>;
   config: Config;
   /** Milliseconds since the epoch. */
   now(): number;
@@ -24,9 +26,9 @@ export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Prom
   return {
     kv: env.KV,
     orgs: env.ORGS,
+    webhooks: env.WEBHOOKS,
     keys: env.KEYS,
     directory: env.DIRECTORY,
-    webhookQueue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>,
     config: loadConfig(env),
     now,
     defer: (work) => {

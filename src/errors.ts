@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, user: "This operation is not supported." },
   conflict: { status: 409, user: "The request conflicts with the current state of the resource." },
   payload_too_large: { status: 413, user: "The request is too large." },
+  /** draft-ietf-httpapi-idempotency-key-header 2.7: a key reused with a different request. */
+  idempotency_key_reused: { status: 422, user: "The request could not be processed. Please check it and try again." },
   unsupported_media_type: { status: 415, user: "The request could not be processed. Please check it and try again." },
   rate_limited: { status: 429, user: "Too many requests. Please wait a moment and try again." },
   server_error: { status: 500, user: "Something went wrong on our side. Please try again later." },

@@ -10,6 +10,7 @@ import { consumeDeadLetters, consumeDeliveries, DEAD_LETTER_QUEUE } from "./webh
 export { DirectoryObject } from "./objects/directory";
 export { KeyObject } from "./objects/key";
 export { OrganizationObject } from "./objects/organization";
+export { WebhookObject } from "./objects/webhooks";
 
 const app = createApp();
 

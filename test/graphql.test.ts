@@ -34,8 +34,8 @@ async function gql(query: string, variables?: Record<string, unknown>, tenant = 
 
 const rest = async (path: string, init: RequestInit = {}) => (await body<unknown>(await call(path, authed(t, token, init)))).data;
 
-const CONFIG_FIELDS = `id organizationId url events description oauth { tokenUrl clientId } tokenCache status disabledReason signingSecretRotatedAt createdAt updatedAt`;
-const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number at step httpStatus latencyMs outcome error } nextAttemptAt createdAt updatedAt`;
+const CONFIG_FIELDS = `id organizationId url events description oauth { tokenUrl clientId } tokenCache status disabledReason failingSince lastDeliveredAt signingSecretRotatedAt createdAt updatedAt`;
+const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number series at step httpStatus latencyMs outcome error } nextAttemptAt createdAt updatedAt`;
 const oauthInput = { tokenUrl: TOKEN_URL, clientId: "kw", clientSecret: "receiver-secret" };
 
 async function createViaGraphQL(extra: Record<string, unknown> = {}) {
@@ -212,7 +212,11 @@ describe("every operation returns what REST returns", () => {
     const restList = camelize((await body(await call(`/v1/webhook-configurations/${id}/deliveries`, authed(tenant, bearer)))).data);
     expect((list.json.data!.deliveries as { nodes: unknown[] }).nodes).toEqual(restList);
 
-    // Only failed deliveries can be re-sent: the same 409 as REST, as a GraphQL error.
+    // A disabled configuration's deliveries cannot be re-sent: the same 409 as REST, as a GraphQL error.
+    await call(
+      `/v1/webhook-configurations/${id}`,
+      authed(tenant, bearer, { method: "PATCH", headers: { "Content-Type": "application/json" }, body: '{"status":"disabled"}' }),
+    );
     const retried = await gql(`mutation($id: ID!) { retryDelivery(id: $id) { id } }`, { id: deliveryId }, tenant, bearer);
     expect(retried.json.errors?.[0]?.extensions).toEqual({ code: "conflict", status: 409 });
   });
@@ -333,7 +337,7 @@ describe("abuse limits", () => {
     expect(many.json.errors?.[0]?.message).toMatch(/introspection returns more than 5000 fields/);
     const byVariable = await gql(`query($n: String!) { __type(name: $n) { name fields { name } } }`, { n: "WebhookConfiguration" });
     expect(byVariable.status).toBe(200);
-    expect((byVariable.json.data!.__type as { fields: unknown[] }).fields).toHaveLength(12);
+    expect((byVariable.json.data!.__type as { fields: unknown[] }).fields).toHaveLength(14);
   });
 
   it("passes the standard introspection query with every option on", async () => {
@@ -425,5 +429,57 @@ describe("abuse limits", () => {
     expect(status).toBe(200);
     const types = (json.data!.__schema as { types: { name: string }[] }).types.map((ty) => ty.name);
     expect(types).toEqual(expect.arrayContaining(["WebhookConfiguration", "Delivery", "Viewer"]));
+  });
+});
+
+describe("each mutation field counts against the API key's limits", () => {
+  const remainingToday = (res: Response) => Number(/"day";r=(\d+)/.exec(res.headers.get("ratelimit") ?? "")?.[1]);
+
+  it("refuses, with 429 and before any runs, mutations that exceed what the key has left", async () => {
+    const tenant = await createTenant({ per_second: 1000, per_day: 14 });
+    const bearer = await issueToken(tenant); // 1 request spent
+    const config = await gql(
+      `mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { webhookConfiguration { id } } }`,
+      { input: { url: WEBHOOK_URL, oauth: oauthInput } },
+      tenant,
+      bearer,
+    );
+    expect(config.json.errors).toBeUndefined(); // 2 spent, 12 left
+    const id = (config.json.data!.createWebhookConfiguration as { webhookConfiguration: { id: string } }).webhookConfiguration.id;
+    const aliases = Array.from({ length: 25 }, (_, i) => `p${i}: publishEvent(type: "order.created", data: {n: ${i}}) { id }`).join(" ");
+    const res = await postGraphQL(JSON.stringify({ query: `mutation { ${aliases} }` }), tenant, bearer);
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).not.toBeNull();
+    const refused = (await res.json()) as { error: string; developer_message: string };
+    expect(refused.error).toBe("rate_limited");
+    expect(refused.developer_message).toMatch(/this request's 25 mutation fields count as 25 requests, more than the 12 left/);
+    // Nothing ran: no event, no delivery.
+    const deliveries = await body<unknown[]>(await call(`/v1/webhook-configurations/${id}/deliveries`, authed(tenant, bearer)));
+    expect(deliveries.data).toEqual([]);
+    // And nothing was counted: what is left still fits a request that fits.
+    const three = Array.from({ length: 3 }, (_, i) => `q${i}: publishEvent(type: "a.b", data: {n: ${i}}) { id }`).join(" ");
+    const ok = await postGraphQL(JSON.stringify({ query: `mutation { ${three} }` }), tenant, bearer);
+    expect(ok.status).toBe(200);
+    expect(remainingToday(ok)).toBe(12 - 1 - 3); // the deliveries list above, then the three
+  });
+
+  it("counts as executed: fields sharing a response key once, @skip and @include applied, fragments expanded, queries as one", async () => {
+    const tenant = await createTenant({ per_second: 1000, per_day: 1000 });
+    const bearer = await issueToken(tenant);
+    const cost = async (query: string, variables?: Record<string, unknown>) => {
+      const before = remainingToday(await postGraphQL(JSON.stringify({ query: "{ viewer { userId } }" }), tenant, bearer));
+      const res = await postGraphQL(JSON.stringify({ query, ...(variables ? { variables } : {}) }), tenant, bearer);
+      expect(res.status).toBe(200);
+      return before - remainingToday(res);
+    };
+    const p = (alias: string, extra = "") => `${alias}: publishEvent(type: "a.b", data: {}) ${extra} { id }`;
+    expect(await cost("{ viewer { userId } }")).toBe(1);
+    expect(await cost(`mutation { ${p("a")} ${p("b")} }`)).toBe(2);
+    expect(await cost(`mutation { ${p("a")} ${p("a")} }`)).toBe(1);
+    expect(
+      await cost(`mutation($s: Boolean!) { ${p("a")} ${p("b", "@skip(if: $s)")} ${p("c", "@include(if: false)")} }`, { s: true }),
+    ).toBe(1);
+    expect(await cost(`mutation { ...M ${p("c")} } fragment M on Mutation { ${p("a")} ${p("b")} }`)).toBe(3);
+    expect(await cost(`mutation { __typename }`)).toBe(1);
   });
 });

@@ -1,12 +1,15 @@
 /**
  * The manager app's routes, in workerd: sign-in and sessions (cookie flags, tampering, expiry),
  * CSRF on every form, the nonce CSP, the Organization Settings -> Users -> Client credentials
- * flow with the secret shown once, API keys, and isolation of an organization administrator by
- * URL and by form tampering.
+ * flow with the secret shown once, API keys, webhook configurations (health, edits under the
+ * origin rule, test events, a delivery's attempts and re-send), and isolation of an organization
+ * administrator by URL and by form tampering.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, admin, adminCall, body, call, callAt, createTenant } from "./helpers";
+import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { ADMIN_TOKEN, admin, adminCall, authed, body, call, callAt, createTenant, issueToken } from "./helpers";
+import { attemptNow, createConfig, deliveryRow } from "./webhook-helpers";
 
 /** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
 const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
@@ -248,10 +251,71 @@ describe("API keys and webhooks pages", () => {
     expect(await admin("GET", `/organizations/${t.orgId}/api-keys/${mine.id}`)).toMatchObject({ status: "revoked" });
   });
 
-  it("lists webhook configurations read-only", async () => {
+  it("says when an organization has no webhook configurations", async () => {
     const t = await createTenant();
     const html = await (await (await operator()).get(`/manager/organizations/${t.orgId}/webhooks`)).text();
     expect(html).toMatch(/No webhook configurations/);
+  });
+
+  it("shows a configuration's health and deliveries, sends a test event, shows a delivery's attempts and re-sends it", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    const config = await createConfig(t, bearer, "manager-receiver-secret");
+    const b = await operator();
+    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    expect(await (await b.get(`/manager/organizations/${t.orgId}/webhooks`)).text()).toContain(base);
+    let html = await (await b.get(base)).text();
+    expect(html).toMatch(/no deliveries yet/);
+    const csrf = Browser.csrf(html);
+
+    const sent = await b.post(`${base}/test`, { csrf });
+    expect(sent.status).toBe(303);
+    html = await (await b.get(sent.headers.get("location")!)).text();
+    expect(html).toMatch(/Test event published/);
+    const deliveryId = /deliveries\/(msg_[0-9a-z]{26})/.exec(html)?.[1];
+    expect(deliveryId).toBeDefined();
+
+    fakeNetwork({ ...receiver(), [WEBHOOK_URL]: () => new Response(null, { status: 500 }) });
+    await attemptNow(t, bearer, deliveryId!);
+    const deliveryPage = `${base}/deliveries/${deliveryId}`;
+    html = await (await b.get(deliveryPage)).text();
+    expect(html).toMatch(/webhook URL answered 500/);
+    expect(html).toMatch(/status-retry/);
+    expect((await b.post(`${deliveryPage}/resend`, { csrf })).status).toBe(303);
+    expect((await deliveryRow(t.orgId, deliveryId!)).dispatched_ms).toBeGreaterThan(Date.now() - 5_000);
+    html = await (await b.get(base)).text();
+    expect(html).toMatch(/every attempt has failed since/);
+    expect(html).not.toContain("manager-receiver-secret");
+  });
+
+  it("edits a configuration, and refuses to move it to another origin without the client secret", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    const config = await createConfig(t, bearer, "manager-receiver-secret");
+    const b = await operator();
+    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    const csrf = await b.csrfOf(base);
+    const fields = {
+      csrf,
+      url: WEBHOOK_URL,
+      token_url: TOKEN_URL,
+      client_id: "kw",
+      client_secret: "",
+      events: "",
+      description: "",
+      status: "active",
+    };
+    const moved = await b.post(base, { ...fields, url: "https://collector.example/hook" });
+    expect(moved.status).toBe(400);
+    expect(await moved.text()).toMatch(/oauth\.client_secret is required when url moves to another origin/);
+    const saved = await b.post(base, { ...fields, events: "order.created, order.paid", description: "orders" });
+    expect(saved.status).toBe(303);
+    const view = await body<{ events: string[]; description: string; oauth: { client_id: string } }>(
+      await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)),
+    );
+    expect(view.data).toMatchObject({ events: ["order.created", "order.paid"], description: "orders", oauth: { client_id: "kw" } });
+    const withSecret = await b.post(base, { ...fields, url: "https://collector.example/hook", client_secret: "new-secret" });
+    expect(withSecret.status).toBe(303);
   });
 });
 

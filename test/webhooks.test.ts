@@ -1,15 +1,18 @@
 /**
- * Webhook configurations and events through the REST API, and the full path publish -> Queue ->
- * token request -> signed webhook, with both outbound requests asserted byte for byte and the
- * signature verified by the reference `standardwebhooks` library.
+ * Webhook configurations and events through the REST API: validation, the cap per organization,
+ * the rule that moving a destination to another origin needs the client secret, Idempotency-Key,
+ * and the full path publish -> ticket -> token request -> signed webhook, with both outbound
+ * requests asserted byte for byte and the signature verified by the reference `standardwebhooks`
+ * library. (The real Queue carries the tickets in test/pipeline/.)
  */
-import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it } from "vitest";
+import { MAX_WEBHOOK_CONFIGURATIONS } from "../src/objects/webhooks";
 import type { DeliveryRecord } from "../src/schemas/webhooks";
-import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
-import { consume, fakeNetwork, receiver, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { fakeNetwork, receiver, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { api, attemptNow, deliveryRow, inWebhooks, webhooksOf } from "./webhook-helpers";
 
 const RECEIVER_SECRET = "receiver-client-secret-do-not-leak";
 
@@ -19,15 +22,6 @@ beforeAll(async () => {
   t = await createTenant();
   token = await issueToken(t);
 });
-
-const api = (tenant: Tenant, bearer: string, path: string, method = "GET", payload?: unknown) =>
-  call(
-    path,
-    authed(tenant, bearer, {
-      method,
-      ...(payload !== undefined ? { body: JSON.stringify(payload), headers: { "Content-Type": "application/json" } } : {}),
-    }),
-  );
 
 const configInput = (overrides: Record<string, unknown> = {}) => ({
   url: WEBHOOK_URL,
@@ -41,17 +35,6 @@ async function createConfig(overrides: Record<string, unknown> = {}, tenant = t,
   const json = await body<Record<string, unknown> & { id: string; signing_secret: string }>(res);
   expect(res.status, JSON.stringify(json)).toBe(201);
   return json.data;
-}
-
-async function waitForDelivery(id: string, until: (d: DeliveryRecord) => boolean, tenant = t, bearer = token): Promise<DeliveryRecord> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const res = await api(tenant, bearer, `/v1/deliveries/${id}`);
-    const record = (await body<DeliveryRecord>(res)).data;
-    if (until(record)) return record;
-    if (Date.now() > deadline) throw new Error(`delivery ${id} stuck at ${record.status}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe("webhook configurations", () => {
@@ -84,11 +67,22 @@ describe("webhook configurations", () => {
 
   it("stores the receiver's client secret and the signing secret only encrypted", async () => {
     const created = await createConfig();
-    const stored = await env.KV.get(`webhook:${t.orgId}:${created.id}`);
-    expect(stored).not.toBeNull();
+    const stored = await runInDurableObject(webhooksOf(t.orgId), (_i, state) =>
+      JSON.stringify(state.storage.sql.exec("SELECT * FROM configurations WHERE id = ?", created.id).one()),
+    );
     expect(stored).not.toContain(RECEIVER_SECRET);
     expect(stored).not.toContain(created.signing_secret.slice("whsec_".length));
-    expect(JSON.parse(stored!).oauth.client_secret).toMatchObject({ kid: "e2", iv: expect.any(String), ct: expect.any(String) });
+    const row = JSON.parse(stored) as { client_secret: string };
+    expect(JSON.parse(row.client_secret)).toMatchObject({ kid: "e2", iv: expect.any(String), ct: expect.any(String) });
+  });
+
+  it(`caps an organization at ${MAX_WEBHOOK_CONFIGURATIONS} configurations (so one event's fan-out is bounded)`, async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    for (let i = 0; i < MAX_WEBHOOK_CONFIGURATIONS; i++) await createConfig({}, tenant, bearer);
+    const res = await api(tenant, bearer, "/v1/webhook-configurations", "POST", configInput());
+    expect(res.status).toBe(409);
+    expect((await body(res)).developer_message).toMatch(/has 20 webhook configurations, the most it may have/);
   });
 
   it.each([
@@ -196,7 +190,93 @@ describe("events", () => {
   });
 });
 
-describe("the full path: publish -> queue -> token request -> webhook", () => {
+describe("moving a destination to another origin needs the client secret in the same request", () => {
+  it.each([
+    ["url", { url: "https://collector.example/hook" }],
+    ["oauth.token_url", { oauth: { token_url: "https://collector.example/token" } }],
+  ])("refuses a %s on another origin without oauth.client_secret (400), and stores nothing", async (_field, patch) => {
+    const created = await createConfig();
+    const path = `/v1/webhook-configurations/${created.id}`;
+    const res = await api(t, token, path, "PATCH", patch);
+    expect(res.status).toBe(400);
+    const json = await body(res);
+    expect(json.error).toBe("invalid_request");
+    expect(json.developer_message).toMatch(/oauth\.client_secret is required when .* moves to another origin/);
+    const after = await body<{ url: string; oauth: { token_url: string } }>(await api(t, token, path));
+    expect(after.data).toMatchObject({ url: WEBHOOK_URL, oauth: { token_url: TOKEN_URL } });
+  });
+
+  it("allows it with a new client secret, and allows a move within the same origin without one", async () => {
+    const created = await createConfig();
+    const path = `/v1/webhook-configurations/${created.id}`;
+    expect((await api(t, token, path, "PATCH", { url: `${WEBHOOK_URL}/v2`, oauth: { token_url: `${TOKEN_URL}/v2` } })).status).toBe(200);
+    const moved = await api(t, token, path, "PATCH", {
+      url: "https://new-receiver.example/hook",
+      oauth: { token_url: "https://new-receiver.example/token", client_secret: "their-own-secret" },
+    });
+    expect(moved.status).toBe(200);
+    expect((await body<{ url: string }>(moved)).data.url).toBe("https://new-receiver.example/hook");
+  });
+
+  it("applies the same rule through GraphQL", async () => {
+    const created = await createConfig();
+    const res = await api(t, token, "/v1/graphql", "POST", {
+      query: `mutation($id: ID!) { updateWebhookConfiguration(id: $id, input: { url: "https://collector.example/x" }) { id } }`,
+      variables: { id: created.id },
+    });
+    const json = (await res.json()) as { errors: { message: string; extensions: { code: string } }[] };
+    expect(json.errors[0]!.extensions.code).toBe("invalid_request");
+    expect(json.errors[0]!.message).toMatch(/oauth\.clientSecret is required when url moves to another origin/);
+  });
+});
+
+describe("Idempotency-Key on POST /v1/events", () => {
+  it("answers a repeat within 24 hours with the original event and creates no deliveries", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const config = await createConfig({}, tenant, bearer);
+    const send = (payload: unknown, key = "order-1234-created") =>
+      api(tenant, bearer, "/v1/events", "POST", payload, { "Idempotency-Key": key });
+    const first = await send({ type: "order.created", data: { id: 1234, total: 5 } });
+    expect(first.status).toBe(202);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const original = (await body<{ id: string; deliveries: { id: string }[]; replayed: boolean }>(first)).data;
+    expect(original.replayed).toBe(false);
+    // The same request again (keys in another order): the same event, nothing new.
+    const again = await send({ data: { total: 5, id: 1234 }, type: "order.created" });
+    expect(again.status).toBe(202);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const replayed = (await body<{ id: string; deliveries: { id: string }[]; replayed: boolean }>(again)).data;
+    expect(replayed).toMatchObject({ id: original.id, replayed: true, deliveries: [{ id: original.deliveries[0]!.id }] });
+    const list = await body<unknown[]>(await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/deliveries`));
+    expect(list.data).toHaveLength(1);
+    // A different request under the same key is refused.
+    const other = await send({ type: "order.created", data: { id: 9999 } });
+    expect(other.status).toBe(422);
+    expect((await body(other)).error).toBe("idempotency_key_reused");
+    // A day later the key is free again.
+    await inWebhooks(tenant.orgId, "UPDATE idempotency_keys SET created_ms = created_ms - 86400001");
+    const later = await send({ type: "order.created", data: { id: 1234, total: 5 } });
+    expect((await body<{ id: string }>(later)).data.id).not.toBe(original.id);
+  });
+
+  it("refuses a malformed key with 400", async () => {
+    const res = await api(t, token, "/v1/events", "POST", { type: "a.b", data: {} }, { "Idempotency-Key": "x".repeat(256) });
+    expect(res.status).toBe(400);
+    expect((await body(res)).developer_message).toMatch(/"Idempotency-Key" must be at most 255 characters/);
+  });
+
+  it("is honoured by GraphQL's publishEvent too", async () => {
+    const query = `mutation { publishEvent(type: "a.b", data: {n: 1}, idempotencyKey: "gql-1") { id replayed } }`;
+    const first = (await (await api(t, token, "/v1/graphql", "POST", { query })).json()) as { data: { publishEvent: { id: string } } };
+    const second = (await (await api(t, token, "/v1/graphql", "POST", { query })).json()) as {
+      data: { publishEvent: { id: string; replayed: boolean } };
+    };
+    expect(second.data.publishEvent).toEqual({ id: first.data.publishEvent.id, replayed: true });
+  });
+});
+
+describe("the full path: publish -> ticket -> token request -> webhook", () => {
   it("fetches a token with a form-encoded client-credentials grant, then sends the signed webhook with it", async () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
@@ -207,17 +287,17 @@ describe("the full path: publish -> queue -> token request -> webhook", () => {
     const published = (await body<{ id: string; deliveries: { id: string }[] }>(res)).data;
     expect(published.deliveries).toHaveLength(1);
     const deliveryId = published.deliveries[0]!.id;
+    // The object handed the ticket to the Queue after committing.
+    expect((await deliveryRow(tenant.orgId, deliveryId)).dispatched_ms).not.toBeNull();
 
-    // The real Queue delivers the message to the Worker's consumer.
-    const delivered = await waitForDelivery(deliveryId, (d) => d.status !== "pending", tenant, bearer);
+    const { record: delivered } = await attemptNow(tenant, bearer, deliveryId);
     expect(delivered).toMatchObject({
       status: "delivered",
-      attempts: [{ number: 1, step: "webhook", http_status: 204, outcome: "delivered", error: null }],
+      attempts: [{ number: 1, series: 1, step: "webhook", http_status: 204, outcome: "delivered", error: null }],
     });
 
-    // Deliveries left over from earlier tests may share the fake receiver: pick this test's.
-    const tokenRequests = sent.filter((s) => s.url === TOKEN_URL && s.body.includes("full-path-client"));
-    const webhooks = sent.filter((s) => s.url === WEBHOOK_URL && s.headers["webhook-id"] === deliveryId);
+    const tokenRequests = sent.filter((s) => s.url === TOKEN_URL);
+    const webhooks = sent.filter((s) => s.url === WEBHOOK_URL);
     expect(tokenRequests).toHaveLength(1);
     expect(webhooks).toHaveLength(1);
     const [tokenRequest, webhook] = [tokenRequests[0], webhooks[0]];
@@ -242,9 +322,13 @@ describe("the full path: publish -> queue -> token request -> webhook", () => {
     });
     const verified = new Webhook(config.signing_secret).verify(webhook!.body, webhook!.headers);
     expect(verified).toMatchObject({ id: published.id });
-    // The configuration's deliveries list shows it.
+    // The configuration's deliveries list shows it, and the configuration's health.
     const list = await body<DeliveryRecord[]>(await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/deliveries`));
     expect(list.data.map((d) => d.id)).toEqual([deliveryId]);
+    const health = await body<{ failing_since: null; last_delivered_at: string }>(
+      await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`),
+    );
+    expect(health.data).toMatchObject({ failing_since: null, last_delivered_at: expect.any(String) });
   });
 
   it("sends a webhook.test event to one configuration on POST .../test", async () => {
@@ -255,7 +339,7 @@ describe("the full path: publish -> queue -> token request -> webhook", () => {
     const published = (await body<{ type: string; deliveries: { id: string }[] }>(res)).data;
     expect(published.type).toBe("webhook.test");
     const id = published.deliveries[0]!.id;
-    await waitForDelivery(id, (d) => d.status === "delivered");
+    expect((await attemptNow(t, token, id)).record.status).toBe("delivered");
     const webhook = sent.find((s) => s.headers["webhook-id"] === id);
     expect(JSON.parse(webhook!.body)).toMatchObject({ type: "webhook.test", data: { webhook_configuration_id: config.id } });
   });
@@ -269,7 +353,7 @@ describe("the full path: publish -> queue -> token request -> webhook", () => {
     const sent = fakeNetwork(receiver());
     const res = await api(t, token, `/v1/webhook-configurations/${config.id}/test`, "POST");
     const id = (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]!.id;
-    await waitForDelivery(id, (d) => d.status === "delivered");
+    expect((await attemptNow(t, token, id)).record.status).toBe("delivered");
     const webhook = sent.find((s: Sent) => s.headers["webhook-id"] === id)!;
     expect(webhook.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
     for (const secret of [rotated.data.signing_secret, config.signing_secret]) {
@@ -277,50 +361,24 @@ describe("the full path: publish -> queue -> token request -> webhook", () => {
     }
   });
 
-  it("re-sends a failed delivery with the same webhook-id", async () => {
-    const config = await createConfig();
-    fakeNetwork({ ...receiver(), [WEBHOOK_URL]: () => new Response(null, { status: 400 }) });
-    const res = await api(t, token, `/v1/webhook-configurations/${config.id}/test`, "POST");
-    const id = (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]!.id;
-    await waitForDelivery(id, (d) => d.status === "failed");
-
-    const sent = fakeNetwork(receiver());
-    const retry = await api(t, token, `/v1/deliveries/${id}/retry`, "POST");
-    expect(retry.status).toBe(202);
-    const done = await waitForDelivery(id, (d) => d.status === "delivered");
-    expect(done.attempts.map((a) => a.outcome)).toEqual(["failed", "delivered"]);
-    expect(sent.filter((s) => s.url === WEBHOOK_URL && s.headers["webhook-id"] === id)).toHaveLength(1);
-    // Only failed deliveries can be re-sent.
-    expect((await api(t, token, `/v1/deliveries/${id}/retry`, "POST")).status).toBe(409);
-  });
-});
-
-describe("consumer isolation", () => {
-  it("keeps the webhook-id across retries of one delivery", async () => {
-    const config = await createConfig();
-    const published = await body<{ id: string; deliveries: { id: string }[] }>(
-      await api(t, token, `/v1/webhook-configurations/${config.id}/test`, "POST"),
-    );
-    const id = published.data.deliveries[0]!.id;
-    await waitForDelivery(id, (d) => d.status !== "pending").catch(() => undefined);
-    // Replay the same message twice through the consumer: first the receiver fails, then works.
-    const record = await env.KV.get(`event-body:${t.orgId}:${published.data.id}`);
-    const message = {
-      v: 1 as const,
-      delivery_id: id,
-      organization_id: t.orgId,
-      webhook_configuration_id: config.id,
-      event_id: published.data.id,
-      event_type: "webhook.test",
-      body: record!,
-      created_at: new Date().toISOString(),
-    };
-    const sent = fakeNetwork({ ...receiver(), [WEBHOOK_URL]: (_r, i) => new Response(null, { status: i === 0 ? 503 : 204 }) });
-    const first = await consume(DELIVERY_QUEUE, [{ id: "m1", attempts: 1, body: message }]);
-    expect(first.retried).toHaveLength(1);
-    const second = await consume(DELIVERY_QUEUE, [{ id: "m1", attempts: 2, body: message }]);
-    expect(second.acked).toEqual(["m1"]);
-    const ids = sent.filter((s) => s.url === WEBHOOK_URL && s.headers["webhook-id"] === id).map((s) => s.headers["webhook-id"]);
-    expect(ids).toEqual([id, id]);
+  it("records every change in the organization's audit log, pushed from the webhook object", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const config = await createConfig({ url: "https://receiver.example/hook?token=receiver-query-secret" }, tenant, bearer);
+    await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { description: "x" });
+    await api(tenant, bearer, "/v1/events", "POST", { type: "a.b", data: {} });
+    const log = await call(`/admin/v1/organizations/${tenant.orgId}/audit-log`, {
+      headers: { Authorization: "Bearer test-admin-token-0123456789abcdefghijklmnopqrstuv" },
+    });
+    const entries = (await body<{ action: string; actor: { type: string } }[]>(log)).data;
+    expect(entries.slice(0, 3).map((e) => e.action)).toEqual([
+      "event.published",
+      "webhook_configuration.updated",
+      "webhook_configuration.created",
+    ]);
+    expect(entries[0]!.actor).toMatchObject({ type: "api_client" });
+    const text = JSON.stringify(entries);
+    expect(text).not.toContain("receiver-query-secret");
+    expect(text).not.toContain(RECEIVER_SECRET);
   });
 });

@@ -11,7 +11,7 @@ import { ApiError } from "../errors";
 import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN } from "../lib/ids";
 import type { Admission } from "../objects/key";
-import { keyObject, reach } from "../objects/stubs";
+import { keyObject, reach, unavailable } from "../objects/stubs";
 import { rateLimited } from "../ratelimit/service";
 import type { Decision } from "../ratelimit/windows";
 
@@ -36,11 +36,15 @@ export function presentedApiKey(presented: string | undefined): string {
   return presented;
 }
 
-/** Authenticates the key and counts the request; `client` is the credential the request presents. */
+/**
+ * Authenticates the key and counts the request as `cost` requests (GraphQL: one per mutation
+ * field); `client` is the credential the request presents.
+ */
 export async function admit(
   deps: Deps,
   presented: string | undefined,
   client: { clientId?: string | undefined; authenticated?: boolean } = {},
+  cost = 1,
 ): Promise<Admitted> {
   const key = presentedApiKey(presented);
   const hash = await sha256Hex(key);
@@ -51,9 +55,11 @@ export async function admit(
       defaults: deps.config.defaultLimits,
       clientId: client.clientId,
       clientAuthenticated: client.authenticated ?? false,
+      cost,
     }),
   );
   if (admission.status === "unknown") throw invalidKey();
+  if (admission.status === "unconfirmed") throw unavailable("API key object");
   if (admission.status === "revoked") throw new ApiError("invalid_api_key", "The API key has been revoked.");
   if (!admission.decision.allowed) throw rateLimited(admission.decision);
   return {

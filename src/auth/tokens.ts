@@ -112,6 +112,7 @@ export async function authenticateRequest(
   presentedKey: string | undefined,
   authorization: string | undefined,
   onAdmitted: (admitted: Admitted) => void,
+  cost = 1,
 ): Promise<Principal> {
   let claims: AccessTokenClaims | ApiError;
   try {
@@ -120,7 +121,7 @@ export async function authenticateRequest(
     if (!(err instanceof ApiError)) throw err;
     claims = err;
   }
-  const admitted = await admit(deps, presentedKey, { clientId: claims instanceof ApiError ? undefined : claims.cid });
+  const admitted = await admit(deps, presentedKey, { clientId: claims instanceof ApiError ? undefined : claims.cid }, cost);
   onAdmitted(admitted);
   if (claims instanceof ApiError) throw claims;
   if (claims.org !== admitted.apiKey.organizationId) {

@@ -14,6 +14,7 @@ import {
   Kind,
   type OperationDefinitionNode,
   parse,
+  type SelectionNode,
   validate,
 } from "graphql";
 import { ApiError, describeInput } from "../errors";
@@ -60,19 +61,9 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
     return requestError("operationName must be a string.");
   }
 
-  let document = validDocuments.get(query);
-  if (document === undefined) {
-    try {
-      document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: false });
-    } catch (err) {
-      return { status: 400, body: { errors: [formatError(err instanceof GraphQLError ? err : new GraphQLError("Syntax error."))] } };
-    }
-    const limitError = checkDocumentLimits(schema, document);
-    if (limitError !== null) return requestError(limitError);
-    const validationErrors = validate(schema, document);
-    if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
-    validDocuments.set(query, document);
-  }
+  const prepared = prepare(query);
+  if ("status" in prepared) return prepared;
+  const document = prepared.document;
 
   const operation = selectOperation(document, typeof operationName === "string" ? operationName : undefined);
   if (operation?.operation === "mutation" && method === "GET") {
@@ -92,6 +83,75 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
     return { status: 400, body: { errors: (result.errors ?? []).map(formatError) } };
   }
   return { status: 200, body: { data: result.data, ...(result.errors?.length ? { errors: result.errors.map(formatError) } : {}) } };
+}
+
+/** The parsed document if it passes the limits and validation (cached), or the 400 to answer. */
+function prepare(query: string): { document: DocumentNode } | GraphQLResult {
+  let document = validDocuments.get(query);
+  if (document !== undefined) return { document };
+  try {
+    document = parse(query, { maxTokens: GRAPHQL_LIMITS.maxTokens, noLocation: false });
+  } catch (err) {
+    return { status: 400, body: { errors: [formatError(err instanceof GraphQLError ? err : new GraphQLError("Syntax error."))] } };
+  }
+  const limitError = checkDocumentLimits(schema, document);
+  if (limitError !== null) return requestError(limitError);
+  const validationErrors = validate(schema, document);
+  if (validationErrors.length > 0) return { status: 400, body: { errors: validationErrors.slice(0, 10).map(formatError) } };
+  validDocuments.set(query, document);
+  return { document };
+}
+
+/**
+ * How many requests this GraphQL request counts as against the API key's limits (product brief):
+ * one per mutation field it would execute, at least one. Fields are collected as execution
+ * collects them (fragments expanded, @skip/@include applied, one per response key, since fields
+ * sharing a key run once). A request that is not valid costs one: it will be answered 400.
+ */
+export function requestCost(request: GraphQLRequest): number {
+  const { query, variables, operationName } = request;
+  if (typeof query !== "string" || query.length > GRAPHQL_LIMITS.maxDocumentLength) return 1;
+  const prepared = prepare(query);
+  if ("status" in prepared) return 1;
+  const operation = selectOperation(prepared.document, typeof operationName === "string" ? operationName : undefined);
+  if (operation?.operation !== "mutation") return 1;
+  const vars =
+    typeof variables === "object" && variables !== null && !Array.isArray(variables) ? (variables as Record<string, unknown>) : {};
+  const fragments = new Map(
+    prepared.document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d] as const),
+  );
+  const keys = new Set<string>();
+  const visited = new Set<string>();
+  const collect = (selections: readonly SelectionNode[]) => {
+    for (const selection of selections) {
+      if (!included(selection, vars)) continue;
+      if (selection.kind === Kind.FIELD) {
+        if (selection.name.value !== "__typename") keys.add(selection.alias?.value ?? selection.name.value);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) collect(selection.selectionSet.selections);
+      else if (!visited.has(selection.name.value)) {
+        visited.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) collect(fragment.selectionSet.selections);
+      }
+    }
+  };
+  collect(operation.selectionSet.selections);
+  return Math.max(1, keys.size);
+}
+
+/** GraphQL's @skip and @include, with literal or variable conditions (a missing variable: included). */
+function included(selection: SelectionNode, variables: Record<string, unknown>): boolean {
+  for (const directive of selection.directives ?? []) {
+    const name = directive.name.value;
+    if (name !== "skip" && name !== "include") continue;
+    const arg = directive.arguments?.find((a) => a.name.value === "if")?.value;
+    let value: unknown = true;
+    if (arg?.kind === Kind.BOOLEAN) value = arg.value;
+    else if (arg?.kind === Kind.VARIABLE) value = variables[arg.name.value] ?? true;
+    if (name === "skip" && value === true) return false;
+    if (name === "include" && value === false) return false;
+  }
+  return true;
 }
 
 function selectOperation(document: DocumentNode, name: string | undefined): OperationDefinitionNode | undefined {

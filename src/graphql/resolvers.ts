@@ -20,7 +20,7 @@ import {
   updateWebhookConfiguration,
   webhookConfigurationView,
 } from "../webhooks/configurations";
-import { getDelivery, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
+import { getDelivery, idempotencyKeyOf, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
 
 export interface GraphQLContext {
   deps: Deps;
@@ -108,7 +108,8 @@ export const rootValue = {
   publishEvent: async (args: Args, ctx: GraphQLContext) => {
     // `data` is the caller's JSON, passed through untouched (no key renaming).
     const input = parseInput(PublishEventInput, { type: args.type, data: args.data });
-    return camelize(await publishEvent(ctx.deps, org(ctx), input, ctx.actor));
+    const idempotencyKey = typeof args.idempotencyKey === "string" ? idempotencyKeyOf(args.idempotencyKey) : undefined;
+    return camelize(await publishEvent(ctx.deps, org(ctx), input, ctx.actor, { idempotencyKey }));
   },
 
   sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(await sendTestEvent(ctx.deps, org(ctx), id(args), ctx.actor)),

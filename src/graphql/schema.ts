@@ -26,7 +26,11 @@ type Mutation {
   updateWebhookConfiguration(id: ID!, input: UpdateWebhookConfigurationInput!): WebhookConfiguration!
   deleteWebhookConfiguration(id: ID!): WebhookConfiguration!
   rotateSigningSecret(id: ID!): RotateSigningSecretPayload!
-  publishEvent(type: String!, data: JSON!): PublishedEvent!
+  """
+  Publishes to every matching configuration. With an idempotencyKey seen in the last 24 hours
+  the original event is answered (replayed: true) and no deliveries are created.
+  """
+  publishEvent(type: String!, data: JSON!, idempotencyKey: String): PublishedEvent!
   sendTestEvent(id: ID!): PublishedEvent!
   retryDelivery(id: ID!): Delivery!
 }
@@ -76,6 +80,9 @@ type WebhookConfiguration {
   """active or disabled"""
   status: String!
   disabledReason: String
+  """Since when every delivery attempt has failed; null while deliveries succeed."""
+  failingSince: DateTime
+  lastDeliveredAt: DateTime
   signingSecretRotatedAt: DateTime!
   createdAt: DateTime!
   updatedAt: DateTime!
@@ -108,13 +115,16 @@ type DeliveryConnection {
 }
 
 type DeliveryAttempt {
+  """Numbers continue across re-sends."""
   number: Int!
+  """1 for the first series of attempts, +1 for each re-send."""
+  series: Int!
   at: DateTime!
   """configuration, token or webhook"""
   step: String!
   httpStatus: Int
   latencyMs: Int!
-  """delivered, retry or failed"""
+  """in_flight, delivered, retry or failed"""
   outcome: String!
   error: String
 }
@@ -144,6 +154,8 @@ type PublishedEvent {
   type: String!
   createdAt: DateTime!
   deliveries: [PublishedDelivery!]!
+  """True when an idempotencyKey answered an earlier event (REST: the Idempotent-Replayed header)."""
+  replayed: Boolean!
 }
 
 input OAuthCredentialsInput {

@@ -2,6 +2,7 @@
 import type { Admitted } from "../auth/gate";
 import type { Principal } from "../auth/tokens";
 import type { Deps } from "../deps";
+import type { ApiError } from "../errors";
 import type { Actor } from "../schemas/audit";
 
 export interface AppEnv {
@@ -16,5 +17,7 @@ export interface AppEnv {
     actor: Actor;
     /** "oauth" renders errors as RFC 6749 5.2 bodies instead of the envelope. */
     errorStyle: "envelope" | "oauth";
+    /** A body read before admission (route `cost`), or the error reading it raised. */
+    preread: Record<string, unknown> | ApiError;
   };
 }

@@ -63,6 +63,8 @@ export const CONFIG = {
   token_cache: false,
   status: "active" as const,
   disabled_reason: null,
+  failing_since: null,
+  last_delivered_at: T1,
   signing_secret_rotated_at: T0,
   created_at: T0,
   updated_at: T0,
@@ -73,6 +75,7 @@ export const PUBLISHED = {
   type: "order.created",
   created_at: T0,
   deliveries: [{ id: DELIVERY_ID, webhook_configuration_id: CONFIG_ID, status: "pending" as const }],
+  replayed: false,
 };
 export const DELIVERY = {
   id: DELIVERY_ID,
@@ -82,7 +85,16 @@ export const DELIVERY = {
   event_type: "order.created",
   status: "delivered" as const,
   attempts: [
-    { number: 1, at: T1, step: "webhook" as const, http_status: 200, latency_ms: 182, outcome: "delivered" as const, error: null },
+    {
+      number: 1,
+      series: 1,
+      at: T1,
+      step: "webhook" as const,
+      http_status: 200,
+      latency_ms: 182,
+      outcome: "delivered" as const,
+      error: null,
+    },
   ],
   next_attempt_at: null,
   created_at: T0,

@@ -98,6 +98,7 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
     "missing, malformed, expired or revoked access token (or operator token), or one of another organization; with `WWW-Authenticate: Bearer`",
   invalid_api_key: "`x-api-key` missing, unknown or revoked",
   forbidden: "the credentials may not perform this operation",
+  idempotency_key_reused: "an `Idempotency-Key` used in the last 24 hours for a different request",
   not_found: "unknown path, or a resource that does not exist or belongs to another organization",
   method_not_allowed: "the path does not take this method; `Allow` lists those it does",
   conflict: "re-sending a delivery that has not failed, or testing a disabled configuration",
@@ -105,7 +106,8 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   unsupported_media_type: "Content-Type other than JSON (or form, on the token endpoints)",
   rate_limited: "a per-second or per-day limit of the API key is reached; see `Retry-After`",
   server_error: "a fault of ours, logged without request data",
-  service_unavailable: "a secret is missing or malformed, or the rate limiter cannot be reached (`Retry-After: 1`)",
+  service_unavailable:
+    "a secret is missing or malformed, a Durable Object cannot be reached, or a change is recorded and still being applied (`Retry-After`)",
 };
 
 /** components.responses names of the error statuses the routes answer with. */
@@ -117,6 +119,7 @@ export const ERROR_RESPONSES: Record<number, string> = {
   409: "Conflict",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
+  422: "UnprocessableContent",
   429: "TooManyRequests",
   500: "ServerError",
   503: "ServiceUnavailable",

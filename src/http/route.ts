@@ -10,7 +10,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
-import type { Page } from "../stores/kv";
+import type { Page } from "../objects/sql";
 import type { AppEnv } from "./context";
 import { created, respond, respondPage } from "./envelope";
 import { DEFAULT_MAX_BODY_BYTES, jsonBody, listQuery } from "./input";
@@ -74,6 +74,12 @@ export interface Route {
   errors?: number[];
   /** HTML pages only: their Content-Security-Policy (the router adds it with the other security headers). */
   csp?: Csp;
+  /**
+   * How many requests one call counts as against the API key's limits, when that is not one
+   * (GraphQL: one per mutation field). Runs before admission; it may read the body and keep
+   * what it read in the context for the handler.
+   */
+  cost?(c: Context<AppEnv>): Promise<number>;
   serve(c: Context<AppEnv>): Promise<Response> | Response;
 }
 
@@ -173,6 +179,7 @@ export function rawRoute(
     csp?: Csp;
     body?: { schema: z.ZodType; example: unknown; form?: boolean };
     response: { schema: z.ZodType; example: unknown };
+    cost?(c: C): Promise<number>;
     reply(c: C): Promise<Response> | Response;
   },
 ): Route {

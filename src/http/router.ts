@@ -38,6 +38,12 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
     }
   }
   const tokenEndpoints = new Set(routes.filter((r) => r.auth === "apiKey").map((r) => r.path));
+  const costs = new Map<string, NonNullable<Route["cost"]>>();
+  for (const route of routes) {
+    if (route.cost === undefined) continue;
+    if (route.path.includes("{")) throw new Error(`route ${route.method} ${route.path}: a cost needs a path without parameters`);
+    costs.set(`${route.method} ${route.path}`, route.cost);
+  }
   for (const route of routes) if (route.csp) app.use(honoPath(route.path), htmlSecurity(route.csp));
 
   mount(
@@ -47,7 +53,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
   // RFC 6749 5.2 error bodies on the plain token endpoint, set before the API key check so its
   // refusals use them too.
   for (const route of routes) if (route.errorStyle === "oauth") app.use(honoPath(route.path), oauthErrorStyle);
-  app.use("/v1/*", apiHeaders, provideDeps, requireCredentials(tokenEndpoints));
+  app.use("/v1/*", apiHeaders, provideDeps, requireCredentials(tokenEndpoints, costs));
   app.use("/admin/*", apiHeaders, provideDeps, requireOperator);
   mount(
     app,

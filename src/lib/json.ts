@@ -1,9 +1,10 @@
 /**
- * A bound on how deeply client JSON may nest, checked on the text before it is parsed: JSON.parse
+ * JSON helpers. A bound on how deeply client JSON may nest, checked on the text before it is parsed: JSON.parse
  * accepts any depth, but everything after it that walks the value (schema validation,
  * JSON.stringify, structured clone into a Queue message or Durable Object call) recurses, and a
  * 20,000-deep array overflows the stack there. One linear, non-recursive scan over the text
- * refuses such input before any of that work starts.
+ * refuses such input before any of that work starts. And a canonical serialization, so equal
+ * requests compare equal whatever their key order.
  */
 
 /** The documented limit (README, "Errors"): the top-level object or array is level 1. */
@@ -30,4 +31,19 @@ export function jsonNestsDeeperThan(text: string, maxDepth: number): boolean {
     }
   }
   return false;
+}
+
+/**
+ * JSON with object keys sorted at every level: two requests that differ only in key order give
+ * the same text (Idempotency-Key compares requests this way). Depth is already bounded above.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
 }

@@ -4,14 +4,37 @@
  * not to be trusted, and may be absent).
  */
 
-/** The bytes of `stream`, or null (after cancelling it) once more than `maxBytes` arrive. */
-export async function readCapped(stream: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array | null> {
+/**
+ * The bytes of `stream`, or null (after cancelling it) once more than `maxBytes` arrive. With a
+ * `signal`, a body that stalls is cancelled when the signal aborts, and its reason is thrown: a
+ * server that sends its headers and then nothing cannot hold the reader past the deadline.
+ */
+export async function readCapped(
+  stream: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+  signal?: AbortSignal,
+): Promise<Uint8Array | null> {
   if (stream === null) return new Uint8Array();
   const reader = stream.getReader();
+  let aborted: Promise<never> | undefined;
+  if (signal !== undefined) {
+    signal.throwIfAborted();
+    aborted = new Promise<never>((_, reject) => {
+      signal.addEventListener(
+        "abort",
+        () => {
+          reader.cancel(signal.reason).catch(() => undefined);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
+    });
+    aborted.catch(() => undefined); // observed below; never unhandled
+  }
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = aborted === undefined ? await reader.read() : await Promise.race([reader.read(), aborted]);
     if (done) break;
     total += value.byteLength;
     if (total > maxBytes) {

@@ -48,11 +48,15 @@ export interface AdmitInput {
   clientId?: string | undefined;
   /** The presented client secret matched: a use of the credential to note. */
   clientAuthenticated?: boolean;
+  /** How many requests this one counts as (GraphQL mutations); 1 when absent. */
+  cost?: number;
 }
 
 export type Admission =
   | { status: "unknown" }
   | { status: "revoked" }
+  /** The copy's lease has lapsed and the organization could not confirm it: fail closed. */
+  | { status: "unconfirmed" }
   | { status: "active"; keyId: string; organizationId: string; decision: Decision; clientRevoked: boolean };
 
 /** A use is noted at most this often per subject, and flushed to the organization as often. */
@@ -124,11 +128,18 @@ export class KeyObject extends DurableObject<Env> {
   /** The hot path: authenticate the key, check the client's revocation, count the request. */
   async admit(input: AdmitInput): Promise<Admission> {
     if (this.key === null) return { status: "unknown" };
-    if (Date.now() - this.confirmedAt > KEY_LEASE_MS) await this.confirm();
+    if (Date.now() - this.confirmedAt > KEY_LEASE_MS) {
+      try {
+        await this.confirm();
+      } catch (err) {
+        log.warn("API key lease not confirmed; refusing until it is", { key: this.key.id, detail: describeError(err) });
+        return { status: "unconfirmed" };
+      }
+    }
     const key = this.key;
     if (key.status !== "active") return { status: "revoked" };
     const clientRevoked = input.clientId !== undefined && this.revoked.has(input.clientId);
-    const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now);
+    const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now, input.cost ?? 1);
     if (decision.allowed) {
       // Storage first: memory never counts a request that storage did not.
       // An upsert updates the one row in place (REPLACE would delete and re-insert it).

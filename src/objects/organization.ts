@@ -27,6 +27,7 @@ import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, Organiz
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import { deleteCredentialLookup, writeCredentialLookup } from "./lookup";
 import { fail, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "./sql";
+import type { AuditOutboxEntry } from "./webhooks";
 
 /** A change of limit overrides: a number sets one, null restores its default, absent keeps it. */
 export interface LimitPatch {
@@ -65,6 +66,14 @@ const MIGRATIONS: Migration[] = [
         resource_type TEXT NOT NULL, resource_id TEXT NOT NULL, detail TEXT)`,
       /** KV lookup entries still to write ('put') or remove ('delete'). */
       "CREATE TABLE pending_lookups (client_id TEXT PRIMARY KEY, op TEXT NOT NULL)",
+    ],
+  },
+  {
+    // Entries pushed from other objects (webhooks) carry a key, so a repeated push adds nothing.
+    version: 2,
+    statements: [
+      "ALTER TABLE audit_log ADD COLUMN source_key TEXT",
+      "CREATE UNIQUE INDEX audit_log_by_source_key ON audit_log (source_key)",
     ],
   },
 ];
@@ -530,9 +539,27 @@ export class OrganizationObject extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------------
   // Audit log
 
-  /** Appends an entry for a change made elsewhere (webhook configurations, events) by `actor`. */
-  record(actor: Actor, action: string, resourceType: string, resourceId: string, detail: Record<string, unknown> | null): void {
-    if (this.exists()) this.audit(actor, action, resourceType, resourceId, detail);
+  /**
+   * Entries for changes committed in another object (the organization's WebhookObject), each
+   * with a unique key: a push repeated after a failure adds nothing twice.
+   */
+  appendAudit(entries: (AuditOutboxEntry & { key: string })[]): void {
+    if (!this.exists()) return;
+    this.ctx.storage.transactionSync(() => {
+      for (const e of entries) {
+        this.sql.exec(
+          `INSERT OR IGNORE INTO audit_log (at, actor, action, resource_type, resource_id, detail, source_key)
+            VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          e.at,
+          JSON.stringify(e.actor),
+          e.action,
+          e.resource_type,
+          e.resource_id,
+          e.detail === null ? null : JSON.stringify(e.detail),
+          e.key,
+        );
+      }
+    });
   }
 
   auditLog(page: PageRequest): Result<Page<AuditEntryView>> {

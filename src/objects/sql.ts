@@ -4,7 +4,7 @@
  * opaque list cursors over rowids, and the Result type that object methods return instead of
  * throwing (an error thrown across Durable Object RPC arrives without its class or code).
  */
-import type { ErrorCode } from "../errors";
+import { describeInput, type ErrorCode, type InvalidInput } from "../errors";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../lib/encoding";
 
 export interface Migration {
@@ -27,11 +27,16 @@ export function migrate(storage: DurableObjectStorage, migrations: readonly Migr
 }
 
 /** What an object method answers: a value, or an error the Worker turns into an ApiError. */
-export type Result<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string };
+export type Result<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string; input?: InvalidInput };
 
 export const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 export const fail = <T = never>(code: ErrorCode, message: string): Result<T> => ({ ok: false, code, message });
 export const missing = <T = never>(what: string): Result<T> => fail("not_found", `${what} was not found.`);
+/** Invalid input found by the object itself (a rule that needs the stored state), field by field. */
+export const invalid = <T = never>(path: string[], text: string): Result<T> => {
+  const input: InvalidInput = { label: "request body", issues: [{ path, text }] };
+  return { ok: false, code: "invalid_request", message: describeInput(input), input };
+};
 
 export interface PageRequest {
   limit: number;

@@ -30,24 +30,41 @@ function stub<T extends Rpc.DurableObjectBranded | undefined>(namespace: Durable
 export const organizationObject = (deps: Deps, orgId: string) => stub(deps.orgs, orgId);
 export const keyObject = (deps: Deps, keyHash: string) => stub(deps.keys, keyHash);
 export const directoryObject = (deps: Deps) => stub(deps.directory, "directory");
+export const webhookObject = (deps: Deps, orgId: string) => stub(deps.webhooks, orgId);
 
-/** Runs one call to an object; a transport failure is a logged 503, not a 500. */
+/**
+ * Runs one call to an object. A failure to reach it (the runtime's: overloaded, reset, network)
+ * is a logged 503 with Retry-After; an exception the object's own code threw (`remote`, a fault
+ * of ours such as a corrupt row) is a logged 500. Neither says more than that to the caller.
+ */
 export async function reach<T>(what: string, call: () => T): Promise<Awaited<T>> {
   try {
     return await call();
   } catch (err) {
     if (err instanceof ApiError) throw err;
+    const remote = typeof err === "object" && err !== null && (err as { remote?: unknown }).remote === true;
+    const overloaded = typeof err === "object" && err !== null && (err as { overloaded?: unknown }).overloaded === true;
+    if (remote && !overloaded) {
+      throw new ApiError("server_error", "An internal error occurred. It has been logged.", {
+        detail: `${what} failed: ${describeError(err)}`,
+      });
+    }
     log.error(`${what} unreachable`, { detail: describeError(err) });
-    throw new ApiError(
-      "service_unavailable",
-      `A part of the service (${what}) is temporarily unavailable, so the request was not processed. Retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`,
-      { headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) } },
-    );
+    throw unavailable(what);
   }
+}
+
+/** The 503 for a part of the service that cannot answer now. */
+export function unavailable(what: string): ApiError {
+  return new ApiError(
+    "service_unavailable",
+    `A part of the service (${what}) is temporarily unavailable, so the request was not processed. Retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`,
+    { headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) } },
+  );
 }
 
 /** The value of an object's answer, or the ApiError it refused with. */
 export function unwrap<T>(result: Result<T>): T {
   if (result.ok) return result.value;
-  throw new ApiError(result.code, result.message);
+  throw new ApiError(result.code, result.message, result.input ? { input: result.input } : {});
 }

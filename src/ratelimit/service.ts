@@ -12,10 +12,15 @@ import { type Decision, retryAfterSeconds, type WindowUsage } from "./windows";
 export function rateLimited(decision: Decision): ApiError {
   const retryAfter = retryAfterSeconds(decision);
   const window = decision.exceeded === "day" ? decision.day : decision.second;
-  const message =
+  const allows =
     decision.exceeded === "day"
-      ? `Daily limit exceeded: this API key allows ${window.limit} requests per UTC day.`
-      : `Rate limit exceeded: this API key allows ${window.limit} request${window.limit === 1 ? "" : "s"} per second.`;
+      ? `Daily limit exceeded: this API key allows ${window.limit} requests per UTC day`
+      : `Rate limit exceeded: this API key allows ${window.limit} request${window.limit === 1 ? "" : "s"} per second`;
+  // A GraphQL request counts one request per mutation field: say so when that is what did not fit.
+  const message =
+    decision.cost > 1
+      ? `${allows}, and this request's ${decision.cost} mutation fields count as ${decision.cost} requests, more than the ${window.remaining} left in the window${decision.cost > window.limit ? " (more than the window ever allows: split the request)" : ""}.`
+      : `${allows}.`;
   return new ApiError("rate_limited", `${message} The window resets at ${isoTime(window.resetAt)}; retry in ${retryAfter} s.`, {
     headers: { ...rateLimitHeaders(decision), "Retry-After": String(retryAfter) },
   });

@@ -35,6 +35,8 @@ export interface Decision {
   day: WindowUsage;
   /** When the request was decided (milliseconds since the epoch). */
   now: number;
+  /** How many requests it counts as (a GraphQL request: one per mutation field, at least one). */
+  cost: number;
 }
 
 export const EMPTY_STATE: WindowState = { second: 0, secondCount: 0, day: 0, dayCount: 0 };
@@ -55,23 +57,27 @@ function usage(limit: number, used: number, resetAt: number): WindowUsage {
   return { limit, used, remaining: Math.max(0, limit - used), resetAt };
 }
 
-function describe(state: WindowState, limits: Limits, now: number, allowed: boolean, exceeded: Decision["exceeded"]): Decision {
+function describe(state: WindowState, limits: Limits, now: number, allowed: boolean, exceeded: Decision["exceeded"], cost = 1): Decision {
   return {
     allowed,
     exceeded,
     second: usage(limits.per_second, state.secondCount, (state.second + 1) * SECOND_MS),
     day: usage(limits.per_day, state.dayCount, (state.day + 1) * DAY_MS),
     now,
+    cost,
   };
 }
 
-/** Decides one request and returns the state to store (unchanged when refused). */
-export function admit(state: WindowState, limits: Limits, now: number): { state: WindowState; decision: Decision } {
+/**
+ * Decides one request that counts as `cost` requests, and returns the state to store (unchanged
+ * when refused): admitted only if both windows have room for all of it.
+ */
+export function admit(state: WindowState, limits: Limits, now: number, cost = 1): { state: WindowState; decision: Decision } {
   const windows = current(state, now);
-  const exceeded = windows.dayCount >= limits.per_day ? "day" : windows.secondCount >= limits.per_second ? "second" : null;
-  if (exceeded !== null) return { state: windows, decision: describe(windows, limits, now, false, exceeded) };
-  const next = { ...windows, secondCount: windows.secondCount + 1, dayCount: windows.dayCount + 1 };
-  return { state: next, decision: describe(next, limits, now, true, null) };
+  const exceeded = windows.dayCount + cost > limits.per_day ? "day" : windows.secondCount + cost > limits.per_second ? "second" : null;
+  if (exceeded !== null) return { state: windows, decision: describe(windows, limits, now, false, exceeded, cost) };
+  const next = { ...windows, secondCount: windows.secondCount + cost, dayCount: windows.dayCount + cost };
+  return { state: next, decision: describe(next, limits, now, true, null, cost) };
 }
 
 /** The usage a request at `now` would see, without counting one. */

@@ -1,8 +1,8 @@
 /**
  * Webhook configurations, events and deliveries (spec 2.4, 2.5, 4.3, 6; product brief): API
- * inputs, the views returned, the values stored in KV and the Queue message. Receivers' client
- * secrets and our signing secrets are stored sealed (lib/aead.ts) and never returned after
- * creation.
+ * inputs, the views returned, the records the organization's WebhookObject returns, and the
+ * Queue message. Receivers' client secrets and our signing secrets are stored sealed
+ * (lib/aead.ts) and never returned after creation.
  */
 import * as z from "zod";
 import { DisplayName, publicNames, Timestamp } from "./common";
@@ -47,7 +47,7 @@ export const PublishEventInput = z.strictObject({
 });
 export type PublishEventInput = z.output<typeof PublishEventInput>;
 
-const Sealed = z.object({ kid: z.string(), iv: z.string(), ct: z.string() });
+export const Sealed = z.object({ kid: z.string(), iv: z.string(), ct: z.string() });
 
 export const WebhookConfigurationRecord = z.object({
   id: z.string(),
@@ -61,6 +61,11 @@ export const WebhookConfigurationRecord = z.object({
   signing_secrets: z.array(z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable() })).min(1),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.string().nullable(),
+  /** Health: since when every attempt has failed (null after a success or a re-enable). */
+  failing_since: Timestamp.nullable(),
+  last_delivered_at: Timestamp.nullable(),
+  /** +1 per change; a receiver's 410 disables only the version it was sent with. */
+  version: z.number().int(),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -76,6 +81,9 @@ export const WebhookConfigurationView = z.object({
   token_cache: z.boolean(),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.string().nullable(),
+  /** Since when every delivery attempt has failed; null while deliveries succeed. */
+  failing_since: Timestamp.nullable(),
+  last_delivered_at: Timestamp.nullable(),
   signing_secret_rotated_at: Timestamp,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -88,15 +96,22 @@ export const CreatedWebhookConfigurationView = WebhookConfigurationView.extend({
 export const RotatedWebhookConfigurationView = CreatedWebhookConfigurationView.extend({ previous_secret_expires_at: Timestamp });
 
 export const DeliveryAttempt = z.object({
+  /** 1, 2, 3 ... across the delivery's whole life: numbers continue after a re-send. */
   number: z.number().int(),
+  /** 1 for the first series of attempts, +1 for each re-send. */
+  series: z.number().int(),
   at: Timestamp,
   /** Which request failed: the receiver's token endpoint or its webhook URL. */
   step: z.enum(["configuration", "token", "webhook"]),
   /** HTTP status of the failing (or succeeding) response, null when there was none. */
   http_status: z.number().int().nullable(),
   latency_ms: z.number().int(),
-  outcome: z.enum(["delivered", "retry", "failed"]),
-  /** Short, secret-free description of what went wrong. */
+  /** `in_flight` while the attempt runs; then what it led to. */
+  outcome: z.enum(["in_flight", "delivered", "retry", "failed"]),
+  /**
+   * What went wrong, in keyway's words: the step, the status, and at most the OAuth `error` code
+   * the receiver sent (RFC 6749 5.2 grammar, 64 characters). Nothing else a receiver says is kept.
+   */
   error: z.string().nullable(),
 });
 export type DeliveryAttempt = z.output<typeof DeliveryAttempt>;
@@ -120,35 +135,37 @@ export type DeliveryRecord = z.output<typeof DeliveryRecord>;
 /** Deliveries hold no secrets: the view is the record. */
 export const DeliveryView = DeliveryRecord;
 
-export const EventRecord = z.object({
-  id: z.string(),
-  organization_id: z.string(),
-  type: z.string(),
-  created_at: Timestamp,
-  delivery_ids: z.array(z.string()),
-});
-export type EventRecord = z.output<typeof EventRecord>;
-
 export const PublishedEventView = z.object({
   id: z.string(),
   type: z.string(),
   created_at: Timestamp,
   deliveries: z.array(z.object({ id: z.string(), webhook_configuration_id: z.string(), status: DeliveryStatus })),
+  /** True when an Idempotency-Key answered an earlier event: nothing new was published. */
+  replayed: z.boolean(),
 });
 export type PublishedEventView = z.output<typeof PublishedEventView>;
 
-/** One Queue message per delivery; `body` is the exact JSON sent (and signed) on every attempt. */
+/**
+ * One Queue message per attempt due: a ticket naming the delivery, its series and the attempt
+ * number it is for. Everything else (the body, the configuration, its sealed secrets) is read
+ * from the organization's WebhookObject when the attempt begins, so a message holds no secret
+ * and a late or duplicate one is recognised and dropped.
+ */
 export const DeliveryMessage = z.object({
-  v: z.literal(1),
-  delivery_id: z.string(),
+  v: z.literal(2),
   organization_id: z.string(),
-  webhook_configuration_id: z.string(),
-  event_id: z.string(),
-  event_type: z.string(),
-  body: z.string(),
-  created_at: Timestamp,
+  delivery_id: z.string(),
+  series: z.number().int().min(1),
+  attempt: z.number().int().min(1),
 });
 export type DeliveryMessage = z.output<typeof DeliveryMessage>;
+
+/** What `Idempotency-Key` may hold: printable ASCII, as the IETF draft and Stripe use it. */
+export const IdempotencyKey = z
+  .string()
+  .min(1, { error: "must not be empty" })
+  .max(255, { error: "must be at most 255 characters" })
+  .regex(/^[\x20-\x7e]+$/, { error: "must be printable ASCII" });
 
 // Public names in the API description (http/openapi.ts).
 publicNames.add(CreateWebhookConfigurationInput, { name: "CreateWebhookConfigurationInput" });

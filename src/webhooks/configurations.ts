@@ -1,40 +1,41 @@
 /**
  * Webhook configurations ("Create webhook configuration", spec 2.5): where an organization's
  * webhooks go and how keyway authenticates to the receiver (its OAuth token URL and client
- * credentials, spec 4.3). Target URLs pass the SSRF guard on every write; the receiver's client
- * secret and our signing secrets are sealed with AES-256-GCM, bound to the organization and
- * configuration, and only the signing secret is ever shown, once, at creation or rotation.
+ * credentials, spec 4.3). The organization's WebhookObject is the record (objects/webhooks.ts);
+ * this module checks target URLs with the SSRF guard, seals the receiver's client secret and our
+ * signing secrets with AES-256-GCM (bound to the organization and configuration), and shows the
+ * signing secret once, at creation or rotation.
  */
 import type { Deps } from "../deps";
-import { ApiError, invalidInput, notFound } from "../errors";
-import { recordChange } from "../identity/audit";
+import { invalidInput, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
 import { open, seal } from "../lib/aead";
-import { IsolateCache } from "../lib/cache";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
-import type { ListQuery } from "../schemas/common";
-import {
-  type CreateWebhookConfigurationInput,
-  type UpdateWebhookConfigurationInput,
+import type { Page, PageRequest } from "../objects/sql";
+import { reach, unwrap, webhookObject } from "../objects/stubs";
+import type { ConfigurationPatch } from "../objects/webhooks";
+import type {
+  CreateWebhookConfigurationInput,
+  UpdateWebhookConfigurationInput,
   WebhookConfigurationRecord,
-  type WebhookConfigurationView,
+  WebhookConfigurationView,
 } from "../schemas/webhooks";
-import { getRecord, listPage, type Page, putRecord } from "../stores/kv";
-import { kvKeys } from "../stores/kv-keys";
 import { newSigningSecret } from "./signature";
 import { checkTarget } from "./ssrf";
 
 /** How long a rotated-out signing secret keeps signing (both signatures are sent). */
 export const SIGNING_SECRET_OVERLAP_MS = 24 * 3600 * 1000;
 
-const aad = (record: { organization_id: string; id: string }, purpose: string) => `${record.organization_id}:${record.id}:${purpose}`;
+const aad = (owner: { organization_id: string; id: string }, purpose: string) => `${owner.organization_id}:${owner.id}:${purpose}`;
 
 function validTarget(deps: Deps, field: string, url: string): string {
   const check = checkTarget(url, { allowInsecure: deps.config.allowInsecureTargets });
   if (!check.ok) throw invalidInput({ label: "request body", issues: [{ path: field.split("."), text: `: ${check.reason}` }] });
   return check.url.toString();
 }
+
+const webhooks = (deps: Deps, orgId: string) => webhookObject(deps, orgId);
 
 export async function createWebhookConfiguration(
   deps: Deps,
@@ -45,12 +46,11 @@ export async function createWebhookConfiguration(
   const url = validTarget(deps, "url", input.url);
   const tokenUrl = validTarget(deps, "oauth.token_url", input.oauth.token_url);
   const id = newWebhookConfigurationId();
-  const now = isoTime(deps.now());
+  const now = deps.now();
   const owner = { organization_id: orgId, id };
   const signingSecret = newSigningSecret();
-  const record: WebhookConfigurationRecord = {
+  const configuration = {
     id,
-    organization_id: orgId,
     url,
     events: input.events ? [...new Set(input.events)] : null,
     description: input.description ?? null,
@@ -60,69 +60,31 @@ export async function createWebhookConfiguration(
       client_secret: await seal(deps.config.encryptionKeys, input.oauth.client_secret, aad(owner, "oauth_client_secret")),
     },
     token_cache: input.token_cache ?? false,
-    signing_secrets: [
-      { secret: await seal(deps.config.encryptionKeys, signingSecret, aad(owner, "signing_secret")), created_at: now, expires_at: null },
-    ],
-    status: "active",
-    disabled_reason: null,
-    created_at: now,
-    updated_at: now,
+    signing_secret: {
+      secret: await seal(deps.config.encryptionKeys, signingSecret, aad(owner, "signing_secret")),
+      created_at: isoTime(now),
+      expires_at: null,
+    },
   };
-  await save(deps, record);
-  await recordChange(deps, orgId, actor, {
-    action: "webhook_configuration.created",
-    resource: { type: "webhook_configuration", id },
-    detail: { url, token_url: tokenUrl, events: record.events },
-  });
+  const record = unwrap(await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now)));
   return { record, signingSecret };
-}
-
-export async function findWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfigurationRecord | null> {
-  if (!ID_PATTERN.test(id)) return null;
-  return getRecord(deps.kv, kvKeys.webhookConfiguration(orgId, id), WebhookConfigurationRecord);
 }
 
 /** Scoped to the caller's organization: another organization's id is simply not found. */
 export async function getWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfigurationRecord> {
-  const record = await findWebhookConfiguration(deps, orgId, id);
-  if (record === null) throw notFound("Webhook configuration");
-  return record;
+  if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
+  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).configuration(id)));
+}
+
+export async function listWebhookConfigurations(deps: Deps, orgId: string, page: PageRequest): Promise<Page<WebhookConfigurationRecord>> {
+  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).listConfigurations(page)));
 }
 
 /**
- * First pages of an organization's configurations, cached in the isolate for LIST_CACHE_TTL_MS
- * (KV lists are eventually consistent anyway); writes through this isolate clear the entry.
+ * Absent fields are kept. The object refuses moving `url` or `oauth.token_url` to another origin
+ * without `oauth.client_secret` in the same request (it compares with what it holds, in the same
+ * transaction as the write).
  */
-export const LIST_CACHE_TTL_MS = 10_000;
-const firstPages = new IsolateCache<Page<WebhookConfigurationRecord>>({ ttlMs: LIST_CACHE_TTL_MS, maxEntries: 5_000 });
-
-export async function listWebhookConfigurations(deps: Deps, orgId: string, query: ListQuery): Promise<Page<WebhookConfigurationRecord>> {
-  const cacheKey = query.cursor === undefined ? `${orgId}:${query.limit}` : null;
-  const cached = cacheKey === null ? undefined : firstPages.get(cacheKey, deps.now());
-  if (cached !== undefined) return cached;
-  const page = await listPage(deps.kv, kvKeys.webhookConfigurationsPrefix(orgId), query, (key) =>
-    getRecord(deps.kv, key, WebhookConfigurationRecord),
-  );
-  if (cacheKey !== null) firstPages.set(cacheKey, page, deps.now());
-  return page;
-}
-
-function forgetLists(orgId: string): void {
-  firstPages.deletePrefix(`${orgId}:`);
-}
-
-/** Every configuration of an organization (publishing needs them all), in pages of 1000. */
-export async function allWebhookConfigurations(deps: Deps, orgId: string): Promise<WebhookConfigurationRecord[]> {
-  const all: WebhookConfigurationRecord[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await listWebhookConfigurations(deps, orgId, { limit: 1000, ...(cursor ? { cursor } : {}) });
-    all.push(...page.items);
-    cursor = page.next_cursor ?? undefined;
-  } while (cursor !== undefined);
-  return all;
-}
-
 export async function updateWebhookConfiguration(
   deps: Deps,
   orgId: string,
@@ -130,40 +92,32 @@ export async function updateWebhookConfiguration(
   input: UpdateWebhookConfigurationInput,
   actor: Actor,
 ): Promise<WebhookConfigurationRecord> {
-  const current = await getWebhookConfiguration(deps, orgId, id);
-  const oauth = { ...current.oauth };
-  if (input.oauth?.token_url !== undefined) oauth.token_url = validTarget(deps, "oauth.token_url", input.oauth.token_url);
-  if (input.oauth?.client_id !== undefined) oauth.client_id = input.oauth.client_id;
-  if (input.oauth?.client_secret !== undefined) {
-    oauth.client_secret = await seal(deps.config.encryptionKeys, input.oauth.client_secret, aad(current, "oauth_client_secret"));
-  }
-  const status = input.status ?? current.status;
-  const updated: WebhookConfigurationRecord = {
-    ...current,
-    url: input.url !== undefined ? validTarget(deps, "url", input.url) : current.url,
-    events: input.events === undefined ? current.events : input.events && [...new Set(input.events)],
-    description: input.description === undefined ? current.description : input.description,
-    oauth,
-    token_cache: input.token_cache ?? current.token_cache,
-    status,
-    disabled_reason: status === "active" ? null : input.status === "disabled" ? "disabled through the API" : current.disabled_reason,
-    updated_at: isoTime(deps.now()),
+  if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
+  const owner = { organization_id: orgId, id };
+  const patch: ConfigurationPatch = {
+    ...(input.url !== undefined ? { url: validTarget(deps, "url", input.url) } : {}),
+    ...(input.events !== undefined ? { events: input.events && [...new Set(input.events)] } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.token_cache !== undefined ? { token_cache: input.token_cache } : {}),
+    ...(input.status !== undefined ? { status: input.status } : {}),
   };
-  await save(deps, updated);
-  await recordChange(deps, orgId, actor, {
-    action: "webhook_configuration.updated",
-    resource: { type: "webhook_configuration", id },
-    detail: { fields: Object.keys(input), url: updated.url, token_url: updated.oauth.token_url, status: updated.status },
-  });
-  return updated;
+  if (input.oauth !== undefined) {
+    patch.oauth = {
+      ...(input.oauth.token_url !== undefined ? { token_url: validTarget(deps, "oauth.token_url", input.oauth.token_url) } : {}),
+      ...(input.oauth.client_id !== undefined ? { client_id: input.oauth.client_id } : {}),
+      ...(input.oauth.client_secret !== undefined
+        ? { client_secret: await seal(deps.config.encryptionKeys, input.oauth.client_secret, aad(owner, "oauth_client_secret")) }
+        : {}),
+    };
+  }
+  const now = deps.now();
+  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now)));
 }
 
 export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: string, actor: Actor): Promise<WebhookConfigurationRecord> {
-  const current = await getWebhookConfiguration(deps, orgId, id);
-  forgetLists(orgId);
-  await deps.kv.delete(kvKeys.webhookConfiguration(orgId, id));
-  await recordChange(deps, orgId, actor, { action: "webhook_configuration.deleted", resource: { type: "webhook_configuration", id } });
-  return current;
+  if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
+  const now = deps.now();
+  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).deleteConfiguration(id, actor, now)));
 }
 
 /**
@@ -176,31 +130,19 @@ export async function rotateSigningSecret(
   id: string,
   actor: Actor,
 ): Promise<{ record: WebhookConfigurationRecord; signingSecret: string; previousExpiresAt: string }> {
-  const current = await getWebhookConfiguration(deps, orgId, id);
-  const nowMs = deps.now();
-  const previous = current.signing_secrets[0];
-  if (previous === undefined) throw new ApiError("server_error", "A stored record is corrupt.");
-  const previousExpiresAt = isoTime(nowMs + SIGNING_SECRET_OVERLAP_MS);
+  if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
+  const now = deps.now();
+  const previousExpiresAt = isoTime(now + SIGNING_SECRET_OVERLAP_MS);
   const signingSecret = newSigningSecret();
-  const updated: WebhookConfigurationRecord = {
-    ...current,
-    signing_secrets: [
-      {
-        secret: await seal(deps.config.encryptionKeys, signingSecret, aad(current, "signing_secret")),
-        created_at: isoTime(nowMs),
-        expires_at: null,
-      },
-      { ...previous, expires_at: previousExpiresAt },
-    ],
-    updated_at: isoTime(nowMs),
+  const secret = {
+    secret: await seal(deps.config.encryptionKeys, signingSecret, aad({ organization_id: orgId, id }, "signing_secret")),
+    created_at: isoTime(now),
+    expires_at: null,
   };
-  await save(deps, updated);
-  await recordChange(deps, orgId, actor, {
-    action: "webhook_configuration.signing_secret_rotated",
-    resource: { type: "webhook_configuration", id },
-    detail: { previous_secret_expires_at: previousExpiresAt },
-  });
-  return { record: updated, signingSecret, previousExpiresAt };
+  const record = unwrap(
+    await reach("webhooks", () => webhooks(deps, orgId).rotateSigningSecret(id, secret, previousExpiresAt, actor, now)),
+  );
+  return { record, signingSecret, previousExpiresAt };
 }
 
 /** Signing secrets that are still live at `nowMs`, newest first. */
@@ -211,15 +153,6 @@ export async function liveSigningSecrets(deps: Deps, record: WebhookConfiguratio
 
 export function receiverClientSecret(deps: Deps, record: WebhookConfigurationRecord): Promise<string> {
   return open(deps.config.encryptionKeys, record.oauth.client_secret, aad(record, "oauth_client_secret"));
-}
-
-/** Used by the consumer when a receiver answers 410 Gone. */
-export async function disableWebhookConfiguration(deps: Deps, record: WebhookConfigurationRecord, reason: string): Promise<void> {
-  await save(deps, { ...record, status: "disabled", disabled_reason: reason, updated_at: isoTime(deps.now()) });
-}
-
-export function matchesEvent(record: WebhookConfigurationRecord, type: string): boolean {
-  return record.status === "active" && (record.events === null || record.events.includes(type));
 }
 
 export function webhookConfigurationView(record: WebhookConfigurationRecord): WebhookConfigurationView {
@@ -233,13 +166,10 @@ export function webhookConfigurationView(record: WebhookConfigurationRecord): We
     token_cache: record.token_cache,
     status: record.status,
     disabled_reason: record.disabled_reason,
+    failing_since: record.failing_since,
+    last_delivered_at: record.last_delivered_at,
     signing_secret_rotated_at: record.signing_secrets[0]?.created_at ?? record.created_at,
     created_at: record.created_at,
     updated_at: record.updated_at,
   };
-}
-
-function save(deps: Deps, record: WebhookConfigurationRecord): Promise<void> {
-  forgetLists(record.organization_id);
-  return putRecord(deps.kv, kvKeys.webhookConfiguration(record.organization_id, record.id), WebhookConfigurationRecord, record);
 }

@@ -1,44 +1,41 @@
 /**
- * The Queue consumers. `keyway-webhooks`: per message, the token request to the receiver's
- * OAuth endpoint, then the signed webhook (Standard Webhooks headers, Bearer token), then one
- * recorded attempt. Each message is acked or retried on its own, so one bad message never
- * retries its batch. Retries use exponential backoff with jitter through
- * `message.retry({delaySeconds})`; once WEBHOOK_MAX_RETRIES are spent the Queue moves the
- * message to `keyway-webhooks-dlq`, whose consumer records the delivery as failed.
+ * The Queue consumers. `keyway-webhooks`: each message is a ticket for one attempt of one
+ * delivery (objects/webhooks.ts). The consumer asks the organization's WebhookObject to begin the
+ * attempt (a duplicate or late ticket is acknowledged without sending), makes the token request
+ * to the receiver's OAuth endpoint and sends the signed webhook (Standard Webhooks headers, Bearer
+ * token) under one deadline, and reports the outcome; the object records it once and schedules
+ * any retry itself. Each message is acked on its own, so one slow or failing delivery never holds
+ * up another past its own deadline. A fault of ours (the object unreachable, a secret that does
+ * not decrypt) retries the message through the Queue; after max_retries it reaches
+ * `keyway-webhooks-dlq`, whose consumer has the object record it.
  */
 import { type Deps, depsFromEnv } from "../deps";
 import { IsolateCache } from "../lib/cache";
-import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
-import { type DeliveryAttempt, DeliveryMessage, type WebhookConfigurationRecord } from "../schemas/webhooks";
-import { disableWebhookConfiguration, findWebhookConfiguration, liveSigningSecrets, receiverClientSecret } from "./configurations";
-import { recordOutcome } from "./deliveries";
-import { DeliveryFailure, postWebhook, type ReceiverToken, requestReceiverToken } from "./outbound";
+import { reach, webhookObject } from "../objects/stubs";
+import type { AttemptReport, Begun } from "../objects/webhooks";
+import { DeliveryMessage, type WebhookConfigurationRecord } from "../schemas/webhooks";
+import { liveSigningSecrets, receiverClientSecret } from "./configurations";
+import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, type ReceiverToken, requestReceiverToken } from "./outbound";
 import { signatureHeader } from "./signature";
 
 export const DELIVERY_QUEUE = "keyway-webhooks";
 export const DEAD_LETTER_QUEUE = "keyway-webhooks-dlq";
 
-/** Queues cap a retry delay at 12 hours. */
-const MAX_DELAY_SECONDS = 43_200;
-const BASE_DELAY_SECONDS = 30;
-/** A configuration created moments ago may not be visible to KV here yet (propagation). */
-const CONFIG_PROPAGATION_MS = 120_000;
+/** A message whose processing failed on our side is retried by the Queue after this many seconds, doubling. */
+const CONSUMER_RETRY_SECONDS = 10;
 /** Tokens from an opt-in cache are refreshed this long before they expire. */
 const TOKEN_REFRESH_MARGIN_MS = 60_000;
 
-/** Exponential backoff with +-20% jitter: 30 s, 60 s, 120 s ... capped at 12 h. */
-export function backoffSeconds(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(MAX_DELAY_SECONDS, BASE_DELAY_SECONDS * 2 ** Math.max(0, attempt - 1));
-  return Math.min(MAX_DELAY_SECONDS, Math.max(1, Math.round(base * (0.8 + 0.4 * random()))));
+/** The Queue's delay before retrying a message our side failed: 10 s, 20 s, 40 s ... at most 10 min. */
+export function consumerRetrySeconds(attempts: number): number {
+  return Math.min(600, CONSUMER_RETRY_SECONDS * 2 ** Math.max(0, attempts - 1));
 }
 
-type Outcome = { ack: true } | { ack: false; delaySeconds: number };
-
-// Opt-in per configuration (token_cache): isolate-local, keyed so any change to the
-// configuration (including its credentials) misses.
+// Opt-in per configuration (token_cache): isolate-local, keyed by the configuration's version,
+// so any change to it (its credentials included) misses.
 const tokenCache = new IsolateCache<{ token: string; expiresAt: number }>({ ttlMs: 24 * 3600 * 1000, maxEntries: 1000 });
-const tokenCacheKey = (c: WebhookConfigurationRecord) => `${c.organization_id}:${c.id}:${c.updated_at}`;
+const tokenCacheKey = (c: WebhookConfigurationRecord) => `${c.organization_id}:${c.id}:${c.version}`;
 
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, now: () => number = Date.now): Promise<void> {
   const deps = depsFromEnv(env, now);
@@ -46,36 +43,40 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
     batch.messages.map(async (message) => {
       const parsed = DeliveryMessage.safeParse(message.body);
       if (!parsed.success) {
-        // Not something we enqueued: retrying cannot help.
+        // Not something we enqueued (or an older format): retrying cannot help.
         log.error("malformed delivery message dropped", { id: message.id });
         message.ack();
         return;
       }
-      let outcome: Outcome;
+      const ticket = parsed.data;
       try {
-        outcome = await deliver(deps, parsed.data, message.attempts);
+        const begun = await reach("webhooks", () => webhookObject(deps, ticket.organization_id).begin(ticket, deps.now()));
+        if (begun.go) {
+          const report = await attempt(deps, ticket, begun);
+          await reach("webhooks", () => webhookObject(deps, ticket.organization_id).finish(report, deps.now()));
+        }
+        message.ack();
       } catch (err) {
-        // A fault of ours (KV, crypto): retry like a receiver failure; the DLQ catches the rest.
-        log.error("delivery attempt crashed", { delivery: parsed.data.delivery_id, detail: describeError(err) });
-        outcome = { ack: false, delaySeconds: backoffSeconds(message.attempts) };
+        log.error("delivery message failed; the Queue retries it", { delivery: ticket.delivery_id, detail: describeError(err) });
+        message.retry({ delaySeconds: consumerRetrySeconds(message.attempts) });
       }
-      if (outcome.ack) message.ack();
-      else message.retry({ delaySeconds: outcome.delaySeconds });
     }),
   );
 }
 
-/** Dead-lettered deliveries have spent their retries: record them as failed, never drop them. */
+/** Messages our side failed max_retries times: the object records them, never drops them. */
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env, now: () => number = Date.now): Promise<void> {
   const deps = depsFromEnv(env, now);
   await Promise.all(
     batch.messages.map(async (message) => {
       const parsed = DeliveryMessage.safeParse(message.body);
       if (parsed.success) {
+        const ticket = parsed.data;
         try {
-          await recordOutcome(deps, parsed.data, null, { status: "failed", next_attempt_at: null });
+          await reach("webhooks", () => webhookObject(deps, ticket.organization_id).deadLettered(ticket, deps.now()));
         } catch (err) {
-          log.error("dead letter not recorded", { delivery: parsed.data.delivery_id, detail: describeError(err) });
+          // The object's own recovery covers the delivery even if this never lands.
+          log.error("dead letter not recorded", { delivery: ticket.delivery_id, detail: describeError(err) });
           message.retry({ delaySeconds: 60 });
           return;
         }
@@ -85,116 +86,91 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
   );
 }
 
-async function deliver(deps: Deps, message: DeliveryMessage, attemptNumber: number): Promise<Outcome> {
+/** One attempt: the token request, then the signed webhook, under one deadline. */
+async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun, { go: true }>): Promise<AttemptReport> {
+  const config = begun.configuration;
   const startedAt = deps.now();
-  const finalAttempt = attemptNumber > deps.config.webhookMaxRetries;
-  const attempt = (
-    step: DeliveryAttempt["step"],
+  const deadline = deadlineOf(deps);
+  const report = (
+    step: AttemptReport["step"],
     httpStatus: number | null,
-    outcome: DeliveryAttempt["outcome"],
+    outcome: AttemptReport["outcome"],
     error: string | null,
-  ): DeliveryAttempt => ({
-    number: attemptNumber,
-    at: isoTime(startedAt),
+    extra: { retryAfter?: number | null; gone?: boolean } = {},
+  ): AttemptReport => ({
+    delivery_id: ticket.delivery_id,
+    series: begun.series,
+    attempt: begun.attempt,
+    started_at: startedAt,
     step,
     http_status: httpStatus,
     latency_ms: Math.max(0, deps.now() - startedAt),
     outcome,
     error,
+    retry_after_seconds: extra.retryAfter ?? null,
+    gone: extra.gone ?? false,
+    configuration_version: config.version,
   });
-  const fail = async (a: DeliveryAttempt): Promise<Outcome> => {
-    await recordOutcome(deps, message, a, { status: "failed", next_attempt_at: null });
-    return { ack: true };
-  };
-  const retry = async (a: DeliveryAttempt, askedSeconds: number | null): Promise<Outcome> => {
-    const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(backoffSeconds(attemptNumber), askedSeconds ?? 0));
-    if (finalAttempt) {
-      // The Queue dead-letters it on this retry; the record says so now.
-      await recordOutcome(
-        deps,
-        message,
-        { ...a, outcome: "failed", error: `${a.error ?? "failed"}; retries exhausted` },
-        { status: "failed", next_attempt_at: null },
-      );
-    } else {
-      await recordOutcome(deps, message, a, { status: "retrying", next_attempt_at: isoTime(deps.now() + delaySeconds * 1000) });
-    }
-    return { ack: false, delaySeconds };
-  };
-
-  const config = await findWebhookConfiguration(deps, message.organization_id, message.webhook_configuration_id);
-  if (config === null) {
-    if (startedAt - Date.parse(message.created_at) < CONFIG_PROPAGATION_MS) {
-      return retry(attempt("configuration", null, "retry", "webhook configuration not visible yet"), 30);
-    }
-    return fail(attempt("configuration", null, "failed", "webhook configuration was deleted"));
-  }
-  if (config.status !== "active") return fail(attempt("configuration", null, "failed", "webhook configuration is disabled"));
 
   let token: ReceiverToken | { accessToken: string; cached: true };
   try {
-    token = await receiverToken(deps, config);
+    token = await receiverToken(deps, config, deadline);
   } catch (err) {
     if (!(err instanceof DeliveryFailure)) throw err;
-    return retry(attempt("token", err.httpStatus, "retry", err.message), err.retryAfterSeconds);
+    return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
   }
 
   const timestamp = Math.floor(deps.now() / 1000);
   const headers = {
     "Content-Type": "application/json",
     Authorization: `Bearer ${token.accessToken}`,
-    "webhook-id": message.delivery_id,
+    "webhook-id": ticket.delivery_id,
     "webhook-timestamp": String(timestamp),
     "webhook-signature": await signatureHeader(
       await liveSigningSecrets(deps, config, deps.now()),
-      message.delivery_id,
+      ticket.delivery_id,
       timestamp,
-      message.body,
+      begun.body,
     ),
     "User-Agent": "keyway-webhooks/1",
   };
   let status: number;
   let askedSeconds: number | null;
   try {
-    ({ status, retryAfterSeconds: askedSeconds } = await postWebhook(deps, config.url, headers, message.body));
+    ({ status, retryAfterSeconds: askedSeconds } = await postWebhook(deps, config.url, headers, begun.body, deadline));
   } catch (err) {
     if (!(err instanceof DeliveryFailure)) throw err;
-    return retry(attempt("webhook", err.httpStatus, "retry", err.message), null);
+    return report("webhook", err.httpStatus, "retry", err.message);
   }
 
-  if (status >= 200 && status < 300) {
-    await recordOutcome(deps, message, attempt("webhook", status, "delivered", null), { status: "delivered", next_attempt_at: null });
-    return { ack: true };
-  }
-  if (status === 410) {
-    await disableWebhookConfiguration(deps, config, "the webhook URL answered 410 Gone");
-    return fail(attempt("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled"));
-  }
+  if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);
+  if (status === 410) return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", { gone: true });
   if (status === 408 || status === 429 || status >= 500) {
-    return retry(attempt("webhook", status, "retry", `webhook URL answered ${status}`), askedSeconds);
+    return report("webhook", status, "retry", `webhook URL answered ${status}`, { retryAfter: askedSeconds });
   }
   if ("cached" in token && (status === 401 || status === 403)) {
     // A cached token the receiver no longer accepts: drop it and try again with a fresh one.
     tokenCache.delete(tokenCacheKey(config));
-    return retry(attempt("webhook", status, "retry", `webhook URL answered ${status} to a cached token`), null);
+    return report("webhook", status, "retry", `webhook URL answered ${status} to a cached token`);
   }
   if (status >= 300 && status < 400) {
-    return fail(attempt("webhook", status, "failed", `webhook URL answered ${status}; redirects are not followed`));
+    return report("webhook", status, "failed", `webhook URL answered ${status}; redirects are not followed`);
   }
-  return fail(attempt("webhook", status, "failed", `webhook URL answered ${status}`));
+  return report("webhook", status, "failed", `webhook URL answered ${status}`);
 }
 
 /** Spec 4.3: a token request before each webhook, unless the configuration opted into caching. */
 async function receiverToken(
   deps: Deps,
   config: WebhookConfigurationRecord,
+  deadline: Deadline,
 ): Promise<ReceiverToken | { accessToken: string; cached: true }> {
   const key = tokenCacheKey(config);
   if (config.token_cache) {
     const hit = tokenCache.get(key, deps.now());
     if (hit !== undefined && hit.expiresAt - TOKEN_REFRESH_MARGIN_MS > deps.now()) return { accessToken: hit.token, cached: true };
   }
-  const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config));
+  const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config), deadline);
   if (config.token_cache && token.expiresInSeconds !== null) {
     tokenCache.set(key, { token: token.accessToken, expiresAt: deps.now() + token.expiresInSeconds * 1000 }, deps.now());
   }

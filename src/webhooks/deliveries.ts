@@ -1,48 +1,44 @@
 /**
- * Publishing events and the delivery log. Publishing records the event and one delivery per
- * matching configuration, then enqueues one Queue message per delivery. Deliveries live in KV
- * for DELIVERY_TTL_SECONDS, with an index per configuration listed newest first (layout in
- * docs/storage.md). The consumer appends one attempt per try; nothing about a delivery is
- * dropped silently: it ends `delivered` or `failed`, and a failed one can be re-sent.
+ * Publishing events and the delivery log, over the organization's WebhookObject: publishing is
+ * one transaction there (the event, one delivery per matching active configuration, and their
+ * outbox state), after which the object sends the Queue messages and keeps sending whatever was
+ * not sent or got lost; nothing a client published is dropped. An Idempotency-Key makes a repeated
+ * publish answer the original event. A delivery's attempts are recorded by the consumer through
+ * the same object; a user may re-send any delivery that has no attempt in flight.
  */
 import type { Deps } from "../deps";
-import { ApiError, notFound } from "../errors";
-import { recordChange } from "../identity/audit";
+import { ApiError, invalidInput, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
+import { sha256Hex } from "../lib/crypto";
 import { encodeUtf8 } from "../lib/encoding";
-import { ID_PATTERN, newDeliveryId, newEventId } from "../lib/ids";
+import { ID_PATTERN, newEventId } from "../lib/ids";
+import { canonicalJson } from "../lib/json";
 import { isoTime } from "../lib/time";
-import { describeError, log } from "../log";
-import type { ListQuery } from "../schemas/common";
-import {
-  type DeliveryAttempt,
-  type DeliveryMessage,
-  DeliveryRecord,
-  EventRecord,
-  type PublishEventInput,
-  type PublishedEventView,
-  type WebhookConfigurationRecord,
-} from "../schemas/webhooks";
-import { getRecord, listPage, type Page, putRecord } from "../stores/kv";
-import { kvKeys, lastSegment } from "../stores/kv-keys";
-import { allWebhookConfigurations, getWebhookConfiguration, matchesEvent } from "./configurations";
+import type { Page, PageRequest } from "../objects/sql";
+import { reach, unwrap, webhookObject } from "../objects/stubs";
+import { type DeliveryRecord, IdempotencyKey, type PublishEventInput, type PublishedEventView } from "../schemas/webhooks";
 
-/** Delivery logs and events are kept 30 days. */
-export const DELIVERY_TTL_SECONDS = 30 * 24 * 3600;
 /**
- * Largest event body (the JSON sent to receivers). Queue messages are limited to 128 KB; the
- * rest of the message and its encoding need the remainder.
+ * Largest event body (the JSON sent to receivers): one event is one SQLite row, well within the
+ * object's 2 MB row limit, and receivers rarely accept more.
  */
 export const MAX_EVENT_BYTES = 100 * 1024;
-/** Queue sendBatch limits: 100 messages and 256 KB per call. */
-const BATCH_MAX_MESSAGES = 100;
-const BATCH_MAX_BYTES = 240 * 1024;
-
-const ttl = { expirationTtl: DELIVERY_TTL_SECONDS };
 
 /** Standard Webhooks style payload: what receivers get and what the signature covers. */
 function eventBody(id: string, type: string, createdAt: string, data: unknown): string {
   return JSON.stringify({ id, type, created_at: createdAt, data });
+}
+
+/** The header's value, validated (draft-ietf-httpapi-idempotency-key-header); a quoted sf-string is unquoted. */
+export function idempotencyKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const quoted = /^"(.*)"$/.exec(header);
+  const key = quoted ? (quoted[1] ?? "") : header;
+  const parsed = IdempotencyKey.safeParse(key);
+  if (!parsed.success) {
+    throw invalidInput({ label: "request headers", issues: [{ path: ["Idempotency-Key"], text: ` ${parsed.error.issues[0]?.message}` }] });
+  }
+  return parsed.data;
 }
 
 export async function publishEvent(
@@ -50,182 +46,49 @@ export async function publishEvent(
   orgId: string,
   input: PublishEventInput,
   actor: Actor,
-  only?: WebhookConfigurationRecord,
+  options: { idempotencyKey?: string | undefined; only?: string } = {},
 ): Promise<PublishedEventView> {
-  const nowMs = deps.now();
-  const createdAt = isoTime(nowMs);
-  const eventId = newEventId();
-  const body = eventBody(eventId, input.type, createdAt, input.data);
+  const now = deps.now();
+  const createdAt = isoTime(now);
+  const id = newEventId();
+  const body = eventBody(id, input.type, createdAt, input.data);
   const size = encodeUtf8(body).byteLength;
   if (size > MAX_EVENT_BYTES) {
     throw new ApiError("payload_too_large", `The event is ${size} bytes once serialized; the limit is ${MAX_EVENT_BYTES}.`);
   }
-
-  const targets = only ? [only] : (await allWebhookConfigurations(deps, orgId)).filter((c) => matchesEvent(c, input.type));
-  const deliveries: DeliveryRecord[] = targets.map((config) => ({
-    id: newDeliveryId(),
-    organization_id: orgId,
-    webhook_configuration_id: config.id,
-    event_id: eventId,
-    event_type: input.type,
-    status: "pending",
-    attempts: [],
-    next_attempt_at: null,
-    created_at: createdAt,
-    updated_at: createdAt,
-  }));
-  const event: EventRecord = {
-    id: eventId,
-    organization_id: orgId,
-    type: input.type,
-    created_at: createdAt,
-    delivery_ids: deliveries.map((d) => d.id),
-  };
-
-  await Promise.all([
-    putRecord(deps.kv, kvKeys.event(orgId, eventId), EventRecord, event, ttl),
-    deps.kv.put(kvKeys.eventBody(orgId, eventId), body, ttl),
-    ...deliveries.flatMap((d) => [
-      putRecord(deps.kv, kvKeys.delivery(orgId, d.id), DeliveryRecord, d, ttl),
-      deps.kv.put(kvKeys.deliveryIndex(orgId, d.webhook_configuration_id, nowMs, d.id), "", ttl),
-    ]),
-  ]);
-  await enqueue(
-    deps,
-    deliveries.map((d) => messageFor(d, body)),
-  );
-  await recordChange(deps, orgId, actor, {
-    action: "event.published",
-    resource: { type: "event", id: eventId },
-    detail: { type: input.type, deliveries: deliveries.length },
-  });
-  return {
-    id: eventId,
-    type: input.type,
-    created_at: createdAt,
-    deliveries: deliveries.map((d) => ({ id: d.id, webhook_configuration_id: d.webhook_configuration_id, status: d.status })),
-  };
+  const idempotency =
+    options.idempotencyKey === undefined
+      ? undefined
+      : { key: options.idempotencyKey, hash: await sha256Hex(canonicalJson({ type: input.type, data: input.data })) };
+  const request = { event: { id, type: input.type, body, created_at: createdAt }, only: options.only, idempotency };
+  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).publish(orgId, request, actor, now)));
 }
 
-/** `webhook.test` to one configuration, whatever its event filter. */
+/** `webhook.test` to one configuration, whatever its event filter (409 when it is disabled). */
 export async function sendTestEvent(deps: Deps, orgId: string, configId: string, actor: Actor): Promise<PublishedEventView> {
-  const config = await getWebhookConfiguration(deps, orgId, configId);
-  if (config.status !== "active") {
-    throw new ApiError("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
-  }
-  return publishEvent(
-    deps,
-    orgId,
-    { type: "webhook.test", data: { message: "Test event from keyway", webhook_configuration_id: config.id } },
-    actor,
-    config,
-  );
-}
-
-function messageFor(delivery: DeliveryRecord, body: string): DeliveryMessage {
-  return {
-    v: 1,
-    delivery_id: delivery.id,
-    organization_id: delivery.organization_id,
-    webhook_configuration_id: delivery.webhook_configuration_id,
-    event_id: delivery.event_id,
-    event_type: delivery.event_type,
-    body,
-    created_at: delivery.created_at,
-  };
-}
-
-/** Sends in as few sendBatch calls as the Queue limits allow; a failure is a 503, not a loss. */
-async function enqueue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
-  const batches: DeliveryMessage[][] = [];
-  let current: DeliveryMessage[] = [];
-  let bytes = 0;
-  for (const message of messages) {
-    const size = encodeUtf8(message.body).byteLength + 512;
-    if (current.length === BATCH_MAX_MESSAGES || (current.length > 0 && bytes + size > BATCH_MAX_BYTES)) {
-      batches.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(message);
-    bytes += size;
-  }
-  if (current.length > 0) batches.push(current);
-  try {
-    for (const batch of batches) await deps.webhookQueue.sendBatch(batch.map((body) => ({ body })));
-  } catch (err) {
-    log.error("enqueue failed", { detail: describeError(err) });
-    await Promise.all(
-      messages.map((m) => recordOutcome(deps, m, null, { status: "failed", next_attempt_at: null }).catch(() => undefined)),
-    );
-    throw new ApiError("service_unavailable", "The event could not be queued for delivery; it was not sent. Retry shortly.", {
-      headers: { "Retry-After": "5" },
-    });
-  }
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  const input = { type: "webhook.test", data: { message: "Test event from keyway", webhook_configuration_id: configId } };
+  return publishEvent(deps, orgId, input, actor, { only: configId });
 }
 
 export async function getDelivery(deps: Deps, orgId: string, deliveryId: string): Promise<DeliveryRecord> {
-  const record = ID_PATTERN.test(deliveryId) ? await getRecord(deps.kv, kvKeys.delivery(orgId, deliveryId), DeliveryRecord) : null;
-  if (record === null) throw notFound("Delivery");
-  return record;
+  if (!ID_PATTERN.test(deliveryId)) throw notFound("Delivery");
+  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).delivery(deliveryId)));
 }
 
-export async function listDeliveries(deps: Deps, orgId: string, configId: string, query: ListQuery): Promise<Page<DeliveryRecord>> {
-  await getWebhookConfiguration(deps, orgId, configId);
-  return listPage(deps.kv, kvKeys.deliveryIndexPrefix(orgId, configId), query, (key) =>
-    getRecord(deps.kv, kvKeys.delivery(orgId, lastSegment(key)), DeliveryRecord),
-  );
-}
-
-/** Re-sends a failed delivery with the same webhook-id (its id), as a fresh series of attempts. */
-export async function retryDelivery(deps: Deps, orgId: string, deliveryId: string, actor: Actor): Promise<DeliveryRecord> {
-  const delivery = await getDelivery(deps, orgId, deliveryId);
-  if (delivery.status !== "failed") {
-    throw new ApiError("conflict", `Only failed deliveries can be re-sent; this one is ${delivery.status}.`);
-  }
-  const config = await getWebhookConfiguration(deps, orgId, delivery.webhook_configuration_id);
-  if (config.status !== "active") {
-    throw new ApiError("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
-  }
-  const body = await deps.kv.get(kvKeys.eventBody(orgId, delivery.event_id));
-  if (body === null) throw new ApiError("conflict", "The event has expired and can no longer be re-sent.");
-  const pending: DeliveryRecord = { ...delivery, status: "pending", next_attempt_at: null, updated_at: isoTime(deps.now()) };
-  await putRecord(deps.kv, kvKeys.delivery(orgId, deliveryId), DeliveryRecord, pending, ttl);
-  await enqueue(deps, [messageFor(pending, body)]);
-  await recordChange(deps, orgId, actor, { action: "delivery.retried", resource: { type: "delivery", id: deliveryId } });
-  return pending;
+/** A configuration's deliveries, newest first. */
+export async function listDeliveries(deps: Deps, orgId: string, configId: string, page: PageRequest): Promise<Page<DeliveryRecord>> {
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).listDeliveries(configId, page)));
 }
 
 /**
- * Appends an attempt (if any) and sets the status. Read-modify-write of one KV value: the
- * consumer is the only writer while a delivery is in flight. If the record is not visible yet
- * (KV propagation), it is rebuilt from the message so the outcome is never lost.
+ * Re-sends a delivery with the same webhook-id: a finished one (`delivered` or `failed`) as a new
+ * series of attempts, an open one (stuck or waiting for its next retry) at once. 409 while an
+ * attempt is in flight or when the configuration is disabled or deleted.
  */
-export async function recordOutcome(
-  deps: Deps,
-  message: DeliveryMessage,
-  attempt: DeliveryAttempt | null,
-  change: Pick<DeliveryRecord, "status" | "next_attempt_at">,
-): Promise<DeliveryRecord> {
-  const key = kvKeys.delivery(message.organization_id, message.delivery_id);
-  const current = (await getRecord(deps.kv, key, DeliveryRecord)) ?? {
-    id: message.delivery_id,
-    organization_id: message.organization_id,
-    webhook_configuration_id: message.webhook_configuration_id,
-    event_id: message.event_id,
-    event_type: message.event_type,
-    status: "pending" as const,
-    attempts: [],
-    next_attempt_at: null,
-    created_at: message.created_at,
-    updated_at: message.created_at,
-  };
-  const updated: DeliveryRecord = {
-    ...current,
-    ...change,
-    attempts: attempt ? [...current.attempts, attempt].slice(-50) : current.attempts,
-    updated_at: isoTime(deps.now()),
-  };
-  await putRecord(deps.kv, key, DeliveryRecord, updated, ttl);
-  return updated;
+export async function retryDelivery(deps: Deps, orgId: string, deliveryId: string, actor: Actor): Promise<DeliveryRecord> {
+  if (!ID_PATTERN.test(deliveryId)) throw notFound("Delivery");
+  const now = deps.now();
+  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).resend(deliveryId, actor, now)));
 }

@@ -1,24 +1,37 @@
 /**
- * The two outbound requests of a delivery (spec 4.3, 6). First the client-credentials grant at
- * the receiver's token URL: form-encoded (RFC 6749 4.4.2), redirects followed by hand so each
- * hop passes the SSRF guard, at most MAX_REDIRECTS, credentials never sent to another origin
- * (307/308 keep the body, so only same-origin; 301/302/303 become a GET without it). Then the
- * webhook itself, whose redirects are not followed. Every fetch has a timeout and a capped read;
- * failures are DeliveryFailure values with a short, secret-free reason.
+ * The two outbound requests of a delivery attempt (spec 4.3, 6), under one deadline (the
+ * attempt's AbortSignal): first the client-credentials grant at the receiver's token URL,
+ * form-encoded (RFC 6749 4.4.2), redirects followed by hand so each hop passes the SSRF guard, at
+ * most MAX_REDIRECTS, credentials never sent to another origin (307/308 keep the body, so only
+ * same-origin; 301/302/303 become a GET without it); then the webhook itself, whose redirects are
+ * not followed. Every read is capped and cut off by the deadline, a body that stalls included.
+ *
+ * What a receiver says is never stored as it came: a failure keeps only parsed, bounded fields
+ * (the HTTP status, the OAuth `error` code, the spec's short `message`), each dropped if it holds
+ * the client secret, or 8 characters of it in a row, raw or encoded (percent, form, JSON, base64,
+ * hex). Failures are DeliveryFailure values.
  */
 import type { Deps } from "../deps";
+import { base64Encode, base64UrlEncode, encodeUtf8, hex } from "../lib/encoding";
 import { readCapped } from "../lib/streams";
-import type { WebhookConfigurationRecord } from "../schemas/webhooks";
+import type { DeliveryAttempt, WebhookConfigurationRecord } from "../schemas/webhooks";
 import { checkTarget } from "./ssrf";
 
 export const MAX_REDIRECTS = 5;
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 const MAX_WEBHOOK_RESPONSE_BYTES = 16 * 1024;
 const FORM = "application/x-www-form-urlencoded";
+/** RFC 6749 5.2: error codes are %x20-21 / %x23-5B / %x5D-7E; we keep at most 64 of them. */
+const OAUTH_ERROR_CODE = /^[\x20\x21\x23-\x5b\x5d-\x7e]{1,64}$/;
+const MAX_MESSAGE_CHARS = 120;
+/** A run of this many characters of a secret counts as the secret. */
+const SECRET_WINDOW = 8;
+
+type Step = Extract<DeliveryAttempt["step"], "token" | "webhook">;
 
 export class DeliveryFailure extends Error {
   constructor(
-    readonly step: "token" | "webhook",
+    readonly step: Step,
     readonly httpStatus: number | null,
     message: string,
     /** Seconds the receiver asked us to wait (429/503 Retry-After). */
@@ -35,43 +48,56 @@ export interface ReceiverToken {
   expiresInSeconds: number | null;
 }
 
-async function timedFetch(deps: Deps, step: DeliveryFailure["step"], url: URL, init: RequestInit): Promise<Response> {
+/** The attempt's deadline, shared by every request and read of the attempt. */
+export interface Deadline {
+  signal: AbortSignal;
+  seconds: number;
+}
+
+export function deadlineOf(deps: Deps): Deadline {
+  return { signal: AbortSignal.timeout(deps.config.webhookTimeoutMs), seconds: deps.config.webhookTimeoutMs / 1000 };
+}
+
+const what = (step: Step) => (step === "token" ? "token endpoint" : "webhook URL");
+
+function timedOut(step: Step, deadline: Deadline, status: number | null, phase: string): DeliveryFailure {
+  return new DeliveryFailure(step, status, `the attempt's ${deadline.seconds} s deadline passed ${phase} the ${what(step)}`);
+}
+
+async function timedFetch(step: Step, url: URL, init: RequestInit, deadline: Deadline): Promise<Response> {
   try {
-    return await fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(deps.config.webhookTimeoutMs) });
-  } catch (err) {
-    const name = err instanceof Error ? err.name : "";
-    if (name === "TimeoutError" || name === "AbortError") {
-      throw new DeliveryFailure(step, null, `${what(step)} timed out after ${deps.config.webhookTimeoutMs / 1000} s`);
-    }
+    return await fetch(url, { ...init, redirect: "manual", signal: deadline.signal });
+  } catch {
+    if (deadline.signal.aborted) throw timedOut(step, deadline, null, "waiting for");
     throw new DeliveryFailure(step, null, `${what(step)} could not be reached (network error)`);
   }
 }
 
-const what = (step: DeliveryFailure["step"]) => (step === "token" ? "token endpoint" : "webhook URL");
-
-/** Reads at most `max` bytes of a body as text; larger bodies are a failure, not a truncation. */
-async function readText(res: Response, max: number, step: DeliveryFailure["step"]): Promise<string> {
-  const bytes = await readCapped(res.body, max);
+/** Reads at most `max` bytes of a body as text, within the deadline; larger bodies are a failure. */
+async function readText(res: Response, max: number, step: Step, deadline: Deadline): Promise<string> {
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readCapped(res.body, max, deadline.signal);
+  } catch {
+    if (deadline.signal.aborted) throw timedOut(step, deadline, res.status, "reading the answer of");
+    throw new DeliveryFailure(step, res.status, `${what(step)}'s answer broke off (network error)`);
+  }
   if (bytes === null) throw new DeliveryFailure(step, res.status, `${what(step)} answered more than ${max} bytes`);
   return new TextDecoder().decode(bytes);
 }
 
-function guard(deps: Deps, step: DeliveryFailure["step"], url: URL | string): URL {
+function guard(deps: Deps, step: Step, url: URL | string): URL {
   const check = checkTarget(url, { allowInsecure: deps.config.allowInsecureTargets });
   if (!check.ok) throw new DeliveryFailure(step, null, `${what(step)} refused: ${check.reason}`);
   return check.url;
 }
 
-/** Printable, bounded, and free of the secret we sent (a receiver might echo it). */
-function clean(text: unknown, secret: string): string | null {
-  if (typeof text !== "string" || text === "") return null;
-  return text
-    .replaceAll(secret, "[redacted]")
-    .replace(/[^\x20-\x7e]/g, "?")
-    .slice(0, 200);
-}
-
-export async function requestReceiverToken(deps: Deps, config: WebhookConfigurationRecord, clientSecret: string): Promise<ReceiverToken> {
+export async function requestReceiverToken(
+  deps: Deps,
+  config: WebhookConfigurationRecord,
+  clientSecret: string,
+  deadline: Deadline,
+): Promise<ReceiverToken> {
   // Field order as in spec 4.3's table.
   const form = new URLSearchParams({
     client_id: config.oauth.client_id,
@@ -83,11 +109,16 @@ export async function requestReceiverToken(deps: Deps, config: WebhookConfigurat
   let withCredentials = true;
 
   for (let hop = 0; ; hop++) {
-    const res = await timedFetch(deps, "token", url, {
-      method: withCredentials ? "POST" : "GET",
-      headers: withCredentials ? { "Content-Type": FORM, Accept: "application/json" } : { Accept: "application/json" },
-      ...(withCredentials ? { body: form } : {}),
-    });
+    const res = await timedFetch(
+      "token",
+      url,
+      {
+        method: withCredentials ? "POST" : "GET",
+        headers: withCredentials ? { "Content-Type": FORM, Accept: "application/json" } : { Accept: "application/json" },
+        ...(withCredentials ? { body: form } : {}),
+      },
+      deadline,
+    );
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location !== null) {
       await res.body?.cancel();
@@ -111,22 +142,19 @@ export async function requestReceiverToken(deps: Deps, config: WebhookConfigurat
       continue;
     }
 
-    const text = await readText(res, MAX_TOKEN_RESPONSE_BYTES, "token");
+    const text = await readText(res, MAX_TOKEN_RESPONSE_BYTES, "token", deadline);
     let json: unknown = null;
     try {
       json = JSON.parse(text);
     } catch {
       // Reported below with the status.
     }
-    const body = typeof json === "object" && json !== null ? (json as Record<string, unknown>) : null;
+    const body = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : null;
     if (!res.ok) {
-      // Spec 2.4: error replies carry `message` (and `description`).
-      const reason = clean(body?.message, clientSecret) ?? clean(body?.error_description, clientSecret) ?? clean(body?.error, clientSecret);
-      const detail = [reason, clean(body?.description, clientSecret)].filter(Boolean).join(" - ");
       throw new DeliveryFailure(
         "token",
         res.status,
-        `token endpoint answered ${res.status}${detail ? `: ${detail}` : ""}`,
+        `token endpoint answered ${res.status}${receiverSaid(body, clientSecret)}`,
         retryAfter(res),
       );
     }
@@ -143,18 +171,63 @@ export async function requestReceiverToken(deps: Deps, config: WebhookConfigurat
   }
 }
 
-/** POSTs the webhook; returns the receiver's status (redirects are not followed). */
+/** POSTs the webhook within the deadline; returns the receiver's status (redirects are not followed). */
 export async function postWebhook(
   deps: Deps,
   target: string,
   headers: Record<string, string>,
   body: string,
+  deadline: Deadline,
 ): Promise<{ status: number; retryAfterSeconds: number | null }> {
   const url = guard(deps, "webhook", target);
-  const res = await timedFetch(deps, "webhook", url, { method: "POST", headers, body });
-  // The body is not used, but reading (a bounded amount of) it lets the connection be reused.
-  await readText(res, MAX_WEBHOOK_RESPONSE_BYTES, "webhook").catch(() => undefined);
+  const res = await timedFetch("webhook", url, { method: "POST", headers, body }, deadline);
+  // The body is not used; reading a bounded amount of it lets the connection be reused. The
+  // status is what counts, so a receiver that stalls its body after a 2xx has still received it.
+  await readCapped(res.body, MAX_WEBHOOK_RESPONSE_BYTES, deadline.signal).catch(() => undefined);
   return { status: res.status, retryAfterSeconds: retryAfter(res) };
+}
+
+/**
+ * ` (error: invalid_client; message: ...)` from a token endpoint's error body: the OAuth `error`
+ * code (RFC 6749 5.2) and the spec's `message` (2.4), each only when well-formed and free of the
+ * secret. Nothing else of the body is kept.
+ */
+function receiverSaid(body: Record<string, unknown> | null, secret: string): string {
+  const parts: string[] = [];
+  const code = body?.error;
+  if (typeof code === "string" && OAUTH_ERROR_CODE.test(code) && !mentionsSecret(code, secret)) parts.push(`error: ${code}`);
+  const message = body?.message;
+  if (typeof message === "string" && message !== "") {
+    const printable = message.replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_MESSAGE_CHARS);
+    if (!mentionsSecret(printable, secret)) parts.push(`message: ${printable}`);
+  }
+  return parts.length === 0 ? "" : ` (${parts.join("; ")})`;
+}
+
+/**
+ * Whether `text` holds the secret, or SECRET_WINDOW characters of it in a row, raw or in an
+ * encoding a server might echo it in: percent- or form-encoded, JSON-escaped, base64(url), hex.
+ */
+export function mentionsSecret(text: string, secret: string): boolean {
+  if (secret === "") return false;
+  const lower = text.toLowerCase();
+  const bytes = encodeUtf8(secret);
+  const encoded = [
+    secret,
+    encodeURIComponent(secret),
+    new URLSearchParams({ s: secret }).toString().slice(2),
+    JSON.stringify(secret).slice(1, -1),
+    base64Encode(bytes).replace(/=+$/, ""),
+    base64UrlEncode(bytes),
+    hex(bytes),
+  ];
+  for (const form of encoded) {
+    if (text.includes(form) || lower.includes(form.toLowerCase())) return true;
+  }
+  for (let i = 0; i + SECRET_WINDOW <= secret.length; i++) {
+    if (text.includes(secret.slice(i, i + SECRET_WINDOW))) return true;
+  }
+  return false;
 }
 
 /** Retry-After as delay-seconds or an HTTP date (RFC 9110 10.2.3); null when absent or bad. */

@@ -44,6 +44,8 @@ export interface Keyway {
   /** Where the local KV, Durable Object and Queue state lives (wrangler dev --persist-to). */
   readonly persistDir: string;
   stop(): Promise<void>;
+  /** Ends the whole process group at once with SIGKILL, as a crash would (no graceful shutdown). */
+  kill(): Promise<void>;
 }
 
 export const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -147,6 +149,11 @@ export async function startKeyway(options: { persistDir?: string } = {}): Promis
       if (!devVarsExisted) await rm(DEV_VARS, { force: true });
     })());
 
+  const kill = async (): Promise<void> => {
+    if (proc.pid !== undefined) signalGroup(proc.pid, "SIGKILL");
+    await stop();
+  };
+
   try {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (!output.includes(READY)) {
@@ -170,6 +177,7 @@ export async function startKeyway(options: { persistDir?: string } = {}): Promis
       devVarsExisted,
       persistDir,
       stop,
+      kill,
     };
   } catch (err) {
     await stop();

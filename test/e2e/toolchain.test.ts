@@ -41,10 +41,10 @@ describe("wrangler.toml", () => {
     expect(setting("compatibility_date")?.replaceAll('"', "") >= "2026-09-01").toBe(true);
   });
 
-  it("keeps WEBHOOK_MAX_RETRIES equal to the delivery consumer's max_retries", () => {
-    const consumer = /\[\[queues\.consumers\]\]\s*\nqueue = "keyway-webhooks"\n[^[]*?max_retries = (\d+)/.exec(toml)?.[1];
-    expect(consumer).toBeDefined();
-    expect(setting("WEBHOOK_MAX_RETRIES")).toBe(`"${consumer}"`);
+  it("gives the deployed Worker a retry schedule, a recovery bound and a dead-letter queue", () => {
+    expect(setting("WEBHOOK_RETRY_SCHEDULE")).toBe('"5s,5m,30m,2h,5h,10h,10h"');
+    expect(setting("WEBHOOK_REDISPATCH_SECONDS")).toBe('"120"');
+    expect(/queue = "keyway-webhooks"\n[^[]*?dead_letter_queue = "keyway-webhooks-dlq"/.test(toml)).toBe(true);
   });
 
   it("never allows insecure webhook targets in the deployed configuration", () => {

@@ -392,48 +392,184 @@ export const ApiKeyDetail: FC<{ base: string; apiKey: ApiKeyView; usage: Usage; 
   </>
 );
 
-export const WebhookConfigurations: FC<{ configs: WebhookConfigurationRecord[]; recent: DeliveryRecord[][] }> = ({ configs, recent }) => (
+/** Health in words: failing since when, or when the last delivery succeeded. */
+const health = (w: WebhookConfigurationRecord): string =>
+  w.failing_since !== null
+    ? `every attempt has failed since ${when(w.failing_since)}`
+    : w.last_delivered_at !== null
+      ? `healthy; last delivered ${when(w.last_delivered_at)}`
+      : "no deliveries yet";
+
+const lastAttempt = (d: DeliveryRecord): string => {
+  const last = d.attempts.at(-1);
+  return last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-";
+};
+
+export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfigurationRecord[] }> = ({ base, configs }) => (
   <>
     {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
-    {configs.map((w, i) => (
-      <section class="card" aria-labelledby={`whk-${w.id}`}>
-        <h2 id={`whk-${w.id}`}>
-          <code>{w.url}</code>
-        </h2>
-        <p>
-          <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""} Events: {w.events ? w.events.join(", ") : "all"}.
-          Token URL: <code>{w.oauth.token_url}</code>
-        </p>
-        <table>
-          <caption class="hint">Recent deliveries</caption>
-          <thead>
+    {configs.length > 0 && (
+      <table>
+        <caption class="hint">Every configuration of the organization (at most 20)</caption>
+        <thead>
+          <tr>
+            <th scope="col">Webhook URL</th>
+            <th scope="col">Status</th>
+            <th scope="col">Health</th>
+            <th scope="col">Events</th>
+          </tr>
+        </thead>
+        <tbody>
+          {configs.map((w) => (
             <tr>
-              <th scope="col">Delivery</th>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Last attempt</th>
+              <td>
+                <a href={`${base}/${w.id}`}>
+                  <code>{w.url}</code>
+                </a>
+              </td>
+              <td>
+                <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""}
+              </td>
+              <td>{health(w)}</td>
+              <td>{w.events ? w.events.join(", ") : "all"}</td>
             </tr>
-          </thead>
-          <tbody>
-            {(recent[i] ?? []).map((d) => {
-              const last = d.attempts.at(-1);
-              return (
-                <tr>
-                  <td>
-                    <code>{d.id}</code>
-                  </td>
-                  <td>{d.event_type}</td>
-                  <td>
-                    <Status value={d.status} />
-                  </td>
-                  <td>{last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-"}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </section>
-    ))}
+          ))}
+        </tbody>
+      </table>
+    )}
+  </>
+);
+
+export const WebhookConfigurationDetail: FC<{
+  base: string;
+  config: WebhookConfigurationRecord;
+  deliveries: DeliveryRecord[];
+  csrf: string;
+}> = ({ base, config, deliveries, csrf }) => (
+  <>
+    <section class="card" aria-labelledby="health">
+      <h2 id="health">Health</h2>
+      <p>
+        <Status value={config.status} /> {config.disabled_reason ? `(${config.disabled_reason})` : ""}. {health(config)}.
+      </p>
+      {config.status === "active" && (
+        <PostForm action={`${base}/test`} csrf={csrf} class="inline" label="Send a test event">
+          <button type="submit" class="secondary">
+            Send test event
+          </button>
+        </PostForm>
+      )}
+    </section>
+    <h2>Recent deliveries</h2>
+    <table>
+      <caption class="hint">The 25 most recent, newest first</caption>
+      <thead>
+        <tr>
+          <th scope="col">Delivery</th>
+          <th scope="col">Event</th>
+          <th scope="col">Status</th>
+          <th scope="col">Last attempt</th>
+        </tr>
+      </thead>
+      <tbody>
+        {deliveries.map((d) => (
+          <tr>
+            <td>
+              <a href={`${base}/deliveries/${d.id}`}>
+                <code>{d.id}</code>
+              </a>
+            </td>
+            <td>{d.event_type}</td>
+            <td>
+              <Status value={d.status} />
+            </td>
+            <td>{lastAttempt(d)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    {deliveries.length === 0 && <p>No deliveries yet.</p>}
+    <h2>Edit</h2>
+    <PostForm action={base} csrf={csrf} label="Edit the webhook configuration">
+      <Field id="url" label="Webhook URL" value={config.url} required />
+      <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
+      <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
+      <Field
+        id="client_secret"
+        type="password"
+        label="Client secret at the receiver"
+        hint="empty keeps the stored one; required when either URL moves to another origin"
+      />
+      <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
+      <Field id="description" label="Description" value={config.description ?? ""} hint="optional" />
+      <label for="status">Status</label>
+      <select id="status" name="status">
+        <option value="active" selected={config.status === "active"}>
+          active (re-enabling resets the health count)
+        </option>
+        <option value="disabled" selected={config.status === "disabled"}>
+          disabled
+        </option>
+      </select>
+      <button type="submit">Save</button>
+    </PostForm>
+  </>
+);
+
+export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resendable: boolean; csrf: string }> = ({
+  base,
+  delivery,
+  resendable,
+  csrf,
+}) => (
+  <>
+    <p>
+      Event <code>{delivery.event_type}</code> (<code>{delivery.event_id}</code>), status <Status value={delivery.status} />
+      {delivery.next_attempt_at ? `, next attempt ${when(delivery.next_attempt_at)}` : ""}. The <code>webhook-id</code> is the delivery id;
+      it stays the same on every attempt and re-send.
+    </p>
+    <table>
+      <caption class="hint">Attempts, oldest first (the most recent 50)</caption>
+      <thead>
+        <tr>
+          <th scope="col">#</th>
+          <th scope="col">Series</th>
+          <th scope="col">When</th>
+          <th scope="col">Step</th>
+          <th scope="col">HTTP status</th>
+          <th scope="col">Outcome</th>
+          <th scope="col">Error</th>
+          <th scope="col">Latency</th>
+        </tr>
+      </thead>
+      <tbody>
+        {delivery.attempts.map((a) => (
+          <tr>
+            <td>{a.number}</td>
+            <td>{a.series}</td>
+            <td>{when(a.at)}</td>
+            <td>{a.step}</td>
+            <td>{a.http_status ?? "-"}</td>
+            <td>
+              <Status value={a.outcome} />
+            </td>
+            <td>{a.error ?? "-"}</td>
+            <td>{a.latency_ms} ms</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    {delivery.attempts.length === 0 && <p>No attempt yet.</p>}
+    {resendable && (
+      <PostForm action={`${base}/resend`} csrf={csrf} label="Re-send this delivery">
+        <p>
+          {delivery.status === "delivered" || delivery.status === "failed"
+            ? "Re-sending starts a new series of attempts with the same webhook-id."
+            : "The delivery is waiting for its next attempt; re-sending makes it now."}
+        </p>
+        <button type="submit">Re-send</button>
+      </PostForm>
+    )}
   </>
 );
 

@@ -1,6 +1,7 @@
 /**
  * The manager app's routes at /manager (spec 2.1, 5.3): Organization Settings -> Users -> Client
- * credentials, plus API keys (operators only) and a read-only view of webhook configurations.
+ * credentials, plus API keys (operators only) and webhook configurations (health, edits, test
+ * events, each delivery's attempts and re-sends).
  * This file decides who may do what and loads the data; the markup is in pages.tsx and
  * views.tsx. Every page gets the security headers of middleware/html.ts (a nonce-based CSP);
  * every POST carries the session's CSRF token; an organization administrator's session reaches
@@ -38,8 +39,9 @@ import {
   UpdateApiKeyInput,
 } from "../../schemas/admin";
 import { parseInput } from "../../schemas/validate";
-import { listWebhookConfigurations } from "../../webhooks/configurations";
-import { listDeliveries } from "../../webhooks/deliveries";
+import { UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
+import { getWebhookConfiguration, listWebhookConfigurations, updateWebhookConfiguration } from "../../webhooks/configurations";
+import { getDelivery, listDeliveries, retryDelivery, sendTestEvent } from "../../webhooks/deliveries";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
@@ -53,12 +55,14 @@ import {
   ClientCredentialCreated,
   ClientCredentials,
   Confirm,
+  DeliveryDetail,
   ErrorMessage,
   OrganizationSettings,
   Organizations,
   SignInForm,
   SignInRejected,
   Users,
+  WebhookConfigurationDetail,
   WebhookConfigurations,
 } from "./pages";
 import { type Crumb, Page } from "./views";
@@ -385,18 +389,80 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     return c.redirect(`/manager/organizations/${org.id}/api-keys?notice=key-revoked`, 303);
   });
 
-  // Webhook configurations (read-only) with recent delivery outcomes.
+  // Webhook configurations: health, edits, test events, and each delivery's attempts with a re-send.
   app.get("/manager/organizations/:org/webhooks", async (c) => {
     const org = await orgFor(c);
-    const deps = c.get("deps");
-    const configs = await listWebhookConfigurations(deps, org.id, PAGE_SIZE);
-    const recent = await Promise.all(configs.items.map((w) => listDeliveries(deps, org.id, w.id, { limit: 5 })));
+    const configs = await listWebhookConfigurations(c.get("deps"), org.id, PAGE_SIZE);
     return page(
       c,
       "Webhook configurations",
       [...orgCrumbs(c, org, true), { label: "Webhook configurations" }],
-      <WebhookConfigurations configs={configs.items} recent={recent.map((r) => r.items)} />,
+      <WebhookConfigurations base={`/manager/organizations/${org.id}/webhooks`} configs={configs.items} />,
     );
+  });
+
+  app.get("/manager/organizations/:org/webhooks/:id", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const deliveries = await listDeliveries(c.get("deps"), org.id, config.id, { limit: 25 });
+    return page(
+      c,
+      `Webhook configuration ${config.id}`,
+      webhookCrumbs(c, org),
+      <WebhookConfigurationDetail base={webhookPath(org.id, config.id)} config={config} deliveries={deliveries.items} csrf={csrf(c)} />,
+      notices[c.req.query("notice") ?? ""],
+    );
+  });
+
+  app.post("/manager/organizations/:org/webhooks/:id", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const fields = await form(c);
+    const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string).trim() : "");
+    const events = text("events")
+      .split(",")
+      .map((e) => e.trim())
+      .filter((e) => e !== "");
+    const input = parseInput(UpdateWebhookConfigurationInput, {
+      url: text("url"),
+      oauth: {
+        token_url: text("token_url"),
+        client_id: text("client_id"),
+        ...(text("client_secret") !== "" ? { client_secret: text("client_secret") } : {}),
+      },
+      events: events.length === 0 ? null : events,
+      description: text("description") === "" ? null : text("description"),
+      status: text("status") || undefined,
+    });
+    await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
+    return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-saved`, 303);
+  });
+
+  app.post("/manager/organizations/:org/webhooks/:id/test", async (c) => {
+    const { org, config } = await webhookFor(c);
+    await sendTestEvent(c.get("deps"), org.id, config.id, actor(c));
+    return c.redirect(`${webhookPath(org.id, config.id)}?notice=test-sent`, 303);
+  });
+
+  app.get("/manager/organizations/:org/webhooks/:id/deliveries/:delivery", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const delivery = await getDelivery(c.get("deps"), org.id, c.req.param("delivery"));
+    if (delivery.webhook_configuration_id !== config.id) throw new ApiError("not_found", "There is no such page.");
+    const base = `${webhookPath(org.id, config.id)}/deliveries/${delivery.id}`;
+    const inFlight = delivery.attempts.some((a) => a.outcome === "in_flight");
+    return page(
+      c,
+      `Delivery ${delivery.id}`,
+      [...webhookCrumbs(c, org, config.id), { label: `Delivery ${delivery.id}` }],
+      <DeliveryDetail base={base} delivery={delivery} resendable={config.status === "active" && !inFlight} csrf={csrf(c)} />,
+      notices[c.req.query("notice") ?? ""],
+    );
+  });
+
+  app.post("/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const delivery = await getDelivery(c.get("deps"), org.id, c.req.param("delivery"));
+    if (delivery.webhook_configuration_id !== config.id) throw new ApiError("not_found", "There is no such page.");
+    await retryDelivery(c.get("deps"), org.id, delivery.id, actor(c));
+    return c.redirect(`${webhookPath(org.id, config.id)}/deliveries/${delivery.id}?notice=resent`, 303);
   });
 
   app.all("/manager/*", () => {
@@ -412,6 +478,9 @@ const notices: Record<string, string> = {
   "key-revoked": "API key revoked.",
   "limits-saved": "Limits saved; they apply from the next request.",
   "token-revoked": "Administrator token revoked; its sessions have ended.",
+  "webhook-saved": "Webhook configuration saved.",
+  "test-sent": "Test event published; its delivery is listed below.",
+  resent: "Re-sent; the new attempt appears here once it is made.",
 };
 
 const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" : `/manager/organizations/${s.org}`);
@@ -456,6 +525,21 @@ async function orgFor(c: C) {
   const orgId = c.req.param("org") ?? "";
   if (!canAccess(c.get("session"), orgId)) throw new ApiError("not_found", "There is no such page.");
   return getOrganization(c.get("deps"), orgId);
+}
+
+const webhookPath = (orgId: string, id: string) => `/manager/organizations/${orgId}/webhooks/${id}`;
+
+async function webhookFor(c: C) {
+  const org = await orgFor(c);
+  return { org, config: await getWebhookConfiguration(c.get("deps"), org.id, c.req.param("id") ?? "") };
+}
+
+function webhookCrumbs(c: C, org: { id: string; name: string }, configId?: string): Crumb[] {
+  return [
+    ...orgCrumbs(c, org, true),
+    { label: "Webhook configurations", href: `/manager/organizations/${org.id}/webhooks` },
+    ...(configId ? [{ label: `Configuration ${configId}`, href: webhookPath(org.id, configId) }] : [{ label: "Configuration" }]),
+  ];
 }
 
 async function userFor(c: C) {

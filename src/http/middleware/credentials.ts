@@ -6,7 +6,7 @@
  * admission names the client credential the body presents; only the key's presence is checked
  * here, before any body is read. Every answer to a counted request carries the RateLimit fields.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { type Admitted, API_KEY_HEADER, admit, presentedApiKey } from "../../auth/gate";
 import { authenticateRequest } from "../../auth/tokens";
 import { ApiError, withHeaders } from "../../errors";
@@ -14,7 +14,10 @@ import { rateLimitHeaders } from "../../ratelimit/service";
 import type { AppEnv } from "../context";
 import { setResponseHeaders } from "./headers";
 
-export function requireCredentials(tokenEndpoints: ReadonlySet<string>): MiddlewareHandler<AppEnv> {
+export function requireCredentials(
+  tokenEndpoints: ReadonlySet<string>,
+  costs: ReadonlyMap<string, (c: Context<AppEnv>) => Promise<number>> = new Map(),
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const deps = c.get("deps");
     const presented = c.req.header(API_KEY_HEADER);
@@ -24,7 +27,15 @@ export function requireCredentials(tokenEndpoints: ReadonlySet<string>): Middlew
         if (c.req.method === "POST") presentedApiKey(presented);
         else onAdmitted(await admit(deps, presented));
       } else {
-        const principal = await authenticateRequest(deps, presented, c.req.header("authorization"), onAdmitted);
+        // A route that counts as more than one request (GraphQL mutations) says how many first; a
+        // missing or malformed key is refused before its body is read.
+        const cost = costs.get(`${c.req.method} ${c.req.path}`);
+        let n = 1;
+        if (cost !== undefined) {
+          presentedApiKey(presented);
+          n = await cost(c);
+        }
+        const principal = await authenticateRequest(deps, presented, c.req.header("authorization"), onAdmitted, n);
         c.set("principal", principal);
         c.set("actor", { type: "api_client", id: principal.clientId, api_key_id: principal.apiKeyId });
       }

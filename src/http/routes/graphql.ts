@@ -6,7 +6,7 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { ApiError } from "../../errors";
-import { type GraphQLRequest as Request, runGraphQL } from "../../graphql/execute";
+import { type GraphQLRequest as Request, requestCost, runGraphQL } from "../../graphql/execute";
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../../lib/json";
 import { GraphQLRequest, GraphQLResponse } from "../../schemas/graphql";
 import { readFields, tooDeep } from "../body";
@@ -38,8 +38,23 @@ export const graphqlRoutes: Route[] = [
     },
     wire: "json",
     errorStyle: "graphql",
+    // Each mutation field counts as one request (product brief): known before admission, so a
+    // request whose mutations do not fit is refused with 429 before any of them runs.
+    cost: async (c) => {
+      let fields: Record<string, unknown>;
+      try {
+        fields = await readFields(c.req.raw, ["json"], DEFAULT_MAX_BODY_BYTES);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        c.set("preread", err); // answered after the credentials, as for any request
+        return 1;
+      }
+      c.set("preread", fields);
+      return requestCost({ query: fields.query, variables: fields.variables, operationName: fields.operationName });
+    },
     reply: async (c) => {
-      const fields = await readFields(c.req.raw, ["json"], DEFAULT_MAX_BODY_BYTES);
+      const fields = c.get("preread") ?? (await readFields(c.req.raw, ["json"], DEFAULT_MAX_BODY_BYTES));
+      if (fields instanceof ApiError) throw fields;
       return answer(c, { query: fields.query, variables: fields.variables, operationName: fields.operationName }, "POST");
     },
   }),

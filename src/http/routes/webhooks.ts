@@ -23,7 +23,15 @@ import {
   updateWebhookConfiguration,
   webhookConfigurationView,
 } from "../../webhooks/configurations";
-import { getDelivery, listDeliveries, MAX_EVENT_BYTES, publishEvent, retryDelivery, sendTestEvent } from "../../webhooks/deliveries";
+import {
+  getDelivery,
+  idempotencyKeyOf,
+  listDeliveries,
+  MAX_EVENT_BYTES,
+  publishEvent,
+  retryDelivery,
+  sendTestEvent,
+} from "../../webhooks/deliveries";
 import type { AppEnv } from "../context";
 import { CONFIG, DELIVERY, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT } from "../examples";
 import { envelopeRoute, listRoute, param, type Route } from "../route";
@@ -46,12 +54,13 @@ export const webhookRoutes: Route[] = [
     operationId: "createWebhookConfiguration",
     summary: "Create webhook configuration",
     description:
-      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here.",
+      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond).",
     tag: configTag,
     auth: "client",
     status: 201,
     body: { schema: CreateWebhookConfigurationInput, example: WEBHOOK_INPUT },
     response: { schema: CreatedWebhookConfigurationView, example: { ...CONFIG, signing_secret: SIGNING_SECRET } },
+    errors: [409],
     handle: async (c, input) => {
       const { record, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
       return { ...webhookConfigurationView(record), signing_secret: signingSecret };
@@ -87,7 +96,7 @@ export const webhookRoutes: Route[] = [
     operationId: "updateWebhookConfiguration",
     summary: "Update a webhook configuration",
     description:
-      'Absent fields are unchanged; `events: null` means every event; `status: "active"` re-enables a configuration disabled by a 410.',
+      'Absent fields are unchanged; `events: null` means every event; `status: "active"` re-enables a disabled configuration and resets its health. Moving `url` or `oauth.token_url` to another origin requires `oauth.client_secret` in the same request (400 otherwise).',
     tag: configTag,
     auth: "client",
     body: { schema: UpdateWebhookConfigurationInput, example: { events: null, status: "active" } },
@@ -156,7 +165,7 @@ export const webhookRoutes: Route[] = [
     operationId: "publishEvent",
     summary: "Publish an event to every matching configuration",
     description:
-      "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration.",
+      "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration. With an `Idempotency-Key` header (printable ASCII, at most 255 characters) a repeat within 24 hours answers the original event, creates no deliveries and carries `Idempotent-Replayed: true`; the same key with a different body is refused with 422.",
     tag: eventsTag,
     auth: "client",
     status: 202,
@@ -166,7 +175,13 @@ export const webhookRoutes: Route[] = [
       maxBytes: MAX_EVENT_REQUEST_BYTES,
     },
     response: { schema: PublishedEventView, example: PUBLISHED },
-    handle: (c, input) => publishEvent(deps(c), orgOf(c), input, actor(c)),
+    errors: [422],
+    handle: async (c, input) => {
+      const idempotencyKey = idempotencyKeyOf(c.req.header("idempotency-key"));
+      const event = await publishEvent(deps(c), orgOf(c), input, actor(c), { idempotencyKey });
+      if (event.replayed) c.header("Idempotent-Replayed", "true");
+      return event;
+    },
   }),
   envelopeRoute({
     method: "GET",
@@ -182,8 +197,9 @@ export const webhookRoutes: Route[] = [
     method: "POST",
     path: "/v1/deliveries/{id}/retry",
     operationId: "retryDelivery",
-    summary: "Re-send a failed delivery",
-    description: "Only a `failed` delivery of an active configuration can be re-sent (409 otherwise); it keeps its `webhook-id`.",
+    summary: "Re-send a delivery",
+    description:
+      "Keeps the `webhook-id`. A `delivered` or `failed` delivery starts a new series of attempts (attempt numbers continue); a pending or retrying one, stuck or waiting for its next retry, is attempted at once. 409 while an attempt is in flight or when the configuration is disabled or deleted.",
     tag: eventsTag,
     auth: "client",
     status: 202,
