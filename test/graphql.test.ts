@@ -481,5 +481,7 @@ describe("each mutation field counts against the API key's limits", () => {
     ).toBe(1);
     expect(await cost(`mutation { ...M ${p("c")} } fragment M on Mutation { ${p("a")} ${p("b")} }`)).toBe(3);
     expect(await cost(`mutation { __typename }`)).toBe(1);
+    // Defaults count as execution sees them: an omitted variable with a default is that default.
+    expect(await cost(`mutation($s: Boolean = false) { ${p("a", "@skip(if: $s)")} ${p("b", "@skip(if: $s)")} }`)).toBe(2);
   });
 });

@@ -223,6 +223,21 @@ describe("a token endpoint that echoes the client secret", () => {
     expect(mentionsSecret(everything, RECEIVER_SECRET)).toBe(false);
   });
 
+  it("keeps pieces of a long secret out too, in hex or base64 from any offset", async () => {
+    const long = "L0ng-receiver-secret-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG";
+    const configId = (await newConfig({ oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: long } })).id;
+    const bytes = new TextEncoder().encode(long);
+    const hexOf = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+    const b64Of = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+    for (const echoed of [hexOf(bytes), b64Of(bytes.subarray(0, 48)), b64Of(bytes.subarray(7, 40)), hexOf(bytes.subarray(30, 50))]) {
+      fakeNetwork(tokenRoute(() => json({ error: "invalid_client", message: `you sent ${echoed}` }, 401)));
+      const id = await publish(configId);
+      const { last } = await attempt(id);
+      expect(last.error).toBe("token endpoint answered 401 (error: invalid_client)");
+      expect(mentionsSecret(JSON.stringify(await getDelivery(t, token, id)), long)).toBe(false);
+    }
+  });
+
   it("drops an OAuth error code that carries the secret too", async () => {
     const configId = (await newConfig()).id;
     fakeNetwork(tokenRoute(() => json({ error: RECEIVER_SECRET.slice(0, 20) }, 400)));
@@ -392,7 +407,7 @@ describe("the state machine only moves forward", () => {
     expect((await getDelivery(t, token, id)).attempts).toHaveLength(1);
   });
 
-  it("drops the same ticket arriving twice at once: one sends, the other finds the attempt in flight", async () => {
+  it("drops the same ticket arriving twice at once: one sends, the other finds its number taken", async () => {
     const configId = (await newConfig()).id;
     const sent = fakeNetwork(receiver());
     const id = await publish(configId);
@@ -467,6 +482,19 @@ describe("the state machine only moves forward", () => {
     // Delivered is final until a user re-sends: a re-send is a new series again.
     expect((await api(t, token, `/v1/deliveries/${id}/retry`, "POST")).status).toBe(202);
     expect(await deliveryRow(t.orgId, id)).toMatchObject({ status: "pending", series: 3, attempts: 2 });
+  });
+
+  it("never begins a second attempt while one is in flight, even if its ticket was marked unsent", async () => {
+    const configId = (await newConfig()).id;
+    const id = await publish(configId);
+    const stub = webhooksOf(t.orgId);
+    expect((await stub.begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
+    // As if the sender's bookkeeping had lost the race with the consumer.
+    await inWebhooks(t.orgId, "UPDATE deliveries SET dispatched_ms = NULL WHERE id = ?", id);
+    await runDurableObjectAlarm(stub);
+    expect(await deliveryRow(t.orgId, id)).toMatchObject({ attempts: 1, dispatched_ms: null });
+    const next = await stub.begin({ v: 2, organization_id: t.orgId, delivery_id: id, series: 1, attempt: 2 }, Date.now());
+    expect(next).toEqual({ go: false, reason: "attempt in flight" });
   });
 
   it("refuses a re-send while an attempt is in flight", async () => {
@@ -611,6 +639,42 @@ describe("the outbox: nothing published is lost", () => {
       Date.now(),
     );
     expect((await getDelivery(t, token, id)).status).toBe("retrying");
+  });
+
+  it("concludes an abandoned attempt first when a user re-sends before the alarm has, without counting it against the receiver", async () => {
+    const configId = (await newConfig()).id;
+    const id = await publish(configId);
+    expect((await webhooksOf(t.orgId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
+    await inWebhooks(t.orgId, "UPDATE deliveries SET lease_until_ms = ? WHERE id = ?", Date.now() - 1, id);
+    expect((await api(t, token, `/v1/deliveries/${id}/retry`, "POST")).status).toBe(202);
+    const d = await getDelivery(t, token, id);
+    expect(d.attempts).toEqual([expect.objectContaining({ number: 1, step: "configuration", outcome: "retry" })]);
+    expect(await deliveryRow(t.orgId, id)).toMatchObject({ status: "retrying", attempts: 1, lease_until_ms: null });
+    expect(Date.parse(d.next_attempt_at!)).toBeLessThanOrEqual(Date.now());
+    const config = (await (await api(t, token, `/v1/webhook-configurations/${configId}`)).json()) as { data: { failing_since: unknown } };
+    expect(config.data.failing_since).toBeNull();
+  });
+
+  it("prunes events, deliveries and attempts after 30 days, and Idempotency-Keys after 24 hours, on the alarm set for them", async () => {
+    const configId = (await newConfig()).id;
+    fakeNetwork(receiver());
+    const old = await publish(configId);
+    await attempt(old);
+    const recent = await publish(configId);
+    await inWebhooks(
+      t.orgId,
+      "UPDATE events SET created_ms = created_ms - 2592000001 WHERE id = (SELECT event_id FROM deliveries WHERE id = ?)",
+      old,
+    );
+    const alarm = await runInDurableObject(webhooksOf(t.orgId), (_i, s) => s.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    await runDurableObjectAlarm(webhooksOf(t.orgId));
+    expect((await api(t, token, `/v1/deliveries/${old}`)).status).toBe(404);
+    expect((await api(t, token, `/v1/deliveries/${recent}`)).status).toBe(200);
+    const left = await runInDurableObject(webhooksOf(t.orgId), (_i, s) =>
+      s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM attempts WHERE delivery_id = ?", old).one(),
+    );
+    expect(left.n).toBe(0);
   });
 
   it("lets a user re-send a delivery stuck past its due time at once", async () => {

@@ -140,6 +140,21 @@ export async function authenticateRequest(
   };
 }
 
+/**
+ * Whether the request carries an access token that verifies here (signature, expiry), without
+ * any call: lets work that must come before admission (a GraphQL request's cost) be done only
+ * for callers holding a genuine token. Revocation is still decided at admission.
+ */
+export async function bearerVerifies(deps: Deps, authorization: string | undefined): Promise<boolean> {
+  try {
+    await verifyAccessToken(deps.config.signingKeys, bearerToken(authorization), deps.now());
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError) return false;
+    throw err;
+  }
+}
+
 /** RFC 6750 2.1: `Bearer` (case-insensitive scheme), one space, then the token. */
 function bearerToken(authorization: string | undefined): string {
   const match = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);

@@ -11,6 +11,10 @@ import {
   execute,
   GraphQLError,
   type GraphQLFormattedError,
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
+  getDirectiveValues,
+  getVariableValues,
   Kind,
   type OperationDefinitionNode,
   parse,
@@ -115,8 +119,13 @@ export function requestCost(request: GraphQLRequest): number {
   if ("status" in prepared) return 1;
   const operation = selectOperation(prepared.document, typeof operationName === "string" ? operationName : undefined);
   if (operation?.operation !== "mutation") return 1;
-  const vars =
+  const raw =
     typeof variables === "object" && variables !== null && !Array.isArray(variables) ? (variables as Record<string, unknown>) : {};
+  // Variables as execution will see them: coerced, defaults applied. Variables that do not
+  // coerce make execution fail before any field runs, so such a request costs one.
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], raw, { maxErrors: 1 });
+  if (coerced.errors !== undefined) return 1;
+  const vars = coerced.coerced;
   const fragments = new Map(
     prepared.document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d] as const),
   );
@@ -139,18 +148,10 @@ export function requestCost(request: GraphQLRequest): number {
   return Math.max(1, keys.size);
 }
 
-/** GraphQL's @skip and @include, with literal or variable conditions (a missing variable: included). */
+/** GraphQL's @skip and @include, decided as graphql-js's execution decides them. */
 function included(selection: SelectionNode, variables: Record<string, unknown>): boolean {
-  for (const directive of selection.directives ?? []) {
-    const name = directive.name.value;
-    if (name !== "skip" && name !== "include") continue;
-    const arg = directive.arguments?.find((a) => a.name.value === "if")?.value;
-    let value: unknown = true;
-    if (arg?.kind === Kind.BOOLEAN) value = arg.value;
-    else if (arg?.kind === Kind.VARIABLE) value = variables[arg.name.value] ?? true;
-    if (name === "skip" && value === true) return false;
-    if (name === "include" && value === false) return false;
-  }
+  if (getDirectiveValues(GraphQLSkipDirective, selection, variables)?.if === true) return false;
+  if (getDirectiveValues(GraphQLIncludeDirective, selection, variables)?.if === false) return false;
   return true;
 }
 

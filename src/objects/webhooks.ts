@@ -208,15 +208,12 @@ export class WebhookObject extends DurableObject<Env> {
   private alarmAt: number | null = null;
   private dispatchFailures = 0;
   private auditFailures = 0;
-  /** When old rows were last pruned (memory: a restarted object prunes at its first alarm). */
-  private housekeptAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, MIGRATIONS);
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
-      this.housekeptAt = Date.now();
     });
   }
 
@@ -272,8 +269,7 @@ export class WebhookObject extends DurableObject<Env> {
         events: input.events,
       });
     });
-    await this.settle(now);
-    return ok(this.configRecord(this.configRow(input.id) as ConfigRow));
+    return this.settled(this.configRecord(this.configRow(input.id) as ConfigRow), now);
   }
 
   configuration(id: string): Result<WebhookConfigurationRecord> {
@@ -335,8 +331,7 @@ export class WebhookObject extends DurableObject<Env> {
         status,
       });
     });
-    await this.settle(now);
-    return ok(this.configRecord(this.configRow(id) as ConfigRow));
+    return this.settled(this.configRecord(this.configRow(id) as ConfigRow), now);
   }
 
   /** Deletes the configuration; its open deliveries end `failed` at their next attempt. */
@@ -347,8 +342,7 @@ export class WebhookObject extends DurableObject<Env> {
       this.sql.exec("DELETE FROM configurations WHERE id = ?", id);
       this.audit(actor, "webhook_configuration.deleted", "webhook_configuration", id, now, null);
     });
-    await this.settle(now);
-    return ok(this.configRecord(current));
+    return this.settled(this.configRecord(current), now);
   }
 
   /** Puts a new signing secret first; the previous one signs too until `previousExpiresAt`. */
@@ -374,8 +368,7 @@ export class WebhookObject extends DurableObject<Env> {
         previous_secret_expires_at: previousExpiresAt,
       });
     });
-    await this.settle(now);
-    return ok(this.configRecord(this.configRow(id) as ConfigRow));
+    return this.settled(this.configRecord(this.configRow(id) as ConfigRow), now);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -461,9 +454,7 @@ export class WebhookObject extends DurableObject<Env> {
     });
     // In the same write batch as the rows (no await between): if this invocation dies before the
     // messages are sent, the alarm sends them.
-    this.plan(now);
-    await this.settle(now);
-    return ok(this.publishedView(event.id) as PublishedEventView);
+    return this.settled(this.publishedView(event.id) as PublishedEventView, now);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -498,8 +489,13 @@ export class WebhookObject extends DurableObject<Env> {
    * Refused while an attempt is in flight, or when the configuration is gone or disabled.
    */
   async resend(id: string, actor: Actor, now: number): Promise<Result<DeliveryRecord>> {
-    const row = this.deliveryRow(id);
+    let row = this.deliveryRow(id);
     if (row === undefined) return missing("Delivery");
+    if (row.lease_until_ms !== null && row.lease_until_ms <= now) {
+      // An attempt whose consumer stopped: concluded first, as the alarm would, so it never lingers.
+      this.abandon(row, now);
+      row = this.deliveryRow(id) as DeliveryRow;
+    }
     const config = this.configRow(row.configuration_id);
     if (config === undefined) return fail("conflict", "The delivery's webhook configuration has been deleted.");
     if (config.status !== "active") {
@@ -529,8 +525,7 @@ export class WebhookObject extends DurableObject<Env> {
       this.audit(actor, "delivery.resent", "delivery", id, now, { was: row.status });
     });
     this.plan(now);
-    await this.settle(now);
-    return ok(this.deliveryRecord(this.deliveryRow(id) as DeliveryRow));
+    return this.settled(this.deliveryRecord(this.deliveryRow(id) as DeliveryRow), now);
   }
 
   /**
@@ -544,6 +539,7 @@ export class WebhookObject extends DurableObject<Env> {
     if (row.series !== ticket.series) return { go: false, reason: "superseded by a re-send" };
     if (row.status === "delivered" || row.status === "failed") return { go: false, reason: `already ${row.status}` };
     if (ticket.attempt !== row.attempts + 1) return { go: false, reason: "attempt already made" };
+    if (row.lease_until_ms !== null) return { go: false, reason: "attempt in flight" };
     if (row.next_attempt_ms !== null && row.next_attempt_ms > now + EARLY_TOLERANCE_MS) {
       // Early (a clock far off): send it again when it is due.
       this.sql.exec("UPDATE deliveries SET dispatched_ms = NULL WHERE id = ?", row.id);
@@ -556,10 +552,12 @@ export class WebhookObject extends DurableObject<Env> {
     // by `finish` or, if that never comes, by the alarm once the lease has run out.
     const deadline = now + this.config.webhookTimeoutMs;
     this.ctx.storage.transactionSync(() => {
+      // Its ticket has arrived, whatever the sender managed to mark: never owed again.
       this.sql.exec(
-        "UPDATE deliveries SET attempts = ?, lease_until_ms = ?, updated_at = ? WHERE id = ?",
+        "UPDATE deliveries SET attempts = ?, lease_until_ms = ?, dispatched_ms = coalesce(dispatched_ms, ?), updated_at = ? WHERE id = ?",
         ticket.attempt,
         deadline + LEASE_MARGIN_MS,
+        now,
         isoTime(now),
         row.id,
       );
@@ -628,6 +626,16 @@ export class WebhookObject extends DurableObject<Env> {
     }
   }
 
+  /** Concludes an attempt whose lease ran out with no report: a failed try on our side, retried by the schedule. */
+  private abandon(d: { id: string; series: number; attempts: number }, now: number): void {
+    const error = "no outcome was reported before the attempt's deadline (the consumer stopped)";
+    this.conclude(
+      { delivery_id: d.id, series: d.series, attempt: d.attempts },
+      { step: "configuration", http_status: null, latency_ms: 0, outcome: "retry", error },
+      now,
+    );
+  }
+
   /**
    * Records the outcome of an `in_flight` attempt and moves its delivery forward: the one state
    * machine behind `finish`, the dead-letter path and abandoned attempts. False when the attempt
@@ -648,7 +656,9 @@ export class WebhookObject extends DurableObject<Env> {
         .toArray();
       if (inFlight.length === 0) return; // already concluded: a repeated or late report
       concluded = true;
-      const open = (row.status === "pending" || row.status === "retrying") && row.series === ticket.series;
+      // Only the delivery's latest attempt moves it; an older one is recorded and that is all.
+      const open =
+        (row.status === "pending" || row.status === "retrying") && row.series === ticket.series && row.attempts === ticket.attempt;
       const config = this.configRow(row.configuration_id);
       let result = outcome.outcome;
       let error = outcome.error;
@@ -662,6 +672,7 @@ export class WebhookObject extends DurableObject<Env> {
           error = "webhook URL answered 410 Gone, but the configuration has changed since; retrying";
         }
       }
+      // A failure on our side (step "configuration": the configuration, the consumer) is not the receiver's.
       if (open && config !== undefined && outcome.step !== "configuration") {
         this.noteHealth(config, result === "delivered", extra.started_at ?? now, now);
       }
@@ -725,14 +736,7 @@ export class WebhookObject extends DurableObject<Env> {
         now,
       )
       .toArray();
-    for (const d of abandoned) {
-      const error = "no outcome was reported before the attempt's deadline (the consumer stopped)";
-      this.conclude(
-        { delivery_id: d.id, series: d.series, attempt: d.attempts },
-        { step: "webhook", http_status: null, latency_ms: 0, outcome: "retry", error },
-        now,
-      );
-    }
+    for (const d of abandoned) this.abandon(d, now);
     // Sent, yet not begun well after it was due: the message is presumed lost and sent again.
     const lost = this.sql.exec(
       `UPDATE deliveries SET dispatched_ms = NULL WHERE ${OPEN} AND dispatched_ms IS NOT NULL AND lease_until_ms IS NULL
@@ -743,9 +747,20 @@ export class WebhookObject extends DurableObject<Env> {
     if (lost + abandoned.length > 0) {
       log.warn("webhook deliveries recovered", { lost_messages: lost, abandoned_attempts: abandoned.length });
     }
-    if (now >= this.housekeptAt + DAY_MS) this.housekeep(now);
+    this.housekeep(now);
     this.plan(now);
     await this.settle(now);
+  }
+
+  /**
+   * The end of every change: the record it answers with, taken before anything is awaited (a
+   * concurrent change cannot swap it), the alarm set in the same write batch as the change (so a
+   * crash before the sends below leaves them to the alarm), then the sends.
+   */
+  private async settled<T>(answer: T, now: number): Promise<Result<T>> {
+    this.plan(now);
+    await this.settle(now);
+    return ok(answer);
   }
 
   /** Sends the owed messages and the audit entries, then plans the next alarm. */
@@ -760,7 +775,7 @@ export class WebhookObject extends DurableObject<Env> {
     const due = this.sql
       .exec<{ id: string; series: number; attempts: number; next_attempt_ms: number }>(
         `SELECT id, series, attempts, next_attempt_ms FROM deliveries WHERE ${OPEN} AND dispatched_ms IS NULL
-          AND next_attempt_ms <= ? ORDER BY next_attempt_ms LIMIT 1000`,
+          AND lease_until_ms IS NULL AND next_attempt_ms <= ? ORDER BY next_attempt_ms LIMIT 1000`,
         now + MAX_QUEUE_DELAY_MS,
       )
       .toArray();
@@ -809,12 +824,25 @@ export class WebhookObject extends DurableObject<Env> {
     }
   }
 
-  /** Sets the alarm for the earliest thing owed: a send, a recovery check, an audit push, housekeeping. */
+  /**
+   * Sets the alarm for the earliest thing owed: a send, the end of a lease, a recovery check, an
+   * audit push, or the moment the oldest event or Idempotency-Key expires. An object with none of
+   * these sets no alarm (it does not wake for nothing).
+   */
   private plan(now: number): void {
     const bound = this.config.webhookRedispatchMs;
-    const times: number[] = [this.housekeptAt + DAY_MS];
+    const times: number[] = [];
+    const expiring = this.sql
+      .exec<{ e: number | null; k: number | null }>(
+        "SELECT (SELECT min(created_ms) FROM events) AS e, (SELECT min(created_ms) FROM idempotency_keys) AS k",
+      )
+      .one();
+    if (expiring.e !== null) times.push(expiring.e + EVENT_RETENTION_DAYS * DAY_MS);
+    if (expiring.k !== null) times.push(expiring.k + IDEMPOTENCY_WINDOW_MS);
     const owed = this.sql
-      .exec<{ t: number | null }>(`SELECT min(next_attempt_ms) AS t FROM deliveries WHERE ${OPEN} AND dispatched_ms IS NULL`)
+      .exec<{ t: number | null }>(
+        `SELECT min(next_attempt_ms) AS t FROM deliveries WHERE ${OPEN} AND dispatched_ms IS NULL AND lease_until_ms IS NULL`,
+      )
       .one().t;
     if (owed !== null) times.push(Math.max(owed - MAX_QUEUE_DELAY_MS, now + backoff(this.dispatchFailures)));
     const sent = this.sql
@@ -829,6 +857,11 @@ export class WebhookObject extends DurableObject<Env> {
       .one().t;
     if (leased !== null) times.push(leased);
     if (this.sql.exec("SELECT 1 FROM audit_outbox LIMIT 1").toArray().length > 0) times.push(now + backoff(this.auditFailures));
+    if (times.length === 0) {
+      if (this.alarmAt !== null) void this.ctx.storage.deleteAlarm();
+      this.alarmAt = null;
+      return;
+    }
     const at = Math.min(...times);
     if (this.alarmAt === at) return;
     this.alarmAt = at;
@@ -837,6 +870,12 @@ export class WebhookObject extends DurableObject<Env> {
 
   private housekeep(now: number): void {
     const cutoff = now - EVENT_RETENTION_DAYS * DAY_MS;
+    const oldest = this.sql
+      .exec<{ e: number | null; k: number | null }>(
+        "SELECT (SELECT min(created_ms) FROM events) AS e, (SELECT min(created_ms) FROM idempotency_keys) AS k",
+      )
+      .one();
+    if ((oldest.e ?? now) >= cutoff && (oldest.k ?? now) >= now - IDEMPOTENCY_WINDOW_MS) return;
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
         `DELETE FROM attempts WHERE delivery_id IN (SELECT d.id FROM deliveries d JOIN events e ON e.id = d.event_id
@@ -847,7 +886,6 @@ export class WebhookObject extends DurableObject<Env> {
       this.sql.exec("DELETE FROM events WHERE created_ms < ?", cutoff);
       this.sql.exec("DELETE FROM idempotency_keys WHERE created_ms < ?", now - IDEMPOTENCY_WINDOW_MS);
     });
-    this.housekeptAt = now;
   }
 
   // -------------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
 async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun, { go: true }>): Promise<AttemptReport> {
   const config = begun.configuration;
   const startedAt = deps.now();
-  const deadline = deadlineOf(deps);
+  const deadline = deadlineOf(deps, begun.deadline);
   const report = (
     step: AttemptReport["step"],
     httpStatus: number | null,

@@ -8,8 +8,8 @@
  *
  * What a receiver says is never stored as it came: a failure keeps only parsed, bounded fields
  * (the HTTP status, the OAuth `error` code, the spec's short `message`), each dropped if it holds
- * the client secret, or 8 characters of it in a row, raw or encoded (percent, form, JSON, base64,
- * hex). Failures are DeliveryFailure values.
+ * 8 characters in a row of the client secret, raw or encoded (percent, form, JSON, base64, hex).
+ * Failures are DeliveryFailure values.
  */
 import type { Deps } from "../deps";
 import { base64Encode, base64UrlEncode, encodeUtf8, hex } from "../lib/encoding";
@@ -19,11 +19,13 @@ import { checkTarget } from "./ssrf";
 
 export const MAX_REDIRECTS = 5;
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
-const MAX_WEBHOOK_RESPONSE_BYTES = 16 * 1024;
 const FORM = "application/x-www-form-urlencoded";
-/** RFC 6749 5.2: error codes are %x20-21 / %x23-5B / %x5D-7E; we keep at most 64 of them. */
-const OAUTH_ERROR_CODE = /^[\x20\x21\x23-\x5b\x5d-\x7e]{1,64}$/;
+/** RFC 6749 5.2's registered codes and their like: lower-case words joined by `_`, at most 40. */
+const OAUTH_ERROR_CODE = /^[a-z]+(_[a-z]+)*$/;
+const MAX_ERROR_CODE_CHARS = 40;
 const MAX_MESSAGE_CHARS = 120;
+/** A longer `message` is not kept at all (it is not a short error message). */
+const MAX_MESSAGE_SCANNED = 2_000;
 /** A run of this many characters of a secret counts as the secret. */
 const SECRET_WINDOW = 8;
 
@@ -54,8 +56,13 @@ export interface Deadline {
   seconds: number;
 }
 
-export function deadlineOf(deps: Deps): Deadline {
-  return { signal: AbortSignal.timeout(deps.config.webhookTimeoutMs), seconds: deps.config.webhookTimeoutMs / 1000 };
+/**
+ * The attempt's deadline: the one the object set when the attempt began (its lease is measured
+ * from it), or this Worker's own WEBHOOK_TIMEOUT_SECONDS from now if that is sooner.
+ */
+export function deadlineOf(deps: Deps, deadlineMs: number): Deadline {
+  const ms = Math.max(1, Math.min(deadlineMs - deps.now(), deps.config.webhookTimeoutMs));
+  return { signal: AbortSignal.timeout(ms), seconds: Math.ceil(ms / 1000) };
 }
 
 const what = (step: Step) => (step === "token" ? "token endpoint" : "webhook URL");
@@ -181,51 +188,61 @@ export async function postWebhook(
 ): Promise<{ status: number; retryAfterSeconds: number | null }> {
   const url = guard(deps, "webhook", target);
   const res = await timedFetch("webhook", url, { method: "POST", headers, body }, deadline);
-  // The body is not used; reading a bounded amount of it lets the connection be reused. The
-  // status is what counts, so a receiver that stalls its body after a 2xx has still received it.
-  await readCapped(res.body, MAX_WEBHOOK_RESPONSE_BYTES, deadline.signal).catch(() => undefined);
+  // The status is the answer; the body is never used, so it is not waited for (a receiver that
+  // stalls it after a 2xx has still received the webhook).
+  await res.body?.cancel().catch(() => undefined);
   return { status: res.status, retryAfterSeconds: retryAfter(res) };
 }
 
 /**
  * ` (error: invalid_client; message: ...)` from a token endpoint's error body: the OAuth `error`
- * code (RFC 6749 5.2) and the spec's `message` (2.4), each only when well-formed and free of the
- * secret. Nothing else of the body is kept.
+ * code (RFC 6749 5.2; lower-case words, at most 40 characters) and the spec's `message` (2.4; at
+ * most 120 printable characters), each only when free of the secret. Nothing else of the body is
+ * kept. The whole message is checked, before it is shortened.
  */
 function receiverSaid(body: Record<string, unknown> | null, secret: string): string {
   const parts: string[] = [];
   const code = body?.error;
-  if (typeof code === "string" && OAUTH_ERROR_CODE.test(code) && !mentionsSecret(code, secret)) parts.push(`error: ${code}`);
+  if (typeof code === "string" && code.length <= MAX_ERROR_CODE_CHARS && OAUTH_ERROR_CODE.test(code) && !mentionsSecret(code, secret)) {
+    parts.push(`error: ${code}`);
+  }
   const message = body?.message;
-  if (typeof message === "string" && message !== "") {
-    const printable = message.replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_MESSAGE_CHARS);
-    if (!mentionsSecret(printable, secret)) parts.push(`message: ${printable}`);
+  if (typeof message === "string" && message !== "" && message.length <= MAX_MESSAGE_SCANNED && !mentionsSecret(message, secret)) {
+    parts.push(`message: ${message.replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_MESSAGE_CHARS)}`);
   }
   return parts.length === 0 ? "" : ` (${parts.join("; ")})`;
 }
 
 /**
- * Whether `text` holds the secret, or SECRET_WINDOW characters of it in a row, raw or in an
- * encoding a server might echo it in: percent- or form-encoded, JSON-escaped, base64(url), hex.
+ * Whether `text` holds any SECRET_WINDOW characters in a row of the secret, raw or in an encoding
+ * a server might echo it in: percent- or form-encoded, JSON-escaped, hex, base64 or base64url
+ * (from each of the three byte alignments, so a piece of an encoded secret is found too).
+ * Percent and hex are compared without regard to case. Short secrets are looked for whole.
  */
 export function mentionsSecret(text: string, secret: string): boolean {
   if (secret === "") return false;
   const lower = text.toLowerCase();
   const bytes = encodeUtf8(secret);
-  const encoded = [
-    secret,
-    encodeURIComponent(secret),
-    new URLSearchParams({ s: secret }).toString().slice(2),
-    JSON.stringify(secret).slice(1, -1),
-    base64Encode(bytes).replace(/=+$/, ""),
-    base64UrlEncode(bytes),
-    hex(bytes),
+  const forms: [string, boolean][] = [
+    [secret, false],
+    [encodeURIComponent(secret), true],
+    [new URLSearchParams({ s: secret }).toString().slice(2), true],
+    [JSON.stringify(secret).slice(1, -1), false],
+    [hex(bytes), true],
   ];
-  for (const form of encoded) {
-    if (text.includes(form) || lower.includes(form.toLowerCase())) return true;
+  for (let shift = 0; shift < 3 && shift < bytes.byteLength; shift++) {
+    forms.push([base64Encode(bytes.subarray(shift)).replace(/=+$/, ""), false], [base64UrlEncode(bytes.subarray(shift)), false]);
   }
-  for (let i = 0; i + SECRET_WINDOW <= secret.length; i++) {
-    if (text.includes(secret.slice(i, i + SECRET_WINDOW))) return true;
+  for (const [form, anyCase] of forms) {
+    const haystack = anyCase ? lower : text;
+    const needle = anyCase ? form.toLowerCase() : form;
+    if (needle.length <= SECRET_WINDOW) {
+      if (haystack.includes(needle)) return true;
+      continue;
+    }
+    for (let i = 0; i + SECRET_WINDOW <= needle.length; i++) {
+      if (haystack.includes(needle.slice(i, i + SECRET_WINDOW))) return true;
+    }
   }
   return false;
 }

@@ -13,7 +13,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type Keyway, sleep, startKeyway } from "./server";
 
 const EVENTS = 40;
-/** README, "Webhooks": a lost message is sent again 10 s after it was due in a local run; an attempt cut off in flight, at the end of its lease (40 s) plus the first retry (5 s). */
+/**
+ * README, "Webhooks": under npm start a lost message is sent again 10 s after it was due; an
+ * attempt cut off in flight is concluded at the end of its lease (30 s + 10 s) and retried by the
+ * schedule (5 s). With the restart itself, every delivery must be done within this.
+ */
 const BOUND_MS = 60_000;
 
 interface Receiver {
@@ -106,7 +110,7 @@ describe("webhooks in a local run", () => {
     const restarted = Date.now();
     keyway = await startKeyway({ persistDir });
     const pending = new Set(deliveries);
-    while (pending.size > 0 && Date.now() - restarted < BOUND_MS + 30_000) {
+    while (pending.size > 0 && Date.now() - restarted < BOUND_MS) {
       for (const id of [...pending]) {
         const res = await api(`/v1/deliveries/${id}`);
         const status = ((await res.json()) as { data: { status: string } }).data.status;
@@ -119,7 +123,6 @@ describe("webhooks in a local run", () => {
       `webhooks-restart: ${receivedBeforeCrash.size} of ${EVENTS} received before the kill; all delivered ${took} ms after the restart began`,
     );
     expect([...pending]).toEqual([]);
-    expect(took).toBeLessThan(BOUND_MS + 30_000);
     for (const id of deliveries) expect(receiver.ids.get(id) ?? 0).toBeGreaterThanOrEqual(1);
     // Some were lost with the crash (or the test proves nothing about recovery).
     expect(receivedBeforeCrash.size).toBeLessThan(EVENTS);

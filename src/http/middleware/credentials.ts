@@ -8,7 +8,7 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { type Admitted, API_KEY_HEADER, admit, presentedApiKey } from "../../auth/gate";
-import { authenticateRequest } from "../../auth/tokens";
+import { authenticateRequest, bearerVerifies } from "../../auth/tokens";
 import { ApiError, withHeaders } from "../../errors";
 import { rateLimitHeaders } from "../../ratelimit/service";
 import type { AppEnv } from "../context";
@@ -27,13 +27,14 @@ export function requireCredentials(
         if (c.req.method === "POST") presentedApiKey(presented);
         else onAdmitted(await admit(deps, presented));
       } else {
-        // A route that counts as more than one request (GraphQL mutations) says how many first; a
-        // missing or malformed key is refused before its body is read.
+        // A route that counts as more than one request (GraphQL mutations) says how many first,
+        // reading its body only for a well-formed key and a genuine access token: anyone else is
+        // refused as usual, having cost no parsing.
         const cost = costs.get(`${c.req.method} ${c.req.path}`);
         let n = 1;
         if (cost !== undefined) {
           presentedApiKey(presented);
-          n = await cost(c);
+          if (await bearerVerifies(deps, c.req.header("authorization"))) n = await cost(c);
         }
         const principal = await authenticateRequest(deps, presented, c.req.header("authorization"), onAdmitted, n);
         c.set("principal", principal);
