@@ -38,29 +38,38 @@ describe("revocation in a local run", () => {
     const { demo, adminToken } = keyway;
     // The base URL changes with each start (a fresh port).
     const base = () => keyway?.baseUrl ?? "";
-    const tokenRequest = () =>
+    const tokenRequest = (clientId = demo.clientId, clientSecret = demo.clientSecret) =>
       fetch(`${base()}/v1/oauth`, {
         method: "POST",
         headers: { "Content-Type": "application/json", "x-api-key": demo.apiKey },
-        body: JSON.stringify({ client_id: demo.clientId, client_secret: demo.clientSecret, grant_type: "client_credentials" }),
+        body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" }),
       });
-    const admin = (method: string, path: string) =>
+    const admin = (method: string, path: string, body?: unknown) =>
       fetch(`${base()}/admin/v1/organizations/${demo.organizationId}${path}`, {
         method,
-        headers: { Authorization: `Bearer ${adminToken}` },
+        headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
 
     const issued = await tokenRequest();
     expect(issued.status).toBe(200);
     const token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+    // A second credential that stays valid: the control showing that a restart keeps tokens working,
+    // so the refusals below are the revocations and not, say, new signing keys.
+    const second = await admin("POST", `/users/${demo.userId}/client-credentials`, { name: "control" });
+    expect(second.status).toBe(201);
+    const control = ((await second.json()) as { data: { client_id: string; client_secret: string } }).data;
+    await sleep(1100);
+    const controlIssued = await tokenRequest(control.client_id, control.client_secret);
+    expect(controlIssued.status).toBe(200);
+    const controlToken = ((await controlIssued.json()) as { data: { access_token: string } }).data.access_token;
     const entry = await kv(persistDir, "get", `client:${demo.clientId}`);
     expect(entry).toContain(demo.organizationId);
 
     expect((await admin("DELETE", `/users/${demo.userId}/client-credentials/${demo.clientId}`)).status).toBe(200);
     await kv(persistDir, "put", `client:${demo.clientId}`, entry.trim());
 
-    await keyway.stop();
-    keyway = await startKeyway({ persistDir });
+    keyway = await keyway.restart();
     // The demo key allows one request per second.
     await sleep(1100);
     const refused = await tokenRequest();
@@ -72,11 +81,15 @@ describe("revocation in a local run", () => {
     });
     expect(me.status).toBe(401);
     expect(((await me.json()) as { error: string }).error).toBe("invalid_token");
+    await sleep(1100);
+    const controlMe = await fetch(`${base()}/v1/me`, {
+      headers: { "x-api-key": demo.apiKey, Authorization: `Bearer ${controlToken}` },
+    });
+    expect(controlMe.status).toBe(200);
 
     // The API key too: revoked, then refused after another restart.
     expect((await admin("DELETE", `/api-keys/${demo.apiKeyId}`)).status).toBe(200);
-    await keyway.stop();
-    keyway = await startKeyway({ persistDir });
+    keyway = await keyway.restart();
     const keyRefused = await fetch(`${base()}/v1/me`, { headers: { "x-api-key": demo.apiKey, Authorization: `Bearer ${token}` } });
     expect(keyRefused.status).toBe(401);
     expect(((await keyRefused.json()) as { error: string }).error).toBe("invalid_api_key");

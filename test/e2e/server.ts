@@ -5,7 +5,10 @@
  * base URL, everything printed so far, the demo tenant read out of that printout (as a person
  * would read it), and the ADMIN_TOKEN from `.dev.vars`. `stop()` ends the whole group (start.mjs,
  * wrangler and workerd), waits until every member is gone, deletes the state directory and removes
- * `.dev.vars` if this run created it. Tests run one server at a time (fileParallelism: false).
+ * `.dev.vars` if this run created it. `restart()` is a restart of the same deployment: same state
+ * directory and the same `.dev.vars` (its signing keys and ADMIN_TOKEN are part of that
+ * deployment), so tokens issued before it are judged by the same keys after it. Tests run one
+ * server at a time (fileParallelism: false).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
@@ -46,6 +49,11 @@ export interface Keyway {
   stop(): Promise<void>;
   /** Ends the whole process group at once with SIGKILL, as a crash would (no graceful shutdown). */
   kill(): Promise<void>;
+  /**
+   * Ends this run (gracefully, or with SIGKILL when `crash`) and starts another on the same state
+   * directory and the same `.dev.vars`; resolves to the new run once it is ready.
+   */
+  restart(options?: { crash?: boolean }): Promise<Keyway>;
 }
 
 export const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -105,7 +113,12 @@ export function parseDemo(output: string): Demo {
  * second start on it is a restart of the same deployment.
  */
 export async function startKeyway(options: { persistDir?: string } = {}): Promise<Keyway> {
-  const devVarsExisted = await exists(DEV_VARS);
+  return launch(options.persistDir, await exists(DEV_VARS));
+}
+
+/** One run of npm start; `devVarsExisted` is carried over by restart() from the first run. */
+async function launch(givenPersistDir: string | undefined, devVarsExisted: boolean): Promise<Keyway> {
+  const options = { persistDir: givenPersistDir };
   const port = await freePort();
   const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "keyway-e2e-")));
   let output = "";
@@ -131,9 +144,10 @@ export async function startKeyway(options: { persistDir?: string } = {}): Promis
   proc.stdout?.on("data", (chunk: string) => (output += chunk));
   proc.stderr?.on("data", (chunk: string) => (output += chunk));
 
-  let stopped: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopped ??= (async () => {
+  let ended: Promise<void> | undefined;
+  /** Ends the whole group (SIGTERM, then SIGKILL if anything is left); keeps state and .dev.vars. */
+  const end = (): Promise<void> =>
+    (ended ??= (async () => {
       const pid = proc.pid;
       if (pid !== undefined) {
         // The whole group: start.mjs, wrangler and the workerd processes it runs.
@@ -145,13 +159,27 @@ export async function startKeyway(options: { persistDir?: string } = {}): Promis
         if (signalGroup(pid, "SIGKILL")) await sleep(200);
         await exited;
       }
+    })());
+
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await end();
       if (options.persistDir === undefined) await rm(persistDir, { recursive: true, force: true });
       if (!devVarsExisted) await rm(DEV_VARS, { force: true });
     })());
 
-  const kill = async (): Promise<void> => {
+  const crash = async (): Promise<void> => {
     if (proc.pid !== undefined) signalGroup(proc.pid, "SIGKILL");
+    await end();
+  };
+  const kill = async (): Promise<void> => {
+    await crash();
     await stop();
+  };
+  const restart = async (restartOptions: { crash?: boolean } = {}): Promise<Keyway> => {
+    await (restartOptions.crash === true ? crash() : end());
+    return launch(persistDir, devVarsExisted);
   };
 
   try {
@@ -178,6 +206,7 @@ export async function startKeyway(options: { persistDir?: string } = {}): Promis
       persistDir,
       stop,
       kill,
+      restart,
     };
   } catch (err) {
     await stop();

@@ -104,17 +104,19 @@ describe("webhooks in a local run", () => {
         deliveries.push(((await res.json()) as { data: { deliveries: { id: string }[] } }).data.deliveries[0]!.id);
       }),
     );
-    await keyway.kill();
+    // restart() sends SIGKILL before its first await, so this counts what arrived before the crash.
+    const restarting = keyway.restart({ crash: true });
+    keyway = undefined;
     const receivedBeforeCrash = new Set(receiver.ids.keys());
-
     const restarted = Date.now();
-    keyway = await startKeyway({ persistDir });
+    keyway = await restarting;
     const pending = new Set(deliveries);
     while (pending.size > 0 && Date.now() - restarted < BOUND_MS) {
       for (const id of [...pending]) {
         const res = await api(`/v1/deliveries/${id}`);
-        const status = ((await res.json()) as { data: { status: string } }).data.status;
-        if (status === "delivered") pending.delete(id);
+        const body = (await res.json()) as { data: { status: string } | null };
+        expect(res.status, JSON.stringify(body)).toBe(200);
+        if (body.data?.status === "delivered") pending.delete(id);
       }
       if (pending.size > 0) await sleep(1000);
     }
