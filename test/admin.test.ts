@@ -155,6 +155,19 @@ describe("API keys", () => {
     expect(await admin("GET", `/organizations/${orgId}/api-keys/${created.id}`)).toMatchObject({ status: "revoked" });
   });
 
+  it("records a key's location hint, where its object is created, and refuses an unknown region", async () => {
+    const created = await admin<{ id: string; location_hint: string | null }>("POST", `/organizations/${orgId}/api-keys`, {
+      location_hint: "apac",
+    });
+    expect(created.location_hint).toBe("apac");
+    expect(await admin("GET", `/organizations/${orgId}/api-keys/${created.id}`)).toMatchObject({ location_hint: "apac" });
+    const plain = await admin<{ location_hint: string | null }>("POST", `/organizations/${orgId}/api-keys`, {});
+    expect(plain.location_hint).toBeNull();
+    const bad = await adminCall("POST", `/organizations/${orgId}/api-keys`, { location_hint: "mars" });
+    expect(bad.status).toBe(400);
+    expect((await body(bad)).developer_message).toMatch(/location_hint must be one of wnam, enam/);
+  });
+
   it("does not reach another organization's key through this organization's path", async () => {
     const other = await createTenant();
     const res = await adminCall("GET", `/organizations/${orgId}/api-keys/${other.apiKeyId}`);

@@ -25,6 +25,7 @@ export const API_KEY = {
   hint: "kw_live_ak_...WQEE",
   limits: { per_second: 1, per_day: 1000 },
   limit_overrides: { per_second: false, per_day: false },
+  location_hint: "weur" as const,
   status: "active" as const,
   created_at: T0,
   last_used_at: T1,

@@ -14,14 +14,14 @@ import type { Page, PageRequest } from "../objects/sql";
 import { keyObject, reach, unwrap } from "../objects/stubs";
 import type { Decision } from "../ratelimit/windows";
 import type { ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
-import type { ApiKeyRecord, LimitOverrides, Limits } from "../schemas/records";
+import type { ApiKeyRecord, LimitOverrides, Limits, LocationHint } from "../schemas/records";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
 
 export async function createApiKey(
   deps: Deps,
   orgId: string,
-  input: { name?: string | undefined; limits?: LimitOverrides | undefined },
+  input: { name?: string | undefined; limits?: LimitOverrides | undefined; location_hint?: LocationHint | undefined },
   actor: Actor,
 ): Promise<{ record: ApiKeyRecord; secret: string }> {
   const secret = newApiKeySecret();
@@ -31,6 +31,7 @@ export async function createApiKey(
     key_hash: await sha256Hex(secret),
     key_hint: secret.slice(-4),
     limits: definedLimits(input.limits ?? {}),
+    location_hint: input.location_hint ?? null,
     created_at: isoTime(deps.now()),
   };
   const change = unwrap(await reach("organization", () => organization(deps, orgId).createKey(key, actor)));
@@ -96,6 +97,7 @@ export function apiKeyView(record: ApiKeyRecord, defaults: Limits): ApiKeyView {
       per_second: record.limits.per_second !== undefined,
       per_day: record.limits.per_day !== undefined,
     },
+    location_hint: record.location_hint,
     status: record.revoked_at === null ? "active" : "revoked",
     created_at: record.created_at,
     last_used_at: record.last_used_at,

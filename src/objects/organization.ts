@@ -76,6 +76,11 @@ const MIGRATIONS: Migration[] = [
       "CREATE UNIQUE INDEX audit_log_by_source_key ON audit_log (source_key)",
     ],
   },
+  {
+    // Where a key's object is created (docs/latency.md); NULL: near this object.
+    version: 3,
+    statements: ["ALTER TABLE api_keys ADD COLUMN location_hint TEXT"],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -104,6 +109,7 @@ interface KeyRow extends Row {
   name: string | null;
   per_second: number | null;
   per_day: number | null;
+  location_hint: string | null;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
@@ -330,16 +336,17 @@ export class OrganizationObject extends DurableObject<Env> {
     }
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
-        "INSERT INTO api_keys (id, key_hash, key_hint, name, per_second, per_day, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO api_keys (id, key_hash, key_hint, name, per_second, per_day, location_hint, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         key.id,
         key.key_hash,
         key.key_hint,
         key.name,
         key.limits.per_second ?? null,
         key.limits.per_day ?? null,
+        key.location_hint,
         key.created_at,
       );
-      this.audit(actor, "api_key.created", "api_key", key.id, { name: key.name, limits: key.limits });
+      this.audit(actor, "api_key.created", "api_key", key.id, { name: key.name, limits: key.limits, location_hint: key.location_hint });
     });
     const pending = await this.propagate();
     return ok({ record: this.keyRecord(this.keyRow(key.id) as KeyRow), pending });
@@ -623,7 +630,9 @@ export class OrganizationObject extends DurableObject<Env> {
         stale.slice(i, i + SYNC_CONCURRENCY).map(async (key) => {
           const snapshot = this.snapshotOf(key, key.synced_revision);
           try {
-            const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(key.key_hash)).sync(snapshot);
+            // The first call creates the key's object: near the hinted region, else near this one.
+            const hint = key.location_hint === null ? undefined : { locationHint: key.location_hint as DurableObjectLocationHint };
+            const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(key.key_hash), hint).sync(snapshot);
             this.sql.exec(
               "UPDATE api_keys SET synced_version = max(synced_version, ?), synced_revision = max(synced_revision, ?) WHERE id = ?",
               ack.version,
@@ -801,6 +810,7 @@ export class OrganizationObject extends DurableObject<Env> {
         ...(row.per_second !== null ? { per_second: row.per_second } : {}),
         ...(row.per_day !== null ? { per_day: row.per_day } : {}),
       },
+      location_hint: (row.location_hint as ApiKeyRecord["location_hint"]) ?? null,
       created_at: row.created_at,
       last_used_at: row.last_used_at,
       revoked_at: row.revoked_at,

@@ -4,7 +4,7 @@
  */
 import * as z from "zod";
 import { DisplayName, Email, publicNames, Timestamp } from "./common";
-import { Limits, OrganizationRecord, UserRecord } from "./records";
+import { Limits, LocationHint, OrganizationRecord, UserRecord } from "./records";
 
 const LimitValue = (max: number) =>
   z
@@ -22,6 +22,8 @@ export const CreateUserInput = z.strictObject({
 
 export const CreateApiKeyInput = z.strictObject({
   name: DisplayName.optional(),
+  /** Where the key's clients are: its object, which every request calls, is created there. */
+  location_hint: LocationHint.optional(),
   limits: z
     .strictObject({
       per_second: LimitValue(10_000).optional(),
@@ -86,6 +88,8 @@ export const ApiKeyView = z.object({
   limits: Limits,
   /** Which limits are per-key overrides rather than defaults. */
   limit_overrides: z.object({ per_second: z.boolean(), per_day: z.boolean() }),
+  /** The location hint its object was created with; null: near the organization's object. */
+  location_hint: LocationHint.nullable(),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
   /** Last admitted request (to the minute). */

@@ -33,6 +33,16 @@ export const UserRecord = z.object({
 });
 export type UserRecord = z.output<typeof UserRecord>;
 
+/**
+ * Cloudflare's Durable Object location hints: where an object is created when it is first used
+ * (docs/latency.md). Western and eastern North America, South America, western and eastern
+ * Europe, Asia-Pacific, Oceania, Africa, the Middle East.
+ */
+export const LocationHint = z.enum(["wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me"], {
+  error: "must be one of wnam, enam, sam, weur, eeur, apac, oc, afr, me",
+});
+export type LocationHint = z.output<typeof LocationHint>;
+
 export const ApiKeyRecord = z.object({
   id: z.string(),
   organization_id: z.string(),
@@ -42,6 +52,8 @@ export const ApiKeyRecord = z.object({
   /** Last four characters, so people can tell keys apart in lists. */
   key_hint: z.string(),
   limits: LimitOverrides,
+  /** Where the key's object is created (near its clients); null: near the organization's object. */
+  location_hint: LocationHint.nullable().default(null),
   created_at: Timestamp,
   /** Last admitted request, noted by the key's object at most once a minute. */
   last_used_at: Timestamp.nullable().default(null),

@@ -11,6 +11,18 @@ import type { DeliveryRecord, WebhookConfigurationRecord } from "../../schemas/w
 import { Field, PostForm, SecretOnce, Status, when } from "./views";
 
 type Org = Pick<OrganizationRecord, "id" | "name">;
+
+const LOCATION_HINTS: [string, string][] = [
+  ["wnam", "Western North America"],
+  ["enam", "Eastern North America"],
+  ["sam", "South America"],
+  ["weur", "Western Europe"],
+  ["eeur", "Eastern Europe"],
+  ["apac", "Asia-Pacific"],
+  ["oc", "Oceania"],
+  ["afr", "Africa"],
+  ["me", "Middle East"],
+];
 type Usage = { second: { limit: number; used: number; remaining: number }; day: { limit: number; used: number; remaining: number } };
 
 export const SignInForm: FC<{ loginCsrf: string }> = ({ loginCsrf }) => (
@@ -331,6 +343,15 @@ export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | nu
       <PostForm action={base} csrf={csrf} label="Issue an API key">
         <Field id="name" label="Name" hint="optional" />
         <Field id="per_second" label="Requests per second" type="number" min={1} hint={`empty for the default, ${defaults.per_second}`} />
+        <label for="location_hint">
+          Where its clients are <span class="hint">(its Durable Object is created there; empty: near the organization)</span>
+        </label>
+        <select id="location_hint" name="location_hint">
+          <option value="">(not given)</option>
+          {LOCATION_HINTS.map(([value, label]) => (
+            <option value={value}>{label}</option>
+          ))}
+        </select>
         <Field id="per_day" label="Requests per day" type="number" min={1} hint={`empty for the default, ${defaults.per_day}`} />
         <button type="submit">Issue API key</button>
       </PostForm>

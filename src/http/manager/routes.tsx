@@ -343,7 +343,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     operatorOnly(c);
     const org = await orgFor(c);
     const f = await form(c);
-    const input = parseInput(CreateApiKeyInput, { ...optional(f, ["name"]), limits: limitsFrom(f, false) });
+    const input = parseInput(CreateApiKeyInput, { ...optional(f, ["name", "location_hint"]), limits: limitsFrom(f, false) });
     const { secret } = await createApiKey(c.get("deps"), org.id, input, actor(c));
     return page(
       c,
