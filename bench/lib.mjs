@@ -1,7 +1,8 @@
 /**
- * Shared pieces of the benchmark scripts (bench/run.mjs, bench/profile.mjs): starting keyway under
- * `wrangler dev` with measurement settings, seeding a tenant whose API key has raised limits,
- * one autocannon run with the server processes' CPU time over it, and A B A B alternation.
+ * Shared pieces of the benchmark scripts (bench/run.mjs, bench/profile.mjs): starting keyway and
+ * the design's floor Worker under `wrangler dev` with measurement settings, seeding a tenant whose
+ * API key has raised limits, one autocannon run with the server processes' CPU time over it, and
+ * A B A B alternation or a round-robin over several targets.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -16,11 +17,12 @@ import { wranglerCommand } from "../scripts/wrangler.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const QUICK = process.env.BENCH_QUICK === "1";
-export const DURATION_S = QUICK ? 2 : 3;
+export const DURATION_S = 2;
 export const WARMUP_S = QUICK ? 1 : 2;
-// A B alternated five times: the median of five pairs resists a couple of noisy runs (the VM's
-// neighbours come and go; the bench also reports the CPU time the hypervisor stole).
-export const ROUNDS = QUICK ? 3 : 5;
+// Seven rounds of 2 s runs: the median of seven comparisons resists a few noisy runs better than
+// five of 3 s in the same time (the VM's neighbours come and go; the bench also reports the CPU
+// time the hypervisor stole).
+export const ROUNDS = QUICK ? 3 : 7;
 export const CONNECTIONS = 16;
 export const ENV = {
   ...process.env,
@@ -127,8 +129,27 @@ export async function waitFor(/** @type {string} */ url, timeoutMs = 60_000) {
 /** @param {string[]} [extraArgs] more `wrangler dev` arguments (e.g. an inspector port) */
 export async function startKeyway(extraArgs = []) {
   await ensureDevVars(ROOT);
+  return startWorker(["--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true", ...extraArgs]);
+}
+
+/**
+ * The design's floor Worker (bench/floor): one Durable Object RPC writing one row per request.
+ * @param {string[]} [extraArgs] more `wrangler dev` arguments (e.g. an inspector port)
+ */
+export function startFloorWorker(extraArgs = []) {
+  return startWorker(["--config", "bench/floor/wrangler.toml", ...extraArgs]);
+}
+
+/**
+ * A Worker under `wrangler dev` with the bench's measurement settings, on a free port with its
+ * own state directory; stopped (and its state removed) by the cleanups.
+ * @param {string[]} args `wrangler dev` arguments beyond the common ones
+ */
+async function startWorker(args) {
   const port = await freePort();
-  // Local state (KV, the limiter's SQLite) on tmpfs when there is one: on this VM's disk each
+  // Each wrangler dev needs its own inspector port (9229 otherwise), so that two can run at once.
+  const inspector = args.includes("--inspector-port") ? [] : ["--inspector-port", String(await freePort())];
+  // Local state (KV, the objects' SQLite) on tmpfs when there is one: on this VM's disk each
   // Durable Object commit costs about 0.2 ms of CPU in write and sync calls, a cost of
   // the local file, not of the Worker (production storage is not a local SQLite file).
   const stateRoot = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
@@ -144,13 +165,12 @@ export async function startKeyway(extraArgs = []) {
       "127.0.0.1",
       "--persist-to",
       persist,
-      "--var",
-      "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
       "--show-interactive-dev-session=false",
       // Measurement settings: no per-request logs from wrangler.
       "--log-level",
       "error",
-      ...extraArgs,
+      ...inspector,
+      ...args,
     ]),
     { cwd: ROOT, env: ENV, stdio: ["ignore", "ignore", "inherit"], detached: true },
   );
@@ -290,10 +310,49 @@ export async function alternate(a, aServer, b, bServer) {
 }
 
 /**
- * The measured requests, built on a seeded tenant: the floor and the three scenarios of issue 7.
+ * Round-robin over several targets, ROUNDS times after a warm-up of each: the runs of one round
+ * share the machine's conditions (seconds apart), so every comparison is made within a round and
+ * the median over rounds reported. `pair(a, b)`: b's throughput over a's, b's CPU per request
+ * minus a's (both workerd processes, and the measured Worker's own process).
+ * @param {{ name: string, target: Target, server: Server }[]} list
+ */
+export async function rotate(list) {
+  for (const { target, server } of list) await load(target, server, WARMUP_S);
+  /** @type {Record<string, Awaited<ReturnType<typeof load>>[]>} */
+  const runs = Object.fromEntries(list.map(({ name }) => [name, []]));
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const { name, target, server } of list) runs[name]?.push(await load(target, server));
+  }
+  const of = (/** @type {string} */ name) => /** @type {Awaited<ReturnType<typeof load>>[]} */ (runs[name]);
+  const summary = (/** @type {string} */ name) => {
+    const r = of(name);
+    return {
+      rps: round(median(r.map((x) => x.rps)), 0),
+      p50_ms: median(r.map((x) => x.p50)),
+      p99_ms: median(r.map((x) => x.p99)),
+      cpu_ms_per_req: round(median(r.map((x) => x.cpuMsPerReq)), 3),
+      worker_process_cpu_ms_per_req: round(median(r.map((x) => x.workerCpuMsPerReq)), 3),
+      non_2xx: r.reduce((n, x) => n + x.bad, 0),
+    };
+  };
+  const pair = (/** @type {string} */ a, /** @type {string} */ b) => {
+    const as = of(a);
+    const bs = of(b);
+    const at = (/** @type {number} */ i) => /** @type {Awaited<ReturnType<typeof load>>} */ (as[i]);
+    return {
+      throughput_ratio: round(median(bs.map((rb, i) => rb.rps / at(i).rps))),
+      cpu_ms_per_req_delta: round(median(bs.map((rb, i) => rb.cpuMsPerReq - at(i).cpuMsPerReq)), 3),
+      worker_process_cpu_ms_per_req_delta: round(median(bs.map((rb, i) => rb.workerCpuMsPerReq - at(i).workerCpuMsPerReq)), 3),
+    };
+  };
+  return { summary, pair };
+}
+
+/**
+ * The measured requests, built on a seeded tenant: the runtime's floor and the scenarios.
  * @param {string} base
  * @param {Awaited<ReturnType<typeof seed>>} s
- * @returns {{ floor: Target, token: Target, protected_read: Target, graphql_viewer: Target }}
+ * @returns {{ floor: Target, token: Target, me: Target, graphql_viewer: Target, webhook_list: Target }}
  */
 export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
@@ -305,7 +364,8 @@ export function scenarios(base, s) {
       headers: { "Content-Type": "application/json", "x-api-key": s.apiKey },
       body: s.tokenBody,
     },
-    protected_read: { url: `${base}/v1/webhook-configurations`, headers: bearer },
+    me: { url: `${base}/v1/me`, headers: bearer },
+    webhook_list: { url: `${base}/v1/webhook-configurations`, headers: bearer },
     graphql_viewer: {
       url: `${base}/v1/graphql`,
       method: "POST",

@@ -10,7 +10,7 @@ import { copyFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import WebSocket from "ws";
-import { CONNECTIONS, freePort, ROOT, runMain, scenarios, seed, sleep, startKeyway } from "./lib.mjs";
+import { CONNECTIONS, freePort, ROOT, runMain, scenarios, seed, sleep, startFloorWorker, startKeyway } from "./lib.mjs";
 
 const scenario = process.argv[2] ?? "token";
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -81,17 +81,24 @@ function summarize(/** @type {Profile} */ profile) {
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
       .map(([k, v]) => `${((100 * v) / count).toFixed(1).padStart(5)}%  ${k}`);
-  return { count, self: top(self, 30), total: top(total, 40) };
+  const idleMs = [...self.entries()].filter(([k]) => k.startsWith("(idle)")).reduce((n, [, v]) => n + v, 0);
+  return { count, self: top(self, 30), total: top(total, 40), idle: count > 0 ? idleMs / count : 0 };
 }
 
 async function main() {
   const inspectorPort = await freePort();
-  const kw = await startKeyway(["--inspector-port", String(inspectorPort), "--minify", "false"]);
-  const s = await seed(kw.base);
-  /** @type {Record<string, import("./lib.mjs").Target>} */
-  const targets = scenarios(kw.base, s);
-  const target = targets[scenario];
-  if (!target) throw new Error(`unknown scenario ${scenario}; one of ${Object.keys(targets).join(", ")}`);
+  const args = ["--inspector-port", String(inspectorPort), "--minify", "false"];
+  /** @type {import("./lib.mjs").Target | undefined} */
+  let target;
+  if (scenario === "design_floor") {
+    target = { url: `${(await startFloorWorker(args)).base}/` };
+  } else {
+    const kw = await startKeyway(args);
+    /** @type {Record<string, import("./lib.mjs").Target>} */
+    const targets = scenarios(kw.base, await seed(kw.base));
+    target = targets[scenario];
+    if (!target) throw new Error(`unknown scenario ${scenario}; one of design_floor, ${Object.keys(targets).join(", ")}`);
+  }
 
   const list = /** @type {{ title: string, webSocketDebuggerUrl: string }[]} */ (
     await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()
@@ -115,10 +122,11 @@ async function main() {
   );
   const newest = builds.sort((a, b) => b.t - a.t)[0];
   if (newest) await copyFile(join(tmp, newest.d, "index.js"), join(ROOT, `bench/profile-${scenario}.bundle.js`));
-  const { count, self, total } = summarize(profile);
+  const { count, self, total, idle } = summarize(profile);
   const ms = count / 1000;
+  const busy = (ms * (1 - idle)) / result.requests.total;
   console.log(
-    `${scenario}: ${result.requests.total} requests (${result.non2xx} non-2xx) in ${SECONDS} s; isolate thread sampled for ${ms.toFixed(0)} ms, ${(ms / result.requests.total).toFixed(3)} ms per request including idle; ${file}`,
+    `${scenario}: ${result.requests.total} requests (${result.non2xx} non-2xx) in ${SECONDS} s; isolate thread sampled for ${ms.toFixed(0)} ms, ${(ms / result.requests.total).toFixed(3)} ms per request including idle, ${busy.toFixed(3)} ms busy (not idle); ${file}`,
   );
   console.log(`\nSelf time:\n${self.join("\n")}`);
   console.log(`\nInclusive time:\n${total.join("\n")}`);

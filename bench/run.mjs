@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: measures keyway on this machine, everything side by side in one run, and
- * writes bench/results.json and bench/results.md. Throughput is reported as a ratio of the
- * floor (GET /healthz of the same Worker in the same local workerd), measured in the same run,
- * because absolute numbers on a shared machine mean little. Runs alternate A B A B after a
- * warm-up and the medians are reported. CPU per request comes from the server processes' CPU
+ * writes bench/results.json and bench/results.md. Throughput is reported as ratios of two floors
+ * measured in the same run, because absolute numbers on a shared machine mean little: the
+ * runtime's (GET /healthz of the same Worker in the same local workerd) and the design's (a
+ * Worker whose every request makes one Durable Object RPC writing one row, bench/floor: what
+ * every /v1 request must cost). Runs go round-robin after a warm-up and each comparison is made
+ * within a round; the medians are reported. CPU per request comes from the server processes' CPU
  * time (/proc) over each run. The peer is node-oidc-provider's client-credentials endpoint.
  */
 import { spawn } from "node:child_process";
@@ -26,11 +28,13 @@ import {
   QUICK,
   ROOT,
   ROUNDS,
+  rotate,
   round,
   runMain,
   scenarios,
   seed,
   sleep,
+  startFloorWorker,
   startKeyway,
   WARMUP_S,
 } from "./lib.mjs";
@@ -138,23 +142,49 @@ async function main() {
   const only = process.env.BENCH_ONLY?.split(",").filter(Boolean);
   const size = only ? { total_kib: 0, gzip_kib: 0 } : await bundleSize();
   const kw = await startKeyway();
+  const floorWorker = await startFloorWorker();
   const s = await seed(kw.base);
   const { floor, ...targets } = scenarios(kw.base, s);
 
+  // One round-robin, ROUNDS times: the runtime's floor, then for every scenario its design floor
+  // (the floor Worker sent the very same request: method, headers, body, so what the client
+  // sends costs both sides alike) and the scenario itself. Each scenario is compared with both
+  // floors of the same round.
+  const names = /** @type {(keyof typeof targets)[]} */ (Object.keys(targets)).filter((n) => !only || only.includes(n));
+  const twin = (/** @type {import("./lib.mjs").Target} */ t) => ({ ...t, url: `${floorWorker.base}${new URL(t.url).pathname}` });
+  const list = [
+    { name: "floor", target: floor, server: kw.server },
+    { name: "design_floor", target: { url: `${floorWorker.base}/` }, server: floorWorker.server },
+    ...names.flatMap((name) => [
+      { name: `design_floor:${name}`, target: twin(targets[name]), server: floorWorker.server },
+      { name, target: targets[name], server: kw.server },
+    ]),
+  ];
+  const measured = await rotate(list);
+  const designFloor = { ...measured.summary("design_floor"), of_runtime_floor: measured.pair("floor", "design_floor") };
+  console.log(
+    `design floor (one Durable Object RPC writing one row), GET /: ${designFloor.rps} req/s (${designFloor.of_runtime_floor.throughput_ratio} of the runtime's floor), workerd CPU ${designFloor.cpu_ms_per_req} ms/req (+${designFloor.of_runtime_floor.cpu_ms_per_req_delta} over the runtime's floor)`,
+  );
+
   /** @type {Record<string, any>} */
   const http = {};
-  for (const [name, target] of Object.entries(targets)) {
-    if (only && !only.includes(name)) continue;
-    const { a, b, paired } = await alternate(floor, kw.server, target, kw.server);
+  for (const name of names) {
+    const vsRuntime = measured.pair("floor", name);
+    const vsDesign = measured.pair(`design_floor:${name}`, name);
     http[name] = {
-      ...b,
-      floor: a,
-      throughput_ratio: paired.throughput_ratio,
-      worker_cpu_ms_per_req: paired.cpu_ms_per_req_delta,
-      worker_cpu_ms_per_req_in_worker_process: paired.worker_process_cpu_ms_per_req_delta,
+      ...measured.summary(name),
+      floor: measured.summary("floor"),
+      design_floor: measured.summary(`design_floor:${name}`),
+      throughput_ratio: vsRuntime.throughput_ratio,
+      worker_cpu_ms_per_req: vsRuntime.cpu_ms_per_req_delta,
+      worker_cpu_ms_per_req_in_worker_process: vsRuntime.worker_process_cpu_ms_per_req_delta,
+      of_design_floor: vsDesign.throughput_ratio,
+      cpu_ms_per_req_beyond_design_floor: vsDesign.cpu_ms_per_req_delta,
+      cpu_ms_per_req_beyond_design_floor_in_worker_process: vsDesign.worker_process_cpu_ms_per_req_delta,
     };
+    const h = http[name];
     console.log(
-      `${name}: ${b.rps} req/s (${http[name].throughput_ratio} of floor ${a.rps}), p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, workerd CPU ${b.cpu_ms_per_req} ms/req (Worker's own ${http[name].worker_cpu_ms_per_req}, ${http[name].worker_cpu_ms_per_req_in_worker_process} in its process)`,
+      `${name}: ${h.rps} req/s, ${h.of_design_floor} of the design floor (${h.throughput_ratio} of the runtime's), p50 ${h.p50_ms} ms, p99 ${h.p99_ms} ms; CPU beyond the design floor ${h.cpu_ms_per_req_beyond_design_floor} ms/req (${h.cpu_ms_per_req_beyond_design_floor_in_worker_process} in its process), beyond the runtime's ${h.worker_cpu_ms_per_req}`,
     );
   }
 
@@ -192,10 +222,12 @@ async function main() {
     keyway_token: ours,
     keyway_worker_cpu_ms_per_token: http.token.worker_cpu_ms_per_req,
     keyway_worker_cpu_ms_per_token_in_worker_process: http.token.worker_cpu_ms_per_req_in_worker_process,
+    keyway_cpu_ms_per_token_beyond_design_floor: http.token.cpu_ms_per_req_beyond_design_floor,
     cpu_ratio_worker_vs_peer: round(http.token.worker_cpu_ms_per_req / theirs.cpu_ms_per_req),
+    cpu_ratio_beyond_design_floor_vs_peer: round(http.token.cpu_ms_per_req_beyond_design_floor / theirs.cpu_ms_per_req),
   };
   console.log(
-    `peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway Worker CPU/token ${peerResult.keyway_worker_cpu_ms_per_token} ms`,
+    `peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway CPU/token beyond the design floor ${peerResult.keyway_cpu_ms_per_token_beyond_design_floor} ms (beyond the runtime's ${peerResult.keyway_worker_cpu_ms_per_token} ms)`,
   );
 
   const webhooks = [await webhookPipeline(kw.base, s, 1, QUICK ? 20 : 60), await webhookPipeline(kw.base, s, 10, QUICK ? 5 : 15)];
@@ -217,6 +249,7 @@ async function main() {
     },
     bundle: size,
     startup_ms: round(kw.startupMs, 0),
+    design_floor: designFloor,
     http,
     peer: peerResult,
     webhooks,
@@ -230,17 +263,30 @@ async function main() {
   console.log(`\n${md}`);
 }
 
+const LABELS = {
+  token: "POST /v1/oauth",
+  me: "GET /v1/me",
+  graphql_viewer: "POST /v1/graphql { viewer }",
+  webhook_list: "GET /v1/webhook-configurations (two objects)",
+};
+/** Targets of issue 15, as ratios of the design's floor. */
+const TARGETS = { token: 0.9, me: 0.95, graphql_viewer: 0.85 };
+
 /** @param {Record<string, any>} r */
 function table(r) {
+  const f = r.http.token.floor;
+  const d = r.design_floor;
   const rows = [
-    "| Scenario | req/s | its floor's req/s | of floor | p50 ms | p99 ms | workerd CPU ms/req | Worker CPU ms/req (minus floor) | of which in keyway's process |",
-    "|---|---|---|---|---|---|---|---|---|",
-    `| floor: GET /healthz (alternated with the token runs) | ${r.http.token.floor.rps} | - | 1.00 | ${r.http.token.floor.p50_ms} | ${r.http.token.floor.p99_ms} | ${r.http.token.floor.cpu_ms_per_req} | - | - |`,
-    ...Object.entries(/** @type {Record<string, any>} */ (r.http)).map(
-      ([name, v]) =>
-        `| ${{ token: "POST /v1/oauth", protected_read: "GET /v1/webhook-configurations", graphql_viewer: "POST /v1/graphql { viewer }" }[name]} | ${v.rps} | ${v.floor.rps} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.worker_cpu_ms_per_req} | ${v.worker_cpu_ms_per_req_in_worker_process} |`,
-    ),
-    `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
+    "| Scenario | req/s | of the design floor | target | of the runtime's floor | p50 ms | p99 ms | workerd CPU ms/req | CPU beyond the design floor (in keyway's process) | CPU beyond the runtime's floor |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+    `| runtime's floor: GET /healthz | ${f.rps} | - | - | 1.00 | ${f.p50_ms} | ${f.p99_ms} | ${f.cpu_ms_per_req} | - | - |`,
+    `| design's floor: one Durable Object RPC writing one row (GET /) | ${d.rps} | 1.00 | - | ${d.of_runtime_floor.throughput_ratio} | ${d.p50_ms} | ${d.p99_ms} | ${d.cpu_ms_per_req} | - | ${d.of_runtime_floor.cpu_ms_per_req_delta} |`,
+    ...Object.entries(/** @type {Record<string, any>} */ (r.http)).map(([name, v]) => {
+      const target = /** @type {Record<string, number>} */ (TARGETS)[name];
+      const met = target === undefined ? "-" : `>= ${target} ${v.of_design_floor >= target ? "(met)" : "(missed)"}`;
+      return `| ${/** @type {Record<string, string>} */ (LABELS)[name]} | ${v.rps} | ${v.of_design_floor} | ${met} | ${v.throughput_ratio} | ${v.p50_ms} | ${v.p99_ms} | ${v.cpu_ms_per_req} | ${v.cpu_ms_per_req_beyond_design_floor} (${v.cpu_ms_per_req_beyond_design_floor_in_worker_process}) | ${v.worker_cpu_ms_per_req} |`;
+    }),
+    `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | - | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
   ];
   const hooks = [
     "| Webhooks per event | Delivered | Deliveries/s | Publish-to-receipt p50 ms | p99 ms |",
@@ -250,12 +296,14 @@ function table(r) {
         `| ${w.configurations_per_event} | ${w.deliveries_received}/${w.deliveries_expected} | ${w.deliveries_per_s} | ${w.publish_to_receipt_p50_ms} | ${w.publish_to_receipt_p99_ms} |`,
     ),
   ];
+  const beyond = r.peer.keyway_cpu_ms_per_token_beyond_design_floor;
+  const peer = r.peer.node_oidc_provider.cpu_ms_per_req;
   return [
-    `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs alternated A B ${r.settings.rounds} times after a warm-up; req/s, latency and CPU are medians per side, "of floor" and "minus floor" medians over adjacent A B pairs; local state on ${r.settings.state_dir}.`,
+    `Measured ${r.machine.date.slice(0, 10)} on ${r.machine.cpu} (${r.machine.cores} cores), Node ${r.machine.node}; ${r.settings.connections} connections, ${r.settings.duration_s} s runs, round-robin over the targets ${r.settings.rounds} times after a warm-up; req/s, latency and CPU are medians over rounds, ratios and differences are medians of each round's own comparison; local state on ${r.settings.state_dir}.`,
     "",
     ...rows,
     "",
-    `Keyway's own CPU per token: ${r.peer.keyway_worker_cpu_ms_per_token} ms vs node-oidc-provider's ${r.peer.node_oidc_provider.cpu_ms_per_req} ms (ratio ${r.peer.cpu_ratio_worker_vs_peer}); ${r.peer.keyway_worker_cpu_ms_per_token_in_worker_process} ms of it in keyway's own workerd process, the rest in wrangler's dev proxy.`,
+    `Keyway's CPU per token beyond the design floor: ${beyond} ms vs node-oidc-provider's whole ${peer} ms (${beyond < peer ? "below it: met" : "above it: missed"}); beyond the runtime's floor ${r.peer.keyway_worker_cpu_ms_per_token} ms, ${r.peer.keyway_worker_cpu_ms_per_token_in_worker_process} ms of that in keyway's own workerd process (the rest in wrangler's dev proxy).`,
     "",
     ...hooks,
     "",

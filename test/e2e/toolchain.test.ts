@@ -2,7 +2,8 @@
  * The platform the project promises (README, "Requirements"): npm scripts run on a maintained
  * Node LTS brought in by `npm ci` even where the machine's own Node is older, wrangler is the
  * pinned version, and the deployed configuration keeps the settings the service's safety rests
- * on (strictly public egress, a recent compatibility date, retries in step with the consumer).
+ * on (strictly public egress, a recent compatibility date, the retry schedule and dead letters),
+ * and the bench's design floor runs on the same compatibility date and flags.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -45,6 +46,13 @@ describe("wrangler.toml", () => {
     expect(setting("WEBHOOK_RETRY_SCHEDULE")).toBe('"5s,5m,30m,2h,5h,10h,10h"');
     expect(setting("WEBHOOK_REDISPATCH_SECONDS")).toBe('"120"');
     expect(/queue = "keyway-webhooks"\n[^[]*?dead_letter_queue = "keyway-webhooks-dlq"/.test(toml)).toBe(true);
+  });
+
+  it("keeps the bench's design-floor Worker on keyway's compatibility date and flags", () => {
+    const floor = readFileSync(join(ROOT, "bench/floor/wrangler.toml"), "utf8");
+    for (const key of ["compatibility_date", "compatibility_flags"]) {
+      expect(new RegExp(`^${key} = (.+)$`, "m").exec(floor)?.[1]).toBe(setting(key));
+    }
   });
 
   it("never allows insecure webhook targets in the deployed configuration", () => {

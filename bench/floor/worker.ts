@@ -1,0 +1,35 @@
+/**
+ * The design's floor (issue 15): the least a keyway `/v1` request can cost, since every one makes
+ * exactly one Durable Object call that writes one SQLite row (the API key's object counting it).
+ * This Worker does only that: each request makes one RPC to one object, which upserts one row,
+ * and answers a two-byte body. It runs under `wrangler dev` exactly as keyway does in the bench
+ * (same compatibility date and flags, same observability settings, state on the same tmpfs), so
+ * a scenario's ratio to it is what keyway adds beyond what its design requires.
+ */
+import { DurableObject } from "cloudflare:workers";
+
+interface FloorEnv {
+  COUNTER: DurableObjectNamespace<Counter>;
+}
+
+export class Counter extends DurableObject<FloorEnv> {
+  constructor(ctx: DurableObjectState, env: FloorEnv) {
+    super(ctx, env);
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS counts (one INTEGER PRIMARY KEY CHECK (one = 1), n INTEGER NOT NULL)");
+  }
+
+  hit(now: number): number {
+    this.ctx.storage.sql.exec("INSERT INTO counts (one, n) VALUES (1, 1) ON CONFLICT (one) DO UPDATE SET n = n + 1");
+    return now;
+  }
+}
+
+let id: DurableObjectId | undefined;
+
+export default {
+  async fetch(_request: Request, env: FloorEnv): Promise<Response> {
+    id ??= env.COUNTER.idFromName("floor");
+    await env.COUNTER.get(id).hit(Date.now());
+    return new Response("ok");
+  },
+} satisfies ExportedHandler<FloorEnv>;
