@@ -1,0 +1,181 @@
+/**
+ * The documentation works as pasted: against a real `npm start`, the README's curl session
+ * (examples/curl-session.sh, which the README shows verbatim) runs to the end and stops with the
+ * server's message at the first error; the client recipes in docs/clients.md (the files under
+ * examples/recipes/, shown there verbatim) obtain a token with openid-client v6 and with
+ * oauth4webapi and make a protected call; and the receiver recipe verifies a real delivery with
+ * the `standardwebhooks` package, its token fetched from examples/oauth-server.mjs.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import process from "node:process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end (at most 30 s) and hands back its exit code and output. */
+function run(file: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === "number" ? err.code : null;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running example server; `lines` grows with its stdout. */
+function serve(script: string, env: Record<string, string>): { proc: ChildProcess; output: () => string } {
+  let output = "";
+  const proc = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  proc.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  proc.stderr?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  return { proc, output: () => output };
+}
+
+async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The fenced code blocks of a Markdown file. */
+async function codeBlocks(path: string): Promise<string[]> {
+  const text = await readFile(join(ROOT, path), "utf8");
+  return [...text.matchAll(/^```\w*\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? "");
+}
+
+/** A source file as the docs show it: without its leading block comment (the docs say that in prose). */
+async function shown(path: string): Promise<string> {
+  return (await readFile(join(ROOT, path), "utf8")).replace(/^\/\*\*[\s\S]*?\*\/\n/, "");
+}
+
+const NO_STACK = /^\s+at .+:\d+:\d+\)?$/m;
+
+describe("docs that work as pasted", () => {
+  let keyway: Keyway;
+  const started: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    keyway = await startKeyway();
+  });
+
+  afterAll(async () => {
+    for (const proc of started) proc.kill();
+    await keyway?.stop();
+  });
+
+  const demoEnv = () => ({
+    KEYWAY_URL: keyway.baseUrl,
+    KEYWAY_API_KEY: keyway.demo.apiKey,
+    KEYWAY_CLIENT_ID: keyway.demo.clientId,
+    KEYWAY_CLIENT_SECRET: keyway.demo.clientSecret,
+  });
+
+  it("shows the curl session in the README exactly as examples/curl-session.sh has it", async () => {
+    const script = await readFile(join(ROOT, "examples/curl-session.sh"), "utf8");
+    expect(await codeBlocks("README.md")).toContain(script);
+  });
+
+  it("runs the curl session to a protected call on any PORT", async () => {
+    const result = await run("bash", ["examples/curl-session.sh"], { PORT: String(keyway.port) });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const [me, tokenType] = result.stdout.trim().split("\n");
+    const answer = JSON.parse(me ?? "") as { response_status: number; data: { token: { expires_in: number } } };
+    expect(answer.response_status).toBe(200);
+    expect(answer.data.token.expires_in).toBeGreaterThan(3500);
+    expect(tokenType).toBe("Bearer");
+  });
+
+  it("stops the curl session at the first error with the server's message, and no stack trace", async () => {
+    const result = await run("bash", ["examples/curl-session.sh"], { PORT: String(keyway.port), ADMIN_TOKEN: "not-the-admin-token" });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("401 invalid_token");
+    expect(result.stderr).not.toMatch(NO_STACK);
+    expect(result.stdout).toBe("");
+  });
+
+  it("stops the curl session with curl's one-line message when nothing listens on PORT", async () => {
+    const result = await run("bash", ["examples/curl-session.sh"], { PORT: String(await freePort()) });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/curl: \(7\)/);
+    expect(result.stderr).not.toMatch(NO_STACK);
+  });
+
+  it.each([
+    ["openid-client v6", "examples/recipes/token-openid-client.mjs"],
+    ["oauth4webapi", "examples/recipes/token-oauth4webapi.mjs"],
+  ])("obtains a token with %s as docs/clients.md shows it, and calls /v1/me with it", async (_name, file) => {
+    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+    await sleep(1_100); // the demo key allows one request per second
+    const result = await run(process.execPath, [file], demoEnv());
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const [expiry, me] = result.stdout.trim().split("\n");
+    expect(expiry).toBe("access token expires in 3600 s");
+    expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: keyway.demo.clientId });
+  });
+
+  it("verifies a real delivery with standardwebhooks as docs/clients.md shows it", async () => {
+    const file = "examples/recipes/receiver-standardwebhooks.mjs";
+    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+
+    const oauthPort = await freePort();
+    const receiverClientSecret = randomBytes(32).toString("base64url");
+    const oauthServer = serve("examples/oauth-server.mjs", { PORT: String(oauthPort), CLIENT_SECRET: receiverClientSecret });
+    started.push(oauthServer.proc);
+    await until("the OAuth server", () => oauthServer.output().includes("listening"));
+
+    await sleep(1_100);
+    const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
+      method: "POST",
+      headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
+      body: JSON.stringify({ client_id: keyway.demo.clientId, client_secret: keyway.demo.clientSecret, grant_type: "client_credentials" }),
+    });
+    const token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+    const api = (path: string, payload: unknown) =>
+      fetch(`${keyway.baseUrl}${path}`, {
+        method: "POST",
+        headers: { "x-api-key": keyway.demo.apiKey, Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+        body: JSON.stringify(payload),
+      });
+
+    const receiverPort = await freePort();
+    await sleep(1_100);
+    const created = await api("/v1/webhook-configurations", {
+      url: `http://127.0.0.1:${receiverPort}/webhooks`,
+      oauth: { token_url: `http://127.0.0.1:${oauthPort}/oauth/token`, client_id: "demo-receiver", client_secret: receiverClientSecret },
+    });
+    expect(created.status).toBe(201);
+    const secret = ((await created.json()) as { data: { signing_secret: string } }).data.signing_secret;
+
+    const receiver = serve(file, { SIGNING_SECRET: secret, PORT: String(receiverPort) });
+    started.push(receiver.proc);
+    await until("the receiver", () => receiver.output().includes("listening"));
+
+    await sleep(1_100);
+    const published = await api("/v1/events", { type: "order.created", data: { order_id: "1234" } });
+    expect(published.status).toBe(202);
+    const eventId = ((await published.json()) as { data: { id: string } }).data.id;
+    await until("the verified delivery", () => receiver.output().includes("verified "), 60_000);
+    const line =
+      receiver
+        .output()
+        .split("\n")
+        .find((l) => l.startsWith("verified ")) ?? "";
+    expect(line).toContain(eventId);
+    expect(line).toContain('"order_id":"1234"');
+    expect(receiver.output()).not.toContain("refused");
+    // The token request keyway made to the receiver's authorization server succeeded.
+    expect(oauthServer.output()).toMatch(/POST \/oauth\/token 200/);
+  });
+});
