@@ -1,0 +1,891 @@
+/**
+ * `npm run admin -- <command>`: the operator API (/admin/v1) from a terminal, against any keyway
+ * (a local `npm start` or a deployment). Each command is one route of src/http/routes/admin.ts,
+ * declared once in COMMANDS below with its path, body and output columns; the help text is derived
+ * from the same table, so it cannot drift from what runs. The operator token comes only from the
+ * environment (ADMIN_TOKEN), never from a flag, so it stays out of shell history and `ps`; for a
+ * loopback URL an unset token may be read from ./.dev.vars, which is where `npm start` keeps it.
+ * Created secrets are printed once, because that answer is the only place they ever appear.
+ * Every failure is one readable message on stderr and an exit status (1: the request failed,
+ * 2: nothing was sent because the command line or environment is wrong), never a stack trace.
+ */
+import { readFileSync } from "node:fs";
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { parseDevVars } from "./dev-vars.mjs";
+
+/** Revocations answer once every key object applied them, which can take a while on a busy deployment. */
+const REQUEST_TIMEOUT_MS = 60_000;
+/** The server's page size cap (schemas/common.ts ListQuery). */
+const MAX_PAGE = 100;
+/** The audit log grows for 400 days; without --all or --limit, the most recent entries are what an operator wants. */
+const AUDIT_DEFAULT_LIMIT = 50;
+
+/** @typedef {Record<string, unknown>} Item */
+/** @typedef {"GET" | "POST" | "PATCH" | "DELETE"} Method */
+/** @typedef {{ method: Method, path: string, body?: Item }} Call */
+/** @typedef {Record<string, string | boolean | undefined>} Flags */
+/** @typedef {{ header: string, value: (item: Item) => unknown }} Column */
+
+/**
+ * One command: `words` select it (`["keys", "create"]`; `["audit"]`), `args` are its positional
+ * parameters in order, `flags` the options it takes beyond the global ones. A command either makes
+ * one call (`call`) or reads a list (`list`: the collection's path, followed page by page).
+ * @typedef {object} Command
+ * @property {string[]} words
+ * @property {string[]} args
+ * @property {string[]} flags
+ * @property {string} summary
+ * @property {(a: Record<string, string>, f: Flags) => Call} [call]
+ * @property {(a: Record<string, string>) => string} [list]
+ * @property {Column[]} [columns]
+ * @property {string} [noun] what a list holds, for "(no ...)"
+ * @property {string} [secret] the field of the answer holding a secret shown only this once
+ * @property {number} [defaultLimit] lists: how many items without --limit/--all (default: all)
+ */
+
+/** Exit 2: nothing was sent. `group` selects the usage text printed with the message. */
+class UsageError extends Error {
+  /**
+   * @param {string} message
+   * @param {string} [group]
+   * @param {boolean} [withUsage] false when usage text would not help (e.g. a missing ADMIN_TOKEN)
+   */
+  constructor(message, group, withUsage = true) {
+    super(message);
+    /** @type {string | undefined} */
+    this.group = group;
+    this.withUsage = withUsage;
+  }
+}
+
+/** Exit 1: the request failed; `lines` are printed to stderr as they are. */
+class RequestError extends Error {
+  /** @param {string[]} lines */
+  constructor(lines) {
+    super(lines.join("\n"));
+    this.lines = lines;
+  }
+}
+
+const enc = encodeURIComponent;
+const orgPath = (/** @type {Record<string, string>} */ a) => `/admin/v1/organizations/${enc(a.org ?? "")}`;
+const usersPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/users`;
+const credentialsPath = (/** @type {Record<string, string>} */ a) => `${usersPath(a)}/${enc(a.user ?? "")}/client-credentials`;
+const keysPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/api-keys`;
+const tokensPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/admin-tokens`;
+
+/** @param {string} field @returns {(item: Item) => unknown} */
+const field = (field) => (item) => item[field];
+/** @param {string} outer @param {string} inner @returns {(item: Item) => unknown} */
+const nested = (outer, inner) => (item) => {
+  const value = item[outer];
+  return isObject(value) ? value[inner] : undefined;
+};
+
+/** @type {Column[]} */
+const ORG_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "CREATED", value: field("created_at") },
+];
+/** @type {Column[]} */
+const USER_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "EMAIL", value: field("email") },
+  { header: "CREATED", value: field("created_at") },
+];
+/** @type {Column[]} */
+const CREDENTIAL_COLUMNS = [
+  { header: "CLIENT_ID", value: field("client_id") },
+  { header: "NAME", value: field("name") },
+  { header: "STATUS", value: field("status") },
+  { header: "CREATED", value: field("created_at") },
+  { header: "LAST USED", value: field("last_used_at") },
+];
+/** @type {Column[]} */
+const KEY_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "HINT", value: field("hint") },
+  { header: "PER SECOND", value: nested("limits", "per_second") },
+  { header: "PER DAY", value: nested("limits", "per_day") },
+  { header: "LOCATION", value: field("location_hint") },
+  { header: "STATUS", value: field("status") },
+  { header: "LAST USED", value: field("last_used_at") },
+];
+/** @type {Column[]} */
+const TOKEN_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "STATUS", value: field("status") },
+  { header: "EXPIRES", value: field("expires_at") },
+  { header: "LAST USED", value: field("last_used_at") },
+];
+/** @type {Column[]} */
+const AUDIT_COLUMNS = [
+  { header: "AT", value: field("at") },
+  {
+    header: "ACTOR",
+    value: (item) => {
+      const actor = isObject(item.actor) ? item.actor : {};
+      return typeof actor.id === "string" ? `${actor.type}:${actor.id}` : actor.type;
+    },
+  },
+  { header: "ACTION", value: field("action") },
+  {
+    header: "RESOURCE",
+    value: (item) => (isObject(item.resource) ? `${item.resource.type}:${item.resource.id}` : undefined),
+  },
+  { header: "DETAIL", value: field("detail") },
+];
+
+/** @type {Command[]} */
+const COMMANDS = [
+  {
+    words: ["orgs", "create"],
+    args: ["name"],
+    flags: [],
+    summary: "create an organization",
+    call: (a) => ({ method: "POST", path: "/admin/v1/organizations", body: { name: a.name } }),
+  },
+  {
+    words: ["orgs", "list"],
+    args: [],
+    flags: ["limit"],
+    summary: "list organizations",
+    list: () => "/admin/v1/organizations",
+    columns: ORG_COLUMNS,
+    noun: "organizations",
+  },
+  { words: ["orgs", "get"], args: ["org"], flags: [], summary: "show an organization", call: (a) => ({ method: "GET", path: orgPath(a) }) },
+
+  {
+    words: ["users", "create"],
+    args: ["org", "name"],
+    flags: ["email"],
+    summary: "add a user to an organization",
+    call: (a, f) => ({ method: "POST", path: usersPath(a), body: defined({ name: a.name, email: f.email }) }),
+  },
+  {
+    words: ["users", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list an organization's users",
+    list: usersPath,
+    columns: USER_COLUMNS,
+    noun: "users",
+  },
+  {
+    words: ["users", "get"],
+    args: ["org", "user"],
+    flags: [],
+    summary: "show a user",
+    call: (a) => ({ method: "GET", path: `${usersPath(a)}/${enc(a.user ?? "")}` }),
+  },
+  {
+    words: ["users", "remove"],
+    args: ["org", "user"],
+    flags: [],
+    summary: "remove a user, revoking their client credentials first",
+    call: (a) => ({ method: "DELETE", path: `${usersPath(a)}/${enc(a.user ?? "")}` }),
+  },
+
+  {
+    words: ["credentials", "create"],
+    args: ["org", "user"],
+    flags: ["name"],
+    summary: "issue a client credential to a user (client_secret shown once)",
+    call: (a, f) => ({ method: "POST", path: credentialsPath(a), body: defined({ name: f.name }) }),
+    secret: "client_secret",
+  },
+  {
+    words: ["credentials", "list"],
+    args: ["org", "user"],
+    flags: ["limit"],
+    summary: "list a user's client credentials",
+    list: credentialsPath,
+    columns: CREDENTIAL_COLUMNS,
+    noun: "client credentials",
+  },
+  {
+    words: ["credentials", "get"],
+    args: ["org", "user", "client_id"],
+    flags: [],
+    summary: "show a client credential",
+    call: (a) => ({ method: "GET", path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}` }),
+  },
+  {
+    words: ["credentials", "revoke"],
+    args: ["org", "user", "client_id"],
+    flags: [],
+    summary: "revoke a client credential (its tokens stop working at once)",
+    call: (a) => ({ method: "DELETE", path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}` }),
+  },
+
+  {
+    words: ["keys", "create"],
+    args: ["org"],
+    flags: ["name", "per-second", "per-day", "location-hint"],
+    summary: "issue an API key (api_key shown once)",
+    call: (a, f) => {
+      const limits = defined({ per_second: count(f, "per-second"), per_day: count(f, "per-day") });
+      return {
+        method: "POST",
+        path: keysPath(a),
+        body: defined({
+          name: f.name,
+          location_hint: f["location-hint"],
+          limits: Object.keys(limits).length > 0 ? limits : undefined,
+        }),
+      };
+    },
+    secret: "api_key",
+  },
+  {
+    words: ["keys", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list an organization's API keys",
+    list: keysPath,
+    columns: KEY_COLUMNS,
+    noun: "API keys",
+  },
+  {
+    words: ["keys", "get"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show an API key with its current usage",
+    call: (a) => ({ method: "GET", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
+  },
+  {
+    words: ["keys", "update"],
+    args: ["org", "id"],
+    flags: ["name", "per-second", "per-day"],
+    summary: "rename an API key or change its limits (`default` restores one)",
+    call: (a, f) => {
+      const limits = defined({ per_second: countOrDefault(f, "per-second"), per_day: countOrDefault(f, "per-day") });
+      const body = defined({ name: f.name, limits: Object.keys(limits).length > 0 ? limits : undefined });
+      if (Object.keys(body).length === 0)
+        throw new UsageError("keys update: nothing to change; give --name, --per-second or --per-day", "keys");
+      return { method: "PATCH", path: `${keysPath(a)}/${enc(a.id ?? "")}`, body };
+    },
+  },
+  {
+    words: ["keys", "revoke"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "revoke an API key",
+    call: (a) => ({ method: "DELETE", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
+  },
+
+  {
+    words: ["admin-tokens", "create"],
+    args: ["org"],
+    flags: ["name", "expires-in-days"],
+    summary: "mint a manager-app sign-in for the organization (token shown once)",
+    call: (a, f) => ({
+      method: "POST",
+      path: tokensPath(a),
+      body: defined({ name: f.name, expires_in_days: count(f, "expires-in-days") }),
+    }),
+    secret: "token",
+  },
+  {
+    words: ["admin-tokens", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list the organization's administrator tokens",
+    list: tokensPath,
+    columns: TOKEN_COLUMNS,
+    noun: "administrator tokens",
+  },
+  {
+    words: ["admin-tokens", "get"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show an administrator token",
+    call: (a) => ({ method: "GET", path: `${tokensPath(a)}/${enc(a.id ?? "")}` }),
+  },
+  {
+    words: ["admin-tokens", "revoke"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "revoke an administrator token, ending its manager sessions",
+    call: (a) => ({ method: "DELETE", path: `${tokensPath(a)}/${enc(a.id ?? "")}` }),
+  },
+
+  {
+    words: ["audit"],
+    args: ["org"],
+    flags: ["limit", "all"],
+    summary: `the organization's audit log, newest first (${AUDIT_DEFAULT_LIMIT} entries unless --limit or --all)`,
+    list: (a) => `${orgPath(a)}/audit-log`,
+    columns: AUDIT_COLUMNS,
+    noun: "audit entries",
+    defaultLimit: AUDIT_DEFAULT_LIMIT,
+  },
+];
+
+/** Per group: its heading in the help, and what its flags mean. */
+const GROUPS = {
+  orgs: { title: "Organizations", notes: [] },
+  users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
+  credentials: {
+    title: "Client credentials",
+    notes: ["--name N        a label for the credential", "<client_id>     the CLIENT_ID column of `credentials list` (kw_client_...)"],
+  },
+  keys: {
+    title: "API keys",
+    notes: [
+      "--name N             a label for the key",
+      "--per-second N       requests per second (1..10000); update: `default` restores the service default",
+      "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
+      "--location-hint H    where the key's clients are: wnam enam sam weur eeur apac oc afr me",
+    ],
+  },
+  "admin-tokens": {
+    title: "Administrator tokens (sign-ins to the manager app for one organization)",
+    notes: ["--name N             a label for the token", "--expires-in-days N  1..365 (default 30)"],
+  },
+  audit: { title: "Audit log", notes: ["--limit N       at most N entries", "--all           every entry (follows every page)"] },
+};
+
+const GLOBAL_HELP = `Flags of every command
+  --url URL       keyway's base URL (default: $KEYWAY_URL, else http://127.0.0.1:$PORT with PORT 8787)
+  --json          print the answer's data as JSON on stdout; for a list, one array of its items
+  -h, --help      this help; \`<group> --help\` for one group
+
+Lists follow every page (cursor after cursor) unless --limit N caps them; audit shows the
+${AUDIT_DEFAULT_LIMIT} most recent entries unless --limit N or --all says otherwise.
+
+Environment
+  ADMIN_TOKEN     the operator token, sent as \`Authorization: Bearer\`. Only from the environment,
+                  never a flag, so it stays out of shell history and \`ps\`. If it is unset, the URL
+                  is loopback and ./.dev.vars exists (npm start's local secrets), it is read from there.
+  KEYWAY_URL      base URL when --url is not given
+  PORT            port of the default URL
+
+Exit status
+  0 done; 1 the request failed (keyway's message and error code on stderr) or keyway could not be
+  reached; 2 nothing was sent: unknown command, missing argument, bad number, bad URL, no ADMIN_TOKEN.
+
+Secrets (api_key, client_secret, token) are printed only by the command that creates them: keyway
+keeps only their hashes and never shows them again. Lists and gets never include them.
+`;
+
+// `npm run admin -- audit org_x | head` closes stdout early: not a failure, and not worth a trace.
+process.stdout.on("error", (err) => {
+  process.exitCode = /** @type {NodeJS.ErrnoException} */ (err).code === "EPIPE" ? 0 : 1;
+  process.exit();
+});
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    // Only a bug in this script gets here; still one line, never a stack trace.
+    process.stderr.write(`admin: unexpected failure: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
+
+/**
+ * Runs one command line; resolves to the exit status.
+ * @param {string[]} argv
+ * @returns {Promise<number>}
+ */
+async function main(argv) {
+  try {
+    const parsed = parseCommandLine(argv);
+    if (parsed.help !== undefined) {
+      process.stdout.write(helpText(parsed.help));
+      return 0;
+    }
+    const { command, args, flags } = parsed;
+    const base = baseUrl(flags.url);
+    const { token, source } = adminToken(base);
+    const client = { base, token, source };
+    const json = flags.json === true;
+
+    if (command.list) {
+      const limit =
+        flags.all === true ? Number.POSITIVE_INFINITY : (count(flags, "limit") ?? command.defaultLimit ?? Number.POSITIVE_INFINITY);
+      const { items, more } = await readList(client, command.list(args), limit);
+      if (json) write(`${JSON.stringify(items, null, 2)}\n`);
+      else write(items.length === 0 ? `(no ${command.noun})\n` : table(items, command.columns ?? []));
+      // On stderr, so that stdout stays the table or the JSON array.
+      if (more) process.stderr.write(`(more ${command.noun} than shown: raise --limit${command.defaultLimit ? " or use --all" : ""})\n`);
+      return 0;
+    }
+
+    const call = command.call?.(args, flags);
+    if (call === undefined) throw new Error(`${command.words.join(" ")} has neither call nor list`);
+    const data = await send(client, call);
+    if (!isObject(data)) throw new RequestError([`admin: ${call.method} ${call.path} answered without a data object`]);
+    const secret = command.secret;
+    const notice = secret
+      ? `The ${secret} above is shown only now: keyway keeps only its hash and cannot show it again. Store it safely.`
+      : "";
+    if (json) {
+      write(`${JSON.stringify(data, null, 2)}\n`);
+      // stdout stays pure JSON for scripts; the warning still reaches the person running it.
+      if (secret) process.stderr.write(`${notice.replace("above", `(data.${secret})`)}\n`);
+    } else {
+      const { [secret ?? ""]: secretValue, ...rest } = data;
+      write(record(secret ? rest : data));
+      if (secret) write(`\n${record({ [secret]: secretValue })}${notice}\n`);
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`admin: ${err.message}\n`);
+      if (err.withUsage) process.stderr.write(`\n${usageText(err.group)}`);
+      return 2;
+    }
+    if (err instanceof RequestError) {
+      process.stderr.write(`${err.lines.join("\n")}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/**
+ * What the command line asks for: help (on a group, or `""` for all), or a command with its
+ * arguments and flags. Every mistake is a UsageError naming it.
+ * @param {string[]} argv
+ * @returns {{ help: string, command?: undefined, args?: undefined, flags?: undefined }
+ *   | { help?: undefined, command: Command, args: Record<string, string>, flags: Flags }}
+ */
+function parseCommandLine(argv) {
+  /** @type {{ values: Flags, positionals: string[] }} */
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        url: { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+        limit: { type: "string" },
+        all: { type: "boolean" },
+        name: { type: "string" },
+        email: { type: "string" },
+        "per-second": { type: "string" },
+        "per-day": { type: "string" },
+        "location-hint": { type: "string" },
+        "expires-in-days": { type: "string" },
+      },
+    });
+  } catch (err) {
+    // node:util's messages name the option and say what is wrong with it.
+    const group = argv.find((word) => !word.startsWith("-"));
+    throw new UsageError(err instanceof Error ? err.message : String(err), group !== undefined && isGroup(group) ? group : undefined);
+  }
+  const { values: flags, positionals } = parsed;
+  const [first, second] = positionals;
+
+  if (first === "help") {
+    if (second !== undefined && !isGroup(second)) throw new UsageError(`no command group "${second}"`);
+    return { help: second ?? "" };
+  }
+  if (first === undefined) {
+    if (flags.help === true) return { help: "" };
+    throw new UsageError("no command given");
+  }
+  if (!isGroup(first)) throw new UsageError(`unknown command "${first}"`);
+  if (flags.help === true) return { help: first };
+
+  const inGroup = COMMANDS.filter((c) => c.words[0] === first);
+  const command = inGroup.length === 1 && inGroup[0]?.words.length === 1 ? inGroup[0] : inGroup.find((c) => c.words[1] === second);
+  if (command === undefined) {
+    throw new UsageError(second === undefined ? `${first}: which command?` : `unknown command "${first} ${second}"`, first);
+  }
+
+  const given = positionals.slice(command.words.length);
+  const name = command.words.join(" ");
+  if (given.length < command.args.length) {
+    throw new UsageError(`${name}: missing <${command.args.slice(given.length).join("> <")}>`, first);
+  }
+  if (given.length > command.args.length) throw new UsageError(`${name}: unexpected argument "${given[command.args.length]}"`, first);
+  /** @type {Record<string, string>} */
+  const args = {};
+  command.args.forEach((arg, i) => {
+    args[arg] = given[i] ?? "";
+  });
+  for (const [arg, value] of Object.entries(args)) {
+    if (value.trim() === "") throw new UsageError(`${name}: <${arg}> must not be empty`, first);
+  }
+
+  const global = ["url", "json", "help"];
+  for (const flag of Object.keys(flags)) {
+    if (!global.includes(flag) && !command.flags.includes(flag)) throw new UsageError(`${name} takes no --${flag}`, first);
+  }
+  if (flags.all === true && flags.limit !== undefined) throw new UsageError(`${name}: give --limit or --all, not both`, first);
+  // Numbers are checked now, so a typo is a usage error before anything is sent.
+  try {
+    if (command.list) count(flags, "limit");
+    else command.call?.(args, flags);
+  } catch (err) {
+    if (err instanceof UsageError) err.group = first;
+    throw err;
+  }
+  return { command, args, flags };
+}
+
+/** @param {string} word */
+function isGroup(word) {
+  return Object.hasOwn(GROUPS, word);
+}
+
+/**
+ * A positive whole number flag, or undefined when it is absent.
+ * @param {Flags} flags
+ * @param {string} name
+ * @returns {number | undefined}
+ */
+function count(flags, name) {
+  const value = flags[name];
+  if (value === undefined || typeof value === "boolean") return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(`--${name} must be a whole number of at least 1, got "${clean(value)}"`);
+  }
+  return n;
+}
+
+/**
+ * Like count, but `default` is null: the API's way to restore the service default.
+ * @param {Flags} flags
+ * @param {string} name
+ * @returns {number | null | undefined}
+ */
+function countOrDefault(flags, name) {
+  return flags[name] === "default" ? null : count(flags, name);
+}
+
+/**
+ * @param {Item} object
+ * @returns {Item} the object without its undefined fields (so they are absent from the JSON body)
+ */
+function defined(object) {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * The base URL without a trailing slash, from --url, KEYWAY_URL or the local default.
+ * @param {string | boolean | undefined} flag
+ */
+function baseUrl(flag) {
+  const given = typeof flag === "string" ? flag : process.env.KEYWAY_URL || `http://127.0.0.1:${process.env.PORT || 8787}`;
+  /** @type {URL} */
+  let url;
+  try {
+    url = new URL(given);
+  } catch {
+    throw new UsageError(
+      `not a URL: "${clean(given)}" (from ${typeof flag === "string" ? "--url" : "KEYWAY_URL or PORT"})`,
+      undefined,
+      false,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new UsageError(`the URL must be http or https: ${clean(given)}`, undefined, false);
+  // Credentials in the URL would be printed in every message that names it.
+  if (url.username !== "" || url.password !== "") throw new UsageError("the URL must not carry a user name or password", undefined, false);
+  if (url.search !== "" || url.hash !== "")
+    throw new UsageError(`the URL must not have a query or fragment: ${clean(given)}`, undefined, false);
+  if (url.protocol === "http:" && !isLoopback(url)) {
+    process.stderr.write(`admin: warning: ADMIN_TOKEN goes to ${url.host} unencrypted (http); use https beyond this machine\n`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+/** @param {URL} url */
+function isLoopback(url) {
+  const host = url.hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * ADMIN_TOKEN from the environment or, for a loopback URL, from ./.dev.vars: a local `npm start`
+ * keeps it there, and reading it saves pasting it into the shell. A remote URL never gets the
+ * local token, which would be the wrong secret sent to the wrong place.
+ * @param {string} base
+ * @returns {{ token: string, source: string }}
+ */
+function adminToken(base) {
+  const fromEnv = process.env.ADMIN_TOKEN;
+  if (fromEnv) return { token: fromEnv, source: "the environment" };
+  if (isLoopback(new URL(base))) {
+    /** @type {string | undefined} */
+    let text;
+    try {
+      text = readFileSync(".dev.vars", "utf8");
+    } catch {
+      text = undefined; // no .dev.vars here: fall through to the message below
+    }
+    const fromFile = text === undefined ? undefined : parseDevVars(text).ADMIN_TOKEN;
+    if (fromFile) return { token: fromFile, source: "./.dev.vars" };
+  }
+  throw new UsageError(
+    "ADMIN_TOKEN is not set. Set it in the environment without typing it on the command line, " +
+      "e.g. `read -rs ADMIN_TOKEN && export ADMIN_TOKEN`; for a local npm start it is in .dev.vars.",
+    undefined,
+    false,
+  );
+}
+
+/** @typedef {{ base: string, token: string, source: string }} Client */
+
+/**
+ * Sends one request and returns the envelope's `data` and `_links`; throws RequestError with
+ * keyway's developer_message and error code (and, on 401, a hint about ADMIN_TOKEN).
+ * @param {Client} client
+ * @param {Call} call
+ * @returns {Promise<unknown>}
+ */
+async function send(client, call) {
+  return (await exchange(client, call)).data;
+}
+
+/**
+ * @param {Client} client
+ * @param {Call} call
+ * @returns {Promise<{ data: unknown, next: string | undefined }>}
+ */
+async function exchange(client, call) {
+  const url = `${client.base}${call.path}`;
+  /** @type {Response} */
+  let res;
+  try {
+    res = await fetch(url, {
+      method: call.method,
+      headers: {
+        Authorization: `Bearer ${client.token}`,
+        Accept: "application/json",
+        ...(call.body ? { "Content-Type": "application/json" } : {}),
+      },
+      ...(call.body ? { body: JSON.stringify(call.body) } : {}),
+      // A redirect is reported rather than followed: it would carry the token somewhere else or
+      // turn a POST into a GET.
+      redirect: "manual",
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  } catch (err) {
+    throw new RequestError([`admin: cannot reach keyway at ${client.base} (${networkReason(err)})`]);
+  }
+  const where = `${call.method} ${call.path}`;
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel();
+    const location = res.headers.get("location");
+    throw new RequestError([
+      `admin: ${where} answered ${res.status}, a redirect${location ? ` to ${clean(location)}` : ""}; give that URL with --url or KEYWAY_URL`,
+    ]);
+  }
+  /** @type {unknown} */
+  let envelope;
+  try {
+    envelope = await res.json();
+  } catch {
+    envelope = undefined;
+  }
+  if (!isObject(envelope) || !("data" in envelope)) {
+    throw new RequestError([`admin: ${where} answered HTTP ${res.status} without a keyway envelope: is ${client.base} a keyway?`]);
+  }
+  if (!res.ok) {
+    const message = typeof envelope.developer_message === "string" ? clean(envelope.developer_message) : "(no message)";
+    const code = typeof envelope.error === "string" ? clean(envelope.error) : "no error code";
+    const lines = [`admin: ${message} (${code}, HTTP ${res.status})`];
+    if (res.status === 401) {
+      lines.push(
+        `hint: ADMIN_TOKEN (from ${client.source}) is wrong or missing for ${client.base}; check it is this deployment's operator token.`,
+      );
+    }
+    if (res.status === 503 && call.method !== "GET") {
+      lines.push("hint: a change answered 503 is recorded and still being applied; repeat the same command to confirm it.");
+    }
+    throw new RequestError(lines);
+  }
+  const links = isObject(envelope._links) ? envelope._links : {};
+  const next = isObject(links.next) && typeof links.next.href === "string" ? links.next.href : undefined;
+  return { data: envelope.data, next };
+}
+
+/**
+ * Reads a list page by page until `limit` items or the last page. The cursor is taken out of
+ * `_links.next` and sent to our own base URL, since behind a proxy the server's idea of its URL
+ * may not be one this machine can reach.
+ * @param {Client} client
+ * @param {string} path
+ * @param {number} limit
+ * @returns {Promise<{ items: Item[], more: boolean }>}
+ */
+async function readList(client, path, limit) {
+  /** @type {Item[]} */
+  const items = [];
+  /** @type {string | undefined} */
+  let cursor;
+  for (;;) {
+    const size = Math.min(MAX_PAGE, limit - items.length);
+    const query = new URLSearchParams({ limit: String(size) });
+    if (cursor !== undefined) query.set("cursor", cursor);
+    const { data, next } = await exchange(client, { method: "GET", path: `${path}?${query}` });
+    if (!Array.isArray(data)) throw new RequestError([`admin: GET ${path} answered without a list`]);
+    items.push(...data.filter(isObject));
+    const nextCursor = next === undefined ? null : new URL(next).searchParams.get("cursor");
+    if (nextCursor === null || nextCursor === cursor) return { items, more: false };
+    if (items.length >= limit) return { items, more: true };
+    cursor = nextCursor;
+  }
+}
+
+/**
+ * One line saying why a request could not be sent, from fetch's error (its cause carries the
+ * socket error code; connecting to a name with several addresses nests them in `errors`).
+ * @param {unknown} err
+ */
+function networkReason(err) {
+  if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError"))
+    return `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`;
+  const cause = err instanceof Error ? err.cause : undefined;
+  const first = cause instanceof AggregateError ? cause.errors[0] : cause;
+  const code = codeOf(cause) ?? codeOf(first);
+  const reasons = {
+    ECONNREFUSED: "connection refused: is it running?",
+    ENOTFOUND: "host not found",
+    EAI_AGAIN: "host name lookup failed",
+    ECONNRESET: "connection reset",
+    ETIMEDOUT: "connection timed out",
+    EHOSTUNREACH: "host unreachable",
+  };
+  if (code !== undefined) return Object.hasOwn(reasons, code) ? reasons[/** @type {keyof typeof reasons} */ (code)] : code;
+  const message = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+  return clean(message.split("\n")[0] ?? "");
+}
+
+/** @param {unknown} err @returns {string | undefined} */
+function codeOf(err) {
+  return isObject(err) && typeof err.code === "string" ? err.code : undefined;
+}
+
+/**
+ * @param {unknown} value
+ * @returns {value is Record<string, unknown>}
+ */
+function isObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Text from the server with control characters escaped: names are chosen by organization
+ * administrators too, and an escape sequence must not reach the operator's terminal as one.
+ * @param {string} text
+ */
+function clean(text) {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: this pattern exists to find control characters.
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** @param {unknown} value */
+function show(value) {
+  if (value === null || value === undefined) return "-";
+  if (typeof value === "string") return clean(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  return clean(JSON.stringify(value));
+}
+
+/**
+ * One object as aligned `key  value` lines; nested objects become dotted keys (limits.per_day).
+ * @param {Item} data
+ */
+function record(data) {
+  /** @type {[string, string][]} */
+  const rows = [];
+  /** @param {Item} object @param {string} prefix */
+  const walk = (object, prefix) => {
+    for (const [key, value] of Object.entries(object)) {
+      if (isObject(value) && Object.keys(value).length > 0) walk(value, `${prefix}${key}.`);
+      else rows.push([`${prefix}${key}`, show(value)]);
+    }
+  };
+  walk(data, "");
+  const width = Math.max(0, ...rows.map(([key]) => key.length));
+  return rows.map(([key, value]) => `${key.padEnd(width)}  ${value}\n`).join("");
+}
+
+/**
+ * Items as a table with a header row, columns padded to their widest cell.
+ * @param {Item[]} items
+ * @param {Column[]} columns
+ */
+function table(items, columns) {
+  const rows = [columns.map((c) => c.header), ...items.map((item) => columns.map((c) => show(c.value(item))))];
+  const widths = columns.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? "").length)));
+  return rows.map((row) => `${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")}\n`).join("");
+}
+
+/** @param {string} text */
+function write(text) {
+  process.stdout.write(text);
+}
+
+/**
+ * One help row per command of a group: its synopsis (words, <arguments>, [flags]) and summary.
+ * @param {string} group
+ * @returns {[string, string][]}
+ */
+function commandRows(group) {
+  return COMMANDS.filter((c) => c.words[0] === group).map((command) => {
+    const flags = command.flags.map((flag) => {
+      if (flag === "all") return "[--all]";
+      const metavar = { email: "E", "location-hint": "H" }[flag] ?? "N";
+      return `[--${flag} ${metavar}]`;
+    });
+    return [[...command.words, ...command.args.map((arg) => `<${arg}>`), ...flags].join(" "), command.summary];
+  });
+}
+
+/**
+ * Synopsis lines, printed under a usage error: of one group, or of all.
+ * @param {string} [group]
+ */
+function usageText(group) {
+  const rows = (group === undefined ? Object.keys(GROUPS) : [group]).flatMap(commandRows);
+  return [
+    "Usage: npm run admin -- <command> [flags]",
+    "",
+    ...rows.map(([usage]) => `  ${usage}`),
+    "",
+    `Run \`npm run admin -- ${group === undefined ? "help" : `${group} --help`}\` for what each does, flags, environment and exit status.`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * The full help, or one group's: its commands, what its flags mean, then the global part.
+ * @param {string} group "" for every group
+ */
+function helpText(group) {
+  const groups = group === "" ? Object.keys(GROUPS) : [group];
+  const lines = [
+    "keyway operator CLI: the operator API (/admin/v1) from a terminal, against any keyway.",
+    "",
+    `Usage: npm run admin -- ${group === "" ? "<command>" : `${group} <command>`} [flags]`,
+    "       (or: node scripts/admin.mjs ...)",
+  ];
+  for (const name of groups) {
+    const info = GROUPS[/** @type {keyof typeof GROUPS} */ (name)];
+    lines.push("", info.title);
+    // Synopsis, then what it does underneath: side by side, the longest lines would not fit a terminal.
+    for (const [usage, summary] of commandRows(name)) lines.push(`  ${usage}`, `      ${summary}`);
+    for (const note of info.notes) lines.push(`    ${note}`);
+  }
+  lines.push("", GLOBAL_HELP);
+  return lines.join("\n");
+}

@@ -1,0 +1,295 @@
+/**
+ * The operator CLI (scripts/admin.mjs) against a real local run (`npm start`), spawned as an
+ * operator would run it: ADMIN_TOKEN and KEYWAY_URL in the environment, arguments on the command
+ * line, output read back as text. The walk goes from a new organization to a working access token
+ * and back to revocation, so it proves both that each command reaches the right route with the
+ * right body and that the human output carries what the operator needs (the one-time secrets).
+ * The failure cases check what a person sees: one message, the right exit status, no stack trace.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
+
+const CLI = join(ROOT, "scripts", "admin.mjs");
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI with `env` on top of a clean environment (no ADMIN_TOKEN, KEYWAY_URL or PORT from the caller). */
+function cli(args: string[], env: Record<string, string>, cwd = ROOT): Promise<Run> {
+  const base = { ...process.env };
+  delete base.ADMIN_TOKEN;
+  delete base.KEYWAY_URL;
+  delete base.PORT;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { cwd, env: { ...base, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === "number" ? err.code : -1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The value of `key` in the CLI's aligned `key  value` output. */
+function value(output: string, key: string): string {
+  const found = new RegExp(`^${key.replace(/\./g, "\\.")} +(\\S.*)$`, "m").exec(output)?.[1];
+  if (found === undefined) throw new Error(`no "${key}" in:\n${output}`);
+  return found;
+}
+
+const NO_STACK = /\n\s+at |Error:|node:internal/;
+
+describe("operator CLI", () => {
+  let keyway: Keyway;
+  let env: Record<string, string>;
+  const admin = (...args: string[]) => cli(args, env);
+
+  beforeAll(async () => {
+    keyway = await startKeyway();
+    env = { ADMIN_TOKEN: keyway.adminToken, KEYWAY_URL: keyway.baseUrl };
+  });
+  afterAll(async () => {
+    await keyway?.stop();
+  });
+
+  it("walks an operator from a new organization to a working access token and back to revocation", async () => {
+    const org = await admin("orgs", "create", "CLI Corp");
+    expect(org, org.stderr).toMatchObject({ code: 0, stderr: "" });
+    const orgId = value(org.stdout, "id");
+    expect(value(org.stdout, "name")).toBe("CLI Corp");
+
+    const user = await admin("users", "create", orgId, "Grace", "--email", "grace@cli.example");
+    expect(user.code, user.stderr).toBe(0);
+    const userId = value(user.stdout, "id");
+    expect(value(user.stdout, "email")).toBe("grace@cli.example");
+
+    // The secret is printed once, with the warning, and is usable exactly as printed.
+    const credential = await admin("credentials", "create", orgId, userId, "--name", "ci");
+    expect(credential.code, credential.stderr).toBe(0);
+    const clientId = value(credential.stdout, "client_id");
+    const clientSecret = value(credential.stdout, "client_secret");
+    expect(credential.stdout).toMatch(/client_secret above is shown only now/);
+
+    const key = await admin(
+      "keys",
+      "create",
+      orgId,
+      "--name",
+      "ci key",
+      "--per-second",
+      "5",
+      "--per-day",
+      "500",
+      "--location-hint",
+      "weur",
+    );
+    expect(key.code, key.stderr).toBe(0);
+    const keyId = value(key.stdout, "id");
+    const apiKey = value(key.stdout, "api_key");
+    expect(value(key.stdout, "limits.per_second")).toBe("5");
+    expect(value(key.stdout, "limits.per_day")).toBe("500");
+    expect(value(key.stdout, "location_hint")).toBe("weur");
+    expect(key.stdout).toMatch(/api_key above is shown only now/);
+
+    // Lists and gets never carry the secrets.
+    const keys = await admin("keys", "list", orgId);
+    expect(keys.code, keys.stderr).toBe(0);
+    expect(keys.stdout).toMatch(/^ID +NAME +HINT +PER SECOND +PER DAY/);
+    expect(keys.stdout).toContain(keyId);
+    expect(keys.stdout).not.toContain(apiKey);
+    const credentials = await admin("credentials", "list", orgId, userId);
+    expect(credentials.stdout).toContain(clientId);
+    expect(credentials.stdout).not.toContain(clientSecret);
+    const got = await admin("keys", "get", orgId, keyId);
+    expect(got.code, got.stderr).toBe(0);
+    expect(value(got.stdout, "usage.second.limit")).toBe("5");
+    expect(value(await admin("users", "get", orgId, userId).then((r) => r.stdout), "name")).toBe("Grace");
+    expect(value(await admin("orgs", "get", orgId).then((r) => r.stdout), "name")).toBe("CLI Corp");
+
+    const updated = await admin("keys", "update", orgId, keyId, "--per-second", "7", "--per-day", "default");
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(value(updated.stdout, "limits.per_second")).toBe("7");
+    expect(value(updated.stdout, "limit_overrides.per_second")).toBe("true");
+    expect(value(updated.stdout, "limit_overrides.per_day")).toBe("false");
+
+    const tokenRequest = () =>
+      fetch(`${keyway.baseUrl}/v1/oauth`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" }),
+      });
+    const issued = await tokenRequest();
+    expect(issued.status).toBe(200);
+    expect(((await issued.json()) as { data: { access_token: string } }).data.access_token).toBeTruthy();
+
+    const revokedCredential = await admin("credentials", "revoke", orgId, userId, clientId);
+    expect(revokedCredential.code, revokedCredential.stderr).toBe(0);
+    expect(value(revokedCredential.stdout, "status")).toBe("revoked");
+    await sleep(250); // stay clear of the key's per-second limit
+    expect((await tokenRequest()).status).toBe(401);
+    const revokedKey = await admin("keys", "revoke", orgId, keyId);
+    expect(revokedKey.code, revokedKey.stderr).toBe(0);
+    expect(value(revokedKey.stdout, "status")).toBe("revoked");
+
+    const audit = await admin("audit", orgId);
+    expect(audit.code, audit.stderr).toBe(0);
+    const actions = [...audit.stdout.matchAll(/ (\w+\.\w+) /g)].map((m) => m[1]);
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "organization.created",
+        "user.created",
+        "client_credential.created",
+        "api_key.created",
+        "api_key.updated",
+        "client_credential.revoked",
+        "api_key.revoked",
+      ]),
+    );
+    // Newest first.
+    expect(actions.indexOf("api_key.revoked")).toBeLessThan(actions.indexOf("organization.created"));
+    expect(audit.stdout).not.toContain(clientSecret);
+    expect(audit.stdout).not.toContain(apiKey);
+  });
+
+  it("prints data as parseable JSON with --json, and --limit caps a list with a note on stderr", async () => {
+    const org = await admin("orgs", "create", "JSON Corp", "--json");
+    expect(org.code, org.stderr).toBe(0);
+    const { id: orgId } = JSON.parse(org.stdout) as { id: string };
+    for (const name of ["A", "B", "C"]) expect((await admin("users", "create", orgId, name)).code).toBe(0);
+
+    // --limit caps a list, and says on stderr that there is more.
+    const all = await admin("users", "list", orgId, "--json");
+    expect(all.code, all.stderr).toBe(0);
+    expect((JSON.parse(all.stdout) as { name: string }[]).map((u) => u.name).sort()).toEqual(["A", "B", "C"]);
+    const two = await admin("users", "list", orgId, "--json", "--limit", "2");
+    expect(JSON.parse(two.stdout)).toHaveLength(2);
+    expect(two.stderr).toMatch(/more users than shown/);
+
+    // A created secret goes to stdout as data; the warning to stderr, so stdout stays JSON.
+    const key = await admin("keys", "create", orgId, "--json");
+    expect(key.code, key.stderr).toBe(0);
+    expect((JSON.parse(key.stdout) as { api_key: string }).api_key).toMatch(/^kw_/);
+    expect(key.stderr).toMatch(/shown only now/);
+
+    const minted = await admin("admin-tokens", "create", orgId, "--name", "ops", "--json");
+    expect(minted.code, minted.stderr).toBe(0);
+    const token = JSON.parse(minted.stdout) as { id: string; token: string };
+    const tokens = await admin("admin-tokens", "list", orgId, "--json");
+    expect(JSON.parse(tokens.stdout)).toEqual([expect.objectContaining({ id: token.id, name: "ops", status: "active" })]);
+    expect(tokens.stdout).not.toContain(token.token);
+    const revoked = await admin("admin-tokens", "revoke", orgId, token.id, "--json");
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: token.id, status: "revoked" });
+  });
+
+  it("follows _links.next page by page, sending each cursor to its own base URL", async () => {
+    // A stand-in server: real lists need over 100 items before they have a second page.
+    const seen: { cursor: string | null; auth: string | undefined }[] = [];
+    const server = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://stand-in");
+      const cursor = url.searchParams.get("cursor");
+      seen.push({ cursor, auth: req.headers.authorization });
+      const page =
+        cursor === null
+          ? { data: [{ id: "org_a" }], next: "http://elsewhere.invalid/admin/v1/organizations?cursor=c1" }
+          : { data: [{ id: "org_b" }] };
+      res.setHeader("Content-Type", "application/json");
+      res.end(
+        JSON.stringify({
+          response_status: 200,
+          developer_message: "Success",
+          user_message: "Success",
+          data: page.data,
+          _links: { self: { href: "http://elsewhere.invalid/" }, ...(page.next ? { next: { href: page.next } } : {}) },
+        }),
+      );
+    });
+    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const run = await cli(["orgs", "list", "--json"], { ADMIN_TOKEN: "stand-in-token", KEYWAY_URL: url });
+      expect(run.code, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual([{ id: "org_a" }, { id: "org_b" }]);
+      expect(seen).toEqual([
+        { cursor: null, auth: "Bearer stand-in-token" },
+        { cursor: "c1", auth: "Bearer stand-in-token" },
+      ]);
+    } finally {
+      await new Promise((closed) => server.close(closed));
+    }
+  });
+
+  it("reports a wrong ADMIN_TOKEN with keyway's message, the error code and a hint, exit 1, without a stack trace", async () => {
+    const run = await cli(["orgs", "list"], { ...env, ADMIN_TOKEN: "not-the-token" });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/HTTP 401/);
+    expect(run.stderr).toMatch(/hint: ADMIN_TOKEN .* is wrong or missing/);
+    expect(run.stderr).not.toContain("not-the-token");
+    expect(run.stderr).not.toMatch(NO_STACK);
+  });
+
+  it("reports keyway's error for an unknown organization with exit 1", async () => {
+    const run = await admin("keys", "list", "org_does_not_exist");
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/\(not_found, HTTP 404\)/);
+    expect(run.stderr).not.toMatch(NO_STACK);
+  });
+
+  it("reads ADMIN_TOKEN from ./.dev.vars when it is unset and the URL is loopback", async () => {
+    // npm start wrote .dev.vars in the project root, the CLI's working directory here.
+    const run = await cli(["orgs", "list", "--limit", "1"], { KEYWAY_URL: keyway.baseUrl });
+    expect(run.code, run.stderr).toBe(0);
+  });
+
+  it("refuses, exit 2 and nothing sent, without ADMIN_TOKEN and no .dev.vars beside it", async () => {
+    const empty = await mkdtemp(join(tmpdir(), "keyway-cli-"));
+    try {
+      const run = await cli(["orgs", "list"], { KEYWAY_URL: keyway.baseUrl }, empty);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/ADMIN_TOKEN is not set/);
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
+
+  it("answers an unknown command, a missing argument or a bad number with usage on stderr and exit 2", async () => {
+    for (const args of [
+      ["frobnicate"],
+      ["keys", "create"],
+      ["keys", "create", "org_x", "--per-second", "fast"],
+      ["keys", "update", "o", "k"],
+    ]) {
+      const run = await admin(...args);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toMatch(/Usage: npm run admin -- <command>/);
+      expect(run.stderr).not.toMatch(NO_STACK);
+    }
+  });
+
+  it("prints help on stdout with exit 0, for everything and for one group", async () => {
+    const all = await admin("--help");
+    expect(all.code).toBe(0);
+    for (const group of ["orgs", "users", "credentials", "keys", "admin-tokens", "audit"]) expect(all.stdout).toContain(`\n  ${group} `);
+    expect(all.stdout).toMatch(/\.dev\.vars/);
+    const keys = await admin("keys", "--help");
+    expect(keys.code).toBe(0);
+    expect(keys.stdout).toContain("keys update <org> <id>");
+    expect(keys.stdout).not.toContain("orgs create");
+  });
+
+  it("names the URL in one line, exit 1, when nothing listens there", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const run = await cli(["orgs", "list"], { ADMIN_TOKEN: "x", KEYWAY_URL: url });
+    expect(run.code).toBe(1);
+    expect(run.stderr.trimEnd().split("\n")).toEqual([expect.stringContaining(url)]);
+    expect(run.stderr).toMatch(/connection refused/);
+  });
+});
