@@ -1,6 +1,7 @@
 /**
  * The manager app's routes, in workerd: sign-in and sessions (cookie flags, tampering, expiry),
- * CSRF on every form, the nonce CSP, the Organization Settings -> Users -> Client credentials
+ * a failed sign-in answered with the form again and the reason on the field (never the token),
+ * CSRF on every form, the nonce CSP, confirmations that name what they act on, the Organization Settings -> Users -> Client credentials
  * flow with the secret shown once, API keys, webhook configurations (health, edits under the
  * origin rule, test events, a delivery's attempts and re-send), and isolation of an organization
  * administrator by URL and by form tampering.
@@ -106,13 +107,6 @@ describe("sign-in and sessions", () => {
     expect((await b.get("/manager/organizations")).status).toBe(200);
   });
 
-  it("refuses a wrong token with 401 and sets no session", async () => {
-    const b = new Browser();
-    const res = await b.signIn("not-the-admin-token");
-    expect(res.status).toBe(401);
-    expect(b.cookies.has("kw_session")).toBe(false);
-  });
-
   it("refuses a sign-in without the sign-in form's CSRF token", async () => {
     const res = await new Browser().post("/manager/sign-in", { token: ADMIN_TOKEN });
     expect(res.status).toBe(403);
@@ -157,6 +151,103 @@ describe("sign-in and sessions", () => {
     // The rotated token signs in as usual.
     expect((await b.signIn(`${ADMIN_TOKEN}-rotated`)).status).toBe(303);
     expect((await b.get("/manager/organizations")).status).toBe(200);
+  });
+});
+
+/** The parts of a sign-in page a failed attempt must get right. */
+function signInForm(html: string) {
+  const input = /<input [^>]*id="token"[^>]*>/.exec(html)?.[0] ?? "";
+  return {
+    form: /<form method="post" action="\/manager\/sign-in"/.test(html),
+    input,
+    /** The message the token field is described by (aria-describedby), if any. */
+    error: /<p id="token-error" class="field-error" role="alert">([^<]*)<\/p>/.exec(html)?.[1] ?? null,
+    describedBy: /aria-describedby="([^"]+)"/.exec(input)?.[1] ?? null,
+    invalid: /aria-invalid="true"/.test(input),
+  };
+}
+
+describe("a failed sign-in", () => {
+  const WRONG = "kw_live_oa_not-a-real-token-but-it-looks-like-one";
+
+  it("answers a wrong token with 401 and the form again, the reason on the field and the field empty", async () => {
+    const b = new Browser();
+    const res = await b.signIn(WRONG);
+    expect(res.status).toBe(401);
+    const html = await res.text();
+    const page = signInForm(html);
+    expect(page.form).toBe(true);
+    expect(page.error).toBe("That access token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.");
+    expect(page.describedBy).toBe("token-error");
+    expect(page.invalid).toBe(true);
+    expect(page.input).not.toMatch(/value=/);
+    expect(html).not.toContain(WRONG);
+    expect(b.cookies.has("kw_session")).toBe(false);
+  });
+
+  it("shows no error on the sign-in page before an attempt", async () => {
+    const page = signInForm(await (await new Browser().get("/manager/sign-in")).text());
+    expect(page.form).toBe(true);
+    expect(page.error).toBeNull();
+    expect(page.describedBy).toBeNull();
+    expect(page.invalid).toBe(false);
+  });
+
+  it.each([
+    ["empty", ""],
+    ["blank", "   "],
+  ])("answers an %s token field with 400 and asks for a token", async (_name, token) => {
+    const res = await new Browser().signIn(token);
+    expect(res.status).toBe(400);
+    const page = signInForm(await res.text());
+    expect(page.form).toBe(true);
+    expect(page.error).toBe("Enter an access token.");
+    expect(page.describedBy).toBe("token-error");
+  });
+
+  it("answers a revoked administrator token with 401 and the form, without echoing the token", async () => {
+    const t = await createTenant();
+    const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, {});
+    await admin("DELETE", `/organizations/${t.orgId}/admin-tokens/${minted.id}`);
+    const res = await new Browser().signIn(minted.token);
+    expect(res.status).toBe(401);
+    const html = await res.text();
+    expect(signInForm(html).error).toMatch(/not accepted/);
+    expect(html).not.toContain(minted.token);
+  });
+
+  it("answers an expired administrator token with 401 and the form", async () => {
+    const t = await createTenant();
+    const minted = await admin<{ token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, { expires_in_days: 1 });
+    const later = Date.now() + 86_400_000 + 1000;
+    const b = new Browser();
+    const form = await (await b.get("/manager/sign-in", later)).text();
+    const res = await b.post("/manager/sign-in", { csrf: Browser.csrf(form), token: minted.token }, later);
+    expect(res.status).toBe(401);
+    const html = await res.text();
+    expect(signInForm(html).error).toMatch(/not accepted/);
+    expect(html).not.toContain(minted.token);
+  });
+
+  it("hands out a fresh sign-in form that works, after a wrong token", async () => {
+    const b = new Browser();
+    const failed = await (await b.signIn(WRONG)).text();
+    const res = await b.post("/manager/sign-in", { csrf: Browser.csrf(failed), token: ADMIN_TOKEN });
+    expect(res.status).toBe(303);
+    expect(b.cookies.has("kw_session")).toBe(true);
+  });
+
+  it("answers a stale sign-in form with 403 and a fresh form, saying the form expired", async () => {
+    const b = new Browser();
+    await b.get("/manager/sign-in");
+    const res = await b.post("/manager/sign-in", { csrf: "stale", token: ADMIN_TOKEN });
+    expect(res.status).toBe(403);
+    const html = await res.text();
+    expect(signInForm(html).error).toBe("The sign-in form expired. Enter the access token again.");
+    expect(html).not.toContain(ADMIN_TOKEN);
+    expect(b.cookies.has("kw_session")).toBe(false);
+    const retried = await b.post("/manager/sign-in", { csrf: Browser.csrf(html), token: ADMIN_TOKEN });
+    expect(retried.status).toBe(303);
   });
 });
 
@@ -319,6 +410,129 @@ describe("API keys and webhooks pages", () => {
   });
 });
 
+describe("confirmations", () => {
+  /** The confirmation page's question (its h1), the form's action and its submit button. */
+  async function confirmation(b: Browser, path: string) {
+    const res = await b.get(path);
+    expect(res.status, path).toBe(200);
+    const html = await res.text();
+    return {
+      html,
+      question: /<h1>([^<]*)<\/h1>/.exec(html)?.[1] ?? "",
+      action: /<form method="post" action="([^"]+)" class="card"/.exec(html)?.[1] ?? "",
+      button: /<button type="submit"[^>]*>([^<]*)<\/button>/g.exec(html.slice(html.indexOf("<main")))?.[1] ?? "",
+    };
+  }
+  /** The href of the first link on `path` whose text starts with `text`. */
+  async function linkOn(b: Browser, path: string, text: string): Promise<string> {
+    const html = await (await b.get(path)).text();
+    const escaped = text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const href = new RegExp(`<a href="([^"]+)">${escaped}`).exec(html)?.[1];
+    expect(href, `a link "${text}" on ${path}`).toBeDefined();
+    return href!;
+  }
+
+  it("name the administrator token, user, client credentials and API key they revoke or remove, reached from their pages", async () => {
+    const t = await createTenant();
+    const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, { name: "Ops laptop" });
+    const keyEnd = t.apiKey.slice(-4);
+    const org = `/manager/organizations/${t.orgId}`;
+    const b = await operator();
+    const cases = [
+      {
+        link: [org, "Revoke<span"],
+        question: `Revoke administrator token “Ops laptop” (${minted.id})?`,
+        action: `${org}/admin-tokens/${minted.id}/revoke`,
+        button: "Revoke administrator token",
+      },
+      {
+        link: [`${org}/users`, "Remove<span"],
+        question: `Remove user “Ada” (${t.userId})?`,
+        action: `${org}/users/${t.userId}/remove`,
+        button: "Remove user",
+      },
+      {
+        link: [`${org}/users/${t.userId}/client-credentials`, "Revoke<span"],
+        question: `Revoke client credentials “ci” (${t.clientId}) of Ada?`,
+        action: `${org}/users/${t.userId}/client-credentials/${t.clientId}/revoke`,
+        button: "Revoke client credentials",
+      },
+      {
+        link: [`${org}/api-keys/${t.apiKeyId}`, "Revoke this API key"],
+        question: `Revoke API key “main” (${t.apiKeyId}, ends …${keyEnd})?`,
+        action: `${org}/api-keys/${t.apiKeyId}/revoke`,
+        button: "Revoke API key",
+      },
+    ];
+    for (const { link, question, action, button } of cases) {
+      const page = await confirmation(b, await linkOn(b, link[0]!, link[1]!));
+      expect(page.question).toBe(question);
+      expect(page.action).toBe(action);
+      expect(page.button).toBe(button);
+      expect(page.html).toContain(`<title>${question} - keyway manager</title>`);
+      for (const secret of [minted.token, t.apiKey, t.clientSecret]) expect(page.html).not.toContain(secret);
+    }
+  });
+
+  it("name the webhook configuration they disable and the delivery they re-send", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    const config = await createConfig(t, bearer, "confirm-receiver-secret");
+    const b = await operator();
+    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    const csrf = await b.csrfOf(base);
+    const sent = await b.post(`${base}/test`, { csrf });
+    const deliveryId = /deliveries\/(msg_[0-9a-z]{26})/.exec(await (await b.get(sent.headers.get("location")!)).text())![1]!;
+
+    const disable = await confirmation(b, await linkOn(b, base, "Disable this webhook configuration"));
+    expect(disable.question).toBe(`Disable webhook configuration “orders” (${config.id}, ${WEBHOOK_URL})?`);
+    expect(disable.action).toBe(`${base}/disable`);
+    expect(disable.button).toBe("Disable webhook configuration");
+    expect(disable.html).not.toContain("confirm-receiver-secret");
+
+    const delivery = `${base}/deliveries/${deliveryId}`;
+    const resend = await confirmation(b, await linkOn(b, delivery, "Re-send this delivery"));
+    expect(resend.question).toBe(`Re-send delivery ${deliveryId} (webhook.test) to ${WEBHOOK_URL}?`);
+    expect(resend.action).toBe(`${delivery}/resend`);
+    expect(resend.button).toBe("Re-send delivery");
+  });
+
+  it("disable a webhook configuration only once confirmed; re-enabling is one button", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    const config = await createConfig(t, bearer, "confirm-receiver-secret");
+    const status = async () =>
+      (await body<{ status: string }>(await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)))).data.status;
+    const b = await operator();
+    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    const csrf = await b.csrfOf(base);
+    // The edit form has no status: a status field posted with it changes nothing.
+    const edited = await b.post(base, {
+      csrf,
+      url: WEBHOOK_URL,
+      token_url: TOKEN_URL,
+      client_id: "kw",
+      client_secret: "",
+      events: "",
+      description: "",
+      status: "disabled",
+    });
+    expect(edited.status).toBe(303);
+    expect(await status()).toBe("active");
+
+    const disabled = await b.post(`${base}/disable`, { csrf });
+    expect(disabled.headers.get("location")).toBe(`${base}?notice=webhook-disabled`);
+    expect(await status()).toBe("disabled");
+    const page = await (await b.get(disabled.headers.get("location")!)).text();
+    expect(page).toMatch(/Webhook configuration disabled/);
+    expect(page).toContain(`action="${base}/enable"`);
+    expect(page).not.toContain(`${base}/disable`);
+
+    expect((await b.post(`${base}/enable`, { csrf })).headers.get("location")).toBe(`${base}?notice=webhook-enabled`);
+    expect(await status()).toBe("active");
+  });
+});
+
 describe("organization administrators", () => {
   async function orgAdmin(orgId: string, mint: Record<string, unknown> = {}): Promise<Browser & { tokenId: string; token: string }> {
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${orgId}/admin-tokens`, mint);
@@ -365,7 +579,7 @@ describe("organization administrators", () => {
     expect(settings).toContain(b.tokenId);
     expect(settings).not.toContain(b.token);
     const confirm = await (await b.get(`/manager/organizations/${t.orgId}/admin-tokens/${b.tokenId}/revoke`)).text();
-    expect(confirm).toContain(`Revoke administrator token ${b.tokenId}?`);
+    expect(confirm).toContain(`<h1>Revoke administrator token (${b.tokenId})?</h1>`);
     const audit = await (await b.get(`/manager/organizations/${t.orgId}/audit-log`)).text();
     expect(audit).toContain("admin_token.minted");
     expect(audit).toContain("session.started");

@@ -5,32 +5,31 @@
  * it, obtains an access token with it at /v1/oauth (over plain HTTP, as an API client would),
  * revokes it in the browser and sees the token refused. A minted organization administrator token
  * is shown to reach its own organization only, the sign-in page is checked from the keyboard, and
- * the one-time secret page is checked with and without JavaScript (Copy button, clipboard).
+ * the one-time secret page is checked with and without JavaScript (Copy button, clipboard). One
+ * walk visits every page of the app (sign-in with and without an error, every list, every
+ * one-time secret, every confirmation, the webhook pages with a real delivery to a loopback
+ * receiver, the error pages) and requires axe-core to find nothing at any impact, at 1280 px and
+ * at a phone's 390 px, where the page must not scroll sideways either (wide tables scroll inside
+ * their own region instead).
  * Locators are the accessible names of src/http/manager/views.tsx and routes.tsx, so the tests
  * also check that labels and link names make sense. Each step leaves a full-page screenshot in
- * test-results/manager-<step>.png for a person to look at. Without /usr/bin/chromium the suite is
- * skipped with a one-line notice (CI installs it in .ci/run).
+ * test-results/manager-<step>.png (and -390.png at phone width) for a person to look at. Without
+ * /usr/bin/chromium the suite is skipped with a one-line notice (CI installs it in .ci/run).
  */
-import { accessSync, constants } from "node:fs";
 import { mkdir } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { axeViolations, chromiumInstalled, launchChromium } from "./browser";
 import { type Keyway, ROOT, sleep, startKeyway } from "./server";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOTS = join(ROOT, "test-results");
 /** The default rate limit is one request per second per API key. */
 const RATE_LIMIT_PAUSE_MS = 1_100;
-
-function chromiumInstalled(): boolean {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const WIDE = { width: 1280, height: 800 };
+/** An iPhone 12-15's CSS width: the narrowest screen the manager is laid out for. */
+const NARROW = { width: 390, height: 844 };
 
 const hasChromium = chromiumInstalled();
 if (!hasChromium) console.warn("manager browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
@@ -48,6 +47,49 @@ async function api<T>(url: string, init: RequestInit): Promise<{ status: number;
 
 async function screenshot(page: Page, step: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `manager-${step}.png`), fullPage: true });
+}
+
+/**
+ * The page as it is now has no axe-core violation at any impact, at 1280 px and at 390 px, and at
+ * 390 px the page itself does not scroll sideways. Leaves both screenshots; restores the width.
+ */
+async function expectAccessible(page: Page, step: string): Promise<void> {
+  await screenshot(page, step);
+  expect(await axeViolations(page), `axe-core on ${step}`).toEqual([]);
+  await page.setViewportSize(NARROW);
+  try {
+    const width = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
+    expect(width.page, `${step}: page width at ${NARROW.width} px`).toBeLessThanOrEqual(width.window);
+    expect(await axeViolations(page), `axe-core on ${step} at ${NARROW.width} px`).toEqual([]);
+    await screenshot(page, `${step}-390`);
+  } finally {
+    await page.setViewportSize(WIDE);
+  }
+}
+
+interface Receiver {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A webhook receiver on loopback: a token endpoint, and a webhook URL that accepts everything. */
+async function startReceiver(): Promise<Receiver> {
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.url === "/token") {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ access_token: "local-token", token_type: "Bearer", expires_in: 300 }));
+        return;
+      }
+      res.writeHead(204);
+      res.end();
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((done) => server.close(() => done())) };
 }
 
 async function heading(page: Page): Promise<string> {
@@ -87,7 +129,7 @@ function focused(page: Page): Promise<string> {
 
   async function newContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
     if (!browser) throw new Error("Chromium did not start");
-    return browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+    return browser.newContext({ viewport: WIDE, ...options });
   }
 
   /** Opens /manager signed out, follows the redirect to the sign-in page and signs in with `token`. */
@@ -119,19 +161,7 @@ function focused(page: Page): Promise<string> {
     await mkdir(SCREENSHOTS, { recursive: true });
     keyway = await startKeyway();
     base = keyway.baseUrl;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -227,7 +257,9 @@ function focused(page: Page): Promise<string> {
 
     // Revoke in the browser, through the confirmation page.
     await page.getByRole("link", { name: `Revoke ${clientId}` }).click();
-    await page.getByRole("heading", { level: 1, name: `Revoke ${clientId}?` }).waitFor();
+    await page
+      .getByRole("heading", { level: 1, name: `Revoke client credentials “Browser test client” (${clientId}) of Demo user?` })
+      .waitFor();
     expect(await page.getByText("access tokens it already has stop working").isVisible()).toBe(true);
     await screenshot(page, "revoke-confirm");
     await page.getByRole("button", { name: "Revoke client credentials" }).click();
@@ -256,6 +288,172 @@ function focused(page: Page): Promise<string> {
     // No page along the way threw (the pages' only script is the copy button's).
     expect(scriptErrors).toEqual([]);
     await context.close();
+  });
+
+  it("passes axe-core with no violations on every page, and no page scrolls sideways at 390 px", async () => {
+    const { demo, adminToken } = server();
+    const org = `${base}/manager/organizations/${demo.organizationId}`;
+    const receiver = await startReceiver();
+    const context = await newContext();
+    const checked: string[] = [];
+    const check = async (page: Page, step: string) => {
+      await expectAccessible(page, step);
+      checked.push(step);
+    };
+    try {
+      // Something in every table: an administrator token (with a name), a webhook configuration
+      // pointing at the loopback receiver, made through the API with a key that allows a burst.
+      const operatorApi = (path: string, payload: unknown) =>
+        api<{ id?: string; api_key?: string; token?: string }>(`${base}/admin/v1${path}`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+          body: JSON.stringify(payload),
+        });
+      const minted = await operatorApi(`/organizations/${demo.organizationId}/admin-tokens`, { name: "Walk administrator" });
+      expect(minted.status, JSON.stringify(minted.body)).toBe(201);
+      const key = await operatorApi(`/organizations/${demo.organizationId}/api-keys`, {
+        name: "Walk key",
+        limits: { per_second: 50, per_day: 1000 },
+      });
+      const apiKey = key.body.data?.api_key ?? "";
+      const issued = await api<{ access_token?: string }>(`${base}/v1/oauth`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ client_id: demo.clientId, client_secret: demo.clientSecret, grant_type: "client_credentials" }),
+      });
+      expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+      const config = await api<{ id?: string }>(`${base}/v1/webhook-configurations`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "x-api-key": apiKey, Authorization: `Bearer ${issued.body.data?.access_token}` },
+        body: JSON.stringify({
+          url: `${receiver.url}/hook`,
+          description: "Walk receiver",
+          oauth: { token_url: `${receiver.url}/token`, client_id: "keyway", client_secret: "walk-receiver-secret" },
+        }),
+      });
+      expect(config.status, JSON.stringify(config.body)).toBe(201);
+      const webhook = `${org}/webhooks/${config.body.data?.id}`;
+
+      const page = await context.newPage();
+      // Sign-in: empty, then after a wrong token (the form again, the reason on the field).
+      await page.goto(`${base}/manager/sign-in`);
+      await check(page, "walk-sign-in");
+      await page.getByLabel("Access token").fill("kw_live_oa_a-wrong-guess");
+      const [refused] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST" && new URL(res.url()).pathname === "/manager/sign-in"),
+        page.getByRole("button", { name: "Sign in" }).click(),
+      ]);
+      expect(refused.status()).toBe(401);
+      await page.getByRole("alert").waitFor();
+      const field = page.getByLabel("Access token");
+      expect(await field.inputValue()).toBe("");
+      expect(await field.evaluate((el) => document.getElementById(el.getAttribute("aria-describedby") ?? "")?.textContent)).toMatch(
+        /^That access token was not accepted/,
+      );
+      expect(await field.evaluate((el) => el === document.activeElement)).toBe(true);
+      expect(await page.content()).not.toContain("a-wrong-guess");
+      await check(page, "walk-sign-in-error");
+      await field.fill(adminToken);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.waitForURL(`${base}/manager/organizations`);
+      await check(page, "walk-organizations");
+
+      // Organization Settings, its administrator token's revocation, users and their removal.
+      await page.goto(org);
+      await check(page, "walk-organization-settings");
+      await page.getByRole("link", { name: `Revoke administrator token ${minted.body.data?.id}` }).click();
+      await page.getByRole("heading", { level: 1, name: /^Revoke administrator token “/ }).waitFor();
+      await check(page, "walk-confirm-revoke-admin-token");
+      await page.goto(`${org}/users`);
+      await check(page, "walk-users");
+      await page.getByRole("link", { name: "Remove Demo user" }).click();
+      await page.getByRole("heading", { level: 1, name: /^Remove user “Demo user” \(demo@example.com, usr_/ }).waitFor();
+      await check(page, "walk-confirm-remove-user");
+
+      // Client credentials: the list, a new one (its secret page) and its revocation.
+      await page.goto(`${org}/users/${demo.userId}/client-credentials`);
+      await check(page, "walk-client-credentials");
+      await page.getByLabel("Name").fill("Walk credential");
+      await page.getByRole("button", { name: "Create client credentials" }).click();
+      await page.getByRole("heading", { level: 1, name: "New client credentials" }).waitFor();
+      const clientId = await page.getByLabel("client_id", { exact: true }).inputValue();
+      await check(page, "walk-new-client-credentials");
+      await page.goto(`${org}/users/${demo.userId}/client-credentials`);
+      await page.getByRole("link", { name: `Revoke ${clientId}` }).click();
+      await page
+        .getByRole("heading", { level: 1, name: `Revoke client credentials “Walk credential” (${clientId}) of Demo user?` })
+        .waitFor();
+      await check(page, "walk-confirm-revoke-client-credentials");
+
+      // API keys: the list, a new key (its secret page), a key's page and its revocation.
+      await page.goto(`${org}/api-keys`);
+      await check(page, "walk-api-keys");
+      await page.getByLabel("Name").fill("Walk issued key");
+      await page.getByRole("button", { name: "Issue API key" }).click();
+      await page.getByRole("heading", { level: 1, name: "New API key" }).waitFor();
+      await check(page, "walk-new-api-key");
+      await page.goto(`${org}/api-keys/${demo.apiKeyId}`);
+      await check(page, "walk-api-key");
+      await page.getByRole("link", { name: "Revoke this API key" }).click();
+      await page
+        .getByRole("heading", { level: 1, name: `Revoke API key “Demo key” (${demo.apiKeyId}, ends …${demo.apiKey.slice(-4)})?` })
+        .waitFor();
+      await check(page, "walk-confirm-revoke-api-key");
+
+      // The audit log.
+      await page.goto(`${org}/audit-log`);
+      await check(page, "walk-audit-log");
+
+      // Webhooks: the list, a configuration with a delivered test event, the delivery, its re-send
+      // and the configuration's disabling; then the disabled configuration with its Re-enable.
+      await page.goto(`${org}/webhooks`);
+      await check(page, "walk-webhooks");
+      await page.goto(webhook);
+      await page.getByRole("button", { name: "Send test event" }).click();
+      await page.waitForURL(`${webhook}?notice=test-sent`);
+      const delivery = page.getByRole("region", { name: "Recent deliveries" }).getByRole("link").first();
+      const deliveryUrl = `${base}${await delivery.getAttribute("href")}`;
+      // The delivery's status, in the sentence above its attempts.
+      const delivered = () => page.getByRole("main").getByText("delivered", { exact: true }).first().isVisible();
+      await page.goto(deliveryUrl);
+      for (let i = 0; i < 60 && !(await delivered()); i++) {
+        await sleep(500);
+        await page.goto(deliveryUrl);
+      }
+      expect(await delivered(), "the test event reached the receiver").toBe(true);
+      await check(page, "walk-delivery");
+      await page.getByRole("link", { name: "Re-send this delivery" }).click();
+      await page
+        .getByRole("heading", { level: 1, name: /^Re-send delivery msg_[0-9a-z]{26} \(webhook\.test\) to http:\/\/127\.0\.0\.1:/ })
+        .waitFor();
+      await check(page, "walk-confirm-resend");
+      await page.goto(webhook);
+      await check(page, "walk-webhook");
+      await page.getByRole("link", { name: "Disable this webhook configuration" }).click();
+      await page.getByRole("heading", { level: 1, name: /^Disable webhook configuration “Walk receiver” \(whk_/ }).waitFor();
+      await check(page, "walk-confirm-disable-webhook");
+      await page.getByRole("button", { name: "Disable webhook configuration" }).click();
+      await page.waitForURL(`${webhook}?notice=webhook-disabled`);
+      expect(await page.getByRole("button", { name: "Re-enable" }).isVisible()).toBe(true);
+      await check(page, "walk-webhook-disabled");
+
+      // Error pages: invalid input (400) and a page that does not exist (404).
+      await page.goto(`${base}/manager/organizations`);
+      await page.getByLabel("Name").fill("   ");
+      const [invalid] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Create organization" }).click(),
+      ]);
+      expect(invalid.status()).toBe(400);
+      await check(page, "walk-invalid-input");
+      expect((await page.goto(`${base}/manager/nowhere`))?.status()).toBe(404);
+      await check(page, "walk-not-found");
+    } finally {
+      await context.close();
+      await receiver.close();
+      console.info(`manager pages checked with axe-core at 1280 and 390 px: ${checked.join(", ")}`);
+    }
+    expect(checked).toHaveLength(23);
   });
 
   it("signs an organization administrator in to their own organization only, with 404s for everything else", async () => {
@@ -296,7 +494,7 @@ function focused(page: Page): Promise<string> {
     expect(await page.getByRole("link", { name: "API keys" }).count()).toBe(0);
     expect(await page.getByRole("button", { name: "Mint administrator token" }).count()).toBe(0);
     expect(await page.getByRole("link", { name: "Users", exact: true }).isVisible()).toBe(true);
-    await screenshot(page, "org-admin-settings");
+    await expectAccessible(page, "org-admin-settings");
 
     // The organizations list, another organization and the operator-only API keys page: 404.
     for (const path of [
@@ -309,7 +507,7 @@ function focused(page: Page): Promise<string> {
       expect(res?.status(), path).toBe(404);
       expect(await heading(page), path).toBe("Not found");
       expect(await page.getByRole("alert").textContent(), path).toBe("There is no such page.");
-      if (path === "/manager/organizations") await screenshot(page, "org-admin-not-found");
+      if (path === "/manager/organizations") await expectAccessible(page, "org-admin-not-found");
     }
 
     // Their own organization's users remain reachable.

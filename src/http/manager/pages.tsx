@@ -1,5 +1,6 @@
 /**
- * The manager app's pages: the markup of each screen, from plain data (no request, no storage).
+ * The manager app's pages: the markup and wording of each screen, from plain data (no request, no
+ * storage), including what each confirmation says, so every one names the thing it acts on.
  * routes.tsx decides who may see what, loads the data and wraps these in the layout of
  * views.tsx with a title and breadcrumbs. Hono JSX escapes every interpolated value.
  */
@@ -8,7 +9,7 @@ import type { AdminTokenView, ApiKeyView, ClientCredentialView } from "../../sch
 import type { AuditEntryView } from "../../schemas/audit";
 import type { Limits, OrganizationRecord, UserRecord } from "../../schemas/records";
 import type { DeliveryRecord, WebhookConfigurationRecord } from "../../schemas/webhooks";
-import { Field, PostForm, SecretOnce, Status, when } from "./views";
+import { Field, PostForm, SecretOnce, Status, TableRegion, when } from "./views";
 
 type Org = Pick<OrganizationRecord, "id" | "name">;
 
@@ -25,8 +26,12 @@ const LOCATION_HINTS: [string, string][] = [
 ];
 type Usage = { second: { limit: number; used: number; remaining: number }; day: { limit: number; used: number; remaining: number } };
 
-export const SignInForm: FC<{ loginCsrf: string }> = ({ loginCsrf }) => (
-  <form method="post" action="/manager/sign-in" class="card">
+/**
+ * The sign-in form, also after a failed attempt: then with `error` attached to the token field.
+ * The field is always empty: a token, right or wrong, is never written back into the page.
+ */
+export const SignInForm: FC<{ loginCsrf: string; error?: string }> = ({ loginCsrf, error }) => (
+  <form method="post" action="/manager/sign-in" class="card" aria-label="Sign in">
     <input type="hidden" name="csrf" value={loginCsrf} />
     <Field
       id="token"
@@ -34,21 +39,18 @@ export const SignInForm: FC<{ loginCsrf: string }> = ({ loginCsrf }) => (
       label="Access token"
       hint="the operator's ADMIN_TOKEN, or an organization administrator token"
       required
+      error={error}
     />
     <button type="submit">Sign in</button>
   </form>
 );
 
-export const SignInRejected: FC = () => (
-  <>
-    <p class="warning" role="alert">
-      That token was not accepted.
-    </p>
-    <p>
-      <a href="/manager/sign-in">Try again</a>
-    </p>
-  </>
-);
+/** Why a sign-in failed, in words that do not tell a guesser which kind of token came close. */
+export const SIGN_IN_ERRORS = {
+  empty: "Enter an access token.",
+  rejected: "That access token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.",
+  expired: "The sign-in form expired. Enter the access token again.",
+} as const;
 
 export const ErrorMessage: FC<{ message: string }> = ({ message }) => (
   <>
@@ -61,29 +63,31 @@ export const ErrorMessage: FC<{ message: string }> = ({ message }) => (
 
 export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = ({ orgs, csrf }) => (
   <>
-    <table>
-      <caption class="hint">Every organization (first 100)</caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Id</th>
-          <th scope="col">Created</th>
-        </tr>
-      </thead>
-      <tbody>
-        {orgs.map((o) => (
+    <TableRegion label="Organizations">
+      <table>
+        <caption class="hint">Every organization (first 100)</caption>
+        <thead>
           <tr>
-            <td>
-              <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
-            </td>
-            <td>
-              <code>{o.id}</code>
-            </td>
-            <td>{when(o.created_at)}</td>
+            <th scope="col">Name</th>
+            <th scope="col">Id</th>
+            <th scope="col">Created</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {orgs.map((o) => (
+            <tr>
+              <td>
+                <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
+              </td>
+              <td>
+                <code>{o.id}</code>
+              </td>
+              <td>{when(o.created_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
     <h2>Create an organization</h2>
     <PostForm action="/manager/organizations" csrf={csrf} label="Create an organization">
       <Field id="name" label="Name" required />
@@ -121,43 +125,45 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
         </li>
       </ul>
       <h2>Administrator tokens</h2>
-      <table>
-        <caption class="hint">Tokens that sign this organization's administrators in (never shown again after minting)</caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Name</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Last sign-in</th>
-            <th scope="col">Status</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {tokens.map((t) => (
+      <TableRegion label="Administrator tokens">
+        <table>
+          <caption class="hint">Tokens that sign this organization's administrators in (never shown again after minting)</caption>
+          <thead>
             <tr>
-              <td>
-                <code>{t.id}</code>
-              </td>
-              <td>{t.name ?? "-"}</td>
-              <td>{when(t.expires_at)}</td>
-              <td>{when(t.last_used_at)}</td>
-              <td>
-                <Status value={t.status} />
-              </td>
-              <td>
-                {t.status === "active" ? (
-                  <a href={`${base}/admin-tokens/${t.id}/revoke`}>
-                    Revoke<span class="skip"> administrator token {t.id}</span>
-                  </a>
-                ) : (
-                  "-"
-                )}
-              </td>
+              <th scope="col">Id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last sign-in</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {tokens.map((t) => (
+              <tr>
+                <td>
+                  <code>{t.id}</code>
+                </td>
+                <td>{t.name ?? "-"}</td>
+                <td>{when(t.expires_at)}</td>
+                <td>{when(t.last_used_at)}</td>
+                <td>
+                  <Status value={t.status} />
+                </td>
+                <td>
+                  {t.status === "active" ? (
+                    <a href={`${base}/admin-tokens/${t.id}/revoke`}>
+                      Revoke<span class="skip"> administrator token {t.id}</span>
+                    </a>
+                  ) : (
+                    "-"
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
       {tokens.length === 0 && <p>No administrator tokens yet.</p>}
       {operator && (
         <>
@@ -187,34 +193,36 @@ export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org
   const base = `/manager/organizations/${org.id}/users`;
   return (
     <>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">E-mail</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {users.map((u) => (
+      <TableRegion label="Users">
+        <table>
+          <thead>
             <tr>
-              <td>{u.name}</td>
-              <td>{u.email ?? "-"}</td>
-              <td>{when(u.created_at)}</td>
-              <td>
-                <a href={`${base}/${u.id}/client-credentials`}>
-                  Client credentials<span class="skip"> of {u.name}</span>
-                </a>
-                {" | "}
-                <a href={`${base}/${u.id}/remove`}>
-                  Remove<span class="skip"> {u.name}</span>
-                </a>
-              </td>
+              <th scope="col">Name</th>
+              <th scope="col">E-mail</th>
+              <th scope="col">Created</th>
+              <th scope="col">Actions</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {users.map((u) => (
+              <tr>
+                <td>{u.name}</td>
+                <td>{u.email ?? "-"}</td>
+                <td>{when(u.created_at)}</td>
+                <td>
+                  <a href={`${base}/${u.id}/client-credentials`}>
+                    Client credentials<span class="skip"> of {u.name}</span>
+                  </a>
+                  {" | "}
+                  <a href={`${base}/${u.id}/remove`}>
+                    Remove<span class="skip"> {u.name}</span>
+                  </a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
       {users.length === 0 && <p>No users yet.</p>}
       <h2>Add a user</h2>
       <PostForm action={base} csrf={csrf} label="Add a user">
@@ -236,42 +244,44 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
     <p>
       Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
     </p>
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">client_id</th>
-          <th scope="col">Name</th>
-          <th scope="col">Created</th>
-          <th scope="col">Last used</th>
-          <th scope="col">Status</th>
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody>
-        {credentials.map((cr) => (
+    <TableRegion label="Client credentials">
+      <table>
+        <thead>
           <tr>
-            <td>
-              <code>{cr.client_id}</code>
-            </td>
-            <td>{cr.name ?? "-"}</td>
-            <td>{when(cr.created_at)}</td>
-            <td>{when(cr.last_used_at)}</td>
-            <td>
-              <Status value={cr.status} />
-            </td>
-            <td>
-              {cr.status === "active" ? (
-                <a href={`${base}/${cr.client_id}/revoke`}>
-                  Revoke<span class="skip"> {cr.client_id}</span>
-                </a>
-              ) : (
-                when(cr.revoked_at)
-              )}
-            </td>
+            <th scope="col">client_id</th>
+            <th scope="col">Name</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Status</th>
+            <th scope="col">Actions</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {credentials.map((cr) => (
+            <tr>
+              <td>
+                <code>{cr.client_id}</code>
+              </td>
+              <td>{cr.name ?? "-"}</td>
+              <td>{when(cr.created_at)}</td>
+              <td>{when(cr.last_used_at)}</td>
+              <td>
+                <Status value={cr.status} />
+              </td>
+              <td>
+                {cr.status === "active" ? (
+                  <a href={`${base}/${cr.client_id}/revoke`}>
+                    Revoke<span class="skip"> {cr.client_id}</span>
+                  </a>
+                ) : (
+                  when(cr.revoked_at)
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
     {credentials.length === 0 && <p>No client credentials yet.</p>}
     <h2>Create client credentials</h2>
     <PostForm action={base} csrf={csrf} label="Create client credentials">
@@ -303,42 +313,44 @@ export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | nu
   const base = `/manager/organizations/${org.id}/api-keys`;
   return (
     <>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Key</th>
-            <th scope="col">Name</th>
-            <th scope="col">Limits</th>
-            <th scope="col">Used today</th>
-            <th scope="col">Status</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {keys.map(({ view: v, usage: u }) => (
+      <TableRegion label="API keys">
+        <table>
+          <thead>
             <tr>
-              <td>
-                <code>{v.hint}</code>
-              </td>
-              <td>{v.name ?? "-"}</td>
-              <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
-              <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
-              <td>
-                <Status value={v.status} />
-              </td>
-              <td>
-                {v.status === "active" ? (
-                  <a href={`${base}/${v.id}`}>
-                    Limits and revocation<span class="skip"> for {v.hint}</span>
-                  </a>
-                ) : (
-                  when(v.revoked_at)
-                )}
-              </td>
+              <th scope="col">Key</th>
+              <th scope="col">Name</th>
+              <th scope="col">Limits</th>
+              <th scope="col">Used today</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {keys.map(({ view: v, usage: u }) => (
+              <tr>
+                <td>
+                  <code>{v.hint}</code>
+                </td>
+                <td>{v.name ?? "-"}</td>
+                <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
+                <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
+                <td>
+                  <Status value={v.status} />
+                </td>
+                <td>
+                  {v.status === "active" ? (
+                    <a href={`${base}/${v.id}`}>
+                      Limits and revocation<span class="skip"> for {v.hint}</span>
+                    </a>
+                  ) : (
+                    when(v.revoked_at)
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
       <h2>Issue an API key</h2>
       <PostForm action={base} csrf={csrf} label="Issue an API key">
         <Field id="name" label="Name" hint="optional" />
@@ -402,12 +414,10 @@ export const ApiKeyDetail: FC<{ base: string; apiKey: ApiKeyView; usage: Usage; 
     {apiKey.status === "active" && (
       <>
         <h2>Revoke</h2>
-        <PostForm action={`${base}/revoke`} csrf={csrf} label="Revoke this API key">
-          <p>Every request with this key is refused from then on. This cannot be undone.</p>
-          <button type="submit" class="danger">
-            Revoke API key
-          </button>
-        </PostForm>
+        <p>Every request with this key is refused from then on. This cannot be undone.</p>
+        <p>
+          <a href={`${base}/revoke`}>Revoke this API key</a>
+        </p>
       </>
     )}
   </>
@@ -430,33 +440,35 @@ export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfigura
   <>
     {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
     {configs.length > 0 && (
-      <table>
-        <caption class="hint">Every configuration of the organization (at most 20)</caption>
-        <thead>
-          <tr>
-            <th scope="col">Webhook URL</th>
-            <th scope="col">Status</th>
-            <th scope="col">Health</th>
-            <th scope="col">Events</th>
-          </tr>
-        </thead>
-        <tbody>
-          {configs.map((w) => (
+      <TableRegion label="Webhook configurations">
+        <table>
+          <caption class="hint">Every configuration of the organization (at most 20)</caption>
+          <thead>
             <tr>
-              <td>
-                <a href={`${base}/${w.id}`}>
-                  <code>{w.url}</code>
-                </a>
-              </td>
-              <td>
-                <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""}
-              </td>
-              <td>{health(w)}</td>
-              <td>{w.events ? w.events.join(", ") : "all"}</td>
+              <th scope="col">Webhook URL</th>
+              <th scope="col">Status</th>
+              <th scope="col">Health</th>
+              <th scope="col">Events</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {configs.map((w) => (
+              <tr>
+                <td>
+                  <a href={`${base}/${w.id}`}>
+                    <code class="wrap">{w.url}</code>
+                  </a>
+                </td>
+                <td>
+                  <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""}
+                </td>
+                <td>{health(w)}</td>
+                <td>{w.events ? w.events.join(", ") : "all"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
     )}
   </>
 );
@@ -471,44 +483,57 @@ export const WebhookConfigurationDetail: FC<{
     <section class="card" aria-labelledby="health">
       <h2 id="health">Health</h2>
       <p>
-        <Status value={config.status} /> {config.disabled_reason ? `(${config.disabled_reason})` : ""}. {health(config)}.
+        Status: <Status value={config.status} />
+        {config.disabled_reason ? ` (${config.disabled_reason})` : ""}. Health: {health(config)}.
       </p>
-      {config.status === "active" && (
-        <PostForm action={`${base}/test`} csrf={csrf} class="inline" label="Send a test event">
-          <button type="submit" class="secondary">
-            Send test event
-          </button>
+      {config.status === "active" ? (
+        <>
+          <PostForm action={`${base}/test`} csrf={csrf} class="inline" label="Send a test event">
+            <button type="submit" class="secondary">
+              Send test event
+            </button>
+          </PostForm>
+          <p>
+            <a href={`${base}/disable`}>Disable this webhook configuration</a> (nothing is sent to it until it is re-enabled)
+          </p>
+        </>
+      ) : (
+        <PostForm action={`${base}/enable`} csrf={csrf} class="inline" label="Re-enable the webhook configuration">
+          <p>Re-enabling resumes deliveries to it and resets its health count.</p>
+          <button type="submit">Re-enable</button>
         </PostForm>
       )}
     </section>
     <h2>Recent deliveries</h2>
-    <table>
-      <caption class="hint">The 25 most recent, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">Delivery</th>
-          <th scope="col">Event</th>
-          <th scope="col">Status</th>
-          <th scope="col">Last attempt</th>
-        </tr>
-      </thead>
-      <tbody>
-        {deliveries.map((d) => (
+    <TableRegion label="Recent deliveries">
+      <table>
+        <caption class="hint">The 25 most recent, newest first</caption>
+        <thead>
           <tr>
-            <td>
-              <a href={`${base}/deliveries/${d.id}`}>
-                <code>{d.id}</code>
-              </a>
-            </td>
-            <td>{d.event_type}</td>
-            <td>
-              <Status value={d.status} />
-            </td>
-            <td>{lastAttempt(d)}</td>
+            <th scope="col">Delivery</th>
+            <th scope="col">Event</th>
+            <th scope="col">Status</th>
+            <th scope="col">Last attempt</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {deliveries.map((d) => (
+            <tr>
+              <td>
+                <a href={`${base}/deliveries/${d.id}`}>
+                  <code>{d.id}</code>
+                </a>
+              </td>
+              <td>{d.event_type}</td>
+              <td>
+                <Status value={d.status} />
+              </td>
+              <td>{lastAttempt(d)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
     {deliveries.length === 0 && <p>No deliveries yet.</p>}
     <h2>Edit</h2>
     <PostForm action={base} csrf={csrf} label="Edit the webhook configuration">
@@ -523,84 +548,136 @@ export const WebhookConfigurationDetail: FC<{
       />
       <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
       <Field id="description" label="Description" value={config.description ?? ""} hint="optional" />
-      <label for="status">Status</label>
-      <select id="status" name="status">
-        <option value="active" selected={config.status === "active"}>
-          active (re-enabling resets the health count)
-        </option>
-        <option value="disabled" selected={config.status === "disabled"}>
-          disabled
-        </option>
-      </select>
       <button type="submit">Save</button>
     </PostForm>
   </>
 );
 
-export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resendable: boolean; csrf: string }> = ({
-  base,
-  delivery,
-  resendable,
-  csrf,
-}) => (
+export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resendable: boolean }> = ({ base, delivery, resendable }) => (
   <>
     <p>
       Event <code>{delivery.event_type}</code> (<code>{delivery.event_id}</code>), status <Status value={delivery.status} />
       {delivery.next_attempt_at ? `, next attempt ${when(delivery.next_attempt_at)}` : ""}. The <code>webhook-id</code> is the delivery id;
       it stays the same on every attempt and re-send.
     </p>
-    <table>
-      <caption class="hint">Attempts, oldest first (the most recent 50)</caption>
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">Series</th>
-          <th scope="col">When</th>
-          <th scope="col">Step</th>
-          <th scope="col">HTTP status</th>
-          <th scope="col">Outcome</th>
-          <th scope="col">Error</th>
-          <th scope="col">Latency</th>
-        </tr>
-      </thead>
-      <tbody>
-        {delivery.attempts.map((a) => (
+    <TableRegion label="Attempts">
+      <table>
+        <caption class="hint">Attempts, oldest first (the most recent 50)</caption>
+        <thead>
           <tr>
-            <td>{a.number}</td>
-            <td>{a.series}</td>
-            <td>{when(a.at)}</td>
-            <td>{a.step}</td>
-            <td>{a.http_status ?? "-"}</td>
-            <td>
-              <Status value={a.outcome} />
-            </td>
-            <td>{a.error ?? "-"}</td>
-            <td>{a.latency_ms} ms</td>
+            <th scope="col">#</th>
+            <th scope="col">Series</th>
+            <th scope="col">When</th>
+            <th scope="col">Step</th>
+            <th scope="col">HTTP status</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Error</th>
+            <th scope="col">Latency</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {delivery.attempts.map((a) => (
+            <tr>
+              <td>{a.number}</td>
+              <td>{a.series}</td>
+              <td>{when(a.at)}</td>
+              <td>{a.step}</td>
+              <td>{a.http_status ?? "-"}</td>
+              <td>
+                <Status value={a.outcome} />
+              </td>
+              <td>{a.error ?? "-"}</td>
+              <td>{a.latency_ms} ms</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
     {delivery.attempts.length === 0 && <p>No attempt yet.</p>}
     {resendable && (
-      <PostForm action={`${base}/resend`} csrf={csrf} label="Re-send this delivery">
+      <>
+        <h2>Re-send</h2>
+        <p>{resendEffect(delivery)}</p>
         <p>
-          {delivery.status === "delivered" || delivery.status === "failed"
-            ? "Re-sending starts a new series of attempts with the same webhook-id."
-            : "The delivery is waiting for its next attempt; re-sending makes it now."}
+          <a href={`${base}/resend`}>Re-send this delivery</a>
         </p>
-        <button type="submit">Re-send</button>
-      </PostForm>
+      </>
     )}
   </>
 );
 
-export const Confirm: FC<{ action: string; csrf: string; title: string; consequence: string; button: string; cancel: string }> = (p) => (
+const resendEffect = (d: Pick<DeliveryRecord, "status">): string =>
+  d.status === "delivered" || d.status === "failed"
+    ? "Re-sending starts a new series of attempts with the same webhook-id."
+    : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
+
+/** What a confirmation says: the question naming the thing (the page's title) and what follows. */
+export interface Confirmation {
+  title: string;
+  consequence: string;
+  button: string;
+  /** A red button, for what removes or stops something. */
+  danger: boolean;
+}
+
+/** A name in curly quotes when there is one, for a confirmation's question. */
+const quoted = (name: string | null | undefined): string => (name ? `“${name}” ` : "");
+
+/**
+ * Every confirmation names what it acts on the way its list shows it (name, id, the end of a
+ * key), so an administrator with two similar rows open in two tabs cannot confirm the wrong one.
+ */
+export const confirmations = {
+  revokeAdminToken: (t: Pick<AdminTokenView, "id" | "name">, org: Org): Confirmation => ({
+    title: `Revoke administrator token ${quoted(t.name)}(${t.id})?`,
+    consequence: `Every session opened with it ends at once, and it can no longer sign anyone in to ${org.name}. This cannot be undone.`,
+    button: "Revoke administrator token",
+    danger: true,
+  }),
+  removeUser: (u: Pick<UserRecord, "id" | "name" | "email">): Confirmation => ({
+    title: `Remove user “${u.name}” (${u.email ? `${u.email}, ` : ""}${u.id})?`,
+    consequence: `Removing ${u.name} revokes all of their client credentials: access tokens issued with them stop working at once. This cannot be undone.`,
+    button: "Remove user",
+    danger: true,
+  }),
+  revokeClientCredential: (cr: Pick<ClientCredentialView, "client_id" | "name">, user: Pick<UserRecord, "name">): Confirmation => ({
+    title: `Revoke client credentials ${quoted(cr.name)}(${cr.client_id}) of ${user.name}?`,
+    consequence:
+      "Revoking stops this client from obtaining tokens, and access tokens it already has stop working at once. This cannot be undone.",
+    button: "Revoke client credentials",
+    danger: true,
+  }),
+  revokeApiKey: (k: Pick<ApiKeyView, "id" | "name" | "hint">): Confirmation => ({
+    title: `Revoke API key ${quoted(k.name)}(${k.id}, ends …${k.hint.slice(-4)})?`,
+    consequence: "Requests with it fail at once, at every location. This cannot be undone.",
+    button: "Revoke API key",
+    danger: true,
+  }),
+  disableWebhook: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
+    title: `Disable webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
+    consequence:
+      "While it is disabled no new events are sent to it, and deliveries waiting for a retry fail at their next attempt. " +
+      "Re-enabling it resumes deliveries and resets its health count.",
+    button: "Disable webhook configuration",
+    danger: true,
+  }),
+  resendDelivery: (d: Pick<DeliveryRecord, "id" | "event_type" | "status">, w: Pick<WebhookConfigurationRecord, "url">): Confirmation => ({
+    title: `Re-send delivery ${d.id} (${d.event_type}) to ${w.url}?`,
+    consequence: `The receiver gets the event again. ${resendEffect(d)}`,
+    button: "Re-send delivery",
+    danger: false,
+  }),
+};
+
+export const Confirm: FC<Confirmation & { action: string; csrf: string; cancel: string }> = (p) => (
   <PostForm action={p.action} csrf={p.csrf} label={p.title}>
     <p class="warning">{p.consequence}</p>
-    <button type="submit" class="danger">
+    <button type="submit" class={p.danger ? "danger" : undefined}>
       {p.button}
     </button>{" "}
-    <a href={p.cancel}>Cancel</a>
+    <a href={p.cancel} class="button secondary">
+      Cancel
+    </a>
   </PostForm>
 );
 
@@ -609,31 +686,33 @@ const actorText = (a: AuditEntryView["actor"]): string =>
 
 export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   <>
-    <table>
-      <caption class="hint">The 100 most recent changes, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">When</th>
-          <th scope="col">Who</th>
-          <th scope="col">What</th>
-          <th scope="col">Resource</th>
-        </tr>
-      </thead>
-      <tbody>
-        {entries.map((e) => (
+    <TableRegion label="Audit log">
+      <table>
+        <caption class="hint">The 100 most recent changes, newest first</caption>
+        <thead>
           <tr>
-            <td>{when(e.at)}</td>
-            <td>{actorText(e.actor)}</td>
-            <td>
-              <code>{e.action}</code>
-            </td>
-            <td>
-              <code>{e.resource.id}</code>
-            </td>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">What</th>
+            <th scope="col">Resource</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {entries.map((e) => (
+            <tr>
+              <td>{when(e.at)}</td>
+              <td>{actorText(e.actor)}</td>
+              <td>
+                <code>{e.action}</code>
+              </td>
+              <td>
+                <code>{e.resource.id}</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
     {entries.length === 0 && <p>No changes recorded yet.</p>}
   </>
 );

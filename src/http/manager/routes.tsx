@@ -2,11 +2,14 @@
  * The manager app's routes at /manager (spec 2.1, 5.3): Organization Settings -> Users -> Client
  * credentials, plus API keys (operators only) and webhook configurations (health, edits, test
  * events, each delivery's attempts and re-sends).
- * This file decides who may do what and loads the data; the markup is in pages.tsx and
- * views.tsx. Every page gets the security headers of middleware/html.ts (a nonce-based CSP);
- * every POST carries the session's CSRF token; an organization administrator's session reaches
- * its own organization only (anything else is a 404, whatever the URL or form says). Actions call
- * the same domain functions as the operator API.
+ * This file decides who may do what and loads the data; the markup and wording are in pages.tsx
+ * and views.tsx. Whatever removes or stops something (revocations, removing a user, disabling a
+ * webhook configuration) and re-sends go through a confirmation page (a GET) that names the
+ * thing; only its form POSTs. A failed sign-in answers with the sign-in form again and the reason.
+ * Every page gets the security headers of middleware/html.ts (a nonce-based CSP); every POST
+ * carries the session's CSRF token; an organization administrator's session reaches its own
+ * organization only (anything else is a 404, whatever the URL or form says). Actions call the
+ * same domain functions as the operator API.
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
@@ -14,7 +17,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
 import { actorOf, canAccess, resume, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, signIn, signOut } from "../../auth/sessions";
 import { ApiError } from "../../errors";
-import { adminTokenView, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
+import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import { apiKeyView, createApiKey, getApiKey, keyUsage, listApiKeys, revokeApiKey, updateApiKey } from "../../identity/api-keys";
 import { auditLog } from "../../identity/audit";
 import {
@@ -55,12 +58,14 @@ import {
   ClientCredentialCreated,
   ClientCredentials,
   Confirm,
+  type Confirmation,
+  confirmations,
   DeliveryDetail,
   ErrorMessage,
   OrganizationSettings,
   Organizations,
+  SIGN_IN_ERRORS,
   SignInForm,
-  SignInRejected,
   Users,
   WebhookConfigurationDetail,
   WebhookConfigurations,
@@ -111,31 +116,21 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   });
 
   // Sign-in: the operator with ADMIN_TOKEN, an organization's administrator with a minted token.
-  app.get("/manager/sign-in", (c) => {
-    const loginCsrf = randomToken(18);
-    setCookie(c, LOGIN_CSRF_COOKIE, loginCsrf, { httpOnly: true, secure: true, sameSite: "Strict", path: "/manager", maxAge: 600 });
-    return c.html(
-      <Page title="Sign in" nonce={pageNonce(c)}>
-        <SignInForm loginCsrf={loginCsrf} />
-      </Page>,
-    );
-  });
+  app.get("/manager/sign-in", (c) => signInPage(c, 200));
 
+  // Every failure answers with the form again (a fresh double-submit token, the field empty) and
+  // the reason attached to the field, so the next attempt is one step away.
   app.post("/manager/sign-in", async (c) => {
     const fields = await form(c);
     const expected = getCookie(c, LOGIN_CSRF_COOKIE);
     if (!expected || !(await constantTimeEqual(String(fields.csrf ?? ""), expected))) {
-      throw new ApiError("forbidden", "The sign-in form expired. Open the sign-in page again.");
+      return signInPage(c, 403, SIGN_IN_ERRORS.expired);
     }
-    const opened = await signIn(c.get("deps"), String(fields.token ?? "").trim());
-    if (!opened) {
-      return c.html(
-        <Page title="Sign in" nonce={pageNonce(c)}>
-          <SignInRejected />
-        </Page>,
-        401,
-      );
-    }
+    const token = typeof fields.token === "string" ? fields.token.trim() : "";
+    if (token === "") return signInPage(c, 400, SIGN_IN_ERRORS.empty);
+    const opened = await signIn(c.get("deps"), token);
+    // One message for a wrong, revoked or expired token: which one it was would help a guesser.
+    if (!opened) return signInPage(c, 401, SIGN_IN_ERRORS.rejected);
     deleteCookie(c, LOGIN_CSRF_COOKIE, { path: "/manager", secure: true });
     setCookie(c, SESSION_COOKIE, opened.cookie, {
       httpOnly: true,
@@ -213,12 +208,9 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.get("/manager/organizations/:org/admin-tokens/:token/revoke", async (c) => {
     const org = await orgFor(c);
-    const tokenId = c.req.param("token");
-    return confirmPage(c, orgCrumbs(c, org, true), {
-      title: `Revoke administrator token ${tokenId}?`,
-      action: `/manager/organizations/${org.id}/admin-tokens/${tokenId}/revoke`,
-      consequence: "Revoking it ends every session opened with it at once, and it can no longer be used to sign in.",
-      button: "Revoke administrator token",
+    const token = await getOrgAdminToken(c.get("deps"), org.id, c.req.param("token"));
+    return confirmPage(c, orgCrumbs(c, org, true), confirmations.revokeAdminToken(token, org), {
+      action: `/manager/organizations/${org.id}/admin-tokens/${token.id}/revoke`,
       cancel: `/manager/organizations/${org.id}`,
     });
   });
@@ -258,11 +250,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.get("/manager/organizations/:org/users/:user/remove", async (c) => {
     const { org, user } = await userFor(c);
-    return confirmPage(c, orgCrumbs(c, org, true), {
-      title: `Remove ${user.name}?`,
+    return confirmPage(c, orgCrumbs(c, org, true), confirmations.removeUser(user), {
       action: `/manager/organizations/${org.id}/users/${user.id}/remove`,
-      consequence: "Removing the user revokes all of their client credentials: access tokens issued with them stop working.",
-      button: "Remove user",
       cancel: `/manager/organizations/${org.id}/users`,
     });
   });
@@ -307,11 +296,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const { org, user } = await userFor(c);
     const cred = await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
     const base = credentialsPath(org.id, user.id);
-    return confirmPage(c, credentialCrumbs(c, org, user, true), {
-      title: `Revoke ${cred.client_id}?`,
+    return confirmPage(c, credentialCrumbs(c, org, user, true), confirmations.revokeClientCredential(cred, user), {
       action: `${base}/${cred.client_id}/revoke`,
-      consequence: "Revoking stops this client from obtaining tokens, and access tokens it already has stop working.",
-      button: "Revoke client credentials",
       cancel: base,
     });
   });
@@ -382,6 +368,20 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     return c.redirect(`/manager/organizations/${org.id}/api-keys?notice=limits-saved`, 303);
   });
 
+  app.get("/manager/organizations/:org/api-keys/:key/revoke", async (c) => {
+    operatorOnly(c);
+    const org = await orgFor(c);
+    const deps = c.get("deps");
+    const key = apiKeyView(await getApiKey(deps, org.id, c.req.param("key")), deps.config.defaultLimits);
+    const keys = `/manager/organizations/${org.id}/api-keys`;
+    return confirmPage(
+      c,
+      [...orgCrumbs(c, org, true), { label: "API keys", href: keys }, { label: key.hint, href: `${keys}/${key.id}` }],
+      confirmations.revokeApiKey(key),
+      { action: `${keys}/${key.id}/revoke`, cancel: `${keys}/${key.id}` },
+    );
+  });
+
   app.post("/manager/organizations/:org/api-keys/:key/revoke", async (c) => {
     operatorOnly(c);
     const org = await orgFor(c);
@@ -421,6 +421,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       .split(",")
       .map((e) => e.trim())
       .filter((e) => e !== "");
+    // No status here: disabling goes through its confirmation, re-enabling through its button.
     const input = parseInput(UpdateWebhookConfigurationInput, {
       url: text("url"),
       oauth: {
@@ -430,10 +431,30 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       },
       events: events.length === 0 ? null : events,
       description: text("description") === "" ? null : text("description"),
-      status: text("status") || undefined,
     });
     await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
     return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-saved`, 303);
+  });
+
+  app.get("/manager/organizations/:org/webhooks/:id/disable", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const base = webhookPath(org.id, config.id);
+    return confirmPage(c, webhookCrumbs(c, org, config.id), confirmations.disableWebhook(config), {
+      action: `${base}/disable`,
+      cancel: base,
+    });
+  });
+
+  app.post("/manager/organizations/:org/webhooks/:id/disable", async (c) => {
+    const { org, config } = await webhookFor(c);
+    await updateWebhookConfiguration(c.get("deps"), org.id, config.id, { status: "disabled" }, actor(c));
+    return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-disabled`, 303);
+  });
+
+  app.post("/manager/organizations/:org/webhooks/:id/enable", async (c) => {
+    const { org, config } = await webhookFor(c);
+    await updateWebhookConfiguration(c.get("deps"), org.id, config.id, { status: "active" }, actor(c));
+    return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-enabled`, 303);
   });
 
   app.post("/manager/organizations/:org/webhooks/:id/test", async (c) => {
@@ -443,24 +464,31 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   });
 
   app.get("/manager/organizations/:org/webhooks/:id/deliveries/:delivery", async (c) => {
-    const { org, config } = await webhookFor(c);
-    const delivery = await getDelivery(c.get("deps"), org.id, c.req.param("delivery"));
-    if (delivery.webhook_configuration_id !== config.id) throw new ApiError("not_found", "There is no such page.");
+    const { org, config, delivery } = await deliveryFor(c);
     const base = `${webhookPath(org.id, config.id)}/deliveries/${delivery.id}`;
     const inFlight = delivery.attempts.some((a) => a.outcome === "in_flight");
     return page(
       c,
       `Delivery ${delivery.id}`,
       [...webhookCrumbs(c, org, config.id), { label: `Delivery ${delivery.id}` }],
-      <DeliveryDetail base={base} delivery={delivery} resendable={config.status === "active" && !inFlight} csrf={csrf(c)} />,
+      <DeliveryDetail base={base} delivery={delivery} resendable={config.status === "active" && !inFlight} />,
       notices[c.req.query("notice") ?? ""],
     );
   });
 
+  app.get("/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend", async (c) => {
+    const { org, config, delivery } = await deliveryFor(c);
+    const base = `${webhookPath(org.id, config.id)}/deliveries/${delivery.id}`;
+    return confirmPage(
+      c,
+      [...webhookCrumbs(c, org, config.id), { label: `Delivery ${delivery.id}`, href: base }],
+      confirmations.resendDelivery(delivery, config),
+      { action: `${base}/resend`, cancel: base },
+    );
+  });
+
   app.post("/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend", async (c) => {
-    const { org, config } = await webhookFor(c);
-    const delivery = await getDelivery(c.get("deps"), org.id, c.req.param("delivery"));
-    if (delivery.webhook_configuration_id !== config.id) throw new ApiError("not_found", "There is no such page.");
+    const { org, config, delivery } = await deliveryFor(c);
     await retryDelivery(c.get("deps"), org.id, delivery.id, actor(c));
     return c.redirect(`${webhookPath(org.id, config.id)}/deliveries/${delivery.id}?notice=resent`, 303);
   });
@@ -479,6 +507,8 @@ const notices: Record<string, string> = {
   "limits-saved": "Limits saved; they apply from the next request.",
   "token-revoked": "Administrator token revoked; its sessions have ended.",
   "webhook-saved": "Webhook configuration saved.",
+  "webhook-disabled": "Webhook configuration disabled; nothing is sent to it until it is re-enabled.",
+  "webhook-enabled": "Webhook configuration re-enabled; its health count starts again.",
   "test-sent": "Test event published; its delivery is listed below.",
   resent: "Re-sent; the new attempt appears here once it is made.",
 };
@@ -534,6 +564,14 @@ async function webhookFor(c: C) {
   return { org, config: await getWebhookConfiguration(c.get("deps"), org.id, c.req.param("id") ?? "") };
 }
 
+/** A delivery of the configuration in the URL; one of another configuration is not found here. */
+async function deliveryFor(c: C) {
+  const { org, config } = await webhookFor(c);
+  const delivery = await getDelivery(c.get("deps"), org.id, c.req.param("delivery") ?? "");
+  if (delivery.webhook_configuration_id !== config.id) throw new ApiError("not_found", "There is no such page.");
+  return { org, config, delivery };
+}
+
 function webhookCrumbs(c: C, org: { id: string; name: string }, configId?: string): Crumb[] {
   return [
     ...orgCrumbs(c, org, true),
@@ -574,6 +612,18 @@ function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?: string
   );
 }
 
-function confirmPage(c: C, crumbs: Crumb[], p: { title: string; action: string; consequence: string; button: string; cancel: string }) {
-  return page(c, p.title, [...crumbs, { label: "Confirm" }], <Confirm {...p} csrf={csrf(c)} />);
+function confirmPage(c: C, crumbs: Crumb[], confirmation: Confirmation, to: { action: string; cancel: string }) {
+  return page(c, confirmation.title, [...crumbs, { label: "Confirm" }], <Confirm {...confirmation} {...to} csrf={csrf(c)} />);
+}
+
+/** The sign-in page, with a fresh double-submit token; after a failed attempt, with why. */
+function signInPage(c: C, status: 200 | 400 | 401 | 403, error?: string): Response | Promise<Response> {
+  const loginCsrf = randomToken(18);
+  setCookie(c, LOGIN_CSRF_COOKIE, loginCsrf, { httpOnly: true, secure: true, sameSite: "Strict", path: "/manager", maxAge: 600 });
+  return c.html(
+    <Page title="Sign in" nonce={pageNonce(c)}>
+      <SignInForm loginCsrf={loginCsrf} error={error} />
+    </Page>,
+    status,
+  );
 }

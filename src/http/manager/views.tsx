@@ -1,8 +1,10 @@
 /**
  * The manager app's HTML: one layout (landmarks, skip link, breadcrumbs named as the spec names
  * the path: Organization Settings, Users, Client credentials) and small components for forms
- * and tables. Server-rendered and usable without JavaScript; the only script is the optional
- * copy button, allowed by the page's CSP nonce. Hono JSX escapes every interpolated value.
+ * (fields with their error messages attached) and tables (in a labelled, focusable scroll region,
+ * so a wide table scrolls on its own at phone widths instead of widening the page).
+ * Server-rendered and usable without JavaScript; the only script is the optional copy button,
+ * allowed by the page's CSP nonce. Hono JSX escapes every interpolated value.
  */
 import { raw } from "hono/html";
 import type { Child, FC } from "hono/jsx";
@@ -30,22 +32,29 @@ body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); backgro
 .skip { position:absolute; left:-999px; } .skip:focus { left:1rem; top:1rem; background:#fff; padding:.5rem; z-index:1; }
 header { background:#fff; border-bottom:1px solid var(--line); padding:.75rem 1.5rem; display:flex; justify-content:space-between; align-items:center; gap:1rem; flex-wrap:wrap; }
 header .brand { font-weight:700; text-decoration:none; color:var(--fg); }
-main { max-width: 980px; margin: 0 auto; padding: 1.5rem; }
+main { max-width: 980px; margin: 0 auto; padding: 1.5rem; overflow-wrap: break-word; }
+@media (max-width: 480px) { header, main { padding-left: 1rem; padding-right: 1rem; } }
 nav.crumbs ol { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-wrap:wrap; gap:.25rem; color:var(--muted); }
 nav.crumbs li + li::before { content:"\\2192"; margin-right:.25rem; }
 h1 { font-size:1.6rem; margin:.25rem 0 1rem; } h2 { font-size:1.2rem; margin-top:2rem; }
-a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, .table-scroll:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+.table-scroll { overflow-x:auto; max-width:100%; margin:1rem 0; } caption { text-align:left; padding:.25rem 0; }
+/* A wide table's caption stays readable: as wide as the screen, and in view while the table scrolls. */
+.table-scroll caption { position:sticky; left:0; max-width:calc(100vw - 2rem); }
+.table-scroll code { white-space:nowrap; word-break:normal; } .table-scroll code.wrap { white-space:normal; word-break:break-all; }
 table { border-collapse: collapse; width:100%; background:#fff; } th, td { text-align:left; padding:.5rem; border-bottom:1px solid var(--line); vertical-align: top; }
 th { font-size:.85rem; color:var(--muted); text-transform: uppercase; letter-spacing:.03em; }
 code { font-family: ui-monospace, monospace; font-size:.9em; word-break: break-all; }
 form.card, .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
 input[type=text], input[type=email], input[type=password], input[type=number] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
+select { display:block; max-width:100%; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; background:#fff; }
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
-button.secondary { background:#fff; color:var(--accent); } button.danger { background:var(--bad); border-color:var(--bad); }
+button.secondary, .button.secondary { background:#fff; color:var(--accent); } button.danger { background:var(--bad); border-color:var(--bad); }
 .inline { display:inline; } .inline button { margin:0; }
 .notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
+.field-error { color: var(--bad); font-weight:600; margin:.25rem 0; } input[aria-invalid=true] { border:2px solid var(--bad); }
 input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 .status-active, .status-delivered { color: var(--ok); font-weight:600; } .status-revoked, .status-failed, .status-disabled, .status-expired { color: var(--bad); font-weight:600; }
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
@@ -125,15 +134,57 @@ export const PostForm: FC<{ action: string; csrf: string; class?: string; label?
   </form>
 );
 
-export const Field: FC<{ id: string; label: string; hint?: string; type?: string; required?: boolean; value?: string; min?: number }> = (
-  p,
-) => (
-  <>
-    <label for={p.id}>
-      {p.label} {p.hint && <span class="hint">({p.hint})</span>}
-    </label>
-    <input id={p.id} name={p.id} type={p.type ?? "text"} required={p.required} value={p.value} min={p.min} />
-  </>
+/**
+ * A labelled input. With `error`, the message sits between the label and the input (where the
+ * eye goes next), is announced (role=alert) and is the input's description, so a screen reader
+ * reads it again on focus; the input is marked invalid and focused, ready to be corrected.
+ */
+export const Field: FC<{
+  id: string;
+  label: string;
+  hint?: string;
+  type?: string;
+  required?: boolean;
+  value?: string;
+  min?: number;
+  error?: string;
+}> = (p) => {
+  const errorId = `${p.id}-error`;
+  return (
+    <>
+      <label for={p.id}>
+        {p.label} {p.hint && <span class="hint">({p.hint})</span>}
+      </label>
+      {p.error && (
+        <p id={errorId} class="field-error" role="alert">
+          {p.error}
+        </p>
+      )}
+      <input
+        id={p.id}
+        name={p.id}
+        type={p.type ?? "text"}
+        required={p.required}
+        value={p.value}
+        min={p.min}
+        aria-invalid={p.error ? "true" : undefined}
+        aria-describedby={p.error ? errorId : undefined}
+        autofocus={p.error ? true : undefined}
+      />
+    </>
+  );
+};
+
+/**
+ * A table's scroll region: at phone widths a table with many columns scrolls sideways inside it
+ * while the page itself keeps the screen's width. It is focusable so keyboard users can scroll it
+ * (WCAG 2.1.1), and a named section (a landmark of role region) so screen readers say what they
+ * landed in; being a landmark, its label must be unique on its page.
+ */
+export const TableRegion: FC<{ label: string; children?: Child }> = ({ label, children }) => (
+  <section class="table-scroll" aria-label={label} tabindex={0}>
+    {children}
+  </section>
 );
 
 /** A secret shown exactly once, selectable without JavaScript, with a copy button when scripts run. */
