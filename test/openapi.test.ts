@@ -1,20 +1,35 @@
 /**
  * The API description: served without credentials, in step with the router (every registered
  * route documented, every documented route registered), its examples valid against the zod
- * schemas they were written for, and the /docs page locked down by a per-response CSP nonce.
+ * schemas they were written for, its security schemes (OAuth 2.0 client credentials at the
+ * RFC 6749 token endpoint plus the API key; the operator bearer) and license, every operation's
+ * client errors documented and provoked for real, the `webhooks` it describes checked against a
+ * real delivery attempt, and the /docs page locked down by a per-response CSP nonce. (Redocly
+ * CLI lints the served document and a browser drives /docs in test/e2e/docs.browser.test.ts.)
  */
 
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { createApp } from "../src/app";
 import { escapeHtml } from "../src/http/docs-page";
-import { EXAMPLE_ORIGIN } from "../src/http/examples";
-import { examplePath } from "../src/http/openapi";
+import { EVENT_BODY, EXAMPLE_ORIGIN, SIGNING_SECRET } from "../src/http/examples";
+import {
+  examplePath,
+  type OperationObject,
+  type ParameterObject,
+  ReceiverTokenRequest,
+  TOKEN_URL,
+  WebhookEvent,
+} from "../src/http/openapi";
+import type { Route } from "../src/http/route";
 import { docsPage, openApiDocument, ROUTES } from "../src/http/routes";
 import { Envelope, ErrorEnvelope } from "../src/schemas/common";
 import { PlainTokenError } from "../src/schemas/oauth";
-import { call, callAt } from "./helpers";
+import { fakeNetwork, TOKEN_URL as RECEIVER_TOKEN_URL, receiver, WEBHOOK_URL } from "./fake-network";
+import { ADMIN_TOKEN, authed, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
+import { attemptNow, createConfig, publishTo } from "./webhook-helpers";
 
 interface Doc {
   openapi: string;
@@ -46,8 +61,46 @@ describe("GET /v1/openapi.json", () => {
     const doc = (await res.json()) as Doc;
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).length).toBeGreaterThan(0);
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["admin", "apiKey", "bearer"]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["admin", "apiKey", "oauth2", "receiverToken"]);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-api-key" });
+    expect(doc.components.securitySchemes.admin).toMatchObject({ type: "http", scheme: "bearer" });
+  });
+
+  it("describes access tokens as an OAuth 2.0 client-credentials flow whose tokenUrl is the plain RFC 6749 token endpoint", () => {
+    const doc = openApiDocument();
+    expect(doc.components.securitySchemes.oauth2).toMatchObject({
+      type: "oauth2",
+      flows: { clientCredentials: { tokenUrl: "/v1/oauth/token", scopes: {} } },
+    });
+    // The flow's token endpoint is a documented operation answering the RFC 6749 5.1 body.
+    const token = doc.paths[TOKEN_URL]?.post;
+    expect(token?.security).toEqual([{ apiKey: [] }]);
+    expect(token?.requestBody?.content).toHaveProperty(["application/x-www-form-urlencoded"]);
+    const answer = token?.responses["200"];
+    expect(answer && "content" in answer ? answer.content?.["application/json"]?.schema : undefined).toEqual({
+      $ref: "#/components/schemas/PlainTokenResponse",
+    });
+  });
+
+  it("resolves tokenUrl against servers to the token_endpoint that OAuth discovery (RFC 8414) advertises", async () => {
+    const bindings = { ...env, PUBLIC_BASE_URL: "https://api.example.com" };
+    const doc = (await (await callAt(Date.now(), "/v1/openapi.json", {}, bindings)).json()) as Doc & {
+      components: { securitySchemes: { oauth2: { flows: { clientCredentials: { tokenUrl: string } } } } };
+    };
+    const metadata = (await (await callAt(Date.now(), "/.well-known/oauth-authorization-server", {}, bindings)).json()) as {
+      token_endpoint: string;
+    };
+    // OpenAPI 3.1 section 4.5: relative URLs resolve against the Server Object's url.
+    const tokenUrl = new URL(doc.components.securitySchemes.oauth2.flows.clientCredentials.tokenUrl, doc.servers[0]?.url).href;
+    expect(tokenUrl).toBe("https://api.example.com/v1/oauth/token");
+    expect(tokenUrl).toBe(metadata.token_endpoint);
+  });
+
+  it("names the project's license by its SPDX identifier, without a url (OpenAPI 3.1: they exclude each other)", () => {
+    const license = openApiDocument().info.license as { name: string; identifier: string; url?: string };
+    expect(license.name).not.toBe("");
+    expect(license.identifier).toMatch(/^[A-Za-z0-9.+-]+$/);
+    expect(license.url).toBeUndefined();
   });
 
   it("names a relative server when no public origin is configured, whatever Host the caller sent", async () => {
@@ -115,7 +168,8 @@ describe("coverage", () => {
 
   it("gives every operation a unique operationId and the security its path requires", () => {
     const ops = operations();
-    expect(new Set(ops.map((op) => op.operationId)).size).toBe(ops.length);
+    const webhookIds = Object.values(openApiDocument().webhooks).flatMap((item) => Object.values(item).map((op) => op.operationId));
+    expect(new Set([...ops.map((op) => op.operationId), ...webhookIds]).size).toBe(ops.length + webhookIds.length);
     const paths = openApiDocument().paths;
     for (const op of ops) {
       const security = paths[op.path]?.[op.method.toLowerCase() as "get"]?.security;
@@ -124,7 +178,7 @@ describe("coverage", () => {
         : op.path === "/v1/oauth" || op.path === "/v1/oauth/token"
           ? [{ apiKey: [] }]
           : op.path.startsWith("/v1/") && op.path !== "/v1/openapi.json"
-            ? [{ apiKey: [], bearer: [] }]
+            ? [{ apiKey: [], oauth2: [] }]
             : [];
       expect(security, `${op.method} ${op.path}`).toEqual(expected);
     }
@@ -139,6 +193,178 @@ describe("coverage", () => {
       for (const key of ref.split("/")) node = (node as Record<string, unknown> | undefined)?.[key];
       expect(node, ref).toBeDefined();
     }
+  });
+});
+
+/** Every operation of the served document, the webhooks included, with where it is. */
+function documentedOperations(): { where: string; op: OperationObject }[] {
+  const doc = openApiDocument();
+  return [...Object.entries(doc.paths), ...Object.entries(doc.webhooks).map(([name, item]) => [`webhook ${name}`, item] as const)].flatMap(
+    ([where, item]) =>
+      Object.entries(item).map(([method, op]) => ({ where: `${method.toUpperCase()} ${where}`, op: op as OperationObject })),
+  );
+}
+
+describe("client errors", () => {
+  let t: Tenant;
+  let token: string;
+  beforeAll(async () => {
+    t = await createTenant();
+    token = await issueToken(t);
+  });
+
+  const statusesOf = (route: Route): string[] =>
+    Object.keys(openApiDocument().paths[route.path]?.[route.method.toLowerCase() as "get"]?.responses ?? {});
+  /** The credentials each kind of route takes, valid. */
+  const credentials = (route: Route): Record<string, string> =>
+    route.auth === "admin"
+      ? { Authorization: `Bearer ${ADMIN_TOKEN}` }
+      : route.auth === "client"
+        ? (authed(t, token).headers as Record<string, string>)
+        : route.auth === "apiKey"
+          ? { "x-api-key": t.apiKey }
+          : {};
+  const send = (route: Route, init: { method?: string; headers?: Record<string, string>; body?: string }) =>
+    call(examplePath(route.path), {
+      method: init.method ?? route.method,
+      headers: init.headers ?? {},
+      ...(init.body ? { body: init.body } : {}),
+    });
+  const withBody = ROUTES.filter((r) => r.body !== undefined);
+
+  it("documents at least one 4xx answer for every operation, webhooks included", () => {
+    const operations = documentedOperations();
+    expect(operations.length).toBe(ROUTES.length + 2);
+    for (const { where, op } of operations) {
+      expect(
+        Object.keys(op.responses).filter((status) => /^4(\d\d|XX)$/.test(status)),
+        where,
+      ).not.toEqual([]);
+    }
+  });
+
+  it("every path answers a method it does not take with 405 and Allow, as every operation documents", async () => {
+    for (const route of ROUTES) {
+      const where = `${route.method} ${route.path}`;
+      expect(statusesOf(route), where).toContain("405");
+      const res = await send(route, { method: "PUT", headers: credentials(route) });
+      expect(res.status, where).toBe(405);
+      expect(res.headers.get("allow"), where).toContain(route.method);
+    }
+  });
+
+  it("every operation that takes credentials answers 401 without them, as it documents", async () => {
+    for (const route of ROUTES.filter((r) => r.auth !== "none")) {
+      const where = `${route.method} ${route.path}`;
+      expect(statusesOf(route), where).toContain("401");
+      const body = route.body ? { body: JSON.stringify(route.body.example), headers: { "Content-Type": "application/json" } } : {};
+      expect((await send(route, body)).status, where).toBe(401);
+    }
+  });
+
+  it("every operation that takes a body answers 415 to text/plain and 400 to malformed JSON, as it documents", async () => {
+    expect(withBody.length).toBeGreaterThan(5);
+    for (const route of withBody) {
+      const where = `${route.method} ${route.path}`;
+      expect(statusesOf(route), where).toEqual(expect.arrayContaining(["400", "413", "415"]));
+      const plain = await send(route, { headers: { ...credentials(route), "Content-Type": "text/plain" }, body: "x" });
+      expect(plain.status, where).toBe(415);
+      const malformed = await send(route, { headers: { ...credentials(route), "Content-Type": "application/json" }, body: "{" });
+      expect(malformed.status, where).toBe(400);
+    }
+  });
+
+  it("every operation with a path parameter answers 404 when it names nothing, as it documents", async () => {
+    const withParams = ROUTES.filter((r) => r.path.includes("{"));
+    expect(withParams.length).toBeGreaterThan(10);
+    for (const route of withParams) {
+      const where = `${route.method} ${route.path}`;
+      expect(statusesOf(route), where).toContain("404");
+      // The example ids are made up, so nothing in this test's storage has them.
+      const body = route.body ? JSON.stringify(route.body.example) : undefined;
+      const headers = { ...credentials(route), ...(body ? { "Content-Type": "application/json" } : {}) };
+      expect((await send(route, { headers, ...(body ? { body } : {}) })).status, where).toBe(404);
+    }
+  });
+});
+
+describe("webhooks keyway sends", () => {
+  const doc = () => openApiDocument();
+  const tokenOp = () => doc().webhooks.receiverToken?.post;
+  const eventOp = () => doc().webhooks.event?.post;
+  const eventHeaders = () => (eventOp()?.parameters ?? []) as ParameterObject[];
+
+  it("describes the token request (form-encoded, no other credential) and the event (JSON, the receiver's bearer, Standard Webhooks headers)", () => {
+    expect(Object.keys(doc().webhooks).sort()).toEqual(["event", "receiverToken"]);
+    expect(Object.keys(tokenOp()?.requestBody?.content ?? {})).toEqual(["application/x-www-form-urlencoded"]);
+    expect(tokenOp()?.security).toEqual([]);
+    expect(Object.keys(eventOp()?.requestBody?.content ?? {})).toEqual(["application/json"]);
+    expect(eventOp()?.security).toEqual([{ receiverToken: [] }]);
+    expect(doc().components.securitySchemes.receiverToken).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(eventHeaders().map((p) => [p.name, p.in, p.required])).toEqual(
+      expect.arrayContaining([
+        ["webhook-id", "header", true],
+        ["webhook-timestamp", "header", true],
+        ["webhook-signature", "header", true],
+      ]),
+    );
+  });
+
+  it("a real delivery attempt sends exactly the two requests described, headers and bodies alike", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const sent = fakeNetwork(receiver({ token: "receiver-token-1" }));
+    const config = await createConfig(t, token, "receiver-secret");
+    const { last } = await attemptNow(t, token, await publishTo(t, token, config.id));
+    expect(last.outcome).toBe("delivered");
+    expect(sent.map((r) => `${r.method} ${r.url}`)).toEqual([`POST ${RECEIVER_TOKEN_URL}`, `POST ${WEBHOOK_URL}`]);
+    const [tokenRequest, event] = sent;
+
+    // The token request: its only headers are the media type and the Accept its description names.
+    expect(Object.keys(tokenRequest!.headers).sort()).toEqual(["accept", "content-type"]);
+    expect(tokenRequest!.headers["content-type"]).toBe("application/x-www-form-urlencoded");
+    expect(tokenRequest!.headers.accept).toBe("application/json");
+    const form = Object.fromEntries(new URLSearchParams(tokenRequest!.body));
+    expect(Object.keys(form).sort()).toEqual(Object.keys(doc().components.schemas.ReceiverTokenRequest?.properties ?? {}).sort());
+    expect(ReceiverTokenRequest.parse(form)).toEqual({
+      client_id: "keyway-at-receiver",
+      client_secret: "receiver-secret",
+      grant_type: "client_credentials",
+    });
+
+    // The event: documented headers, and nothing else but the media type and the bearer.
+    const headers = event!.headers;
+    expect(headers["content-type"]).toBe("application/json");
+    expect(headers.authorization).toBe("Bearer receiver-token-1");
+    const others = Object.keys(headers).filter((h) => h !== "content-type" && h !== "authorization" && h !== "content-length");
+    expect(others.sort()).toEqual(
+      eventHeaders()
+        .map((p) => p.name.toLowerCase())
+        .sort(),
+    );
+    for (const param of eventHeaders()) {
+      const value = headers[param.name.toLowerCase()] ?? "";
+      if (typeof param.schema.pattern === "string") expect(value, param.name).toMatch(new RegExp(param.schema.pattern));
+    }
+    const body = JSON.parse(event!.body) as Record<string, unknown>;
+    expect(Object.keys(body)).toEqual(Object.keys(doc().components.schemas.WebhookEvent?.properties ?? {}));
+    expect(WebhookEvent.safeParse(body).success).toBe(true);
+    // And the receiver's own check, with the reference library.
+    expect(() => new Webhook(config.signing_secret).verify(event!.body, headers)).not.toThrow();
+  });
+
+  it("documents a real signature: the example headers sign the example body with the example secret (standardwebhooks)", () => {
+    const example = Object.fromEntries(eventHeaders().map((p) => [p.name, String(p.example)]));
+    const documentedBody = eventOp()?.requestBody?.content["application/json"]?.example;
+    expect(documentedBody).toEqual(EVENT_BODY);
+    // The bytes a receiver gets are JSON.stringify of the event, in this key order (webhooks/deliveries.ts).
+    const bytes = JSON.stringify(documentedBody);
+    const signed = new Webhook(SIGNING_SECRET).sign(
+      example["webhook-id"] ?? "",
+      new Date(Number(example["webhook-timestamp"]) * 1000),
+      bytes,
+    );
+    expect(example["webhook-signature"]).toBe(signed);
   });
 });
 

@@ -71,6 +71,26 @@ export const CONFIG = {
   updated_at: T0,
 };
 export const SIGNING_SECRET = "whsec_sZ/yq9wk7vLLlqLSuaSK3/YS8duu8IZDDhGP0Q9gc8Q=";
+/** What a client publishes (POST /v1/events), and so the `type` and `data` its receivers get. */
+export const EVENT_INPUT = { type: "order.created", data: { order_id: "1234", total: 42.5 } };
+/** The body keyway POSTs to a receiver for EVENT_INPUT (webhooks/deliveries.ts builds it). */
+export const EVENT_BODY = { id: EVENT_ID, type: EVENT_INPUT.type, created_at: T0, data: EVENT_INPUT.data };
+/**
+ * The Standard Webhooks headers of that delivery's first attempt, at T1, signed with
+ * SIGNING_SECRET: a real signature, so a receiver can check its verifier against the
+ * documentation (the OpenAPI test re-computes it with the standardwebhooks library).
+ */
+export const WEBHOOK_HEADERS = {
+  "webhook-id": DELIVERY_ID,
+  "webhook-timestamp": String(Date.parse(T1) / 1000),
+  "webhook-signature": "v1,QjbY0bV/8s3/WKfKyhAuU9TmmOOo9zr5xgCvOVlICyQ=",
+};
+/** The client-credentials grant keyway sends to a receiver's token_url (WEBHOOK_INPUT's credentials). */
+export const RECEIVER_TOKEN_REQUEST = {
+  client_id: WEBHOOK_INPUT.oauth.client_id,
+  client_secret: WEBHOOK_INPUT.oauth.client_secret,
+  grant_type: "client_credentials" as const,
+};
 export const PUBLISHED = {
   id: EVENT_ID,
   type: "order.created",

@@ -4,18 +4,36 @@
  * statuses become an operation; schemas registered with a public name (schemas/common.ts) are
  * published once under components.schemas and referenced. zod's own JSON Schema 2020-12 output
  * (the dialect of OpenAPI 3.1) describes them, so the description cannot drift from validation.
- * Served at /v1/openapi.json and rendered at /docs (routes/index.ts), built once per isolate.
+ * The error statuses of an operation are derived from its declaration (who may call it, whether
+ * it takes a body, a query or path parameters), so no operation lacks its 4xx. The security
+ * schemes say how each kind of caller authenticates (an OAuth 2.0 client-credentials flow at the
+ * RFC 6749 token endpoint plus the API key, or the operator token), and the top-level `webhooks`
+ * (OpenAPI 3.1 section 4.8.1) describe the two requests keyway itself sends to a receiver for
+ * each delivery attempt (spec 4.3, Standard Webhooks). Served at /v1/openapi.json and rendered
+ * at /docs (routes/index.ts), built once per isolate.
  */
 import * as z from "zod";
 import { ERROR_CODES, type ErrorCode } from "../errors";
-import { Envelope, ErrorEnvelope, ListQuery, publicNames } from "../schemas/common";
+import { Envelope, ErrorEnvelope, ListQuery, publicNames, Timestamp } from "../schemas/common";
 import { GraphQLResponse } from "../schemas/graphql";
 import { PlainTokenError } from "../schemas/oauth";
-import { ADMIN_TOKEN, CLIENT_ID, CONFIG_ID, DELIVERY_ID, EXAMPLE_ORIGIN, KEY_ID, ORG_ID, USER_ID } from "./examples";
+import { EventType } from "../schemas/webhooks";
+import {
+  ADMIN_TOKEN,
+  CLIENT_ID,
+  CONFIG_ID,
+  DELIVERY_ID,
+  EVENT_BODY,
+  EXAMPLE_ORIGIN,
+  KEY_ID,
+  ORG_ID,
+  RECEIVER_TOKEN_REQUEST,
+  USER_ID,
+  WEBHOOK_HEADERS,
+} from "./examples";
+import { type Auth, type HttpMethod, type Route, TAGS } from "./route";
 
 const ADMIN_TOKEN_ID = ADMIN_TOKEN.id;
-
-import { type Auth, type HttpMethod, type Route, TAGS } from "./route";
 
 /** Path parameters by name; `{id}` means a webhook configuration except under /v1/deliveries. */
 const PATH_PARAMS: Record<string, { description: string; example: string }> = {
@@ -58,7 +76,7 @@ export interface ResponseObject {
 }
 export interface ParameterObject {
   name: string;
-  in: "path" | "query";
+  in: "path" | "query" | "header";
   required: boolean;
   description: string;
   schema: JsonSchema;
@@ -71,23 +89,45 @@ export interface OperationObject {
   tags: string[];
   security: Record<string, string[]>[];
   parameters?: (ParameterObject | Ref)[];
-  requestBody?: { required: boolean; content: Record<string, MediaTypeObject> };
+  requestBody?: { description?: string; required: boolean; content: Record<string, MediaTypeObject> };
   responses: Record<string, ResponseObject | Ref>;
 }
+export type PathItemObject = Partial<Record<Lowercase<HttpMethod>, OperationObject>>;
+/** OpenAPI 3.1 section 4.8.27, the three kinds this document uses. */
+export type SecuritySchemeObject =
+  | { type: "apiKey"; in: "header"; name: string; description: string }
+  | { type: "http"; scheme: "bearer"; description: string }
+  | { type: "oauth2"; description: string; flows: { clientCredentials: { tokenUrl: string; scopes: Record<string, string> } } };
 export interface OpenApiDocument {
   openapi: "3.1.0";
-  info: { title: string; version: string; description: string };
+  /** `license.identifier` is an SPDX expression (OpenAPI 3.1 section 4.8.4). */
+  info: { title: string; version: string; description: string; license: { name: string; identifier: string } };
   servers?: { url: string }[];
   tags: { name: string; description: string }[];
-  paths: Record<string, Partial<Record<Lowercase<HttpMethod>, OperationObject>>>;
+  paths: Record<string, PathItemObject>;
+  /** Requests keyway sends, not receives (OpenAPI 3.1 section 4.8.1), keyed by a name of their own. */
+  webhooks: Record<string, PathItemObject>;
   components: {
     schemas: Record<string, JsonSchema>;
     parameters: Record<string, ParameterObject>;
     headers: Record<string, HeaderObject>;
     responses: Record<string, ResponseObject>;
-    securitySchemes: Record<string, Record<string, string>>;
+    securitySchemes: Record<string, SecuritySchemeObject>;
   };
 }
+
+/**
+ * The project's license: the LICENSE file and package.json's `license` say the same
+ * (test/e2e/toolchain.test.ts checks the three agree).
+ */
+export const LICENSE = { name: "MIT License", identifier: "MIT" };
+
+/**
+ * The plain RFC 6749 token endpoint (routes/oauth.ts), the tokenUrl of the client-credentials
+ * flow. Relative: OpenAPI 3.1 (section 4.5) resolves it against `servers`, which names
+ * PUBLIC_BASE_URL when it is set, so the document never echoes a Host header.
+ */
+export const TOKEN_URL = "/v1/oauth/token";
 
 /** When each error code is answered; a Record so that a new code must be described here. */
 const ERROR_WHEN: Record<ErrorCode, string> = {
@@ -101,13 +141,14 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   idempotency_key_reused: "an `Idempotency-Key` used in the last 24 hours for a different request",
   not_found: "unknown path, or a resource that does not exist or belongs to another organization",
   method_not_allowed: "the path does not take this method; `Allow` lists those it does",
-  conflict: "re-sending a delivery that has not failed, or testing a disabled configuration",
+  conflict:
+    "the organization already has the most webhook configurations or active API keys it may have, a delivery has an attempt in flight, or its configuration is disabled or deleted",
   payload_too_large: "body over 16 KiB (events: 100 KiB)",
   unsupported_media_type: "Content-Type other than JSON (or form, on the token endpoints)",
   rate_limited: "a per-second or per-day limit of the API key is reached; see `Retry-After`",
   server_error: "a fault of ours, logged without request data",
   service_unavailable:
-    "a secret is missing or malformed, a Durable Object cannot be reached, or a change is recorded and still being applied (`Retry-After`)",
+    "a secret or setting is missing or malformed, a Durable Object cannot be reached, or a change is recorded and still being applied (`Retry-After`)",
 };
 
 /** components.responses names of the error statuses the routes answer with. */
@@ -128,22 +169,56 @@ export const ERROR_RESPONSES: Record<number, string> = {
 const codesFor = (status: number): ErrorCode[] =>
   (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status);
 
-/** The error statuses an operation can answer with, from what it takes and who may call it. */
-function errorStatuses(op: Route): number[] {
-  if (op.auth === "none") return [];
-  const statuses = new Set([401, 500, 503, ...(op.errors ?? [])]);
-  if (op.auth !== "admin") statuses.add(429);
+/**
+ * The error statuses an operation can answer with, from its declaration: every path answers the
+ * methods it does not take with 405 (router.ts, RFC 9110 15.5.6), whoever calls; credentials can
+ * be refused (401) and, on /v1, rate-limited (429); input can be malformed (400), too large (413)
+ * or of another media type (415); a path parameter can name nothing (404). Statuses that depend
+ * on state (409, 422) or on a setting (503 of the public routes) are declared by the route.
+ */
+function errorStatuses(op: Pick<Route, "auth" | "body" | "list" | "query" | "path" | "errors">): number[] {
+  const statuses = new Set([405, ...(op.errors ?? [])]);
+  if (op.auth !== "none") statuses.add(401).add(500).add(503);
+  if (op.auth === "apiKey" || op.auth === "client") statuses.add(429);
   if (op.body || op.list || op.query) statuses.add(400);
   if (op.body) statuses.add(413).add(415);
   if (op.path.includes("{")) statuses.add(404);
   return [...statuses].sort((a, b) => a - b);
 }
 
+/**
+ * Security requirements (OpenAPI 3.1 section 4.8.30): the keys of one object are all required
+ * together, so a /v1 call needs the API key and an access token; the token endpoints take the
+ * API key (the client authenticates with its credentials in the body or HTTP Basic, RFC 6749
+ * 2.3.1); public routes need nothing (an empty list overrides any default).
+ */
 const SECURITY: Record<Auth, Record<string, string[]>[]> = {
   none: [],
   apiKey: [{ apiKey: [] }],
-  client: [{ apiKey: [], bearer: [] }],
+  client: [{ apiKey: [], oauth2: [] }],
   admin: [{ admin: [] }],
+};
+
+const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {
+  apiKey: {
+    type: "apiKey",
+    in: "header",
+    name: "x-api-key",
+    description: "API key (`kw_live_ak_...`) issued by the operator; on every `/v1` request, the token requests included.",
+  },
+  oauth2: {
+    type: "oauth2",
+    description:
+      "Access token (`kw_at_...`) sent as `Authorization: Bearer` (RFC 6750), from the client-credentials grant (RFC 6749 4.4) at the token endpoint, which also takes the `x-api-key` of the same organization. `POST /v1/oauth` issues the same token in the envelope. No scopes: a token speaks for its client credential's user and organization.",
+    flows: { clientCredentials: { tokenUrl: TOKEN_URL, scopes: {} } },
+  },
+  admin: { type: "http", scheme: "bearer", description: "The operator token `ADMIN_TOKEN`; `/admin/v1` only." },
+  receiverToken: {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "On webhooks keyway sends: the access token the receiver's own token endpoint (the configuration's `oauth.token_url`) issued to keyway just before, by the `receiverToken` request.",
+  },
 };
 
 const schemaRef = (name: string): Ref => ({ $ref: `#/components/schemas/${name}` });
@@ -186,7 +261,7 @@ export function buildOpenApiDocument(routes: readonly Route[]): OpenApiDocument 
     },
   };
   // Every named schema a route takes or answers with (or an array of one), plus the error bodies
-  // that are not envelopes, published once.
+  // that are not envelopes and the bodies of the webhooks keyway sends, published once.
   const names = new Map<z.ZodType, string>();
   const publish = (schema: z.ZodType, io: "input" | "output") => {
     const target = schema instanceof z.ZodArray ? (schema.element as z.ZodType) : schema;
@@ -201,6 +276,7 @@ export function buildOpenApiDocument(routes: readonly Route[]): OpenApiDocument 
   }
   publish(PlainTokenError, "output");
   publish(GraphQLResponse, "output");
+  for (const schema of OUTBOUND_SCHEMAS) publish(schema, "output");
 
   /** A named schema by reference, an array of one likewise, anything else inline. */
   const ref = (schema: z.ZodType, io: "input" | "output"): JsonSchema => {
@@ -220,6 +296,7 @@ export function buildOpenApiDocument(routes: readonly Route[]): OpenApiDocument 
     if (status === "429") Object.assign(headers, rateLimitHeaderRefs, { "Retry-After": { $ref: "#/components/headers/Retry-After" } });
     if (status === "503") headers["Retry-After"] = { $ref: "#/components/headers/Retry-After" };
     if (status === "401") headers["WWW-Authenticate"] = { $ref: "#/components/headers/WWW-Authenticate" };
+    if (status === "405") headers.Allow = { $ref: "#/components/headers/Allow" };
     const first = codes[0] ?? "server_error";
     responses[name] = {
       description: codes.map((code) => `\`${code}\`: ${ERROR_WHEN[code]}.`).join(" "),
@@ -248,10 +325,13 @@ export function buildOpenApiDocument(routes: readonly Route[]): OpenApiDocument 
         "Every `/v1` and `/admin/v1` response, success or error, is the envelope `{response_status, developer_message, user_message, data, _links}` (errors add `error` and carry `data: null`), with `Cache-Control: no-store`; except `/v1/oauth/token` (plain RFC 6749 bodies), `/v1/graphql` (GraphQL responses) and this document.",
         "Each `/v1` request with a valid API key counts against its rate limits and its answer carries `RateLimit` and `RateLimit-Policy`; over a limit the answer is 429 with `Retry-After`.",
         "A method a path does not take answers 405 `method_not_allowed` with `Allow`. `/v1` paths check the API key first, so an unknown `/v1` path without a key answers 401.",
+        "`webhooks` describes what keyway sends to a webhook configuration's receiver on each delivery attempt: a client-credentials token request to its `oauth.token_url`, then the signed event to its `url`.",
       ].join("\n\n"),
+      license: LICENSE,
     },
-    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
+    tags: [...Object.entries(TAGS).map(([name, description]) => ({ name, description })), WEBHOOKS_TAG],
     paths,
+    webhooks: outboundWebhooks(ref),
     components: {
       schemas,
       parameters: {
@@ -288,19 +368,11 @@ export function buildOpenApiDocument(routes: readonly Route[]): OpenApiDocument 
           description: "`Bearer` challenge (RFC 6750) when the access token is the problem.",
           schema: { type: "string" },
         },
+        Allow: { description: "The methods the path takes (RFC 9110 10.2.1), e.g. `GET, HEAD`.", schema: { type: "string" } },
         Location: { description: "Path of the created resource.", schema: { type: "string" } },
       },
       responses,
-      securitySchemes: {
-        apiKey: {
-          type: "apiKey",
-          in: "header",
-          name: "x-api-key",
-          description: "API key (`kw_live_ak_...`) issued by the operator; on every `/v1` request.",
-        },
-        bearer: { type: "http", scheme: "bearer", description: "Access token (`kw_at_...`) from `POST /v1/oauth`." },
-        admin: { type: "http", scheme: "bearer", description: "The operator token `ADMIN_TOKEN`; `/admin/v1` only." },
-      },
+      securitySchemes: SECURITY_SCHEMES,
     },
   };
 }
@@ -392,6 +464,7 @@ function errorResponse(op: Route, status: number): ResponseObject | Ref {
       description: `RFC 6749 5.2 error body. ${codesFor(status)
         .map((c) => `\`${c}\``)
         .join(", ")}.`,
+      ...(status === 405 ? { headers: { Allow: { $ref: "#/components/headers/Allow" } } } : {}),
       content: {
         "application/json": {
           schema: schemaRef("PlainTokenError"),
@@ -400,19 +473,181 @@ function errorResponse(op: Route, status: number): ResponseObject | Ref {
       },
     };
   }
-  if (op.errorStyle === "graphql" && (status === 400 || status === 405)) {
+  // GraphQL request errors answer 400 with `errors`; a mutation sent with GET answers 405 so.
+  if (op.errorStyle === "graphql" && (status === 400 || (status === 405 && op.method === "GET"))) {
     return {
       description:
         status === 400
           ? "A GraphQL request error (`errors`, each with `extensions.code`), or the error envelope when the body itself is unreadable."
-          : "A mutation sent with GET; `Allow: POST`.",
+          : "A mutation sent with GET (GraphQL `errors`), or a method the path does not take (the error envelope); `Allow` lists those it does.",
+      ...(status === 405 ? { headers: { Allow: { $ref: "#/components/headers/Allow" } } } : {}),
       content: {
         "application/json": {
           schema: { anyOf: [schemaRef("GraphQLResponse"), schemaRef("ErrorEnvelope")] },
-          example: { errors: [{ message: "Syntax Error: Expected Name, found <EOF>.", extensions: { code: "invalid_request" } }] },
+          example:
+            status === 400
+              ? { errors: [{ message: "Syntax Error: Expected Name, found <EOF>.", extensions: { code: "invalid_request" } }] }
+              : { errors: [{ message: "Mutations must be sent with POST.", extensions: { code: "method_not_allowed" } }] },
         },
       },
     };
   }
   return shared;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhooks keyway sends (OpenAPI 3.1 `webhooks`): per delivery attempt, the client-credentials
+// grant at the receiver's token_url (spec 4.3, RFC 6749 4.4.2; webhooks/outbound.ts), then the
+// event at its url with the Standard Webhooks headers (webhooks/consumer.ts, signature.ts). The
+// OpenAPI test sends a real delivery and checks both requests against what is written here.
+
+const WEBHOOKS_TAG = {
+  name: "Webhooks sent by keyway",
+  description:
+    "What a receiver gets on each delivery attempt: a token request to the configuration's `oauth.token_url`, then the event at its `url`. Redirects: followed for the token request (at most 5; 307/308 only within the origin), never for the event.",
+};
+
+/** The event keyway POSTs to a receiver (webhooks/deliveries.ts `eventBody`). */
+export const WebhookEvent = z.object({
+  id: z.string().describe("Event id (`evt_...`); one event fans out to one delivery per matching configuration."),
+  type: EventType,
+  created_at: Timestamp.describe("When the event was published."),
+  data: z.unknown().describe("The `data` the client published, as it was published."),
+});
+/** The client-credentials grant keyway sends to a receiver's token_url (RFC 6749 4.4.2, client_secret_post). */
+export const ReceiverTokenRequest = z.object({
+  client_id: z.string(),
+  client_secret: z.string(),
+  grant_type: z.literal("client_credentials"),
+});
+/** What keyway reads of the receiver's token answer: the rest is ignored. */
+export const ReceiverTokenResponse = z.looseObject({
+  access_token: z.string().min(1),
+  token_type: z.string().optional(),
+  expires_in: z
+    .number()
+    .positive()
+    .optional()
+    .describe("Used only with `token_cache: true`: the token is reused until 60 s before it expires."),
+});
+/** A failed token answer (spec 2.4): only `error` (RFC 6749 5.2 grammar, 40 characters) and `message` (120) reach the delivery log. */
+export const ReceiverTokenError = z.looseObject({
+  error: z.string().optional(),
+  message: z.string().optional(),
+  description: z.string().optional(),
+});
+publicNames.add(WebhookEvent, { name: "WebhookEvent" });
+publicNames.add(ReceiverTokenRequest, { name: "ReceiverTokenRequest" });
+publicNames.add(ReceiverTokenResponse, { name: "ReceiverTokenResponse" });
+publicNames.add(ReceiverTokenError, { name: "ReceiverTokenError" });
+const OUTBOUND_SCHEMAS: z.ZodType[] = [WebhookEvent, ReceiverTokenRequest, ReceiverTokenResponse, ReceiverTokenError];
+
+/** The headers keyway sets on the event request, besides `Content-Type` and `Authorization` (the security). */
+export const WEBHOOK_EVENT_HEADERS: ParameterObject[] = [
+  {
+    name: "webhook-id",
+    in: "header",
+    required: true,
+    description: "The delivery id (`msg_...`), the same on every attempt and re-send: deduplicate on it (delivery is at least once).",
+    schema: { type: "string" },
+    example: WEBHOOK_HEADERS["webhook-id"],
+  },
+  {
+    name: "webhook-timestamp",
+    in: "header",
+    required: true,
+    description: "Unix seconds of this attempt; refuse one far from your clock (Standard Webhooks suggests 5 minutes) to stop replays.",
+    schema: { type: "string", pattern: "^[0-9]+$" },
+    example: WEBHOOK_HEADERS["webhook-timestamp"],
+  },
+  {
+    name: "webhook-signature",
+    in: "header",
+    required: true,
+    description:
+      "`v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of the configuration's `whsec_` signing secret (Standard Webhooks). During a rotation, one signature per live secret, space-separated: accept the request if any matches. The example is the real signature of the example body with the example `signing_secret` of `createWebhookConfiguration`.",
+    schema: { type: "string", pattern: "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$" },
+    example: WEBHOOK_HEADERS["webhook-signature"],
+  },
+  {
+    name: "User-Agent",
+    in: "header",
+    required: true,
+    description: "Names keyway's delivery worker.",
+    schema: { type: "string" },
+    example: "keyway-webhooks/1",
+  },
+];
+
+/** Ranges are allowed in OpenAPI responses (section 4.8.16); an exact status takes precedence over its range. */
+function outboundWebhooks(ref: (schema: z.ZodType, io: "input" | "output") => JsonSchema): Record<string, PathItemObject> {
+  const outcome = (description: string): ResponseObject => ({ description });
+  return {
+    receiverToken: {
+      post: {
+        operationId: "requestReceiverToken",
+        summary: "keyway asks the receiver's token endpoint for an access token",
+        description:
+          "Sent to the configuration's `oauth.token_url` before each event (or, with `token_cache: true`, when the cached token is within 60 s of expiry), with `Accept: application/json`. The client authenticates with `client_id` and `client_secret` in the body (RFC 6749 2.3.1). Any failure is recorded as a `token` step and the attempt is retried by the schedule.",
+        tags: [WEBHOOKS_TAG.name],
+        // The client credentials are in the body, so the request carries no other credential.
+        security: [],
+        requestBody: {
+          description: "RFC 6749 4.4.2, form-encoded.",
+          required: true,
+          content: {
+            "application/x-www-form-urlencoded": { schema: ref(ReceiverTokenRequest, "output"), example: RECEIVER_TOKEN_REQUEST },
+          },
+        },
+        responses: {
+          "2XX": {
+            description: "A JSON object with a non-empty string `access_token` (64 KiB at most); keyway sends it with the event.",
+            content: {
+              "application/json": {
+                schema: ref(ReceiverTokenResponse, "output"),
+                example: { access_token: "receiver-issued-token", token_type: "Bearer", expires_in: 3600 },
+              },
+            },
+          },
+          "3XX": outcome(
+            "Followed by hand, at most 5 hops, each through the SSRF guard: 307/308 repeat the POST only within the same origin; 301/302/303 continue as a GET without the body.",
+          ),
+          "4XX": {
+            description: "A refusal: recorded with the `error` code and `message` (when free of the secret), then retried.",
+            content: {
+              "application/json": {
+                schema: ref(ReceiverTokenError, "output"),
+                example: { error: "invalid_client", message: "Unknown client." },
+              },
+            },
+          },
+          "5XX": outcome("Retried by the schedule; a 503 `Retry-After` is honoured when longer."),
+        },
+      },
+    },
+    event: {
+      post: {
+        operationId: "deliverEvent",
+        summary: "keyway delivers an event to the configuration's url",
+        description:
+          "Sent for each matching configuration of a published event, and again on each retry or re-send with the same `webhook-id`. The body is the exact byte string the signature covers: verify before parsing.",
+        tags: [WEBHOOKS_TAG.name],
+        security: [{ receiverToken: [] }],
+        parameters: WEBHOOK_EVENT_HEADERS,
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: ref(WebhookEvent, "output"), example: EVENT_BODY } },
+        },
+        responses: {
+          "2XX": outcome("Delivered; the body is not read."),
+          "3XX": outcome("Not followed: the delivery fails."),
+          "408": outcome("Retried by the schedule."),
+          "410": outcome("The delivery fails and the configuration is disabled (`disabled_reason`)."),
+          "429": outcome("Retried by the schedule; `Retry-After` is honoured when longer."),
+          "4XX": outcome("The delivery fails and is not retried."),
+          "5XX": outcome("Retried by the schedule; a 503 `Retry-After` is honoured when longer."),
+        },
+      },
+    },
+  };
 }

@@ -59,3 +59,12 @@ describe("wrangler.toml", () => {
     expect(setting("WEBHOOK_ALLOW_INSECURE_TARGETS")).toBe('"false"');
   });
 });
+
+describe("license", () => {
+  it("is the same in LICENSE, package.json and the OpenAPI document's info.license", () => {
+    const { license } = pkg as { license?: string };
+    expect(license).toBe("MIT");
+    expect(readFileSync(join(ROOT, "LICENSE"), "utf8")).toMatch(/^MIT License\n/);
+    expect(readFileSync(join(ROOT, "src/http/openapi.ts"), "utf8")).toContain(`identifier: "${license}"`);
+  });
+});

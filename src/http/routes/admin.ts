@@ -16,6 +16,7 @@ import {
 } from "../../identity/credentials";
 import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
+import { MAX_ACTIVE_API_KEYS } from "../../objects/organization";
 import { usageView } from "../../ratelimit/service";
 import { emptyUsage } from "../../ratelimit/windows";
 import {
@@ -203,12 +204,13 @@ export const adminRoutes: Route[] = [
     path: KEYS,
     operationId: "createApiKey",
     summary: "Issue an API key",
-    description:
-      "Limits default to the service's vars; `api_key` is shown only here. `location_hint` (wnam, enam, sam, weur, eeur, apac, oc, afr, me) says where the key's clients are: the key's Durable Object, which every request with the key calls, is created in that region (otherwise near the organization's object; docs/latency.md).",
+    description: `Limits default to the service's vars; \`api_key\` is shown only here. \`location_hint\` (wnam, enam, sam, weur, eeur, apac, oc, afr, me) says where the key's clients are: the key's Durable Object, which every request with the key calls, is created in that region (otherwise near the organization's object; docs/latency.md). An organization may have at most ${MAX_ACTIVE_API_KEYS} active API keys (409 beyond).`,
     tag: keysTag,
     auth: "admin",
     status: 201,
     body: { schema: CreateApiKeyInput, example: { name: "laptop", location_hint: "weur" }, optional: true },
+    // The organization's cap on active API keys (objects/organization.ts).
+    errors: [409],
     response: { schema: CreatedApiKeyView, example: { ...API_KEY, api_key: "kw_live_ak_pZkKcQUSu60Tweq49nkDp36iTCUBlS7tiNksNt3WQEE" } },
     handle: async (c, input) => {
       const { record, secret } = await createApiKey(deps(c), param(c, "org"), input, actor(c));

@@ -35,6 +35,8 @@ const descriptionRoutes: Route[] = [
     auth: "none",
     response: { schema: OpenApiDocumentShape, example: { openapi: "3.1.0", info: { title: "keyway", version: "v1" }, paths: {} } },
     wire: "json",
+    // A malformed PUBLIC_BASE_URL (config.ts).
+    errors: [503],
     // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
     // configured public origin, or "/" (relative to wherever the document was fetched from).
     reply: (c) =>

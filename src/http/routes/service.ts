@@ -41,6 +41,8 @@ export const serviceRoutes: Route[] = [
       },
     },
     wire: "json",
+    // A malformed PUBLIC_BASE_URL (config.ts).
+    errors: [503],
     reply: (c) => {
       const issuer = publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
       return c.json(

@@ -33,7 +33,7 @@ import {
   sendTestEvent,
 } from "../../webhooks/deliveries";
 import type { AppEnv } from "../context";
-import { CONFIG, DELIVERY, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT } from "../examples";
+import { CONFIG, DELIVERY, EVENT_INPUT, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT } from "../examples";
 import { envelopeRoute, listRoute, param, type Route } from "../route";
 
 const CONFIGS = "/v1/webhook-configurations";
@@ -171,7 +171,7 @@ export const webhookRoutes: Route[] = [
     status: 202,
     body: {
       schema: PublishEventInput,
-      example: { type: "order.created", data: { order_id: "1234", total: 42.5 } },
+      example: EVENT_INPUT,
       maxBytes: MAX_EVENT_REQUEST_BYTES,
     },
     response: { schema: PublishedEventView, example: PUBLISHED },
