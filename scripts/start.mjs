@@ -111,6 +111,11 @@ function spawnWrangler(port, persistDir) {
     // send them again after this bound (production keeps wrangler.toml's 120 s).
     "--var",
     "WEBHOOK_REDISPATCH_SECONDS:10",
+    // One readable line per request and delivery attempt (docs/observability.md) instead of JSON.
+    // wrangler's own "[wrangler:info] GET /path 200 OK" line stays; ours adds the route
+    // template, the error code, the API key and organization, and the request id.
+    "--var",
+    "LOG_FORMAT:pretty",
     "--show-interactive-dev-session=false",
   ]);
   const proc = spawn(bin, args, {

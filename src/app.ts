@@ -1,13 +1,15 @@
 /**
  * Builds the Worker's HTTP app: the declared API routes (http/routes, mounted with their
  * credential checks by http/router.ts) and the manager app. Errors and unknown routes map to the
- * envelope in one place (http/errors.ts).
+ * envelope in one place (http/errors.ts). Every request, whichever part answers it, is observed
+ * once (http/middleware/observe.ts: its id, its outcome line and data point).
  */
 import { Hono } from "hono";
 import type { AppEnv } from "./http/context";
 import { errorResponse, notFoundResponse } from "./http/errors";
 import { managerApp } from "./http/manager/routes";
 import { provideDeps } from "./http/middleware/deps";
+import { observeRequests } from "./http/middleware/observe";
 import { mountRoutes } from "./http/router";
 import { ROUTES } from "./http/routes";
 
@@ -21,6 +23,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.onError((err, c) => errorResponse(c, err));
   app.notFound(notFoundResponse);
+  // First, so that it sees every answer (the checks' refusals, 404s, the manager's pages) and its
+  // request id is on every line logged on the way.
+  app.use("*", observeRequests());
   // The API: every declared route, with the credential checks each declares (http/router.ts).
   mountRoutes(app, ROUTES, provideDeps(now));
   // The manager app has its own sessions, HTML error pages and security headers.

@@ -8,6 +8,7 @@ import { ApiError } from "./errors";
 import { derived } from "./lib/cache";
 import { base64UrlDecode } from "./lib/encoding";
 import type { VersionedKey } from "./lib/keyring";
+import { type LogFormat, log } from "./log";
 import type { Limits } from "./schemas/records";
 
 export interface Config {
@@ -72,6 +73,33 @@ const VarsSchema = z.object({
   ADMIN_TOKEN: z.string().min(32, { error: "must be at least 32 characters" }),
   TOKEN_SIGNING_KEYS: z.string().min(1),
   WEBHOOK_ENCRYPTION_KEYS: z.string().min(1),
+});
+
+/** How the service reports itself (docs/observability.md). */
+export interface TelemetrySettings {
+  /** LOG_FORMAT: "json" (deployed, tests) or "pretty" (one readable line per event; `npm start`). */
+  logFormat: LogFormat;
+  /** LOG_SUCCESS_SAMPLE_RATE, 0..1: the share of successful requests whose outcome line is logged. */
+  successSampleRate: number;
+}
+
+/**
+ * The telemetry settings, apart from the rest of the config: they are needed before anything
+ * else (the outcome line of a request refused for a bad setting included), and they never fail
+ * closed, since how the logs look is no reason to refuse traffic. A malformed value falls back to
+ * its default, and the log names the setting (once per isolate), never its value.
+ */
+export const telemetrySettings = derived((env: Env): TelemetrySettings => {
+  const settings: TelemetrySettings = { logFormat: "json", successSampleRate: 1 };
+  const invalid: string[] = [];
+  const format = env.LOG_FORMAT ?? "";
+  if (format === "pretty" || format === "json") settings.logFormat = format;
+  else if (format !== "") invalid.push("LOG_FORMAT");
+  const rate = (env.LOG_SUCCESS_SAMPLE_RATE ?? "").trim();
+  if (/^(0(\.\d+)?|1(\.0+)?)$/.test(rate)) settings.successSampleRate = Number(rate);
+  else if (rate !== "") invalid.push("LOG_SUCCESS_SAMPLE_RATE");
+  if (invalid.length > 0) log.warn("invalid telemetry setting(s); using the default", { settings: invalid.join(", ") });
+  return settings;
 });
 
 /** Longest lifetime a token can have whatever the var says; bounds revocation tombstones. */

@@ -16,6 +16,8 @@ export interface Deps {
   keys: Env["KEYS"];
   directory: Env["DIRECTORY"];
   config: Config;
+  /** Where telemetry's data points go (Workers Analytics Engine); log.ts lays them out and writes them. */
+  metrics: AnalyticsEngineDataset;
   /** Milliseconds since the epoch. */
   now(): number;
   /** Runs bookkeeping after the response (waitUntil); failures are logged, never surfaced. */
@@ -30,6 +32,7 @@ export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Prom
     keys: env.KEYS,
     directory: env.DIRECTORY,
     config: loadConfig(env),
+    metrics: env.METRICS,
     now,
     defer: (work) => {
       const logged = work.catch((err: unknown) => log.error("deferred work failed", { detail: describeError(err) }));

@@ -10,6 +10,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN } from "../lib/ids";
+import { identifyRequest } from "../log";
 import type { Admission } from "../objects/key";
 import { keyObject, reach, unavailable } from "../objects/stubs";
 import { rateLimited } from "../ratelimit/service";
@@ -60,6 +61,8 @@ export async function admit(
   );
   if (admission.status === "unknown") throw invalidKey();
   if (admission.status === "unconfirmed") throw unavailable("API key object");
+  // Known from here on, refused or not: the request's log lines and its outcome name the key.
+  identifyRequest({ api_key_id: admission.keyId, organization_id: admission.organizationId });
   if (admission.status === "revoked") throw new ApiError("invalid_api_key", "The API key has been revoked.");
   if (!admission.decision.allowed) throw rateLimited(admission.decision);
   return {

@@ -54,7 +54,7 @@ export interface AdmitInput {
 
 export type Admission =
   | { status: "unknown" }
-  | { status: "revoked" }
+  | { status: "revoked"; keyId: string; organizationId: string }
   /** The copy's lease has lapsed and the organization could not confirm it: fail closed. */
   | { status: "unconfirmed" }
   | { status: "active"; keyId: string; organizationId: string; decision: Decision; clientRevoked: boolean };
@@ -137,7 +137,7 @@ export class KeyObject extends DurableObject<Env> {
       }
     }
     const key = this.key;
-    if (key.status !== "active") return { status: "revoked" };
+    if (key.status !== "active") return { status: "revoked", keyId: key.id, organizationId: key.organization_id };
     const clientRevoked = input.clientId !== undefined && this.revoked.has(input.clientId);
     const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now, input.cost ?? 1);
     if (decision.allowed) {
