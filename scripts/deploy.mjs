@@ -1,10 +1,64 @@
 /**
- * `npm run deploy` / `npm run check:deploy`: placeholder until the preflight lands (issue 16).
+ * `npm run deploy -- --env <staging|production>` and `npm run check:deploy -- --env <...>`: the
+ * preflight (scripts/preflight.mjs) first, and wrangler only if it passes, so a deploy cannot
+ * start half-configured. `--dry-run` (what check:deploy adds) runs the preflight offline (config
+ * checks only; the ones that ask Cloudflare are skipped, and the report says so) and then
+ * `wrangler deploy --dry-run --outdir dist`, which bundles and validates without uploading. A
+ * real deploy runs the remote checks too (secrets, KV namespaces, queues) before `wrangler
+ * deploy`. No environment means no deploy: the top level of wrangler.toml is the local
+ * configuration (placeholder KV id, used by npm start and the tests). The environment comes from
+ * `--env`/`-e`, else CLOUDFLARE_ENV (which wrangler itself honours); `--config`/`-c` picks
+ * another wrangler.toml; every other argument goes to `wrangler deploy` unchanged. KEYWAY_WRANGLER
+ * names an executable to run instead of the pinned wrangler (the tests' stub).
  */
 import { spawnSync } from "node:child_process";
-import { wranglerCommand } from "./wrangler.mjs";
+import { resolve } from "node:path";
+import process from "node:process";
+import { DEFAULT_CONFIG, formatReport, passed, preflight, ROOT, wranglerEnv, wranglerInvocation } from "./preflight.mjs";
+import { assertSupportedNode } from "./wrangler.mjs";
 
-const dryRun = process.argv.includes("--dry-run");
-const rest = process.argv.slice(2).filter((a) => a !== "--dry-run");
-const [bin, argv] = wranglerCommand(["deploy", ...(dryRun ? ["--dry-run", "--outdir", "dist"] : []), ...rest]);
-process.exit(spawnSync(bin, argv, { stdio: "inherit" }).status ?? 1);
+/**
+ * Splits our arguments from wrangler's, accepting wrangler's spellings (`--env x`, `--env=x`, `-e x`).
+ * @param {string[]} argv
+ * @returns {{ dryRun: boolean, env: string | undefined, config: string | undefined, rest: string[] }}
+ */
+function parseDeployArgs(argv) {
+  /** @type {{ dryRun: boolean, env: string | undefined, config: string | undefined, rest: string[] }} */
+  const parsed = { dryRun: false, env: undefined, config: undefined, rest: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    const [flag, inline] =
+      arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = () => inline ?? argv[++i];
+    if (flag === "--dry-run") parsed.dryRun = true;
+    else if (flag === "--env" || flag === "-e") parsed.env = value();
+    else if (flag === "--config" || flag === "-c") parsed.config = value();
+    else parsed.rest.push(arg);
+  }
+  return parsed;
+}
+
+async function main() {
+  assertSupportedNode();
+  const args = parseDeployArgs(process.argv.slice(2));
+  const env = args.env ?? process.env.CLOUDFLARE_ENV;
+  const configPath = resolve(args.config ?? DEFAULT_CONFIG);
+  const result = await preflight({ env, configPath, offline: args.dryRun });
+  console.error(formatReport(result, { env, offline: args.dryRun }));
+  if (!passed(result) || env === undefined) return 1;
+
+  const deploy = ["deploy", "--env", env, "--config", configPath, ...(args.dryRun ? ["--dry-run", "--outdir", "dist"] : []), ...args.rest];
+  console.error(`\nwrangler ${deploy.join(" ")}\n`);
+  const [bin, argv] = wranglerInvocation(deploy);
+  const run = spawnSync(bin, argv, { cwd: ROOT, stdio: "inherit", env: wranglerEnv() });
+  if (run.error) throw new Error(`could not run wrangler: ${run.error.message}`);
+  return run.status ?? 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`deploy: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

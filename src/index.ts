@@ -4,8 +4,9 @@
  * systems of record, src/objects) must be exported from the main module.
  */
 import { createApp } from "./app";
-import { describeError, log } from "./log";
-import { consumeDeadLetters, consumeDeliveries, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
+import { telemetrySettings } from "./config";
+import { describeError, log, setLogFormat } from "./log";
+import { consumeDeadLetters, consumeDeliveries, isDeadLetterQueue } from "./webhooks/consumer";
 
 export { DirectoryObject } from "./objects/directory";
 export { KeyObject } from "./objects/key";
@@ -17,8 +18,10 @@ const app = createApp();
 export default {
   fetch: app.fetch,
   queue: async (batch, env) => {
+    // As the HTTP side does per request (http/middleware/observe.ts): LOG_FORMAT before any line.
+    setLogFormat(telemetrySettings(env).logFormat);
     try {
-      await (batch.queue === DEAD_LETTER_QUEUE ? consumeDeadLetters(batch, env) : consumeDeliveries(batch, env));
+      await (isDeadLetterQueue(batch.queue) ? consumeDeadLetters(batch, env) : consumeDeliveries(batch, env));
     } catch (err) {
       // Whole-batch failures (a setting is missing, say): the Queue retries the batch; the log says why.
       log.error("queue batch failed", { queue: batch.queue, detail: describeError(err) });

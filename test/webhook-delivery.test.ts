@@ -521,6 +521,17 @@ describe("the dead-letter path", () => {
     ]);
   });
 
+  it("recognises a deployed environment's own dead-letter queue by its -dlq suffix, sending nothing", async () => {
+    const configId = (await newConfig()).id;
+    const sent = fakeNetwork(receiver());
+    const id = await publish(configId);
+    const dlq = await consume("keyway-staging-webhooks-dlq", [{ id: "d-staging", attempts: 1, body: await ticketFor(t.orgId, id) }]);
+    expect(dlq.acked).toEqual(["d-staging"]);
+    expect(sent).toEqual([]);
+    const d = await getDelivery(t, token, id);
+    expect(d.attempts).toEqual([expect.objectContaining({ number: 1, outcome: "retry", error: expect.stringMatching(/dead-lettered/) })]);
+  });
+
   it("never overwrites a newer outcome: a dead letter after success changes nothing", async () => {
     const configId = (await newConfig()).id;
     fakeNetwork(receiver());

@@ -7,11 +7,13 @@
  * any retry itself. Each message is acked on its own, so one slow or failing delivery never holds
  * up another past its own deadline. A fault of ours (the object unreachable, a secret that does
  * not decrypt) retries the message through the Queue; after max_retries it reaches
- * `keyway-webhooks-dlq`, whose consumer has the object record it.
+ * `keyway-webhooks-dlq`, whose consumer has the object record it. Each attempt, each ticket
+ * dropped unattempted, each fault of ours and each dead letter is recorded (log.ts
+ * `recordDeliveryAttempt`: a line and a data point).
  */
 import { type Deps, depsFromEnv } from "../deps";
 import { IsolateCache } from "../lib/cache";
-import { describeError, log } from "../log";
+import { type DeliveryOutcome, describeError, log, recordDeliveryAttempt } from "../log";
 import { reach, webhookObject } from "../objects/stubs";
 import type { AttemptReport, Begun } from "../objects/webhooks";
 import { DeliveryMessage, type WebhookConfigurationRecord } from "../schemas/webhooks";
@@ -19,8 +21,16 @@ import { liveSigningSecrets, receiverClientSecret } from "./configurations";
 import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, type ReceiverToken, requestReceiverToken } from "./outbound";
 import { signatureHeader } from "./signature";
 
+/** The local (top-level) queue names; each deployed environment has its own (wrangler.toml). */
 export const DELIVERY_QUEUE = "keyway-webhooks";
 export const DEAD_LETTER_QUEUE = "keyway-webhooks-dlq";
+/**
+ * A dead-letter queue is recognised by this suffix rather than one fixed name: queue names are
+ * unique per account, so staging and production each have their own (scripts/preflight.mjs
+ * refuses a configuration whose dead-letter queue lacks it, or whose delivery queue has it).
+ */
+export const DEAD_LETTER_SUFFIX = "-dlq";
+export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith(DEAD_LETTER_SUFFIX);
 
 /** A message whose processing failed on our side is retried by the Queue after this many seconds, doubling. */
 const CONSUMER_RETRY_SECONDS = 10;
@@ -49,15 +59,52 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
         return;
       }
       const ticket = parsed.data;
+      // Real elapsed time for the lines of messages that made no attempt (the attempt's own
+      // latency is the one its record shows).
+      const startedAt = Date.now();
+      const record = { deliveryId: ticket.delivery_id, organizationId: ticket.organization_id, attempt: ticket.attempt };
+      let configurationId: string | null = null;
       try {
         const begun = await reach("webhooks", () => webhookObject(deps, ticket.organization_id).begin(ticket, deps.now()));
         if (begun.go) {
-          const report = await attempt(deps, ticket, begun);
+          configurationId = begun.configuration.id;
+          const { report, outcome } = await attempt(deps, ticket, begun);
+          // Recorded as soon as it is known: the receiver has had it, whatever happens next.
+          recordDeliveryAttempt(deps.metrics, {
+            ...record,
+            configurationId,
+            outcome,
+            disposition: report.outcome === "in_flight" ? null : report.outcome,
+            step: report.step,
+            httpStatus: report.http_status,
+            latencyMs: report.latency_ms,
+          });
           await reach("webhooks", () => webhookObject(deps, ticket.organization_id).finish(report, deps.now()));
+        } else {
+          recordDeliveryAttempt(deps.metrics, {
+            ...record,
+            configurationId,
+            outcome: "skipped",
+            disposition: null,
+            step: null,
+            httpStatus: null,
+            latencyMs: Date.now() - startedAt,
+            reason: begun.reason,
+          });
         }
         message.ack();
       } catch (err) {
+        // The detail is on this line; the attempt's line says which delivery and when, as for the others.
         log.error("delivery message failed; the Queue retries it", { delivery: ticket.delivery_id, detail: describeError(err) });
+        recordDeliveryAttempt(deps.metrics, {
+          ...record,
+          configurationId,
+          outcome: "consumer_error",
+          disposition: null,
+          step: null,
+          httpStatus: null,
+          latencyMs: Date.now() - startedAt,
+        });
         message.retry({ delaySeconds: consumerRetrySeconds(message.attempts) });
       }
     }),
@@ -72,6 +119,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
       const parsed = DeliveryMessage.safeParse(message.body);
       if (parsed.success) {
         const ticket = parsed.data;
+        const startedAt = Date.now();
         try {
           await reach("webhooks", () => webhookObject(deps, ticket.organization_id).deadLettered(ticket, deps.now()));
         } catch (err) {
@@ -80,36 +128,56 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
           message.retry({ delaySeconds: 60 });
           return;
         }
+        recordDeliveryAttempt(deps.metrics, {
+          deliveryId: ticket.delivery_id,
+          configurationId: null,
+          organizationId: ticket.organization_id,
+          attempt: ticket.attempt,
+          outcome: "dead_lettered",
+          disposition: null,
+          step: null,
+          httpStatus: null,
+          latencyMs: Date.now() - startedAt,
+        });
       }
       message.ack();
     }),
   );
 }
 
+/** An attempt's report to the webhook object, and what it came to for the logs and metrics. */
+interface Attempted {
+  report: AttemptReport;
+  outcome: DeliveryOutcome;
+}
+
 /** One attempt: the token request, then the signed webhook, under one deadline. */
-async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun, { go: true }>): Promise<AttemptReport> {
+async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun, { go: true }>): Promise<Attempted> {
   const config = begun.configuration;
   const startedAt = deps.now();
   const deadline = deadlineOf(deps, begun.deadline);
   const report = (
-    step: AttemptReport["step"],
+    step: "token" | "webhook",
     httpStatus: number | null,
     outcome: AttemptReport["outcome"],
     error: string | null,
-    extra: { retryAfter?: number | null; gone?: boolean } = {},
-  ): AttemptReport => ({
-    delivery_id: ticket.delivery_id,
-    series: begun.series,
-    attempt: begun.attempt,
-    started_at: startedAt,
-    step,
-    http_status: httpStatus,
-    latency_ms: Math.max(0, deps.now() - startedAt),
-    outcome,
-    error,
-    retry_after_seconds: extra.retryAfter ?? null,
-    gone: extra.gone ?? false,
-    configuration_version: config.version,
+    extra: { retryAfter?: number | null; gone?: boolean; timedOut?: boolean } = {},
+  ): Attempted => ({
+    report: {
+      delivery_id: ticket.delivery_id,
+      series: begun.series,
+      attempt: begun.attempt,
+      started_at: startedAt,
+      step,
+      http_status: httpStatus,
+      latency_ms: Math.max(0, deps.now() - startedAt),
+      outcome,
+      error,
+      retry_after_seconds: extra.retryAfter ?? null,
+      gone: extra.gone ?? false,
+      configuration_version: config.version,
+    },
+    outcome: outcome === "delivered" ? "delivered" : extra.timedOut ? "timeout" : step === "token" ? "token_failed" : "webhook_failed",
   });
 
   let token: ReceiverToken | { accessToken: string; cached: true };
@@ -117,7 +185,10 @@ async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun
     token = await receiverToken(deps, config, deadline);
   } catch (err) {
     if (!(err instanceof DeliveryFailure)) throw err;
-    return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
+    return report("token", err.httpStatus, "retry", err.message, {
+      retryAfter: err.retryAfterSeconds,
+      timedOut: deadline.signal.aborted,
+    });
   }
 
   const timestamp = Math.floor(deps.now() / 1000);
@@ -140,7 +211,7 @@ async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun
     ({ status, retryAfterSeconds: askedSeconds } = await postWebhook(deps, config.url, headers, begun.body, deadline));
   } catch (err) {
     if (!(err instanceof DeliveryFailure)) throw err;
-    return report("webhook", err.httpStatus, "retry", err.message);
+    return report("webhook", err.httpStatus, "retry", err.message, { timedOut: deadline.signal.aborted });
   }
 
   if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);

@@ -1,0 +1,642 @@
+/**
+ * The deploy preflight (scripts/preflight.mjs, run by `npm run deploy` and `npm run
+ * check:deploy`): each way a deploy would go half-wrong is refused with the command or the
+ * wrangler.toml lines that fix it. Broken configurations are copies of the repository's
+ * wrangler.toml with real-looking ids filled in and one thing broken, written to a temporary
+ * directory; the checks that ask Cloudflare run against a stub wrangler (a shell script printing
+ * canned answers), so nothing here touches the network. The preflight's value rules are compared
+ * with src/config.ts, the Worker's own, so the two cannot drift apart unnoticed.
+ */
+import { execFile } from "node:child_process";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  defaultRunWrangler,
+  type Finding,
+  formatReport,
+  parseSchedule,
+  passed,
+  preflight,
+  type RunWrangler,
+  writeNewSecrets,
+} from "../../scripts/preflight.mjs";
+import { ROOT } from "./server";
+
+const run = promisify(execFile);
+const REAL = await readFile(join(ROOT, "wrangler.toml"), "utf8");
+const STAGING_KV = "5a1f0c3e8b9d4e2fa7c6b5d4e3f2a1b0";
+const PRODUCTION_KV = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b";
+const PUBLIC = "https://keyway.acme.workers.dev";
+const SECRETS = ["ADMIN_TOKEN", "TOKEN_SIGNING_KEYS", "WEBHOOK_ENCRYPTION_KEYS"];
+const QUEUES = ["keyway-webhooks", "keyway-webhooks-dlq", "keyway-staging-webhooks", "keyway-staging-webhooks-dlq"];
+const KV_CREATE = "npx wrangler kv namespace create keyway --binding KV --env production";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "keyway-deploy-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Replaces `from` (which must occur exactly once: a test must break what it says it breaks). */
+function edit(toml: string, from: string | RegExp, to: string): string {
+  const count =
+    typeof from === "string" ? toml.split(from).length - 1 : (toml.match(new RegExp(from.source, `${from.flags}g`)) ?? []).length;
+  if (count !== 1) throw new Error(`expected exactly one ${String(from)} in the configuration, found ${count}`);
+  return toml.replace(from, to);
+}
+
+/** The repository's wrangler.toml as an operator would leave it: ids and the public origin set. */
+function filled(): string {
+  let toml = edit(REAL, /(\[\[env\.staging\.kv_namespaces\]\]\nbinding = "KV"\nid = )"0+"/, `$1"${STAGING_KV}"`);
+  toml = edit(toml, /(\[\[env\.production\.kv_namespaces\]\]\nbinding = "KV"\nid = )"0+"/, `$1"${PRODUCTION_KV}"`);
+  return edit(toml, /(\[env\.production\.vars\][^[]*?PUBLIC_BASE_URL = )""/, `$1"${PUBLIC}"`);
+}
+
+/** The text of the [env.production] part of a configuration (it is the last section). */
+const production = (toml: string) => toml.slice(toml.indexOf("[env.production]"));
+/** Edits only inside [env.production], so the same lines of the top level and staging stay as they are. */
+function editProduction(toml: string, from: string | RegExp, to: string): string {
+  const start = toml.indexOf("[env.production]");
+  return toml.slice(0, start) + edit(production(toml), from, to);
+}
+
+let configs = 0;
+async function writeConfig(toml: string): Promise<string> {
+  const path = join(dir, `wrangler-${++configs}.toml`);
+  await writeFile(path, toml);
+  return path;
+}
+
+const errors = (findings: Finding[]) => findings.filter((f) => f.level === "error");
+
+async function offline(toml: string, env: string | undefined = "production") {
+  const result = await preflight({ env, configPath: await writeConfig(toml), offline: true });
+  return { ...result, errors: errors(result.findings) };
+}
+
+/** The one error whose message contains `text`; fails listing all of them otherwise. */
+function theError(list: Finding[], text: string): Finding {
+  const matching = list.filter((f) => f.message.includes(text));
+  expect(matching, `errors: ${JSON.stringify(list, null, 2)}`).toHaveLength(1);
+  return matching[0]!;
+}
+
+interface StubAnswers {
+  secrets?: { out?: string; err?: string; code?: number };
+  kv?: { out?: string; err?: string; code?: number };
+  queues?: string[];
+}
+
+/**
+ * A wrangler stand-in: logs its arguments, answers `secret list`, `kv namespace list` and `queues
+ * info` as configured (by default, as a complete deployment would), and "deploys" by printing.
+ */
+async function stubWrangler(answers: StubAnswers = {}): Promise<{ bin: string; calls: () => Promise<string[]> }> {
+  const home = await mkdtemp(join(dir, "stub-"));
+  const reply = async (name: string, a: { out?: string; err?: string; code?: number }) => {
+    if (a.out !== undefined) await writeFile(join(home, `${name}.out`), a.out);
+    if (a.err !== undefined) await writeFile(join(home, `${name}.err`), a.err);
+    await writeFile(join(home, `${name}.code`), String(a.code ?? 0));
+  };
+  await reply("secrets", answers.secrets ?? { out: JSON.stringify(SECRETS.map((name) => ({ name, type: "secret_text" }))) });
+  await reply(
+    "kv",
+    answers.kv ?? {
+      out: JSON.stringify([
+        { id: STAGING_KV, title: "staging-keyway" },
+        { id: PRODUCTION_KV, title: "production-keyway" },
+      ]),
+    },
+  );
+  await writeFile(join(home, "queues.txt"), `${(answers.queues ?? QUEUES).join("\n")}\n`);
+  const bin = join(home, "wrangler");
+  await writeFile(
+    bin,
+    `#!/bin/sh
+D='${home}'
+printf '%s\\n' "$*" >> "$D/calls.log"
+reply() { [ -f "$D/$1.out" ] && cat "$D/$1.out"; [ -f "$D/$1.err" ] && cat "$D/$1.err" >&2; exit "$(cat "$D/$1.code")"; }
+case "$1 $2" in
+  "secret list") reply secrets ;;
+  "kv namespace") reply kv ;;
+  "queues info")
+    if grep -qxF "$3" "$D/queues.txt"; then echo "Queue Name: $3"; echo "Number of Consumers: 1"
+    else echo "X [ERROR] Queue \\"$3\\" does not exist. To create it, run: wrangler queues create $3" >&2; exit 1; fi ;;
+  deploy*) echo "stub: deployed" ;;
+  *) echo "stub: unexpected wrangler $*" >&2; exit 2 ;;
+esac
+`,
+  );
+  await chmod(bin, 0o755);
+  const calls = async () => {
+    try {
+      return (await readFile(join(home, "calls.log"), "utf8")).trim().split("\n");
+    } catch {
+      return [];
+    }
+  };
+  return { bin, calls };
+}
+
+async function online(toml: string, answers: StubAnswers = {}) {
+  const stub = await stubWrangler(answers);
+  const configPath = await writeConfig(toml);
+  const result = await preflight({
+    env: "production",
+    configPath,
+    runWrangler: defaultRunWrangler({ ...process.env, KEYWAY_WRANGLER: stub.bin }),
+  });
+  return { ...result, errors: errors(result.findings), configPath, calls: await stub.calls() };
+}
+
+/** Runs scripts/deploy.mjs as npm would, with `env` added; never rejects. */
+async function deployScript(args: string[], env: Record<string, string> = {}) {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true" };
+  delete childEnv.CLOUDFLARE_ENV;
+  try {
+    const { stdout, stderr } = await run(process.execPath, [join(ROOT, "scripts/deploy.mjs"), ...args], { cwd: ROOT, env: childEnv });
+    return { code: 0, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? 1, output: `${e.stdout ?? ""}${e.stderr ?? ""}` };
+  }
+}
+
+describe("the environment to deploy", () => {
+  it("is required: without --env the top level (local, placeholder KV id) is refused, pointing to staging and production", async () => {
+    const result = await preflight({ env: undefined, configPath: await writeConfig(filled()), offline: true });
+    const error = theError(errors(result.findings), "No environment given");
+    expect(error.fix).toContain("npm run deploy -- --env staging");
+    expect(error.fix).toContain("npm run deploy -- --env production");
+  });
+
+  it("must be one wrangler.toml defines; the refusal lists the ones it does", async () => {
+    const result = await offline(filled(), "prod");
+    expect(theError(result.errors, "no [env.prod]").fix).toBe("npm run deploy -- --env staging\nnpm run deploy -- --env production");
+  });
+});
+
+describe("the repository's wrangler.toml", () => {
+  it("passes every offline check for production once its KV id and PUBLIC_BASE_URL are filled in", async () => {
+    const result = await offline(filled(), "production");
+    expect(result.findings).toEqual([]);
+    expect(result.skipped).toEqual(["wrangler secret list", "wrangler kv namespace list", "wrangler queues info"]);
+  });
+
+  it("passes every offline check for staging once its KV id is filled in (its own queues, dead letters recognised by suffix)", async () => {
+    const result = await offline(filled(), "staging");
+    expect(result.findings).toEqual([]);
+  });
+
+  it("as committed, fails `npm run check:deploy -- --env staging` on the placeholder KV id with the command that creates one, before bundling", async () => {
+    const { stdout, stderr, code } = await run("npm", ["run", "check:deploy", "--", "--env", "staging"], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`, WRANGLER_SEND_METRICS: "false" },
+    }).then(
+      (r) => ({ ...r, code: 0 }),
+      (err: { code?: number; stdout?: string; stderr?: string }) => ({
+        stdout: err.stdout ?? "",
+        stderr: err.stderr ?? "",
+        code: err.code ?? 1,
+      }),
+    );
+    const output = stdout + stderr;
+    expect(code).not.toBe(0);
+    expect(output).toContain('KV binding "KV" of [env.staging] still has the placeholder id 00000000000000000000000000000000');
+    expect(output).toContain("npx wrangler kv namespace create keyway --binding KV --env staging");
+    expect(output).toContain("skipped offline: `wrangler secret list`");
+    expect(output).not.toContain("wrangler deploy"); // the dry-run bundle never started
+  });
+});
+
+describe("offline checks refuse", () => {
+  it("a placeholder KV namespace id, with the command that creates the namespace", async () => {
+    const result = await offline(editProduction(filled(), PRODUCTION_KV, "00000000000000000000000000000000"));
+    expect(result.errors).toHaveLength(1);
+    const error = theError(result.errors, "still has the placeholder id");
+    expect(error.fix).toContain(KV_CREATE);
+    expect(error.fix).toContain("[[env.production.kv_namespaces]]");
+  });
+
+  it("a missing KV namespace id, with the same command", async () => {
+    const result = await offline(editProduction(filled(), `id = "${PRODUCTION_KV}"\n`, ""));
+    expect(theError(result.errors, "has no namespace id").fix).toContain(KV_CREATE);
+  });
+
+  it("an environment without the KV binding at all (bindings are not inherited)", async () => {
+    const result = await offline(
+      editProduction(filled(), `[[env.production.kv_namespaces]]\nbinding = "KV"\nid = "${PRODUCTION_KV}"\n`, ""),
+    );
+    expect(theError(result.errors, 'has no KV binding "KV"').fix).toContain("[[env.production.kv_namespaces]]");
+  });
+
+  it("a queue producer whose queue has no consumer", async () => {
+    const toml = editProduction(filled(), 'queue = "keyway-webhooks"\nmax_batch_size', 'queue = "keyway-other"\nmax_batch_size');
+    const result = await offline(toml);
+    const error = theError(result.errors, 'Queue "keyway-webhooks" (producer binding "WEBHOOK_QUEUE" of [env.production]) has no consumer');
+    expect(error.fix).toContain('[[env.production.queues.consumers]]\nqueue = "keyway-webhooks"');
+    expect(error.fix).toContain('dead_letter_queue = "keyway-webhooks-dlq"');
+  });
+
+  it("a consumer without a dead-letter queue", async () => {
+    const result = await offline(editProduction(filled(), 'dead_letter_queue = "keyway-webhooks-dlq"\n', ""));
+    const error = theError(result.errors, 'The consumer of "keyway-webhooks" in [env.production] has no dead_letter_queue');
+    expect(error.fix).toContain('dead_letter_queue = "keyway-webhooks-dlq"');
+  });
+
+  it("a dead-letter queue that nothing consumes", async () => {
+    const toml = editProduction(filled(), /\[\[env\.production\.queues\.consumers\]\]\nqueue = "keyway-webhooks-dlq"\n[^[]*/, "");
+    const result = await offline(toml);
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'Dead-letter queue "keyway-webhooks-dlq" of [env.production] has no consumer').fix).toContain(
+      '[[env.production.queues.consumers]]\nqueue = "keyway-webhooks-dlq"',
+    );
+  });
+
+  it("a consumer with max_retries 0 (our own brief faults would dead-letter at once)", async () => {
+    const result = await offline(editProduction(filled(), "max_retries = 5", "max_retries = 0"));
+    expect(theError(result.errors, "has max_retries = 0").fix).toContain("max_retries = 5");
+  });
+
+  it("a dead-letter queue the Worker's code does not treat as one", async () => {
+    const toml = editProduction(
+      editProduction(filled(), 'dead_letter_queue = "keyway-webhooks-dlq"', 'dead_letter_queue = "keyway-dead"'),
+      'queue = "keyway-webhooks-dlq"',
+      'queue = "keyway-dead"',
+    );
+    const result = await offline(toml);
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'Dead-letter queue "keyway-dead" of [env.production] is not one the Worker recognizes').fix).toContain(
+      "npx wrangler queues create keyway-dead-dlq",
+    );
+  });
+
+  it("a delivery queue whose name the Worker would take for a dead-letter queue", async () => {
+    const config = filled();
+    const start = config.indexOf("[env.production]");
+    // Its producer and its consumer both name it.
+    const toml = config.slice(0, start) + production(config).replaceAll('queue = "keyway-webhooks"\n', 'queue = "keyway-main-dlq"\n');
+    const result = await offline(toml);
+    theError(result.errors, 'Queue "keyway-main-dlq" of [env.production] is a delivery queue, but its name ends in "-dlq"');
+  });
+
+  it('WEBHOOK_ALLOW_INSECURE_TARGETS other than "false" in a deployed environment', async () => {
+    const result = await offline(
+      editProduction(filled(), 'WEBHOOK_ALLOW_INSECURE_TARGETS = "false"', 'WEBHOOK_ALLOW_INSECURE_TARGETS = "true"'),
+    );
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'WEBHOOK_ALLOW_INSECURE_TARGETS is "true"').fix).toContain('WEBHOOK_ALLOW_INSECURE_TARGETS = "false"');
+  });
+
+  it("an invalid WEBHOOK_RETRY_SCHEDULE", async () => {
+    const result = await offline(
+      editProduction(filled(), 'WEBHOOK_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h"', 'WEBHOOK_RETRY_SCHEDULE = "5s,2d"'),
+    );
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'WEBHOOK_RETRY_SCHEDULE = "5s,2d"').fix).toContain('WEBHOOK_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h"');
+  });
+
+  it("an integer var outside the bounds the Worker accepts", async () => {
+    const result = await offline(editProduction(filled(), 'ACCESS_TOKEN_TTL_SECONDS = "3600"', 'ACCESS_TOKEN_TTL_SECONDS = "30"'));
+    expect(theError(result.errors, 'ACCESS_TOKEN_TTL_SECONDS = "30"').message).toContain("from 60 to 86400");
+  });
+
+  it("log settings a deployed Worker would silently replace by defaults, or its local pretty format", async () => {
+    const pretty = await offline(editProduction(filled(), 'LOG_FORMAT = "json"', 'LOG_FORMAT = "pretty"'));
+    expect(theError(pretty.errors, 'LOG_FORMAT = "pretty"').fix).toContain('LOG_FORMAT = "json"');
+    const rate = await offline(editProduction(filled(), 'LOG_SUCCESS_SAMPLE_RATE = "1"', 'LOG_SUCCESS_SAMPLE_RATE = "10%"'));
+    expect(theError(rate.errors, 'LOG_SUCCESS_SAMPLE_RATE = "10%"').fix).toContain('LOG_SUCCESS_SAMPLE_RATE = "1"');
+  });
+
+  it("a var that is not a string (wrangler would pass a number)", async () => {
+    const result = await offline(editProduction(filled(), 'RATE_LIMIT_PER_DAY = "1000"', "RATE_LIMIT_PER_DAY = 1000"));
+    expect(theError(result.errors, "RATE_LIMIT_PER_DAY in [env.production.vars] is 1000, not a string").fix).toContain(
+      'RATE_LIMIT_PER_DAY = "1000"',
+    );
+  });
+
+  it("a var of the top level missing from the environment (vars are not inherited)", async () => {
+    const result = await offline(editProduction(filled(), 'WEBHOOK_REDISPATCH_SECONDS = "120"\n', ""));
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, "[env.production.vars] lacks WEBHOOK_REDISPATCH_SECONDS").fix).toContain(
+      'WEBHOOK_REDISPATCH_SECONDS = "120"',
+    );
+  });
+
+  it("a secret set as a plain var", async () => {
+    const result = await offline(
+      editProduction(filled(), "[env.production.vars]\n", '[env.production.vars]\nADMIN_TOKEN = "not-secret-at-all-0123456789abcdef"\n'),
+    );
+    expect(theError(result.errors, "ADMIN_TOKEN is a secret but [env.production.vars] sets it").fix).toContain(
+      "npx wrangler secret put ADMIN_TOKEN --env production",
+    );
+  });
+
+  it("PUBLIC_BASE_URL empty in production", async () => {
+    const result = await offline(editProduction(filled(), `PUBLIC_BASE_URL = "${PUBLIC}"`, 'PUBLIC_BASE_URL = ""'));
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, "PUBLIC_BASE_URL is empty in [env.production.vars]").fix).toContain('PUBLIC_BASE_URL = "https://');
+  });
+
+  it("PUBLIC_BASE_URL over plain http", async () => {
+    const result = await offline(editProduction(filled(), `PUBLIC_BASE_URL = "${PUBLIC}"`, 'PUBLIC_BASE_URL = "http://api.acme.dev"'));
+    theError(result.errors, "is not https");
+  });
+
+  it("PUBLIC_BASE_URL left at an example host", async () => {
+    const result = await offline(editProduction(filled(), `PUBLIC_BASE_URL = "${PUBLIC}"`, 'PUBLIC_BASE_URL = "https://api.example.com"'));
+    theError(result.errors, "is a placeholder host");
+  });
+
+  it("an environment without the METRICS Analytics Engine binding", async () => {
+    const toml = editProduction(
+      filled(),
+      '[[env.production.analytics_engine_datasets]]\nbinding = "METRICS"\ndataset = "keyway_metrics"\n',
+      "",
+    );
+    const result = await offline(toml);
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'has no Analytics Engine binding "METRICS"').fix).toContain(
+      "[[env.production.analytics_engine_datasets]]",
+    );
+  });
+
+  it("a Durable Object class that no migration creates, with the migration to add", async () => {
+    const toml = editProduction(
+      filled(),
+      "[[env.production.queues.producers]]",
+      '[[env.production.durable_objects.bindings]]\nname = "AUDIT"\nclass_name = "AuditObject"\n\n[[env.production.queues.producers]]',
+    );
+    const result = await offline(toml);
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'No [[migrations]] creates the Durable Object class "AuditObject"').fix).toContain(
+      '[[migrations]]\ntag = "v4"\nnew_sqlite_classes = ["AuditObject"]',
+    );
+  });
+
+  it("a Durable Object binding to another class than the code's", async () => {
+    const result = await offline(editProduction(filled(), 'class_name = "KeyObject"', 'class_name = "WebhookObject"'));
+    theError(result.errors, 'binds "KEYS" to class "WebhookObject"');
+  });
+
+  it("two environments deploying the same Worker name", async () => {
+    const result = await offline(edit(filled(), 'name = "keyway-staging"', 'name = "keyway"'));
+    theError(result.errors, 'both deploy the Worker "keyway"');
+  });
+
+  it("two environments sharing a queue, with the commands that create separate ones", async () => {
+    const toml = edit(
+      filled(),
+      'binding = "WEBHOOK_QUEUE"\nqueue = "keyway-staging-webhooks"',
+      'binding = "WEBHOOK_QUEUE"\nqueue = "keyway-webhooks"',
+    );
+    const result = await offline(toml);
+    expect(theError(result.errors, 'share the queue "keyway-webhooks"').fix).toContain("npx wrangler queues create keyway-webhooks-dlq");
+  });
+
+  it("nothing shared between environments pinned to different accounts (names are unique per account)", async () => {
+    let toml = edit(filled(), 'name = "keyway-staging"', 'name = "keyway"\naccount_id = "11111111111111111111111111111111"');
+    toml = edit(
+      toml,
+      'binding = "WEBHOOK_QUEUE"\nqueue = "keyway-staging-webhooks"',
+      'binding = "WEBHOOK_QUEUE"\nqueue = "keyway-webhooks"',
+    );
+    toml = editProduction(
+      toml,
+      '[env.production]\nname = "keyway"',
+      '[env.production]\nname = "keyway"\naccount_id = "22222222222222222222222222222222"',
+    );
+    expect((await offline(toml)).errors).toEqual([]);
+  });
+
+  it("two environments sharing a KV namespace or an Analytics Engine dataset", async () => {
+    const toml = edit(edit(filled(), STAGING_KV, PRODUCTION_KV), 'dataset = "keyway_staging_metrics"', 'dataset = "keyway_metrics"');
+    const result = await offline(toml);
+    theError(result.errors, `use the same KV namespace ${PRODUCTION_KV}`);
+    theError(result.errors, 'write the same Analytics Engine dataset "keyway_metrics"');
+  });
+
+  it("an environment running without global_fetch_strictly_public", async () => {
+    const toml = editProduction(
+      filled(),
+      '[env.production]\nname = "keyway"',
+      '[env.production]\nname = "keyway"\ncompatibility_flags = ["nodejs_compat"]',
+    );
+    const result = await offline(toml);
+    expect(theError(result.errors, 'without the compatibility flag "global_fetch_strictly_public"').fix).toContain(
+      'compatibility_flags = ["nodejs_compat","global_fetch_strictly_public"]',
+    );
+  });
+
+  it("nothing remote: an offline run never calls wrangler and says what it skipped", async () => {
+    const calls: string[][] = [];
+    const spy: RunWrangler = async (args) => {
+      calls.push(args);
+      return { code: 0, stdout: "[]", stderr: "" };
+    };
+    const result = await preflight({ env: "production", configPath: await writeConfig(filled()), offline: true, runWrangler: spy });
+    expect(calls).toEqual([]);
+    expect(formatReport(result, { env: "production", offline: true })).toContain(
+      "skipped offline: `wrangler secret list`, `wrangler kv namespace list`, `wrangler queues info` (npm run deploy runs them before deploying)",
+    );
+  });
+});
+
+describe("remote checks (through a stub wrangler)", () => {
+  it("pass a complete deployment, asking wrangler about this environment and config file only", async () => {
+    const result = await online(filled());
+    expect(result.findings).toEqual([]);
+    expect(result.calls.sort()).toEqual(
+      ["secret list --format json", "kv namespace list", "queues info keyway-webhooks", "queues info keyway-webhooks-dlq"]
+        .map((c) => `${c} --env production --config ${result.configPath}`)
+        .sort(),
+    );
+  });
+
+  it("refuse a missing secret, naming it, with commands that generate and upload it", async () => {
+    const listed = SECRETS.filter((s) => s !== "WEBHOOK_ENCRYPTION_KEYS").map((name) => ({ name, type: "secret_text" }));
+    const result = await online(filled(), { secrets: { out: JSON.stringify(listed) } });
+    expect(result.errors).toHaveLength(1);
+    const error = theError(result.errors, 'The Worker "keyway" lacks the secret WEBHOOK_ENCRYPTION_KEYS:');
+    expect(error.fix).toContain("node scripts/preflight.mjs --new-secrets .wrangler/secrets-production.json WEBHOOK_ENCRYPTION_KEYS\n");
+    expect(error.fix).toContain(
+      `npx wrangler secret bulk .wrangler/secrets-production.json --env production --config ${result.configPath}`,
+    );
+    expect(error.fix).toContain("rm .wrangler/secrets-production.json");
+  });
+
+  it("refuse a Worker that does not exist yet: every secret is missing", async () => {
+    const result = await online(filled(), {
+      secrets: {
+        err: 'X [ERROR] Worker "keyway" (env: production) not found.\n\nIf this is a new Worker, run `wrangler deploy` first',
+        code: 1,
+      },
+    });
+    const error = theError(result.errors, 'The Worker "keyway" does not exist yet');
+    expect(error.fix).toContain("--new-secrets .wrangler/secrets-production.json ADMIN_TOKEN TOKEN_SIGNING_KEYS WEBHOOK_ENCRYPTION_KEYS");
+  });
+
+  it("refuse a queue that was never created, with the command that creates it", async () => {
+    const result = await online(filled(), { queues: ["keyway-webhooks"] });
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, 'Queue "keyway-webhooks-dlq" of [env.production] does not exist').fix).toBe(
+      "npx wrangler queues create keyway-webhooks-dlq",
+    );
+  });
+
+  it("refuse a KV namespace id that is not in the account", async () => {
+    const result = await online(filled(), { kv: { out: JSON.stringify([{ id: STAGING_KV, title: "staging-keyway" }]) } });
+    expect(
+      theError(result.errors, `KV namespace ${PRODUCTION_KV} (binding "KV" of [env.production]) is not in this Cloudflare account`).fix,
+    ).toContain("npx wrangler kv namespace create keyway --binding KV --env production");
+  });
+
+  it("refuse when wrangler cannot ask Cloudflare, once per cause, pointing to wrangler login", async () => {
+    const notLoggedIn = { err: "X [ERROR] You are not authenticated. Please run `wrangler login`.", code: 1 };
+    const result = await online(filled(), { secrets: notLoggedIn, kv: notLoggedIn });
+    // One cause, one report: both commands that failed the same way are named in a single error.
+    expect(result.errors).toHaveLength(1);
+    const error = theError(result.errors, "You are not authenticated");
+    expect(error.message).toContain(`\`wrangler secret list --format json --env production --config ${result.configPath}\``);
+    expect(error.message).toContain(`\`wrangler kv namespace list --env production --config ${result.configPath}\``);
+    expect(error.fix).toContain("npx wrangler login");
+  });
+});
+
+describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
+  it("deploys the environment after every check passed, passing other arguments through to wrangler deploy", async () => {
+    const stub = await stubWrangler();
+    const config = await writeConfig(filled());
+    const result = await deployScript(["--env", "production", "--config", config, "--message", "release 1"], { KEYWAY_WRANGLER: stub.bin });
+    expect(result.output).toContain("passed.");
+    expect(result.code).toBe(0);
+    const calls = await stub.calls();
+    expect(calls).toHaveLength(5); // secrets, KV, two queues, then the deploy
+    expect(calls.at(-1)).toBe(`deploy --env production --config ${config} --message release 1`);
+  });
+
+  it("never calls wrangler deploy when the preflight fails", async () => {
+    const stub = await stubWrangler({ secrets: { out: "[]" } });
+    const result = await deployScript(["-e", "production", `--config=${await writeConfig(filled())}`], { KEYWAY_WRANGLER: stub.bin });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain("nothing was deployed");
+    expect((await stub.calls()).filter((c) => c.startsWith("deploy"))).toEqual([]);
+  });
+
+  it("refuses to run without --env, calling no wrangler at all", async () => {
+    const stub = await stubWrangler();
+    const result = await deployScript([], { KEYWAY_WRANGLER: stub.bin });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain("npm run deploy -- --env production");
+    expect(await stub.calls()).toEqual([]);
+  });
+
+  it("with --dry-run (check:deploy) runs only the offline checks, then wrangler deploy --dry-run --outdir dist", async () => {
+    const stub = await stubWrangler();
+    const config = await writeConfig(filled());
+    const result = await deployScript(["--dry-run", "--env", "production", "--config", config], { KEYWAY_WRANGLER: stub.bin });
+    expect(result.code).toBe(0);
+    expect(await stub.calls()).toEqual([`deploy --env production --config ${config} --dry-run --outdir dist`]);
+  });
+});
+
+describe("fresh secrets for wrangler secret bulk", () => {
+  it("are written owner-only in .dev.vars.example's shapes, never printed, and never over an existing file", async () => {
+    const file = join(dir, "nested", "secrets.json");
+    const { stdout, stderr } = await run(process.execPath, [join(ROOT, "scripts/preflight.mjs"), "--new-secrets", file], { cwd: ROOT });
+    const values = JSON.parse(await readFile(file, "utf8")) as Record<string, string>;
+    expect(Object.keys(values)).toEqual(SECRETS);
+    expect(values.ADMIN_TOKEN).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(values.TOKEN_SIGNING_KEYS).toMatch(/^k1:[A-Za-z0-9_-]{43}$/);
+    expect(values.WEBHOOK_ENCRYPTION_KEYS).toMatch(/^w1:[A-Za-z0-9_-]{43}$/);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    for (const value of Object.values(values)) expect(stdout + stderr).not.toContain(value.slice(-43));
+
+    await expect(writeNewSecrets(file, ["ADMIN_TOKEN"])).rejects.toThrow(/EEXIST/);
+    expect(JSON.parse(await readFile(file, "utf8"))).toEqual(values);
+  });
+
+  it("refuse a name that is not a secret", async () => {
+    await mkdir(join(dir, "other"), { recursive: true });
+    await expect(writeNewSecrets(join(dir, "other", "s.json"), ["PUBLIC_BASE_URL"])).rejects.toThrow(
+      "not a secret of .dev.vars.example: PUBLIC_BASE_URL",
+    );
+  });
+});
+
+describe("the preflight's rules agree with the Worker's (src/config.ts)", () => {
+  interface WorkerConfig {
+    parseSchedule(value: string): number[] | null;
+    loadConfig(env: Record<string, string>): unknown;
+  }
+  // Imported by path at run time: src/ is typed for workerd, not for this Node project.
+  const workerConfig = async () => (await import(/* @vite-ignore */ join(ROOT, "src/config.ts"))) as WorkerConfig;
+
+  it("on retry schedules", async () => {
+    const { parseSchedule: workers } = await workerConfig();
+    const samples = [
+      "",
+      " ",
+      "5s",
+      "5s,5m,30m,2h,5h,10h,10h",
+      "24h",
+      "25h",
+      "1441m",
+      "0s",
+      "5 s",
+      " 5s , 1m ",
+      "5s,",
+      "1d",
+      "1000000s",
+      "5S",
+      `${"1s,".repeat(20)}1s`,
+    ];
+    for (const sample of samples) expect(parseSchedule(sample), sample).toEqual(workers(sample));
+  });
+
+  it("on the vars of a deployed environment: what the preflight passes, the Worker loads, and what it refuses, the Worker refuses", async () => {
+    const { loadConfig } = await workerConfig();
+    const secretsFile = join(dir, "parity-secrets.json");
+    await writeNewSecrets(secretsFile);
+    const secrets = JSON.parse(await readFile(secretsFile, "utf8")) as Record<string, string>;
+    const cases: [string, string][] = [
+      ["ACCESS_TOKEN_TTL_SECONDS", "59"],
+      ["ACCESS_TOKEN_TTL_SECONDS", "86401"],
+      ["RATE_LIMIT_PER_SECOND", "0"],
+      ["WEBHOOK_TIMEOUT_SECONDS", "121"],
+      ["WEBHOOK_REDISPATCH_SECONDS", "3601"],
+      ["WEBHOOK_DISABLE_AFTER_SECONDS", "59"],
+      ["WEBHOOK_RETRY_SCHEDULE", "5s,5x"],
+      ["PUBLIC_BASE_URL", "https://api.acme.dev/v1"],
+    ];
+    const good = filled();
+    const vars = (toml: string) => {
+      const section = production(toml).split("[env.production.vars]")[1]!.split("[[")[0]!;
+      return Object.fromEntries([...section.matchAll(/^([A-Z_]+) = "(.*)"$/gm)].map((m) => [m[1]!, m[2]!]));
+    };
+    // The settings loadConfig names as invalid. It checks vars before it decodes the keyrings, and
+    // only that first verdict is compared: this Node lacks Uint8Array.fromBase64, which workerd has.
+    const refused = (toml: string): string[] => {
+      try {
+        loadConfig({ ...vars(toml), ...secrets });
+        return [];
+      } catch (err) {
+        const detail = (err as { detail?: string }).detail ?? "";
+        return /invalid or missing setting\(s\): (.+)$/.exec(detail)?.[1]?.split(", ") ?? [];
+      }
+    };
+    expect(passed(await offline(good))).toBe(true);
+    expect(refused(good)).toEqual([]);
+    for (const [name, value] of cases) {
+      const toml = editProduction(good, new RegExp(`^${name} = ".*"$`, "m"), `${name} = "${value}"`);
+      expect(passed(await offline(toml)), `${name}=${value}`).toBe(false);
+      expect(refused(toml), `${name}=${value}`).toEqual([name]);
+    }
+  });
+});
