@@ -21,8 +21,16 @@ const secrets = {
   WEBHOOK_ENCRYPTION_KEYS: TEST_ENCRYPTION_KEYS,
 };
 
+/**
+ * Every request logs one outcome line (docs/observability.md): thousands in a run, which would
+ * bury the lines a failing test prints. They stay visible to the tests that assert them (those
+ * spy on console); only the reporter's copy is dropped.
+ */
+const quietOutcomeLines = (log: string): false | undefined => (log.includes('"msg":"request"') ? false : undefined);
+
 export default defineConfig({
   test: {
+    onConsoleLog: quietOutcomeLines,
     projects: [
       {
         plugins: [

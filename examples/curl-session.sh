@@ -7,9 +7,14 @@ set -euo pipefail
 
 PORT=${PORT:-8787}
 BASE=${BASE:-http://127.0.0.1:$PORT}
-# Local runs keep ADMIN_TOKEN in .dev.vars; elsewhere, export it before running this.
-ADMIN_TOKEN=${ADMIN_TOKEN:-$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars 2>/dev/null)}
-[ -n "$ADMIN_TOKEN" ] || { echo "ADMIN_TOKEN is not set and .dev.vars has none" >&2; exit 1; }
+# A local run keeps ADMIN_TOKEN in .dev.vars, which is read only for a loopback BASE (the local
+# token never goes anywhere else); for any other BASE, export ADMIN_TOKEN before running this.
+if [ -z "${ADMIN_TOKEN:-}" ]; then
+  case "$BASE" in
+  http://127.0.0.1:* | http://localhost:*) ADMIN_TOKEN=$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars 2>/dev/null || true) ;;
+  esac
+fi
+[ -n "${ADMIN_TOKEN:-}" ] || { echo "ADMIN_TOKEN is not set (and no .dev.vars holds one for a local BASE)" >&2; exit 1; }
 
 # field NAME: prints data.NAME of the JSON envelope on stdin; on an error envelope (or no JSON),
 # prints the server's message and fails, so `set -e` stops the session there.

@@ -507,6 +507,14 @@ function checkQueues(out, env, dlqSuffix) {
   const consumerSnippet = (/** @type {string} */ queue) =>
     `add to wrangler.toml:\n[[${s}.queues.consumers]]\nqueue = ${q(queue)}\nmax_batch_size = 10\nmax_batch_timeout = 1\nmax_retries = 5\ndead_letter_queue = ${q(`${queue}-dlq`)}`;
   for (const producer of env.producers) {
+    if (deadLetterQueues.has(producer.queue) || (dlqSuffix !== undefined && producer.queue.endsWith(dlqSuffix))) {
+      error(
+        out,
+        `Producer binding "${producer.binding}" of [${s}] sends to "${producer.queue}", a dead-letter queue: src/index.ts would record every ticket as a dead letter, and no webhook would be sent.`,
+        `in wrangler.toml, point [[${s}.queues.producers]] binding = ${q(producer.binding)} at the delivery queue (the one whose consumer names dead_letter_queue = ${q(producer.queue)})`,
+      );
+      continue;
+    }
     if (!consumerOf.has(producer.queue)) {
       error(
         out,
@@ -729,7 +737,7 @@ function checkIsolation(out, env, others) {
         error(
           out,
           `[env.${env.env}] and [env.${other.env}] share the queue "${queue}": each Worker would consume the other's webhook messages.`,
-          `give [env.${env.env}] its own queues in wrangler.toml (e.g. ${q(`${env.name}-webhooks`)} and ${q(`${env.name}-webhooks-dlq`)}), then create them:\nnpx wrangler queues create ${env.name}-webhooks\nnpx wrangler queues create ${env.name}-webhooks-dlq`,
+          `give [env.${env.env}] its own queues in wrangler.toml (e.g. ${q(`${env.name}-${env.env}-webhooks`)} and ${q(`${env.name}-${env.env}-webhooks-dlq`)}), then create them:\nnpx wrangler queues create ${env.name}-${env.env}-webhooks\nnpx wrangler queues create ${env.name}-${env.env}-webhooks-dlq`,
         );
       }
     }
@@ -942,7 +950,7 @@ export async function checkRemote(env, options) {
   const queue = async (/** @type {string} */ name) => {
     const args = ["queues", "info", name, ...target];
     const result = await runWrangler(args);
-    if (result.code === 0 && result.stdout.includes(`Queue Name: ${name}`)) return;
+    if (result.code === 0 && new RegExp(`^Queue Name: ${escapeRegExp(name)}$`, "m").test(result.stdout)) return;
     if (/does not exist/i.test(`${result.stdout}\n${result.stderr}`)) {
       error(
         out,
@@ -1095,4 +1103,9 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
       process.exit(1);
     },
   );
+}
+
+/** `text` as a literal inside a RegExp. @param {string} text */
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -277,6 +277,17 @@ describe("offline checks refuse", () => {
     );
   });
 
+  it("a producer that sends straight into the dead-letter queue", async () => {
+    const config = filled();
+    const start = config.indexOf("[env.production]");
+    const section = production(config);
+    const producer = /(\[\[env\.production\.queues\.producers\]\]\nbinding = "WEBHOOK_QUEUE"\nqueue = )"keyway-webhooks"/;
+    expect(producer.test(section)).toBe(true);
+    const toml = config.slice(0, start) + section.replace(producer, '$1"keyway-webhooks-dlq"');
+    const result = await offline(toml);
+    theError(result.errors, 'sends to "keyway-webhooks-dlq", a dead-letter queue');
+  });
+
   it("a delivery queue whose name the Worker would take for a dead-letter queue", async () => {
     const config = filled();
     const start = config.indexOf("[env.production]");
@@ -397,7 +408,10 @@ describe("offline checks refuse", () => {
       'binding = "WEBHOOK_QUEUE"\nqueue = "keyway-webhooks"',
     );
     const result = await offline(toml);
-    expect(theError(result.errors, 'share the queue "keyway-webhooks"').fix).toContain("npx wrangler queues create keyway-webhooks-dlq");
+    // The fix names queues of its own, not the shared one again.
+    expect(theError(result.errors, 'share the queue "keyway-webhooks"').fix).toContain(
+      "npx wrangler queues create keyway-production-webhooks-dlq",
+    );
   });
 
   it("nothing shared between environments pinned to different accounts (names are unique per account)", async () => {
@@ -632,6 +646,14 @@ describe("the preflight's rules agree with the Worker's (src/config.ts)", () => 
       }
     };
     expect(passed(await offline(good))).toBe(true);
+    // The committed vars pass loadConfig's checks; anything else it throws must be the keyring
+    // decoding this Node cannot do (no Uint8Array.fromBase64, so the keyrings read as malformed),
+    // never a refused var.
+    try {
+      loadConfig({ ...vars(good), ...secrets });
+    } catch (err) {
+      expect(`${(err as { detail?: string }).detail}`).toMatch(/^configuration error: (TOKEN_SIGNING_KEYS|WEBHOOK_ENCRYPTION_KEYS) /);
+    }
     expect(refused(good)).toEqual([]);
     for (const [name, value] of cases) {
       const toml = editProduction(good, new RegExp(`^${name} = ".*"$`, "m"), `${name} = "${value}"`);

@@ -104,6 +104,13 @@ describe("docs that work as pasted", () => {
     expect(result.stdout).toBe("");
   });
 
+  it("never sends the local ADMIN_TOKEN of .dev.vars to a BASE other than loopback", async () => {
+    const result = await run("bash", ["examples/curl-session.sh"], { BASE: "http://keyway.invalid", ADMIN_TOKEN: "" });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("ADMIN_TOKEN is not set");
+    expect(result.stdout).toBe("");
+  });
+
   it("stops the curl session with curl's one-line message when nothing listens on PORT", async () => {
     const result = await run("bash", ["examples/curl-session.sh"], { PORT: String(await freePort()) });
     expect(result.code).not.toBe(0);
