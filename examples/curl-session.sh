@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# From zero to a protected call with curl: an organization, a user, a client credential and an
-# API key through the operator API, then an access token (spec 4.1) and GET /v1/me with it.
+# From zero to a protected call: an organization, a user, a client credential and an API key
+# with the operator CLI, then, with curl, an access token (spec 4.1) and GET /v1/me with it.
 # Run it from the repository root while `npm start` runs: `bash examples/curl-session.sh`
-# (PORT=9000 or BASE=https://... to point it elsewhere). It stops at the first error.
+# (PORT=9000, or BASE=https://... with ADMIN_TOKEN exported, to point it elsewhere). It stops at
+# the first error.
 set -euo pipefail
 
 PORT=${PORT:-8787}
 BASE=${BASE:-http://127.0.0.1:$PORT}
-# A local run keeps ADMIN_TOKEN in .dev.vars, which is read only for a loopback BASE (the local
-# token never goes anywhere else); for any other BASE, export ADMIN_TOKEN before running this.
-if [ -z "${ADMIN_TOKEN:-}" ]; then
-  case "$BASE" in
-  http://127.0.0.1:* | http://localhost:*) ADMIN_TOKEN=$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars 2>/dev/null || true) ;;
-  esac
-fi
-[ -n "${ADMIN_TOKEN:-}" ] || { echo "ADMIN_TOKEN is not set (and no .dev.vars holds one for a local BASE)" >&2; exit 1; }
-
-# field NAME: prints data.NAME of the JSON envelope on stdin; on an error envelope (or no JSON),
-# prints the server's message and fails, so `set -e` stops the session there.
+# The operator's part goes through the operator CLI (docs/operator-cli.md), which prints `data` as
+# JSON. It takes ADMIN_TOKEN from the environment, or from .dev.vars when BASE is this machine,
+# and stops the session with its own one-line message if keyway refuses.
+admin() { npm run --silent admin -- --url "$BASE" --json "$@"; }
+# get NAME: prints field NAME of the JSON object on stdin; with nothing on stdin (the CLI has
+# already said why on stderr), it just fails.
+get() { node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { try { console.log(JSON.parse(s)[process.argv[1]]); } catch { process.exit(1); } });' "$1"; }
+# field NAME: prints data.NAME of keyway's JSON envelope on stdin; on an error envelope (or no
+# JSON), prints the server's message and fails, so `set -e` stops the session there.
 field() {
   node -e '
     let s = "";
@@ -28,16 +27,16 @@ field() {
       console.log(body.data[process.argv[1]]);
     });' "$1"
 }
-# --fail-with-body: curl fails on a 4xx or 5xx but still hands the error envelope to field.
-admin() { curl -sS --fail-with-body -X POST "$BASE/admin/v1$1" -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' -d "$2"; }
 
-ORG=$(admin /organizations '{"name":"Acme"}' | field id)
-USER_ID=$(admin "/organizations/$ORG/users" '{"name":"Ada","email":"ada@acme.example"}' | field id)
-CRED=$(admin "/organizations/$ORG/users/$USER_ID/client-credentials" '{"name":"laptop"}')
-CLIENT_ID=$(echo "$CRED" | field client_id)
-CLIENT_SECRET=$(echo "$CRED" | field client_secret)
-API_KEY=$(admin "/organizations/$ORG/api-keys" '{"name":"laptop"}' | field api_key)
+ORG=$(admin orgs create Acme | get id)
+USER_ID=$(admin users create "$ORG" Ada --email ada@acme.example | get id)
+CRED=$(admin credentials create "$ORG" "$USER_ID" --name laptop)
+CLIENT_ID=$(echo "$CRED" | get client_id)
+CLIENT_SECRET=$(echo "$CRED" | get client_secret)
+API_KEY=$(admin keys create "$ORG" --name laptop | get api_key)
 
+# The API client's part, with curl. --fail-with-body: curl fails on a 4xx or 5xx but still hands
+# the error envelope to field, which prints the server's message.
 # Spec 4.1: exchange the client credentials for an access token.
 TOKEN=$(curl -sS --fail-with-body -X POST "$BASE/v1/oauth" -H 'Content-Type: application/json' -H "x-api-key: $API_KEY" \
   -d "{\"client_id\":\"$CLIENT_ID\",\"client_secret\":\"$CLIENT_SECRET\",\"grant_type\":\"client_credentials\"}" | field access_token)
