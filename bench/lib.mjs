@@ -126,10 +126,30 @@ export async function waitFor(/** @type {string} */ url, timeoutMs = 60_000) {
   throw new Error(`${url} did not come up`);
 }
 
+/**
+ * A var of `[env.production.vars]` in wrangler.toml: the bench runs the local configuration, but
+ * with production's choices where they change the cost of a request (the share of success lines
+ * logged, docs/observability.md).
+ * @param {string} name
+ */
+export function productionVar(name) {
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const section = toml.slice(toml.indexOf("[env.production.vars]")).split(/^\[/m)[1] ?? "";
+  const value = new RegExp(`^${name} = "([^"]*)"$`, "m").exec(section)?.[1];
+  if (value === undefined) throw new Error(`wrangler.toml [env.production.vars] has no ${name}`);
+  return value;
+}
+
 /** @param {string[]} [extraArgs] more `wrangler dev` arguments (e.g. an inspector port) */
 export async function startKeyway(extraArgs = []) {
   await ensureDevVars(ROOT);
-  return startWorker(["--var", "WEBHOOK_ALLOW_INSECURE_TARGETS:true", ...extraArgs]);
+  return startWorker([
+    "--var",
+    "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
+    "--var",
+    `LOG_SUCCESS_SAMPLE_RATE:${productionVar("LOG_SUCCESS_SAMPLE_RATE")}`,
+    ...extraArgs,
+  ]);
 }
 
 /**

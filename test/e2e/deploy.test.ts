@@ -321,7 +321,7 @@ describe("offline checks refuse", () => {
   it("log settings a deployed Worker would silently replace by defaults, or its local pretty format", async () => {
     const pretty = await offline(editProduction(filled(), 'LOG_FORMAT = "json"', 'LOG_FORMAT = "pretty"'));
     expect(theError(pretty.errors, 'LOG_FORMAT = "pretty"').fix).toContain('LOG_FORMAT = "json"');
-    const rate = await offline(editProduction(filled(), 'LOG_SUCCESS_SAMPLE_RATE = "1"', 'LOG_SUCCESS_SAMPLE_RATE = "10%"'));
+    const rate = await offline(editProduction(filled(), 'LOG_SUCCESS_SAMPLE_RATE = "0.01"', 'LOG_SUCCESS_SAMPLE_RATE = "10%"'));
     expect(theError(rate.errors, 'LOG_SUCCESS_SAMPLE_RATE = "10%"').fix).toContain('LOG_SUCCESS_SAMPLE_RATE = "1"');
   });
 
