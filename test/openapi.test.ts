@@ -15,18 +15,12 @@ import * as z from "zod";
 import { createApp } from "../src/app";
 import { escapeHtml } from "../src/http/docs-page";
 import { EVENT_BODY, EXAMPLE_ORIGIN, SIGNING_SECRET } from "../src/http/examples";
-import {
-  examplePath,
-  type OperationObject,
-  type ParameterObject,
-  ReceiverTokenRequest,
-  TOKEN_URL,
-  WebhookEvent,
-} from "../src/http/openapi";
+import { examplePath, type OperationObject, type ParameterObject, TOKEN_URL } from "../src/http/openapi";
 import type { Route } from "../src/http/route";
 import { docsPage, openApiDocument, ROUTES } from "../src/http/routes";
 import { Envelope, ErrorEnvelope } from "../src/schemas/common";
 import { PlainTokenError } from "../src/schemas/oauth";
+import { ReceiverTokenRequest, WebhookEvent } from "../src/schemas/webhooks";
 import { fakeNetwork, TOKEN_URL as RECEIVER_TOKEN_URL, receiver, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, authed, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
 import { attemptNow, createConfig, publishTo } from "./webhook-helpers";

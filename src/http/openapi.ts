@@ -14,10 +14,10 @@
  */
 import * as z from "zod";
 import { ERROR_CODES, type ErrorCode } from "../errors";
-import { Envelope, ErrorEnvelope, ListQuery, publicNames, Timestamp } from "../schemas/common";
+import { Envelope, ErrorEnvelope, ListQuery, publicNames } from "../schemas/common";
 import { GraphQLResponse } from "../schemas/graphql";
 import { PlainTokenError } from "../schemas/oauth";
-import { EventType } from "../schemas/webhooks";
+import { ReceiverTokenError, ReceiverTokenRequest, ReceiverTokenResponse, WebhookEvent } from "../schemas/webhooks";
 import {
   ADMIN_TOKEN,
   CLIENT_ID,
@@ -507,39 +507,6 @@ const WEBHOOKS_TAG = {
     "What a receiver gets on each delivery attempt: a token request to the configuration's `oauth.token_url`, then the event at its `url`. Redirects: followed for the token request (at most 5; 307/308 only within the origin), never for the event.",
 };
 
-/** The event keyway POSTs to a receiver (webhooks/deliveries.ts `eventBody`). */
-export const WebhookEvent = z.object({
-  id: z.string().describe("Event id (`evt_...`); one event fans out to one delivery per matching configuration."),
-  type: EventType,
-  created_at: Timestamp.describe("When the event was published."),
-  data: z.unknown().describe("The `data` the client published, as it was published."),
-});
-/** The client-credentials grant keyway sends to a receiver's token_url (RFC 6749 4.4.2, client_secret_post). */
-export const ReceiverTokenRequest = z.object({
-  client_id: z.string(),
-  client_secret: z.string(),
-  grant_type: z.literal("client_credentials"),
-});
-/** What keyway reads of the receiver's token answer: the rest is ignored. */
-export const ReceiverTokenResponse = z.looseObject({
-  access_token: z.string().min(1),
-  token_type: z.string().optional(),
-  expires_in: z
-    .number()
-    .positive()
-    .optional()
-    .describe("Used only with `token_cache: true`: the token is reused until 60 s before it expires."),
-});
-/** A failed token answer (spec 2.4): only `error` (RFC 6749 5.2 grammar, 40 characters) and `message` (120) reach the delivery log. */
-export const ReceiverTokenError = z.looseObject({
-  error: z.string().optional(),
-  message: z.string().optional(),
-  description: z.string().optional(),
-});
-publicNames.add(WebhookEvent, { name: "WebhookEvent" });
-publicNames.add(ReceiverTokenRequest, { name: "ReceiverTokenRequest" });
-publicNames.add(ReceiverTokenResponse, { name: "ReceiverTokenResponse" });
-publicNames.add(ReceiverTokenError, { name: "ReceiverTokenError" });
 const OUTBOUND_SCHEMAS: z.ZodType[] = [WebhookEvent, ReceiverTokenRequest, ReceiverTokenResponse, ReceiverTokenError];
 
 /** The headers keyway sets on the event request, besides `Content-Type` and `Authorization` (the security). */

@@ -176,3 +176,45 @@ publicNames.add(CreatedWebhookConfigurationView, { name: "CreatedWebhookConfigur
 publicNames.add(RotatedWebhookConfigurationView, { name: "RotatedWebhookConfigurationView" });
 publicNames.add(PublishedEventView, { name: "PublishedEventView" });
 publicNames.add(DeliveryView, { name: "DeliveryView" });
+
+/*
+ * What keyway sends to receivers (the OpenAPI document's `webhooks`): the event body, built by
+ * webhooks/deliveries.ts `eventBody`, and the token request of webhooks/outbound.ts with the parts
+ * of the receiver's answer it reads.
+ */
+
+/** The event keyway POSTs to a receiver (webhooks/deliveries.ts `eventBody`). */
+export const WebhookEvent = z.object({
+  id: z.string().describe("Event id (`evt_...`); one event fans out to one delivery per matching configuration."),
+  type: EventType,
+  created_at: Timestamp.describe("When the event was published."),
+  data: z.unknown().describe("The `data` the client published, as it was published."),
+});
+/** The client-credentials grant keyway sends to a receiver's token_url (RFC 6749 4.4.2, client_secret_post). */
+export const ReceiverTokenRequest = z.object({
+  client_id: z.string(),
+  client_secret: z.string(),
+  grant_type: z.literal("client_credentials"),
+});
+/** What keyway reads of the receiver's token answer: the rest is ignored. */
+export const ReceiverTokenResponse = z.looseObject({
+  access_token: z.string().min(1),
+  token_type: z.string().optional(),
+  expires_in: z
+    .number()
+    .positive()
+    .optional()
+    .describe("Used only with `token_cache: true`: the token is reused until 60 s before it expires."),
+});
+/** A failed token answer (spec 2.4): only `error` (RFC 6749 5.2 grammar, 40 characters) and `message` (120) reach the delivery log. */
+export const ReceiverTokenError = z.looseObject({
+  error: z.string().optional(),
+  message: z.string().optional(),
+  description: z.string().optional(),
+});
+publicNames.add(WebhookEvent, { name: "WebhookEvent" });
+publicNames.add(ReceiverTokenRequest, { name: "ReceiverTokenRequest" });
+publicNames.add(ReceiverTokenResponse, { name: "ReceiverTokenResponse" });
+publicNames.add(ReceiverTokenError, { name: "ReceiverTokenError" });
+export type WebhookEventBody = z.output<typeof WebhookEvent>;
+export type ReceiverTokenRequestBody = z.output<typeof ReceiverTokenRequest>;

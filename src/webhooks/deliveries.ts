@@ -16,7 +16,13 @@ import { canonicalJson } from "../lib/json";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
-import { type DeliveryRecord, IdempotencyKey, type PublishEventInput, type PublishedEventView } from "../schemas/webhooks";
+import {
+  type DeliveryRecord,
+  IdempotencyKey,
+  type PublishEventInput,
+  type PublishedEventView,
+  type WebhookEventBody,
+} from "../schemas/webhooks";
 
 /**
  * Largest event body (the JSON sent to receivers): one event is one SQLite row, well within the
@@ -26,7 +32,8 @@ export const MAX_EVENT_BYTES = 100 * 1024;
 
 /** Standard Webhooks style payload: what receivers get and what the signature covers. */
 function eventBody(id: string, type: string, createdAt: string, data: unknown): string {
-  return JSON.stringify({ id, type, created_at: createdAt, data });
+  const event: WebhookEventBody = { id, type, created_at: createdAt, data };
+  return JSON.stringify(event);
 }
 
 /** The header's value, validated (draft-ietf-httpapi-idempotency-key-header); a quoted sf-string is unquoted. */

@@ -14,7 +14,7 @@
 import type { Deps } from "../deps";
 import { base64Encode, base64UrlEncode, encodeUtf8, hex } from "../lib/encoding";
 import { readCapped } from "../lib/streams";
-import type { DeliveryAttempt, WebhookConfigurationRecord } from "../schemas/webhooks";
+import type { DeliveryAttempt, ReceiverTokenRequestBody, WebhookConfigurationRecord } from "../schemas/webhooks";
 import { checkTarget } from "./ssrf";
 
 export const MAX_REDIRECTS = 5;
@@ -106,11 +106,12 @@ export async function requestReceiverToken(
   deadline: Deadline,
 ): Promise<ReceiverToken> {
   // Field order as in spec 4.3's table.
-  const form = new URLSearchParams({
+  const fields: ReceiverTokenRequestBody = {
     client_id: config.oauth.client_id,
     client_secret: clientSecret,
     grant_type: "client_credentials",
-  }).toString();
+  };
+  const form = new URLSearchParams(fields).toString();
   let url = guard(deps, "token", config.oauth.token_url);
   const origin = url.origin;
   let withCredentials = true;
