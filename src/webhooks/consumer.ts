@@ -6,8 +6,8 @@
  * token) under one deadline, and reports the outcome; the object records it once and schedules
  * any retry itself. Each message is acked on its own, so one slow or failing delivery never holds
  * up another past its own deadline. A fault of ours (the object unreachable, a secret that does
- * not decrypt) retries the message through the Queue; after max_retries it reaches
- * `keyway-webhooks-dlq`, whose consumer has the object record it. Each attempt, each ticket
+ * not decrypt) retries the message through the Queue; after max_retries it reaches the
+ * dead-letter queue (named `...-dlq`), whose consumer has the object record it. Each attempt, each ticket
  * dropped unattempted, each fault of ours and each dead letter is recorded (log.ts
  * `recordDeliveryAttempt`: a line and a data point).
  */
@@ -31,6 +31,9 @@ export const DEAD_LETTER_QUEUE = "keyway-webhooks-dlq";
  */
 export const DEAD_LETTER_SUFFIX = "-dlq";
 export const isDeadLetterQueue = (queue: string): boolean => queue.endsWith(DEAD_LETTER_SUFFIX);
+
+/** The attempt fields of a record for a message that made no attempt (skipped, our fault, dead letter). */
+const NO_ATTEMPT = { disposition: null, step: null, httpStatus: null } as const;
 
 /** A message whose processing failed on our side is retried by the Queue after this many seconds, doubling. */
 const CONSUMER_RETRY_SECONDS = 10;
@@ -85,9 +88,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
             ...record,
             configurationId,
             outcome: "skipped",
-            disposition: null,
-            step: null,
-            httpStatus: null,
+            ...NO_ATTEMPT,
             latencyMs: Date.now() - startedAt,
             reason: begun.reason,
           });
@@ -100,9 +101,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
           ...record,
           configurationId,
           outcome: "consumer_error",
-          disposition: null,
-          step: null,
-          httpStatus: null,
+          ...NO_ATTEMPT,
           latencyMs: Date.now() - startedAt,
         });
         message.retry({ delaySeconds: consumerRetrySeconds(message.attempts) });
@@ -134,9 +133,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
           organizationId: ticket.organization_id,
           attempt: ticket.attempt,
           outcome: "dead_lettered",
-          disposition: null,
-          step: null,
-          httpStatus: null,
+          ...NO_ATTEMPT,
           latencyMs: Date.now() - startedAt,
         });
       }
