@@ -10,8 +10,6 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
-import type { Admitted } from "../../auth/gate";
-import type { Principal } from "../../auth/tokens";
 import { telemetrySettings } from "../../config";
 import { ApiError } from "../../errors";
 import { inRequestContext, type LogFields, recordRequest, requestOutcomeOf, setLogFormat } from "../../log";
@@ -42,9 +40,6 @@ export function observeRequests(): MiddlewareHandler<AppEnv> {
     if (!c.res.headers.has(REQUEST_ID_HEADER)) setResponseHeaders(c, { [REQUEST_ID_HEADER]: requestId });
     const status = c.res.status;
     const route = routeTemplate(c);
-    // Set by the credentials middleware, or by the token endpoints' handler (http/context.ts).
-    const admitted = c.get("admitted") as Admitted | undefined;
-    const principal = c.get("principal") as Principal | undefined;
     recordRequest(
       c.env.METRICS,
       {
@@ -55,8 +50,9 @@ export function observeRequests(): MiddlewareHandler<AppEnv> {
         outcome: requestOutcomeOf(status),
         error: errorCode(c.error, status, route),
         latencyMs: Math.max(0, Date.now() - startedAt),
-        apiKeyId: principal?.apiKeyId ?? admitted?.apiKey.id ?? stringField(logged.api_key_id),
-        organizationId: principal?.organizationId ?? admitted?.apiKey.organizationId ?? stringField(logged.organization_id),
+        // Named by the gate (auth/gate.ts) as soon as the key's object answered, admitted or not.
+        apiKeyId: stringField(logged.api_key_id),
+        organizationId: stringField(logged.organization_id),
       },
       settings.successSampleRate,
     );
