@@ -167,6 +167,26 @@ function signInForm(html: string) {
   };
 }
 
+/**
+ * A tenant with a webhook configuration (its receiver's client secret is `receiverSecret`), and an
+ * operator signed in to the manager, with the configuration's page path.
+ */
+async function onWebhookPage(receiverSecret: string) {
+  const t = await createTenant();
+  const bearer = await issueToken(t);
+  const config = await createConfig(t, bearer, receiverSecret);
+  const b = await operator();
+  return { t, bearer, config, b, base: `/manager/organizations/${t.orgId}/webhooks/${config.id}` };
+}
+
+/** A refused token: 401, the form again with the reason on the field, and the token nowhere in the page. */
+async function expectNotAccepted(res: Response, token: string): Promise<void> {
+  expect(res.status).toBe(401);
+  const html = await res.text();
+  expect(signInForm(html).error).toMatch(/not accepted/);
+  expect(html).not.toContain(token);
+}
+
 describe("a failed sign-in", () => {
   const WRONG = "kw_live_oa_not-a-real-token-but-it-looks-like-one";
 
@@ -210,10 +230,7 @@ describe("a failed sign-in", () => {
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, {});
     await admin("DELETE", `/organizations/${t.orgId}/admin-tokens/${minted.id}`);
     const res = await new Browser().signIn(minted.token);
-    expect(res.status).toBe(401);
-    const html = await res.text();
-    expect(signInForm(html).error).toMatch(/not accepted/);
-    expect(html).not.toContain(minted.token);
+    await expectNotAccepted(res, minted.token);
   });
 
   it("answers an expired administrator token with 401 and the form", async () => {
@@ -223,10 +240,7 @@ describe("a failed sign-in", () => {
     const b = new Browser();
     const form = await (await b.get("/manager/sign-in", later)).text();
     const res = await b.post("/manager/sign-in", { csrf: Browser.csrf(form), token: minted.token }, later);
-    expect(res.status).toBe(401);
-    const html = await res.text();
-    expect(signInForm(html).error).toMatch(/not accepted/);
-    expect(html).not.toContain(minted.token);
+    await expectNotAccepted(res, minted.token);
   });
 
   it("hands out a fresh sign-in form that works, after a wrong token", async () => {
@@ -349,11 +363,7 @@ describe("API keys and webhooks pages", () => {
   });
 
   it("shows a configuration's health and deliveries, sends a test event, shows a delivery's attempts and re-sends it", async () => {
-    const t = await createTenant();
-    const bearer = await issueToken(t);
-    const config = await createConfig(t, bearer, "manager-receiver-secret");
-    const b = await operator();
-    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    const { t, bearer, b, base } = await onWebhookPage("manager-receiver-secret");
     expect(await (await b.get(`/manager/organizations/${t.orgId}/webhooks`)).text()).toContain(base);
     let html = await (await b.get(base)).text();
     expect(html).toMatch(/no deliveries yet/);
@@ -380,11 +390,7 @@ describe("API keys and webhooks pages", () => {
   });
 
   it("edits a configuration, and refuses to move it to another origin without the client secret", async () => {
-    const t = await createTenant();
-    const bearer = await issueToken(t);
-    const config = await createConfig(t, bearer, "manager-receiver-secret");
-    const b = await operator();
-    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    const { t, bearer, config, b, base } = await onWebhookPage("manager-receiver-secret");
     const csrf = await b.csrfOf(base);
     const fields = {
       csrf,
@@ -475,11 +481,7 @@ describe("confirmations", () => {
   });
 
   it("name the webhook configuration they disable and the delivery they re-send", async () => {
-    const t = await createTenant();
-    const bearer = await issueToken(t);
-    const config = await createConfig(t, bearer, "confirm-receiver-secret");
-    const b = await operator();
-    const base = `/manager/organizations/${t.orgId}/webhooks/${config.id}`;
+    const { config, b, base } = await onWebhookPage("confirm-receiver-secret");
     const csrf = await b.csrfOf(base);
     const sent = await b.post(`${base}/test`, { csrf });
     const deliveryId = /deliveries\/(msg_[0-9a-z]{26})/.exec(await (await b.get(sent.headers.get("location")!)).text())![1]!;

@@ -17,12 +17,11 @@
  * /usr/bin/chromium the suite is skipped with a one-line notice (CI installs it in .ci/run).
  */
 import { mkdir } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { axeViolations, chromiumInstalled, launchChromium } from "./browser";
-import { type Keyway, ROOT, sleep, startKeyway } from "./server";
+import { type Keyway, ROOT, sleep, startKeyway, startReceiver } from "./server";
 
 const SCREENSHOTS = join(ROOT, "test-results");
 /** The default rate limit is one request per second per API key. */
@@ -65,31 +64,6 @@ async function expectAccessible(page: Page, step: string): Promise<void> {
   } finally {
     await page.setViewportSize(WIDE);
   }
-}
-
-interface Receiver {
-  url: string;
-  close(): Promise<void>;
-}
-
-/** A webhook receiver on loopback: a token endpoint, and a webhook URL that accepts everything. */
-async function startReceiver(): Promise<Receiver> {
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      if (req.url === "/token") {
-        res.writeHead(200, { "Content-Type": "application/json" });
-        res.end(JSON.stringify({ access_token: "local-token", token_type: "Bearer", expires_in: 300 }));
-        return;
-      }
-      res.writeHead(204);
-      res.end();
-    });
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((done) => server.close(() => done())) };
 }
 
 async function heading(page: Page): Promise<string> {

@@ -12,6 +12,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -212,4 +213,41 @@ async function launch(givenPersistDir: string | undefined, devVarsExisted: boole
     await stop();
     throw err;
   }
+}
+
+/** A webhook receiver on loopback (loopback targets are allowed under npm start). */
+export interface Receiver {
+  /** `http://127.0.0.1:<port>`: `/token` is its token endpoint, any other path its webhook URL. */
+  url: string;
+  /** How many times each webhook-id has arrived. */
+  ids: Map<string, number>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a receiver: `/token` issues a token; every other path accepts the webhook with 204,
+ * after `delayMs` (so attempts can be caught in flight), counting its webhook-id.
+ */
+export async function startReceiver(options: { delayMs?: number } = {}): Promise<Receiver> {
+  const ids = new Map<string, number>();
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.url === "/token") {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ access_token: "local-token", token_type: "Bearer", expires_in: 300 }));
+        return;
+      }
+      const id = String(req.headers["webhook-id"] ?? "");
+      ids.set(id, (ids.get(id) ?? 0) + 1);
+      setTimeout(() => {
+        res.writeHead(204);
+        res.end();
+      }, options.delayMs ?? 0);
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, ids, close: () => new Promise((done) => server.close(() => done())) };
 }

@@ -6,11 +6,10 @@
  * webhook objects' alarms (their outbox), with none left pending.
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { type Keyway, sleep, startKeyway } from "./server";
+import { type Keyway, type Receiver, sleep, startKeyway, startReceiver } from "./server";
 
 const EVENTS = 40;
 /**
@@ -19,37 +18,6 @@ const EVENTS = 40;
  * schedule (5 s). With the restart itself, every delivery must be done within this.
  */
 const BOUND_MS = 60_000;
-
-interface Receiver {
-  url: string;
-  ids: Map<string, number>;
-  close(): Promise<void>;
-}
-
-/** A token endpoint and a webhook URL on loopback; the webhook answers after a moment, so some attempts are in flight at the kill. */
-async function startReceiver(): Promise<Receiver> {
-  const ids = new Map<string, number>();
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      if (req.url === "/token") {
-        res.writeHead(200, { "Content-Type": "application/json" });
-        res.end(JSON.stringify({ access_token: "local-token", token_type: "Bearer", expires_in: 300 }));
-        return;
-      }
-      const id = String(req.headers["webhook-id"] ?? "");
-      ids.set(id, (ids.get(id) ?? 0) + 1);
-      setTimeout(() => {
-        res.writeHead(204);
-        res.end();
-      }, 150);
-    });
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, ids, close: () => new Promise((done) => server.close(() => done())) };
-}
 
 describe("webhooks in a local run", () => {
   let keyway: Keyway | undefined;
@@ -64,7 +32,8 @@ describe("webhooks in a local run", () => {
 
   it(`delivers all ${EVENTS} events published just before a crash, after a restart on the same state`, async () => {
     persistDir = await mkdtemp(join(tmpdir(), "keyway-e2e-webhooks-"));
-    receiver = await startReceiver();
+    // The webhook answers after a moment, so some attempts are in flight at the kill.
+    receiver = await startReceiver({ delayMs: 150 });
     keyway = await startKeyway({ persistDir });
     const { demo, adminToken } = keyway;
     const base = () => keyway?.baseUrl ?? "";
