@@ -12,7 +12,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { isoTime } from "../lib/time";
 import type { OrganizationRecord } from "../schemas/records";
-import { type Migration, migrate, type Page, type PageRequest, pageOf, type Result } from "./sql";
+import { type Migration, migrate, type Page, type PageRequest, pageOfTable, type Result } from "./sql";
 
 const MIGRATIONS: Migration[] = [
   {
@@ -52,14 +52,7 @@ export class DirectoryObject extends DurableObject<Env> {
   }
 
   list(page: PageRequest): Result<Page<OrganizationRecord>> {
-    return pageOf(
-      (after, limit) =>
-        this.ctx.storage.sql
-          .exec<OrgRow>("SELECT rowid, * FROM organizations WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit)
-          .toArray(),
-      page,
-      ({ id, name, created_at }) => ({ id, name, created_at }),
-    );
+    return pageOfTable(this.ctx.storage.sql, "organizations", page, ({ id, name, created_at }: OrgRow) => ({ id, name, created_at }));
   }
 
   startSession(session: OperatorSession): void {

@@ -26,7 +26,7 @@ import type { Actor, AuditEntryView } from "../schemas/audit";
 import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, OrganizationRecord, UserRecord } from "../schemas/records";
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import { deleteCredentialLookup, writeCredentialLookup } from "./lookup";
-import { fail, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "./sql";
+import { fail, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, type Result } from "./sql";
 import type { AuditOutboxEntry } from "./webhooks";
 
 /** A change of limit overrides: a number sets one, null restores its default, absent keeps it. */
@@ -228,11 +228,7 @@ export class OrganizationObject extends DurableObject<Env> {
 
   listUsers(page: PageRequest): Result<Page<UserRecord>> {
     if (!this.exists()) return missing("Organization");
-    return pageOf(
-      (after, limit) => this.sql.exec<UserRow>("SELECT rowid, * FROM users WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
-      page,
-      (row) => this.userRecord(row),
-    );
+    return pageOfTable(this.sql, "users", page, (row: UserRow) => this.userRecord(row));
   }
 
   /** Revokes every credential of the user, then removes the user: one transaction, then the pushes. */
@@ -354,12 +350,7 @@ export class OrganizationObject extends DurableObject<Env> {
 
   listKeys(page: PageRequest): Result<Page<ApiKeyRecord>> {
     if (!this.exists()) return missing("Organization");
-    return pageOf(
-      (after, limit) =>
-        this.sql.exec<KeyRow>("SELECT rowid, * FROM api_keys WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
-      page,
-      (row) => this.keyRecord(row),
-    );
+    return pageOfTable(this.sql, "api_keys", page, (row: KeyRow) => this.keyRecord(row));
   }
 
   getKey(keyId: string): Result<ApiKeyRecord> {
@@ -463,12 +454,7 @@ export class OrganizationObject extends DurableObject<Env> {
 
   listAdminTokens(page: PageRequest): Result<Page<OrgAdminTokenRecord>> {
     if (!this.exists()) return missing("Organization");
-    return pageOf(
-      (after, limit) =>
-        this.sql.exec<AdminTokenRow>("SELECT rowid, * FROM admin_tokens WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
-      page,
-      (row) => this.adminTokenRecord(row),
-    );
+    return pageOfTable(this.sql, "admin_tokens", page, (row: AdminTokenRow) => this.adminTokenRecord(row));
   }
 
   getAdminToken(tokenId: string): Result<OrgAdminTokenRecord> {

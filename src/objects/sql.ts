@@ -77,3 +77,20 @@ export function pageOf<R extends { rowid: number }, T>(
   const next = found.length > request.limit && last ? base64UrlEncode(encodeUtf8(`r${last.rowid}`)) : null;
   return ok({ items: items.map(view), next_cursor: next });
 }
+
+/**
+ * A page of every row of `table`, in insertion order. `table` is one of the caller's own table
+ * names, never input: it is spliced into the statement, since SQL parameters cannot name a table.
+ */
+export function pageOfTable<R extends { rowid: number }, T>(
+  sql: SqlStorage,
+  table: string,
+  request: PageRequest,
+  view: (row: R) => T,
+): Result<Page<T>> {
+  return pageOf(
+    (after, limit) => sql.exec<R>(`SELECT rowid, * FROM ${table} WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit).toArray(),
+    request,
+    view,
+  );
+}

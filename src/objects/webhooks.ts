@@ -32,7 +32,7 @@ import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { Actor } from "../schemas/audit";
 import type { DeliveryAttempt, DeliveryMessage, DeliveryRecord, PublishedEventView, WebhookConfigurationRecord } from "../schemas/webhooks";
-import { fail, invalid, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "./sql";
+import { fail, invalid, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, type Result } from "./sql";
 
 /** The most webhook configurations an organization may have: one event's fan-out is at most this. */
 export const MAX_WEBHOOK_CONFIGURATIONS = 20;
@@ -278,12 +278,7 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   listConfigurations(page: PageRequest): Result<Page<WebhookConfigurationRecord>> {
-    return pageOf(
-      (after, limit) =>
-        this.sql.exec<ConfigRow>("SELECT rowid, * FROM configurations WHERE rowid > ? ORDER BY rowid LIMIT ?", after, limit).toArray(),
-      page,
-      (row) => this.configRecord(row),
-    );
+    return pageOfTable(this.sql, "configurations", page, (row: ConfigRow) => this.configRecord(row));
   }
 
   /**
