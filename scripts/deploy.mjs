@@ -1,11 +1,13 @@
 /**
- * `npm run deploy -- --env <staging|production>` and `npm run check:deploy -- --env <...>`: the
+ * `npm run deploy -- --env <staging|production>` and `npm run check:deploy [-- --env <...>]`: the
  * preflight (scripts/preflight.mjs) first, and wrangler only if it passes, so a deploy cannot
  * start half-configured. `--dry-run` (what check:deploy adds) runs the preflight offline (config
  * checks only; the ones that ask Cloudflare are skipped, and the report says so) and then
- * `wrangler deploy --dry-run --outdir dist`, which bundles and validates without uploading. A
- * real deploy runs the remote checks too (secrets, KV namespaces, queues) before `wrangler
- * deploy`. No environment means no deploy: the top level of wrangler.toml is the local
+ * `wrangler deploy --dry-run --outdir dist`, which bundles and validates without uploading.
+ * check:deploy with no environment checks every environment offline, listing provisioning steps
+ * (KV ids, the public origin) as warnings, then bundles the top level: it passes on a fresh clone
+ * and in CI. A real deploy runs the remote checks too (secrets, KV namespaces, queues) before
+ * `wrangler deploy`, and needs an environment: the top level of wrangler.toml is the local
  * configuration (placeholder KV id, used by npm start and the tests). The environment comes from
  * `--env`/`-e`, else CLOUDFLARE_ENV (which wrangler itself honours); `--config`/`-c` picks
  * another wrangler.toml; every other argument goes to `wrangler deploy` unchanged. KEYWAY_WRANGLER
@@ -14,7 +16,16 @@
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import process from "node:process";
-import { DEFAULT_CONFIG, formatReport, passed, preflight, ROOT, wranglerEnv, wranglerInvocation } from "./preflight.mjs";
+import {
+  DEFAULT_CONFIG,
+  formatReport,
+  passed,
+  preflight,
+  preflightEveryEnvironment,
+  ROOT,
+  wranglerEnv,
+  wranglerInvocation,
+} from "./preflight.mjs";
 import { assertSupportedNode } from "./wrangler.mjs";
 
 /**
@@ -38,21 +49,50 @@ function parseDeployArgs(argv) {
   return parsed;
 }
 
+/**
+ * `check:deploy` with no environment: every environment's offline checks (provisioning steps
+ * left are warnings), then the top level's `wrangler deploy --dry-run`, which bundles the Worker
+ * and validates its bindings without an account. What CI and a fresh clone can check.
+ * @param {string} configPath
+ * @param {string[]} rest
+ */
+function checkRepository(configPath, rest) {
+  return preflightEveryEnvironment({ configPath }).then((reports) => {
+    for (const { env, result } of reports) console.error(formatReport(result, { env, offline: true }));
+    if (!reports.every(({ result }) => passed(result))) return 1;
+    // `--env=` names the top level, which wrangler otherwise warns is ambiguous.
+    return runWrangler(["deploy", "--env=", "--config", configPath, "--dry-run", "--outdir", "dist", ...rest]);
+  });
+}
+
+/** @param {string[]} args */
+function runWrangler(args) {
+  console.error(`\nwrangler ${args.join(" ")}\n`);
+  const [bin, argv] = wranglerInvocation(args);
+  const run = spawnSync(bin, argv, { cwd: ROOT, stdio: "inherit", env: wranglerEnv() });
+  if (run.error) throw new Error(`could not run wrangler: ${run.error.message}`);
+  return run.status ?? 1;
+}
+
 async function main() {
   assertSupportedNode();
   const args = parseDeployArgs(process.argv.slice(2));
   const env = args.env ?? process.env.CLOUDFLARE_ENV;
   const configPath = resolve(args.config ?? DEFAULT_CONFIG);
+  if (args.dryRun && env === undefined) return checkRepository(configPath, args.rest);
   const result = await preflight({ env, configPath, offline: args.dryRun });
   console.error(formatReport(result, { env, offline: args.dryRun }));
   if (!passed(result) || env === undefined) return 1;
 
-  const deploy = ["deploy", "--env", env, "--config", configPath, ...(args.dryRun ? ["--dry-run", "--outdir", "dist"] : []), ...args.rest];
-  console.error(`\nwrangler ${deploy.join(" ")}\n`);
-  const [bin, argv] = wranglerInvocation(deploy);
-  const run = spawnSync(bin, argv, { cwd: ROOT, stdio: "inherit", env: wranglerEnv() });
-  if (run.error) throw new Error(`could not run wrangler: ${run.error.message}`);
-  return run.status ?? 1;
+  return runWrangler([
+    "deploy",
+    "--env",
+    env,
+    "--config",
+    configPath,
+    ...(args.dryRun ? ["--dry-run", "--outdir", "dist"] : []),
+    ...args.rest,
+  ]);
 }
 
 main().then(

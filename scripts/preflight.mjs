@@ -43,6 +43,9 @@ export const REMOTE_CHECKS = ["wrangler secret list", "wrangler kv namespace lis
  * @property {"error" | "warning"} level errors stop the deploy; warnings are printed only
  * @property {string} message what is wrong and what it would do in production
  * @property {string} fix the exact command(s) or wrangler.toml lines that fix it
+ * @property {true} [provision] a value that exists only once the environment is provisioned (its
+ *   KV namespace id, its public origin): `check:deploy` without `--env` lists these as steps left
+ *   before the first deploy, where a deploy of that environment refuses them
  */
 /** @typedef {{ code: number, stdout: string, stderr: string }} WranglerResult */
 /** @typedef {(args: string[]) => Promise<WranglerResult>} RunWrangler */
@@ -280,6 +283,13 @@ const error = (out, message, fix) => out.push({ level: "error", message, fix });
  * @param {string} fix
  */
 const warning = (out, message, fix) => out.push({ level: "warning", message, fix });
+/**
+ * An error that only provisioning fixes (see Finding.provision).
+ * @param {Finding[]} out
+ * @param {string} message
+ * @param {string} fix
+ */
+const unprovisioned = (out, message, fix) => out.push({ level: "error", message, fix, provision: true });
 
 /**
  * Every check that needs nothing but the files: wrangler.toml, .dev.vars.example and src/.
@@ -416,9 +426,9 @@ function checkKv(out, env, cfg) {
     const put = `then set id = "<the printed id>" under [[env.${env.env}.kv_namespaces]] binding = ${q(kv.binding)} in wrangler.toml`;
     const id = str(kv.id);
     if (id === undefined || id === "") {
-      error(out, `KV binding "${kv.binding}" of [env.${env.env}] has no namespace id.`, `${create}\n${put}`);
+      unprovisioned(out, `KV binding "${kv.binding}" of [env.${env.env}] has no namespace id.`, `${create}\n${put}`);
     } else if (/^0+$/.test(id)) {
-      error(
+      unprovisioned(
         out,
         `KV binding "${kv.binding}" of [env.${env.env}] still has the placeholder id ${id}: no namespace has it, so the deploy would be refused.`,
         `${create}\n${put}`,
@@ -693,7 +703,7 @@ function checkVars(out, top, env, secretNames) {
   const setBase = `in [${s}] of wrangler.toml, the https origin clients use:\nPUBLIC_BASE_URL = "https://<your API host>"`;
   if (base === undefined || base === "") {
     if (production) {
-      error(
+      unprovisioned(
         out,
         `PUBLIC_BASE_URL is empty in [${s}]: production's API description would name no server ("/"), and the OAuth metadata's issuer would be whichever host a request came in on (workers.dev or a custom domain), not one fixed origin.`,
         setBase,
@@ -710,7 +720,7 @@ function checkVars(out, top, env, secretNames) {
         setBase,
       );
     } else if (placeholderHost(url.hostname)) {
-      error(out, `PUBLIC_BASE_URL = ${q(base)} in [${s}] is a placeholder host, not the deployment's.`, setBase);
+      unprovisioned(out, `PUBLIC_BASE_URL = ${q(base)} in [${s}] is a placeholder host, not the deployment's.`, setBase);
     }
   }
 }
@@ -1013,6 +1023,29 @@ export async function preflight(options) {
     runWrangler: options.runWrangler ?? defaultRunWrangler(),
   });
   return { findings: [...findings, ...remote], skipped: [] };
+}
+
+/**
+ * `check:deploy` without `--env`: the offline checks of every environment in wrangler.toml, for
+ * a repository that need not be provisioned yet (CI, a fresh clone). What only provisioning
+ * fixes (Finding.provision) becomes a warning naming the step left before that environment's
+ * first deploy; everything else (a binding not copied, a queue shared, a class with no migration)
+ * stays an error. A deploy, and `check:deploy -- --env X`, keep the provisioning errors.
+ * @param {{ configPath?: string, root?: string }} [options]
+ * @returns {Promise<{ env: string, result: PreflightResult }[]>}
+ */
+export async function preflightEveryEnvironment(options = {}) {
+  const configPath = resolve(options.configPath ?? DEFAULT_CONFIG);
+  const raw = await readWranglerConfig(configPath);
+  return environmentNames(raw).map((env) => ({
+    env,
+    result: {
+      findings: checkConfig(raw, env, { configPath, root: options.root ?? ROOT }).map((f) =>
+        f.provision ? { ...f, level: /** @type {const} */ ("warning"), message: `before the first deploy: ${f.message}` } : f,
+      ),
+      skipped: REMOTE_CHECKS,
+    },
+  }));
 }
 
 /**

@@ -194,6 +194,29 @@ describe("the repository's wrangler.toml", () => {
     expect(result.findings).toEqual([]);
   });
 
+  it("as committed, passes `npm run check:deploy`: every environment's checks, provisioning left as warnings, and the real wrangler bundles the Worker", async () => {
+    const { stdout, stderr, code } = await run("npm", ["run", "check:deploy"], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`, WRANGLER_SEND_METRICS: "false" },
+    }).then(
+      (r) => ({ ...r, code: 0 }),
+      (err: { code?: number; stdout?: string; stderr?: string }) => ({
+        stdout: err.stdout ?? "",
+        stderr: err.stderr ?? "",
+        code: err.code ?? 1,
+      }),
+    );
+    const output = stdout + stderr;
+    expect(code, output).toBe(0);
+    for (const env of ["staging", "production"]) {
+      expect(output).toContain(`Preflight for [env.${env}] (offline):`);
+      expect(output).toContain(`warning: before the first deploy: KV binding "KV" of [env.${env}] still has the placeholder id`);
+    }
+    expect(output).toContain("warning: before the first deploy: PUBLIC_BASE_URL is empty in [env.production.vars]");
+    expect(output).not.toContain("error:");
+    expect(output).toMatch(/Total Upload: [\d.]+ KiB \/ gzip: [\d.]+ KiB/); // wrangler 4.155 bundled it
+  }, 120_000);
+
   it("as committed, fails `npm run check:deploy -- --env staging` on the placeholder KV id with the command that creates one, before bundling", async () => {
     const { stdout, stderr, code } = await run("npm", ["run", "check:deploy", "--", "--env", "staging"], {
       cwd: ROOT,
@@ -549,6 +572,22 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     expect(result.code).toBe(1);
     expect(result.output).toContain("npm run deploy -- --env production");
     expect(await stub.calls()).toEqual([]);
+  });
+
+  it("with --dry-run and no environment checks every environment and bundles the top level, or stops on a structural error", async () => {
+    const stub = await stubWrangler();
+    const config = await writeConfig(REAL);
+    const ok = await deployScript(["--dry-run", "--config", config], { KEYWAY_WRANGLER: stub.bin });
+    expect(ok.code, ok.output).toBe(0);
+    expect(await stub.calls()).toEqual([`deploy --env= --config ${config} --dry-run --outdir dist`]);
+
+    const broken = await writeConfig(
+      editProduction(REAL, 'queue = "keyway-webhooks"\nmax_batch_size', 'queue = "keyway-other"\nmax_batch_size'),
+    );
+    const refused = await deployScript(["--dry-run", "--config", broken], { KEYWAY_WRANGLER: stub.bin });
+    expect(refused.code).toBe(1);
+    expect(refused.output).toMatch(/error: Queue "keyway-webhooks" .*\[env\.production\]\) has no consumer/);
+    expect(await stub.calls()).toHaveLength(1); // no second bundle
   });
 
   it("with --dry-run (check:deploy) runs only the offline checks, then wrangler deploy --dry-run --outdir dist", async () => {
