@@ -5,7 +5,7 @@
  * on (strictly public egress, a recent compatibility date, the retry schedule and dead letters),
  * and the bench's design floor runs on the same compatibility date and flags.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,7 +30,18 @@ describe("toolchain", () => {
       encoding: "utf8",
     });
     expect(version.trim()).toContain(pkg.devDependencies.wrangler);
+    // 4.155.0 is the newest whose lockfile `npm ci` installs from this project's registry (README).
+    expect(pkg.devDependencies.wrangler).toBe("4.155.0");
   });
+
+  it("keeps src/worker-configuration.d.ts (the Env type) as `wrangler types` generates it from wrangler.toml", () => {
+    const run = spawnSync("npm", ["run", "--silent", "types:check"], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true" },
+      encoding: "utf8",
+    });
+    expect(run.status, `${run.stdout}${run.stderr}\nrun \`npm run types\` and commit the result`).toBe(0);
+  }, 60_000);
 });
 
 describe("wrangler.toml", () => {
