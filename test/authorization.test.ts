@@ -2,7 +2,10 @@
  * The authorization matrix over the route declarations (src/http/routes): every route is called
  * without an API key, without an access token (or operator token), and with another
  * organization's ids, and must refuse each as its declared `auth` says, so a new route is covered
- * the moment it is declared. What a route may declare is pinned separately: only the two token
+ * the moment it is declared (a path parameter this file has no id for fails the run, rather than
+ * being called with an empty segment). The token endpoints refuse another organization's API key
+ * with this organization's client credentials, and the operator API refuses an organization
+ * administrator's token. What a route may declare is pinned separately: only the two token
  * endpoints go without an access token, and only service routes without any credential.
  * Requests carry the route's own example body, so a refusal is about credentials and ownership,
  * never about the input.
@@ -11,11 +14,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Route } from "../src/http/route";
 import { ROUTES } from "../src/http/routes";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, admin, authed, basic, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 
 interface Org {
   tenant: Tenant;
   token: string;
+  /** The secret of an organization administrator token (it signs into the manager app only). */
+  adminToken: string;
+  /** An id of this organization's for every path parameter a route declares. */
   ids: Record<string, string>;
 }
 
@@ -34,9 +40,11 @@ async function org(): Promise<Org> {
     oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: "receiver-secret" },
   });
   const event = await post("/v1/events", { type: "order.created", data: {} });
+  const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${tenant.orgId}/admin-tokens`, { name: "matrix" });
   return {
     tenant,
     token,
+    adminToken: minted.token,
     ids: {
       org: tenant.orgId,
       user: tenant.userId,
@@ -44,6 +52,7 @@ async function org(): Promise<Org> {
       client: tenant.clientId,
       config: config.id,
       delivery: event.deliveries[0]?.id ?? "",
+      token: minted.id,
     },
   };
 }
@@ -54,11 +63,25 @@ beforeAll(async () => {
   b = await org();
 });
 
-/** The route's path with each parameter taken from `pick` (`{id}` is a delivery under /v1/deliveries). */
-function pathOf(route: Route, pick: (name: string) => string): string {
-  return route.path.replace(/\{(\w+)\}/g, (_, name: string) =>
-    pick(name === "id" ? (route.path.startsWith("/v1/deliveries/") ? "delivery" : "config") : name),
-  );
+/** Which entry of `ids` a path parameter takes: `{id}` is a delivery under /v1/deliveries, else a configuration. */
+const idName = (route: Route, param: string): string =>
+  param === "id" ? (route.path.startsWith("/v1/deliveries/") ? "delivery" : "config") : param;
+
+const paramsOf = (route: Route): string[] => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => idName(route, m[1] ?? ""));
+
+/**
+ * The route's path with the ids of `from` (organization A by default), but `{org}` that of `org`
+ * (the same organization unless given). A parameter without an id throws: an empty segment would
+ * make every check on the route pass for the wrong reason.
+ */
+function pathOf(route: Route, from: Org = a, org: Org = from): string {
+  return route.path.replace(/\{(\w+)\}/g, (_, param: string) => {
+    const name = idName(route, param);
+    const id = (name === "org" ? org : from).ids[name];
+    if (id === undefined || id === "")
+      throw new Error(`${route.method} ${route.path}: no id for {${param}}; add one to org() in this file`);
+    return id;
+  });
 }
 
 function request(route: Route, path: string, headers: Record<string, string>): Promise<Response> {
@@ -84,6 +107,17 @@ describe("the authorization matrix", () => {
     expect(new Set(ROUTES.map(name)).size).toBe(ROUTES.length);
   });
 
+  it("has an id of each organization for every path parameter a route declares", () => {
+    const missing = ROUTES.flatMap((route) =>
+      paramsOf(route)
+        .filter((param) => !a.ids[param] || !b.ids[param])
+        .map((param) => `${name(route)}: ${param}`),
+    );
+    expect(missing, "add these ids to org() in this file").toEqual([]);
+    // Every id is one of its own organization's, and the two organizations share none.
+    for (const [param, id] of Object.entries(a.ids)) expect(b.ids[param], param).not.toBe(id);
+  });
+
   it("lets only the token endpoints go without an access token, and only service routes without credentials", () => {
     expect(withAuth("apiKey").map(([n]) => n)).toEqual(["POST /v1/oauth", "POST /v1/oauth/token"]);
     expect(withAuth("none").map(([n]) => n)).toEqual([
@@ -98,47 +132,63 @@ describe("the authorization matrix", () => {
   });
 
   it.each(withAuth("none"))("%s needs no credentials", async (_name, route) => {
-    const res = await request(
-      route,
-      pathOf(route, (p) => a.ids[p] ?? ""),
-      {},
-    );
+    const res = await request(route, pathOf(route), {});
     expect(res.status).toBe(200);
   });
 
   it.each([...withAuth("apiKey"), ...withAuth("client")])("%s refuses a request without an API key", async (_name, route) => {
-    const res = await request(
-      route,
-      pathOf(route, (p) => a.ids[p] ?? ""),
-      { Authorization: `Bearer ${a.token}` },
-    );
+    const res = await request(route, pathOf(route), { Authorization: `Bearer ${a.token}` });
     expect(res.status).toBe(401);
     expect(await errorCode(res)).toBe("invalid_api_key");
   });
 
+  it.each(withAuth("apiKey"))(
+    "%s refuses this organization's client credentials with another organization's API key (401 invalid_client), in the body or by HTTP Basic",
+    async (_name, route) => {
+      const grant = { grant_type: "client_credentials" };
+      const inBody = (apiKey: string): RequestInit => ({
+        method: route.method,
+        headers: { "Content-Type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ ...grant, client_id: a.tenant.clientId, client_secret: a.tenant.clientSecret }),
+      });
+      const byBasic = (apiKey: string): RequestInit => ({
+        method: route.method,
+        headers: {
+          "Content-Type": "application/x-www-form-urlencoded",
+          "x-api-key": apiKey,
+          Authorization: basic(a.tenant.clientId, a.tenant.clientSecret),
+        },
+        body: new URLSearchParams(grant).toString(),
+      });
+      for (const init of [inBody, byBasic]) {
+        // The same request with the credentials' own organization's API key is granted, so the
+        // refusal below is about the organizations differing and nothing else.
+        expect((await call(route.path, init(a.tenant.apiKey))).status, init.name).toBe(200);
+        const res = await call(route.path, init(b.tenant.apiKey));
+        expect(res.status, init.name).toBe(401);
+        const json = (await res.json()) as { error?: string; developer_message?: string; error_description?: string };
+        expect(json.error, init.name).toBe("invalid_client");
+        expect(json.developer_message ?? json.error_description, init.name).toMatch(/different organization/);
+        expect(JSON.stringify(json), init.name).not.toContain("access_token");
+      }
+    },
+  );
+
   it.each(withAuth("client"))("%s refuses a request with an API key but no access token", async (_name, route) => {
-    const res = await request(
-      route,
-      pathOf(route, (p) => a.ids[p] ?? ""),
-      { "x-api-key": a.tenant.apiKey },
-    );
+    const res = await request(route, pathOf(route), { "x-api-key": a.tenant.apiKey });
     expect(res.status).toBe(401);
     expect(await errorCode(res)).toBe("invalid_token");
     expect(res.headers.get("www-authenticate")).toMatch(/^Bearer /);
   });
 
   it.each(withAuth("client"))("%s refuses another organization's access token with this organization's API key", async (_name, route) => {
-    const res = await request(
-      route,
-      pathOf(route, (p) => a.ids[p] ?? ""),
-      { "x-api-key": a.tenant.apiKey, Authorization: `Bearer ${b.token}` },
-    );
+    const res = await request(route, pathOf(route), { "x-api-key": a.tenant.apiKey, Authorization: `Bearer ${b.token}` });
     expect(res.status).toBe(401);
     expect(await errorCode(res)).toBe("invalid_token");
   });
 
   it.each(withAuth("admin"))("%s refuses a request without the operator token, or with an access token instead", async (_name, route) => {
-    const path = pathOf(route, (p) => a.ids[p] ?? "");
+    const path = pathOf(route);
     for (const headers of [
       {},
       { "x-api-key": a.tenant.apiKey, Authorization: `Bearer ${a.token}` },
@@ -150,17 +200,28 @@ describe("the authorization matrix", () => {
     }
   });
 
+  // An organization administrator token signs into the manager app, for its organization only;
+  // it is no operator credential, not even on its own organization's paths.
+  it.each(withAuth("admin"))(
+    "%s refuses an organization administrator token, even on its own organization's paths",
+    async (_name, route) => {
+      const res = await request(route, pathOf(route), { Authorization: `Bearer ${a.adminToken}` });
+      expect(res.status).toBe(401);
+      expect(await errorCode(res)).toBe("invalid_token");
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer /);
+    },
+  );
+
   const scoped = ROUTES.filter((r) => r.auth === "client" && r.path.includes("{"));
   it.each(scoped.map((r) => [name(r), r] as const))(
     "%s does not find another organization's resource (404, nothing changed)",
     async (_name, route) => {
-      const res = await request(
-        route,
-        pathOf(route, (p) => a.ids[p] ?? ""),
-        authed(b.tenant, b.token).headers as Record<string, string>,
-      );
+      const res = await request(route, pathOf(route), authed(b.tenant, b.token).headers as Record<string, string>);
       expect(res.status).toBe(404);
       expect(await errorCode(res)).toBe("not_found");
+      // The ids name something real: their own organization reads it (only reads, to change nothing).
+      if (route.method === "GET")
+        expect((await request(route, pathOf(route), authed(a.tenant, a.token).headers as Record<string, string>)).status).toBe(200);
     },
   );
 
@@ -170,13 +231,12 @@ describe("the authorization matrix", () => {
   it.each(nested.map((r) => [name(r), r] as const))(
     "%s does not find a resource under another organization's path (404)",
     async (_name, route) => {
-      const res = await request(
-        route,
-        pathOf(route, (p) => (p === "org" ? b.ids.org : a.ids[p]) ?? ""),
-        { Authorization: `Bearer ${ADMIN_TOKEN}` },
-      );
+      const operator = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+      const res = await request(route, pathOf(route, a, b), operator);
       expect(res.status).toBe(404);
       expect(await errorCode(res)).toBe("not_found");
+      // Under their own organization the same ids are found (only reads, to change nothing).
+      if (route.method === "GET") expect((await request(route, pathOf(route), operator)).status).toBe(200);
     },
   );
 
@@ -190,5 +250,9 @@ describe("the authorization matrix", () => {
       `/organizations/${a.ids.org}/users/${a.ids.user}/client-credentials/${a.ids.client}`,
     );
     expect(credential.status).toBe("active");
+    const adminToken = await admin<{ status: string }>("GET", `/organizations/${a.ids.org}/admin-tokens/${a.ids.token}`);
+    expect(adminToken.status).toBe("active");
+    const user = await admin<{ id: string }>("GET", `/organizations/${a.ids.org}/users/${a.ids.user}`);
+    expect(user.id).toBe(a.ids.user);
   });
 });

@@ -16,7 +16,7 @@ import { createApp } from "../src/app";
 import { escapeHtml } from "../src/http/docs-page";
 import { EVENT_BODY, EXAMPLE_ORIGIN, SIGNING_SECRET } from "../src/http/examples";
 import { examplePath, type OperationObject, type ParameterObject, TOKEN_URL } from "../src/http/openapi";
-import type { Route } from "../src/http/route";
+import type { Auth, Route } from "../src/http/route";
 import { docsPage, openApiDocument, ROUTES } from "../src/http/routes";
 import { Envelope, ErrorEnvelope } from "../src/schemas/common";
 import { PlainTokenError } from "../src/schemas/oauth";
@@ -44,6 +44,19 @@ function registeredRoutes(): Set<string> {
 }
 
 const operations = () => ROUTES;
+
+/**
+ * What each kind of declared `auth` (src/http/route.ts) means for a caller, in OpenAPI terms:
+ * nothing; the API key alone (the token endpoints); the API key and an access token from the
+ * OAuth 2.0 flow, together; the operator's bearer token. Keyed by `Auth`, so a new kind of auth
+ * does not compile until it is described here.
+ */
+const SECURITY_OF_AUTH: Record<Auth, Record<string, string[]>[]> = {
+  none: [],
+  apiKey: [{ apiKey: [] }],
+  client: [{ apiKey: [], oauth2: [] }],
+  admin: [{ admin: [] }],
+};
 const documentedRoutes = (): Set<string> => new Set(operations().map((op) => `${op.method} ${op.path}`));
 
 describe("GET /v1/openapi.json", () => {
@@ -151,7 +164,7 @@ describe("coverage", () => {
   it("documents every route the router registers", () => {
     const documented = documentedRoutes();
     const missing = [...registeredRoutes()].filter((route) => !documented.has(route));
-    expect(missing, "add these to operations() in src/http/openapi.ts").toEqual([]);
+    expect(missing, "declare these in src/http/routes (ROUTES): the document is generated from the declarations").toEqual([]);
   });
 
   it("documents only routes the router registers", () => {
@@ -160,22 +173,23 @@ describe("coverage", () => {
     expect(extra).toEqual([]);
   });
 
-  it("gives every operation a unique operationId and the security its path requires", () => {
+  it("gives every operation a unique operationId", () => {
     const ops = operations();
     const webhookIds = Object.values(openApiDocument().webhooks).flatMap((item) => Object.values(item).map((op) => op.operationId));
     expect(new Set([...ops.map((op) => op.operationId), ...webhookIds]).size).toBe(ops.length + webhookIds.length);
-    const paths = openApiDocument().paths;
-    for (const op of ops) {
-      const security = paths[op.path]?.[op.method.toLowerCase() as "get"]?.security;
-      const expected = op.path.startsWith("/admin/v1/")
-        ? [{ admin: [] }]
-        : op.path === "/v1/oauth" || op.path === "/v1/oauth/token"
-          ? [{ apiKey: [] }]
-          : op.path.startsWith("/v1/") && op.path !== "/v1/openapi.json"
-            ? [{ apiKey: [], oauth2: [] }]
-            : [];
-      expect(security, `${op.method} ${op.path}`).toEqual(expected);
+  });
+
+  it("gives every operation the security its declaration's auth says, each naming a declared scheme", () => {
+    const doc = openApiDocument();
+    const schemes = Object.keys(doc.components.securitySchemes);
+    for (const op of operations()) {
+      const where = `${op.method} ${op.path} (auth "${op.auth}")`;
+      const security = doc.paths[op.path]?.[op.method.toLowerCase() as "get"]?.security;
+      expect(security, where).toEqual(SECURITY_OF_AUTH[op.auth]);
+      for (const requirement of security ?? []) for (const scheme of Object.keys(requirement)) expect(schemes, where).toContain(scheme);
     }
+    // Every kind of auth is declared by some route, so each row of the table above is checked.
+    expect(new Set(operations().map((op) => op.auth))).toEqual(new Set(Object.keys(SECURITY_OF_AUTH)));
   });
 
   it("resolves every $ref in the document", () => {
