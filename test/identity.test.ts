@@ -2,17 +2,22 @@
  * Identity has one system of record per organization (a Durable Object) and KV holds only lookup
  * entries derived from it. These tests try it as an attacker would: a revoked API key, client
  * credential or user is refused on the very next request, with the KV lookup entries put back to
- * their pre-revocation values (and the isolate's caches still holding them); "last used" writes
- * racing a revocation never undo it; a revocation push that fails is retried until it lands; a
- * missing, stale or corrupt lookup entry costs a slower path, never a different answer; and every
- * change is in the audit log, with no secret in it.
+ * their pre-revocation values (with the isolate's caches lapsed, or still holding them); "last
+ * used" writes racing a revocation never undo it, and are made at most once a minute per key and
+ * per credential; a revocation push that fails is retried until it lands; a missing, stale or
+ * corrupt lookup entry costs a slower path, never a different answer; and every change is in the
+ * audit log, with no secret in it (API keys, client secrets, access tokens, administrator tokens,
+ * manager sessions, or their hashes).
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { VERIFIED_CACHE_TTL_MS } from "../src/auth/access-token";
 import { sha256Hex } from "../src/lib/crypto";
+import { base64UrlDecode, decodeUtf8 } from "../src/lib/encoding";
 import type { KeyObject } from "../src/objects/key";
-import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import { LOOKUP_CACHE_TTL_MS, readCredentialLookup } from "../src/objects/lookup";
+import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
@@ -45,14 +50,63 @@ const lapseLease = (key: DurableObjectStub<KeyObject>) =>
     (instance as unknown as { confirmedAt: number }).confirmedAt = 0;
   });
 
-async function tokenStatus(t: Tenant): Promise<{ status: number; error?: string }> {
-  const res = await call("/v1/oauth", tokenRequest(t));
+/** A request now through the entry point, or, with `at`, through an app whose clock reads `at`. */
+const request = (path: string, init: RequestInit, at?: number) => (at === undefined ? call(path, init) : callAt(at, path, init));
+
+async function tokenStatus(t: Tenant, at?: number): Promise<{ status: number; error?: string }> {
+  const res = await request("/v1/oauth", tokenRequest(t), at);
   return { status: res.status, error: (await body(res)).error };
 }
 
-async function meStatus(t: Tenant, token: string): Promise<{ status: number; error?: string }> {
-  const res = await call("/v1/me", authed(t, token));
+async function meStatus(t: Tenant, token: string, at?: number): Promise<{ status: number; error?: string }> {
+  const res = await request("/v1/me", authed(t, token), at);
   return { status: res.status, error: (await body(res)).error };
+}
+
+/**
+ * Later than every time-to-live of the isolate's caches (KV lookup entries, verified access
+ * tokens) and well within an access token's lifetime: a request whose clock reads this much
+ * later finds nothing servable in them, as a new isolate would.
+ */
+const CACHES_LAPSED_MS = Math.max(LOOKUP_CACHE_TTL_MS, VERIFIED_CACHE_TTL_MS) + 1_000;
+
+/** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
+const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
+const cookieValue = (res: Response, name: string): string =>
+  setCookies(res)
+    .find((line) => line.startsWith(`${name}=`))
+    ?.split(";")[0]
+    ?.slice(name.length + 1) ?? "";
+
+/** Signs in to the manager with `token` through its sign-in form; the session cookie's value. */
+async function managerSignIn(token: string): Promise<{ cookie: string }> {
+  const form = await call("/manager/sign-in");
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
+  const res = await call("/manager/sign-in", {
+    method: "POST",
+    redirect: "manual",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `kw_login_csrf=${cookieValue(form, "kw_login_csrf")}` },
+    body: new URLSearchParams({ csrf, token }).toString(),
+  });
+  expect(res.status).toBe(303);
+  const cookie = cookieValue(res, "kw_session");
+  expect(cookie).not.toBe("");
+  return { cookie };
+}
+const managerGet = (cookie: string, path: string) => call(path, { redirect: "manual", headers: { Cookie: `kw_session=${cookie}` } });
+const managerPost = (cookie: string, path: string, fields: Record<string, string>) =>
+  call(path, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `kw_session=${cookie}` },
+    body: new URLSearchParams(fields).toString(),
+  });
+/** The session id a manager cookie refers to (`kw_session_<kid>.<base64url JSON>.<mac>`). */
+function sessionId(cookie: string): string {
+  const payload = base64UrlDecode(cookie.split(".")[1] ?? "");
+  const sid = (JSON.parse((payload && decodeUtf8(payload)) ?? "{}") as { sid?: unknown }).sid;
+  expect(typeof sid).toBe("string");
+  return sid as string;
 }
 
 describe("revocation takes effect on the next request, whatever KV says", () => {
@@ -97,6 +151,42 @@ describe("revocation takes effect on the next request, whatever KV says", () => 
     await abortAllDurableObjects();
     expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
     expect(await meStatus(t, token)).toEqual({ status: 401, error: "invalid_token" });
+  });
+
+  // The tests share one module instance with the Worker and its objects, so the isolate's caches
+  // are theirs. Cold: every cache has lapsed, so the stale entry is read from KV and the token
+  // verified afresh. Warm: the cache still holds the pre-revocation entry, as an edge isolate
+  // would (the organization's object, in another isolate there, cannot drop it).
+  it.each([
+    ["a revoked client credential", (t: Tenant) => credentialPath(t)],
+    ["a removed user's credential", (t: Tenant) => `/organizations/${t.orgId}/users/${t.userId}`],
+  ])("refuses %s and its tokens with every isolate cache lapsed and the old KV entry put back", async (_name, removed) => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const entry = await env.KV.get(lookupKey(t));
+    const cold = Date.now() + CACHES_LAPSED_MS;
+    // The control: with every cache lapsed, the same requests are admitted before the revocation.
+    expect(await tokenStatus(t, cold)).toEqual({ status: 200, error: undefined });
+    expect(await meStatus(t, token, cold)).toEqual({ status: 200, error: undefined });
+
+    await admin("DELETE", removed(t));
+    await env.KV.put(lookupKey(t), entry as string);
+    const colder = cold + CACHES_LAPSED_MS;
+    expect(await tokenStatus(t, colder)).toEqual({ status: 401, error: "invalid_client" });
+    expect(await meStatus(t, token, colder)).toEqual({ status: 401, error: "invalid_token" });
+  });
+
+  it("refuses a revoked client credential while the isolate's cache still holds its pre-revocation lookup entry", async () => {
+    const t = await createTenant();
+    await issueToken(t);
+    const entry = await env.KV.get(lookupKey(t));
+    await admin("DELETE", credentialPath(t));
+    // Warm this isolate's cache with the old entry, then take it out of KV: only the cache has it.
+    await env.KV.put(lookupKey(t), entry as string);
+    expect(await readCredentialLookup(env.KV, t.clientId, Date.now())).not.toBeNull();
+    await env.KV.delete(lookupKey(t));
+    expect(await readCredentialLookup(env.KV, t.clientId, Date.now())).toMatchObject({ organization_id: t.orgId });
+    expect(await tokenStatus(t)).toEqual({ status: 401, error: "invalid_client" });
   });
 });
 
@@ -179,6 +269,63 @@ describe("changes never go backwards", () => {
       revocations: [],
     });
     expect((await tokenStatus(t)).error).toBe("invalid_api_key");
+  });
+});
+
+describe('"last used" is recorded at most once a minute per key and per credential', () => {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const keyLastUsed = async (t: Tenant) =>
+    (await admin<{ id: string; last_used_at: string | null }[]>("GET", `/organizations/${t.orgId}/api-keys`)).find(
+      (k) => k.id === t.apiKeyId,
+    )?.last_used_at;
+  const credentialLastUsed = async (t: Tenant) => (await admin<{ last_used_at: string | null }>("GET", credentialPath(t))).last_used_at;
+
+  it("records an API key's use when the key's object flushes it, and notes a use at most once a minute", async () => {
+    const t = await createTenant();
+    const key = await keyStub(t);
+    const t0 = Date.now();
+    expect(await keyLastUsed(t)).toBeNull();
+    expect((await tokenStatus(t, t0)).status).toBe(200);
+    expect(await runDurableObjectAlarm(key)).toBe(true); // the flush
+    expect(await keyLastUsed(t)).toBe(iso(t0));
+
+    // Used again within the minute: nothing new is noted, so there is no flush and no change.
+    expect((await tokenStatus(t, t0 + 59_000)).status).toBe(200);
+    expect(await runDurableObjectAlarm(key)).toBe(false);
+    expect(await keyLastUsed(t)).toBe(iso(t0));
+
+    // A minute later, the use is noted and flushed.
+    expect((await tokenStatus(t, t0 + 61_000)).status).toBe(200);
+    expect(await runDurableObjectAlarm(key)).toBe(true);
+    expect(await keyLastUsed(t)).toBe(iso(t0 + 61_000));
+  });
+
+  it("records a client credential's use through the key's flush, at most once a minute", async () => {
+    const t = await createTenant();
+    const key = await keyStub(t);
+    const t0 = Date.now();
+    expect(await credentialLastUsed(t)).toBeNull();
+    expect((await tokenStatus(t, t0)).status).toBe(200);
+    await runDurableObjectAlarm(key);
+    expect(await credentialLastUsed(t)).toBe(iso(t0));
+    expect((await tokenStatus(t, t0 + 59_000)).status).toBe(200);
+    await runDurableObjectAlarm(key);
+    expect(await credentialLastUsed(t)).toBe(iso(t0));
+    expect((await tokenStatus(t, t0 + 61_000)).status).toBe(200);
+    await runDurableObjectAlarm(key);
+    expect(await credentialLastUsed(t)).toBe(iso(t0 + 61_000));
+  });
+
+  it("records a client credential's use on the token endpoint's slow path (no KV entry) at most once a minute", async () => {
+    const t = await createTenant();
+    await env.KV.delete(lookupKey(t)); // the organization's object authenticates, and notes the use itself
+    const t0 = Date.now();
+    expect((await tokenStatus(t, t0)).status).toBe(200);
+    expect(await credentialLastUsed(t)).toBe(iso(t0));
+    expect((await tokenStatus(t, t0 + 59_000)).status).toBe(200);
+    expect(await credentialLastUsed(t)).toBe(iso(t0));
+    expect((await tokenStatus(t, t0 + 61_000)).status).toBe(200);
+    expect(await credentialLastUsed(t)).toBe(iso(t0 + 61_000));
   });
 });
 
@@ -393,6 +540,39 @@ describe("the audit log", () => {
       await sha256Hex(t.clientSecret),
       await sha256Hex(t.apiKey),
     ]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it("holds no administrator token, token hash, or manager session id, cookie or CSRF token", async () => {
+    const t = await createTenant();
+    const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, { name: "ops" });
+    // Two manager sessions opened with the token: one acts and signs out, the other is ended by the revocation.
+    const first = await managerSignIn(minted.token);
+    const second = await managerSignIn(minted.token);
+    const home = `/manager/organizations/${t.orgId}`;
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await managerGet(first.cookie, home)).text())?.[1] ?? "";
+    expect(csrf).not.toBe("");
+    expect((await managerPost(first.cookie, `${home}/users`, { csrf, name: "Grace", email: "" })).status).toBe(303);
+    expect((await managerPost(first.cookie, "/manager/sign-out", { csrf })).status).toBe(303);
+    await admin("DELETE", `/organizations/${t.orgId}/admin-tokens/${minted.id}`);
+
+    const log = await admin<{ action: string }[]>("GET", `/organizations/${t.orgId}/audit-log?limit=100`);
+    expect(log.map((e) => e.action).slice(0, 5)).toEqual([
+      "admin_token.revoked",
+      "session.ended",
+      "user.created",
+      "session.started",
+      "session.started",
+    ]);
+    const text = JSON.stringify(log);
+    const secrets = [minted.token, await sha256Hex(minted.token), csrf];
+    for (const session of [first, second]) {
+      const sid = sessionId(session.cookie);
+      secrets.push(session.cookie, session.cookie.split(".")[2] ?? "", sid, await sha256Hex(sid));
+    }
+    for (const secret of secrets) {
+      expect(secret.length).toBeGreaterThan(20);
       expect(text).not.toContain(secret);
     }
   });

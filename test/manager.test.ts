@@ -559,6 +559,28 @@ describe("organization administrators", () => {
     expect(JSON.stringify(listed)).not.toContain(b.token);
   });
 
+  it("end their session on the server when signing out: a copied cookie stops working, the token still signs in", async () => {
+    const t = await createTenant();
+    const b = await orgAdmin(t.orgId);
+    const settings = `/manager/organizations/${t.orgId}`;
+    const copy = new Browser();
+    copy.cookies.set("kw_session", b.cookies.get("kw_session")!);
+    expect((await copy.get(settings)).status).toBe(200);
+    const out = await b.post("/manager/sign-out", { csrf: await b.csrfOf(settings) });
+    expect(out.headers.get("location")).toBe("/manager/sign-in");
+    const refused = await copy.get(settings);
+    expect(refused.status).toBe(303);
+    expect(refused.headers.get("location")).toBe("/manager/sign-in");
+    // Signing out ends that session only: the token itself is still good for a new one.
+    const again = new Browser();
+    expect((await again.signIn(b.token)).status).toBe(303);
+    expect((await again.get(settings)).status).toBe(200);
+    const log = await admin<{ action: string; actor: { id?: string } }[]>("GET", `/organizations/${t.orgId}/audit-log`);
+    expect(log.filter((e) => e.action === "session.ended")).toEqual([
+      expect.objectContaining({ actor: { type: "admin_token", id: b.tokenId } }),
+    ]);
+  });
+
   it("use tokens that expire: no sign-in after, and no session outlives the token", async () => {
     const t = await createTenant();
     const b = await orgAdmin(t.orgId, { expires_in_days: 1 });

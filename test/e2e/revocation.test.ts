@@ -1,8 +1,11 @@
 /**
- * Revocation in a real local run (`npm start`): a revoked client credential and a revoked API key
- * stay refused after the KV lookup entries are written back to their pre-revocation values with
- * `wrangler kv` and the worker is restarted on the same state, because no decision about a secret
- * rests on KV (the key's Durable Object holds the revocations).
+ * Revocation in a real local run (`npm start`): a revoked client credential, a removed user's
+ * credential and a revoked API key stay refused after the KV lookup entries are written back to
+ * their pre-revocation values with `wrangler kv` and the worker is restarted on the same state,
+ * because no decision about a secret rests on KV (the key's Durable Object holds the
+ * revocations); and a revoked organization administrator token, and the manager session opened
+ * with it, stay refused after the restart. Controls (a credential, an administrator token that
+ * stay valid) show the refusals are the revocations, not the restart.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -15,6 +18,12 @@ import { type Keyway, ROOT, sleep, startKeyway } from "./server";
 
 const run = promisify(execFile);
 const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
+
+/** The value of cookie `name` among a response's Set-Cookie lines ("" when it sets none). */
+function cookieValue(res: Response, name: string): string {
+  const line = res.headers.getSetCookie().find((l) => l.startsWith(`${name}=`));
+  return line?.split(";")[0]?.slice(name.length + 1) ?? "";
+}
 
 /** `wrangler kv key ...` against the local state of a (possibly running) dev server. */
 async function kv(persistDir: string, ...args: string[]): Promise<string> {
@@ -69,6 +78,58 @@ describe("revocation in a local run", () => {
     expect((await admin("DELETE", `/users/${demo.userId}/client-credentials/${demo.clientId}`)).status).toBe(200);
     await kv(persistDir, "put", `client:${demo.clientId}`, entry.trim());
 
+    // A user with a credential and a token, removed; its credential's entry put back too. Its
+    // requests go through a key of its own with room for them (the demo key allows 1 request/s).
+    const created = await admin("POST", "/api-keys", { name: "e2e", limits: { per_second: 50, per_day: 1000 } });
+    expect(created.status).toBe(201);
+    const roomyKey = ((await created.json()) as { data: { api_key: string } }).data.api_key;
+    const leaverCreated = await admin("POST", "/users", { name: "Leaver" });
+    expect(leaverCreated.status).toBe(201);
+    const leaverId = ((await leaverCreated.json()) as { data: { id: string } }).data.id;
+    const leaverCredential = await admin("POST", `/users/${leaverId}/client-credentials`, { name: "leaver" });
+    expect(leaverCredential.status).toBe(201);
+    const leaver = ((await leaverCredential.json()) as { data: { client_id: string; client_secret: string } }).data;
+    const leaverTokenRequest = () =>
+      fetch(`${base()}/v1/oauth`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "x-api-key": roomyKey },
+        body: JSON.stringify({ client_id: leaver.client_id, client_secret: leaver.client_secret, grant_type: "client_credentials" }),
+      });
+    const leaverIssued = await leaverTokenRequest();
+    expect(leaverIssued.status).toBe(200);
+    const leaverToken = ((await leaverIssued.json()) as { data: { access_token: string } }).data.access_token;
+    const leaverEntry = await kv(persistDir, "get", `client:${leaver.client_id}`);
+    expect(leaverEntry).toContain(leaverId);
+    expect((await admin("DELETE", `/users/${leaverId}`)).status).toBe(200);
+    await kv(persistDir, "put", `client:${leaver.client_id}`, leaverEntry.trim());
+
+    // Two organization administrators signed in to the manager; one token is revoked.
+    const manager = (path: string, init: RequestInit = {}) => fetch(`${base()}${path}`, { redirect: "manual", ...init });
+    const signIn = async (token: string): Promise<{ status: number; cookie: string }> => {
+      const form = await manager("/manager/sign-in");
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
+      const res = await manager("/manager/sign-in", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `kw_login_csrf=${cookieValue(form, "kw_login_csrf")}` },
+        body: new URLSearchParams({ csrf, token }).toString(),
+      });
+      return { status: res.status, cookie: cookieValue(res, "kw_session") };
+    };
+    const settings = `/manager/organizations/${demo.organizationId}`;
+    const page = (cookie: string) => manager(settings, { headers: { Cookie: `kw_session=${cookie}` } });
+    const mint = async (name: string) => {
+      const res = await admin("POST", "/admin-tokens", { name });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { data: { id: string; token: string } }).data;
+    };
+    const revokedAdmin = await mint("revoked");
+    const controlAdmin = await mint("control");
+    const revokedSession = await signIn(revokedAdmin.token);
+    const controlSession = await signIn(controlAdmin.token);
+    expect([revokedSession.status, controlSession.status]).toEqual([303, 303]);
+    expect((await page(revokedSession.cookie)).status).toBe(200);
+    expect((await admin("DELETE", `/admin-tokens/${revokedAdmin.id}`)).status).toBe(200);
+
     keyway = await keyway.restart();
     // The demo key allows one request per second.
     await sleep(1100);
@@ -86,6 +147,21 @@ describe("revocation in a local run", () => {
       headers: { "x-api-key": demo.apiKey, Authorization: `Bearer ${controlToken}` },
     });
     expect(controlMe.status).toBe(200);
+
+    // The removed user: neither its token nor its credential gets through.
+    const leaverMe = await fetch(`${base()}/v1/me`, { headers: { "x-api-key": roomyKey, Authorization: `Bearer ${leaverToken}` } });
+    expect(leaverMe.status).toBe(401);
+    expect(((await leaverMe.json()) as { error: string }).error).toBe("invalid_token");
+    const leaverRefused = await leaverTokenRequest();
+    expect(leaverRefused.status).toBe(401);
+    expect(((await leaverRefused.json()) as { error: string }).error).toBe("invalid_client");
+
+    // The revoked administrator token: its session is gone and it signs in no more; the control's session lives on.
+    const ended = await page(revokedSession.cookie);
+    expect(ended.status).toBe(303);
+    expect(ended.headers.get("location")).toBe("/manager/sign-in");
+    expect((await signIn(revokedAdmin.token)).status).toBe(401);
+    expect((await page(controlSession.cookie)).status).toBe(200);
 
     // The API key too: revoked, then refused after another restart.
     expect((await admin("DELETE", `/api-keys/${demo.apiKeyId}`)).status).toBe(200);
