@@ -16,11 +16,13 @@ import { canonicalJson } from "../lib/json";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
+import { attemptLeaseEnd } from "../objects/webhooks";
 import {
   type DeliveryRecord,
   IdempotencyKey,
   type PublishEventInput,
   type PublishedEventView,
+  type WebhookConfigurationRecord,
   type WebhookEventBody,
 } from "../schemas/webhooks";
 
@@ -98,4 +100,20 @@ export async function retryDelivery(deps: Deps, orgId: string, deliveryId: strin
   if (!ID_PATTERN.test(deliveryId)) throw notFound("Delivery");
   const now = deps.now();
   return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).resend(deliveryId, actor, now)));
+}
+
+/**
+ * Whether `retryDelivery` would accept a re-send now, for surfaces that offer one (the manager):
+ * the configuration is active and no attempt is in flight under a live lease. An attempt in flight
+ * past its lease does not stand in the way: the re-send concludes it first, as the alarm would.
+ * The object's `resend` still decides; this only keeps the offer and the answer in step.
+ */
+export function canResend(
+  deps: Deps,
+  config: Pick<WebhookConfigurationRecord, "status">,
+  delivery: Pick<DeliveryRecord, "attempts">,
+): boolean {
+  if (config.status !== "active") return false;
+  const now = deps.now();
+  return !delivery.attempts.some((a) => a.outcome === "in_flight" && attemptLeaseEnd(Date.parse(a.at), deps.config.webhookTimeoutMs) > now);
 }

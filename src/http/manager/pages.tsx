@@ -606,10 +606,13 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
   </>
 );
 
-const resendEffect = (d: Pick<DeliveryRecord, "status">): string =>
+/** What a re-send does; offered only when the API accepts one, so an attempt still in flight has outlived its lease. */
+const resendEffect = (d: Pick<DeliveryRecord, "status" | "attempts">): string =>
   d.status === "delivered" || d.status === "failed"
     ? "Re-sending starts a new series of attempts with the same webhook-id."
-    : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
+    : d.attempts.some((a) => a.outcome === "in_flight")
+      ? "Its attempt in flight reported no outcome before its deadline; re-sending records that attempt as a failed try on our side and makes a new one now, with the same webhook-id."
+      : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
 
 /** What a confirmation says: the question naming the thing (the page's title) and what follows. */
 export interface Confirmation {
@@ -661,7 +664,10 @@ export const confirmations = {
     button: "Disable webhook configuration",
     danger: true,
   }),
-  resendDelivery: (d: Pick<DeliveryRecord, "id" | "event_type" | "status">, w: Pick<WebhookConfigurationRecord, "url">): Confirmation => ({
+  resendDelivery: (
+    d: Pick<DeliveryRecord, "id" | "event_type" | "status" | "attempts">,
+    w: Pick<WebhookConfigurationRecord, "url">,
+  ): Confirmation => ({
     title: `Re-send delivery ${d.id} (${d.event_type}) to ${w.url}?`,
     consequence: `The receiver gets the event again. ${resendEffect(d)}`,
     button: "Re-send delivery",

@@ -44,7 +44,7 @@ import {
 import { parseInput } from "../../schemas/validate";
 import { UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
 import { getWebhookConfiguration, listWebhookConfigurations, updateWebhookConfiguration } from "../../webhooks/configurations";
-import { getDelivery, listDeliveries, retryDelivery, sendTestEvent } from "../../webhooks/deliveries";
+import { canResend, getDelivery, listDeliveries, retryDelivery, sendTestEvent } from "../../webhooks/deliveries";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
@@ -466,12 +466,11 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations/:org/webhooks/:id/deliveries/:delivery", async (c) => {
     const { org, config, delivery } = await deliveryFor(c);
     const base = `${webhookPath(org.id, config.id)}/deliveries/${delivery.id}`;
-    const inFlight = delivery.attempts.some((a) => a.outcome === "in_flight");
     return page(
       c,
       `Delivery ${delivery.id}`,
       [...webhookCrumbs(c, org, config.id), { label: `Delivery ${delivery.id}` }],
-      <DeliveryDetail base={base} delivery={delivery} resendable={config.status === "active" && !inFlight} />,
+      <DeliveryDetail base={base} delivery={delivery} resendable={canResend(c.get("deps"), config, delivery)} />,
       notices[c.req.query("notice") ?? ""],
     );
   });
