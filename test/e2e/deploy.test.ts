@@ -168,6 +168,18 @@ async function deployScript(args: string[], env: Record<string, string> = {}) {
   }
 }
 
+/** Runs `npm <args>` in the repository as a user would (the pinned tools first on PATH); never rejects. */
+async function npmRun(args: string[]): Promise<{ output: string; code: number }> {
+  const env = { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`, WRANGLER_SEND_METRICS: "false" };
+  return run("npm", args, { cwd: ROOT, env }).then(
+    (r) => ({ output: r.stdout + r.stderr, code: 0 }),
+    (err: { code?: number; stdout?: string; stderr?: string }) => ({
+      output: `${err.stdout ?? ""}${err.stderr ?? ""}`,
+      code: err.code ?? 1,
+    }),
+  );
+}
+
 describe("the environment to deploy", () => {
   it("is required: without --env the top level (local, placeholder KV id) is refused, pointing to staging and production", async () => {
     const result = await preflight({ env: undefined, configPath: await writeConfig(filled()), offline: true });
@@ -195,18 +207,7 @@ describe("the repository's wrangler.toml", () => {
   });
 
   it("as committed, passes `npm run check:deploy`: every environment's checks, provisioning left as warnings, and the real wrangler bundles the Worker", async () => {
-    const { stdout, stderr, code } = await run("npm", ["run", "check:deploy"], {
-      cwd: ROOT,
-      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`, WRANGLER_SEND_METRICS: "false" },
-    }).then(
-      (r) => ({ ...r, code: 0 }),
-      (err: { code?: number; stdout?: string; stderr?: string }) => ({
-        stdout: err.stdout ?? "",
-        stderr: err.stderr ?? "",
-        code: err.code ?? 1,
-      }),
-    );
-    const output = stdout + stderr;
+    const { output, code } = await npmRun(["run", "check:deploy"]);
     expect(code, output).toBe(0);
     for (const env of ["staging", "production"]) {
       expect(output).toContain(`Preflight for [env.${env}] (offline):`);
@@ -218,18 +219,7 @@ describe("the repository's wrangler.toml", () => {
   }, 120_000);
 
   it("as committed, fails `npm run check:deploy -- --env staging` on the placeholder KV id with the command that creates one, before bundling", async () => {
-    const { stdout, stderr, code } = await run("npm", ["run", "check:deploy", "--", "--env", "staging"], {
-      cwd: ROOT,
-      env: { ...process.env, PATH: `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`, WRANGLER_SEND_METRICS: "false" },
-    }).then(
-      (r) => ({ ...r, code: 0 }),
-      (err: { code?: number; stdout?: string; stderr?: string }) => ({
-        stdout: err.stdout ?? "",
-        stderr: err.stderr ?? "",
-        code: err.code ?? 1,
-      }),
-    );
-    const output = stdout + stderr;
+    const { output, code } = await npmRun(["run", "check:deploy", "--", "--env", "staging"]);
     expect(code).not.toBe(0);
     expect(output).toContain('KV binding "KV" of [env.staging] still has the placeholder id 00000000000000000000000000000000');
     expect(output).toContain("npx wrangler kv namespace create keyway --binding KV --env staging");
