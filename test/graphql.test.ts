@@ -35,7 +35,7 @@ async function gql(query: string, variables?: Record<string, unknown>, tenant = 
 const rest = async (path: string, init: RequestInit = {}) => (await body<unknown>(await call(path, authed(t, token, init)))).data;
 
 const CONFIG_FIELDS = `id organizationId url events description oauth { tokenUrl clientId } tokenCache status disabledReason failingSince lastDeliveredAt signingSecretRotatedAt createdAt updatedAt`;
-const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number series at step httpStatus latencyMs outcome error } nextAttemptAt createdAt updatedAt`;
+const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number series at step httpStatus latencyMs outcome error } nextAttemptAt inFlightUntil createdAt updatedAt`;
 const oauthInput = { tokenUrl: TOKEN_URL, clientId: "kw", clientSecret: "receiver-secret" };
 
 async function createViaGraphQL(extra: Record<string, unknown> = {}) {

@@ -9,52 +9,15 @@
 import { describe, expect, it } from "vitest";
 import { fakeNetwork, receiver } from "./fake-network";
 import { ADMIN_TOKEN, authed, callAt, createTenant, issueToken, type Tenant } from "./helpers";
+import { Browser } from "./manager-helpers";
 import { api, attemptNow, createConfig, deliveryRow, getDelivery, publishTo, ticketFor, webhooksOf } from "./webhook-helpers";
 
 const RESEND_LINK = "Re-send this delivery";
 
-/** An operator's browser: the session cookie, and every page served at a chosen instant. */
-class Operator {
-  private readonly cookies = new Map<string, string>();
-
-  static async signIn(): Promise<Operator> {
-    const b = new Operator();
-    const form = await (await b.get("/manager/sign-in", Date.now())).text();
-    const res = await b.post("/manager/sign-in", { csrf: Operator.csrf(form), token: ADMIN_TOKEN }, Date.now());
-    expect(res.status).toBe(303);
-    return b;
-  }
-
-  static csrf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-  }
-
-  get(path: string, now: number): Promise<Response> {
-    return this.send(path, { method: "GET" }, now);
-  }
-
-  post(path: string, fields: Record<string, string>, now: number): Promise<Response> {
-    const body = new URLSearchParams(fields).toString();
-    return this.send(path, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body }, now);
-  }
-
-  private async send(path: string, init: RequestInit, now: number): Promise<Response> {
-    const headers = new Headers(init.headers);
-    if (this.cookies.size > 0) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
-    const res = await callAt(now, path, { ...init, headers, redirect: "manual" });
-    // workerd implements getSetCookie; this types version does not declare it.
-    for (const line of (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie()) {
-      const [name = "", ...value] = (line.split(";")[0] ?? "").split("=");
-      this.cookies.set(name, value.join("="));
-    }
-    return res;
-  }
-}
-
 interface Setup {
   t: Tenant;
   bearer: string;
-  b: Operator;
+  b: Browser;
   /** The delivery's page in the manager. */
   page: string;
   id: string;
@@ -67,7 +30,7 @@ async function aDelivery(): Promise<Setup> {
   const bearer = await issueToken(t);
   const configId = (await createConfig(t, bearer, "resend-receiver-secret")).id;
   const id = await publishTo(t, bearer, configId);
-  const b = await Operator.signIn();
+  const b = await Browser.signedIn(ADMIN_TOKEN, Date.now());
   return { t, bearer, b, id, configId, page: `/manager/organizations/${t.orgId}/webhooks/${configId}/deliveries/${id}` };
 }
 
@@ -99,6 +62,8 @@ describe("the manager's Re-send of a delivery", () => {
     expect(await offersResend(s, leaseUntil - 1)).toBe(false);
     expect(await apiResend(s, leaseUntil - 1)).toBe(409);
     expect(await deliveryRow(s.t.orgId, s.id)).toMatchObject({ attempts: 1, lease_until_ms: leaseUntil });
+    // The API shows the same lease, so a client can tell a live attempt from an abandoned one.
+    expect((await getDelivery(s.t, s.bearer, s.id)).in_flight_until).toBe(new Date(leaseUntil).toISOString());
   });
 
   it("is offered from the moment the attempt's lease has lapsed, and re-sends: the attempt is concluded and the next one delivers", async () => {
@@ -110,7 +75,7 @@ describe("the manager's Re-send of a delivery", () => {
 
     const confirm = await s.b.get(`${s.page}/resend`, leaseUntil);
     expect(confirm.status).toBe(200);
-    const resent = await s.b.post(`${s.page}/resend`, { csrf: Operator.csrf(await confirm.text()) }, leaseUntil);
+    const resent = await s.b.post(`${s.page}/resend`, { csrf: Browser.csrf(await confirm.text()) }, leaseUntil);
     expect(resent.status).toBe(303);
     expect(resent.headers.get("location")).toBe(`${s.page}?notice=resent`);
     expect(await deliveryRow(s.t.orgId, s.id)).toMatchObject({
@@ -119,6 +84,7 @@ describe("the manager's Re-send of a delivery", () => {
       lease_until_ms: null,
       next_attempt_ms: leaseUntil,
     });
+    expect((await getDelivery(s.t, s.bearer, s.id)).in_flight_until).toBeNull();
     expect((await getDelivery(s.t, s.bearer, s.id)).attempts).toEqual([
       expect.objectContaining({
         number: 1,

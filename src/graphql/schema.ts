@@ -139,6 +139,8 @@ type Delivery {
   status: String!
   attempts: [DeliveryAttempt!]!
   nextAttemptAt: DateTime
+  """while an attempt is in flight, when its lease ends; past it, a re-send is accepted"""
+  inFlightUntil: DateTime
   createdAt: DateTime!
   updatedAt: DateTime!
 }

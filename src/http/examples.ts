@@ -118,6 +118,7 @@ export const DELIVERY = {
     },
   ],
   next_attempt_at: null,
+  in_flight_until: null,
   created_at: T0,
   updated_at: T1,
 };

@@ -46,8 +46,6 @@ const MAX_QUEUE_DELAY_MS = 12 * 3600 * 1000;
 const EARLY_TOLERANCE_MS = 2_000;
 /** An attempt's lease outlasts its deadline by this much before the delivery counts as stuck. */
 const LEASE_MARGIN_MS = 10_000;
-/** When an attempt that began at `startedMs` loses its lease: its deadline plus LEASE_MARGIN_MS. */
-export const attemptLeaseEnd = (startedMs: number, timeoutMs: number): number => startedMs + timeoutMs + LEASE_MARGIN_MS;
 /** The attempts a delivery view shows: the most recent. */
 const ATTEMPTS_SHOWN = 50;
 const DAY_MS = 86_400_000;
@@ -553,7 +551,7 @@ export class WebhookObject extends DurableObject<Env> {
       this.sql.exec(
         "UPDATE deliveries SET attempts = ?, lease_until_ms = ?, dispatched_ms = coalesce(dispatched_ms, ?), updated_at = ? WHERE id = ?",
         ticket.attempt,
-        attemptLeaseEnd(now, this.config.webhookTimeoutMs),
+        deadline + LEASE_MARGIN_MS,
         now,
         isoTime(now),
         row.id,
@@ -985,6 +983,7 @@ export class WebhookObject extends DurableObject<Env> {
         error: a.error,
       })),
       next_attempt_at: row.next_attempt_ms === null ? null : isoTime(row.next_attempt_ms),
+      in_flight_until: row.lease_until_ms === null ? null : isoTime(row.lease_until_ms),
       created_at: row.created_at,
       updated_at: row.updated_at,
     };

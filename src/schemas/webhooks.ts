@@ -127,6 +127,11 @@ export const DeliveryRecord = z.object({
   status: DeliveryStatus,
   attempts: z.array(DeliveryAttempt),
   next_attempt_at: Timestamp.nullable(),
+  /**
+   * While an attempt is in flight, when its lease ends (its deadline plus a margin): past this
+   * time with no outcome reported, the attempt counts as abandoned and a re-send is accepted.
+   */
+  in_flight_until: Timestamp.nullable(),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

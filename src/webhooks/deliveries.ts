@@ -16,7 +16,6 @@ import { canonicalJson } from "../lib/json";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
-import { attemptLeaseEnd } from "../objects/webhooks";
 import {
   type DeliveryRecord,
   IdempotencyKey,
@@ -106,14 +105,12 @@ export async function retryDelivery(deps: Deps, orgId: string, deliveryId: strin
  * Whether `retryDelivery` would accept a re-send now, for surfaces that offer one (the manager):
  * the configuration is active and no attempt is in flight under a live lease. An attempt in flight
  * past its lease does not stand in the way: the re-send concludes it first, as the alarm would.
- * The object's `resend` still decides; this only keeps the offer and the answer in step.
+ * The object's `resend` decides, on the same lease it reports as `in_flight_until`.
  */
 export function canResend(
   deps: Deps,
   config: Pick<WebhookConfigurationRecord, "status">,
-  delivery: Pick<DeliveryRecord, "attempts">,
+  delivery: Pick<DeliveryRecord, "in_flight_until">,
 ): boolean {
-  if (config.status !== "active") return false;
-  const now = deps.now();
-  return !delivery.attempts.some((a) => a.outcome === "in_flight" && attemptLeaseEnd(Date.parse(a.at), deps.config.webhookTimeoutMs) > now);
+  return config.status === "active" && (delivery.in_flight_until === null || Date.parse(delivery.in_flight_until) <= deps.now());
 }
