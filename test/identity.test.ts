@@ -18,6 +18,7 @@ import { base64UrlDecode, decodeUtf8 } from "../src/lib/encoding";
 import type { KeyObject } from "../src/objects/key";
 import { LOOKUP_CACHE_TTL_MS, readCredentialLookup } from "../src/objects/lookup";
 import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import { Browser } from "./manager-helpers";
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
@@ -70,37 +71,6 @@ async function meStatus(t: Tenant, token: string, at?: number): Promise<{ status
  */
 const CACHES_LAPSED_MS = Math.max(LOOKUP_CACHE_TTL_MS, VERIFIED_CACHE_TTL_MS) + 1_000;
 
-/** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
-const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
-const cookieValue = (res: Response, name: string): string =>
-  setCookies(res)
-    .find((line) => line.startsWith(`${name}=`))
-    ?.split(";")[0]
-    ?.slice(name.length + 1) ?? "";
-
-/** Signs in to the manager with `token` through its sign-in form; the session cookie's value. */
-async function managerSignIn(token: string): Promise<{ cookie: string }> {
-  const form = await call("/manager/sign-in");
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
-  const res = await call("/manager/sign-in", {
-    method: "POST",
-    redirect: "manual",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `kw_login_csrf=${cookieValue(form, "kw_login_csrf")}` },
-    body: new URLSearchParams({ csrf, token }).toString(),
-  });
-  expect(res.status).toBe(303);
-  const cookie = cookieValue(res, "kw_session");
-  expect(cookie).not.toBe("");
-  return { cookie };
-}
-const managerGet = (cookie: string, path: string) => call(path, { redirect: "manual", headers: { Cookie: `kw_session=${cookie}` } });
-const managerPost = (cookie: string, path: string, fields: Record<string, string>) =>
-  call(path, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `kw_session=${cookie}` },
-    body: new URLSearchParams(fields).toString(),
-  });
 /** The session id a manager cookie refers to (`kw_session_<kid>.<base64url JSON>.<mac>`). */
 function sessionId(cookie: string): string {
   const payload = base64UrlDecode(cookie.split(".")[1] ?? "");
@@ -548,13 +518,14 @@ describe("the audit log", () => {
     const t = await createTenant();
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, { name: "ops" });
     // Two manager sessions opened with the token: one acts and signs out, the other is ended by the revocation.
-    const first = await managerSignIn(minted.token);
-    const second = await managerSignIn(minted.token);
+    const first = await Browser.signedIn(minted.token);
+    const second = await Browser.signedIn(minted.token);
+    const cookies = [first, second].map((b) => b.cookies.get("kw_session") ?? "");
     const home = `/manager/organizations/${t.orgId}`;
-    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await managerGet(first.cookie, home)).text())?.[1] ?? "";
+    const csrf = await first.csrfOf(home);
     expect(csrf).not.toBe("");
-    expect((await managerPost(first.cookie, `${home}/users`, { csrf, name: "Grace", email: "" })).status).toBe(303);
-    expect((await managerPost(first.cookie, "/manager/sign-out", { csrf })).status).toBe(303);
+    expect((await first.post(`${home}/users`, { csrf, name: "Grace", email: "" })).status).toBe(303);
+    expect((await first.post("/manager/sign-out", { csrf })).status).toBe(303);
     await admin("DELETE", `/organizations/${t.orgId}/admin-tokens/${minted.id}`);
 
     const log = await admin<{ action: string }[]>("GET", `/organizations/${t.orgId}/audit-log?limit=100`);
@@ -567,9 +538,9 @@ describe("the audit log", () => {
     ]);
     const text = JSON.stringify(log);
     const secrets = [minted.token, await sha256Hex(minted.token), csrf];
-    for (const session of [first, second]) {
-      const sid = sessionId(session.cookie);
-      secrets.push(session.cookie, session.cookie.split(".")[2] ?? "", sid, await sha256Hex(sid));
+    for (const cookie of cookies) {
+      const sid = sessionId(cookie);
+      secrets.push(cookie, cookie.split(".")[2] ?? "", sid, await sha256Hex(sid));
     }
     for (const secret of secrets) {
       expect(secret.length).toBeGreaterThan(20);

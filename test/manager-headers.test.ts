@@ -15,48 +15,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { managerApp } from "../src/http/manager/routes";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { Browser } from "./manager-helpers";
 import { attemptNow, configInput, createConfig } from "./webhook-helpers";
-
-/** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
-const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
-
-/** A minimal cookie jar over Set-Cookie headers, never following redirects. */
-class Browser {
-  cookies = new Map<string, string>();
-  get(path: string): Promise<Response> {
-    return this.send(path, { method: "GET" });
-  }
-  post(path: string, fields: Record<string, string>): Promise<Response> {
-    return this.send(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams(fields).toString(),
-    });
-  }
-  private async send(path: string, init: RequestInit): Promise<Response> {
-    const headers = new Headers(init.headers);
-    if (this.cookies.size > 0) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
-    const res = await call(path, { ...init, headers, redirect: "manual" });
-    for (const line of setCookies(res)) {
-      const [pair = ""] = line.split(";");
-      const [name = "", ...value] = pair.split("=");
-      if (/max-age=0/i.test(line) || value.join("=") === "") this.cookies.delete(name);
-      else this.cookies.set(name, value.join("="));
-    }
-    return res;
-  }
-  static csrf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-  }
-  /** Signs in with a token; the browser then holds the session. */
-  static async signedIn(token: string): Promise<Browser> {
-    const b = new Browser();
-    const form = await (await b.get("/manager/sign-in")).text();
-    const res = await b.post("/manager/sign-in", { csrf: Browser.csrf(form), token });
-    expect(res.status, "sign-in").toBe(303);
-    return b;
-  }
-}
 
 /**
  * The page's security headers, and its <script> and <style> tags each carrying the CSP's nonce;

@@ -9,55 +9,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, adminCall, authed, body, call, callAt, createTenant, issueToken } from "./helpers";
+import { ADMIN_TOKEN, admin, adminCall, authed, body, call, createTenant, issueToken } from "./helpers";
+import { Browser, setCookies } from "./manager-helpers";
 import { attemptNow, createConfig, deliveryRow } from "./webhook-helpers";
-
-/** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
-const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
-
-/** A minimal cookie jar over Set-Cookie headers. */
-class Browser {
-  cookies = new Map<string, string>();
-  /** Bindings to serve requests with (e.g. a rotated ADMIN_TOKEN); the test environment's by default. */
-  bindings: Env | undefined;
-  async get(path: string, now?: number): Promise<Response> {
-    return this.send(path, { method: "GET" }, now);
-  }
-  async post(path: string, fields: Record<string, string>, now?: number): Promise<Response> {
-    return this.send(
-      path,
-      { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() },
-      now,
-    );
-  }
-  private async send(path: string, init: RequestInit, now?: number): Promise<Response> {
-    const headers = new Headers(init.headers);
-    if (this.cookies.size > 0) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
-    const request = { ...init, headers, redirect: "manual" as const };
-    const res =
-      now === undefined && this.bindings === undefined
-        ? await call(path, request)
-        : await callAt(now ?? Date.now(), path, request, this.bindings);
-    for (const line of setCookies(res)) {
-      const [pair] = line.split(";");
-      const [name, ...value] = pair!.split("=");
-      if (/max-age=0/i.test(line) || value.join("=") === "") this.cookies.delete(name!);
-      else this.cookies.set(name!, value.join("="));
-    }
-    return res;
-  }
-  /** CSRF token of the first form on a page. */
-  static csrf(html: string): string {
-    return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-  }
-  async signIn(token: string): Promise<Response> {
-    const page = await (await this.get("/manager/sign-in")).text();
-    return this.post("/manager/sign-in", { csrf: Browser.csrf(page), token });
-  }
-  async csrfOf(path: string): Promise<string> {
-    return Browser.csrf(await (await this.get(path)).text());
-  }
-}
 
 async function operator(): Promise<Browser> {
   const b = new Browser();

@@ -1,0 +1,67 @@
+/**
+ * A browser for the manager app's tests: a cookie jar over Set-Cookie headers that never follows
+ * redirects, serves each request at an optional injected instant (and with optional bindings,
+ * e.g. a rotated ADMIN_TOKEN), reads a form's CSRF token and signs in through the sign-in form.
+ * One jar for every manager test, so each behaves like the same client.
+ */
+import { expect } from "vitest";
+import { call, callAt } from "./helpers";
+
+/** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
+export const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
+
+export class Browser {
+  cookies = new Map<string, string>();
+  /** Bindings to serve requests with (e.g. a rotated ADMIN_TOKEN); the test environment's by default. */
+  bindings: Env | undefined;
+
+  /** A browser signed in with `token` (the sign-in must succeed), at `now` if given. */
+  static async signedIn(token: string, now?: number): Promise<Browser> {
+    const b = new Browser();
+    expect((await b.signIn(token, now)).status, "sign-in").toBe(303);
+    return b;
+  }
+
+  /** CSRF token of the first form on a page. */
+  static csrf(html: string): string {
+    return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+  }
+
+  get(path: string, now?: number): Promise<Response> {
+    return this.send(path, { method: "GET" }, now);
+  }
+
+  post(path: string, fields: Record<string, string>, now?: number): Promise<Response> {
+    return this.send(
+      path,
+      { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() },
+      now,
+    );
+  }
+
+  async signIn(token: string, now?: number): Promise<Response> {
+    const page = await (await this.get("/manager/sign-in", now)).text();
+    return this.post("/manager/sign-in", { csrf: Browser.csrf(page), token }, now);
+  }
+
+  async csrfOf(path: string): Promise<string> {
+    return Browser.csrf(await (await this.get(path)).text());
+  }
+
+  private async send(path: string, init: RequestInit, now?: number): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (this.cookies.size > 0) headers.set("Cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
+    const request = { ...init, headers, redirect: "manual" as const };
+    const res =
+      now === undefined && this.bindings === undefined
+        ? await call(path, request)
+        : await callAt(now ?? Date.now(), path, request, this.bindings);
+    for (const line of setCookies(res)) {
+      const [pair = ""] = line.split(";");
+      const [name = "", ...value] = pair.split("=");
+      if (/max-age=0/i.test(line) || value.join("=") === "") this.cookies.delete(name);
+      else this.cookies.set(name, value.join("="));
+    }
+    return res;
+  }
+}
