@@ -607,10 +607,10 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
 );
 
 /** What a re-send does; offered only when the API accepts one, so an attempt still in flight has outlived its lease. */
-const resendEffect = (d: Pick<DeliveryRecord, "status" | "attempts">): string =>
+const resendEffect = (d: Pick<DeliveryRecord, "status" | "in_flight_until">): string =>
   d.status === "delivered" || d.status === "failed"
     ? "Re-sending starts a new series of attempts with the same webhook-id."
-    : d.attempts.some((a) => a.outcome === "in_flight")
+    : d.in_flight_until !== null
       ? "Its attempt in flight reported no outcome before its deadline; re-sending records that attempt as a failed try on our side and makes a new one now, with the same webhook-id."
       : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
 
@@ -665,7 +665,7 @@ export const confirmations = {
     danger: true,
   }),
   resendDelivery: (
-    d: Pick<DeliveryRecord, "id" | "event_type" | "status" | "attempts">,
+    d: Pick<DeliveryRecord, "id" | "event_type" | "status" | "in_flight_until">,
     w: Pick<WebhookConfigurationRecord, "url">,
   ): Confirmation => ({
     title: `Re-send delivery ${d.id} (${d.event_type}) to ${w.url}?`,
