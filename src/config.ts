@@ -22,6 +22,12 @@ export interface Config {
   allowInsecureTargets: boolean;
   /** One delivery attempt's overall deadline: the token request with its redirects, plus the webhook. */
   webhookTimeoutMs: number;
+  /**
+   * The deadline of an attempt in the fast and new lanes (docs/webhooks.md, "Lanes"): a receiver
+   * that has not answered by then is cut off and its endpoint moves to the slow lane, where
+   * attempts get the whole webhookTimeoutMs. Never longer than webhookTimeoutMs.
+   */
+  webhookFastLaneMs: number;
   /** Delay before each retry of a delivery, in order; its length is the number of retries. */
   webhookRetryScheduleMs: number[];
   /** A delivery whose attempt has not started this long after it was due is sent again. */
@@ -58,6 +64,7 @@ const VarsSchema = z.object({
   RATE_LIMIT_PER_DAY: intVar(1, 100_000_000).default(1000),
   WEBHOOK_ALLOW_INSECURE_TARGETS: z.enum(["true", "false"]).default("false"),
   WEBHOOK_TIMEOUT_SECONDS: intVar(1, 120).default(30),
+  WEBHOOK_FAST_LANE_SECONDS: intVar(1, 30).default(2),
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .default(DEFAULT_RETRY_SCHEDULE)
@@ -133,6 +140,7 @@ export const loadConfig = derived((env: Env): Config => {
     encryptionKeys: parseKeyring("WEBHOOK_ENCRYPTION_KEYS", vars.WEBHOOK_ENCRYPTION_KEYS, 32),
     allowInsecureTargets: vars.WEBHOOK_ALLOW_INSECURE_TARGETS === "true",
     webhookTimeoutMs: vars.WEBHOOK_TIMEOUT_SECONDS * 1000,
+    webhookFastLaneMs: Math.min(vars.WEBHOOK_FAST_LANE_SECONDS, vars.WEBHOOK_TIMEOUT_SECONDS) * 1000,
     webhookRetryScheduleMs: parseSchedule(vars.WEBHOOK_RETRY_SCHEDULE) ?? [],
     webhookRedispatchMs: vars.WEBHOOK_REDISPATCH_SECONDS * 1000,
     webhookDisableAfterMs: vars.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,

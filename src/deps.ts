@@ -9,12 +9,15 @@ export interface Deps {
   kv: KVNamespace;
   /**
    * The systems of record (src/objects): per organization its identity and its webhooks, one
-   * object per API key, and the directory.
+   * object per webhook endpoint, one per API key, and the directory.
    */
   orgs: Env["ORGS"];
   webhooks: Env["WEBHOOKS"];
+  endpoints: Env["ENDPOINTS"];
   keys: Env["KEYS"];
   directory: Env["DIRECTORY"];
+  /** The fast lane's delivery queue, which also carries reports the endpoints' objects could not take at once. */
+  webhookQueue: Queue;
   config: Config;
   /** Where telemetry's data points go (Workers Analytics Engine); log.ts lays them out and writes them. */
   metrics: AnalyticsEngineDataset;
@@ -29,8 +32,10 @@ export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Prom
     kv: env.KV,
     orgs: env.ORGS,
     webhooks: env.WEBHOOKS,
+    endpoints: env.ENDPOINTS,
     keys: env.KEYS,
     directory: env.DIRECTORY,
+    webhookQueue: env.WEBHOOK_QUEUE,
     config: loadConfig(env),
     metrics: env.METRICS,
     now,

@@ -9,9 +9,10 @@ import { describeError, log, setLogFormat } from "./log";
 import { consumeDeadLetters, consumeDeliveries, isDeadLetterQueue } from "./webhooks/consumer";
 
 export { DirectoryObject } from "./objects/directory";
+export { EndpointObject } from "./objects/endpoints/object";
 export { KeyObject } from "./objects/key";
 export { OrganizationObject } from "./objects/organization";
-export { WebhookObject } from "./objects/webhooks";
+export { WebhookObject } from "./objects/webhooks/object";
 
 const app = createApp();
 

@@ -88,8 +88,8 @@ export const rootValue = {
   createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     // On create, an explicit null is the same as leaving a field out.
     const input = parseInput(CreateWebhookConfigurationInput, withoutNulls(renameKeys(args.input, toSnake)));
-    const { record, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input, ctx.actor);
-    return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret };
+    const { config, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input, ctx.actor);
+    return { webhookConfiguration: camelize(webhookConfigurationView(config)), signingSecret };
   },
 
   updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
@@ -101,8 +101,8 @@ export const rootValue = {
     camelize(webhookConfigurationView(await deleteWebhookConfiguration(ctx.deps, org(ctx), id(args), ctx.actor))),
 
   rotateSigningSecret: async (args: Args, ctx: GraphQLContext) => {
-    const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(ctx.deps, org(ctx), id(args), ctx.actor);
-    return { webhookConfiguration: camelize(webhookConfigurationView(record)), signingSecret, previousSecretExpiresAt: previousExpiresAt };
+    const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(ctx.deps, org(ctx), id(args), ctx.actor);
+    return { webhookConfiguration: camelize(webhookConfigurationView(config)), signingSecret, previousSecretExpiresAt: previousExpiresAt };
   },
 
   publishEvent: async (args: Args, ctx: GraphQLContext) => {

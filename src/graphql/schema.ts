@@ -77,9 +77,19 @@ type WebhookConfiguration {
   description: String
   oauth: OAuthTarget!
   tokenCache: Boolean!
+  """Its events are delivered one at a time, in publish order."""
+  ordered: Boolean!
+  """At most this many webhook requests in any one-second window; null for no limit."""
+  rateLimit: Int
   """active or disabled"""
   status: String!
   disabledReason: String
+  """fast, new or slow: the queue its attempts go through"""
+  lane: String!
+  """No request is sent before this (a Retry-After, an open circuit's next probe)."""
+  pausedUntil: DateTime
+  """Why the endpoint is paused; null when it is not."""
+  pauseReason: String
   """Since when every delivery attempt has failed; null while deliveries succeed."""
   failingSince: DateTime
   lastDeliveredAt: DateTime
@@ -127,6 +137,8 @@ type DeliveryAttempt {
   """in_flight, delivered, retry or failed"""
   outcome: String!
   error: String
+  """What else happened: a refused token replaced, a fast-lane cut-off."""
+  note: String
 }
 
 type Delivery {
@@ -178,6 +190,8 @@ input CreateWebhookConfigurationInput {
   description: String
   oauth: OAuthCredentialsInput!
   tokenCache: Boolean
+  ordered: Boolean
+  rateLimit: Int
 }
 
 input UpdateWebhookConfigurationInput {
@@ -186,6 +200,9 @@ input UpdateWebhookConfigurationInput {
   description: String
   oauth: OAuthCredentialsPatch
   tokenCache: Boolean
+  ordered: Boolean
+  """null removes the limit"""
+  rateLimit: Int
   """active or disabled"""
   status: String
 }

@@ -27,7 +27,7 @@ import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, Organiz
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import { deleteCredentialLookup, writeCredentialLookup } from "./lookup";
 import { fail, type Migration, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, type Result } from "./sql";
-import type { AuditOutboxEntry } from "./webhooks";
+import type { KeyedAuditEntry } from "./webhooks/audit";
 
 /** A change of limit overrides: a number sets one, null restores its default, absent keeps it. */
 export interface LimitPatch {
@@ -80,6 +80,11 @@ const MIGRATIONS: Migration[] = [
     // Where a key's object is created (docs/latency.md); NULL: near this object.
     version: 3,
     statements: ["ALTER TABLE api_keys ADD COLUMN location_hint TEXT"],
+  },
+  {
+    // The daily retention delete finds old entries through an index, not by reading the log.
+    version: 4,
+    statements: ["CREATE INDEX audit_log_by_time ON audit_log (at)"],
   },
 ];
 
@@ -533,16 +538,18 @@ export class OrganizationObject extends DurableObject<Env> {
   // Audit log
 
   /**
-   * Entries for changes committed in another object (the organization's WebhookObject), each
-   * with a unique key: a push repeated after a failure adds nothing twice.
+   * Entries for changes committed in another object (the webhook objects), each with a unique
+   * key: a push repeated after a failure adds nothing twice. A `replace` entry (an hour's publish
+   * summary) updates the detail of the entry with its key, which keeps its place in the log.
    */
-  appendAudit(entries: (AuditOutboxEntry & { key: string })[]): void {
+  appendAudit(entries: KeyedAuditEntry[]): void {
     if (!this.exists()) return;
     this.ctx.storage.transactionSync(() => {
       for (const e of entries) {
         this.sql.exec(
-          `INSERT OR IGNORE INTO audit_log (at, actor, action, resource_type, resource_id, detail, source_key)
-            VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO audit_log (at, actor, action, resource_type, resource_id, detail, source_key)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (source_key) DO ${e.replace === true ? "UPDATE SET detail = excluded.detail" : "NOTHING"}`,
           e.at,
           JSON.stringify(e.actor),
           e.action,

@@ -1,8 +1,9 @@
 /**
- * How the Worker reaches the systems of record: the object of an organization (by id), of an API
- * key (by the key's SHA-256), and the directory; each id derived once per isolate. A call that
- * fails in transport is logged and answered 503 with Retry-After, never retried blindly (a retry
- * could count a request twice); an object's refusal (a Result that is not ok) becomes the
+ * How the Worker reaches the systems of record: the objects of an organization (by its id), of a
+ * webhook endpoint (by its configuration's id), of an API key (by the key's SHA-256), and the
+ * directory; each id derived once per isolate. A call that fails in transport is logged and
+ * answered 503 with Retry-After, never retried blindly (a retry could count a request twice); an
+ * object's refusal (a Result that is not ok) becomes the
  * ApiError it names.
  */
 import type { Deps } from "../deps";
@@ -31,6 +32,7 @@ export const organizationObject = (deps: Deps, orgId: string) => stub(deps.orgs,
 export const keyObject = (deps: Deps, keyHash: string) => stub(deps.keys, keyHash);
 export const directoryObject = (deps: Deps) => stub(deps.directory, "directory");
 export const webhookObject = (deps: Deps, orgId: string) => stub(deps.webhooks, orgId);
+export const endpointObject = (deps: Deps, configurationId: string) => stub(deps.endpoints, configurationId);
 
 /**
  * Runs one call to an object. A failure to reach it (the runtime's: overloaded, reset, network)

@@ -7,9 +7,14 @@
 import * as z from "zod";
 import { publicNames, Timestamp } from "./common";
 
-/** Who made a change: the operator, an organization administrator's token, or an API client. */
+/**
+ * Who made a change: the operator, an organization administrator's token, an API client, or
+ * keyway itself (a webhook configuration disabled because its receiver answered 410 Gone, or
+ * failed every attempt for the whole period).
+ */
 export const Actor = z.discriminatedUnion("type", [
   z.object({ type: z.literal("operator") }),
+  z.object({ type: z.literal("system") }),
   z.object({ type: z.literal("admin_token"), id: z.string() }),
   /** An API client: its client_id, and the API key it called with. */
   z.object({ type: z.literal("api_client"), id: z.string(), api_key_id: z.string() }),

@@ -17,14 +17,25 @@ const TargetUrl = z.string().min(1, { error: "must not be empty" }).max(2048, { 
 const ClientSecret = z.string().min(1, { error: "must not be empty" }).max(1024, { error: "must be at most 1024 characters" });
 const ClientId = z.string().min(1, { error: "must not be empty" }).max(256, { error: "must be at most 256 characters" });
 const Events = z.array(EventType).min(1, { error: "must not be empty (omit it to receive every event)" }).max(50);
+/** The most deliveries per second a configuration may ask for (docs/webhooks.md, "Rate limit"). */
+export const MAX_RATE_LIMIT = 1000;
+const RateLimit = z
+  .number()
+  .int({ error: "must be a whole number of deliveries per second" })
+  .min(1, { error: "must be at least 1" })
+  .max(MAX_RATE_LIMIT, { error: `must be at most ${MAX_RATE_LIMIT}` });
 
 export const CreateWebhookConfigurationInput = z.strictObject({
   url: TargetUrl,
   events: Events.optional(),
   description: DisplayName.optional(),
   oauth: z.strictObject({ token_url: TargetUrl, client_id: ClientId, client_secret: ClientSecret }),
-  /** Opt-in: reuse the receiver's token until 60 s before its expires_in. */
+  /** Opt-in: one receiver token for the endpoint, reused until 60 s before its expires_in. */
   token_cache: z.boolean().optional(),
+  /** Deliver this endpoint's events one at a time, in publish order. */
+  ordered: z.boolean().optional(),
+  /** At most this many webhook requests to the endpoint in any one-second window; excess deliveries wait. */
+  rate_limit: RateLimit.optional(),
 });
 export type CreateWebhookConfigurationInput = z.output<typeof CreateWebhookConfigurationInput>;
 
@@ -36,6 +47,9 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
     .strictObject({ token_url: TargetUrl.optional(), client_id: ClientId.optional(), client_secret: ClientSecret.optional() })
     .optional(),
   token_cache: z.boolean().optional(),
+  ordered: z.boolean().optional(),
+  /** null removes the limit. */
+  rate_limit: RateLimit.nullable().optional(),
   /** Re-enable a configuration disabled by a 410, or pause one. */
   status: z.enum(["active", "disabled"]).optional(),
 });
@@ -57,19 +71,44 @@ export const WebhookConfigurationRecord = z.object({
   description: z.string().nullable(),
   oauth: z.object({ token_url: z.string(), client_id: z.string(), client_secret: Sealed }),
   token_cache: z.boolean(),
+  ordered: z.boolean(),
+  rate_limit: z.number().int().nullable(),
   /** Newest first; an older one stays valid until its expires_at (rotation overlap). */
   signing_secrets: z.array(z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable() })).min(1),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.string().nullable(),
-  /** Health: since when every attempt has failed (null after a success or a re-enable). */
-  failing_since: Timestamp.nullable(),
-  last_delivered_at: Timestamp.nullable(),
-  /** +1 per change; a receiver's 410 disables only the version it was sent with. */
+  /** +1 per change; the endpoint's object holds the copy of one version (objects/endpoints). */
   version: z.number().int(),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 export type WebhookConfigurationRecord = z.output<typeof WebhookConfigurationRecord>;
+
+/**
+ * The queues an endpoint's attempts go through (docs/webhooks.md, "Lanes"): `fast` for endpoints
+ * that answer within the fast lane's deadline, `new` for endpoints with no history yet (so a new
+ * endpoint that hangs never holds the fast lane), `slow` for endpoints that did not answer in time.
+ */
+export const Lane = z.enum(["fast", "new", "slow"]);
+export type Lane = z.output<typeof Lane>;
+
+/** What the endpoint's object knows of its receiver right now: lane, pause and health. */
+export const EndpointState = z.object({
+  lane: Lane,
+  /** No request is sent to the endpoint before this (a Retry-After, an open circuit's next probe); null when not paused. */
+  paused_until: Timestamp.nullable(),
+  /** Why the endpoint is paused, in keyway's words; null when it is not. */
+  pause_reason: z.string().nullable(),
+  /** Since when every delivery attempt has failed; null while deliveries succeed. */
+  failing_since: Timestamp.nullable(),
+  last_delivered_at: Timestamp.nullable(),
+});
+export type EndpointState = z.output<typeof EndpointState>;
+
+/** A configuration as the domain hands it to surfaces: the organization's record and its endpoint's state. */
+export interface WebhookConfiguration extends WebhookConfigurationRecord {
+  state: EndpointState;
+}
 
 export const WebhookConfigurationView = z.object({
   id: z.string(),
@@ -79,11 +118,11 @@ export const WebhookConfigurationView = z.object({
   description: z.string().nullable(),
   oauth: z.object({ token_url: z.string(), client_id: z.string() }),
   token_cache: z.boolean(),
+  ordered: z.boolean(),
+  rate_limit: z.number().int().nullable(),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.string().nullable(),
-  /** Since when every delivery attempt has failed; null while deliveries succeed. */
-  failing_since: Timestamp.nullable(),
-  last_delivered_at: Timestamp.nullable(),
+  ...EndpointState.shape,
   signing_secret_rotated_at: Timestamp,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -113,6 +152,11 @@ export const DeliveryAttempt = z.object({
    * the receiver sent (RFC 6749 5.2 grammar, 64 characters). Nothing else a receiver says is kept.
    */
   error: z.string().nullable(),
+  /**
+   * What else happened in the attempt, in keyway's words: the cached receiver token was refused
+   * (401) and a new one fetched and used, or the attempt was cut off by the fast lane's deadline.
+   */
+  note: z.string().nullable(),
 });
 export type DeliveryAttempt = z.output<typeof DeliveryAttempt>;
 
@@ -151,19 +195,99 @@ export const PublishedEventView = z.object({
 export type PublishedEventView = z.output<typeof PublishedEventView>;
 
 /**
- * One Queue message per attempt due: a ticket naming the delivery, its series and the attempt
- * number it is for. Everything else (the body, the configuration, its sealed secrets) is read
- * from the organization's WebhookObject when the attempt begins, so a message holds no secret
- * and a late or duplicate one is recognised and dropped.
+ * One Queue message per attempt the endpoint's object dispatches: a ticket naming the endpoint,
+ * the delivery, its series, the attempt number and the ticket's generation (a ticket sent again
+ * supersedes the earlier one), and the lane it was sent to. Everything else (the body, the
+ * configuration, its sealed secrets) is read from the endpoint's object when the attempt begins,
+ * so a message holds no secret and a late or duplicate one is recognised and dropped.
  */
-export const DeliveryMessage = z.object({
+export const DeliveryTicket = z.object({
+  v: z.literal(3),
+  kind: z.literal("attempt"),
+  organization_id: z.string(),
+  configuration_id: z.string(),
+  delivery_id: z.string(),
+  series: z.number().int().min(1),
+  attempt: z.number().int().min(1),
+  ticket: z.number().int().min(0),
+  lane: Lane,
+});
+export type DeliveryTicket = z.output<typeof DeliveryTicket>;
+
+/** The Sealed receiver token an attempt fetched (token_cache), for the endpoint to keep. */
+export const FetchedToken = z.object({
+  sealed: Sealed,
+  /** When the receiver's expires_in runs out (ms since the epoch). */
+  expires_ms: z.number(),
+  /** Which credentials it was issued for (objects/endpoints/token.ts `tokenKey`). */
+  key: z.string(),
+});
+export type FetchedToken = z.output<typeof FetchedToken>;
+
+/** What the consumer reports after an attempt (to the endpoint's object, or through the Queue when that failed). */
+export const AttemptReport = z.object({
+  delivery_id: z.string(),
+  series: z.number().int(),
+  attempt: z.number().int(),
+  /** When the attempt began (ms since the epoch). */
+  started_at: z.number(),
+  step: DeliveryAttempt.shape.step,
+  http_status: z.number().int().nullable(),
+  latency_ms: z.number().int(),
+  outcome: DeliveryAttempt.shape.outcome,
+  error: z.string().nullable(),
+  note: z.string().nullable(),
+  /** Seconds the receiver asked us to wait (429/503 Retry-After). */
+  retry_after_seconds: z.number().nullable(),
+  /** The webhook URL answered 410 Gone. */
+  gone: z.boolean(),
+  /** The webhook URL the attempt used (a 410 disables the configuration only while its url is still this). */
+  url: z.string(),
+  /** The lane the attempt ran in. */
+  lane: Lane,
+  /** The attempt's deadline passed before the receiver answered. */
+  timed_out: z.boolean(),
+  /**
+   * Not the receiver's doing, and not counted against the retry schedule or the endpoint's health:
+   * `cut_off` (the fast lane's deadline passed; the endpoint moves to the slow lane), `slot_missed`
+   * (the token step outlasted the rate-limit slot, so the webhook was not sent), `token_busy` (a
+   * 401 to the cached token while another attempt fetches the new one).
+   */
+  ours: z.enum(["cut_off", "slot_missed", "token_busy"]).nullable(),
+  /** Milliseconds the token step took, when one was made (the rate limit's slot allows for it). */
+  token_ms: z.number().nullable(),
+  /** A token fetched for the endpoint's cache that could not be stored at once. */
+  token: FetchedToken.nullable(),
+});
+export type AttemptReport = z.output<typeof AttemptReport>;
+
+/** An attempt's report carried by the Queue, when the endpoint's object could not take it at once. */
+export const ReportMessage = z.object({
+  v: z.literal(3),
+  kind: z.literal("report"),
+  organization_id: z.string(),
+  configuration_id: z.string(),
+  report: AttemptReport,
+});
+export type ReportMessage = z.output<typeof ReportMessage>;
+
+/**
+ * A ticket of the previous layout (one WebhookObject per organization), still in a queue when
+ * that layout was upgraded: the consumer asks the organization's object which endpoint holds the
+ * delivery now (objects/webhooks/legacy.ts).
+ */
+export const LegacyTicket = z.object({
   v: z.literal(2),
   organization_id: z.string(),
   delivery_id: z.string(),
   series: z.number().int().min(1),
   attempt: z.number().int().min(1),
 });
-export type DeliveryMessage = z.output<typeof DeliveryMessage>;
+export type LegacyTicket = z.output<typeof LegacyTicket>;
+
+/** Every message of the delivery queues. */
+export const DeliveryQueueMessage = z.union([DeliveryTicket, ReportMessage, LegacyTicket]);
+export type DeliveryQueueMessage = z.output<typeof DeliveryQueueMessage>;
 
 /** What `Idempotency-Key` may hold: printable ASCII, as the IETF draft and Stripe use it. */
 export const IdempotencyKey = z

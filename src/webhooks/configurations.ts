@@ -1,23 +1,28 @@
 /**
  * Webhook configurations ("Create webhook configuration", spec 2.5): where an organization's
- * webhooks go and how keyway authenticates to the receiver (its OAuth token URL and client
- * credentials, spec 4.3). The organization's WebhookObject is the record (objects/webhooks.ts);
- * this module checks target URLs with the SSRF guard, seals the receiver's client secret and our
- * signing secrets with AES-256-GCM (bound to the organization and configuration), and shows the
- * signing secret once, at creation or rotation.
+ * webhooks go, how keyway authenticates to the receiver (its OAuth token URL and client
+ * credentials, spec 4.3) and how its deliveries are paced (`ordered`, `rate_limit`). The
+ * organization's WebhookObject is the record of the settings, the endpoint's EndpointObject of its
+ * state (lane, pause, health); a configuration as surfaces show it is both. This module checks
+ * target URLs with the SSRF guard, seals the receiver's client secret and our signing secrets with
+ * AES-256-GCM (bound to the organization and configuration), and shows the signing secret once,
+ * at creation or rotation. A change the endpoint's object has not taken yet is answered 503 (it
+ * is recorded, and applied within seconds; repeating the request is safe), as key revocations are.
  */
 import type { Deps } from "../deps";
-import { invalidInput, notFound } from "../errors";
+import { ApiError, invalidInput, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
-import { open, seal } from "../lib/aead";
+import { open, type SealedValue, seal } from "../lib/aead";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
-import { reach, unwrap, webhookObject } from "../objects/stubs";
-import type { ConfigurationPatch } from "../objects/webhooks";
+import { endpointObject, reach, UNAVAILABLE_RETRY_AFTER_SECONDS, unwrap, webhookObject } from "../objects/stubs";
+import type { ConfigurationPatch } from "../objects/webhooks/configurations";
+import type { Changed } from "../objects/webhooks/object";
 import type {
   CreateWebhookConfigurationInput,
   UpdateWebhookConfigurationInput,
+  WebhookConfiguration,
   WebhookConfigurationRecord,
   WebhookConfigurationView,
 } from "../schemas/webhooks";
@@ -37,12 +42,30 @@ function validTarget(deps: Deps, field: string, url: string): string {
 
 const webhooks = (deps: Deps, orgId: string) => webhookObject(deps, orgId);
 
+/** The record with its endpoint's state, read from the endpoint's object. */
+async function withState(deps: Deps, record: WebhookConfigurationRecord): Promise<WebhookConfiguration> {
+  const state = await reach("webhook endpoint", () => endpointObject(deps, record.id).state(deps.now()));
+  return { ...record, state };
+}
+
+/** A change the organization committed: the configuration, once its endpoint's object has it too. */
+async function applied(deps: Deps, changed: Changed): Promise<WebhookConfiguration> {
+  if (!changed.applied) {
+    throw new ApiError(
+      "service_unavailable",
+      "The change is recorded but its endpoint's delivery object has not taken it yet; it is applied within seconds. Repeat the request (it is safe to) to see it applied.",
+      { headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) } },
+    );
+  }
+  return withState(deps, changed.record);
+}
+
 export async function createWebhookConfiguration(
   deps: Deps,
   orgId: string,
   input: CreateWebhookConfigurationInput,
   actor: Actor,
-): Promise<{ record: WebhookConfigurationRecord; signingSecret: string }> {
+): Promise<{ config: WebhookConfiguration; signingSecret: string }> {
   const url = validTarget(deps, "url", input.url);
   const tokenUrl = validTarget(deps, "oauth.token_url", input.oauth.token_url);
   const id = newWebhookConfigurationId();
@@ -60,6 +83,8 @@ export async function createWebhookConfiguration(
       client_secret: await seal(deps.config.encryptionKeys, input.oauth.client_secret, aad(owner, "oauth_client_secret")),
     },
     token_cache: input.token_cache ?? false,
+    ordered: input.ordered ?? false,
+    rate_limit: input.rate_limit ?? null,
     signing_secret: {
       secret: await seal(deps.config.encryptionKeys, signingSecret, aad(owner, "signing_secret")),
       created_at: isoTime(now),
@@ -67,17 +92,23 @@ export async function createWebhookConfiguration(
     },
   };
   const record = unwrap(await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now)));
-  return { record, signingSecret };
+  return { config: await withState(deps, record), signingSecret };
 }
 
 /** Scoped to the caller's organization: another organization's id is simply not found. */
-export async function getWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfigurationRecord> {
+export async function getWebhookConfiguration(deps: Deps, orgId: string, id: string): Promise<WebhookConfiguration> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
-  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).configuration(id)));
+  const [record, state] = await Promise.all([
+    reach("webhooks", () => webhooks(deps, orgId).configuration(id)),
+    reach("webhook endpoint", () => endpointObject(deps, id).state(deps.now())),
+  ]);
+  return { ...unwrap(record), state };
 }
 
-export async function listWebhookConfigurations(deps: Deps, orgId: string, page: PageRequest): Promise<Page<WebhookConfigurationRecord>> {
-  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).listConfigurations(page)));
+/** A page of configurations, each with its endpoint's state (one call per endpoint, in parallel; at most 20 exist). */
+export async function listWebhookConfigurations(deps: Deps, orgId: string, page: PageRequest): Promise<Page<WebhookConfiguration>> {
+  const records = unwrap(await reach("webhooks", () => webhooks(deps, orgId).listConfigurations(page)));
+  return { ...records, items: await Promise.all(records.items.map((r) => withState(deps, r))) };
 }
 
 /**
@@ -91,7 +122,7 @@ export async function updateWebhookConfiguration(
   id: string,
   input: UpdateWebhookConfigurationInput,
   actor: Actor,
-): Promise<WebhookConfigurationRecord> {
+): Promise<WebhookConfiguration> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const owner = { organization_id: orgId, id };
   const patch: ConfigurationPatch = {
@@ -99,6 +130,8 @@ export async function updateWebhookConfiguration(
     ...(input.events !== undefined ? { events: input.events && [...new Set(input.events)] } : {}),
     ...(input.description !== undefined ? { description: input.description } : {}),
     ...(input.token_cache !== undefined ? { token_cache: input.token_cache } : {}),
+    ...(input.ordered !== undefined ? { ordered: input.ordered } : {}),
+    ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
     ...(input.status !== undefined ? { status: input.status } : {}),
   };
   if (input.oauth !== undefined) {
@@ -111,25 +144,27 @@ export async function updateWebhookConfiguration(
     };
   }
   const now = deps.now();
-  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now)));
+  return applied(deps, unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now))));
 }
 
-export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: string, actor: Actor): Promise<WebhookConfigurationRecord> {
+/** Deletes it; its endpoint's open deliveries end `failed` (nothing more is sent once this answers). */
+export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: string, actor: Actor): Promise<WebhookConfiguration> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const now = deps.now();
-  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).deleteConfiguration(id, actor, now)));
+  return applied(deps, unwrap(await reach("webhooks", () => webhooks(deps, orgId).deleteConfiguration(id, actor, now))));
 }
 
 /**
  * New signing secret, returned once. The previous one keeps signing for 24 h so receivers can
- * switch without dropping webhooks; older ones are discarded.
+ * switch without dropping webhooks; older ones are discarded. (Answered even if the endpoint's
+ * object has not taken it yet: the secret is shown only here, and the previous one still signs.)
  */
 export async function rotateSigningSecret(
   deps: Deps,
   orgId: string,
   id: string,
   actor: Actor,
-): Promise<{ record: WebhookConfigurationRecord; signingSecret: string; previousExpiresAt: string }> {
+): Promise<{ config: WebhookConfiguration; signingSecret: string; previousExpiresAt: string }> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const now = deps.now();
   const previousExpiresAt = isoTime(now + SIGNING_SECRET_OVERLAP_MS);
@@ -139,10 +174,10 @@ export async function rotateSigningSecret(
     created_at: isoTime(now),
     expires_at: null,
   };
-  const record = unwrap(
+  const changed = unwrap(
     await reach("webhooks", () => webhooks(deps, orgId).rotateSigningSecret(id, secret, previousExpiresAt, actor, now)),
   );
-  return { record, signingSecret, previousExpiresAt };
+  return { config: await withState(deps, changed.record), signingSecret, previousExpiresAt };
 }
 
 /** Signing secrets that are still live at `nowMs`, newest first. */
@@ -155,21 +190,31 @@ export function receiverClientSecret(deps: Deps, record: WebhookConfigurationRec
   return open(deps.config.encryptionKeys, record.oauth.client_secret, aad(record, "oauth_client_secret"));
 }
 
-export function webhookConfigurationView(record: WebhookConfigurationRecord): WebhookConfigurationView {
+/** The endpoint's shared receiver token (token_cache) is kept sealed like the client secret, bound to its configuration. */
+export function sealReceiverToken(deps: Deps, record: WebhookConfigurationRecord, token: string): Promise<SealedValue> {
+  return seal(deps.config.encryptionKeys, token, aad(record, "receiver_token"));
+}
+
+export function openReceiverToken(deps: Deps, record: WebhookConfigurationRecord, sealed: SealedValue): Promise<string> {
+  return open(deps.config.encryptionKeys, sealed, aad(record, "receiver_token"));
+}
+
+export function webhookConfigurationView(config: WebhookConfiguration): WebhookConfigurationView {
   return {
-    id: record.id,
-    organization_id: record.organization_id,
-    url: record.url,
-    events: record.events,
-    description: record.description,
-    oauth: { token_url: record.oauth.token_url, client_id: record.oauth.client_id },
-    token_cache: record.token_cache,
-    status: record.status,
-    disabled_reason: record.disabled_reason,
-    failing_since: record.failing_since,
-    last_delivered_at: record.last_delivered_at,
-    signing_secret_rotated_at: record.signing_secrets[0]?.created_at ?? record.created_at,
-    created_at: record.created_at,
-    updated_at: record.updated_at,
+    id: config.id,
+    organization_id: config.organization_id,
+    url: config.url,
+    events: config.events,
+    description: config.description,
+    oauth: { token_url: config.oauth.token_url, client_id: config.oauth.client_id },
+    token_cache: config.token_cache,
+    ordered: config.ordered,
+    rate_limit: config.rate_limit,
+    status: config.status,
+    disabled_reason: config.disabled_reason,
+    ...config.state,
+    signing_secret_rotated_at: config.signing_secrets[0]?.created_at ?? config.created_at,
+    created_at: config.created_at,
+    updated_at: config.updated_at,
   };
 }

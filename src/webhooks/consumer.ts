@@ -1,24 +1,36 @@
 /**
- * The Queue consumers. `keyway-webhooks`: each message is a ticket for one attempt of one
- * delivery (objects/webhooks.ts). The consumer asks the organization's WebhookObject to begin the
- * attempt (a duplicate or late ticket is acknowledged without sending), makes the token request
- * to the receiver's OAuth endpoint and sends the signed webhook (Standard Webhooks headers, Bearer
- * token) under one deadline, and reports the outcome; the object records it once and schedules
- * any retry itself. Each message is acked on its own, so one slow or failing delivery never holds
- * up another past its own deadline. A fault of ours (the object unreachable, a secret that does
- * not decrypt) retries the message through the Queue; after max_retries it reaches the
- * dead-letter queue (named `...-dlq`), whose consumer has the object record it. Each attempt, each ticket
- * dropped unattempted, each fault of ours and each dead letter is recorded (log.ts
- * `recordDeliveryAttempt`: a line and a data point).
+ * The Queue consumers (docs/webhooks.md). The delivery queues (one per lane: fast, new, slow) carry
+ * tickets, each for one attempt of one delivery, and reports. For a ticket the consumer asks the
+ * endpoint's EndpointObject to begin the attempt (a duplicate, superseded or untimely ticket is
+ * acknowledged without sending: the delivery waits in the object), makes the token request to the
+ * receiver's OAuth endpoint (or uses the endpoint's shared token) and sends the signed webhook
+ * (Standard Webhooks headers, Bearer token) within the lane's deadline and the rate limit's slot,
+ * and reports the outcome: the object records it once and paces and retries by itself.
+ *
+ * The report is never lost between the receiver's answer and the record: it is retried a few
+ * times, then carried by the Queue as a message of its own (so the object's lease net never sends
+ * a delivered webhook again for want of it). Each message is acked on its own. A fault of ours
+ * (the object unreachable, a secret that does not decrypt) retries the message through the Queue;
+ * after max_retries it reaches the dead-letter queue (named `...-dlq`), whose consumer has the
+ * object record it. Tickets of the previous layout (v2) are routed through the organization's
+ * object to the endpoint that now holds their delivery. Each attempt, each ticket dropped
+ * unattempted, each fault of ours and each dead letter is recorded (log.ts `recordDeliveryAttempt`).
  */
 import { type Deps, depsFromEnv } from "../deps";
-import { IsolateCache } from "../lib/cache";
 import { type DeliveryOutcome, describeError, log, recordDeliveryAttempt } from "../log";
-import { reach, webhookObject } from "../objects/stubs";
-import type { AttemptReport, Begun } from "../objects/webhooks";
-import { DeliveryMessage, type WebhookConfigurationRecord } from "../schemas/webhooks";
-import { liveSigningSecrets, receiverClientSecret } from "./configurations";
-import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, type ReceiverToken, requestReceiverToken } from "./outbound";
+import type { Begun } from "../objects/endpoints/object";
+import { tokenKey } from "../objects/endpoints/token";
+import { endpointObject, reach, webhookObject } from "../objects/stubs";
+import {
+  type AttemptReport,
+  DeliveryQueueMessage,
+  type DeliveryTicket,
+  type FetchedToken,
+  type LegacyTicket,
+  type ReportMessage,
+} from "../schemas/webhooks";
+import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
+import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, requestReceiverToken } from "./outbound";
 import { signatureHeader } from "./signature";
 
 /** The local (top-level) queue names; each deployed environment has its own (wrangler.toml). */
@@ -37,101 +49,79 @@ const NO_ATTEMPT = { disposition: null, step: null, httpStatus: null } as const;
 
 /** A message whose processing failed on our side is retried by the Queue after this many seconds, doubling. */
 const CONSUMER_RETRY_SECONDS = 10;
-/** Tokens from an opt-in cache are refreshed this long before they expire. */
-const TOKEN_REFRESH_MARGIN_MS = 60_000;
+/** A report the endpoint's object did not take is tried again after these pauses, then carried by the Queue. */
+const REPORT_RETRY_MS = [100, 400];
 
 /** The Queue's delay before retrying a message our side failed: 10 s, 20 s, 40 s ... at most 10 min. */
 export function consumerRetrySeconds(attempts: number): number {
   return Math.min(600, CONSUMER_RETRY_SECONDS * 2 ** Math.max(0, attempts - 1));
 }
 
-// Opt-in per configuration (token_cache): isolate-local, keyed by the configuration's version,
-// so any change to it (its credentials included) misses.
-const tokenCache = new IsolateCache<{ token: string; expiresAt: number }>({ ttlMs: 24 * 3600 * 1000, maxEntries: 1000 });
-const tokenCacheKey = (c: WebhookConfigurationRecord) => `${c.organization_id}:${c.id}:${c.version}`;
+const endpointOf = (deps: Deps, configurationId: string) => endpointObject(deps, configurationId);
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, now: () => number = Date.now): Promise<void> {
   const deps = depsFromEnv(env, now);
   await Promise.all(
     batch.messages.map(async (message) => {
-      const parsed = DeliveryMessage.safeParse(message.body);
+      const parsed = DeliveryQueueMessage.safeParse(message.body);
       if (!parsed.success) {
-        // Not something we enqueued (or an older format): retrying cannot help.
+        // Not something we enqueued (or a format we no longer read): retrying cannot help.
         log.error("malformed delivery message dropped", { id: message.id });
         message.ack();
         return;
       }
-      const ticket = parsed.data;
-      // Real elapsed time for the lines of messages that made no attempt (the attempt's own
-      // latency is the one its record shows).
+      const msg = parsed.data;
+      // Real elapsed time for the lines of messages that made no attempt.
       const startedAt = Date.now();
-      const record = { deliveryId: ticket.delivery_id, organizationId: ticket.organization_id, attempt: ticket.attempt };
-      let configurationId: string | null = null;
+      const record = recordOf(msg);
       try {
-        const begun = await reach("webhooks", () => webhookObject(deps, ticket.organization_id).begin(ticket, deps.now()));
-        if (begun.go) {
-          configurationId = begun.configuration.id;
-          const { report, outcome } = await attempt(deps, ticket, begun);
-          // Recorded as soon as it is known: the receiver has had it, whatever happens next.
-          recordDeliveryAttempt(deps.metrics, {
-            ...record,
-            configurationId,
-            outcome,
-            disposition: report.outcome === "in_flight" ? null : report.outcome,
-            step: report.step,
-            httpStatus: report.http_status,
-            latencyMs: report.latency_ms,
-          });
-          await reach("webhooks", () => webhookObject(deps, ticket.organization_id).finish(report, deps.now()));
+        if (msg.v === 3 && msg.kind === "report") {
+          await reach("webhook endpoint", () => endpointOf(deps, msg.configuration_id).finish(msg.report, deps.now()));
         } else {
-          recordDeliveryAttempt(deps.metrics, {
-            ...record,
-            configurationId,
-            outcome: "skipped",
-            ...NO_ATTEMPT,
-            latencyMs: Date.now() - startedAt,
-            reason: begun.reason,
-          });
+          const ticket = msg.v === 2 ? await fromLegacy(deps, msg) : msg;
+          if (ticket === null) {
+            recordDeliveryAttempt(deps.metrics, { ...record, outcome: "skipped", ...NO_ATTEMPT, latencyMs: 0, reason: "unknown delivery" });
+          } else {
+            await runTicket(deps, ticket, startedAt);
+          }
         }
         message.ack();
       } catch (err) {
         // The detail is on this line; the attempt's line says which delivery and when, as for the others.
-        log.error("delivery message failed; the Queue retries it", { delivery: ticket.delivery_id, detail: describeError(err) });
-        recordDeliveryAttempt(deps.metrics, {
-          ...record,
-          configurationId,
-          outcome: "consumer_error",
-          ...NO_ATTEMPT,
-          latencyMs: Date.now() - startedAt,
-        });
+        log.error("delivery message failed; the Queue retries it", { delivery: record.deliveryId, detail: describeError(err) });
+        recordDeliveryAttempt(deps.metrics, { ...record, outcome: "consumer_error", ...NO_ATTEMPT, latencyMs: Date.now() - startedAt });
         message.retry({ delaySeconds: consumerRetrySeconds(message.attempts) });
       }
     }),
   );
 }
 
-/** Messages our side failed max_retries times: the object records them, never drops them. */
+/** Messages our side failed max_retries times: the endpoint's object records them, never drops them. */
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env, now: () => number = Date.now): Promise<void> {
   const deps = depsFromEnv(env, now);
   await Promise.all(
     batch.messages.map(async (message) => {
-      const parsed = DeliveryMessage.safeParse(message.body);
+      const parsed = DeliveryQueueMessage.safeParse(message.body);
       if (parsed.success) {
-        const ticket = parsed.data;
+        const msg = parsed.data;
         const startedAt = Date.now();
         try {
-          await reach("webhooks", () => webhookObject(deps, ticket.organization_id).deadLettered(ticket, deps.now()));
+          if (msg.v === 3 && msg.kind === "report") {
+            await reach("webhook endpoint", () => endpointOf(deps, msg.configuration_id).finish(msg.report, deps.now()));
+          } else {
+            const ticket = msg.v === 2 ? await fromLegacy(deps, msg) : msg;
+            if (ticket !== null)
+              await reach("webhook endpoint", () => endpointOf(deps, ticket.configuration_id).deadLettered(ticket, deps.now()));
+          }
         } catch (err) {
-          // The object's own recovery covers the delivery even if this never lands.
-          log.error("dead letter not recorded", { delivery: ticket.delivery_id, detail: describeError(err) });
+          // The object's own recovery (its lease, its redispatch) covers the delivery even if this never lands.
+          log.error("dead letter not recorded", { delivery: recordOf(msg).deliveryId, detail: describeError(err) });
           message.retry({ delaySeconds: 60 });
           return;
         }
         recordDeliveryAttempt(deps.metrics, {
-          deliveryId: ticket.delivery_id,
-          configurationId: null,
-          organizationId: ticket.organization_id,
-          attempt: ticket.attempt,
+          ...recordOf(msg),
           outcome: "dead_lettered",
           ...NO_ATTEMPT,
           latencyMs: Date.now() - startedAt,
@@ -142,84 +132,223 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
   );
 }
 
-/** An attempt's report to the webhook object, and what it came to for the logs and metrics. */
+function recordOf(msg: DeliveryQueueMessage) {
+  if (msg.v === 3 && msg.kind === "report") {
+    return {
+      deliveryId: msg.report.delivery_id,
+      organizationId: msg.organization_id,
+      configurationId: msg.configuration_id,
+      attempt: msg.report.attempt,
+    };
+  }
+  return {
+    deliveryId: msg.delivery_id,
+    organizationId: msg.organization_id,
+    configurationId: msg.v === 3 ? msg.configuration_id : null,
+    attempt: msg.attempt,
+  };
+}
+
+/** A ticket of the previous layout: its delivery now lives with its endpoint (objects/webhooks/legacy.ts). */
+async function fromLegacy(deps: Deps, legacy: LegacyTicket): Promise<DeliveryTicket | null> {
+  const configurationId = await reach("webhooks", () => webhookObject(deps, legacy.organization_id).locate(legacy.delivery_id));
+  if (configurationId === null) return null;
+  return { ...legacy, v: 3, kind: "attempt", configuration_id: configurationId, ticket: 0, lane: "fast" };
+}
+
+/** Begins the ticket's attempt at its endpoint, makes it, and reports it. */
+async function runTicket(deps: Deps, ticket: DeliveryTicket, startedAt: number): Promise<void> {
+  const record = recordOf(ticket);
+  const begun = await reach("webhook endpoint", () => endpointOf(deps, ticket.configuration_id).begin(ticket, deps.now()));
+  if (!begun.go) {
+    recordDeliveryAttempt(deps.metrics, {
+      ...record,
+      outcome: "skipped",
+      ...NO_ATTEMPT,
+      latencyMs: Date.now() - startedAt,
+      reason: begun.reason,
+    });
+    return;
+  }
+  const { report, outcome } = await attempt(deps, ticket, begun);
+  // Recorded as soon as it is known: the receiver has had it, whatever happens next.
+  recordDeliveryAttempt(deps.metrics, {
+    ...record,
+    outcome,
+    disposition: report.outcome === "in_flight" ? null : report.outcome,
+    step: report.step,
+    httpStatus: report.http_status,
+    latencyMs: report.latency_ms,
+    ...(report.ours !== null ? { reason: report.ours } : {}),
+  });
+  await deliverReport(deps, ticket, report);
+}
+
+/**
+ * Hands the report to the endpoint's object: a few tries (a brief fault), then through the Queue as
+ * a report message. Throws only if both fail (then the ticket is retried, and the lease decides).
+ */
+async function deliverReport(deps: Deps, ticket: DeliveryTicket, report: AttemptReport): Promise<void> {
+  let last: unknown;
+  for (let i = 0; i <= REPORT_RETRY_MS.length; i++) {
+    try {
+      await reach("webhook endpoint", () => endpointOf(deps, ticket.configuration_id).finish(report, deps.now()));
+      return;
+    } catch (err) {
+      last = err;
+      const pause = REPORT_RETRY_MS[i];
+      if (pause !== undefined) await sleep(pause);
+    }
+  }
+  const carried: ReportMessage = {
+    v: 3,
+    kind: "report",
+    organization_id: ticket.organization_id,
+    configuration_id: ticket.configuration_id,
+    report,
+  };
+  await deps.webhookQueue.send(carried);
+  log.warn("attempt report carried by the Queue: the endpoint's object did not take it", {
+    delivery: ticket.delivery_id,
+    detail: describeError(last),
+  });
+}
+
+/** An attempt's report to the endpoint's object, and what it came to for the logs and metrics. */
 interface Attempted {
   report: AttemptReport;
   outcome: DeliveryOutcome;
 }
 
-/** One attempt: the token request, then the signed webhook, under one deadline. */
-async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun, { go: true }>): Promise<Attempted> {
+type Go = Extract<Begun, { go: true }>;
+
+/** One attempt: the token (fetched, or the endpoint's), the rate limit's slot, then the signed webhook, under the lane's deadline. */
+async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted> {
   const config = begun.configuration;
   const startedAt = deps.now();
   const deadline = deadlineOf(deps, begun.deadline);
+  let tokenMs: number | null = null;
+  let keptToken: FetchedToken | null = null;
+  let note: string | null = null;
+  const fastLane = begun.lane !== "slow";
   const report = (
     step: "token" | "webhook",
     httpStatus: number | null,
     outcome: AttemptReport["outcome"],
     error: string | null,
-    extra: { retryAfter?: number | null; gone?: boolean; timedOut?: boolean } = {},
-  ): Attempted => ({
-    report: {
-      delivery_id: ticket.delivery_id,
-      series: begun.series,
-      attempt: begun.attempt,
-      started_at: startedAt,
-      step,
-      http_status: httpStatus,
-      latency_ms: Math.max(0, deps.now() - startedAt),
-      outcome,
-      error,
-      retry_after_seconds: extra.retryAfter ?? null,
-      gone: extra.gone ?? false,
-      configuration_version: config.version,
-    },
-    outcome: outcome === "delivered" ? "delivered" : extra.timedOut ? "timeout" : step === "token" ? "token_failed" : "webhook_failed",
-  });
-
-  let token: ReceiverToken | { accessToken: string; cached: true };
-  try {
-    token = await receiverToken(deps, config, deadline);
-  } catch (err) {
-    if (!(err instanceof DeliveryFailure)) throw err;
-    return report("token", err.httpStatus, "retry", err.message, {
-      retryAfter: err.retryAfterSeconds,
-      timedOut: deadline.signal.aborted,
-    });
-  }
-
-  const timestamp = Math.floor(deps.now() / 1000);
-  const headers = {
-    "Content-Type": "application/json",
-    Authorization: `Bearer ${token.accessToken}`,
-    "webhook-id": ticket.delivery_id,
-    "webhook-timestamp": String(timestamp),
-    "webhook-signature": await signatureHeader(
-      await liveSigningSecrets(deps, config, deps.now()),
-      ticket.delivery_id,
-      timestamp,
-      begun.body,
-    ),
-    "User-Agent": "keyway-webhooks/1",
+    extra: { retryAfter?: number | null; gone?: boolean; ours?: AttemptReport["ours"] } = {},
+  ): Attempted => {
+    const timedOut = deadline.signal.aborted && outcome !== "delivered";
+    // The fast and new lanes cut a slow receiver off early: the endpoint moves to the slow lane and
+    // the delivery is retried at once, without counting against its schedule.
+    const cutOff = timedOut && fastLane && extra.ours === undefined;
+    return {
+      report: {
+        delivery_id: ticket.delivery_id,
+        series: begun.series,
+        attempt: begun.attempt,
+        started_at: startedAt,
+        step,
+        http_status: httpStatus,
+        latency_ms: Math.max(0, deps.now() - startedAt),
+        outcome,
+        error: cutOff
+          ? `no answer within the fast lane's ${deadline.seconds} s; the endpoint moves to the slow lane (deadline ${deps.config.webhookTimeoutMs / 1000} s) and the delivery is retried at once`
+          : error,
+        note,
+        retry_after_seconds: extra.retryAfter ?? null,
+        gone: extra.gone ?? false,
+        url: config.url,
+        lane: begun.lane,
+        timed_out: timedOut,
+        ours: cutOff ? "cut_off" : (extra.ours ?? null),
+        token_ms: tokenMs,
+        token: keptToken,
+      },
+      outcome: outcome === "delivered" ? "delivered" : timedOut ? "timeout" : step === "token" ? "token_failed" : "webhook_failed",
+    };
   };
-  let status: number;
-  let askedSeconds: number | null;
+
+  /** Fetches a token from the receiver; with `keep`, seals it for the endpoint and hands it over at once. */
+  const fetchToken = async (keep: boolean): Promise<string> => {
+    const t0 = deps.now();
+    const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config), deadline);
+    tokenMs = deps.now() - t0;
+    if (keep && token.expiresInSeconds !== null) {
+      const fetched: FetchedToken = {
+        sealed: await sealReceiverToken(deps, config, token.accessToken),
+        expires_ms: deps.now() + token.expiresInSeconds * 1000,
+        key: tokenKey(config),
+      };
+      try {
+        await endpointOf(deps, ticket.configuration_id).storeToken(refOf(ticket, begun), fetched, deps.now());
+      } catch {
+        keptToken = fetched; // carried by the report instead
+      }
+    }
+    return token.accessToken;
+  };
+
+  let accessToken: string;
   try {
-    ({ status, retryAfterSeconds: askedSeconds } = await postWebhook(deps, config.url, headers, begun.body, deadline));
+    accessToken =
+      begun.token.mode === "cached" ? await openReceiverToken(deps, config, begun.token.sealed) : await fetchToken(begun.token.keep);
   } catch (err) {
     if (!(err instanceof DeliveryFailure)) throw err;
-    return report("webhook", err.httpStatus, "retry", err.message, { timedOut: deadline.signal.aborted });
+    return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
   }
 
+  // The rate limit's slot: the webhook leaves within it, or not at all (the delivery is retried at once).
+  if (begun.slot !== null) {
+    const wait = begun.slot.not_before - deps.now();
+    if (wait > 0) await sleep(wait);
+    if (deps.now() > begun.slot.by) {
+      return report(
+        "token",
+        null,
+        "retry",
+        "the token request outlasted the rate limit's slot; the webhook was not sent and is retried at once",
+        {
+          ours: "slot_missed",
+        },
+      );
+    }
+  }
+
+  let sent = await send(deps, ticket, begun, accessToken, deadline);
+  if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
+
+  if (sent.status === 401 && begun.token.mode === "cached") {
+    // The receiver refused the endpoint's token: drop it, fetch the next one (one attempt does), send once more.
+    const { refetch } = await reach("webhook endpoint", () =>
+      endpointOf(deps, ticket.configuration_id).tokenRejected(
+        refOf(ticket, begun),
+        begun.token.mode === "cached" ? begun.token.generation : 0,
+        deps.now(),
+      ),
+    );
+    if (!refetch) {
+      return report("webhook", 401, "retry", "webhook URL answered 401 to the endpoint's token; another attempt is fetching a new one", {
+        ours: "token_busy",
+      });
+    }
+    try {
+      accessToken = await fetchToken(true);
+    } catch (err) {
+      if (!(err instanceof DeliveryFailure)) throw err;
+      note = "the receiver refused the endpoint's token (401); fetching a new one failed";
+      return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
+    }
+    note = "the receiver refused the endpoint's token (401); a new token was fetched and the webhook sent again";
+    sent = await send(deps, ticket, begun, accessToken, deadline);
+    if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
+  }
+
+  const status = sent.status;
   if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);
   if (status === 410) return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", { gone: true });
   if (status === 408 || status === 429 || status >= 500) {
-    return report("webhook", status, "retry", `webhook URL answered ${status}`, { retryAfter: askedSeconds });
-  }
-  if ("cached" in token && (status === 401 || status === 403)) {
-    // A cached token the receiver no longer accepts: drop it and try again with a fresh one.
-    tokenCache.delete(tokenCacheKey(config));
-    return report("webhook", status, "retry", `webhook URL answered ${status} to a cached token`);
+    return report("webhook", status, "retry", `webhook URL answered ${status}`, { retryAfter: sent.retryAfterSeconds });
   }
   if (status >= 300 && status < 400) {
     return report("webhook", status, "failed", `webhook URL answered ${status}; redirects are not followed`);
@@ -227,20 +356,34 @@ async function attempt(deps: Deps, ticket: DeliveryMessage, begun: Extract<Begun
   return report("webhook", status, "failed", `webhook URL answered ${status}`);
 }
 
-/** Spec 4.3: a token request before each webhook, unless the configuration opted into caching. */
-async function receiverToken(
+const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });
+
+/** Signs (with this moment's timestamp) and POSTs the webhook; a failure to get an answer is a DeliveryFailure value. */
+async function send(
   deps: Deps,
-  config: WebhookConfigurationRecord,
+  ticket: DeliveryTicket,
+  begun: Go,
+  accessToken: string,
   deadline: Deadline,
-): Promise<ReceiverToken | { accessToken: string; cached: true }> {
-  const key = tokenCacheKey(config);
-  if (config.token_cache) {
-    const hit = tokenCache.get(key, deps.now());
-    if (hit !== undefined && hit.expiresAt - TOKEN_REFRESH_MARGIN_MS > deps.now()) return { accessToken: hit.token, cached: true };
+): Promise<{ status: number; retryAfterSeconds: number | null } | DeliveryFailure> {
+  const timestamp = Math.floor(deps.now() / 1000);
+  const headers = {
+    "Content-Type": "application/json",
+    Authorization: `Bearer ${accessToken}`,
+    "webhook-id": ticket.delivery_id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": await signatureHeader(
+      await liveSigningSecrets(deps, begun.configuration, deps.now()),
+      ticket.delivery_id,
+      timestamp,
+      begun.body,
+    ),
+    "User-Agent": "keyway-webhooks/1",
+  };
+  try {
+    return await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline);
+  } catch (err) {
+    if (err instanceof DeliveryFailure) return err;
+    throw err;
   }
-  const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config), deadline);
-  if (config.token_cache && token.expiresInSeconds !== null) {
-    tokenCache.set(key, { token: token.accessToken, expiresAt: deps.now() + token.expiresInSeconds * 1000 }, deps.now());
-  }
-  return token;
 }

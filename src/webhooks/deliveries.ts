@@ -1,10 +1,12 @@
 /**
- * Publishing events and the delivery log, over the organization's WebhookObject: publishing is
- * one transaction there (the event, one delivery per matching active configuration, and their
- * outbox state), after which the object sends the Queue messages and keeps sending whatever was
- * not sent or got lost; nothing a client published is dropped. An Idempotency-Key makes a repeated
- * publish answer the original event. A delivery's attempts are recorded by the consumer through
- * the same object; a user may re-send any delivery that has no attempt in flight.
+ * Publishing events and the delivery log. Publishing is one transaction in the organization's
+ * WebhookObject (the event and one fan-out row per matching active configuration), which then
+ * hands each delivery to its endpoint's EndpointObject and keeps handing over whatever did not
+ * land; the endpoint's object sends the Queue tickets and keeps sending whatever got lost: nothing
+ * a client published is dropped. An Idempotency-Key makes a repeated publish answer the original
+ * event. A delivery is found through the organization's fan-out index (which endpoint holds it),
+ * then read, or re-sent, at its endpoint's object; a user may re-send any delivery that has no
+ * attempt in flight.
  */
 import type { Deps } from "../deps";
 import { ApiError, invalidInput, notFound } from "../errors";
@@ -15,7 +17,7 @@ import { ID_PATTERN, newEventId } from "../lib/ids";
 import { canonicalJson } from "../lib/json";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
-import { reach, unwrap, webhookObject } from "../objects/stubs";
+import { endpointObject, reach, unwrap, webhookObject } from "../objects/stubs";
 import {
   type DeliveryRecord,
   IdempotencyKey,
@@ -79,26 +81,40 @@ export async function sendTestEvent(deps: Deps, orgId: string, configId: string,
   return publishEvent(deps, orgId, input, actor, { only: configId });
 }
 
-export async function getDelivery(deps: Deps, orgId: string, deliveryId: string): Promise<DeliveryRecord> {
+/** Which of the organization's endpoints holds a delivery (404 for another organization's). */
+async function endpointOf(deps: Deps, orgId: string, deliveryId: string): Promise<string> {
   if (!ID_PATTERN.test(deliveryId)) throw notFound("Delivery");
-  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).delivery(deliveryId)));
+  const configId = await reach("webhooks", () => webhookObject(deps, orgId).locate(deliveryId));
+  if (configId === null) throw notFound("Delivery");
+  return configId;
 }
 
-/** A configuration's deliveries, newest first. */
+export async function getDelivery(deps: Deps, orgId: string, deliveryId: string): Promise<DeliveryRecord> {
+  const configId = await endpointOf(deps, orgId, deliveryId);
+  return unwrap(await reach("webhook endpoint", () => endpointObject(deps, configId).delivery(deliveryId)));
+}
+
+/** A configuration's deliveries, newest first (its deliveries live with its endpoint). */
 export async function listDeliveries(deps: Deps, orgId: string, configId: string, page: PageRequest): Promise<Page<DeliveryRecord>> {
   if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
-  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).listDeliveries(configId, page)));
+  const [config, deliveries] = await Promise.all([
+    reach("webhooks", () => webhookObject(deps, orgId).configuration(configId)),
+    reach("webhook endpoint", () => endpointObject(deps, configId).listDeliveries(page)),
+  ]);
+  unwrap(config);
+  return unwrap(deliveries);
 }
 
 /**
  * Re-sends a delivery with the same webhook-id: a finished one (`delivered` or `failed`) as a new
  * series of attempts, an open one (stuck or waiting for its next retry) at once. 409 while an
- * attempt is in flight or when the configuration is disabled or deleted.
+ * attempt is in flight or when the configuration is disabled or deleted. For an ordered endpoint
+ * the delivery keeps its place in publish order: it is the next one sent (docs/webhooks.md).
  */
 export async function retryDelivery(deps: Deps, orgId: string, deliveryId: string, actor: Actor): Promise<DeliveryRecord> {
-  if (!ID_PATTERN.test(deliveryId)) throw notFound("Delivery");
+  const configId = await endpointOf(deps, orgId, deliveryId);
   const now = deps.now();
-  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).resend(deliveryId, actor, now)));
+  return unwrap(await reach("webhook endpoint", () => endpointObject(deps, configId).resend(deliveryId, actor, now)));
 }
 
 /**

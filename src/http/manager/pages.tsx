@@ -8,8 +8,8 @@ import type { FC } from "hono/jsx";
 import type { AdminTokenView, ApiKeyView, ClientCredentialView } from "../../schemas/admin";
 import type { AuditEntryView } from "../../schemas/audit";
 import type { Limits, OrganizationRecord, UserRecord } from "../../schemas/records";
-import type { DeliveryRecord, WebhookConfigurationRecord } from "../../schemas/webhooks";
-import { Field, PostForm, SecretOnce, Status, TableRegion, when } from "./views";
+import type { DeliveryRecord, WebhookConfiguration, WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { Checkbox, Field, PostForm, SecretOnce, Status, TableRegion, when } from "./views";
 
 type Org = Pick<OrganizationRecord, "id" | "name">;
 
@@ -423,20 +423,29 @@ export const ApiKeyDetail: FC<{ base: string; apiKey: ApiKeyView; usage: Usage; 
   </>
 );
 
-/** Health in words: failing since when, or when the last delivery succeeded. */
-const health = (w: WebhookConfigurationRecord): string =>
-  w.failing_since !== null
-    ? `every attempt has failed since ${when(w.failing_since)}`
-    : w.last_delivered_at !== null
-      ? `healthy; last delivered ${when(w.last_delivered_at)}`
-      : "no deliveries yet";
+/** Health in words: paused and why, failing since when, or when the last delivery succeeded. */
+const health = (w: WebhookConfiguration): string =>
+  w.state.pause_reason !== null
+    ? `paused${w.state.paused_until ? ` until ${when(w.state.paused_until)}` : ""}: ${w.state.pause_reason}`
+    : w.state.failing_since !== null
+      ? `every attempt has failed since ${when(w.state.failing_since)}`
+      : w.state.last_delivered_at !== null
+        ? `healthy; last delivered ${when(w.state.last_delivered_at)}`
+        : "no deliveries yet";
+
+/** The lane in words (docs/webhooks.md, "Lanes"). */
+const LANES = {
+  fast: "fast lane (answers in time)",
+  new: "new lane (no deliveries yet)",
+  slow: "slow lane (did not answer within the fast lane's deadline)",
+} as const;
 
 const lastAttempt = (d: DeliveryRecord): string => {
   const last = d.attempts.at(-1);
   return last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-";
 };
 
-export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfigurationRecord[] }> = ({ base, configs }) => (
+export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfiguration[] }> = ({ base, configs }) => (
   <>
     {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
     {configs.length > 0 && (
@@ -475,7 +484,7 @@ export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfigura
 
 export const WebhookConfigurationDetail: FC<{
   base: string;
-  config: WebhookConfigurationRecord;
+  config: WebhookConfiguration;
   deliveries: DeliveryRecord[];
   csrf: string;
 }> = ({ base, config, deliveries, csrf }) => (
@@ -485,6 +494,12 @@ export const WebhookConfigurationDetail: FC<{
       <p>
         Status: <Status value={config.status} />
         {config.disabled_reason ? ` (${config.disabled_reason})` : ""}. Health: {health(config)}.
+      </p>
+      <p>
+        Delivery: {LANES[config.state.lane]};{" "}
+        {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
+        {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`};{" "}
+        {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}.
       </p>
       {config.status === "active" ? (
         <>
@@ -548,6 +563,16 @@ export const WebhookConfigurationDetail: FC<{
       />
       <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
       <Field id="description" label="Description" value={config.description ?? ""} hint="optional" />
+      <Field
+        id="rate_limit"
+        type="number"
+        min={1}
+        label="Rate limit (deliveries per second)"
+        value={config.rate_limit === null ? "" : String(config.rate_limit)}
+        hint="empty for none; excess deliveries wait"
+      />
+      <Checkbox id="ordered" label="Ordered" checked={config.ordered} hint="one at a time, in publish order" />
+      <Checkbox id="token_cache" label="Share one receiver token" checked={config.token_cache} hint="reused until 60 s before it expires" />
       <button type="submit">Save</button>
     </PostForm>
   </>
@@ -586,7 +611,10 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
               <td>
                 <Status value={a.outcome} />
               </td>
-              <td>{a.error ?? "-"}</td>
+              <td>
+                {a.error ?? "-"}
+                {a.note ? ` (${a.note})` : ""}
+              </td>
               <td>{a.latency_ms} ms</td>
             </tr>
           ))}
@@ -688,7 +716,13 @@ export const Confirm: FC<Confirmation & { action: string; csrf: string; cancel: 
 );
 
 const actorText = (a: AuditEntryView["actor"]): string =>
-  a.type === "operator" ? "operator" : a.type === "admin_token" ? `administrator (${a.id})` : `API client ${a.id} (key ${a.api_key_id})`;
+  a.type === "operator"
+    ? "operator"
+    : a.type === "system"
+      ? "keyway (automatic)"
+      : a.type === "admin_token"
+        ? `administrator (${a.id})`
+        : `API client ${a.id} (key ${a.api_key_id})`;
 
 export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   <>

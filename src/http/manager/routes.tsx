@@ -431,6 +431,10 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       },
       events: events.length === 0 ? null : events,
       description: text("description") === "" ? null : text("description"),
+      // A number field posts text; parseInput's schema says what a valid limit is.
+      rate_limit: text("rate_limit") === "" ? null : Number(text("rate_limit")),
+      ordered: fields.ordered === "on",
+      token_cache: fields.token_cache === "on",
     });
     await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
     return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-saved`, 303);

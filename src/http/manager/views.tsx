@@ -47,6 +47,7 @@ th { font-size:.85rem; color:var(--muted); text-transform: uppercase; letter-spa
 code { font-family: ui-monospace, monospace; font-size:.9em; word-break: break-all; }
 form.card, .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
+.check { display:flex; gap:.5rem; align-items:baseline; } .check input { width:auto; }
 input[type=text], input[type=email], input[type=password], input[type=number] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
 select { display:block; max-width:100%; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; background:#fff; }
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
@@ -174,6 +175,16 @@ export const Field: FC<{
     </>
   );
 };
+
+/** A yes/no setting: posted as "on" when checked, absent when not (so a form that has it always says which). */
+export const Checkbox: FC<{ id: string; label: string; hint?: string; checked: boolean }> = (p) => (
+  <p class="check">
+    <input id={p.id} name={p.id} type="checkbox" checked={p.checked} />
+    <label for={p.id}>
+      {p.label} {p.hint && <span class="hint">({p.hint})</span>}
+    </label>
+  </p>
+);
 
 /**
  * A table's scroll region: at phone widths a table with many columns scrolls sideways inside it

@@ -62,8 +62,8 @@ export const webhookRoutes: Route[] = [
     response: { schema: CreatedWebhookConfigurationView, example: { ...CONFIG, signing_secret: SIGNING_SECRET } },
     errors: [409],
     handle: async (c, input) => {
-      const { record, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
-      return { ...webhookConfigurationView(record), signing_secret: signingSecret };
+      const { config, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
+      return { ...webhookConfigurationView(config), signing_secret: signingSecret };
     },
     location: (data) => `${CONFIGS}/${data.id}`,
   }),
@@ -133,8 +133,8 @@ export const webhookRoutes: Route[] = [
       },
     },
     handle: async (c) => {
-      const { record, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"), actor(c));
-      return { ...webhookConfigurationView(record), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
+      const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"), actor(c));
+      return { ...webhookConfigurationView(config), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
     },
   }),
   envelopeRoute({

@@ -1,0 +1,683 @@
+/**
+ * EndpointObject: one SQLite-backed Durable Object per webhook configuration (named by its id),
+ * the system of record for everything per endpoint (docs/storage.md, "EndpointObject"): its
+ * deliveries and their attempts, the outbox of Queue tickets and the alarm, the lane, window,
+ * pause and circuit, the rate limit's slots, the line of an ordered endpoint, and the shared
+ * receiver token. The organization's WebhookObject holds the configuration itself and pushes a
+ * versioned copy here (`sync`), and hands over each published event's delivery (`accept`).
+ *
+ * This class only forwards: deliveries.ts is the state machine, dispatch.ts the outbox and
+ * alarm, flow.ts the pacing, token.ts the token, slots.ts the rate limit.
+ *
+ * Load: the deliveries of one endpoint: one call per fan-out, two per attempt (begin, finish),
+ * one per token fetch with token_cache, the alarm. An object serves about 1,000 short calls/s, so
+ * about 400 attempts/s per endpoint; capacity grows with endpoints. Rows: the endpoint's
+ * deliveries and attempts for EVENT_RETENTION_DAYS.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { type Config, loadConfig } from "../../config";
+import type { SealedValue } from "../../lib/aead";
+import { isoTime } from "../../lib/time";
+import { describeError, log } from "../../log";
+import type { Actor } from "../../schemas/audit";
+import type {
+  AttemptReport,
+  DeliveryRecord,
+  DeliveryTicket,
+  EndpointState,
+  FetchedToken,
+  Lane,
+  WebhookConfigurationRecord,
+} from "../../schemas/webhooks";
+import { Db } from "../db";
+import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
+import type { AuditOutboxEntry } from "../webhooks/audit";
+import { EVENT_RETENTION_DAYS } from "../webhooks/limits";
+import {
+  accept,
+  type ConcludeOptions,
+  conclude,
+  deliveriesBefore,
+  deliveryRecord,
+  failWithoutRequest,
+  isOpen,
+  type NewDelivery,
+  putBack,
+  refuseTicket,
+  resend,
+  start,
+  type TicketRef,
+} from "./deliveries";
+import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } from "./dispatch";
+import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
+import { importDeliveries, type LegacyDelivery } from "./legacy";
+import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength } from "./policy";
+import { type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, MIGRATIONS } from "./schema";
+import { grantableAt, SlotBook } from "./slots";
+import { fetching, leaseOwner, planToken, type TokenPlan, tokenKey } from "./token";
+
+/** The configuration as the organization's object last committed it; `configuration` null: deleted. */
+export interface EndpointSnapshot {
+  organization_id: string;
+  configuration_id: string;
+  version: number;
+  configuration: WebhookConfigurationRecord | null;
+}
+
+/** What `begin` answers: the attempt to make, or why the ticket is dropped. */
+export type Begun =
+  | { go: false; reason: string }
+  | {
+      go: true;
+      attempt: number;
+      series: number;
+      body: string;
+      configuration: WebhookConfigurationRecord;
+      /** When the attempt must be over (ms since the epoch): the lane's deadline. */
+      deadline: number;
+      lane: Lane;
+      token: Exclude<TokenPlan, { mode: "wait" }>;
+      /** The rate limit's slot: the webhook leaves no earlier than `not_before` and no later than `by`. */
+      slot: { not_before: number; by: number } | null;
+    };
+
+/** What the organization's object answers a request to disable a configuration. */
+export type DisableAnswer = "disabled" | "kept";
+
+/** A disable the organization's object has yet to record. */
+interface OwedDisable {
+  reason: string;
+  /** A 410's: only while the configuration's url is still this. */
+  url: string | null;
+  /** The configuration's version the decision was made on (a re-enable after it wins). */
+  basis_version: number;
+  /** The attempt whose 410 it was, concluded once the organization answers. */
+  gone?: { ref: TicketRef; report: AttemptReport } | undefined;
+}
+
+export class EndpointObject extends DurableObject<Env> {
+  private readonly db: Db;
+  private readonly book: SlotBook;
+  private alarmAt: number | null = null;
+  private auditFailures = 0;
+  private disableFailures = 0;
+  private auditPush: Promise<void> | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, MIGRATIONS);
+    this.db = new Db(ctx.storage);
+    this.book = new SlotBook(this.db);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.alarmAt = await ctx.storage.getAlarm();
+    });
+  }
+
+  private get config(): Config {
+    return loadConfig(this.env);
+  }
+
+  private get queues(): Queues {
+    return { fast: this.env.WEBHOOK_QUEUE, new: this.env.WEBHOOK_QUEUE_NEW, slow: this.env.WEBHOOK_QUEUE_SLOW };
+  }
+
+  private endpoint(): EndpointRow | undefined {
+    return endpointRow(this.db);
+  }
+
+  private configOf(ep: EndpointRow | undefined): WebhookConfigurationRecord | null {
+    return ep?.config ? (JSON.parse(ep.config) as WebhookConfigurationRecord) : null;
+  }
+
+  private concluding(): Omit<ConcludeOptions, "by" | "counts"> {
+    const schedule = this.config.webhookRetryScheduleMs;
+    return {
+      scheduleLength: schedule.length,
+      // +-10% jitter, so retries of many deliveries that failed together do not arrive together.
+      retryDelay: (n) => Math.round((schedule[n - 1] ?? 0) * (0.9 + 0.2 * Math.random())),
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // From the organization's object
+
+  /** Applies a newer copy of the configuration; returns the version this object now holds. */
+  async sync(snapshot: EndpointSnapshot, now: number): Promise<number> {
+    const version = this.apply(snapshot);
+    await this.pump(now);
+    return version;
+  }
+
+  private apply(snapshot: EndpointSnapshot): number {
+    this.db.run(
+      "INSERT OR IGNORE INTO endpoint (one, organization_id, configuration_id) VALUES (1, ?, ?)",
+      snapshot.organization_id,
+      snapshot.configuration_id,
+    );
+    const ep = this.endpoint() as EndpointRow;
+    if (snapshot.version <= ep.version) return ep.version;
+    const prev = this.configOf(ep);
+    const next = snapshot.configuration;
+    const change: Record<string, SqlStorageValue> = { version: snapshot.version };
+    if (next === null) {
+      Object.assign(change, {
+        deleted: 1,
+        token: null,
+        token_key: null,
+        owed_disable: null,
+        pause_kind: null,
+        paused_until_ms: null,
+        pause_reason: null,
+      });
+    } else {
+      change.config = JSON.stringify(next);
+      const fresh = {
+        pause_kind: null,
+        paused_until_ms: null,
+        pause_reason: null,
+        probes: 0,
+        failures: 0,
+        in_flight_limit: 1,
+        owed_disable: null,
+      };
+      // A new url is a new receiver: it proves itself in the new lane.
+      if (prev !== null && prev.url !== next.url) Object.assign(change, fresh, { lane: "new", quick_streak: 0 });
+      // Re-enabling starts the health count afresh (and lifts any pause).
+      if (prev !== null && prev.status === "disabled" && next.status === "active") Object.assign(change, fresh, { failing_since_ms: null });
+      if (ep.token !== null && ep.token_key !== tokenKey(next))
+        Object.assign(change, { token: null, token_key: null, token_expires_ms: null });
+    }
+    this.updateEndpoint(change);
+    return snapshot.version;
+  }
+
+  /**
+   * Takes the deliveries of a published event (with the configuration first, if this object lacks
+   * its version). Not accepted when this object has never had a copy and none came with them: the
+   * organization sends them again with one.
+   */
+  async accept(snapshot: EndpointSnapshot | null, deliveries: NewDelivery[], now: number): Promise<{ accepted: boolean; version: number }> {
+    if (snapshot !== null) this.apply(snapshot);
+    const ep = this.endpoint();
+    if (ep === undefined) return { accepted: false, version: 0 };
+    accept(this.db, deliveries, now);
+    await this.pump(now);
+    return { accepted: true, version: ep.version };
+  }
+
+  /**
+   * The upgrade from one WebhookObject per organization (objects/webhooks/legacy.ts): the
+   * configuration's copy, its health as version 1 kept it, and a batch of its deliveries.
+   */
+  async importLegacy(
+    snapshot: EndpointSnapshot,
+    health: { failing_since: number | null; last_delivered_ms: number | null } | null,
+    deliveries: LegacyDelivery[],
+    now: number,
+  ): Promise<number> {
+    const version = this.apply(snapshot);
+    if (health !== null) {
+      this.db.run(
+        "UPDATE endpoint SET failing_since_ms = coalesce(failing_since_ms, ?), last_delivered_ms = coalesce(last_delivered_ms, ?)",
+        health.failing_since,
+        health.last_delivered_ms,
+      );
+    }
+    importDeliveries(this.db, deliveries, this.config.webhookRedispatchMs);
+    await this.pump(now);
+    return version;
+  }
+
+  state(now: number): EndpointState {
+    const ep = this.endpoint();
+    if (ep === undefined) return { lane: "new", paused_until: null, pause_reason: null, failing_since: null, last_delivered_at: null };
+    const paused = pausedNow(ep, now);
+    const circuit = ep.pause_kind === "circuit";
+    return {
+      lane: ep.lane,
+      paused_until: paused?.until ? isoTime(paused.until) : null,
+      pause_reason: paused?.reason ?? (circuit ? (ep.pause_reason ?? null) : null),
+      failing_since: ep.failing_since_ms === null ? null : isoTime(ep.failing_since_ms),
+      last_delivered_at: ep.last_delivered_ms === null ? null : isoTime(ep.last_delivered_ms),
+    };
+  }
+
+  delivery(id: string): Result<DeliveryRecord> {
+    const ep = this.endpoint();
+    const row = deliveryRow(this.db, id);
+    return ep && row ? ok(deliveryRecord(this.db, row, ep.organization_id, ep.configuration_id)) : missing("Delivery");
+  }
+
+  listDeliveries(page: PageRequest): Result<Page<DeliveryRecord>> {
+    const ep = this.endpoint();
+    if (ep === undefined) return ok({ items: [], next_cursor: null });
+    return pageOf(
+      (before, limit) => deliveriesBefore(this.db, before, limit),
+      page,
+      (row) => deliveryRecord(this.db, row, ep.organization_id, ep.configuration_id),
+      true,
+    );
+  }
+
+  /**
+   * A user's re-send. Refused while an attempt is in flight, or when the configuration is gone or
+   * disabled. An attempt in flight past its lease is concluded first, as the alarm would.
+   */
+  async resend(id: string, actor: Actor, now: number): Promise<Result<DeliveryRecord>> {
+    const ep = this.endpoint();
+    let row = deliveryRow(this.db, id);
+    if (ep === undefined || row === undefined) return missing("Delivery");
+    const config = this.configOf(ep);
+    if (ep.deleted === 1 || config === null) return fail("conflict", "The delivery's webhook configuration has been deleted.");
+    if (config.status !== "active")
+      return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
+    if (row.state === "running" && (row.lease_until_ms ?? 0) <= now) {
+      this.abandon(row, now);
+      row = deliveryRow(this.db, id) as DeliveryRow;
+    }
+    if (row.state === "running") return fail("conflict", "An attempt of this delivery is in flight; wait for its outcome.");
+    const was = row.status;
+    const current = row;
+    this.db.txn(() => {
+      resend(this.db, current, now);
+      this.audit(actor, "delivery.resent", "delivery", id, now, { was });
+    });
+    await Promise.all([this.pump(now), this.pushAudit()]);
+    return ok(deliveryRecord(this.db, deliveryRow(this.db, id) as DeliveryRow, ep.organization_id, ep.configuration_id));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // From the Queue consumer
+
+  /**
+   * A ticket wants to make an attempt. It gets a lease (and everything the attempt needs) only if
+   * it is the delivery's current ticket and the endpoint may take an attempt now; otherwise the
+   * ticket is dropped and, if the delivery is still owed one, it waits here for a better moment
+   * (a pause's end, the rate limit, the token, the other lane).
+   */
+  async begin(ticket: DeliveryTicket, now: number): Promise<Begun> {
+    const row = deliveryRow(this.db, ticket.delivery_id);
+    const refused = refuseTicket(row, ticket);
+    const ep = this.endpoint();
+    const config = this.configOf(ep);
+    if (refused !== null || row === undefined) return { go: false, reason: refused ?? "unknown delivery" };
+    if (ep === undefined || config === null || ep.organization_id !== ticket.organization_id)
+      return { go: false, reason: "unknown delivery" };
+    if (ep.deleted === 1 || config.status !== "active") {
+      const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
+      failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
+      this.plan(now);
+      return { go: false, reason: error };
+    }
+    const wait = (reason: string, due?: number): Begun => {
+      putBack(this.db, row.id, now, due);
+      return { go: false, reason };
+    };
+    let answer: Begun | null = null;
+    if ((row.due_ms ?? 0) > now + EARLY_TOLERANCE_MS) answer = wait("not due yet");
+    const paused = pausedNow(ep, now);
+    if (answer === null && paused !== null) answer = wait(`endpoint paused: ${paused.reason}`);
+    if (answer === null && ep.lane === "slow" && ticket.lane !== "slow") answer = wait("the endpoint moved to the slow lane");
+    const token = planToken(ep, config, now);
+    if (answer === null && token.mode === "wait") answer = wait("waiting for the endpoint's receiver token");
+    let slot: { not_before: number; by: number } | null = null;
+    if (answer === null && config.rate_limit !== null) {
+      const startAt = this.book.earliest(config.rate_limit, now);
+      if (grantableAt(startAt, now)) slot = { not_before: startAt, by: startAt + slotLength(token.mode === "fetch", ep.token_ms) };
+      else answer = wait(`rate limit of ${config.rate_limit}/s`);
+    }
+    if (answer !== null || token.mode === "wait") {
+      await this.pump(now);
+      return answer ?? { go: false, reason: "waiting" };
+    }
+    const laneMs = ticket.lane === "slow" ? this.config.webhookTimeoutMs : this.config.webhookFastLaneMs;
+    const deadline = now + laneMs;
+    const body = this.db.value<string>("SELECT body FROM deliveries WHERE id = ?", row.id) ?? "";
+    this.db.txn(() => {
+      start(this.db, row, ticket.attempt, deadline + LEASE_MARGIN_MS, now);
+      if (token.mode === "fetch" && token.keep) {
+        this.updateEndpoint({ token_lease: leaseOwner(row.id, ticket.attempt), token_lease_until_ms: deadline });
+      }
+      if (slot !== null) this.book.reserve(slot.not_before, slot.by, now);
+    });
+    this.plan(now);
+    return { go: true, attempt: ticket.attempt, series: row.series, body, configuration: config, deadline, lane: ticket.lane, token, slot };
+  }
+
+  /** The consumer's report of an attempt `begin` started; a repeated or late report changes nothing. */
+  async finish(report: AttemptReport, now: number): Promise<void> {
+    const ep = this.endpoint();
+    if (ep === undefined) return;
+    const ref: TicketRef = { delivery_id: report.delivery_id, series: report.series, attempt: report.attempt };
+    if (report.token !== null) this.keepToken(ref, report.token, now);
+    let outcome: "delivered" | "retry" | "failed" = report.outcome === "in_flight" ? "retry" : report.outcome;
+    let error = report.error;
+    if (report.gone && outcome !== "delivered") {
+      const answer = await this.disableForGone(ep, ref, report, now);
+      if (answer === "owed") {
+        // Concluded when the organization answers (the alarm retries the request).
+        await this.pump(now);
+        return;
+      }
+      if (answer === "kept") {
+        outcome = "retry";
+        error = "webhook URL answered 410 Gone, but the configuration's url has changed since; retrying";
+      }
+    }
+    this.concludeReport(ref, report, outcome, error, now);
+    await this.settleOwed(now);
+    await this.pump(now);
+  }
+
+  private concludeReport(
+    ref: TicketRef,
+    report: AttemptReport,
+    outcome: "delivered" | "retry" | "failed",
+    error: string | null,
+    now: number,
+  ): void {
+    const counts = report.ours === null;
+    const ep = this.endpoint();
+    if (ep === undefined) return;
+    let change: EndpointChange = {};
+    this.db.txn(() => {
+      const done = conclude(
+        this.db,
+        ref,
+        { step: report.step, http_status: report.http_status, latency_ms: report.latency_ms, outcome, error, note: report.note },
+        now,
+        { ...this.concluding(), by: "report", counts },
+      );
+      if (done === null) return;
+      this.releaseTokenLease(ref);
+      const timing = { fastLaneMs: this.config.webhookFastLaneMs, disableAfterMs: this.config.webhookDisableAfterMs };
+      change = afterAttempt(ep, { report, outcome: done.outcome }, timing, now);
+      const since = failingTooLong(ep, change, timing, now);
+      const config = this.configOf(ep);
+      if (since !== null && config !== null && config.status === "active" && ep.owed_disable === null) {
+        const owed: OwedDisable = {
+          reason: `every delivery attempt failed for ${describePeriod(timing.disableAfterMs)} (since ${isoTime(since)})`,
+          url: null,
+          basis_version: ep.version,
+        };
+        this.updateEndpoint({ owed_disable: JSON.stringify(owed) });
+      }
+      this.updateEndpoint(change);
+    });
+  }
+
+  /**
+   * A 410: asks the organization's object to disable the configuration while its url is still the
+   * one the attempt used. While it cannot be asked, the endpoint is paused and the request owed.
+   */
+  private async disableForGone(ep: EndpointRow, ref: TicketRef, report: AttemptReport, now: number): Promise<DisableAnswer | "owed"> {
+    const owed: OwedDisable = {
+      reason: "the webhook URL answered 410 Gone",
+      url: report.url,
+      basis_version: ep.version,
+      gone: { ref, report },
+    };
+    try {
+      const answer = await this.askOrganizationToDisable(ep, owed, now);
+      this.disableFailures = 0;
+      return answer;
+    } catch (err) {
+      log.warn("410 not yet recorded by the organization; retrying", { detail: describeError(err) });
+      this.disableFailures++;
+      this.updateEndpoint({
+        owed_disable: JSON.stringify(owed),
+        pause_kind: "gone",
+        paused_until_ms: null,
+        pause_reason: "the webhook URL answered 410 Gone; nothing is sent until the configuration is disabled",
+      });
+      return "owed";
+    }
+  }
+
+  private askOrganizationToDisable(ep: EndpointRow, owed: OwedDisable, now: number): Promise<DisableAnswer> {
+    const org = this.env.WEBHOOKS.get(this.env.WEBHOOKS.idFromName(ep.organization_id));
+    return org.disableConfiguration(ep.configuration_id, { reason: owed.reason, url: owed.url, basis_version: owed.basis_version }, now);
+  }
+
+  /** Retries a disable the organization has not recorded yet; concludes a 410's attempt once it has. */
+  private async settleOwed(now: number): Promise<void> {
+    const ep = this.endpoint();
+    if (ep?.owed_disable == null) return;
+    const owed = JSON.parse(ep.owed_disable) as OwedDisable;
+    let answer: DisableAnswer;
+    try {
+      answer = await this.askOrganizationToDisable(ep, owed, now);
+    } catch (err) {
+      this.disableFailures++;
+      log.warn("disable not yet recorded by the organization; the alarm retries", { detail: describeError(err) });
+      return;
+    }
+    this.disableFailures = 0;
+    this.updateEndpoint({ owed_disable: null, ...(ep.pause_kind === "gone" ? { pause_kind: null, pause_reason: null } : {}) });
+    if (owed.gone !== undefined) {
+      const kept = answer === "kept";
+      this.concludeReport(
+        owed.gone.ref,
+        owed.gone.report,
+        kept ? "retry" : "failed",
+        kept ? "webhook URL answered 410 Gone, but the configuration's url has changed since; retrying" : owed.gone.report.error,
+        now,
+      );
+    }
+  }
+
+  /** A token the consumer fetched for the endpoint's cache. */
+  async storeToken(ref: TicketRef, token: FetchedToken, now: number): Promise<void> {
+    this.keepToken(ref, token, now);
+    await this.pump(now);
+  }
+
+  private keepToken(ref: TicketRef, token: FetchedToken, now: number): void {
+    const ep = this.endpoint();
+    const config = this.configOf(ep);
+    if (ep === undefined || config === null || token.key !== tokenKey(config) || token.expires_ms <= now) return;
+    this.db.txn(() => {
+      this.updateEndpoint({
+        token: JSON.stringify(token.sealed),
+        token_key: token.key,
+        token_expires_ms: token.expires_ms,
+        token_generation: ep.token_generation + 1,
+      });
+      this.releaseTokenLease(ref);
+    });
+  }
+
+  private releaseTokenLease(ref: TicketRef): void {
+    this.db.run(
+      "UPDATE endpoint SET token_lease = NULL, token_lease_until_ms = NULL WHERE token_lease = ?",
+      leaseOwner(ref.delivery_id, ref.attempt),
+    );
+  }
+
+  /**
+   * The receiver answered 401 to the endpoint's token (`generation`): it is dropped, and the
+   * attempt that saw it fetches the next one (unless another attempt already is).
+   */
+  tokenRejected(ref: TicketRef, generation: number, now: number): { refetch: boolean } {
+    const ep = this.endpoint();
+    const row = deliveryRow(this.db, ref.delivery_id);
+    if (ep === undefined || row === undefined || row.state !== "running" || row.attempts !== ref.attempt) return { refetch: false };
+    const owner = leaseOwner(ref.delivery_id, ref.attempt);
+    let refetch = false;
+    this.db.txn(() => {
+      if (ep.token_generation === generation) this.updateEndpoint({ token: null, token_key: null, token_expires_ms: null });
+      if (!fetching(ep, now) || ep.token_lease === owner) {
+        this.updateEndpoint({ token_lease: owner, token_lease_until_ms: (row.lease_until_ms ?? now) - LEASE_MARGIN_MS });
+        refetch = true;
+      }
+    });
+    return { refetch };
+  }
+
+  /**
+   * A ticket the consumer could not process after all its Queue retries. If its attempt never
+   * began, that is recorded as a failed try (and the delivery goes on by its schedule); if it began,
+   * the lease decides. The dead-letter path never overwrites a newer outcome.
+   */
+  async deadLettered(ticket: DeliveryTicket, now: number): Promise<void> {
+    const row = deliveryRow(this.db, ticket.delivery_id);
+    if (row === undefined || !isOpen(row) || row.series !== ticket.series || ticket.attempt !== row.attempts + 1) return;
+    if (row.state === "running" || (row.state === "queued" && row.ticket !== ticket.ticket)) return;
+    this.db.txn(() => {
+      this.db.run("UPDATE deliveries SET attempts = ?, state = 'running' WHERE id = ?", ticket.attempt, row.id);
+      this.db.run(
+        `INSERT INTO attempts (delivery_id, number, series, at, step, latency_ms, outcome) VALUES (?, ?, ?, ?, 'configuration', 0, 'in_flight')`,
+        row.id,
+        ticket.attempt,
+        row.series,
+        isoTime(now),
+      );
+    });
+    const error = "the Queue message could not be processed (dead-lettered after repeated consumer failures)";
+    conclude(this.db, ticket, { step: "configuration", http_status: null, latency_ms: 0, outcome: "retry", error }, now, {
+      ...this.concluding(),
+      by: "dead_letter",
+      counts: true,
+    });
+    await this.pump(now);
+  }
+
+  /** Concludes an attempt whose lease ran out with no report: a failed try on our side, retried by the schedule. */
+  private abandon(row: DeliveryRow, now: number): void {
+    const error = "no outcome was reported before the attempt's deadline (the consumer stopped)";
+    const ref = { delivery_id: row.id, series: row.series, attempt: row.attempts };
+    this.db.txn(() => {
+      conclude(this.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: "retry", error }, now, {
+        ...this.concluding(),
+        by: "lease",
+        counts: true,
+      });
+      this.releaseTokenLease(ref);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The outbox, recovery and housekeeping
+
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    const now = Date.now();
+    const recovered = dueForRecovery(this.db, now);
+    for (const row of recovered.abandoned) this.abandon(row, now);
+    if (recovered.lost + recovered.abandoned.length > 0) {
+      log.warn("webhook deliveries recovered", { lost_messages: recovered.lost, abandoned_attempts: recovered.abandoned.length });
+    }
+    const pruning = prune(this.db, EVENT_RETENTION_DAYS, now);
+    await Promise.all([this.settleOwed(now), this.pushAudit()]);
+    await this.pump(Date.now());
+    // More rows due than one run takes: run again at once.
+    if (recovered.more || pruning) this.setAlarm(Date.now());
+  }
+
+  /**
+   * Sends tickets for what may be attempted now (claimed first), fails what a deleted or disabled
+   * configuration still owes, and sets the next alarm.
+   */
+  private async pump(now: number): Promise<void> {
+    const ep = this.endpoint();
+    const config = this.configOf(ep);
+    if (ep === undefined || config === null) return;
+    if (ep.deleted === 1 || config.status !== "active") {
+      const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
+      const due = this.db.all<DeliveryRow>(
+        "SELECT rowid, * FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100",
+        now,
+      );
+      for (const row of due) failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
+      this.plan(now);
+      return;
+    }
+    const claimed = claim(this.db, ep, config, this.book, this.config.webhookRedispatchMs, now);
+    if (claimed !== null) {
+      try {
+        await send(this.queues, claimed);
+        if (ep.dispatch_failures > 0) this.updateEndpoint({ dispatch_failures: 0 });
+      } catch (err) {
+        unclaim(this.db, claimed, Date.now());
+        this.db.run("UPDATE endpoint SET dispatch_failures = dispatch_failures + 1");
+        log.error("webhook tickets not sent; the alarm retries", { count: claimed.tickets.length, detail: describeError(err) });
+      }
+    }
+    this.plan(Date.now());
+  }
+
+  /** Sets the alarm for the earliest thing owed (dispatch.ts `nextAlarm`); none when nothing is. */
+  private plan(now: number): void {
+    const ep = this.endpoint();
+    if (ep === undefined) return;
+    const owed = {
+      audit: this.db.first("SELECT 1 AS x FROM audit_outbox LIMIT 1") ? this.auditFailures : null,
+      disable: ep.owed_disable !== null ? this.disableFailures : null,
+    };
+    this.setAlarm(nextAlarm(this.db, ep, this.configOf(ep), this.book, EVENT_RETENTION_DAYS, owed, now));
+  }
+
+  private setAlarm(at: number | null): void {
+    if (at === null) {
+      if (this.alarmAt !== null) void this.ctx.storage.deleteAlarm();
+      this.alarmAt = null;
+      return;
+    }
+    if (this.alarmAt === at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
+  }
+
+  /** Audit entries go to the organization's log, keyed so a repeated push adds nothing; one push at a time. */
+  private pushAudit(): Promise<void> {
+    this.auditPush ??= (async () => {
+      try {
+        for (;;) {
+          const entries = this.db.all<{ seq: number; entry: string }>("SELECT seq, entry FROM audit_outbox ORDER BY seq LIMIT 100");
+          const ep = this.endpoint();
+          if (entries.length === 0 || ep === undefined) return;
+          const stub = this.env.ORGS.get(this.env.ORGS.idFromName(ep.organization_id));
+          await stub.appendAudit(
+            entries.map((e) => ({ ...(JSON.parse(e.entry) as AuditOutboxEntry), key: `endpoint:${ep.configuration_id}:${e.seq}` })),
+          );
+          this.db.run("DELETE FROM audit_outbox WHERE seq <= ?", entries.at(-1)?.seq ?? 0);
+          this.auditFailures = 0;
+        }
+      } catch (err) {
+        this.auditFailures++;
+        log.warn("audit entries not pushed; the alarm retries", { detail: describeError(err) });
+      } finally {
+        this.auditPush = null;
+      }
+    })();
+    return this.auditPush;
+  }
+
+  private audit(
+    actor: Actor,
+    action: string,
+    resourceType: string,
+    resourceId: string,
+    now: number,
+    detail: Record<string, unknown> | null,
+  ) {
+    const entry: AuditOutboxEntry = { at: isoTime(now), actor, action, resource_type: resourceType, resource_id: resourceId, detail };
+    this.db.run("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify(entry));
+  }
+
+  private updateEndpoint(change: Record<string, SqlStorageValue | undefined>): void {
+    const entries = Object.entries(change).filter(([, v]) => v !== undefined);
+    if (entries.length === 0) return;
+    // Column names come from this module's own objects, never from input.
+    this.db.run(`UPDATE endpoint SET ${entries.map(([k]) => `${k} = ?`).join(", ")}`, ...entries.map(([, v]) => v as SqlStorageValue));
+  }
+}
+
+function describePeriod(ms: number): string {
+  const day = 86_400_000;
+  if (ms % day === 0) return `${ms / day} day${ms === day ? "" : "s"}`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  return `${Math.round(ms / 1000)} s`;
+}
+
+export type { NewDelivery, SealedValue, TicketRef };

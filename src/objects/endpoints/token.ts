@@ -1,0 +1,59 @@
+/**
+ * The receiver token an endpoint shares (`token_cache: true`, product brief "Webhook endpoints at
+ * scale"). The Queue consumer makes every token request (the design card); the endpoint's object
+ * only decides who makes one and keeps the result, sealed with AES-GCM like the client secret:
+ * - one attempt at a time holds the fetch lease (until its deadline), so a burst makes one token
+ *   request however many attempts begin at once; the others wait in the object, not in the Queue;
+ * - the token is reused until TOKEN_REUSE_MARGIN_MS before its expires_in runs out, and only for
+ *   the credentials it was issued for (a change of token_url, client_id or client_secret drops it);
+ * - a 401 to it drops it (once per generation) and hands the lease to the attempt that saw it.
+ * Without token_cache every attempt fetches its own token first (spec section 6).
+ */
+import type { SealedValue as Sealed } from "../../lib/aead";
+import type { WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { TOKEN_REUSE_MARGIN_MS } from "./policy";
+import type { EndpointRow } from "./schema";
+
+/** Which credentials a token was issued for: the token URL, the client id and the sealed secret. */
+export const tokenKey = (config: WebhookConfigurationRecord): string =>
+  JSON.stringify([config.oauth.token_url, config.oauth.client_id, config.oauth.client_secret.kid, config.oauth.client_secret.ct]);
+
+/** How an attempt gets its token. */
+export type TokenPlan =
+  /** Request one before the webhook; `keep`: for the endpoint's cache (the attempt holds the lease). */
+  | { mode: "fetch"; keep: boolean }
+  /** Use the endpoint's token; `generation` names it if the receiver refuses it. */
+  | { mode: "cached"; sealed: Sealed; generation: number }
+  /** Another attempt is fetching the endpoint's token: this one waits for it. */
+  | { mode: "wait" };
+
+/** The endpoint's token, if it is for these credentials and not too close to expiring. */
+export function usableToken(
+  ep: EndpointRow,
+  config: WebhookConfigurationRecord,
+  now: number,
+): { sealed: Sealed; generation: number } | null {
+  if (ep.token === null || ep.token_key !== tokenKey(config) || ep.token_expires_ms === null) return null;
+  if (now >= ep.token_expires_ms - TOKEN_REUSE_MARGIN_MS) return null;
+  return { sealed: JSON.parse(ep.token) as Sealed, generation: ep.token_generation };
+}
+
+/** Whether some attempt holds the fetch lease right now. */
+export const fetching = (ep: EndpointRow, now: number): boolean =>
+  ep.token_lease !== null && ep.token_lease_until_ms !== null && ep.token_lease_until_ms > now;
+
+export function planToken(ep: EndpointRow, config: WebhookConfigurationRecord, now: number): TokenPlan {
+  if (!config.token_cache) return { mode: "fetch", keep: false };
+  const token = usableToken(ep, config, now);
+  if (token !== null) return { mode: "cached", ...token };
+  return fetching(ep, now) ? { mode: "wait" } : { mode: "fetch", keep: true };
+}
+
+/**
+ * Whether the endpoint's next attempt has to fetch the shared token: then at most one attempt may
+ * be out (the one that fetches), and none while another fetch is under way.
+ */
+export const needsToken = (ep: EndpointRow, config: WebhookConfigurationRecord, now: number): boolean =>
+  config.token_cache && usableToken(ep, config, now) === null;
+
+export const leaseOwner = (deliveryId: string, attempt: number): string => `${deliveryId}:${attempt}`;

@@ -1,0 +1,302 @@
+/**
+ * Webhook configurations in the organization's WebhookObject, the system of record for their
+ * settings: every change one transaction with its audit entry and a new `version`; the endpoint's
+ * object holds a copy of one version (`synced_version` records which it acknowledged), pushed
+ * after each change and retried by the alarm. A deleted configuration leaves a tombstone until its
+ * endpoint knows. Moving `url` or `oauth.token_url` to another origin needs `oauth.client_secret`
+ * in the same change (product brief): no stored secret, and no token the receiver's server minted,
+ * is sent to an origin the caller did not vouch for with it.
+ */
+import { isoTime } from "../../lib/time";
+import type { Actor } from "../../schemas/audit";
+import type { WebhookConfigurationRecord } from "../../schemas/webhooks";
+import type { Db } from "../db";
+import type { EndpointSnapshot } from "../endpoints/object";
+import { fail, invalid, missing, ok, type Result } from "../sql";
+import { type AuditOutboxEntry, redactUrl } from "./audit";
+import { MAX_WEBHOOK_CONFIGURATIONS } from "./limits";
+import { CONFIG_COLUMNS, type ConfigRow } from "./schema";
+
+/** A new configuration, its secrets already sealed by the Worker. */
+export interface NewConfiguration {
+  id: string;
+  url: string;
+  events: string[] | null;
+  description: string | null;
+  oauth: WebhookConfigurationRecord["oauth"];
+  token_cache: boolean;
+  ordered: boolean;
+  rate_limit: number | null;
+  signing_secret: WebhookConfigurationRecord["signing_secrets"][number];
+}
+
+/** A change to a configuration; absent fields are kept. */
+export interface ConfigurationPatch {
+  url?: string | undefined;
+  events?: string[] | null | undefined;
+  description?: string | null | undefined;
+  oauth?:
+    | {
+        token_url?: string | undefined;
+        client_id?: string | undefined;
+        client_secret?: WebhookConfigurationRecord["oauth"]["client_secret"] | undefined;
+      }
+    | undefined;
+  token_cache?: boolean | undefined;
+  ordered?: boolean | undefined;
+  rate_limit?: number | null | undefined;
+  status?: "active" | "disabled" | undefined;
+}
+
+/** A disable the endpoint's object asks for (a 410, or a receiver failing for the whole period). */
+export interface DisableRequest {
+  reason: string;
+  /** A 410's: only while the url is still this one. */
+  url: string | null;
+  /** The version the endpoint decided on: a status change since then (a re-enable) wins. */
+  basis_version: number;
+}
+
+/**
+ * Records an audit entry in the caller's transaction, for the actor of the call (the object binds
+ * it); `actor` overrides it for changes the system makes on its own.
+ */
+export type Audit = (entry: Omit<AuditOutboxEntry, "at" | "actor"> & { actor?: Actor }) => void;
+
+export const configRow = (db: Db, id: string): ConfigRow | undefined =>
+  db.first<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations WHERE id = ?`, id);
+
+export function configRecord(row: ConfigRow, organizationId: string): WebhookConfigurationRecord {
+  return {
+    id: row.id,
+    organization_id: organizationId,
+    url: row.url,
+    events: row.events === null ? null : (JSON.parse(row.events) as string[]),
+    description: row.description,
+    oauth: {
+      token_url: row.token_url,
+      client_id: row.client_id,
+      client_secret: JSON.parse(row.client_secret) as WebhookConfigurationRecord["oauth"]["client_secret"],
+    },
+    token_cache: row.token_cache === 1,
+    ordered: row.ordered === 1,
+    rate_limit: row.rate_limit,
+    signing_secrets: JSON.parse(row.signing_secrets) as WebhookConfigurationRecord["signing_secrets"],
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    version: row.version,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function create(db: Db, input: NewConfiguration, audit: Audit, now: number): Result<void> {
+  const count = db.value<number>("SELECT count(*) AS n FROM configurations") ?? 0;
+  if (count >= MAX_WEBHOOK_CONFIGURATIONS) {
+    return fail(
+      "conflict",
+      `The organization has ${MAX_WEBHOOK_CONFIGURATIONS} webhook configurations, the most it may have; delete one first.`,
+    );
+  }
+  const at = isoTime(now);
+  db.txn(() => {
+    db.run(
+      `INSERT INTO configurations (id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit,
+        signing_secrets, status, version, status_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?)`,
+      input.id,
+      input.url,
+      input.events === null ? null : JSON.stringify(input.events),
+      input.description,
+      input.oauth.token_url,
+      input.oauth.client_id,
+      JSON.stringify(input.oauth.client_secret),
+      input.token_cache ? 1 : 0,
+      input.ordered ? 1 : 0,
+      input.rate_limit,
+      JSON.stringify([input.signing_secret]),
+      at,
+      at,
+    );
+    audit({
+      action: "webhook_configuration.created",
+      resource_type: "webhook_configuration",
+      resource_id: input.id,
+      detail: {
+        url: redactUrl(input.url),
+        token_url: redactUrl(input.oauth.token_url),
+        events: input.events,
+        ordered: input.ordered,
+        rate_limit: input.rate_limit,
+      },
+    });
+  });
+  return ok(undefined);
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Audit, now: number): Result<void> {
+  const current = configRow(db, id);
+  if (current === undefined) return missing("Webhook configuration");
+  const newSecret = patch.oauth?.client_secret !== undefined;
+  if (!newSecret) {
+    if (patch.oauth?.token_url !== undefined && originOf(patch.oauth.token_url) !== originOf(current.token_url)) {
+      return invalid(["oauth", "client_secret"], " is required when oauth.token_url moves to another origin");
+    }
+    if (patch.url !== undefined && originOf(patch.url) !== originOf(current.url)) {
+      return invalid(["oauth", "client_secret"], " is required when url moves to another origin");
+    }
+  }
+  const status = patch.status ?? current.status;
+  const statusChanged = status !== current.status;
+  db.txn(() => {
+    db.run(
+      `UPDATE configurations SET url = ?, events = ?, description = ?, token_url = ?, client_id = ?, client_secret = ?, token_cache = ?,
+        ordered = ?, rate_limit = ?, status = ?, disabled_reason = ?, version = version + 1,
+        status_version = CASE WHEN ? THEN version + 1 ELSE status_version END, updated_at = ? WHERE id = ?`,
+      patch.url ?? current.url,
+      patch.events === undefined ? current.events : patch.events === null ? null : JSON.stringify(patch.events),
+      patch.description === undefined ? current.description : patch.description,
+      patch.oauth?.token_url ?? current.token_url,
+      patch.oauth?.client_id ?? current.client_id,
+      newSecret ? JSON.stringify(patch.oauth?.client_secret) : current.client_secret,
+      patch.token_cache === undefined ? current.token_cache : patch.token_cache ? 1 : 0,
+      patch.ordered === undefined ? current.ordered : patch.ordered ? 1 : 0,
+      patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
+      status,
+      status === "active" ? null : patch.status === "disabled" && statusChanged ? "disabled through the API" : current.disabled_reason,
+      statusChanged ? 1 : 0,
+      isoTime(now),
+      id,
+    );
+    audit({
+      action: "webhook_configuration.updated",
+      resource_type: "webhook_configuration",
+      resource_id: id,
+      detail: {
+        fields: Object.keys(patch),
+        ...(patch.url !== undefined ? { url: redactUrl(patch.url) } : {}),
+        ...(patch.oauth?.token_url !== undefined ? { token_url: redactUrl(patch.oauth.token_url) } : {}),
+        status,
+      },
+    });
+  });
+  return ok(undefined);
+}
+
+/** Deletes the configuration and leaves a tombstone (the deleted record) until its endpoint knows. */
+export function remove(db: Db, id: string, organizationId: string, audit: Audit, now: number): Result<WebhookConfigurationRecord> {
+  const current = configRow(db, id);
+  if (current === undefined) return missing("Webhook configuration");
+  const record = configRecord(current, organizationId);
+  db.txn(() => {
+    db.run("DELETE FROM configurations WHERE id = ?", id);
+    db.run(
+      "INSERT OR REPLACE INTO deleted_configurations (id, version, record, deleted_ms) VALUES (?, ?, ?, ?)",
+      id,
+      current.version + 1,
+      JSON.stringify(record),
+      now,
+    );
+    audit({ action: "webhook_configuration.deleted", resource_type: "webhook_configuration", resource_id: id, detail: null });
+  });
+  return ok(record);
+}
+
+/** Puts a new signing secret first; the previous one signs too until `previousExpiresAt`. */
+export function rotateSigningSecret(
+  db: Db,
+  id: string,
+  secret: WebhookConfigurationRecord["signing_secrets"][number],
+  previousExpiresAt: string,
+  audit: Audit,
+  now: number,
+): Result<void> {
+  const current = configRow(db, id);
+  if (current === undefined) return missing("Webhook configuration");
+  const previous = (JSON.parse(current.signing_secrets) as WebhookConfigurationRecord["signing_secrets"])[0];
+  const secrets = previous === undefined ? [secret] : [secret, { ...previous, expires_at: previousExpiresAt }];
+  db.txn(() => {
+    db.run(
+      "UPDATE configurations SET signing_secrets = ?, version = version + 1, updated_at = ? WHERE id = ?",
+      JSON.stringify(secrets),
+      isoTime(now),
+      id,
+    );
+    audit({
+      action: "webhook_configuration.signing_secret_rotated",
+      resource_type: "webhook_configuration",
+      resource_id: id,
+      detail: { previous_secret_expires_at: previousExpiresAt },
+    });
+  });
+  return ok(undefined);
+}
+
+/**
+ * The endpoint's request to disable the configuration. A 410 disables it only while its url is
+ * the one the attempt used (edits of other fields are kept and do not cancel it); a health
+ * disable yields to a re-enable made after the version it was decided on. Only `status` and its
+ * reason change. "disabled" also when it already was, or is gone.
+ */
+export function disable(db: Db, id: string, request: DisableRequest, audit: Audit, now: number): "disabled" | "kept" {
+  const current = configRow(db, id);
+  if (current === undefined || current.status === "disabled") return "disabled";
+  if (request.url !== null ? current.url !== request.url : current.status_version > request.basis_version) return "kept";
+  db.txn(() => {
+    db.run(
+      `UPDATE configurations SET status = 'disabled', disabled_reason = ?, version = version + 1, status_version = version + 1,
+        updated_at = ? WHERE id = ?`,
+      request.reason,
+      isoTime(now),
+      id,
+    );
+    audit({
+      actor: { type: "system" },
+      action: "webhook_configuration.disabled",
+      resource_type: "webhook_configuration",
+      resource_id: id,
+      detail: { reason: request.reason },
+    });
+  });
+  return "disabled";
+}
+
+/** What the endpoint's object should hold now: the configuration, or its tombstone; null if neither exists. */
+export function snapshotOf(db: Db, id: string, organizationId: string): EndpointSnapshot | null {
+  const row = configRow(db, id);
+  if (row !== undefined) {
+    return {
+      organization_id: organizationId,
+      configuration_id: id,
+      version: row.version,
+      configuration: configRecord(row, organizationId),
+    };
+  }
+  const tomb = db.first<{ version: number }>("SELECT version FROM deleted_configurations WHERE id = ?", id);
+  return tomb === undefined ? null : { organization_id: organizationId, configuration_id: id, version: tomb.version, configuration: null };
+}
+
+/** Records what the endpoint acknowledged (a tombstone, once acknowledged, is no longer needed). */
+export function synced(db: Db, id: string, version: number): void {
+  db.run("UPDATE configurations SET synced_version = max(synced_version, ?) WHERE id = ?", version, id);
+  db.run("DELETE FROM deleted_configurations WHERE id = ? AND version <= ?", id, version);
+}
+
+/** Configurations (and tombstones) whose endpoint lacks their latest version. */
+export const unsynced = (db: Db): string[] =>
+  db
+    .all<{ id: string }>("SELECT id FROM configurations WHERE synced_version < version UNION SELECT id FROM deleted_configurations")
+    .map((r) => r.id);
+
+/** Whether the endpoint's object has the configuration's latest version. */
+export const isSynced = (db: Db, id: string): boolean => {
+  const row = db.first<{ v: number; s: number }>("SELECT version AS v, synced_version AS s FROM configurations WHERE id = ?", id);
+  return row !== undefined && row.s >= row.v;
+};

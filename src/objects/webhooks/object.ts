@@ -1,0 +1,355 @@
+/**
+ * WebhookObject: one SQLite-backed Durable Object per organization, the system of record for its
+ * webhook configurations, events and Idempotency-Keys (docs/storage.md, "WebhookObject"). What
+ * is per endpoint (deliveries, attempts, pacing, the receiver token) lives in each configuration's
+ * EndpointObject: this object pushes each configuration's versioned copy to it after every change,
+ * and hands each published event's deliveries to it through the fan-out outbox, in publish order,
+ * retried by the alarm until the endpoint has them. So a crash anywhere loses nothing, and a
+ * delivery is created once whatever is retried.
+ *
+ * This class only forwards: configurations.ts, publishing.ts and legacy.ts hold the rules.
+ *
+ * Load: the organization's webhook API calls and one call per publish; per publish, one call to
+ * each matching endpoint's object (at most MAX_WEBHOOK_CONFIGURATIONS) and at most one audit push
+ * per second. Attempts never reach it. Rows: at most MAX_WEBHOOK_CONFIGURATIONS configurations;
+ * events and fan-out rows for EVENT_RETENTION_DAYS (an event's body only until its endpoints have
+ * it); Idempotency-Keys for 24 hours; publish summaries per hour.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { Coalescer } from "../../lib/coalesce";
+import { isoTime } from "../../lib/time";
+import { describeError, log } from "../../log";
+import type { Actor } from "../../schemas/audit";
+import type { PublishedEventView, WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { Db } from "../db";
+import type { EndpointObject } from "../endpoints/object";
+import { backoff } from "../endpoints/policy";
+import { migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
+import type { AuditOutboxEntry, KeyedAuditEntry } from "./audit";
+import {
+  type Audit,
+  type ConfigurationPatch,
+  configRecord,
+  configRow,
+  create,
+  type DisableRequest,
+  disable,
+  isSynced,
+  type NewConfiguration,
+  remove,
+  rotateSigningSecret,
+  snapshotOf,
+  synced,
+  unsynced,
+  update,
+} from "./configurations";
+import { handOver, hasLegacy } from "./legacy";
+import {
+  FANOUT_BATCH,
+  handed,
+  locate,
+  markPushed,
+  nextExpiry,
+  owedConfigurations,
+  owedTo,
+  type PublishRequest,
+  prune,
+  publishedView,
+  record,
+  replay,
+  targets,
+  unpushedSummaries,
+} from "./publishing";
+import { CONFIG_COLUMNS, type ConfigRow, MIGRATIONS, MIGRATIONS_BEFORE_HANDOVER } from "./schema";
+
+/** A configuration change, and whether its endpoint's object has it yet. */
+export interface Changed {
+  record: WebhookConfigurationRecord;
+  applied: boolean;
+}
+
+/** Audit pushes after a publish are at least this far apart (a burst is summarised in one push). */
+const AUDIT_PUSH_INTERVAL_MS = 1000;
+
+export class WebhookObject extends DurableObject<Env> {
+  private readonly db: Db;
+  private alarmAt: number | null = null;
+  private fanoutFailures = 0;
+  private syncFailures = 0;
+  private auditFailures = 0;
+  private lastAuditPush = 0;
+  private readonly fanouts = new Coalescer();
+  private readonly syncs = new Coalescer();
+  private auditPush: Promise<void> | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, MIGRATIONS_BEFORE_HANDOVER);
+    this.db = new Db(ctx.storage);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.alarmAt = await ctx.storage.getAlarm();
+      // An object of the first layout hands its deliveries to the endpoints' objects before it
+      // serves anything (legacy.ts); a failure here is retried by the next call's constructor.
+      if (hasLegacy(this.db)) {
+        await handOver(this.db, this.orgId(), (id) => this.endpoint(id), Date.now());
+        migrate(ctx.storage, MIGRATIONS);
+      }
+    });
+  }
+
+  private endpoint(configurationId: string): DurableObjectStub<EndpointObject> {
+    return this.env.ENDPOINTS.get(this.env.ENDPOINTS.idFromName(configurationId));
+  }
+
+  /** The organization this object belongs to, recorded by its first change. */
+  private bind(org: string): void {
+    this.db.run("INSERT OR IGNORE INTO meta (one, organization_id) VALUES (1, ?)", org);
+  }
+
+  private orgId(): string {
+    return this.db.value<string>("SELECT organization_id FROM meta") ?? "";
+  }
+
+  private auditFor(actor: Actor, now: number): Audit {
+    return (entry) => {
+      const full: AuditOutboxEntry = { ...entry, at: isoTime(now), actor: entry.actor ?? actor };
+      this.db.run("INSERT INTO audit_outbox (entry) VALUES (?)", JSON.stringify(full));
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Configurations
+
+  async createConfiguration(org: string, input: NewConfiguration, actor: Actor, now: number): Promise<Result<WebhookConfigurationRecord>> {
+    this.bind(org);
+    const created = create(this.db, input, this.auditFor(actor, now), now);
+    if (!created.ok) return created;
+    const record = configRecord(configRow(this.db, input.id) as ConfigRow, org);
+    this.plan(now);
+    // A new endpoint has no deliveries yet: if its copy does not land now, the first fan-out carries it.
+    await Promise.all([this.sync(input.id), this.pushAudit()]);
+    return ok(record);
+  }
+
+  configuration(id: string): Result<WebhookConfigurationRecord> {
+    const row = configRow(this.db, id);
+    return row ? ok(configRecord(row, this.orgId())) : missing("Webhook configuration");
+  }
+
+  listConfigurations(page: PageRequest): Result<Page<WebhookConfigurationRecord>> {
+    const org = this.orgId();
+    return pageOf(
+      (after, limit) =>
+        this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit),
+      page,
+      (row) => configRecord(row, org),
+    );
+  }
+
+  /** Applies a change in one transaction, then pushes it to the endpoint's object. */
+  async updateConfiguration(id: string, patch: ConfigurationPatch, actor: Actor, now: number): Promise<Result<Changed>> {
+    const updated = update(this.db, id, patch, this.auditFor(actor, now), now);
+    if (!updated.ok) return updated;
+    return this.changed(id, now);
+  }
+
+  /** Deletes the configuration; its endpoint fails its open deliveries as they fall due. Repeated while not yet applied, it pushes again. */
+  async deleteConfiguration(id: string, actor: Actor, now: number): Promise<Result<Changed>> {
+    const tomb = this.db.first<{ record: string }>("SELECT record FROM deleted_configurations WHERE id = ?", id);
+    let record: WebhookConfigurationRecord;
+    if (tomb !== undefined && configRow(this.db, id) === undefined) {
+      record = JSON.parse(tomb.record) as WebhookConfigurationRecord;
+    } else {
+      const removed = remove(this.db, id, this.orgId(), this.auditFor(actor, now), now);
+      if (!removed.ok) return removed;
+      record = removed.value;
+    }
+    this.plan(now);
+    await Promise.all([this.sync(id), this.pushAudit()]);
+    const applied = this.db.first("SELECT 1 AS x FROM deleted_configurations WHERE id = ?", id) === undefined;
+    return ok({ record, applied });
+  }
+
+  async rotateSigningSecret(
+    id: string,
+    secret: WebhookConfigurationRecord["signing_secrets"][number],
+    previousExpiresAt: string,
+    actor: Actor,
+    now: number,
+  ): Promise<Result<Changed>> {
+    const rotated = rotateSigningSecret(this.db, id, secret, previousExpiresAt, this.auditFor(actor, now), now);
+    if (!rotated.ok) return rotated;
+    return this.changed(id, now);
+  }
+
+  private async changed(id: string, now: number): Promise<Result<Changed>> {
+    this.plan(now);
+    await Promise.all([this.sync(id), this.pushAudit()]);
+    const record = configRecord(configRow(this.db, id) as ConfigRow, this.orgId());
+    return ok({ record, applied: isSynced(this.db, id) });
+  }
+
+  /** An endpoint's request to disable its configuration (a 410, or a receiver failing for days). */
+  async disableConfiguration(id: string, request: DisableRequest, now: number): Promise<"disabled" | "kept"> {
+    const answer = disable(this.db, id, request, this.auditFor({ type: "system" }, now), now);
+    this.plan(now);
+    void this.sync(id);
+    void this.pushAudit();
+    return answer;
+  }
+
+  /** Pushes the configuration's latest version (or its tombstone) to its endpoint's object; one push at a time. */
+  private sync(id: string): Promise<void> {
+    return this.syncs
+      .run(id, async () => {
+        const snapshot = snapshotOf(this.db, id, this.orgId());
+        if (snapshot === null) return;
+        synced(this.db, id, await this.endpoint(id).sync(snapshot, Date.now()));
+        this.syncFailures = 0;
+      })
+      .catch((err: unknown) => {
+        this.syncFailures++;
+        log.warn("webhook configuration not yet applied to its endpoint; the alarm retries", {
+          configuration: id,
+          detail: describeError(err),
+        });
+        this.plan(Date.now());
+      });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Publishing
+
+  /**
+   * Records the event and one delivery per matching active configuration in one transaction (the
+   * alarm set in the same write batch), then hands the deliveries to the endpoints' objects. With
+   * an Idempotency-Key seen in the last 24 hours it answers the original event instead.
+   */
+  async publish(org: string, request: PublishRequest, actor: Actor, now: number): Promise<Result<PublishedEventView>> {
+    this.bind(org);
+    if (request.idempotency !== undefined) {
+      const replayed = replay(this.db, request.idempotency, now);
+      if (replayed !== null) return replayed;
+    }
+    const to = targets(request, this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations ORDER BY rowid`));
+    if (!to.ok) return to;
+    record(this.db, request, to.value, actor, now);
+    // In the same write batch as the rows (no await between): if this call dies before the
+    // hand-over, the alarm does it.
+    this.plan(now);
+    await Promise.all(to.value.map((c) => this.fanOut(c.id)));
+    this.plan(Date.now());
+    if (Date.now() - this.lastAuditPush >= AUDIT_PUSH_INTERVAL_MS) void this.pushAudit();
+    return ok(publishedView(this.db, request.event.id) as PublishedEventView);
+  }
+
+  /** Hands a configuration's owed deliveries to its endpoint, in publish order; one hand-over at a time per endpoint. */
+  private fanOut(configurationId: string): Promise<void> {
+    return this.fanouts
+      .run(configurationId, async () => {
+        for (;;) {
+          const rows = owedTo(this.db, configurationId);
+          if (rows.length === 0) return;
+          const snapshot = isSynced(this.db, configurationId) ? null : snapshotOf(this.db, configurationId, this.orgId());
+          const answer = await this.endpoint(configurationId).accept(snapshot, rows, Date.now());
+          if (!answer.accepted) {
+            // The endpoint lacks the configuration: send it again with its copy.
+            this.db.run("UPDATE configurations SET synced_version = 0 WHERE id = ?", configurationId);
+            if (snapshot === null && snapshotOf(this.db, configurationId, this.orgId()) !== null) continue;
+            throw new Error("the endpoint's object has no configuration and none is left to send it");
+          }
+          if (snapshot !== null) synced(this.db, configurationId, answer.version);
+          handed(this.db, rows);
+          this.fanoutFailures = 0;
+          if (rows.length < FANOUT_BATCH) return;
+        }
+      })
+      .catch((err: unknown) => {
+        this.fanoutFailures++;
+        log.error("webhook deliveries not yet handed to their endpoint; the alarm retries", {
+          configuration: configurationId,
+          detail: describeError(err),
+        });
+      });
+  }
+
+  /** Which configuration a delivery belongs to (the delivery routes and the consumer's v2 tickets). */
+  locate(deliveryId: string): string | null {
+    return locate(this.db, deliveryId);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The outbox, recovery and housekeeping
+
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    const now = Date.now();
+    const more = prune(this.db, now);
+    await Promise.all([
+      ...owedConfigurations(this.db).map((id) => this.fanOut(id)),
+      ...unsynced(this.db).map((id) => this.sync(id)),
+      this.pushAudit(),
+    ]);
+    this.plan(Date.now());
+    if (more) this.setAlarm(Date.now());
+  }
+
+  /**
+   * Sets the alarm for the earliest thing owed: a hand-over, an endpoint's copy, an audit push, or
+   * the moment the oldest event or Idempotency-Key expires. Every term is an indexed lookup.
+   */
+  private plan(now: number): void {
+    const times: number[] = [];
+    const expiry = nextExpiry(this.db);
+    if (expiry !== null) times.push(expiry);
+    if (this.db.first("SELECT 1 AS x FROM fanout WHERE handed = 0 LIMIT 1") !== undefined) times.push(now + backoff(this.fanoutFailures));
+    if (unsynced(this.db).length > 0) times.push(now + backoff(this.syncFailures));
+    const audit =
+      this.db.first("SELECT 1 AS x FROM audit_outbox LIMIT 1") !== undefined ||
+      this.db.first("SELECT 1 AS x FROM publish_summary WHERE pushed < count LIMIT 1") !== undefined;
+    if (audit) times.push(Math.max(now + backoff(this.auditFailures), this.lastAuditPush + AUDIT_PUSH_INTERVAL_MS));
+    this.setAlarm(times.length === 0 ? null : Math.min(...times));
+  }
+
+  private setAlarm(at: number | null): void {
+    if (at === null) {
+      if (this.alarmAt !== null) void this.ctx.storage.deleteAlarm();
+      this.alarmAt = null;
+      return;
+    }
+    if (this.alarmAt === at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
+  }
+
+  /** Audit entries and publish summaries go to the organization's log, keyed so a repeated push adds nothing; one push at a time. */
+  private pushAudit(): Promise<void> {
+    this.auditPush ??= (async () => {
+      try {
+        for (;;) {
+          const outbox = this.db.all<{ seq: number; entry: string }>("SELECT seq, entry FROM audit_outbox ORDER BY seq LIMIT 100");
+          const summaries = unpushedSummaries(this.db);
+          if (outbox.length === 0 && summaries.entries.length === 0) return;
+          const entries: KeyedAuditEntry[] = [
+            ...outbox.map((e) => ({ ...(JSON.parse(e.entry) as AuditOutboxEntry), key: `webhooks:${e.seq}` })),
+            ...summaries.entries,
+          ];
+          this.lastAuditPush = Date.now();
+          await this.env.ORGS.get(this.env.ORGS.idFromName(this.orgId())).appendAudit(entries);
+          this.db.txn(() => {
+            if (outbox.length > 0) this.db.run("DELETE FROM audit_outbox WHERE seq <= ?", outbox.at(-1)?.seq ?? 0);
+            markPushed(this.db, summaries.marks);
+          });
+          this.auditFailures = 0;
+        }
+      } catch (err) {
+        this.auditFailures++;
+        log.warn("audit entries not pushed; the alarm retries", { detail: describeError(err) });
+      } finally {
+        this.auditPush = null;
+        this.plan(Date.now());
+      }
+    })();
+    return this.auditPush;
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * Publishing in the organization's WebhookObject: one transaction records the event (its body kept
+ * until every endpoint has its copy, and who published it), one fan-out row per matching active
+ * configuration, the Idempotency-Key and the hour's publish summary. The fan-out rows are the
+ * outbox: object.ts hands them, in publish order, to each endpoint's object, and marks them handed;
+ * afterwards they are the index from a delivery id to its endpoint. Retention deletes events,
+ * fan-out rows, keys and summaries by their indexed creation time, a batch at a time.
+ */
+import { newDeliveryId } from "../../lib/ids";
+import { isoTime } from "../../lib/time";
+import type { Actor } from "../../schemas/audit";
+import type { PublishedEventView } from "../../schemas/webhooks";
+import type { Db } from "../db";
+import type { NewDelivery } from "../endpoints/object";
+import { fail, missing, ok, type Result } from "../sql";
+import type { KeyedAuditEntry } from "./audit";
+import { EVENT_RETENTION_DAYS, IDEMPOTENCY_WINDOW_MS } from "./limits";
+import type { ConfigRow, FanoutRow } from "./schema";
+
+export interface EventToPublish {
+  id: string;
+  type: string;
+  /** The exact JSON sent (and signed) on every attempt. */
+  body: string;
+  created_at: string;
+}
+
+export interface PublishRequest {
+  event: EventToPublish;
+  /** `webhook.test` to one configuration, whatever its event filter. */
+  only?: string | undefined;
+  idempotency?: { key: string; hash: string } | undefined;
+}
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+/** Fan-out rows handed to an endpoint per call; rows retention deletes per run. */
+export const FANOUT_BATCH = 500;
+const RETENTION_BATCH = 1000;
+/** Event types a publish summary names (the count covers them all). */
+const SUMMARY_TYPES = 10;
+
+/** The original answer for an Idempotency-Key seen in the window; a different request under it is refused. */
+export function replay(db: Db, idempotency: { key: string; hash: string }, now: number): Result<PublishedEventView> | null {
+  const seen = db.first<{ request_hash: string; event_id: string }>(
+    "SELECT request_hash, event_id FROM idempotency_keys WHERE key = ? AND created_ms > ?",
+    idempotency.key,
+    now - IDEMPOTENCY_WINDOW_MS,
+  );
+  if (seen === undefined) return null;
+  if (seen.request_hash !== idempotency.hash) {
+    return fail(
+      "idempotency_key_reused",
+      "This Idempotency-Key was used in the last 24 hours for a different request; use a new key for a new event.",
+    );
+  }
+  const original = publishedView(db, seen.event_id);
+  return original === null ? null : ok({ ...original, replayed: true });
+}
+
+/**
+ * The configurations an event goes to, among the organization's (at most 20): one (a test event,
+ * whatever its filter), or every active one that takes the event's type.
+ */
+export function targets(request: PublishRequest, configs: ConfigRow[]): Result<ConfigRow[]> {
+  if (request.only !== undefined) {
+    const only = configs.find((c) => c.id === request.only);
+    if (only === undefined) return missing("Webhook configuration");
+    if (only.status !== "active")
+      return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
+    return ok([only]);
+  }
+  return ok(
+    configs.filter((c) => c.status === "active" && (c.events === null || (JSON.parse(c.events) as string[]).includes(request.event.type))),
+  );
+}
+
+/** Commits the event, its fan-out rows, the key and the summary, in one transaction. */
+export function record(db: Db, request: PublishRequest, to: ConfigRow[], actor: Actor, now: number): void {
+  const { event, idempotency } = request;
+  const action = request.only ? "webhook_configuration.tested" : "event.published";
+  db.txn(() => {
+    db.run(
+      "INSERT INTO events (id, type, body, created_at, created_ms, actor) VALUES (?, ?, ?, ?, ?, ?)",
+      event.id,
+      event.type,
+      to.length > 0 ? event.body : null,
+      event.created_at,
+      now,
+      JSON.stringify(actor),
+    );
+    for (const config of to) {
+      db.run(
+        "INSERT INTO fanout (delivery_id, event_id, configuration_id, created_ms) VALUES (?, ?, ?, ?)",
+        newDeliveryId(),
+        event.id,
+        config.id,
+        now,
+      );
+    }
+    if (idempotency !== undefined) {
+      db.run(
+        "INSERT OR REPLACE INTO idempotency_keys (key, request_hash, event_id, created_ms) VALUES (?, ?, ?, ?)",
+        idempotency.key,
+        idempotency.hash,
+        event.id,
+        now,
+      );
+    }
+    summarise(db, actor, action, event, now);
+  });
+}
+
+/** Adds the event to its hour's summary for this actor and action. */
+function summarise(db: Db, actor: Actor, action: string, event: EventToPublish, now: number): void {
+  const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
+  const actorJson = JSON.stringify(actor);
+  const row = db.first<{ types: string }>(
+    "SELECT types FROM publish_summary WHERE hour = ? AND actor = ? AND action = ?",
+    hour,
+    actorJson,
+    action,
+  );
+  if (row === undefined) {
+    db.run(
+      `INSERT INTO publish_summary (hour, actor, action, count, first_event, last_event, first_at, last_at, types)
+        VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)`,
+      hour,
+      actorJson,
+      action,
+      event.id,
+      event.id,
+      isoTime(now),
+      isoTime(now),
+      JSON.stringify([event.type]),
+    );
+    return;
+  }
+  const types = JSON.parse(row.types) as string[];
+  if (!types.includes(event.type) && types.length < SUMMARY_TYPES) types.push(event.type);
+  db.run(
+    "UPDATE publish_summary SET count = count + 1, last_event = ?, last_at = ?, types = ? WHERE hour = ? AND actor = ? AND action = ?",
+    event.id,
+    isoTime(now),
+    JSON.stringify(types),
+    hour,
+    actorJson,
+    action,
+  );
+}
+
+/** Summaries with publishes not yet in the organization's audit log, as keyed entries that replace the earlier push. */
+export function unpushedSummaries(db: Db): {
+  entries: KeyedAuditEntry[];
+  marks: { hour: number; actor: string; action: string; count: number }[];
+} {
+  const rows = db.all<{
+    hour: number;
+    actor: string;
+    action: string;
+    count: number;
+    first_event: string;
+    last_event: string;
+    first_at: string;
+    last_at: string;
+    types: string;
+  }>("SELECT * FROM publish_summary WHERE pushed < count ORDER BY hour LIMIT 100");
+  return {
+    entries: rows.map((r) => ({
+      key: `publish:${r.hour}:${r.action}:${r.actor}`,
+      replace: true,
+      at: r.first_at,
+      actor: JSON.parse(r.actor) as Actor,
+      action: r.action,
+      resource_type: "event",
+      resource_id: r.first_event,
+      detail: {
+        summary: `${r.count} event${r.count === 1 ? "" : "s"} published in the hour from ${isoTime(r.hour)}`,
+        count: r.count,
+        first_event_id: r.first_event,
+        last_event_id: r.last_event,
+        first_at: r.first_at,
+        last_at: r.last_at,
+        types: JSON.parse(r.types) as string[],
+      },
+    })),
+    marks: rows.map((r) => ({ hour: r.hour, actor: r.actor, action: r.action, count: r.count })),
+  };
+}
+
+export function markPushed(db: Db, marks: { hour: number; actor: string; action: string; count: number }[]): void {
+  db.txn(() => {
+    for (const m of marks) {
+      db.run("UPDATE publish_summary SET pushed = ? WHERE hour = ? AND actor = ? AND action = ?", m.count, m.hour, m.actor, m.action);
+    }
+  });
+}
+
+/** The answer to a publish: the event and one pending delivery per configuration it went to (as first answered). */
+export function publishedView(db: Db, eventId: string): PublishedEventView | null {
+  const event = db.first<{ id: string; type: string; created_at: string }>("SELECT id, type, created_at FROM events WHERE id = ?", eventId);
+  if (event === undefined) return null;
+  const rows = db.all<Pick<FanoutRow, "delivery_id" | "configuration_id">>(
+    "SELECT delivery_id, configuration_id FROM fanout WHERE event_id = ? ORDER BY seq",
+    eventId,
+  );
+  return {
+    id: event.id,
+    type: event.type,
+    created_at: event.created_at,
+    deliveries: rows.map((d) => ({ id: d.delivery_id, webhook_configuration_id: d.configuration_id, status: "pending" as const })),
+    replayed: false,
+  };
+}
+
+/** The next fan-out rows owed to one configuration's endpoint, in publish order, with what the endpoint needs of each. */
+export function owedTo(db: Db, configurationId: string): NewDelivery[] {
+  return db.all<NewDelivery & Record<string, SqlStorageValue>>(
+    `SELECT f.delivery_id AS id, f.seq AS seq, f.event_id AS event_id, e.type AS event_type, e.body AS body, e.created_ms AS created_ms,
+        e.created_at AS created_at
+      FROM fanout f JOIN events e ON e.id = f.event_id WHERE f.configuration_id = ? AND f.handed = 0 ORDER BY f.seq LIMIT ?`,
+    configurationId,
+    FANOUT_BATCH,
+  );
+}
+
+/** Marks rows handed over; an event every endpoint has no longer keeps its body. */
+export function handed(db: Db, deliveries: NewDelivery[]): void {
+  db.txn(() => {
+    const events = new Set<string>();
+    for (const d of deliveries) {
+      db.run("UPDATE fanout SET handed = 1 WHERE delivery_id = ?", d.id);
+      events.add(d.event_id);
+    }
+    for (const id of events) {
+      if (db.first("SELECT 1 AS x FROM fanout WHERE event_id = ? AND handed = 0 LIMIT 1", id) === undefined) {
+        db.run("UPDATE events SET body = NULL WHERE id = ?", id);
+      }
+    }
+  });
+}
+
+/** Configurations with fan-out rows still owed (one indexed step per configuration). */
+export const owedConfigurations = (db: Db): string[] =>
+  db.all<{ c: string }>("SELECT DISTINCT configuration_id AS c FROM fanout WHERE handed = 0").map((r) => r.c);
+
+/** Which configuration a delivery belongs to. */
+export const locate = (db: Db, deliveryId: string): string | null =>
+  db.value<string>("SELECT configuration_id FROM fanout WHERE delivery_id = ?", deliveryId);
+
+/** Deletes what has outlived its retention, a batch at a time; true if more remain. */
+export function prune(db: Db, now: number): boolean {
+  const cutoff = now - EVENT_RETENTION_DAYS * DAY_MS;
+  let more = false;
+  db.txn(() => {
+    const events = db.all<{ id: string }>(
+      "SELECT id FROM events WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
+      cutoff,
+      RETENTION_BATCH,
+    );
+    for (const e of events) db.run("DELETE FROM events WHERE id = ?", e.id);
+    const fanout = db.run(
+      "DELETE FROM fanout WHERE seq IN (SELECT seq FROM fanout WHERE created_ms < ? AND handed = 1 ORDER BY created_ms LIMIT ?)",
+      cutoff,
+      RETENTION_BATCH,
+    );
+    const keys = db.run(
+      "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys WHERE created_ms < ? ORDER BY created_ms LIMIT ?)",
+      now - IDEMPOTENCY_WINDOW_MS,
+      RETENTION_BATCH,
+    );
+    // Summaries are in the audit log once pushed; two days' worth stay for late publishes of an hour.
+    db.run("DELETE FROM publish_summary WHERE hour < ? AND pushed >= count", now - 2 * DAY_MS);
+    more = events.length === RETENTION_BATCH || fanout === RETENTION_BATCH || keys === RETENTION_BATCH;
+  });
+  return more;
+}
+
+/** When retention next has something to delete (indexed minimums). */
+export function nextExpiry(db: Db): number | null {
+  const times: number[] = [];
+  const e = db.value<number>("SELECT min(created_ms) AS t FROM events");
+  if (e !== null) times.push(e + EVENT_RETENTION_DAYS * DAY_MS);
+  const k = db.value<number>("SELECT min(created_ms) AS t FROM idempotency_keys");
+  if (k !== null) times.push(k + IDEMPOTENCY_WINDOW_MS);
+  return times.length === 0 ? null : Math.min(...times);
+}

@@ -1,0 +1,133 @@
+/**
+ * The organization's WebhookObject tables (objects/webhooks/object.ts) and their rows: the
+ * configurations (the record each endpoint's object holds a copy of), events, Idempotency-Keys,
+ * the fan-out (one row per delivery: the outbox that hands it to its endpoint's object, then the
+ * index from a delivery id to its endpoint), tombstones of deleted configurations until their
+ * endpoints know, the audit outbox and the hourly publish summaries.
+ *
+ * Version 1 is the first layout (everything in this object); it is never edited. Version 2 moves
+ * its deliveries aside as `legacy_*` tables, which the object then hands to the endpoints' objects
+ * (legacy.ts) before it serves anything; version 3 drops them once they are empty, so an upgraded
+ * object ends with exactly the schema of a new one.
+ */
+import type { Migration } from "../sql";
+
+/** Version 1 as it shipped (frozen: the migration test replays it). */
+const V1: Migration = {
+  version: 1,
+  statements: [
+    "CREATE TABLE meta (one INTEGER PRIMARY KEY CHECK (one = 1), organization_id TEXT NOT NULL)",
+    `CREATE TABLE configurations (id TEXT PRIMARY KEY, url TEXT NOT NULL, events TEXT, description TEXT,
+        token_url TEXT NOT NULL, client_id TEXT NOT NULL, client_secret TEXT NOT NULL, token_cache INTEGER NOT NULL,
+        signing_secrets TEXT NOT NULL, status TEXT NOT NULL, disabled_reason TEXT, failing_since INTEGER,
+        last_delivered_ms INTEGER, version INTEGER NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`,
+    "CREATE TABLE events (id TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL, created_ms INTEGER NOT NULL)",
+    "CREATE INDEX events_by_time ON events (created_ms)",
+    `CREATE TABLE idempotency_keys (key TEXT PRIMARY KEY, request_hash TEXT NOT NULL, event_id TEXT NOT NULL,
+        created_ms INTEGER NOT NULL)`,
+    `CREATE TABLE deliveries (id TEXT PRIMARY KEY, event_id TEXT NOT NULL, event_type TEXT NOT NULL,
+        configuration_id TEXT NOT NULL, status TEXT NOT NULL, series INTEGER NOT NULL, series_attempts INTEGER NOT NULL,
+        attempts INTEGER NOT NULL, next_attempt_ms INTEGER, dispatched_ms INTEGER, lease_until_ms INTEGER,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`,
+    "CREATE INDEX deliveries_by_configuration ON deliveries (configuration_id)",
+    "CREATE INDEX deliveries_by_event ON deliveries (event_id)",
+    "CREATE INDEX deliveries_open ON deliveries (next_attempt_ms) WHERE status IN ('pending', 'retrying')",
+    `CREATE TABLE attempts (delivery_id TEXT NOT NULL, number INTEGER NOT NULL, series INTEGER NOT NULL, at TEXT NOT NULL,
+        step TEXT NOT NULL, http_status INTEGER, latency_ms INTEGER NOT NULL, outcome TEXT NOT NULL, error TEXT,
+        PRIMARY KEY (delivery_id, number))`,
+    "CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)",
+  ],
+};
+
+/** Version 2: a Durable Object per endpoint (issue 20); what was per endpoint moves aside until it is handed over. */
+const V2: Migration = {
+  version: 2,
+  statements: [
+    "ALTER TABLE configurations ADD COLUMN ordered INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE configurations ADD COLUMN rate_limit INTEGER",
+    // The version at which `status` last changed (a disable decided on an older one yields to a re-enable).
+    "ALTER TABLE configurations ADD COLUMN status_version INTEGER NOT NULL DEFAULT 1",
+    // The version the endpoint's object has acknowledged.
+    "ALTER TABLE configurations ADD COLUMN synced_version INTEGER NOT NULL DEFAULT 0",
+    "CREATE TABLE deleted_configurations (id TEXT PRIMARY KEY, version INTEGER NOT NULL, record TEXT NOT NULL, deleted_ms INTEGER NOT NULL)",
+    // Events keep their body only until every endpoint has its copy; `actor` is the publish's audit record.
+    "ALTER TABLE events RENAME TO legacy_events",
+    "DROP INDEX events_by_time",
+    `CREATE TABLE events (id TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT, created_at TEXT NOT NULL, created_ms INTEGER NOT NULL,
+        actor TEXT)`,
+    "CREATE INDEX events_by_created ON events (created_ms)",
+    "INSERT INTO events (id, type, body, created_at, created_ms) SELECT id, type, NULL, created_at, created_ms FROM legacy_events",
+    "ALTER TABLE deliveries RENAME TO legacy_deliveries",
+    "DROP INDEX deliveries_by_event",
+    "DROP INDEX deliveries_open",
+    "ALTER TABLE attempts RENAME TO legacy_attempts",
+    `CREATE TABLE fanout (seq INTEGER PRIMARY KEY AUTOINCREMENT, delivery_id TEXT NOT NULL UNIQUE, event_id TEXT NOT NULL,
+        configuration_id TEXT NOT NULL, created_ms INTEGER NOT NULL, handed INTEGER NOT NULL DEFAULT 0)`,
+    "CREATE INDEX fanout_owed ON fanout (configuration_id, seq) WHERE handed = 0",
+    "CREATE INDEX fanout_by_event ON fanout (event_id)",
+    "CREATE INDEX fanout_by_created ON fanout (created_ms)",
+    // The moved deliveries keep their order (ordered endpoints deliver by it) and are found by id.
+    `INSERT INTO fanout (delivery_id, event_id, configuration_id, created_ms, handed)
+        SELECT d.id, d.event_id, d.configuration_id, coalesce(e.created_ms, 0), 1
+        FROM legacy_deliveries d LEFT JOIN legacy_events e ON e.id = d.event_id ORDER BY d.rowid`,
+    "CREATE INDEX idempotency_by_created ON idempotency_keys (created_ms)",
+    `CREATE TABLE publish_summary (hour INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, count INTEGER NOT NULL,
+        pushed INTEGER NOT NULL DEFAULT 0, first_event TEXT NOT NULL, last_event TEXT NOT NULL, first_at TEXT NOT NULL,
+        last_at TEXT NOT NULL, types TEXT NOT NULL, PRIMARY KEY (hour, actor, action))`,
+    "CREATE INDEX publish_summary_unpushed ON publish_summary (hour) WHERE pushed < count",
+  ],
+};
+
+/** Version 3, applied once the legacy rows are handed over (legacy.ts): they and the per-endpoint columns go. */
+const V3: Migration = {
+  version: 3,
+  statements: [
+    "DROP TABLE legacy_attempts",
+    "DROP TABLE legacy_deliveries",
+    "DROP TABLE legacy_events",
+    "ALTER TABLE configurations DROP COLUMN failing_since",
+    "ALTER TABLE configurations DROP COLUMN last_delivered_ms",
+  ],
+};
+
+/** Applied in the constructor, before anything is served. */
+export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
+/** Applied once the legacy rows have been handed over. */
+export const MIGRATIONS: Migration[] = [V1, V2, V3];
+
+type Row = Record<string, SqlStorageValue>;
+
+export interface ConfigRow extends Row {
+  rowid: number;
+  id: string;
+  url: string;
+  events: string | null;
+  description: string | null;
+  token_url: string;
+  client_id: string;
+  client_secret: string;
+  token_cache: number;
+  ordered: number;
+  rate_limit: number | null;
+  signing_secrets: string;
+  status: "active" | "disabled";
+  disabled_reason: string | null;
+  version: number;
+  status_version: number;
+  synced_version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FanoutRow extends Row {
+  seq: number;
+  delivery_id: string;
+  event_id: string;
+  configuration_id: string;
+  created_ms: number;
+  handed: number;
+}
+
+/** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
+export const CONFIG_COLUMNS =
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, synced_version, created_at, updated_at";
