@@ -42,7 +42,11 @@ export default defineConfig({
               // Messages the objects send go to a real Queue nobody consumes, so each test drives
               // the consumer itself, message by message, with no background delivery racing it.
               // The real Queue -> consumer path runs in the "pipeline" project below.
-              queueProducers: { WEBHOOK_QUEUE: { queueName: "keyway-webhooks-held" } },
+              queueProducers: {
+                WEBHOOK_QUEUE: { queueName: "keyway-webhooks-held" },
+                WEBHOOK_QUEUE_NEW: { queueName: "keyway-webhooks-held" },
+                WEBHOOK_QUEUE_SLOW: { queueName: "keyway-webhooks-held" },
+              },
             },
           }),
         ],

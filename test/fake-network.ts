@@ -7,7 +7,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecu
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, vi } from "vitest";
 import worker from "../src/index";
-import type { DeliveryMessage } from "../src/schemas/webhooks";
+import type { DeliveryQueueMessage } from "../src/schemas/webhooks";
 
 export interface Sent {
   method: string;
@@ -92,7 +92,7 @@ export interface QueueOutcome {
  */
 export async function consume(
   queue: string,
-  messages: { id: string; attempts: number; body: DeliveryMessage }[],
+  messages: { id: string; attempts: number; body: DeliveryQueueMessage }[],
   overrides: Partial<Env> = {},
 ): Promise<QueueOutcome> {
   const batch = createMessageBatch(

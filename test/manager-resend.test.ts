@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { fakeNetwork, receiver } from "./fake-network";
 import { ADMIN_TOKEN, authed, callAt, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser } from "./manager-helpers";
-import { api, attemptNow, createConfig, deliveryRow, getDelivery, publishTo, ticketFor, webhooksOf } from "./webhook-helpers";
+import { api, attemptNow, createConfig, deliveryRow, endpointOf, getDelivery, publishTo, ticketFor } from "./webhook-helpers";
 
 const RESEND_LINK = "Re-send this delivery";
 
@@ -36,7 +36,7 @@ async function aDelivery(): Promise<Setup> {
 
 /** Its first attempt begun by a consumer that then reports nothing; the end of the lease the object recorded. */
 async function beginUnreported(s: Setup): Promise<number> {
-  expect((await webhooksOf(s.t.orgId).begin(await ticketFor(s.t.orgId, s.id), Date.now())).go).toBe(true);
+  expect((await endpointOf(s.configId).begin(await ticketFor(s.t.orgId, s.id), Date.now())).go).toBe(true);
   const leaseUntil = (await deliveryRow(s.t.orgId, s.id)).lease_until_ms;
   expect(leaseUntil).not.toBeNull();
   return leaseUntil!;
@@ -82,7 +82,7 @@ describe("the manager's Re-send of a delivery", () => {
       status: "retrying",
       attempts: 1,
       lease_until_ms: null,
-      next_attempt_ms: leaseUntil,
+      due_ms: leaseUntil,
     });
     expect((await getDelivery(s.t, s.bearer, s.id)).in_flight_until).toBeNull();
     expect((await getDelivery(s.t, s.bearer, s.id)).attempts).toEqual([

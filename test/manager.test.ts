@@ -337,7 +337,7 @@ describe("API keys and webhooks pages", () => {
     expect(html).toMatch(/webhook URL answered 500/);
     expect(html).toMatch(/status-retry/);
     expect((await b.post(`${deliveryPage}/resend`, { csrf })).status).toBe(303);
-    expect((await deliveryRow(t.orgId, deliveryId!)).dispatched_ms).toBeGreaterThan(Date.now() - 5_000);
+    expect((await deliveryRow(t.orgId, deliveryId!)).queued_ms).toBeGreaterThan(Date.now() - 5_000);
     html = await (await b.get(base)).text();
     expect(html).toMatch(/every attempt has failed since/);
     expect(html).not.toContain("manager-receiver-secret");

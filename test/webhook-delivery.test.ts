@@ -10,12 +10,27 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { DeliveryMessage } from "../src/schemas/webhooks";
+import type { AttemptReport, DeliveryTicket } from "../src/schemas/webhooks";
 import { DEAD_LETTER_QUEUE, DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { mentionsSecret } from "../src/webhooks/outbound";
 import { consume, fakeNetwork, type Handler, json, never, RECEIVER, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { createTenant, issueToken, type Tenant } from "./helpers";
-import { api, attemptNow, createConfig, deliveryRow, getDelivery, inWebhooks, publishTo, ticketFor, webhooksOf } from "./webhook-helpers";
+import {
+  api,
+  attemptNow,
+  createConfig,
+  deliveryRow,
+  endpointAlarm,
+  endpointOf,
+  endpointRow,
+  getDelivery,
+  inEndpoint,
+  inWebhooks,
+  publishTo,
+  slowLane,
+  ticketFor,
+  webhooksOf,
+} from "./webhook-helpers";
 
 const RECEIVER_SECRET = "receiver-secret-must-never-appear";
 /**
@@ -49,6 +64,27 @@ const publish = (configId: string) => publishTo(t, token, configId);
 const attempt = (id: string, overrides: Partial<Env> = {}) => attemptNow(t, token, id, overrides);
 const tokenRoute = (handler: Handler) => ({ ...receiver(), [TOKEN_URL]: handler });
 const webhookRoute = (handler: Handler) => ({ ...receiver(), [WEBHOOK_URL]: handler });
+/** A consumer's report that attempt `attempt` of a delivery was delivered. */
+const delivered = (id: string, attempt = 1): AttemptReport => ({
+  delivery_id: id,
+  series: 1,
+  attempt,
+  started_at: Date.now(),
+  step: "webhook",
+  http_status: 204,
+  latency_ms: 5,
+  outcome: "delivered",
+  error: null,
+  note: null,
+  retry_after_seconds: null,
+  gone: false,
+  url: WEBHOOK_URL,
+  lane: "new",
+  timed_out: false,
+  ours: null,
+  token_ms: null,
+  token: null,
+});
 /** Milliseconds from now until the delivery's next attempt. */
 const dueIn = async (id: string) => Date.parse((await getDelivery(t, token, id)).next_attempt_at ?? "") - Date.now();
 
@@ -161,6 +197,8 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
   });
 
   it("ends a token endpoint that never answers at the attempt's deadline, and records it", async () => {
+    // In the slow lane an attempt gets the whole WEBHOOK_TIMEOUT_SECONDS (the fast lanes cut off sooner: below).
+    await slowLane(configId);
     fakeNetwork(tokenRoute(never));
     const { last } = await attempt(await publish(configId), { WEBHOOK_TIMEOUT_SECONDS: "1" });
     expect(last).toMatchObject({
@@ -171,6 +209,7 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
   });
 
   it("ends a token endpoint that answers 200 and then stalls its body at the deadline: a recorded, retried attempt", async () => {
+    await slowLane(configId);
     fakeNetwork(
       tokenRoute(
         () =>
@@ -306,16 +345,26 @@ describe("webhook URL outcomes", () => {
     expect(wait).toBeLessThanOrEqual(1.1 * 30 * 60_000);
   });
 
-  it("honours Retry-After on a 429 when it asks for longer than the schedule", async () => {
+  it("honours Retry-After on a 429 when it asks for longer than the schedule: the whole endpoint waits", async () => {
+    const throttled = (await newConfig()).id;
     fakeNetwork(webhookRoute(() => new Response(null, { status: 429, headers: { "Retry-After": "600" } })));
-    const id = await publish(configId);
+    const id = await publish(throttled);
+    const other = await publish(throttled);
     await attempt(id);
-    const wait = await dueIn(id);
-    expect(wait).toBeGreaterThan(598_000);
-    expect(wait).toBeLessThanOrEqual(600_000);
+    for (const d of [id, other]) {
+      const wait = await dueIn(d);
+      expect(wait).toBeGreaterThan(598_000);
+      expect(wait).toBeLessThanOrEqual(600_000);
+    }
+    const view = (await (await api(t, token, `/v1/webhook-configurations/${throttled}`)).json()) as { data: Record<string, unknown> };
+    expect(view.data).toMatchObject({
+      paused_until: expect.any(String),
+      pause_reason: expect.stringMatching(/answered 429 with Retry-After/),
+    });
   });
 
   it("retries a webhook URL that does not answer by the deadline", async () => {
+    await slowLane(configId);
     fakeNetwork(webhookRoute(never));
     const { record, last } = await attempt(await publish(configId), { WEBHOOK_TIMEOUT_SECONDS: "1" });
     expect(record.status).toBe("retrying");
@@ -379,15 +428,45 @@ describe("webhook URL outcomes", () => {
     const id = await publish(config.id);
     const { record, last } = await attempt(id);
     expect(last).toMatchObject({ http_status: 410, outcome: "retry" });
-    expect(last.error).toMatch(/configuration has changed since; retrying/);
+    expect(last.error).toMatch(/the configuration's url has changed since; retrying/);
     expect(record.status).toBe("retrying");
     const after = (await (await api(t, token, `/v1/webhook-configurations/${config.id}`)).json()) as { data: Record<string, unknown> };
     expect(after.data).toMatchObject({ status: "active", url: `${RECEIVER}/webhooks-v2` });
   });
 
+  it("disables on a 410 even when other fields were edited during the attempt, and keeps those edits", async () => {
+    const config = await newConfig({ events: ["order.created"] });
+    let edited = false;
+    fakeNetwork(
+      webhookRoute(async () => {
+        if (!edited) {
+          edited = true;
+          const res = await api(t, token, `/v1/webhook-configurations/${config.id}`, "PATCH", {
+            description: "edited meanwhile",
+            events: ["order.created", "order.paid"],
+          });
+          expect(res.status).toBe(200);
+        }
+        return new Response(null, { status: 410 });
+      }),
+    );
+    const { record, last } = await attempt(await publish(config.id));
+    expect(last).toMatchObject({ http_status: 410, outcome: "failed" });
+    expect(record.status).toBe("failed");
+    const after = (await (await api(t, token, `/v1/webhook-configurations/${config.id}`)).json()) as { data: Record<string, unknown> };
+    expect(after.data).toMatchObject({
+      status: "disabled",
+      disabled_reason: "the webhook URL answered 410 Gone",
+      description: "edited meanwhile",
+      events: ["order.created", "order.paid"],
+    });
+  });
+
   it("acks each message of a batch on its own, and a slow receiver delays no other delivery beyond its own deadline", async () => {
+    await freshTenant();
     const slow = (await newConfig({ url: `${RECEIVER}/slow` })).id;
-    const ids = await Promise.all(Array.from({ length: 9 }, () => publish(configId)));
+    const fast = await Promise.all(Array.from({ length: 9 }, () => newConfig()));
+    const ids = await Promise.all(fast.map((c) => publish(c.id)));
     const slowId = await publish(slow);
     fakeNetwork({ ...receiver(), [`${RECEIVER}/slow`]: never });
     const tickets = await Promise.all([...ids, slowId].map((id) => ticketFor(t.orgId, id)));
@@ -404,7 +483,9 @@ describe("webhook URL outcomes", () => {
       expect(d.status).toBe("delivered");
       expect(d.attempts[0]!.latency_ms).toBeLessThan(1_000);
     }
+    // Cut off by the new lane's deadline: its endpoint moves to the slow lane and it is due again at once.
     expect((await getDelivery(t, token, slowId)).attempts[0]).toMatchObject({ outcome: "retry", step: "webhook" });
+    expect(await endpointRow(slow)).toMatchObject({ lane: "slow" });
   });
 });
 
@@ -449,23 +530,10 @@ describe("the state machine only moves forward", () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
     const ticket = await ticketFor(t.orgId, id);
-    const stub = webhooksOf(t.orgId);
+    const stub = endpointOf(configId);
     const begun = await stub.begin(ticket, Date.now());
     expect(begun.go).toBe(true);
-    const report = {
-      delivery_id: id,
-      series: 1,
-      attempt: 1,
-      started_at: Date.now(),
-      step: "webhook" as const,
-      http_status: 204,
-      latency_ms: 5,
-      outcome: "delivered" as const,
-      error: null,
-      retry_after_seconds: null,
-      gone: false,
-      configuration_version: 1,
-    };
+    const report = delivered(id);
     await stub.finish(report, Date.now());
     await stub.finish({ ...report, outcome: "failed", http_status: 500 }, Date.now());
     const d = await getDelivery(t, token, id);
@@ -509,23 +577,24 @@ describe("the state machine only moves forward", () => {
     expect(await deliveryRow(t.orgId, id)).toMatchObject({ status: "pending", series: 3, attempts: 2 });
   });
 
-  it("never begins a second attempt while one is in flight, even if its ticket was marked unsent", async () => {
+  it("never begins a second attempt while one is in flight, whatever ticket comes, and the alarm does not send one", async () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
-    const stub = webhooksOf(t.orgId);
-    expect((await stub.begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
-    // As if the sender's bookkeeping had lost the race with the consumer.
-    await inWebhooks(t.orgId, "UPDATE deliveries SET dispatched_ms = NULL WHERE id = ?", id);
-    await runDurableObjectAlarm(stub);
-    expect(await deliveryRow(t.orgId, id)).toMatchObject({ attempts: 1, dispatched_ms: null });
-    const next = await stub.begin({ v: 2, organization_id: t.orgId, delivery_id: id, series: 1, attempt: 2 }, Date.now());
-    expect(next).toEqual({ go: false, reason: "attempt in flight" });
+    const stub = endpointOf(configId);
+    const ticket = await ticketFor(t.orgId, id);
+    expect((await stub.begin(ticket, Date.now())).go).toBe(true);
+    await endpointAlarm(configId);
+    expect(await deliveryRow(t.orgId, id)).toMatchObject({ attempts: 1, state: "running" });
+    for (const next of [ticket, { ...ticket, attempt: 2 }, { ...ticket, attempt: 2, ticket: ticket.ticket + 1 }]) {
+      expect(await stub.begin(next, Date.now())).toMatchObject({ go: false });
+    }
+    expect(await stub.begin({ ...ticket, attempt: 2 }, Date.now())).toEqual({ go: false, reason: "attempt in flight" });
   });
 
   it("refuses a re-send while an attempt is in flight", async () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
-    expect((await webhooksOf(t.orgId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
+    expect((await endpointOf(configId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
     const res = await api(t, token, `/v1/deliveries/${id}/retry`, "POST");
     expect(res.status).toBe(409);
     expect(((await res.json()) as { developer_message: string }).developer_message).toMatch(/in flight/);
@@ -570,154 +639,242 @@ describe("the dead-letter path", () => {
   });
 
   it("acknowledges a dead letter for a delivery it does not know", async () => {
-    const ticket: DeliveryMessage = {
-      v: 2,
+    const configId = (await newConfig()).id;
+    const ticket: DeliveryTicket = {
+      v: 3,
+      kind: "attempt",
       organization_id: t.orgId,
+      configuration_id: configId,
       delivery_id: "msg_00000000000000000000000000",
       series: 1,
       attempt: 1,
+      ticket: 1,
+      lane: "fast",
     };
     expect((await consume(DEAD_LETTER_QUEUE, [{ id: "d3", attempts: 1, body: ticket }])).acked).toEqual(["d3"]);
+    const legacy = { v: 2 as const, organization_id: t.orgId, delivery_id: "msg_00000000000000000000000001", series: 1, attempt: 1 };
+    expect((await consume(DEAD_LETTER_QUEUE, [{ id: "d4", attempts: 1, body: legacy }])).acked).toEqual(["d4"]);
   });
 });
 
 describe("the outbox: nothing published is lost", () => {
   beforeAll(freshTenant);
-  const failingQueue = (real: Env): Partial<Env> => ({
-    WEBHOOK_QUEUE: {
+  const failingQueue = (): Partial<Env> => {
+    const down = {
       send: () => Promise.reject(new Error("queue down")),
       sendBatch: () => Promise.reject(new Error("queue down")),
-    } as unknown as Queue,
-    ORGS: real.ORGS,
-  });
+    } as unknown as Queue;
+    return { WEBHOOK_QUEUE: down, WEBHOOK_QUEUE_NEW: down, WEBHOOK_QUEUE_SLOW: down };
+  };
+  const hangingQueue = (): Partial<Env> => {
+    const hang = { send: never, sendBatch: never } as unknown as Queue;
+    return { WEBHOOK_QUEUE: hang, WEBHOOK_QUEUE_NEW: hang, WEBHOOK_QUEUE_SLOW: hang };
+  };
 
-  async function withObjectEnv(orgId: string, patch: (real: Env) => Partial<Env>) {
-    await runInDurableObject(webhooksOf(orgId), (instance: unknown) => {
+  /** Replaces bindings of one object instance (fault injection) until the returned function restores them. */
+  async function withObjectEnv(stub: DurableObjectStub<Rpc.DurableObjectBranded | undefined>, patch: Partial<Env>) {
+    await runInDurableObject(stub, (instance: unknown) => {
       const self = instance as { env: Env };
-      Object.defineProperty(instance, "env", { value: { ...self.env, ...patch(self.env) }, configurable: true });
+      Object.defineProperty(instance, "env", { value: { ...self.env, ...patch }, configurable: true });
     });
     return () =>
-      runInDurableObject(webhooksOf(orgId), (instance: unknown) => {
+      runInDurableObject(stub, (instance: unknown) => {
         Object.defineProperty(instance, "env", { value: env, configurable: true });
       });
   }
 
-  it("commits the event and its deliveries even when the Queue refuses the messages, and the alarm sends them", async () => {
+  const publishEvent = (tenant: Tenant, bearer: string) =>
+    api(tenant, bearer, "/v1/events", "POST", { type: "order.created", data: { n: 1 } }).then(
+      async (res) => ({
+        status: res.status,
+        ids: res.status === 202 ? ((await res.json()) as { data: { deliveries: { id: string }[] } }).data.deliveries.map((d) => d.id) : [],
+      }),
+      (err: unknown) => ({ status: 0, ids: [] as string[], err }),
+    );
+
+  it("commits the delivery even when the Queue refuses its ticket, and the endpoint's alarm sends it", async () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
     const config = await createConfig(tenant, bearer, RECEIVER_SECRET);
-    const restore = await withObjectEnv(tenant.orgId, failingQueue);
-    const res = await api(tenant, bearer, "/v1/events", "POST", { type: "order.created", data: { n: 1 } });
-    expect(res.status).toBe(202);
-    const id = ((await res.json()) as { data: { deliveries: { id: string }[] } }).data.deliveries[0]!.id;
-    expect(await deliveryRow(tenant.orgId, id)).toMatchObject({ status: "pending", dispatched_ms: null });
-    expect(logged.some((l) => l.includes("webhook messages not sent; the alarm retries"))).toBe(true);
-    // The alarm is already set for it.
-    const alarm = await runInDurableObject(webhooksOf(tenant.orgId), (_i, s) => s.storage.getAlarm());
+    const restore = await withObjectEnv(endpointOf(config.id), failingQueue());
+    const published = await publishEvent(tenant, bearer);
+    expect(published.status).toBe(202);
+    const id = published.ids[0]!;
+    // Its claim was put back: waiting, owed a ticket (generation 1 was used by the send that failed).
+    expect(await deliveryRow(tenant.orgId, id)).toMatchObject({ status: "pending", state: "waiting", ticket: 1 });
+    expect(logged.some((l) => l.includes("webhook tickets not sent; the alarm retries"))).toBe(true);
+    const alarm = await runInDurableObject(endpointOf(config.id), (_i, s) => s.storage.getAlarm());
     expect(alarm).not.toBeNull();
     expect(alarm! - Date.now()).toBeLessThan(5_000);
 
     await restore();
-    expect(await runDurableObjectAlarm(webhooksOf(tenant.orgId))).toBe(true);
-    expect((await deliveryRow(tenant.orgId, id)).dispatched_ms).not.toBeNull();
-    // The consumer then delivers it as usual.
+    expect(await endpointAlarm(config.id)).toBe(true);
+    expect(await deliveryRow(tenant.orgId, id)).toMatchObject({ state: "queued", ticket: 2 });
     fakeNetwork(receiver());
     expect((await attemptNow(tenant, bearer, id)).record.status).toBe("delivered");
-    void config;
   });
 
-  it("sends the tickets from the alarm when the object dies after the publish committed and before the Queue took them", async () => {
+  it("hands the delivery to its endpoint from the organization's alarm when the endpoint could not be reached at publish time", async () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
     await createConfig(tenant, bearer, RECEIVER_SECRET);
+    const unreachable = {
+      idFromName: env.ENDPOINTS.idFromName.bind(env.ENDPOINTS),
+      get: () => ({
+        accept: () => Promise.reject(new Error("endpoint unreachable")),
+        sync: () => Promise.reject(new Error("endpoint unreachable")),
+      }),
+    } as unknown as Env["ENDPOINTS"];
+    const restore = await withObjectEnv(webhooksOf(tenant.orgId), { ENDPOINTS: unreachable });
+    const published = await publishEvent(tenant, bearer);
+    // The event is committed and answered; its delivery waits in the organization's outbox.
+    expect(published.status).toBe(202);
+    const id = published.ids[0]!;
+    const owed = () =>
+      runInDurableObject(
+        webhooksOf(tenant.orgId),
+        (_i, s) => s.storage.sql.exec<{ handed: number }>("SELECT handed FROM fanout WHERE delivery_id = ?", id).one().handed,
+      );
+    expect(await owed()).toBe(0);
+    expect(logged.some((l) => l.includes("webhook deliveries not yet handed to their endpoint"))).toBe(true);
+    await restore();
+    expect(await runDurableObjectAlarm(webhooksOf(tenant.orgId))).toBe(true);
+    expect(await owed()).toBe(1);
+    expect(await deliveryRow(tenant.orgId, id)).toMatchObject({ status: "pending", state: "queued" });
+    fakeNetwork(receiver());
+    expect((await attemptNow(tenant, bearer, id)).record.status).toBe("delivered");
+  });
+
+  it("recovers from a crash of the organization's object between the publish commit and the hand-over", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const config = await createConfig(tenant, bearer, RECEIVER_SECRET);
     const stub = webhooksOf(tenant.orgId);
-    // A send that never completes: the object is still waiting on it when it dies.
-    await withObjectEnv(tenant.orgId, () => ({ WEBHOOK_QUEUE: { send: never, sendBatch: never } as unknown as Queue }));
-    const publishing = api(tenant, bearer, "/v1/events", "POST", { type: "order.created", data: { n: 2 } }).then(
-      (res) => res.status,
-      (err: unknown) => err,
-    );
+    const hanging = {
+      idFromName: env.ENDPOINTS.idFromName.bind(env.ENDPOINTS),
+      get: () => ({ accept: never, sync: never }),
+    } as unknown as Env["ENDPOINTS"];
+    await withObjectEnv(stub, { ENDPOINTS: hanging });
+    const publishing = publishEvent(tenant, bearer);
     const committed = () =>
-      runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ id: string }>("SELECT id FROM deliveries").toArray()[0]?.id);
+      runInDurableObject(
+        stub,
+        (_i, state) => state.storage.sql.exec<{ delivery_id: string }>("SELECT delivery_id FROM fanout").toArray()[0]?.delivery_id,
+      );
     let id = await committed();
     for (let i = 0; id === undefined && i < 100; i++) {
       await scheduler.wait(10);
       id = await committed();
     }
     expect(id).toBeDefined();
-    expect(await deliveryRow(tenant.orgId, id!)).toMatchObject({ status: "pending", dispatched_ms: null });
-    // The alarm was set in the same write batch as the rows, before the send began.
+    // The alarm was set in the same write batch as the rows, before the hand-over began.
     const alarm = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
     expect(alarm).not.toBeNull();
     expect(alarm! - Date.now()).toBeLessThan(5_000);
-
-    // The object dies mid-send: the caller never gets its 202, nothing was handed to the Queue.
-    await expect(runInDurableObject(stub, (_i, state) => state.abort("crashed while sending"))).rejects.toThrow("crashed while sending");
-    expect(await publishing).toBe(503);
-    // A fresh instance (the old stub is broken with the crash), with the real Queue; it may have
-    // run the alarm already by itself, so whether this call finds it pending is not asserted.
+    await expect(runInDurableObject(stub, (_i, state) => state.abort("crashed while handing over"))).rejects.toThrow(
+      "crashed while handing over",
+    );
+    expect((await publishing).status).not.toBe(202);
+    // A fresh instance with the real bindings; its alarm may have run already by itself.
     await runDurableObjectAlarm(webhooksOf(tenant.orgId));
-    expect((await deliveryRow(tenant.orgId, id!)).dispatched_ms).not.toBeNull();
+    expect(await deliveryRow(tenant.orgId, id!)).toMatchObject({ status: "pending", state: "queued" });
     fakeNetwork(receiver());
     expect((await attemptNow(tenant, bearer, id!)).record.status).toBe("delivered");
+    void config;
   });
 
-  it("sends again a message that never arrived, once the bound has passed", async () => {
+  it("recovers from a crash of the endpoint's object between its claim and the Queue send: sent again after the bound, under a new ticket", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const config = await createConfig(tenant, bearer, RECEIVER_SECRET);
+    const endpoint = endpointOf(config.id);
+    await withObjectEnv(endpoint, hangingQueue());
+    const publishing = publishEvent(tenant, bearer);
+    const claimed = () =>
+      runInDurableObject(
+        endpoint,
+        (_i, state) => state.storage.sql.exec<{ id: string; state: string }>("SELECT id, state FROM deliveries").toArray()[0],
+      );
+    let row = await claimed();
+    for (let i = 0; row?.state !== "queued" && i < 100; i++) {
+      await scheduler.wait(10);
+      row = await claimed();
+    }
+    expect(row).toMatchObject({ state: "queued" });
+    await expect(runInDurableObject(endpoint, (_i, state) => state.abort("crashed while sending"))).rejects.toThrow(
+      "crashed while sending",
+    );
+    await publishing;
+    const id = row!.id;
+    // Whether the send went out is unknown: the ticket counts as lost once its wake time (the bound) has passed.
+    const before = await deliveryRow(tenant.orgId, id);
+    expect(before).toMatchObject({ state: "queued", ticket: 1, redispatches: 0 });
+    expect(before.wake_ms! - before.queued_ms!).toBe(120_000);
+    await inEndpoint(config.id, "UPDATE deliveries SET wake_ms = ? WHERE id = ?", Date.now() - 1, id);
+    await endpointAlarm(config.id);
+    expect(await deliveryRow(tenant.orgId, id)).toMatchObject({ state: "queued", ticket: 2, redispatches: 1 });
+    // The first ticket, if it ever arrives, is superseded.
+    const stale = { ...(await ticketFor(tenant.orgId, id)), ticket: 1 };
+    const sent = fakeNetwork(receiver());
+    expect((await consume(DELIVERY_QUEUE, [{ id: "stale", attempts: 1, body: stale }])).acked).toEqual(["stale"]);
+    expect(sent).toEqual([]);
+    expect((await attemptNow(tenant, bearer, id)).record.status).toBe("delivered");
+  });
+
+  it("sends a ticket presumed lost again with a doubling bound, so a backlog in the Queue does not multiply messages", async () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
-    const sentAt = (await deliveryRow(t.orgId, id)).dispatched_ms;
-    expect(sentAt).not.toBeNull();
-    // Two minutes later, the message has still not begun: lost (a restarted local queue, say).
-    await inWebhooks(
-      t.orgId,
-      "UPDATE deliveries SET dispatched_ms = dispatched_ms - 121000, next_attempt_ms = next_attempt_ms - 121000 WHERE id = ?",
-      id,
-    );
-    expect(await runDurableObjectAlarm(webhooksOf(t.orgId))).toBe(true);
-    const row = await deliveryRow(t.orgId, id);
-    expect(row.dispatched_ms).toBeGreaterThan(sentAt! - 1000);
-    expect(row).toMatchObject({ status: "pending", attempts: 0 });
+    const sentTimes: number[] = [];
+    for (let loss = 0; loss < 4; loss++) {
+      const row = await deliveryRow(t.orgId, id);
+      expect(row).toMatchObject({ state: "queued", redispatches: loss, ticket: loss + 1 });
+      sentTimes.push(row.wake_ms! - row.queued_ms!);
+      await inEndpoint(configId, "UPDATE deliveries SET wake_ms = ? WHERE id = ?", Date.now() - 1, id);
+      expect(await endpointAlarm(configId)).toBe(true);
+    }
+    // 2 min, 4 min, 8 min, 16 min: over a backlog of T, at most log2(T / 2 min) extra tickets.
+    expect(sentTimes).toEqual([120_000, 240_000, 480_000, 960_000]);
     expect(logged.some((l) => l.includes("webhook deliveries recovered") && l.includes('"lost_messages":1'))).toBe(true);
   });
 
   it("concludes an attempt whose consumer stopped (no report by the end of its lease) and retries it by the schedule", async () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
-    expect((await webhooksOf(t.orgId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
+    expect((await endpointOf(configId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
     expect((await getDelivery(t, token, id)).attempts).toEqual([expect.objectContaining({ number: 1, outcome: "in_flight" })]);
-    await inWebhooks(t.orgId, "UPDATE deliveries SET lease_until_ms = ? WHERE id = ?", Date.now() - 1, id);
-    await runDurableObjectAlarm(webhooksOf(t.orgId));
+    await inEndpoint(configId, "UPDATE deliveries SET lease_until_ms = ?, wake_ms = ? WHERE id = ?", Date.now() - 1, Date.now() - 1, id);
+    await endpointAlarm(configId);
     const d = await getDelivery(t, token, id);
     expect(d.status).toBe("retrying");
     expect(d.attempts).toEqual([
       expect.objectContaining({ number: 1, outcome: "retry", error: expect.stringMatching(/no outcome was reported/) }),
     ]);
-    // The late report of that attempt changes nothing.
-    await webhooksOf(t.orgId).finish(
-      {
-        delivery_id: id,
-        series: 1,
-        attempt: 1,
-        started_at: Date.now(),
-        step: "webhook",
-        http_status: 204,
-        latency_ms: 1,
-        outcome: "delivered",
-        error: null,
-        retry_after_seconds: null,
-        gone: false,
-        configuration_version: 1,
-      },
-      Date.now(),
-    );
+    // A repeated lease conclusion changes nothing; a dead letter after it neither.
+    await endpointAlarm(configId);
+    expect((await getDelivery(t, token, id)).attempts).toHaveLength(1);
+  });
+
+  it("takes the consumer's late report over the outcome the lease net presumed: a delivered webhook is not sent again", async () => {
+    const configId = (await newConfig()).id;
+    const id = await publish(configId);
+    const stub = endpointOf(configId);
+    expect((await stub.begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
+    await inEndpoint(configId, "UPDATE deliveries SET lease_until_ms = ?, wake_ms = ? WHERE id = ?", Date.now() - 1, Date.now() - 1, id);
+    await endpointAlarm(configId);
     expect((await getDelivery(t, token, id)).status).toBe("retrying");
+    // The report was on its way (carried by the Queue); it arrives before the retry went out.
+    await stub.finish(delivered(id), Date.now());
+    const d = await getDelivery(t, token, id);
+    expect(d.status).toBe("delivered");
+    expect(d.attempts).toEqual([expect.objectContaining({ number: 1, outcome: "delivered", http_status: 204 })]);
+    expect(await deliveryRow(t.orgId, id)).toMatchObject({ state: null, series_attempts: 1 });
   });
 
   it("concludes an abandoned attempt first when a user re-sends before the alarm has, without counting it against the receiver", async () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
-    expect((await webhooksOf(t.orgId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
-    await inWebhooks(t.orgId, "UPDATE deliveries SET lease_until_ms = ? WHERE id = ?", Date.now() - 1, id);
+    expect((await endpointOf(configId).begin(await ticketFor(t.orgId, id), Date.now())).go).toBe(true);
+    await inEndpoint(configId, "UPDATE deliveries SET lease_until_ms = ? WHERE id = ?", Date.now() - 1, id);
     expect((await api(t, token, `/v1/deliveries/${id}/retry`, "POST")).status).toBe(202);
     const d = await getDelivery(t, token, id);
     expect(d.attempts).toEqual([expect.objectContaining({ number: 1, step: "configuration", outcome: "retry" })]);
@@ -727,37 +884,43 @@ describe("the outbox: nothing published is lost", () => {
     expect(config.data.failing_since).toBeNull();
   });
 
-  it("prunes events, deliveries and attempts after 30 days, and Idempotency-Keys after 24 hours, on the alarm set for them", async () => {
+  it("prunes deliveries and attempts after 30 days, events with them, and Idempotency-Keys after 24 hours, on the alarms set for them", async () => {
     const configId = (await newConfig()).id;
     fakeNetwork(receiver());
     const old = await publish(configId);
     await attempt(old);
     const recent = await publish(configId);
+    const month = 2_592_000_001;
+    await inEndpoint(configId, "UPDATE deliveries SET created_ms = created_ms - ? WHERE id = ?", month, old);
     await inWebhooks(
       t.orgId,
-      "UPDATE events SET created_ms = created_ms - 2592000001 WHERE id = (SELECT event_id FROM deliveries WHERE id = ?)",
+      "UPDATE events SET created_ms = created_ms - ? WHERE id = (SELECT event_id FROM fanout WHERE delivery_id = ?)",
+      month,
       old,
     );
-    const alarm = await runInDurableObject(webhooksOf(t.orgId), (_i, s) => s.storage.getAlarm());
-    expect(alarm).not.toBeNull();
+    await inWebhooks(t.orgId, "UPDATE fanout SET created_ms = created_ms - ? WHERE delivery_id = ?", month, old);
+    for (const stub of [endpointOf(configId), webhooksOf(t.orgId)]) {
+      expect(await runInDurableObject(stub, (_i, s) => s.storage.getAlarm())).not.toBeNull();
+    }
+    await endpointAlarm(configId);
     await runDurableObjectAlarm(webhooksOf(t.orgId));
     expect((await api(t, token, `/v1/deliveries/${old}`)).status).toBe(404);
     expect((await api(t, token, `/v1/deliveries/${recent}`)).status).toBe(200);
-    const left = await runInDurableObject(webhooksOf(t.orgId), (_i, s) =>
+    const left = await runInDurableObject(endpointOf(configId), (_i, s) =>
       s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM attempts WHERE delivery_id = ?", old).one(),
     );
     expect(left.n).toBe(0);
   });
 
-  it("lets a user re-send a delivery stuck past its due time at once", async () => {
+  it("lets a user re-send a delivery stuck past its due time at once, under a new ticket", async () => {
     const configId = (await newConfig()).id;
     const id = await publish(configId);
-    await inWebhooks(t.orgId, "UPDATE deliveries SET dispatched_ms = 1, next_attempt_ms = 1 WHERE id = ?", id);
+    const before = await deliveryRow(t.orgId, id);
     const res = await api(t, token, `/v1/deliveries/${id}/retry`, "POST");
     expect(res.status).toBe(202);
     const row = await deliveryRow(t.orgId, id);
-    expect(row.dispatched_ms).toBeGreaterThan(Date.now() - 5_000);
-    expect(row).toMatchObject({ status: "pending", series: 1 });
+    expect(row.queued_ms).toBeGreaterThan(Date.now() - 5_000);
+    expect(row).toMatchObject({ status: "pending", series: 1, state: "queued", ticket: before.ticket + 1 });
   });
 });
 
@@ -771,7 +934,7 @@ describe("endpoint health", () => {
     const failing = (await (await api(t, token, `/v1/webhook-configurations/${config.id}`)).json()) as { data: Record<string, unknown> };
     expect(failing.data).toMatchObject({ status: "active", failing_since: expect.any(String) });
     // Five days of failures later...
-    await inWebhooks(t.orgId, "UPDATE configurations SET failing_since = failing_since - 432000000 WHERE id = ?", config.id);
+    await inEndpoint(config.id, "UPDATE endpoint SET failing_since_ms = failing_since_ms - 432000000");
     await attempt(id);
     const disabled = (await (await api(t, token, `/v1/webhook-configurations/${config.id}`)).json()) as { data: Record<string, unknown> };
     expect(disabled.data).toMatchObject({
@@ -798,7 +961,7 @@ describe("endpoint health", () => {
 describe("messages", () => {
   beforeAll(freshTenant);
   it("drops a malformed message with a log line instead of retrying it forever", async () => {
-    const outcome = await consume(DELIVERY_QUEUE, [{ id: "bad", attempts: 1, body: { hello: "world" } as unknown as DeliveryMessage }]);
+    const outcome = await consume(DELIVERY_QUEUE, [{ id: "bad", attempts: 1, body: { hello: "world" } as unknown as DeliveryTicket }]);
     expect(outcome).toEqual({ acked: ["bad"], retried: [] });
     expect(logged.some((l) => l.includes("malformed delivery message dropped"))).toBe(true);
   });
@@ -819,10 +982,10 @@ describe("messages", () => {
     const id = await publish(config.id);
     const ticket = await ticketFor(t.orgId, id);
     const broken = {
-      WEBHOOKS: {
-        idFromName: env.WEBHOOKS.idFromName.bind(env.WEBHOOKS),
+      ENDPOINTS: {
+        idFromName: env.ENDPOINTS.idFromName.bind(env.ENDPOINTS),
         get: () => ({ begin: () => Promise.reject(new Error("unreachable")) }),
-      } as unknown as Env["WEBHOOKS"],
+      } as unknown as Env["ENDPOINTS"],
     };
     const outcome = await consume(DELIVERY_QUEUE, [{ id: "r1", attempts: 3, body: ticket }], broken);
     expect(outcome.retried).toEqual([{ msgId: "r1", delaySeconds: 40 }]);

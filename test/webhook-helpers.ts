@@ -1,12 +1,18 @@
 /**
- * Helpers for webhook tests in the "workers" project, where the objects' Queue messages go to a
- * queue nobody consumes: a test publishes through the API, then plays the Queue itself, handing
- * the consumer the ticket the object would have sent (and reading the object's rows to know it).
+ * Helpers for webhook tests in the "workers" project, where the endpoints' tickets go to queues
+ * nobody consumes: a test publishes through the API, then plays the Queue itself, handing the
+ * consumer the ticket the endpoint's object sent (read from the object's rows).
+ *
+ * `attemptNow` also plays the dispatcher, and one that ignores pacing: it lifts the endpoint's
+ * pause, makes the delivery due and claims its ticket even beyond the window, so that tests of the
+ * attempt itself (the receiver's answers, the state machine) can make many attempts of one
+ * delivery in a row. Pacing (window, pause, circuit, rate limit, order) is tested through the
+ * objects' own dispatch: the pipeline project, test/webhook-pacing.test.ts and the e2e tests.
  */
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import type { DeliveryMessage, DeliveryRecord } from "../src/schemas/webhooks";
+import type { DeliveryRecord, DeliveryTicket } from "../src/schemas/webhooks";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, type QueueOutcome, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { authed, body, call, type Tenant } from "./helpers";
@@ -48,22 +54,36 @@ export async function createConfig(
 }
 
 export const webhooksOf = (orgId: string) => env.WEBHOOKS.get(env.WEBHOOKS.idFromName(orgId));
+export const endpointOf = (configId: string) => env.ENDPOINTS.get(env.ENDPOINTS.idFromName(configId));
+
+/** Which configuration (endpoint) a delivery belongs to, as the organization's fan-out index says. */
+export async function configOf(orgId: string, deliveryId: string): Promise<string> {
+  const configId = await webhooksOf(orgId).locate(deliveryId);
+  expect(configId, `delivery ${deliveryId} is not in the organization's index`).not.toBeNull();
+  return configId as string;
+}
 
 export interface DeliveryRow {
   status: string;
   series: number;
   series_attempts: number;
   attempts: number;
-  next_attempt_ms: number | null;
-  dispatched_ms: number | null;
+  due_ms: number | null;
+  state: "waiting" | "queued" | "running" | null;
+  ticket: number;
+  lane: "fast" | "new" | "slow" | null;
+  queued_ms: number | null;
+  redispatches: number;
   lease_until_ms: number | null;
+  wake_ms: number | null;
 }
 
-export const deliveryRow = (orgId: string, id: string): Promise<DeliveryRow> =>
-  runInDurableObject(webhooksOf(orgId), (_i, state) =>
+export const deliveryRow = async (orgId: string, id: string): Promise<DeliveryRow> =>
+  runInDurableObject(endpointOf(await configOf(orgId, id)), (_i, state) =>
     state.storage.sql
       .exec<DeliveryRow & Record<string, SqlStorageValue>>(
-        "SELECT status, series, series_attempts, attempts, next_attempt_ms, dispatched_ms, lease_until_ms FROM deliveries WHERE id = ?",
+        `SELECT status, series, series_attempts, attempts, due_ms, state, ticket, lane, queued_ms, redispatches, lease_until_ms, wake_ms
+          FROM deliveries WHERE id = ?`,
         id,
       )
       .one(),
@@ -73,10 +93,47 @@ export const deliveryRow = (orgId: string, id: string): Promise<DeliveryRow> =>
 export const inWebhooks = (orgId: string, statement: string, ...bindings: SqlStorageValue[]) =>
   runInDurableObject(webhooksOf(orgId), (_i, state) => void state.storage.sql.exec(statement, ...bindings));
 
-/** The ticket the object sends for a delivery's next attempt. */
-export async function ticketFor(orgId: string, id: string): Promise<DeliveryMessage> {
-  const row = await deliveryRow(orgId, id);
-  return { v: 2, organization_id: orgId, delivery_id: id, series: row.series, attempt: row.attempts + 1 };
+/** Runs SQL inside an endpoint's object. */
+export const inEndpoint = (configId: string, statement: string, ...bindings: SqlStorageValue[]) =>
+  runInDurableObject(endpointOf(configId), (_i, state) => void state.storage.sql.exec(statement, ...bindings));
+
+/** The endpoint's row (lane, window, pause, token ...). */
+export const endpointRow = (configId: string) =>
+  runInDurableObject(endpointOf(configId), (_i, state) => state.storage.sql.exec("SELECT * FROM endpoint").one());
+
+/** Puts an endpoint in the slow lane, whose attempts get the whole WEBHOOK_TIMEOUT_SECONDS. */
+export const slowLane = (configId: string) => inEndpoint(configId, "UPDATE endpoint SET lane = 'slow'");
+
+/**
+ * The ticket for the delivery's next attempt: the one its endpoint sent, or (if the delivery is
+ * waiting for its turn) one claimed here as the dispatcher would, ignoring pacing.
+ */
+export async function ticketFor(orgId: string, id: string): Promise<DeliveryTicket> {
+  const configId = await configOf(orgId, id);
+  let row = await deliveryRow(orgId, id);
+  if (row.state === "waiting") {
+    const ep = (await endpointRow(configId)) as { lane: "fast" | "new" | "slow" };
+    await inEndpoint(
+      configId,
+      "UPDATE deliveries SET state = 'queued', ticket = ticket + 1, lane = ?, queued_ms = ?, wake_ms = ? WHERE id = ?",
+      ep.lane,
+      Date.now(),
+      Date.now() + 120_000,
+      id,
+    );
+    row = await deliveryRow(orgId, id);
+  }
+  return {
+    v: 3,
+    kind: "attempt",
+    organization_id: orgId,
+    configuration_id: configId,
+    delivery_id: id,
+    series: row.series,
+    attempt: row.attempts + 1,
+    ticket: row.ticket,
+    lane: row.lane ?? "new",
+  };
 }
 
 export async function getDelivery(tenant: Tenant, bearer: string, id: string): Promise<DeliveryRecord> {
@@ -96,8 +153,9 @@ export async function publishTo(tenant: Tenant, bearer: string, configId: string
 let messageCounter = 0;
 
 /**
- * Makes the delivery's next attempt due now and hands its ticket to the consumer, as the Queue
- * would; returns what the consumer acked or retried and the delivery afterwards.
+ * Makes the delivery's next attempt due now, lifts its endpoint's pause, and hands its ticket to
+ * the consumer, as the Queue would; returns what the consumer acked or retried and the delivery
+ * afterwards. (A dispatcher that ignores pacing: see the module's comment.)
  */
 export async function attemptNow(
   tenant: Tenant,
@@ -105,14 +163,17 @@ export async function attemptNow(
   id: string,
   overrides: Partial<Env> = {},
 ): Promise<{ outcome: QueueOutcome; record: DeliveryRecord; last: DeliveryRecord["attempts"][number] }> {
-  await inWebhooks(
-    tenant.orgId,
-    "UPDATE deliveries SET next_attempt_ms = ? WHERE id = ? AND next_attempt_ms IS NOT NULL",
-    Date.now() - 1,
-    id,
+  const configId = await configOf(tenant.orgId, id);
+  await inEndpoint(
+    configId,
+    "UPDATE endpoint SET pause_kind = NULL, paused_until_ms = NULL, pause_reason = NULL WHERE pause_kind != 'gone'",
   );
+  await inEndpoint(configId, "UPDATE deliveries SET due_ms = ? WHERE id = ? AND due_ms IS NOT NULL", Date.now() - 1, id);
   const ticket = await ticketFor(tenant.orgId, id);
   const outcome = await consume(DELIVERY_QUEUE, [{ id: `m${++messageCounter}`, attempts: 1, body: ticket }], overrides);
   const record = await getDelivery(tenant, bearer, id);
   return { outcome, record, last: record.attempts.at(-1)! };
 }
+
+/** Runs the endpoint's alarm now (its dispatch, recovery and housekeeping). */
+export const endpointAlarm = (configId: string) => runDurableObjectAlarm(endpointOf(configId));

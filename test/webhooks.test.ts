@@ -8,7 +8,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it } from "vitest";
-import { MAX_WEBHOOK_CONFIGURATIONS } from "../src/objects/webhooks";
+import { MAX_WEBHOOK_CONFIGURATIONS } from "../src/objects/webhooks/limits";
 import type { DeliveryRecord } from "../src/schemas/webhooks";
 import { fakeNetwork, receiver, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { body, call, createTenant, issueToken, type Tenant } from "./helpers";
@@ -287,8 +287,8 @@ describe("the full path: publish -> ticket -> token request -> webhook", () => {
     const published = (await body<{ id: string; deliveries: { id: string }[] }>(res)).data;
     expect(published.deliveries).toHaveLength(1);
     const deliveryId = published.deliveries[0]!.id;
-    // The object handed the ticket to the Queue after committing.
-    expect((await deliveryRow(tenant.orgId, deliveryId)).dispatched_ms).not.toBeNull();
+    // The endpoint's object handed the ticket to the Queue (of the new lane: the endpoint has no history yet).
+    expect(await deliveryRow(tenant.orgId, deliveryId)).toMatchObject({ state: "queued", ticket: 1, lane: "new" });
 
     const { record: delivered } = await attemptNow(tenant, bearer, deliveryId);
     expect(delivered).toMatchObject({

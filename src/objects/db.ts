@@ -34,12 +34,11 @@ export class Db {
     return (v ?? null) as T | null;
   }
 
-  /** Runs a statement; returns how many rows it wrote. */
-  run(query: string, ...bindings: SqlStorageValue[]): number {
+  /** Runs a statement (its row count is not returned: SQLite's rowsWritten also counts index entries). */
+  run(query: string, ...bindings: SqlStorageValue[]): void {
     const cursor = this.storage.sql.exec(query, ...bindings);
     cursor.toArray();
     this.meter(cursor);
-    return cursor.rowsWritten;
   }
 
   /** One transaction: every statement of `fn` commits together or not at all. */

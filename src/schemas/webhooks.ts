@@ -30,12 +30,21 @@ export const CreateWebhookConfigurationInput = z.strictObject({
   events: Events.optional(),
   description: DisplayName.optional(),
   oauth: z.strictObject({ token_url: TargetUrl, client_id: ClientId, client_secret: ClientSecret }),
-  /** Opt-in: one receiver token for the endpoint, reused until 60 s before its expires_in. */
-  token_cache: z.boolean().optional(),
-  /** Deliver this endpoint's events one at a time, in publish order. */
-  ordered: z.boolean().optional(),
-  /** At most this many webhook requests to the endpoint in any one-second window; excess deliveries wait. */
-  rate_limit: RateLimit.optional(),
+  token_cache: z
+    .boolean()
+    .optional()
+    .describe(
+      "One receiver token for the whole endpoint, fetched once however many deliveries run at the same moment, reused until 60 s before its `expires_in` runs out, and fetched again after the receiver answers 401. Without it (the default), every webhook is preceded by its own token request (spec 4.3).",
+    ),
+  ordered: z
+    .boolean()
+    .optional()
+    .describe(
+      "Deliver this endpoint's events one at a time, in publish order: a delivery that keeps failing holds the line until it succeeds or exhausts its retries. Default false.",
+    ),
+  rate_limit: RateLimit.optional().describe(
+    `At most this many webhook requests to the endpoint in any one-second window (1 to ${MAX_RATE_LIMIT}); excess deliveries wait, none is dropped. Default: no limit.`,
+  ),
 });
 export type CreateWebhookConfigurationInput = z.output<typeof CreateWebhookConfigurationInput>;
 
@@ -48,8 +57,7 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
     .optional(),
   token_cache: z.boolean().optional(),
   ordered: z.boolean().optional(),
-  /** null removes the limit. */
-  rate_limit: RateLimit.nullable().optional(),
+  rate_limit: RateLimit.nullable().optional().describe("Deliveries per second; `null` removes the limit."),
   /** Re-enable a configuration disabled by a 410, or pause one. */
   status: z.enum(["active", "disabled"]).optional(),
 });
@@ -94,14 +102,15 @@ export type Lane = z.output<typeof Lane>;
 
 /** What the endpoint's object knows of its receiver right now: lane, pause and health. */
 export const EndpointState = z.object({
-  lane: Lane,
-  /** No request is sent to the endpoint before this (a Retry-After, an open circuit's next probe); null when not paused. */
-  paused_until: Timestamp.nullable(),
-  /** Why the endpoint is paused, in keyway's words; null when it is not. */
-  pause_reason: z.string().nullable(),
-  /** Since when every delivery attempt has failed; null while deliveries succeed. */
-  failing_since: Timestamp.nullable(),
-  last_delivered_at: Timestamp.nullable(),
+  lane: Lane.describe(
+    "The queue this endpoint's attempts go through: `fast` (it answers within the fast lane's deadline), `new` (no deliveries yet) or `slow` (it did not answer in time; back to `fast` after three quick answers).",
+  ),
+  paused_until: Timestamp.nullable().describe(
+    "No request is sent to the endpoint before this: the end of a pause its receiver asked for (429 or 503 with Retry-After, at most 1 hour) or the open circuit's next probe. Null when it is not paused, or paused until further notice.",
+  ),
+  pause_reason: z.string().nullable().describe("Why the endpoint is paused, in keyway's words; null when it is not paused."),
+  failing_since: Timestamp.nullable().describe("Since when every delivery attempt has failed; null while deliveries succeed."),
+  last_delivered_at: Timestamp.nullable().describe("When a delivery last succeeded."),
 });
 export type EndpointState = z.output<typeof EndpointState>;
 
@@ -118,8 +127,8 @@ export const WebhookConfigurationView = z.object({
   description: z.string().nullable(),
   oauth: z.object({ token_url: z.string(), client_id: z.string() }),
   token_cache: z.boolean(),
-  ordered: z.boolean(),
-  rate_limit: z.number().int().nullable(),
+  ordered: z.boolean().describe("Delivered one at a time, in publish order."),
+  rate_limit: z.number().int().nullable().describe("At most this many webhook requests in any one-second window; null for no limit."),
   status: z.enum(["active", "disabled"]),
   disabled_reason: z.string().nullable(),
   ...EndpointState.shape,
@@ -152,11 +161,12 @@ export const DeliveryAttempt = z.object({
    * the receiver sent (RFC 6749 5.2 grammar, 64 characters). Nothing else a receiver says is kept.
    */
   error: z.string().nullable(),
-  /**
-   * What else happened in the attempt, in keyway's words: the cached receiver token was refused
-   * (401) and a new one fetched and used, or the attempt was cut off by the fast lane's deadline.
-   */
-  note: z.string().nullable(),
+  note: z
+    .string()
+    .nullable()
+    .describe(
+      "What else happened in the attempt, in keyway's words: for example, the endpoint's token was refused (401) and a new one fetched and used.",
+    ),
 });
 export type DeliveryAttempt = z.output<typeof DeliveryAttempt>;
 

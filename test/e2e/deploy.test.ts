@@ -32,7 +32,11 @@ const STAGING_KV = "5a1f0c3e8b9d4e2fa7c6b5d4e3f2a1b0";
 const PRODUCTION_KV = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b";
 const PUBLIC = "https://keyway.acme.workers.dev";
 const SECRETS = ["ADMIN_TOKEN", "TOKEN_SIGNING_KEYS", "WEBHOOK_ENCRYPTION_KEYS"];
-const QUEUES = ["keyway-webhooks", "keyway-webhooks-dlq", "keyway-staging-webhooks", "keyway-staging-webhooks-dlq"];
+/** The delivery queues of each environment (three lanes) and its dead-letter queue. */
+const LANES = ["", "-new", "-slow", "-dlq"];
+const QUEUES = ["keyway-webhooks", "keyway-staging-webhooks"].flatMap((q) => LANES.map((lane) => `${q}${lane}`));
+/** The fast lane's consumer in [env.production], the one these tests break. */
+const FAST_CONSUMER = 'queue = "keyway-webhooks"\nmax_batch_size = 10\nmax_batch_timeout = 0\nmax_retries = 5\n';
 const KV_CREATE = "npx wrangler kv namespace create keyway --binding KV --env production";
 
 let dir: string;
@@ -64,6 +68,14 @@ const production = (toml: string) => toml.slice(toml.indexOf("[env.production]")
 function editProduction(toml: string, from: string | RegExp, to: string): string {
   const start = toml.indexOf("[env.production]");
   return toml.slice(0, start) + edit(production(toml), from, to);
+}
+
+/** Replaces every `from` inside [env.production] (there must be at least one). */
+function editProductionAll(toml: string, from: string, to: string): string {
+  const start = toml.indexOf("[env.production]");
+  const section = production(toml);
+  if (!section.includes(from)) throw new Error(`expected ${from} in [env.production]`);
+  return toml.slice(0, start) + section.replaceAll(from, to);
 }
 
 let configs = 0;
@@ -261,7 +273,7 @@ describe("offline checks refuse", () => {
   });
 
   it("a consumer without a dead-letter queue", async () => {
-    const result = await offline(editProduction(filled(), 'dead_letter_queue = "keyway-webhooks-dlq"\n', ""));
+    const result = await offline(editProduction(filled(), `${FAST_CONSUMER}dead_letter_queue = "keyway-webhooks-dlq"\n`, FAST_CONSUMER));
     const error = theError(result.errors, 'The consumer of "keyway-webhooks" in [env.production] has no dead_letter_queue');
     expect(error.fix).toContain('dead_letter_queue = "keyway-webhooks-dlq"');
   });
@@ -276,13 +288,13 @@ describe("offline checks refuse", () => {
   });
 
   it("a consumer with max_retries 0 (our own brief faults would dead-letter at once)", async () => {
-    const result = await offline(editProduction(filled(), "max_retries = 5", "max_retries = 0"));
+    const result = await offline(editProduction(filled(), FAST_CONSUMER, FAST_CONSUMER.replace("max_retries = 5", "max_retries = 0")));
     expect(theError(result.errors, "has max_retries = 0").fix).toContain("max_retries = 5");
   });
 
   it("a dead-letter queue the Worker's code does not treat as one", async () => {
     const toml = editProduction(
-      editProduction(filled(), 'dead_letter_queue = "keyway-webhooks-dlq"', 'dead_letter_queue = "keyway-dead"'),
+      editProductionAll(filled(), 'dead_letter_queue = "keyway-webhooks-dlq"', 'dead_letter_queue = "keyway-dead"'),
       'queue = "keyway-webhooks-dlq"',
       'queue = "keyway-dead"',
     );
@@ -397,13 +409,13 @@ describe("offline checks refuse", () => {
   it("a Durable Object class that no migration creates, with the migration to add", async () => {
     const toml = editProduction(
       filled(),
-      "[[env.production.queues.producers]]",
-      '[[env.production.durable_objects.bindings]]\nname = "AUDIT"\nclass_name = "AuditObject"\n\n[[env.production.queues.producers]]',
+      '[[env.production.queues.producers]]\nbinding = "WEBHOOK_QUEUE"\n',
+      '[[env.production.durable_objects.bindings]]\nname = "AUDIT"\nclass_name = "AuditObject"\n\n[[env.production.queues.producers]]\nbinding = "WEBHOOK_QUEUE"\n',
     );
     const result = await offline(toml);
     expect(result.errors).toHaveLength(1);
     expect(theError(result.errors, 'No [[migrations]] creates the Durable Object class "AuditObject"').fix).toContain(
-      '[[migrations]]\ntag = "v4"\nnew_sqlite_classes = ["AuditObject"]',
+      '[[migrations]]\ntag = "v5"\nnew_sqlite_classes = ["AuditObject"]',
     );
   });
 
@@ -483,7 +495,7 @@ describe("remote checks (through a stub wrangler)", () => {
     const result = await online(filled());
     expect(result.findings).toEqual([]);
     expect(result.calls.sort()).toEqual(
-      ["secret list --format json", "kv namespace list", "queues info keyway-webhooks", "queues info keyway-webhooks-dlq"]
+      ["secret list --format json", "kv namespace list", ...LANES.map((lane) => `queues info keyway-webhooks${lane}`)]
         .map((c) => `${c} --env production --config ${result.configPath}`)
         .sort(),
     );
@@ -513,7 +525,7 @@ describe("remote checks (through a stub wrangler)", () => {
   });
 
   it("refuse a queue that was never created, with the command that creates it", async () => {
-    const result = await online(filled(), { queues: ["keyway-webhooks"] });
+    const result = await online(filled(), { queues: QUEUES.filter((q) => q !== "keyway-webhooks-dlq") });
     expect(result.errors).toHaveLength(1);
     expect(theError(result.errors, 'Queue "keyway-webhooks-dlq" of [env.production] does not exist').fix).toBe(
       "npx wrangler queues create keyway-webhooks-dlq",
@@ -547,7 +559,7 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     expect(result.output).toContain("passed.");
     expect(result.code).toBe(0);
     const calls = await stub.calls();
-    expect(calls).toHaveLength(5); // secrets, KV, two queues, then the deploy
+    expect(calls).toHaveLength(7); // secrets, KV, four queues (three lanes and their dead-letter queue), then the deploy
     expect(calls.at(-1)).toBe(`deploy --env production --config ${config} --message release 1`);
   });
 

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { DeliveryRecord } from "../../src/schemas/webhooks";
 import { fakeNetwork, receiver, WEBHOOK_URL } from "../fake-network";
 import { createTenant, issueToken, type Tenant } from "../helpers";
-import { api, createConfig, getDelivery, webhooksOf } from "../webhook-helpers";
+import { api, createConfig, endpointOf, getDelivery } from "../webhook-helpers";
 
 const SECRET = "pipeline-receiver-secret";
 let t: Tenant;
@@ -39,14 +39,15 @@ async function publish(configId: string): Promise<string> {
   return ((await res.json()) as { data: { deliveries: { id: string }[] } }).data.deliveries[0]!.id;
 }
 
-/** Replaces the object's Queue binding (fault injection) until the returned function restores it. */
-async function queueOfObject(orgId: string, queue: Partial<Queue>) {
-  await runInDurableObject(webhooksOf(orgId), (instance: unknown) => {
+/** Replaces the endpoint object's Queue bindings, all three lanes (fault injection), until the returned function restores them. */
+async function queueOfObject(configId: string, queue: Partial<Queue>) {
+  await runInDurableObject(endpointOf(configId), (instance: unknown) => {
     const self = instance as { env: Env };
-    Object.defineProperty(instance, "env", { value: { ...self.env, WEBHOOK_QUEUE: queue }, configurable: true });
+    const lanes = { WEBHOOK_QUEUE: queue, WEBHOOK_QUEUE_NEW: queue, WEBHOOK_QUEUE_SLOW: queue };
+    Object.defineProperty(instance, "env", { value: { ...self.env, ...lanes }, configurable: true });
   });
   return () =>
-    runInDurableObject(webhooksOf(orgId), (instance: unknown) => {
+    runInDurableObject(endpointOf(configId), (instance: unknown) => {
       Object.defineProperty(instance, "env", { value: env, configurable: true });
     });
 }
@@ -81,7 +82,7 @@ describe("nothing published is lost", () => {
   it("sends the messages once the Queue works again, when it refused them at publish time (a crash between commit and send)", async () => {
     const config = await createConfig(t, token, SECRET);
     fakeNetwork(receiver());
-    const restore = await queueOfObject(t.orgId, {
+    const restore = await queueOfObject(config.id, {
       send: () => Promise.reject(new Error("queue down")),
       sendBatch: () => Promise.reject(new Error("queue down")),
     });
@@ -96,7 +97,7 @@ describe("nothing published is lost", () => {
     const config = await createConfig(t, token, SECRET);
     fakeNetwork(receiver());
     const lost = { metadata: {} } as unknown as QueueSendBatchResponse;
-    const restore = await queueOfObject(t.orgId, { sendBatch: () => Promise.resolve(lost) });
+    const restore = await queueOfObject(config.id, { sendBatch: () => Promise.resolve(lost) });
     const id = await publish(config.id);
     await restore();
     const d = await waitFor(id, (x) => x.status === "delivered");

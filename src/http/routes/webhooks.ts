@@ -54,7 +54,7 @@ export const webhookRoutes: Route[] = [
     operationId: "createWebhookConfiguration",
     summary: "Create webhook configuration",
     description:
-      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond).",
+      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond). Each configuration is an independent delivery lane: a slow, hanging, failing or throttled receiver delays only its own deliveries. `ordered`, `rate_limit` and `token_cache` set how its deliveries are paced; a 429 or 503 with Retry-After pauses the endpoint (at most 1 hour), and repeated failures open a circuit (one probe at a time until one succeeds). The answer's `lane`, `paused_until` and `pause_reason` say where it stands.",
     tag: configTag,
     auth: "client",
     status: 201,
@@ -96,7 +96,7 @@ export const webhookRoutes: Route[] = [
     operationId: "updateWebhookConfiguration",
     summary: "Update a webhook configuration",
     description:
-      'Absent fields are unchanged; `events: null` means every event; `status: "active"` re-enables a disabled configuration and resets its health. Moving `url` or `oauth.token_url` to another origin requires `oauth.client_secret` in the same request (400 otherwise).',
+      'Absent fields are unchanged; `events: null` means every event; `rate_limit: null` removes the limit; `status: "active"` re-enables a disabled configuration and resets its health (and any pause). Moving `url` or `oauth.token_url` to another origin requires `oauth.client_secret` in the same request (400 otherwise). The change reaches the endpoint\'s delivery object before the answer; if it cannot yet, the answer is 503 with Retry-After (the change is recorded and applied within seconds; repeating the request is safe).',
     tag: configTag,
     auth: "client",
     body: { schema: UpdateWebhookConfigurationInput, example: { events: null, status: "active" } },
@@ -109,6 +109,8 @@ export const webhookRoutes: Route[] = [
     path: CONFIG_PATH,
     operationId: "deleteWebhookConfiguration",
     summary: "Delete a webhook configuration",
+    description:
+      "Its open deliveries end `failed` without a request. Answered once its endpoint's delivery object has the deletion (503 with Retry-After otherwise; repeating the request is safe).",
     tag: configTag,
     auth: "client",
     response: { schema: WebhookConfigurationView, example: CONFIG },
@@ -199,7 +201,7 @@ export const webhookRoutes: Route[] = [
     operationId: "retryDelivery",
     summary: "Re-send a delivery",
     description:
-      "Keeps the `webhook-id`. A `delivered` or `failed` delivery starts a new series of attempts (attempt numbers continue); a pending or retrying one, stuck or waiting for its next retry, is attempted at once. 409 while an attempt is in flight or when the configuration is disabled or deleted.",
+      "Keeps the `webhook-id`. A `delivered` or `failed` delivery starts a new series of attempts (attempt numbers continue); a pending or retrying one, stuck or waiting for its next retry, is attempted at once (or when its endpoint's pause ends). For an `ordered` endpoint the delivery keeps its place in publish order, so it is the next one sent. 409 while an attempt is in flight or when the configuration is disabled or deleted.",
     tag: eventsTag,
     auth: "client",
     status: 202,

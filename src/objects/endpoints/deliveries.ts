@@ -38,12 +38,11 @@ export interface NewDelivery {
 }
 
 /** Inserts new deliveries, due at once; a delivery already here (a repeated fan-out) is left as it is. */
-export function accept(db: Db, deliveries: NewDelivery[], now: number): number {
-  let added = 0;
+export function accept(db: Db, deliveries: NewDelivery[], now: number): void {
   const at = isoTime(now);
   db.txn(() => {
     for (const d of deliveries) {
-      added += db.run(
+      db.run(
         `INSERT OR IGNORE INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms,
           state, created_ms, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 1, 0, 0, ?, 'waiting', ?, ?, ?)`,
         d.id,
@@ -58,7 +57,6 @@ export function accept(db: Db, deliveries: NewDelivery[], now: number): number {
       );
     }
   });
-  return added;
 }
 
 /** A ticket's identity: which attempt of which series of which delivery. */
@@ -247,8 +245,17 @@ export function resend(db: Db, row: DeliveryRow, now: number): void {
   }
 }
 
-/** The delivery as the API shows it, with its most recent attempts. */
-export function deliveryRecord(db: Db, row: DeliveryRow, organizationId: string, configurationId: string): DeliveryRecord {
+/**
+ * The delivery as the API shows it, with its most recent attempts. A waiting delivery's next
+ * attempt is no earlier than the end of its endpoint's pause (`pausedUntil`).
+ */
+export function deliveryRecord(
+  db: Db,
+  row: DeliveryRow,
+  organizationId: string,
+  configurationId: string,
+  pausedUntil: number | null = null,
+): DeliveryRecord {
   const attempts = db
     .all<AttemptRow>(
       "SELECT number, series, at, step, http_status, latency_ms, outcome, error, note FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT ?",
@@ -276,7 +283,7 @@ export function deliveryRecord(db: Db, row: DeliveryRow, organizationId: string,
         note: a.note,
       }),
     ),
-    next_attempt_at: row.due_ms === null ? null : isoTime(row.due_ms),
+    next_attempt_at: row.due_ms === null ? null : isoTime(row.state === "waiting" ? Math.max(row.due_ms, pausedUntil ?? 0) : row.due_ms),
     in_flight_until: row.state === "running" && row.lease_until_ms !== null ? isoTime(row.lease_until_ms) : null,
     created_at: row.created_at,
     updated_at: row.updated_at,

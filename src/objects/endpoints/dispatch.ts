@@ -141,7 +141,8 @@ export function dueForRecovery(db: Db, now: number): { lost: number; abandoned: 
   db.txn(() => {
     for (const row of rows) {
       if (row.state === "queued") {
-        lost += db.run(
+        lost++;
+        db.run(
           `UPDATE deliveries SET state = 'waiting', redispatches = redispatches + 1, wake_ms = NULL, queued_ms = NULL, updated_at = ?
             WHERE id = ? AND state = 'queued'`,
           isoTime(now),

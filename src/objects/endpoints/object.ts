@@ -245,7 +245,7 @@ export class EndpointObject extends DurableObject<Env> {
   delivery(id: string): Result<DeliveryRecord> {
     const ep = this.endpoint();
     const row = deliveryRow(this.db, id);
-    return ep && row ? ok(deliveryRecord(this.db, row, ep.organization_id, ep.configuration_id)) : missing("Delivery");
+    return ep && row ? ok(this.record(ep, row)) : missing("Delivery");
   }
 
   listDeliveries(page: PageRequest): Result<Page<DeliveryRecord>> {
@@ -254,9 +254,13 @@ export class EndpointObject extends DurableObject<Env> {
     return pageOf(
       (before, limit) => deliveriesBefore(this.db, before, limit),
       page,
-      (row) => deliveryRecord(this.db, row, ep.organization_id, ep.configuration_id),
+      (row) => this.record(ep, row),
       true,
     );
+  }
+
+  private record(ep: EndpointRow, row: DeliveryRow): DeliveryRecord {
+    return deliveryRecord(this.db, row, ep.organization_id, ep.configuration_id, pausedNow(ep, Date.now())?.until ?? null);
   }
 
   /**
@@ -283,7 +287,7 @@ export class EndpointObject extends DurableObject<Env> {
       this.audit(actor, "delivery.resent", "delivery", id, now, { was });
     });
     await Promise.all([this.pump(now), this.pushAudit()]);
-    return ok(deliveryRecord(this.db, deliveryRow(this.db, id) as DeliveryRow, ep.organization_id, ep.configuration_id));
+    return ok(this.record(this.endpoint() as EndpointRow, deliveryRow(this.db, id) as DeliveryRow));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -594,6 +598,9 @@ export class EndpointObject extends DurableObject<Env> {
     }
     const claimed = claim(this.db, ep, config, this.book, this.config.webhookRedispatchMs, now);
     if (claimed !== null) {
+      // The claim's wake time goes into the alarm in the same write batch as the claim, before the
+      // send is awaited: an object that dies mid-send leaves the ticket to the alarm.
+      this.plan(now);
       try {
         await send(this.queues, claimed);
         if (ep.dispatch_failures > 0) this.updateEndpoint({ dispatch_failures: 0 });

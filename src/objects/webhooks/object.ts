@@ -68,7 +68,7 @@ export interface Changed {
   applied: boolean;
 }
 
-/** Audit pushes after a publish are at least this far apart (a burst is summarised in one push). */
+/** Audit pushes of an open summary are at least this far apart (a burst is summarised in one push). */
 const AUDIT_PUSH_INTERVAL_MS = 1000;
 
 export class WebhookObject extends DurableObject<Env> {
@@ -233,13 +233,14 @@ export class WebhookObject extends DurableObject<Env> {
     }
     const to = targets(request, this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations ORDER BY rowid`));
     if (!to.ok) return to;
-    record(this.db, request, to.value, actor, now);
+    const opened = record(this.db, request, to.value, actor, now);
     // In the same write batch as the rows (no await between): if this call dies before the
     // hand-over, the alarm does it.
     this.plan(now);
     await Promise.all(to.value.map((c) => this.fanOut(c.id)));
     this.plan(Date.now());
-    if (Date.now() - this.lastAuditPush >= AUDIT_PUSH_INTERVAL_MS) void this.pushAudit();
+    // A new hour's summary shows at once; later publishes update it at most once a second.
+    if (opened || Date.now() - this.lastAuditPush >= AUDIT_PUSH_INTERVAL_MS) void this.pushAudit();
     return ok(publishedView(this.db, request.event.id) as PublishedEventView);
   }
 

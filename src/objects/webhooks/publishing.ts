@@ -75,8 +75,12 @@ export function targets(request: PublishRequest, configs: ConfigRow[]): Result<C
   );
 }
 
-/** Commits the event, its fan-out rows, the key and the summary, in one transaction. */
-export function record(db: Db, request: PublishRequest, to: ConfigRow[], actor: Actor, now: number): void {
+/**
+ * Commits the event, its fan-out rows, the key and the summary, in one transaction. True when the
+ * event opened a new summary (the actor's first publish of the hour): that one is pushed at once.
+ */
+export function record(db: Db, request: PublishRequest, to: ConfigRow[], actor: Actor, now: number): boolean {
+  let opened = false;
   const { event, idempotency } = request;
   const action = request.only ? "webhook_configuration.tested" : "event.published";
   db.txn(() => {
@@ -107,12 +111,13 @@ export function record(db: Db, request: PublishRequest, to: ConfigRow[], actor: 
         now,
       );
     }
-    summarise(db, actor, action, event, now);
+    opened = summarise(db, actor, action, event, now);
   });
+  return opened;
 }
 
-/** Adds the event to its hour's summary for this actor and action. */
-function summarise(db: Db, actor: Actor, action: string, event: EventToPublish, now: number): void {
+/** Adds the event to its hour's summary for this actor and action; true when it opened the summary. */
+function summarise(db: Db, actor: Actor, action: string, event: EventToPublish, now: number): boolean {
   const hour = Math.floor(now / HOUR_MS) * HOUR_MS;
   const actorJson = JSON.stringify(actor);
   const row = db.first<{ types: string }>(
@@ -134,7 +139,7 @@ function summarise(db: Db, actor: Actor, action: string, event: EventToPublish, 
       isoTime(now),
       JSON.stringify([event.type]),
     );
-    return;
+    return true;
   }
   const types = JSON.parse(row.types) as string[];
   if (!types.includes(event.type) && types.length < SUMMARY_TYPES) types.push(event.type);
@@ -147,6 +152,7 @@ function summarise(db: Db, actor: Actor, action: string, event: EventToPublish, 
     actorJson,
     action,
   );
+  return false;
 }
 
 /** Summaries with publishes not yet in the organization's audit log, as keyed entries that replace the earlier push. */
@@ -259,19 +265,21 @@ export function prune(db: Db, now: number): boolean {
       RETENTION_BATCH,
     );
     for (const e of events) db.run("DELETE FROM events WHERE id = ?", e.id);
-    const fanout = db.run(
-      "DELETE FROM fanout WHERE seq IN (SELECT seq FROM fanout WHERE created_ms < ? AND handed = 1 ORDER BY created_ms LIMIT ?)",
+    const fanout = db.all<{ seq: number }>(
+      "SELECT seq FROM fanout WHERE created_ms < ? AND handed = 1 ORDER BY created_ms LIMIT ?",
       cutoff,
       RETENTION_BATCH,
     );
-    const keys = db.run(
-      "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys WHERE created_ms < ? ORDER BY created_ms LIMIT ?)",
+    for (const f of fanout) db.run("DELETE FROM fanout WHERE seq = ?", f.seq);
+    const keys = db.all<{ key: string }>(
+      "SELECT key FROM idempotency_keys WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
       now - IDEMPOTENCY_WINDOW_MS,
       RETENTION_BATCH,
     );
+    for (const k of keys) db.run("DELETE FROM idempotency_keys WHERE key = ?", k.key);
     // Summaries are in the audit log once pushed; two days' worth stay for late publishes of an hour.
     db.run("DELETE FROM publish_summary WHERE hour < ? AND pushed >= count", now - 2 * DAY_MS);
-    more = events.length === RETENTION_BATCH || fanout === RETENTION_BATCH || keys === RETENTION_BATCH;
+    more = [events, fanout, keys].some((rows) => rows.length === RETENTION_BATCH);
   });
   return more;
 }
