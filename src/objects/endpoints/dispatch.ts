@@ -205,15 +205,17 @@ export function nextAlarm(
   if (oldest !== null) times.push(oldest + retentionDays * DAY_MS);
   if (owed.audit !== null) times.push(now + backoff(owed.audit));
   if (owed.disable !== null) times.push(now + backoff(owed.disable));
-  const dispatch = config === null ? null : nextDispatch(db, ep, config, book, now);
+  const dispatch = nextDispatch(db, ep, config, book, now);
   if (dispatch !== null) times.push(dispatch);
   return times.length === 0 ? null : Math.min(...times);
 }
 
-function nextDispatch(db: Db, ep: EndpointRow, config: WebhookConfigurationRecord, book: SlotBook, now: number): number | null {
+function nextDispatch(db: Db, ep: EndpointRow, config: WebhookConfigurationRecord | null, book: SlotBook, now: number): number | null {
   // An endpoint deleted or disabled fails its deliveries as they fall due, without a request.
-  if (ep.deleted === 1 || config.status !== "active")
+  if (ep.deleted === 1 || config?.status === "disabled") {
     return db.value<number>("SELECT min(due_ms) AS t FROM deliveries WHERE state = 'waiting'");
+  }
+  if (config === null) return null; // no copy yet: nothing to decide until the organization sends one
   const paused = pausedNow(ep, now);
   if (paused !== null && paused.until === null) return null; // until the organization answers (owed)
   let due: number | null;

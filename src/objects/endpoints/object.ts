@@ -305,14 +305,14 @@ export class EndpointObject extends DurableObject<Env> {
     const ep = this.endpoint();
     const config = this.configOf(ep);
     if (refused !== null || row === undefined) return { go: false, reason: refused ?? "unknown delivery" };
-    if (ep === undefined || config === null || ep.organization_id !== ticket.organization_id)
-      return { go: false, reason: "unknown delivery" };
-    if (ep.deleted === 1 || config.status !== "active") {
+    if (ep === undefined || ep.organization_id !== ticket.organization_id) return { go: false, reason: "unknown delivery" };
+    if (ep.deleted === 1 || config === null || config.status !== "active") {
       const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
       failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
       this.plan(now);
       return { go: false, reason: error };
     }
+    if (config === null) return { go: false, reason: "unknown delivery" };
     const wait = (reason: string, due?: number): Begun => {
       putBack(this.db, row.id, now, due);
       return { go: false, reason };
@@ -585,8 +585,8 @@ export class EndpointObject extends DurableObject<Env> {
   private async pump(now: number): Promise<void> {
     const ep = this.endpoint();
     const config = this.configOf(ep);
-    if (ep === undefined || config === null) return;
-    if (ep.deleted === 1 || config.status !== "active") {
+    if (ep === undefined || (config === null && ep.deleted !== 1)) return;
+    if (ep.deleted === 1 || config === null || config.status !== "active") {
       const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
       const due = this.db.all<DeliveryRow>(
         "SELECT rowid, * FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100",
