@@ -435,7 +435,10 @@ describe("the rate limit's slots", () => {
       const book = new SlotBook(new Db(state.storage));
       // A deterministic pseudo-random sequence, so a failure can be replayed.
       let seed = 42;
-      const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      const rand = () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      };
       for (const rate of [1, 3, 10]) {
         const sends: number[] = [];
         const from = 1_000_000 * rate;
