@@ -251,3 +251,98 @@ export async function startReceiver(options: { delayMs?: number } = {}): Promise
   const port = typeof address === "object" && address !== null ? address.port : 0;
   return { url: `http://127.0.0.1:${port}`, ids, close: () => new Promise((done) => server.close(() => done())) };
 }
+
+/** One request a scripted receiver got. */
+export interface Arrival {
+  /** `token` for its OAuth endpoint, `webhook` for anything else. */
+  kind: "token" | "webhook";
+  /** performance.now() when the request's body had arrived. */
+  at: number;
+  webhookId: string;
+  authorization: string;
+  /** The event's id (from the body), for webhooks. */
+  eventId: string;
+  /** What the receiver answered. */
+  status: number;
+}
+
+/** What a scripted receiver answers a webhook: a status, headers, and how long it takes. */
+export interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  delayMs?: number;
+}
+
+export interface ScriptedReceiver {
+  url: string;
+  arrivals: Arrival[];
+  /** Token requests so far. */
+  tokens(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A receiver whose webhook answers come from `answer` (given the arrival and how many webhooks came
+ * before it) and whose token endpoint (`/token`) issues `tok-1`, `tok-2` ... valid for `expiresIn`
+ * seconds. Every request is recorded with its arrival time, so tests can check pauses and rates.
+ */
+export async function startScriptedReceiver(
+  answer: (arrival: Arrival, index: number) => Answer,
+  options: { expiresIn?: number } = {},
+): Promise<ScriptedReceiver> {
+  const arrivals: Arrival[] = [];
+  let tokens = 0;
+  let webhooks = 0;
+  const server = createHttpServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      const at = performance.now();
+      if (req.url === "/token") {
+        tokens++;
+        arrivals.push({ kind: "token", at, webhookId: "", authorization: "", eventId: "", status: 200 });
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ access_token: `tok-${tokens}`, token_type: "Bearer", expires_in: options.expiresIn ?? 300 }));
+        return;
+      }
+      let eventId = "";
+      try {
+        eventId = String((JSON.parse(body) as { id?: unknown }).id ?? "");
+      } catch {
+        // not an event: recorded without its id
+      }
+      const arrival: Arrival = {
+        kind: "webhook",
+        at,
+        webhookId: String(req.headers["webhook-id"] ?? ""),
+        authorization: String(req.headers.authorization ?? ""),
+        eventId,
+        status: 0,
+      };
+      const reply = answer(arrival, webhooks++);
+      arrival.status = reply.status;
+      arrivals.push(arrival);
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(reply.status, reply.headers ?? {});
+        res.end();
+      };
+      if (reply.delayMs) setTimeout(send, reply.delayMs);
+      else send();
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    arrivals,
+    tokens: () => tokens,
+    close: () =>
+      new Promise((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  };
+}
