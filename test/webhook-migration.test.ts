@@ -89,7 +89,10 @@ describe("WebhookObject: the upgrade to an object per endpoint", () => {
       ]),
     });
     const liveSecrets = await sealedFor(live);
-    const d = Object.fromEntries(["delivered", "failed", "owed", "queued", "inFlight", "orphan"].map((k) => [k, newDeliveryId()]));
+    // Version 1's delivery ids were wholly random (they named no configuration).
+    const d = Object.fromEntries(
+      ["delivered", "failed", "owed", "queued", "inFlight", "orphan"].map((k) => [k, newDeliveryId(newWebhookConfigurationId())]),
+    );
     const e = Object.fromEntries(Object.keys(d).map((k) => [k, newEventId()]));
     const failingSince = now - 3_600_000;
 

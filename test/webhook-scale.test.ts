@@ -256,6 +256,35 @@ describe("every per-call query reads rows in proportion to what is due, not to t
   });
 });
 
+describe("the organization's object grows with its events, not with their deliveries", () => {
+  it("keeps no row per delivery once its endpoint has it, and still finds every delivery by its id, a deleted configuration's too", async () => {
+    const { t, token } = await tenantWithToken();
+    const configs = await Promise.all([1, 2, 3].map(() => createConfig(t, token, SECRET)));
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await api(t, token, "/v1/events", "POST", { type: "order.created", data: { i } });
+      ids.push(...((await res.json()) as { data: { deliveries: { id: string }[] } }).data.deliveries.map((d) => d.id));
+    }
+    expect(ids).toHaveLength(30);
+    const rows = await runInDurableObject(webhooksOf(t.orgId), (_i, s) => ({
+      fanout: s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM fanout").one().n,
+      events: s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM events").one().n,
+      bodies: s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM events WHERE body IS NOT NULL").one().n,
+    }));
+    expect(rows).toEqual({ fanout: 0, events: 10, bodies: 0 });
+    // A delivery id starts with its configuration's, which is how its endpoint is found.
+    for (const id of ids) expect((await getDelivery(t, token, id)).id).toBe(id);
+    const gone = configs[0]!.id;
+    expect((await api(t, token, `/v1/webhook-configurations/${gone}`, "DELETE")).status).toBe(200);
+    const ofGone = ids.filter((id) => id.slice(4, 12) === gone.slice(4, 12));
+    expect(ofGone).toHaveLength(10);
+    for (const id of ofGone) expect((await getDelivery(t, token, id)).webhook_configuration_id).toBe(gone);
+    // Another organization's delivery id is not found, even with the same route.
+    const other = await tenantWithToken();
+    expect((await api(other.t, other.token, `/v1/deliveries/${ids[0]}`)).status).toBe(404);
+  });
+});
+
 describe("a backlog in the Queue does not multiply messages", () => {
   it("50 deliveries whose tickets never arrive for two hours cost 10 tickets per presumed loss, at doubling intervals", async () => {
     const { t, token } = await tenantWithToken();

@@ -7,14 +7,17 @@ import { randomToken } from "./crypto";
 
 const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lower case
 
-/** 26 base32 characters (130 random bits): collision-free in practice and URL/KV-key safe. */
-function randomId(prefix: string): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(26));
+/** `n` random base32 characters (5 bits each). */
+function randomChars(n: number): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(n));
   let out = "";
   // 256 is a multiple of 32, so `byte % 32` keeps every character uniform.
   for (const byte of bytes) out += ID_ALPHABET[byte % 32];
-  return `${prefix}_${out}`;
+  return out;
 }
+
+/** 26 base32 characters (130 random bits): collision-free in practice and URL/KV-key safe. */
+const randomId = (prefix: string): string => `${prefix}_${randomChars(26)}`;
 
 export const ID_PATTERN = /^[a-z]{2,4}_[0-9a-hjkmnp-tv-z]{26}$/;
 
@@ -24,8 +27,18 @@ export const newApiKeyId = (): string => randomId("key");
 export const newTokenId = (): string => randomId("tok");
 export const newWebhookConfigurationId = (): string => randomId("whk");
 export const newEventId = (): string => randomId("evt");
-/** Delivery ids double as the Standard Webhooks `webhook-id`, stable across retries. */
-export const newDeliveryId = (): string => randomId("msg");
+/** How many characters of its configuration's id a delivery id starts with. */
+export const DELIVERY_ROUTE_CHARS = 8;
+/**
+ * Delivery ids double as the Standard Webhooks `webhook-id`, stable across retries. They start
+ * with the first DELIVERY_ROUTE_CHARS characters of their configuration id's random part, so the
+ * organization finds a delivery's endpoint among its configurations without keeping a row per
+ * delivery (objects/webhooks/publishing.ts `locate`); the other 18 characters are random (90 bits).
+ */
+export const newDeliveryId = (configurationId: string): string =>
+  `msg_${routeOf(configurationId)}${randomChars(26 - DELIVERY_ROUTE_CHARS)}`;
+/** The routing part of a configuration or delivery id: the first characters after its prefix. */
+export const routeOf = (id: string): string => id.slice(id.indexOf("_") + 1, id.indexOf("_") + 1 + DELIVERY_ROUTE_CHARS);
 export const newAdminTokenId = (): string => randomId("oat");
 
 /** client_id is not a secret (RFC 6749 section 2.2) but is unguessable all the same. */

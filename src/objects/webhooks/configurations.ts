@@ -279,21 +279,27 @@ export function snapshotOf(db: Db, id: string, organizationId: string): Endpoint
       configuration: configRecord(row, organizationId),
     };
   }
-  const tomb = db.first<{ version: number }>("SELECT version FROM deleted_configurations WHERE id = ?", id);
+  const tomb = db.first<{ version: number }>("SELECT version FROM deleted_configurations WHERE id = ? AND acked = 0", id);
   return tomb === undefined ? null : { organization_id: organizationId, configuration_id: id, version: tomb.version, configuration: null };
 }
 
-/** Records what the endpoint acknowledged (a tombstone, once acknowledged, is no longer needed). */
+/** Records what the endpoint acknowledged (a tombstone stays, acknowledged, for as long as its deliveries). */
 export function synced(db: Db, id: string, version: number): void {
   db.run("UPDATE configurations SET synced_version = max(synced_version, ?) WHERE id = ?", version, id);
-  db.run("DELETE FROM deleted_configurations WHERE id = ? AND version <= ?", id, version);
+  db.run("UPDATE deleted_configurations SET acked = 1 WHERE id = ? AND version <= ?", id, version);
 }
 
 /** Configurations (and tombstones) whose endpoint lacks their latest version. */
 export const unsynced = (db: Db): string[] =>
   db
-    .all<{ id: string }>("SELECT id FROM configurations WHERE synced_version < version UNION SELECT id FROM deleted_configurations")
+    .all<{ id: string }>(
+      "SELECT id FROM configurations WHERE synced_version < version UNION SELECT id FROM deleted_configurations WHERE acked = 0",
+    )
     .map((r) => r.id);
+
+/** Whether a deleted configuration's endpoint knows it. */
+export const deletionApplied = (db: Db, id: string): boolean =>
+  db.first("SELECT 1 AS x FROM deleted_configurations WHERE id = ? AND acked = 1", id) !== undefined;
 
 /** Whether the endpoint's object has the configuration's latest version. */
 export const isSynced = (db: Db, id: string): boolean => {

@@ -33,6 +33,7 @@ import {
   configRow,
   create,
   type DisableRequest,
+  deletionApplied,
   disable,
   isSynced,
   type NewConfiguration,
@@ -54,7 +55,6 @@ import {
   owedTo,
   type PublishRequest,
   prune,
-  publishedView,
   record,
   replay,
   targets,
@@ -155,7 +155,7 @@ export class WebhookObject extends DurableObject<Env> {
 
   /** Deletes the configuration; its endpoint fails its open deliveries as they fall due. Repeated while not yet applied, it pushes again. */
   async deleteConfiguration(id: string, actor: Actor, now: number): Promise<Result<Changed>> {
-    const tomb = this.db.first<{ record: string }>("SELECT record FROM deleted_configurations WHERE id = ?", id);
+    const tomb = this.db.first<{ record: string }>("SELECT record FROM deleted_configurations WHERE id = ? AND acked = 0", id);
     let record: WebhookConfigurationRecord;
     if (tomb !== undefined && configRow(this.db, id) === undefined) {
       record = JSON.parse(tomb.record) as WebhookConfigurationRecord;
@@ -166,8 +166,7 @@ export class WebhookObject extends DurableObject<Env> {
     }
     this.plan(now);
     await Promise.all([this.sync(id), this.pushAudit()]);
-    const applied = this.db.first("SELECT 1 AS x FROM deleted_configurations WHERE id = ?", id) === undefined;
-    return ok({ record, applied });
+    return ok({ record, applied: deletionApplied(this.db, id) });
   }
 
   async rotateSigningSecret(
@@ -233,7 +232,7 @@ export class WebhookObject extends DurableObject<Env> {
     }
     const to = targets(request, this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations ORDER BY rowid`));
     if (!to.ok) return to;
-    const opened = record(this.db, request, to.value, actor, now);
+    const { answer, opened } = record(this.db, request, to.value, actor, now);
     // In the same write batch as the rows (no await between): if this call dies before the
     // hand-over, the alarm does it.
     this.plan(now);
@@ -241,7 +240,7 @@ export class WebhookObject extends DurableObject<Env> {
     this.plan(Date.now());
     // A new hour's summary shows at once; later publishes update it at most once a second.
     if (opened || Date.now() - this.lastAuditPush >= AUDIT_PUSH_INTERVAL_MS) void this.pushAudit();
-    return ok(publishedView(this.db, request.event.id) as PublishedEventView);
+    return ok(answer);
   }
 
   /** Hands a configuration's owed deliveries to its endpoint, in publish order; one hand-over at a time per endpoint. */

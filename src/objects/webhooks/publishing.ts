@@ -1,12 +1,14 @@
 /**
  * Publishing in the organization's WebhookObject: one transaction records the event (its body kept
  * until every endpoint has its copy, and who published it), one fan-out row per matching active
- * configuration, the Idempotency-Key and the hour's publish summary. The fan-out rows are the
- * outbox: object.ts hands them, in publish order, to each endpoint's object, and marks them handed;
- * afterwards they are the index from a delivery id to its endpoint. Retention deletes events,
- * fan-out rows, keys and summaries by their indexed creation time, a batch at a time.
+ * configuration, the Idempotency-Key with the answer it repeats, and the hour's publish summary.
+ * The fan-out rows are the outbox: object.ts hands them, in publish order, to each endpoint's
+ * object and deletes them. A delivery's id starts with its configuration's (lib/ids.ts), so
+ * `locate` finds its endpoint among the organization's configurations without a row per delivery;
+ * the organization's storage grows with its events, not with their deliveries. Retention deletes
+ * events, keys, tombstones and summaries by their indexed times, a batch at a time.
  */
-import { newDeliveryId } from "../../lib/ids";
+import { newDeliveryId, routeOf } from "../../lib/ids";
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
 import type { PublishedEventView } from "../../schemas/webhooks";
@@ -54,7 +56,9 @@ export function replay(db: Db, idempotency: { key: string; hash: string }, now: 
       "This Idempotency-Key was used in the last 24 hours for a different request; use a new key for a new event.",
     );
   }
-  const original = publishedView(db, seen.event_id);
+  const answer = db.value<string>("SELECT answer FROM idempotency_keys WHERE key = ?", idempotency.key);
+  // Keys of the first layout kept no answer: it is rebuilt from the moved deliveries' rows.
+  const original = answer !== null ? (JSON.parse(answer) as PublishedEventView) : publishedView(db, seen.event_id);
   return original === null ? null : ok({ ...original, replayed: true });
 }
 
@@ -76,11 +80,25 @@ export function targets(request: PublishRequest, configs: ConfigRow[]): Result<C
 }
 
 /**
- * Commits the event, its fan-out rows, the key and the summary, in one transaction. True when the
- * event opened a new summary (the actor's first publish of the hour): that one is pushed at once.
+ * Commits the event, its fan-out rows, the key and the summary, in one transaction, and returns the
+ * publish's answer, and whether the event opened a new summary (the actor's first publish of the
+ * hour: that one is pushed at once).
  */
-export function record(db: Db, request: PublishRequest, to: ConfigRow[], actor: Actor, now: number): boolean {
+export function record(
+  db: Db,
+  request: PublishRequest,
+  to: ConfigRow[],
+  actor: Actor,
+  now: number,
+): { answer: PublishedEventView; opened: boolean } {
   let opened = false;
+  const answer: PublishedEventView = {
+    id: request.event.id,
+    type: request.event.type,
+    created_at: request.event.created_at,
+    deliveries: to.map((c) => ({ id: newDeliveryId(c.id), webhook_configuration_id: c.id, status: "pending" as const })),
+    replayed: false,
+  };
   const { event, idempotency } = request;
   const action = request.only ? "webhook_configuration.tested" : "event.published";
   db.txn(() => {
@@ -93,27 +111,28 @@ export function record(db: Db, request: PublishRequest, to: ConfigRow[], actor: 
       now,
       JSON.stringify(actor),
     );
-    for (const config of to) {
+    for (const d of answer.deliveries) {
       db.run(
         "INSERT INTO fanout (delivery_id, event_id, configuration_id, created_ms) VALUES (?, ?, ?, ?)",
-        newDeliveryId(),
+        d.id,
         event.id,
-        config.id,
+        d.webhook_configuration_id,
         now,
       );
     }
     if (idempotency !== undefined) {
       db.run(
-        "INSERT OR REPLACE INTO idempotency_keys (key, request_hash, event_id, created_ms) VALUES (?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO idempotency_keys (key, request_hash, event_id, created_ms, answer) VALUES (?, ?, ?, ?, ?)",
         idempotency.key,
         idempotency.hash,
         event.id,
         now,
+        JSON.stringify(answer),
       );
     }
     opened = summarise(db, actor, action, event, now);
   });
-  return opened;
+  return { answer, opened };
 }
 
 /** Adds the event to its hour's summary for this actor and action; true when it opened the summary. */
@@ -202,8 +221,8 @@ export function markPushed(db: Db, marks: { hour: number; actor: string; action:
   });
 }
 
-/** The answer to a publish: the event and one pending delivery per configuration it went to (as first answered). */
-export function publishedView(db: Db, eventId: string): PublishedEventView | null {
+/** The answer to a publish of the first layout, rebuilt from its deliveries' rows (as first answered). */
+function publishedView(db: Db, eventId: string): PublishedEventView | null {
   const event = db.first<{ id: string; type: string; created_at: string }>("SELECT id, type, created_at FROM events WHERE id = ?", eventId);
   if (event === undefined) return null;
   const rows = db.all<Pick<FanoutRow, "delivery_id" | "configuration_id">>(
@@ -230,12 +249,12 @@ export function owedTo(db: Db, configurationId: string): NewDelivery[] {
   );
 }
 
-/** Marks rows handed over; an event every endpoint has no longer keeps its body. */
+/** Deletes rows handed over; an event every endpoint has no longer keeps its body. */
 export function handed(db: Db, deliveries: NewDelivery[]): void {
   db.txn(() => {
     const events = new Set<string>();
     for (const d of deliveries) {
-      db.run("UPDATE fanout SET handed = 1 WHERE delivery_id = ?", d.id);
+      db.run("DELETE FROM fanout WHERE delivery_id = ? AND handed = 0", d.id);
       events.add(d.event_id);
     }
     for (const id of events) {
@@ -250,9 +269,18 @@ export function handed(db: Db, deliveries: NewDelivery[]): void {
 export const owedConfigurations = (db: Db): string[] =>
   db.all<{ c: string }>("SELECT DISTINCT configuration_id AS c FROM fanout WHERE handed = 0").map((r) => r.c);
 
-/** Which configuration a delivery belongs to. */
-export const locate = (db: Db, deliveryId: string): string | null =>
-  db.value<string>("SELECT configuration_id FROM fanout WHERE delivery_id = ?", deliveryId);
+/**
+ * Which configuration a delivery belongs to: the one (or the deleted one, kept as a tombstone for
+ * as long as its deliveries) whose id starts like the delivery's; for a delivery not yet handed
+ * over, or of the first layout (whose ids name no configuration), its fan-out row.
+ */
+export function locate(db: Db, deliveryId: string): string | null {
+  const row = db.value<string>("SELECT configuration_id FROM fanout WHERE delivery_id = ?", deliveryId);
+  if (row !== null) return row;
+  const route = routeOf(deliveryId);
+  const ids = db.all<{ id: string }>("SELECT id FROM configurations UNION ALL SELECT id FROM deleted_configurations");
+  return ids.find((c) => routeOf(c.id) === route)?.id ?? null;
+}
 
 /** Deletes what has outlived its retention, a batch at a time; true if more remain. */
 export function prune(db: Db, now: number): boolean {
@@ -279,6 +307,8 @@ export function prune(db: Db, now: number): boolean {
     for (const k of keys) db.run("DELETE FROM idempotency_keys WHERE key = ?", k.key);
     // Summaries are in the audit log once pushed; two days' worth stay for late publishes of an hour.
     db.run("DELETE FROM publish_summary WHERE hour < ? AND pushed >= count", now - 2 * DAY_MS);
+    // A deleted configuration's tombstone goes with the last of its deliveries.
+    db.run("DELETE FROM deleted_configurations WHERE deleted_ms < ? AND acked = 1", cutoff);
     more = [events, fanout, keys].some((rows) => rows.length === RETENTION_BATCH);
   });
   return more;
@@ -291,5 +321,9 @@ export function nextExpiry(db: Db): number | null {
   if (e !== null) times.push(e + EVENT_RETENTION_DAYS * DAY_MS);
   const k = db.value<number>("SELECT min(created_ms) AS t FROM idempotency_keys");
   if (k !== null) times.push(k + IDEMPOTENCY_WINDOW_MS);
+  const f = db.value<number>("SELECT min(created_ms) AS t FROM fanout WHERE handed = 1");
+  if (f !== null) times.push(f + EVENT_RETENTION_DAYS * DAY_MS);
+  const d = db.value<number>("SELECT min(deleted_ms) AS t FROM deleted_configurations WHERE acked = 1");
+  if (d !== null) times.push(d + EVENT_RETENTION_DAYS * DAY_MS);
   return times.length === 0 ? null : Math.min(...times);
 }

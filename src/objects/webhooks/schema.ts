@@ -1,9 +1,9 @@
 /**
  * The organization's WebhookObject tables (objects/webhooks/object.ts) and their rows: the
  * configurations (the record each endpoint's object holds a copy of), events, Idempotency-Keys,
- * the fan-out (one row per delivery: the outbox that hands it to its endpoint's object, then the
- * index from a delivery id to its endpoint), tombstones of deleted configurations until their
- * endpoints know, the audit outbox and the hourly publish summaries.
+ * the fan-out (one row per delivery until its endpoint's object has it: the outbox), tombstones of
+ * deleted configurations (their deliveries are found through them), the audit outbox and the hourly
+ * publish summaries.
  *
  * Version 1 is the first layout (everything in this object); it is never edited. Version 2 moves
  * its deliveries aside as `legacy_*` tables, which the object then hands to the endpoints' objects
@@ -49,7 +49,9 @@ const V2: Migration = {
     "ALTER TABLE configurations ADD COLUMN status_version INTEGER NOT NULL DEFAULT 1",
     // The version the endpoint's object has acknowledged.
     "ALTER TABLE configurations ADD COLUMN synced_version INTEGER NOT NULL DEFAULT 0",
-    "CREATE TABLE deleted_configurations (id TEXT PRIMARY KEY, version INTEGER NOT NULL, record TEXT NOT NULL, deleted_ms INTEGER NOT NULL)",
+    // Kept for as long as the deliveries of the deleted configuration (they are found by it); `acked` once its endpoint knows.
+    `CREATE TABLE deleted_configurations (id TEXT PRIMARY KEY, version INTEGER NOT NULL, record TEXT NOT NULL, deleted_ms INTEGER NOT NULL,
+        acked INTEGER NOT NULL DEFAULT 0)`,
     // Events keep their body only until every endpoint has its copy; `actor` is the publish's audit record.
     "ALTER TABLE events RENAME TO legacy_events",
     "DROP INDEX events_by_time",
@@ -66,11 +68,14 @@ const V2: Migration = {
     "CREATE INDEX fanout_owed ON fanout (configuration_id, seq) WHERE handed = 0",
     "CREATE INDEX fanout_by_event ON fanout (event_id)",
     "CREATE INDEX fanout_by_created ON fanout (created_ms)",
-    // The moved deliveries keep their order (ordered endpoints deliver by it) and are found by id.
+    // New rows are the outbox, deleted once their endpoint has the delivery (a delivery id names its
+    // endpoint). The moved deliveries' rows stay, handed, as their order and their index by id.
     `INSERT INTO fanout (delivery_id, event_id, configuration_id, created_ms, handed)
         SELECT d.id, d.event_id, d.configuration_id, coalesce(e.created_ms, 0), 1
         FROM legacy_deliveries d LEFT JOIN legacy_events e ON e.id = d.event_id ORDER BY d.rowid`,
     "CREATE INDEX idempotency_by_created ON idempotency_keys (created_ms)",
+    // The publish's answer, which a replay repeats.
+    "ALTER TABLE idempotency_keys ADD COLUMN answer TEXT",
     `CREATE TABLE publish_summary (hour INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, count INTEGER NOT NULL,
         pushed INTEGER NOT NULL DEFAULT 0, first_event TEXT NOT NULL, last_event TEXT NOT NULL, first_at TEXT NOT NULL,
         last_at TEXT NOT NULL, types TEXT NOT NULL, PRIMARY KEY (hour, actor, action))`,
