@@ -10,6 +10,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { Db } from "../src/objects/db";
+import { DELIVERY_ROW_BYTES, EVENT_ROW_BYTES, STORAGE_BUDGET_BYTES } from "../src/objects/webhooks/limits";
 import type { DeliveryQueueMessage, DeliveryTicket, ReportMessage } from "../src/schemas/webhooks";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, receiver, WEBHOOK_URL } from "./fake-network";
@@ -285,6 +286,55 @@ describe("the organization's object grows with its events, not with their delive
   });
 });
 
+describe("an object never runs out of space: past its storage budget, its oldest finished records go early", () => {
+  it("counts what an endpoint's deliveries hold, and past the budget prunes its oldest finished deliveries, never an open one", async () => {
+    const { t, token } = await tenantWithToken();
+    const config = await createConfig(t, token, SECRET);
+    fakeNetwork(receiver());
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await publishTo(t, token, config.id));
+    for (const id of ids.slice(0, 3)) expect((await attemptNow(t, token, id)).record.status).toBe("delivered");
+    const stored = await runInDurableObject(endpointOf(config.id), (_i, s) => ({
+      counted: s.storage.sql.exec<{ b: number }>("SELECT stored_bytes AS b FROM endpoint").one().b,
+      bodies: s.storage.sql.exec<{ b: number }>("SELECT sum(length(CAST(body AS BLOB))) AS b FROM deliveries").one().b,
+    }));
+    expect(stored.counted).toBe(stored.bodies + 5 * DELIVERY_ROW_BYTES);
+    // As if the endpoint's rows had grown past the budget.
+    await inEndpoint(config.id, "UPDATE endpoint SET stored_bytes = ?", STORAGE_BUDGET_BYTES + 1);
+    await endpointAlarm(config.id);
+    const left = await runInDurableObject(endpointOf(config.id), (_i, s) =>
+      s.storage.sql.exec<{ id: string; status: string }>("SELECT id, status FROM deliveries ORDER BY seq").toArray(),
+    );
+    expect(left.map((d) => d.id)).toEqual(ids.slice(3));
+    expect(left.every((d) => d.status === "pending")).toBe(true);
+    for (const id of ids.slice(0, 3)) expect((await api(t, token, `/v1/deliveries/${id}`)).status).toBe(404);
+  });
+
+  it("past the organization's budget, prunes its oldest events beyond the Idempotency-Key window", async () => {
+    const { t, token } = await tenantWithToken();
+    const config = await createConfig(t, token, SECRET);
+    fakeNetwork(receiver());
+    for (let i = 0; i < 3; i++) await publishTo(t, token, config.id);
+    await inWebhooks(
+      t.orgId,
+      "UPDATE events SET created_ms = created_ms - ? WHERE rowid IN (SELECT rowid FROM events ORDER BY rowid LIMIT 2)",
+      2 * 86_400_000,
+    );
+    const before = await runInDurableObject(
+      webhooksOf(t.orgId),
+      (_i, s) => s.storage.sql.exec<{ b: number }>("SELECT stored_bytes AS b FROM meta").one().b,
+    );
+    expect(before).toBe(3 * EVENT_ROW_BYTES);
+    await inWebhooks(t.orgId, "UPDATE meta SET stored_bytes = ?", STORAGE_BUDGET_BYTES + 1);
+    await runDurableObjectAlarm(webhooksOf(t.orgId));
+    const events = await runInDurableObject(
+      webhooksOf(t.orgId),
+      (_i, s) => s.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM events").one().n,
+    );
+    expect(events).toBe(1);
+  });
+});
+
 describe("a backlog in the Queue does not multiply messages", () => {
   it("50 deliveries whose tickets never arrive for two hours cost 10 tickets per presumed loss, at doubling intervals", async () => {
     const { t, token } = await tenantWithToken();
@@ -370,6 +420,5 @@ describe("the audit log does not grow with the publish rate", () => {
       [orgObject, "DELETE FROM audit_log WHERE at < ? AND ? > 0", /USING (COVERING )?INDEX audit_log_by_time/],
     ];
     for (const [stub, query, index] of cases) expect(await plan(stub, query), query).toMatch(index);
-    void inWebhooks;
   });
 });

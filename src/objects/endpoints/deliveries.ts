@@ -14,9 +14,11 @@
  * - attempts that failed on our side (the fast lane's cut-off, a missed rate-limit slot) are
  *   recorded but do not count against the retry schedule: the delivery is due again at once.
  */
+import { encodeUtf8 } from "../../lib/encoding";
 import { isoTime } from "../../lib/time";
 import type { AttemptReport, DeliveryAttempt, DeliveryRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
+import { DELIVERY_ROW_BYTES } from "../webhooks/limits";
 import { type AttemptRow, DELIVERY_COLUMNS, type DeliveryRow, deliveryRow } from "./schema";
 
 /** The attempts a delivery view shows: the most recent. */
@@ -37,11 +39,16 @@ export interface NewDelivery {
   created_at: string;
 }
 
+/** The bytes a delivery's rows are counted as (its body, and DELIVERY_ROW_BYTES for the rest). */
+export const deliveryBytes = (body: string): number => encodeUtf8(body).byteLength + DELIVERY_ROW_BYTES;
+
 /** Inserts new deliveries, due at once; a delivery already here (a repeated fan-out) is left as it is. */
 export function accept(db: Db, deliveries: NewDelivery[], now: number): void {
   const at = isoTime(now);
   db.txn(() => {
     for (const d of deliveries) {
+      if (db.first("SELECT 1 AS x FROM deliveries WHERE id = ?", d.id) !== undefined) continue;
+      db.run("UPDATE endpoint SET stored_bytes = stored_bytes + ?", deliveryBytes(d.body));
       db.run(
         `INSERT OR IGNORE INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms,
           state, created_ms, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 1, 0, 0, ?, 'waiting', ?, ?, ?)`,

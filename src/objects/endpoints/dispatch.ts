@@ -14,6 +14,7 @@
 import { isoTime } from "../../lib/time";
 import type { DeliveryTicket, Lane, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
+import { DELIVERY_ROW_BYTES, STORAGE_BUDGET_BYTES } from "../webhooks/limits";
 import { pausedNow, windowOf } from "./flow";
 import { backoff, redispatchDelay, SLOT_WITHOUT_TOKEN_MS, slotLength } from "./policy";
 import { DELIVERY_COLUMNS, type DeliveryRow, type EndpointRow } from "./schema";
@@ -158,23 +159,34 @@ export function dueForRecovery(db: Db, now: number): { lost: number; abandoned: 
   return { lost, abandoned, more: rows.length === ALARM_BATCH };
 }
 
-/** Deletes deliveries (and their attempts) created more than `retentionDays` ago, oldest first; true if more remain. */
-export function prune(db: Db, retentionDays: number, now: number): boolean {
-  const ids = db
-    .all<{ id: string }>(
-      "SELECT id FROM deliveries WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
-      now - retentionDays * DAY_MS,
-      ALARM_BATCH,
-    )
-    .map((r) => r.id);
-  if (ids.length === 0) return false;
+/**
+ * Deletes deliveries (and their attempts) created more than `retentionDays` ago, oldest first, and,
+ * while the endpoint's rows hold more than STORAGE_BUDGET_BYTES, its oldest finished deliveries
+ * (open ones are never pruned); true if more remain to delete.
+ */
+export function prune(db: Db, ep: EndpointRow, retentionDays: number, now: number): boolean {
+  const expired = db.all<{ id: string; bytes: number }>(
+    "SELECT id, length(CAST(body AS BLOB)) AS bytes FROM deliveries WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
+    now - retentionDays * DAY_MS,
+    ALARM_BATCH,
+  );
+  const over = ep.stored_bytes > STORAGE_BUDGET_BYTES;
+  const early = over
+    ? db.all<{ id: string; bytes: number }>(
+        "SELECT id, length(CAST(body AS BLOB)) AS bytes FROM deliveries WHERE state IS NULL ORDER BY created_ms LIMIT ?",
+        ALARM_BATCH,
+      )
+    : [];
+  const doomed = new Map([...expired, ...early].map((r) => [r.id, r.bytes + DELIVERY_ROW_BYTES]));
+  if (doomed.size === 0) return false;
   db.txn(() => {
-    for (const id of ids) {
+    for (const [id, bytes] of doomed) {
       db.run("DELETE FROM attempts WHERE delivery_id = ?", id);
       db.run("DELETE FROM deliveries WHERE id = ?", id);
+      db.run("UPDATE endpoint SET stored_bytes = max(0, stored_bytes - ?)", bytes);
     }
   });
-  return ids.length === ALARM_BATCH;
+  return expired.length === ALARM_BATCH || (over && early.length === ALARM_BATCH);
 }
 
 /** Whatever else the alarm must wake for (audit pushes, owed requests), with their failure counts. */
@@ -203,6 +215,8 @@ export function nextAlarm(
   if (wake !== null) times.push(wake);
   const oldest = db.value<number>("SELECT min(created_ms) AS t FROM deliveries");
   if (oldest !== null) times.push(oldest + retentionDays * DAY_MS);
+  // Over the budget: prune again within a minute (at once while batches remain: the alarm re-arms).
+  if (ep.stored_bytes > STORAGE_BUDGET_BYTES) times.push(now + 60_000);
   if (owed.audit !== null) times.push(now + backoff(owed.audit));
   if (owed.disable !== null) times.push(now + backoff(owed.disable));
   const dispatch = nextDispatch(db, ep, config, book, now);

@@ -6,6 +6,7 @@
  * one with an attempt in flight keeps its lease; one owed a ticket waits for the next dispatch.
  */
 import type { Db } from "../db";
+import { deliveryBytes } from "./deliveries";
 import { redispatchDelay } from "./policy";
 
 /** A delivery as version 1 kept it, with its attempts. */
@@ -41,6 +42,8 @@ export interface LegacyDelivery {
 export function importDeliveries(db: Db, deliveries: LegacyDelivery[], boundMs: number): void {
   db.txn(() => {
     for (const d of deliveries) {
+      if (db.first("SELECT 1 AS x FROM deliveries WHERE id = ?", d.id) !== undefined) continue;
+      db.run("UPDATE endpoint SET stored_bytes = stored_bytes + ?", deliveryBytes(d.body));
       const open = d.status === "pending" || d.status === "retrying";
       const running = open && d.lease_until_ms !== null;
       const queued = open && !running && d.dispatched_ms !== null;
@@ -51,7 +54,7 @@ export function importDeliveries(db: Db, deliveries: LegacyDelivery[], boundMs: 
           ? Math.max(d.next_attempt_ms ?? 0, d.dispatched_ms ?? 0) + redispatchDelay(boundMs, 0)
           : null;
       db.run(
-        `INSERT OR IGNORE INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms, state,
+        `INSERT INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms, state,
           ticket, lane, queued_ms, lease_until_ms, wake_ms, created_ms, created_at, updated_at)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
         d.id,

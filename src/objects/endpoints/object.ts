@@ -571,7 +571,8 @@ export class EndpointObject extends DurableObject<Env> {
     if (recovered.lost + recovered.abandoned.length > 0) {
       log.warn("webhook deliveries recovered", { lost_messages: recovered.lost, abandoned_attempts: recovered.abandoned.length });
     }
-    const pruning = prune(this.db, EVENT_RETENTION_DAYS, now);
+    const ep = this.endpoint();
+    const pruning = ep !== undefined && prune(this.db, ep, EVENT_RETENTION_DAYS, now);
     await Promise.all([this.settleOwed(now), this.pushAudit()]);
     await this.pump(Date.now());
     // More rows due than one run takes: run again at once.

@@ -20,7 +20,7 @@ export const MIGRATIONS: Migration[] = [
         failing_since_ms INTEGER, last_delivered_ms INTEGER,
         token TEXT, token_key TEXT, token_expires_ms INTEGER, token_generation INTEGER NOT NULL DEFAULT 0,
         token_lease TEXT, token_lease_until_ms INTEGER, token_ms INTEGER,
-        owed_disable TEXT, dispatch_failures INTEGER NOT NULL DEFAULT 0)`,
+        owed_disable TEXT, dispatch_failures INTEGER NOT NULL DEFAULT 0, stored_bytes INTEGER NOT NULL DEFAULT 0)`,
       `CREATE TABLE deliveries (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL,
         body TEXT NOT NULL, status TEXT NOT NULL, series INTEGER NOT NULL, series_attempts INTEGER NOT NULL, attempts INTEGER NOT NULL,
         due_ms INTEGER, state TEXT, ticket INTEGER NOT NULL DEFAULT 0, lane TEXT, queued_ms INTEGER,
@@ -86,6 +86,8 @@ export interface EndpointRow extends Row {
   /** A disable the organization has not recorded yet (JSON), retried by the alarm. */
   owed_disable: string | null;
   dispatch_failures: number;
+  /** What the deliveries' rows hold, counted as they are written and deleted (STORAGE_BUDGET_BYTES). */
+  stored_bytes: number;
 }
 
 export type DeliveryState = "waiting" | "queued" | "running";

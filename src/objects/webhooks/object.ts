@@ -300,7 +300,7 @@ export class WebhookObject extends DurableObject<Env> {
    */
   private plan(now: number): void {
     const times: number[] = [];
-    const expiry = nextExpiry(this.db);
+    const expiry = nextExpiry(this.db, now);
     if (expiry !== null) times.push(expiry);
     if (this.db.first("SELECT 1 AS x FROM fanout WHERE handed = 0 LIMIT 1") !== undefined) times.push(now + backoff(this.fanoutFailures));
     if (unsynced(this.db).length > 0) times.push(now + backoff(this.syncFailures));

@@ -8,6 +8,8 @@
  * the organization's storage grows with its events, not with their deliveries. Retention deletes
  * events, keys, tombstones and summaries by their indexed times, a batch at a time.
  */
+
+import { encodeUtf8 } from "../../lib/encoding";
 import { newDeliveryId, routeOf } from "../../lib/ids";
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
@@ -16,7 +18,7 @@ import type { Db } from "../db";
 import type { NewDelivery } from "../endpoints/object";
 import { fail, missing, ok, type Result } from "../sql";
 import type { KeyedAuditEntry } from "./audit";
-import { EVENT_RETENTION_DAYS, IDEMPOTENCY_WINDOW_MS } from "./limits";
+import { EVENT_RETENTION_DAYS, EVENT_ROW_BYTES, IDEMPOTENCY_WINDOW_MS, STORAGE_BUDGET_BYTES } from "./limits";
 import type { ConfigRow, FanoutRow } from "./schema";
 
 export interface EventToPublish {
@@ -102,15 +104,17 @@ export function record(
   const { event, idempotency } = request;
   const action = request.only ? "webhook_configuration.tested" : "event.published";
   db.txn(() => {
+    const body = to.length > 0 ? event.body : null;
     db.run(
       "INSERT INTO events (id, type, body, created_at, created_ms, actor) VALUES (?, ?, ?, ?, ?, ?)",
       event.id,
       event.type,
-      to.length > 0 ? event.body : null,
+      body,
       event.created_at,
       now,
       JSON.stringify(actor),
     );
+    db.run("UPDATE meta SET stored_bytes = stored_bytes + ?", EVENT_ROW_BYTES + (body === null ? 0 : encodeUtf8(body).byteLength));
     for (const d of answer.deliveries) {
       db.run(
         "INSERT INTO fanout (delivery_id, event_id, configuration_id, created_ms) VALUES (?, ?, ?, ?)",
@@ -259,6 +263,10 @@ export function handed(db: Db, deliveries: NewDelivery[]): void {
     }
     for (const id of events) {
       if (db.first("SELECT 1 AS x FROM fanout WHERE event_id = ? AND handed = 0 LIMIT 1", id) === undefined) {
+        db.run(
+          "UPDATE meta SET stored_bytes = max(0, stored_bytes - coalesce((SELECT length(CAST(body AS BLOB)) FROM events WHERE id = ?), 0))",
+          id,
+        );
         db.run("UPDATE events SET body = NULL WHERE id = ?", id);
       }
     }
@@ -282,17 +290,24 @@ export function locate(db: Db, deliveryId: string): string | null {
   return ids.find((c) => routeOf(c.id) === route)?.id ?? null;
 }
 
-/** Deletes what has outlived its retention, a batch at a time; true if more remain. */
+/**
+ * Deletes what has outlived its retention, a batch at a time, and, while the events' rows hold more
+ * than STORAGE_BUDGET_BYTES, the oldest events past the Idempotency-Key window; true if more remain.
+ */
 export function prune(db: Db, now: number): boolean {
-  const cutoff = now - EVENT_RETENTION_DAYS * DAY_MS;
+  const over = (db.value<number>("SELECT stored_bytes FROM meta") ?? 0) > STORAGE_BUDGET_BYTES;
+  const cutoff = over ? now - IDEMPOTENCY_WINDOW_MS : now - EVENT_RETENTION_DAYS * DAY_MS;
   let more = false;
   db.txn(() => {
-    const events = db.all<{ id: string }>(
-      "SELECT id FROM events WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
+    const events = db.all<{ id: string; bytes: number | null }>(
+      "SELECT id, length(CAST(body AS BLOB)) AS bytes FROM events WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
       cutoff,
       RETENTION_BATCH,
     );
-    for (const e of events) db.run("DELETE FROM events WHERE id = ?", e.id);
+    for (const e of events) {
+      db.run("DELETE FROM events WHERE id = ?", e.id);
+      db.run("UPDATE meta SET stored_bytes = max(0, stored_bytes - ?)", EVENT_ROW_BYTES + (e.bytes ?? 0));
+    }
     const fanout = db.all<{ seq: number }>(
       "SELECT seq FROM fanout WHERE created_ms < ? AND handed = 1 ORDER BY created_ms LIMIT ?",
       cutoff,
@@ -315,8 +330,9 @@ export function prune(db: Db, now: number): boolean {
 }
 
 /** When retention next has something to delete (indexed minimums). */
-export function nextExpiry(db: Db): number | null {
+export function nextExpiry(db: Db, now: number): number | null {
   const times: number[] = [];
+  if ((db.value<number>("SELECT stored_bytes FROM meta") ?? 0) > STORAGE_BUDGET_BYTES) times.push(now + 60_000);
   const e = db.value<number>("SELECT min(created_ms) AS t FROM events");
   if (e !== null) times.push(e + EVENT_RETENTION_DAYS * DAY_MS);
   const k = db.value<number>("SELECT min(created_ms) AS t FROM idempotency_keys");

@@ -43,6 +43,8 @@ const V1: Migration = {
 const V2: Migration = {
   version: 2,
   statements: [
+    // What the events' rows hold, counted as they are written and deleted (limits.ts STORAGE_BUDGET_BYTES).
+    "ALTER TABLE meta ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE configurations ADD COLUMN ordered INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE configurations ADD COLUMN rate_limit INTEGER",
     // The version at which `status` last changed (a disable decided on an older one yields to a re-enable).
@@ -59,6 +61,7 @@ const V2: Migration = {
         actor TEXT)`,
     "CREATE INDEX events_by_created ON events (created_ms)",
     "INSERT INTO events (id, type, body, created_at, created_ms) SELECT id, type, NULL, created_at, created_ms FROM legacy_events",
+    "UPDATE meta SET stored_bytes = (SELECT count(*) FROM events) * 250",
     "ALTER TABLE deliveries RENAME TO legacy_deliveries",
     "DROP INDEX deliveries_by_event",
     "DROP INDEX deliveries_open",
