@@ -10,21 +10,18 @@
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
 import { wranglerCommand } from "../scripts/wrangler.mjs";
 import {
   alternate,
-  api,
   CONNECTIONS,
   cleanups,
   cpuJiffies,
   DURATION_S,
   ENV,
   freePort,
-  need,
   QUICK,
   ROOT,
   ROUNDS,
@@ -38,84 +35,7 @@ import {
   startKeyway,
   WARMUP_S,
 } from "./lib.mjs";
-
-/** Local receiver's OAuth server and webhook URL, counting receipts per event id. */
-async function startReceiver() {
-  /** @type {Map<string, number[]>} */
-  const receipts = new Map();
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      if (req.url === "/token") {
-        res.writeHead(200, { "Content-Type": "application/json" });
-        res.end(JSON.stringify({ access_token: "bench-receiver-token", token_type: "Bearer", expires_in: 300 }));
-        return;
-      }
-      const id = /** @type {{ id: string }} */ (JSON.parse(body)).id;
-      const list = receipts.get(id) ?? [];
-      list.push(performance.now());
-      receipts.set(id, list);
-      res.writeHead(204).end();
-    });
-  });
-  const port = await freePort();
-  await new Promise((r) => server.listen(port, "127.0.0.1", () => r(undefined)));
-  cleanups.push(async () => void server.close());
-  return { port, receipts };
-}
-
-async function webhookPipeline(
-  /** @type {string} */ base,
-  /** @type {Awaited<ReturnType<typeof seed>>} */ s,
-  /** @type {number} */ configs,
-  /** @type {number} */ events,
-) {
-  const receiver = await startReceiver();
-  const auth = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
-  const type = `bench.c${configs}`;
-  for (let i = 0; i < configs; i++) {
-    await api("POST", `${base}/v1/webhook-configurations`, auth, {
-      url: `http://127.0.0.1:${receiver.port}/webhook`,
-      events: [type],
-      oauth: { token_url: `http://127.0.0.1:${receiver.port}/token`, client_id: "bench", client_secret: "bench" },
-    });
-  }
-  /** @type {Map<string, number>} */
-  const published = new Map();
-  const started = performance.now();
-  for (let i = 0; i < events; i++) {
-    const t = performance.now();
-    const event = await api("POST", `${base}/v1/events`, auth, { type, data: { i } });
-    published.set(need(event.id, "event id"), t);
-    await sleep(QUICK ? 20 : 50); // a steady stream rather than one burst
-  }
-  const expected = configs * events;
-  const deadline = performance.now() + 60_000;
-  const count = () => [...receiver.receipts.values()].reduce((n, l) => n + l.length, 0);
-  while (count() < expected && performance.now() < deadline) await sleep(50);
-  /** @type {number[]} */
-  const latencies = [];
-  let last = started;
-  for (const [id, at] of published) {
-    for (const t of receiver.receipts.get(id) ?? []) {
-      latencies.push(t - at);
-      last = Math.max(last, t);
-    }
-  }
-  latencies.sort((a, b) => a - b);
-  const pct = (/** @type {number} */ p) =>
-    round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN, 0);
-  return {
-    configurations_per_event: configs,
-    events,
-    deliveries_expected: expected,
-    deliveries_received: count(),
-    deliveries_per_s: round((count() * 1000) / (last - started), 1),
-    publish_to_receipt_p50_ms: pct(50),
-    publish_to_receipt_p99_ms: pct(99),
-  };
-}
+import { firstDelivery, isolation, throughput, tokens } from "./webhooks.mjs";
 
 async function bundleSize() {
   const out = await mkdtemp(join(tmpdir(), "keyway-bundle-"));
@@ -137,11 +57,16 @@ async function main() {
   const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, node: process.version, date: new Date().toISOString() };
   console.log(`keyway bench on ${machine.cpu} x${machine.cores}, ${machine.node}${QUICK ? " (quick)" : ""}`);
 
-  // BENCH_ONLY=token,protected_read runs just those HTTP scenarios, for trying a change quickly;
-  // such a partial run prints its numbers but does not overwrite the results files.
+  // BENCH_ONLY=token,protected_read runs just those HTTP scenarios (BENCH_ONLY=webhooks just the
+  // webhook ones), for trying a change quickly; such a partial run prints its numbers but does not
+  // overwrite the results files.
   const only = process.env.BENCH_ONLY?.split(",").filter(Boolean);
   const size = only ? { total_kib: 0, gzip_kib: 0 } : await bundleSize();
   const kw = await startKeyway();
+  if (only?.includes("webhooks")) {
+    console.log(JSON.stringify(await webhookScenarios(kw.base), null, 2));
+    return;
+  }
   const floorWorker = await startFloorWorker();
   const s = await seed(kw.base);
   const { floor, ...targets } = scenarios(kw.base, s);
@@ -230,12 +155,7 @@ async function main() {
     `peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway CPU/token beyond the design floor ${peerResult.keyway_cpu_ms_per_token_beyond_design_floor} ms (beyond the runtime's ${peerResult.keyway_worker_cpu_ms_per_token} ms)`,
   );
 
-  const webhooks = [await webhookPipeline(kw.base, s, 1, QUICK ? 20 : 60), await webhookPipeline(kw.base, s, 10, QUICK ? 5 : 15)];
-  for (const w of webhooks) {
-    console.log(
-      `webhooks x${w.configurations_per_event}: ${w.deliveries_received}/${w.deliveries_expected} delivered, ${w.deliveries_per_s}/s, publish-to-receipt p50 ${w.publish_to_receipt_p50_ms} ms, p99 ${w.publish_to_receipt_p99_ms} ms`,
-    );
-  }
+  const webhooks = await webhookScenarios(kw.base);
 
   const results = {
     machine,
@@ -263,6 +183,27 @@ async function main() {
   console.log(`\n${md}`);
 }
 
+/** The webhook scenarios (bench/webhooks.mjs), each printed as it finishes. @param {string} base */
+async function webhookScenarios(base) {
+  const first = await firstDelivery(base);
+  console.log(
+    `webhooks, first delivery: ${first.received}/${first.events}, publish answer to receipt p50 ${first.publish_to_receipt_p50_ms} ms, p99 ${first.publish_to_receipt_p99_ms} ms`,
+  );
+  const iso = await isolation(base);
+  console.log(
+    `webhooks, isolation: healthy endpoints alone p50 ${iso.alone.p50_ms} ms, p99 ${iso.alone.p99_ms} ms; beside a hanging and a failing endpoint p50 ${iso.beside_hanging_and_failing.p50_ms} ms, p99 ${iso.beside_hanging_and_failing.p99_ms} ms (ratios ${iso.p50_ratio}, ${iso.p99_ratio}; ${iso.p50_delta_ms} ms, ${iso.p99_delta_ms} ms; ${iso.beside_hanging_and_failing.received}/${2 * iso.events_per_endpoint} received)`,
+  );
+  const rates = [];
+  for (const n of [1, 10, 20]) {
+    const t = await throughput(base, n);
+    console.log(`webhooks, ${n} endpoint(s): ${t.deliveries_received}/${t.deliveries_expected} delivered, ${t.deliveries_per_s}/s`);
+    rates.push(t);
+  }
+  const tok = await tokens(base);
+  console.log(`webhooks, token requests per delivery: ${JSON.stringify(tok)}`);
+  return { first_delivery: first, isolation: iso, throughput: rates, tokens: tok };
+}
+
 const LABELS = {
   token: "POST /v1/oauth",
   me: "GET /v1/me",
@@ -288,13 +229,21 @@ function table(r) {
     }),
     `| peer: node-oidc-provider POST /token | ${r.peer.node_oidc_provider.rps} | - | - | - | ${r.peer.node_oidc_provider.p50_ms} | ${r.peer.node_oidc_provider.p99_ms} | ${r.peer.node_oidc_provider.cpu_ms_per_req} (whole process) | - | - |`,
   ];
+  const w = r.webhooks;
+  const tok = (/** @type {string} */ k) => w.tokens[k];
   const hooks = [
-    "| Webhooks per event | Delivered | Deliveries/s | Publish-to-receipt p50 ms | p99 ms |",
-    "|---|---|---|---|---|",
-    ...r.webhooks.map(
-      (/** @type {Record<string, any>} */ w) =>
-        `| ${w.configurations_per_event} | ${w.deliveries_received}/${w.deliveries_expected} | ${w.deliveries_per_s} | ${w.publish_to_receipt_p50_ms} | ${w.publish_to_receipt_p99_ms} |`,
+    "| Webhooks | Figure |",
+    "|---|---|",
+    `| first delivery (one healthy endpoint, one event at a time): publish answer to receipt | p50 ${w.first_delivery.publish_to_receipt_p50_ms} ms, p99 ${w.first_delivery.publish_to_receipt_p99_ms} ms (${w.first_delivery.received}/${w.first_delivery.events}) |`,
+    `| isolation: two organizations' healthy endpoints alone | p50 ${w.isolation.alone.p50_ms} ms, p99 ${w.isolation.alone.p99_ms} ms |`,
+    `| ... beside an endpoint answering 503 after 8 s and one failing at once | p50 ${w.isolation.beside_hanging_and_failing.p50_ms} ms, p99 ${w.isolation.beside_hanging_and_failing.p99_ms} ms (${w.isolation.beside_hanging_and_failing.received}/${2 * w.isolation.events_per_endpoint}) |`,
+    `| isolation (beside / alone; beside - alone) | p50 ${w.isolation.p50_ratio}x (${w.isolation.p50_delta_ms >= 0 ? "+" : ""}${w.isolation.p50_delta_ms} ms), p99 ${w.isolation.p99_ratio}x (${w.isolation.p99_delta_ms >= 0 ? "+" : ""}${w.isolation.p99_delta_ms} ms) |`,
+    ...w.throughput.map(
+      (/** @type {Record<string, any>} */ t) =>
+        `| deliveries/s, ${t.endpoints} endpoint${t.endpoints === 1 ? "" : "s"} | ${t.deliveries_per_s} (${t.deliveries_received}/${t.deliveries_expected}) |`,
     ),
+    `| token requests per delivery, without token_cache | ${tok("without_token_cache").token_requests_per_delivery} (${tok("without_token_cache").token_requests} for ${tok("without_token_cache").received}) |`,
+    `| token requests per delivery, with token_cache | ${tok("with_token_cache").token_requests_per_delivery} (${tok("with_token_cache").token_requests} for ${tok("with_token_cache").received}) |`,
   ];
   const beyond = r.peer.keyway_cpu_ms_per_token_beyond_design_floor;
   const peer = r.peer.node_oidc_provider.cpu_ms_per_req;

@@ -14,7 +14,7 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { build, stop } from "esbuild";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** wrangler.toml `[assets] directory`. */
@@ -65,6 +65,9 @@ export async function buildDescription() {
     }
     return written;
   } finally {
+    // esbuild keeps a service process for later builds; none follow, and a live child process
+    // would outlast (and trouble) the scripts that build first (npm start, the bench).
+    await stop();
     await rm(scratch, { recursive: true, force: true });
   }
 }
