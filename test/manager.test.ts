@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, adminCall, authed, body, call, createTenant, issueToken } from "./helpers";
 import { Browser, setCookies } from "./manager-helpers";
-import { attemptNow, createConfig, deliveryRow } from "./webhook-helpers";
+import { attemptNow, createConfig, deliveryRow, inEndpoint } from "./webhook-helpers";
 
 async function operator(): Promise<Browser> {
   const b = new Browser();
@@ -367,6 +367,36 @@ describe("API keys and webhooks pages", () => {
     expect(view.data).toMatchObject({ events: ["order.created", "order.paid"], description: "orders", oauth: { client_id: "kw" } });
     const withSecret = await b.post(base, { ...fields, url: "https://collector.example/hook", client_secret: "new-secret" });
     expect(withSecret.status).toBe(303);
+  });
+
+  it("edits the pacing (rate limit, order, shared token), and shows an endpoint's lane, and when it is paused and why", async () => {
+    const { t, bearer, config, b, base } = await onWebhookPage("manager-receiver-secret");
+    let html = await (await b.get(base)).text();
+    expect(html).toMatch(/new lane \(no deliveries yet\)/);
+    expect(html).toMatch(/unordered \(several at a time\); no rate limit; a token request before each webhook/);
+    const fields = { csrf: Browser.csrf(html), url: WEBHOOK_URL, token_url: TOKEN_URL, client_id: "kw", client_secret: "", events: "", description: "" };
+    expect((await b.post(base, { ...fields, rate_limit: "5", ordered: "on", token_cache: "on" })).status).toBe(303);
+    const view = await body<Record<string, unknown>>(await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)));
+    expect(view.data).toMatchObject({ rate_limit: 5, ordered: true, token_cache: true });
+    // A bad limit is refused with the field named, and nothing changes.
+    const bad = await b.post(base, { ...fields, rate_limit: "0" });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/rate_limit must be at least 1/);
+    // The receiver asked for a pause.
+    const until = Date.now() + 600_000;
+    await inEndpoint(
+      config.id,
+      "UPDATE endpoint SET pause_kind = 'retry_after', paused_until_ms = ?, pause_reason = 'the receiver answered 429 with Retry-After'",
+      until,
+    );
+    html = await (await b.get(base)).text();
+    expect(html).toContain(`paused until ${new Date(until).toISOString().replace("T", " ").replace(/\.\d{3}Z$/, " UTC")}: the receiver answered 429 with Retry-After`);
+    expect(html).toMatch(/ordered \(one at a time, in publish order\); at most 5 per second; one shared receiver token/);
+    expect(await (await b.get(`/manager/organizations/${t.orgId}/webhooks`)).text()).toMatch(/paused until/);
+    // Unchecked boxes turn the settings off again; an empty limit removes it.
+    expect((await b.post(base, { ...fields, rate_limit: "" })).status).toBe(303);
+    const cleared = await body<Record<string, unknown>>(await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)));
+    expect(cleared.data).toMatchObject({ rate_limit: null, ordered: false, token_cache: false });
   });
 });
 

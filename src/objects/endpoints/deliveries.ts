@@ -85,11 +85,9 @@ export function refuseTicket(row: DeliveryRow | undefined, ticket: TicketRef & {
 }
 
 /** Puts a queued delivery back to waiting (not attempted now: paused, throttled, moved to another lane). */
-export function putBack(db: Db, id: string, now: number, dueMs?: number): void {
+export function putBack(db: Db, id: string, now: number): void {
   db.run(
-    `UPDATE deliveries SET state = 'waiting', due_ms = coalesce(?, due_ms), wake_ms = NULL, queued_ms = NULL, updated_at = ?
-      WHERE id = ? AND state = 'queued'`,
-    dueMs ?? null,
+    "UPDATE deliveries SET state = 'waiting', wake_ms = NULL, queued_ms = NULL, updated_at = ? WHERE id = ? AND state = 'queued'",
     isoTime(now),
     id,
   );

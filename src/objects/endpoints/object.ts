@@ -52,7 +52,7 @@ import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } f
 import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
 import { importDeliveries, type LegacyDelivery } from "./legacy";
 import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength } from "./policy";
-import { type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, MIGRATIONS } from "./schema";
+import { DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, MIGRATIONS } from "./schema";
 import { grantableAt, SlotBook } from "./slots";
 import { fetching, leaseOwner, planToken, type TokenPlan, tokenKey } from "./token";
 
@@ -312,27 +312,23 @@ export class EndpointObject extends DurableObject<Env> {
       this.plan(now);
       return { go: false, reason: error };
     }
-    if (config === null) return { go: false, reason: "unknown delivery" };
-    const wait = (reason: string, due?: number): Begun => {
-      putBack(this.db, row.id, now, due);
+    // Not now: the ticket is dropped and the delivery waits here for a better moment.
+    const refuse = async (reason: string): Promise<Begun> => {
+      putBack(this.db, row.id, now);
+      await this.pump(now);
       return { go: false, reason };
     };
-    let answer: Begun | null = null;
-    if ((row.due_ms ?? 0) > now + EARLY_TOLERANCE_MS) answer = wait("not due yet");
+    if ((row.due_ms ?? 0) > now + EARLY_TOLERANCE_MS) return refuse("not due yet");
     const paused = pausedNow(ep, now);
-    if (answer === null && paused !== null) answer = wait(`endpoint paused: ${paused.reason}`);
-    if (answer === null && ep.lane === "slow" && ticket.lane !== "slow") answer = wait("the endpoint moved to the slow lane");
+    if (paused !== null) return refuse(`endpoint paused: ${paused.reason}`);
+    if (ep.lane === "slow" && ticket.lane !== "slow") return refuse("the endpoint moved to the slow lane");
     const token = planToken(ep, config, now);
-    if (answer === null && token.mode === "wait") answer = wait("waiting for the endpoint's receiver token");
+    if (token.mode === "wait") return refuse("waiting for the endpoint's receiver token");
     let slot: { not_before: number; by: number } | null = null;
-    if (answer === null && config.rate_limit !== null) {
+    if (config.rate_limit !== null) {
       const startAt = this.book.earliest(config.rate_limit, now);
-      if (grantableAt(startAt, now)) slot = { not_before: startAt, by: startAt + slotLength(token.mode === "fetch", ep.token_ms) };
-      else answer = wait(`rate limit of ${config.rate_limit}/s`);
-    }
-    if (answer !== null || token.mode === "wait") {
-      await this.pump(now);
-      return answer ?? { go: false, reason: "waiting" };
+      if (!grantableAt(startAt, now)) return refuse(`rate limit of ${config.rate_limit}/s`);
+      slot = { not_before: startAt, by: startAt + slotLength(token.mode === "fetch", ep.token_ms) };
     }
     const laneMs = ticket.lane === "slow" ? this.config.webhookTimeoutMs : this.config.webhookFastLaneMs;
     const deadline = now + laneMs;
@@ -590,7 +586,7 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep.deleted === 1 || config === null || config.status !== "active") {
       const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
       const due = this.db.all<DeliveryRow>(
-        "SELECT rowid, * FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100",
+        `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
         now,
       );
       for (const row of due) failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
