@@ -12,7 +12,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { buildDescription } from "../scripts/build-description.mjs";
 import { ensureDevVars, readDevVars } from "../scripts/dev-vars.mjs";
 import { wranglerCommand } from "../scripts/wrangler.mjs";
 
@@ -144,7 +143,6 @@ export function productionVar(name) {
 /** @param {string[]} [extraArgs] more `wrangler dev` arguments (e.g. an inspector port) */
 export async function startKeyway(extraArgs = []) {
   await ensureDevVars(ROOT);
-  await buildDescription();
   return startWorker([
     "--var",
     "WEBHOOK_ALLOW_INSECURE_TARGETS:true",

@@ -16,7 +16,6 @@
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import process from "node:process";
-import { buildDescription } from "./build-description.mjs";
 import {
   DEFAULT_CONFIG,
   formatReport,
@@ -66,12 +65,8 @@ function checkRepository(configPath, rest) {
   });
 }
 
-/**
- * Builds the Worker's static assets (the API description, `npm run build`), then runs wrangler.
- * @param {string[]} args
- */
-async function runWrangler(args) {
-  await buildDescription();
+/** @param {string[]} args */
+function runWrangler(args) {
   console.error(`\nwrangler ${args.join(" ")}\n`);
   const [bin, argv] = wranglerInvocation(args);
   const run = spawnSync(bin, argv, { cwd: ROOT, stdio: "inherit", env: wranglerEnv() });

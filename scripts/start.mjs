@@ -1,7 +1,6 @@
 /**
  * `npm start`: one command from a fresh clone to a working local keyway. It creates `.dev.vars`
- * with fresh secrets if it is missing (dev-vars.mjs), builds the API description into the Worker's
- * static assets (build-description.mjs), runs `wrangler dev` on 127.0.0.1 with local
+ * with fresh secrets if it is missing (dev-vars.mjs), runs `wrangler dev` on 127.0.0.1 with local
  * persistence, waits for /healthz, then seeds a demo organization (seed.mjs) once per state
  * directory and prints credentials plus curl commands that work as pasted. The demo credentials
  * are kept next to the local KV data, so they are reused exactly as long as that data lives.
@@ -18,7 +17,6 @@ import { createServer } from "node:net";
 import { constants } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildDescription } from "./build-description.mjs";
 import { ensureDevVars, readDevVars } from "./dev-vars.mjs";
 import { formatDemo, seedDemo } from "./seed.mjs";
 import { assertSupportedNode, wranglerCommand } from "./wrangler.mjs";
@@ -57,8 +55,6 @@ async function main() {
   // (an older keyway, say) and seed it; refusing early gives a clear message instead.
   await assertPortFree(port);
 
-  // The API description the Worker serves from its static assets (npm run build).
-  await buildDescription();
   child = spawnWrangler(port, persistDir);
   await waitForHealth(baseUrl);
 

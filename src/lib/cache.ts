@@ -71,23 +71,6 @@ export function derived<K extends object, V>(make: (input: K) => V): (input: K) 
   };
 }
 
-/** `derived` for work that may fail: a rejected promise is not kept, so the next call tries again. */
-export function derivedAsync<K extends object, V>(make: (input: K) => Promise<V>): (input: K) => Promise<V> {
-  const values = new WeakMap<K, Promise<V>>();
-  return (input) => {
-    let value = values.get(input);
-    if (value === undefined) {
-      const made = make(input);
-      values.set(input, made);
-      made.catch(() => {
-        if (values.get(input) === made) values.delete(input);
-      });
-      value = made;
-    }
-    return value;
-  };
-}
-
 /** A constant built on first use (e.g. the API description), then reused by the isolate. */
 export function lazy<V>(make: () => V): () => V {
   let made: { value: V } | undefined;

@@ -1,19 +1,15 @@
 /**
- * Every declared HTTP route, and the two that serve the API description built from them: GET
- * /v1/openapi.json (the OpenAPI document) and GET /docs (the reference page rendered from it),
- * declared here because they describe all the others, themselves included. The description is
- * generated at build time (http/description.ts, by `npm run build`) into the Worker's static
- * assets, so its generator and zod's JSON Schema code stay out of the Worker's bundle; these two
- * routes read it through the ASSETS binding and add what depends on the deployment or the response
- * (`servers`, the CSP nonce). The manager app (http/manager) is an HTML application with its own
- * router and is not part of the API.
+ * Every declared HTTP route, and the API description built from them: GET /v1/openapi.json (the
+ * OpenAPI document) and GET /docs (the reference page rendered from it), which are declared here
+ * because they describe all the others, themselves included. The manager app (http/manager) is
+ * an HTML application with its own router and is not part of the API.
  */
 import * as z from "zod";
 import { publicBaseUrl } from "../../config";
-import { ApiError } from "../../errors";
-import { derivedAsync } from "../../lib/cache";
-import { DESCRIPTION_ASSETS } from "../description-assets";
+import { lazy } from "../../lib/cache";
+import { renderDocsPage } from "../docs-page";
 import { NONCE, pageNonce } from "../middleware/html";
+import { buildOpenApiDocument, type OpenApiDocument } from "../openapi";
 import { type Route, rawRoute } from "../route";
 import { adminRoutes } from "./admin";
 import { graphqlRoutes } from "./graphql";
@@ -43,9 +39,8 @@ const descriptionRoutes: Route[] = [
     errors: [503],
     // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
     // configured public origin, or "/" (relative to wherever the document was fetched from).
-    reply: async (c) =>
-      c.body(await openApiServed(c.env), 200, {
-        "Content-Type": "application/json",
+    reply: (c) =>
+      c.json({ ...openApiDocument(), servers: [{ url: publicBaseUrl(c.env).url ?? "/" }] }, 200, {
         "Cache-Control": "public, max-age=300",
         "X-Content-Type-Options": "nosniff",
       }),
@@ -69,7 +64,7 @@ const descriptionRoutes: Route[] = [
       formAction: ["'none'"],
       frameAncestors: ["'none'"],
     },
-    reply: async (c) => c.html((await docsServed(c.env)).replaceAll(DESCRIPTION_ASSETS.noncePlaceholder, pageNonce(c))),
+    reply: (c) => c.html(docsPage(pageNonce(c))),
   }),
 ];
 
@@ -84,25 +79,8 @@ export const ROUTES: readonly Route[] = [
   ...adminRoutes,
 ];
 
-/** Reads a prebuilt description file; its absence is a deployment fault (503), named in the log. */
-async function asset(env: Env, path: string): Promise<string> {
-  const res = await env.ASSETS.fetch(new Request(`https://assets.invalid${path}`));
-  if (!res.ok) {
-    await res.body?.cancel();
-    throw new ApiError("service_unavailable", "The API description is not available. Operators: see the logs.", {
-      detail: `static asset ${path} answered ${res.status}: run \`npm run build\` before wrangler dev or deploy`,
-    });
-  }
-  return res.text();
-}
+/** The OpenAPI document of ROUTES, built on first use and kept for the isolate's life. */
+export const openApiDocument = lazy((): OpenApiDocument => buildOpenApiDocument(ROUTES));
 
-/**
- * The description as served, read once per isolate (the assets and PUBLIC_BASE_URL are fixed for a
- * deployment): the document with its `servers`, which name the configured public origin rather
- * than any Host a caller sent (the document is cacheable), and the page, its nonce still to fill.
- */
-const openApiServed = derivedAsync(async (env: Env) => {
-  const doc = JSON.parse(await asset(env, DESCRIPTION_ASSETS.openapi)) as Record<string, unknown>;
-  return JSON.stringify({ ...doc, servers: [{ url: publicBaseUrl(env).url ?? "/" }] });
-});
-const docsServed = derivedAsync((env: Env) => asset(env, DESCRIPTION_ASSETS.docs));
+/** The /docs page with a given CSP nonce. */
+export const docsPage = (nonce: string): string => renderDocsPage(openApiDocument(), nonce);
