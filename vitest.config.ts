@@ -22,6 +22,13 @@ const secrets = {
 };
 
 /**
+ * DOCS names the keyway-docs Worker (wrangler.toml); here it is the test Worker's own Description
+ * entrypoint (test/worker.ts). A binding to the config's own name is rewritten by the plugin to
+ * the test Worker.
+ */
+const docsInProcess = { DOCS: { name: "keyway", entrypoint: "Description" } };
+
+/**
  * Every request logs one outcome line (docs/observability.md): thousands in a run, which would
  * bury the lines a failing test prints. They stay visible to the tests that assert them (those
  * spy on console); only the reporter's copy is dropped.
@@ -35,10 +42,11 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
-            main: "./src/index.ts",
+            main: "./test/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: secrets,
+              serviceBindings: docsInProcess,
               // Messages the objects send go to a real Queue nobody consumes, so each test drives
               // the consumer itself, message by message, with no background delivery racing it.
               // The real Queue -> consumer path runs in the "pipeline" project below.
@@ -61,9 +69,10 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
-            main: "./src/index.ts",
+            main: "./test/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
+              serviceBindings: docsInProcess,
               // The real Queue and its consumer, with a retry schedule and a recovery bound of
               // seconds so that retries and recovery can be watched end to end.
               bindings: { ...secrets, WEBHOOK_RETRY_SCHEDULE: "1s,1s", WEBHOOK_REDISPATCH_SECONDS: "1", WEBHOOK_TIMEOUT_SECONDS: "5" },

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { ensureDevVars, readDevVars } from "../scripts/dev-vars.mjs";
-import { wranglerCommand } from "../scripts/wrangler.mjs";
+import { devConfigArgs, wranglerCommand } from "../scripts/wrangler.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const QUICK = process.env.BENCH_QUICK === "1";
@@ -144,6 +144,7 @@ export function productionVar(name) {
 export async function startKeyway(extraArgs = []) {
   await ensureDevVars(ROOT);
   return startWorker([
+    ...devConfigArgs(),
     "--var",
     "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
     "--var",

@@ -11,7 +11,9 @@
  * rules of a deployed environment: no insecure webhook targets, an https PUBLIC_BASE_URL in
  * production). Remote checks (skipped offline) ask wrangler for the Worker's secrets, the
  * account's KV namespaces and each queue. Every refusal names the exact command or the exact
- * wrangler.toml lines that fix it. `--new-secrets FILE [NAME...]` writes fresh secrets in the
+ * wrangler.toml lines that fix it. The description Worker (wrangler.docs.toml), which the API Worker's DOCS
+ * service binding calls, is checked with it: each environment must bind the keyway-docs Worker of
+ * the same environment, which must exist as a section of its own. `--new-secrets FILE [NAME...]` writes fresh secrets in the
  * shapes of .dev.vars.example to a mode-600 file for `wrangler secret bulk`, never printing them.
  * Tests drive the remote checks with a stub: KEYWAY_WRANGLER names an executable used instead of
  * the pinned wrangler (or pass `runWrangler`).
@@ -29,12 +31,16 @@ import { assertSupportedNode, wranglerCommand } from "./wrangler.mjs";
 /** The repository: .dev.vars.example and src/ are read from here whatever config file is checked. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DEFAULT_CONFIG = join(ROOT, "wrangler.toml");
+/** The description Worker's configuration (keyway-docs), deployed before the API Worker. */
+export const DEFAULT_DOCS_CONFIG = join(ROOT, "wrangler.docs.toml");
+/** The API Worker's binding to the description Worker (src/http/routes/index.ts). */
+export const DOCS_BINDING = "DOCS";
 /** The environment held to production's rules (an https PUBLIC_BASE_URL is required). */
 export const PRODUCTION = "production";
 /** The flag the Worker's SSRF defence rests on (README, "Webhooks"). */
 const STRICT_EGRESS_FLAG = "global_fetch_strictly_public";
 /** wrangler does not copy these from the top level into an [env.*] section. */
-const NOT_INHERITED = ["vars", "kv_namespaces", "durable_objects", "queues", "analytics_engine_datasets"];
+const NOT_INHERITED = ["vars", "kv_namespaces", "durable_objects", "queues", "analytics_engine_datasets", "services"];
 /** What the remote checks run, for the "skipped" line of an offline run. */
 export const REMOTE_CHECKS = ["wrangler secret list", "wrangler kv namespace list", "wrangler queues info"];
 
@@ -61,6 +67,7 @@ export const REMOTE_CHECKS = ["wrangler secret list", "wrangler kv namespace lis
  * @property {{ binding: string, queue: string }[]} producers
  * @property {{ queue: string, maxRetries: unknown, deadLetterQueue: string | undefined }[]} consumers
  * @property {{ binding: string, dataset: unknown }[]} datasets
+ * @property {{ binding: string, service: string }[]} services
  * @property {Table[]} migrations
  * @property {unknown} compatibilityFlags
  * @property {unknown} observability
@@ -72,6 +79,7 @@ export const REMOTE_CHECKS = ["wrangler secret list", "wrangler kv namespace lis
  * @typedef {object} PreflightOptions
  * @property {string | undefined} env the environment to deploy (`--env`)
  * @property {string} [configPath] default: the repository's wrangler.toml
+ * @property {string} [docsConfigPath] the description Worker's; default: the repository's wrangler.docs.toml
  * @property {boolean} [offline] skip the checks that ask Cloudflare (check:deploy)
  * @property {string} [root] where .dev.vars.example and src/ are (default: this repository)
  * @property {RunWrangler} [runWrangler] how remote checks run wrangler (default: defaultRunWrangler())
@@ -165,6 +173,7 @@ function view(config, envName) {
       deadLetterQueue: str(t.dead_letter_queue),
     })),
     datasets: tables(config.analytics_engine_datasets).map((t) => ({ binding: str(t.binding) ?? "", dataset: t.dataset })),
+    services: tables(config.services).map((t) => ({ binding: str(t.binding) ?? "", service: str(t.service) ?? "" })),
     migrations: tables(config.migrations),
     compatibilityFlags: config.compatibility_flags,
     observability: config.observability,
@@ -295,7 +304,8 @@ const unprovisioned = (out, message, fix) => out.push({ level: "error", message,
  * Every check that needs nothing but the files: wrangler.toml, .dev.vars.example and src/.
  * @param {Table} raw the parsed wrangler.toml
  * @param {string} envName
- * @param {{ configPath?: string, root?: string }} [options]
+ * @param {{ configPath?: string, root?: string, docs?: Table, docsConfigPath?: string }} [options] `docs`: the
+ *   parsed wrangler.docs.toml (the description Worker), checked against this environment's DOCS binding
  * @returns {Finding[]}
  */
 export function checkConfig(raw, envName, options = {}) {
@@ -329,6 +339,9 @@ export function checkConfig(raw, envName, options = {}) {
   checkVars(out, top, env, Object.keys(secretTemplates(root)));
   checkIsolation(out, env, others);
   checkServing(out, env);
+  if (options.docs !== undefined) {
+    checkDescriptionWorker(out, env, options.docs, relative(ROOT, options.docsConfigPath ?? DEFAULT_DOCS_CONFIG) || "wrangler.docs.toml");
+  }
   return out;
 }
 
@@ -401,6 +414,16 @@ function checkBindingParity(out, top, env) {
         "Queue producer",
         producer.binding,
         `[[${s}.queues.producers]]\nbinding = ${q(producer.binding)}\nqueue = ${q(`${env.name}-webhooks`)}`,
+      );
+    }
+  }
+  // DOCS is checked against the description Worker's own configuration (checkDescriptionWorker).
+  for (const service of top.services.filter((b) => b.binding !== DOCS_BINDING)) {
+    if (!env.services.some((b) => b.binding === service.binding)) {
+      missing(
+        "service",
+        service.binding,
+        `[[${s}.services]]\nbinding = ${q(service.binding)}\nservice = ${q(`${service.service}-${env.env}`)}`,
       );
     }
   }
@@ -775,6 +798,61 @@ function checkIsolation(out, env, others) {
 }
 
 /**
+ * The API Worker of an environment reaches its API description through the DOCS service binding,
+ * which must name the description Worker that wrangler.docs.toml deploys for the same environment:
+ * a binding to a Worker that does not exist is refused at upload, and one to another environment's
+ * would describe that environment's code. Two environments of the description Worker must not share
+ * a name, and it must not take the API Worker's own.
+ * @param {Finding[]} out
+ * @param {EnvView} env
+ * @param {Table} docsRaw
+ * @param {string} docsFile
+ */
+function checkDescriptionWorker(out, env, docsRaw, docsFile) {
+  const binding = env.services.find((b) => b.binding === DOCS_BINDING);
+  if (!environmentNames(docsRaw).includes(env.env)) {
+    error(
+      out,
+      `${docsFile} has no [env.${env.env}]: the description Worker that [env.${env.env}]'s ${DOCS_BINDING} binding calls would not be deployed.`,
+      `add to ${docsFile}:\n[env.${env.env}]\nname = ${q(binding?.service || `keyway-docs-${env.env}`)}`,
+    );
+    return;
+  }
+  const docs = environmentView(docsRaw, env.env);
+  if (binding === undefined) {
+    error(
+      out,
+      `[env.${env.env}] has no service binding "${DOCS_BINDING}" (wrangler does not inherit bindings from the top level): GET /v1/openapi.json and GET /docs would fail.`,
+      `add to wrangler.toml:\n[[env.${env.env}.services]]\nbinding = ${q(DOCS_BINDING)}\nservice = ${q(docs.name)}`,
+    );
+  } else if (binding.service !== docs.name) {
+    error(
+      out,
+      `[env.${env.env}] binds ${DOCS_BINDING} to the Worker "${binding.service}", but ${docsFile} deploys [env.${env.env}]'s description Worker as "${docs.name}": GET /v1/openapi.json and GET /docs would fail, or describe another deployment.`,
+      `in wrangler.toml, under [[env.${env.env}.services]] binding = ${q(DOCS_BINDING)}:\nservice = ${q(docs.name)}`,
+    );
+  }
+  if (docs.name === env.name) {
+    error(
+      out,
+      `${docsFile} deploys [env.${env.env}]'s description Worker as "${docs.name}", the API Worker's own name: each deploy would replace the other.`,
+      `in ${docsFile}, under [env.${env.env}]:\nname = ${q(`${env.name}-docs`)}`,
+    );
+  }
+  for (const other of environmentNames(docsRaw).filter((e) => e !== env.env)) {
+    const theirs = environmentView(docsRaw, other);
+    const elsewhere = docs.accountId !== undefined && theirs.accountId !== undefined && docs.accountId !== theirs.accountId;
+    if (theirs.name === docs.name && !elsewhere) {
+      error(
+        out,
+        `${docsFile} deploys [env.${env.env}] and [env.${other}] as the same Worker "${docs.name}": deploying one would replace the other's description.`,
+        `in ${docsFile}, under [env.${env.env}]:\nname = ${q(`keyway-docs-${env.env}`)}`,
+      );
+    }
+  }
+}
+
+/**
  * Warnings only: things a deploy survives but an operator would want to know.
  * @param {Finding[]} out
  * @param {EnvView} env
@@ -1014,7 +1092,9 @@ export async function preflight(options) {
     };
   }
   const raw = await readWranglerConfig(configPath);
-  const findings = checkConfig(raw, envName, { configPath, root });
+  const docsConfigPath = resolve(options.docsConfigPath ?? DEFAULT_DOCS_CONFIG);
+  const docs = await readWranglerConfig(docsConfigPath);
+  const findings = checkConfig(raw, envName, { configPath, root, docs, docsConfigPath });
   if (!environmentNames(raw).includes(envName)) return { findings, skipped: [] };
   if (options.offline) return { findings, skipped: REMOTE_CHECKS };
   const remote = await checkRemote(environmentView(raw, envName), {
@@ -1031,16 +1111,18 @@ export async function preflight(options) {
  * fixes (Finding.provision) becomes a warning naming the step left before that environment's
  * first deploy; everything else (a binding not copied, a queue shared, a class with no migration)
  * stays an error. A deploy, and `check:deploy -- --env X`, keep the provisioning errors.
- * @param {{ configPath?: string, root?: string }} [options]
+ * @param {{ configPath?: string, docsConfigPath?: string, root?: string }} [options]
  * @returns {Promise<{ env: string, result: PreflightResult }[]>}
  */
 export async function preflightEveryEnvironment(options = {}) {
   const configPath = resolve(options.configPath ?? DEFAULT_CONFIG);
+  const docsConfigPath = resolve(options.docsConfigPath ?? DEFAULT_DOCS_CONFIG);
   const raw = await readWranglerConfig(configPath);
+  const docs = await readWranglerConfig(docsConfigPath);
   return environmentNames(raw).map((env) => ({
     env,
     result: {
-      findings: checkConfig(raw, env, { configPath, root: options.root ?? ROOT }).map((f) =>
+      findings: checkConfig(raw, env, { configPath, root: options.root ?? ROOT, docs, docsConfigPath }).map((f) =>
         f.provision ? { ...f, level: /** @type {const} */ ("warning"), message: `before the first deploy: ${f.message}` } : f,
       ),
       skipped: REMOTE_CHECKS,
@@ -1110,6 +1192,7 @@ async function main() {
     options: {
       env: { type: "string", short: "e" },
       config: { type: "string", short: "c" },
+      "docs-config": { type: "string" },
       offline: { type: "boolean", default: false },
       "new-secrets": { type: "string" },
     },
@@ -1123,7 +1206,7 @@ async function main() {
   assertSupportedNode();
   const env = values.env ?? process.env.CLOUDFLARE_ENV;
   const offline = values.offline === true;
-  const result = await preflight({ env, configPath: values.config, offline });
+  const result = await preflight({ env, configPath: values.config, docsConfigPath: values["docs-config"], offline });
   console.error(formatReport(result, { env, offline }));
   return passed(result) ? 0 : 1;
 }

@@ -19,7 +19,7 @@ import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureDevVars, readDevVars } from "./dev-vars.mjs";
 import { formatDemo, seedDemo } from "./seed.mjs";
-import { assertSupportedNode, wranglerCommand } from "./wrangler.mjs";
+import { assertSupportedNode, devConfigArgs, wranglerCommand } from "./wrangler.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const HOST = "127.0.0.1";
@@ -98,6 +98,8 @@ function assertPortFree(port) {
 function spawnWrangler(port, persistDir) {
   const [bin, args] = wranglerCommand([
     "dev",
+    // The API Worker and the description Worker it calls (wrangler.docs.toml).
+    ...devConfigArgs(),
     "--port",
     String(port),
     "--ip",

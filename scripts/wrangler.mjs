@@ -38,3 +38,13 @@ export function wranglerCommand(args) {
   if (!existsSync(entry)) throw new Error("wrangler is not installed here; run `npm ci` first.");
   return [process.execPath, [entry, ...args]];
 }
+
+/**
+ * The Workers keyway runs as, for `wrangler dev`: the API Worker first (the one served on the
+ * port) and the keyway-docs Worker its DOCS service binding calls (wrangler.docs.toml), in one
+ * process. Deployed, they are two Workers (scripts/deploy.mjs).
+ */
+export const KEYWAY_CONFIGS = ["wrangler.toml", "wrangler.docs.toml"];
+
+/** `--config` arguments for every Worker in KEYWAY_CONFIGS. */
+export const devConfigArgs = () => KEYWAY_CONFIGS.flatMap((config) => ["--config", config]);

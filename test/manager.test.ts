@@ -374,7 +374,15 @@ describe("API keys and webhooks pages", () => {
     let html = await (await b.get(base)).text();
     expect(html).toMatch(/new lane \(no deliveries yet\)/);
     expect(html).toMatch(/unordered \(several at a time\); no rate limit; a token request before each webhook/);
-    const fields = { csrf: Browser.csrf(html), url: WEBHOOK_URL, token_url: TOKEN_URL, client_id: "kw", client_secret: "", events: "", description: "" };
+    const fields = {
+      csrf: Browser.csrf(html),
+      url: WEBHOOK_URL,
+      token_url: TOKEN_URL,
+      client_id: "kw",
+      client_secret: "",
+      events: "",
+      description: "",
+    };
     expect((await b.post(base, { ...fields, rate_limit: "5", ordered: "on", token_cache: "on" })).status).toBe(303);
     const view = await body<Record<string, unknown>>(await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)));
     expect(view.data).toMatchObject({ rate_limit: 5, ordered: true, token_cache: true });
@@ -390,7 +398,12 @@ describe("API keys and webhooks pages", () => {
       until,
     );
     html = await (await b.get(base)).text();
-    expect(html).toContain(`paused until ${new Date(until).toISOString().replace("T", " ").replace(/\.\d{3}Z$/, " UTC")}: the receiver answered 429 with Retry-After`);
+    expect(html).toContain(
+      `paused until ${new Date(until)
+        .toISOString()
+        .replace("T", " ")
+        .replace(/\.\d{3}Z$/, " UTC")}: the receiver answered 429 with Retry-After`,
+    );
     expect(html).toMatch(/ordered \(one at a time, in publish order\); at most 5 per second; one shared receiver token/);
     expect(await (await b.get(`/manager/organizations/${t.orgId}/webhooks`)).text()).toMatch(/paused until/);
     // Unchecked boxes turn the settings off again; an empty limit removes it.

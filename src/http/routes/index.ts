@@ -1,15 +1,16 @@
 /**
- * Every declared HTTP route, and the API description built from them: GET /v1/openapi.json (the
- * OpenAPI document) and GET /docs (the reference page rendered from it), which are declared here
- * because they describe all the others, themselves included. The manager app (http/manager) is
- * an HTML application with its own router and is not part of the API.
+ * Every declared HTTP route, and the routes of the API description built from them: GET
+ * /v1/openapi.json (the OpenAPI document) and GET /docs (the reference page rendered from it),
+ * which are declared here because they describe all the others, themselves included. The keyway-docs
+ * Worker (src/description.ts) builds both from these declarations; these two routes fetch them over
+ * the DOCS service binding, so the generator stays out of this Worker's bundle. The manager app
+ * (http/manager) is an HTML application with its own router and is not part of the API.
  */
 import * as z from "zod";
 import { publicBaseUrl } from "../../config";
-import { lazy } from "../../lib/cache";
-import { renderDocsPage } from "../docs-page";
+import { reach } from "../../objects/stubs";
 import { NONCE, pageNonce } from "../middleware/html";
-import { buildOpenApiDocument, type OpenApiDocument } from "../openapi";
+import type { OpenApiDocument } from "../openapi";
 import { type Route, rawRoute } from "../route";
 import { adminRoutes } from "./admin";
 import { graphqlRoutes } from "./graphql";
@@ -35,12 +36,12 @@ const descriptionRoutes: Route[] = [
     auth: "none",
     response: { schema: OpenApiDocumentShape, example: { openapi: "3.1.0", info: { title: "keyway", version: "v1" }, paths: {} } },
     wire: "json",
-    // A malformed PUBLIC_BASE_URL (config.ts).
+    // A malformed PUBLIC_BASE_URL (config.ts), or the description Worker cannot be reached.
     errors: [503],
     // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
     // configured public origin, or "/" (relative to wherever the document was fetched from).
-    reply: (c) =>
-      c.json({ ...openApiDocument(), servers: [{ url: publicBaseUrl(c.env).url ?? "/" }] }, 200, {
+    reply: async (c) =>
+      c.json({ ...(await describedApi(c.env)), servers: [{ url: publicBaseUrl(c.env).url ?? "/" }] }, 200, {
         "Cache-Control": "public, max-age=300",
         "X-Content-Type-Options": "nosniff",
       }),
@@ -64,7 +65,9 @@ const descriptionRoutes: Route[] = [
       formAction: ["'none'"],
       frameAncestors: ["'none'"],
     },
-    reply: (c) => c.html(docsPage(pageNonce(c))),
+    // The description Worker cannot be reached.
+    errors: [503],
+    reply: async (c) => c.html(await reach(DESCRIPTION, () => c.env.DOCS.docsPage(pageNonce(c)))),
   }),
 ];
 
@@ -79,8 +82,20 @@ export const ROUTES: readonly Route[] = [
   ...adminRoutes,
 ];
 
-/** The OpenAPI document of ROUTES, built on first use and kept for the isolate's life. */
-export const openApiDocument = lazy((): OpenApiDocument => buildOpenApiDocument(ROUTES));
+const DESCRIPTION = "API description";
 
-/** The /docs page with a given CSP nonce. */
-export const docsPage = (nonce: string): string => renderDocsPage(openApiDocument(), nonce);
+/**
+ * The OpenAPI document from the description Worker, asked once per isolate: it is the same for
+ * every request until the next deploy. A failed call is not kept, so the next request asks again.
+ */
+let described: Promise<OpenApiDocument> | undefined;
+function describedApi(env: Env): Promise<OpenApiDocument> {
+  if (described === undefined) {
+    const asked = reach(DESCRIPTION, () => env.DOCS.openApiDocument());
+    described = asked;
+    asked.catch(() => {
+      if (described === asked) described = undefined;
+    });
+  }
+  return described;
+}
