@@ -10,7 +10,7 @@
  *   objects/                  the Durable Objects that are the systems of record, and how to reach them
  *   identity/, auth/, webhooks/  the service's rules
  *   graphql/, http/           adapters: GraphQL engine; HTTP routes, the manager app, the API description
- *   app.ts, index.ts          composition
+ *   app.ts, index.ts, description.ts  composition (the two Workers' entries)
  * Type-only imports count too: a layer that needs a type from above is a layer in the wrong place.
  */
 const layer = (name, path, mayImport) => ({
