@@ -116,6 +116,25 @@ describe("every operation returns what REST returns", () => {
     });
   });
 
+  it("sets and clears the pacing fields as REST does, and refuses bad values of them", async () => {
+    const created = await createViaGraphQL({ rateLimit: 5, ordered: true, tokenCache: true });
+    const id = created.webhookConfiguration.id;
+    expect(created.webhookConfiguration).toMatchObject({ rateLimit: 5, ordered: true, tokenCache: true });
+    const update = `mutation($id: ID!, $input: UpdateWebhookConfigurationInput!) { updateWebhookConfiguration(id: $id, input: $input) { ${CONFIG_FIELDS} } }`;
+    const cleared = await gql(update, { id, input: { rateLimit: null, ordered: false } });
+    expect(cleared.json.data!.updateWebhookConfiguration).toEqual(camelize(await rest(`/v1/webhook-configurations/${id}`)));
+    expect(cleared.json.data!.updateWebhookConfiguration).toMatchObject({ rateLimit: null, ordered: false, tokenCache: true });
+    for (const input of [{ rateLimit: 0 }, { rateLimit: 1001 }]) {
+      const { json } = await gql(update, { id, input });
+      // A field's error (GraphQL over HTTP answers 200 with `errors`), with the REST status in extensions.
+      expect(json.errors?.[0], JSON.stringify(input)).toMatchObject({ extensions: { code: "invalid_request", status: 400 } });
+      expect(json.errors?.[0]?.message).toContain("rateLimit");
+    }
+    // A value of the wrong type never reaches the resolver: GraphQL's own variable coercion refuses it.
+    const typed = await gql(update, { id, input: { rateLimit: "5" } });
+    expect(typed.status).toBe(400);
+  });
+
   it("paginates with first/after like REST's limit/cursor", async () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);

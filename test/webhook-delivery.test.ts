@@ -70,6 +70,7 @@ const delivered = (id: string, attempt = 1): AttemptReport => ({
   series: 1,
   attempt,
   started_at: Date.now(),
+  version: 1,
   step: "webhook",
   http_status: 204,
   latency_ms: 5,
@@ -375,21 +376,24 @@ describe("webhook URL outcomes", () => {
     });
   });
 
-  it("fails a 3xx without following it", async () => {
+  it("retries a 3xx on the schedule without following it", async () => {
     const sent = fakeNetwork(
       webhookRoute(() => new Response(null, { status: 301, headers: { Location: "https://receiver.example/new" } })),
     );
     const { record, last } = await attempt(await publish(configId));
-    expect(record.status).toBe("failed");
-    expect(last.error).toBe("webhook URL answered 301; redirects are not followed");
+    expect(record.status).toBe("retrying");
+    expect(last).toMatchObject({ outcome: "retry", error: "webhook URL answered 301; redirects are not followed" });
     expect(sent.some((s) => s.url === "https://receiver.example/new")).toBe(false);
   });
 
-  it.each([400, 401, 404, 422])("fails a %i without retrying", async (status) => {
+  // Product brief, "Outbound": non-2xx answers are retried with backoff (a 410 disables instead, below).
+  it.each([400, 401, 404, 422])("retries a %i on the schedule, like any answer but a 2xx or a 410", async (status) => {
     fakeNetwork(webhookRoute(() => new Response(null, { status })));
-    const { outcome, record } = await attempt(await publish(configId));
+    const { outcome, record, last } = await attempt(await publish(configId));
     expect(outcome).toEqual({ acked: [expect.any(String)], retried: [] });
-    expect(record).toMatchObject({ status: "failed", next_attempt_at: null });
+    expect(record.status).toBe("retrying");
+    expect(Date.parse(record.next_attempt_at ?? "")).toBeGreaterThan(Date.now());
+    expect(last).toMatchObject({ http_status: status, outcome: "retry", error: `webhook URL answered ${status}` });
   });
 
   it("disables the configuration on 410 Gone; its later deliveries fail without a request", async () => {
@@ -432,6 +436,27 @@ describe("webhook URL outcomes", () => {
     expect(record.status).toBe("retrying");
     const after = (await (await api(t, token, `/v1/webhook-configurations/${config.id}`)).json()) as { data: Record<string, unknown> };
     expect(after.data).toMatchObject({ status: "active", url: `${RECEIVER}/webhooks-v2` });
+  });
+
+  it("lets a url edited during the attempt win over a 410 even when it was edited back", async () => {
+    const config = await newConfig();
+    let edited = false;
+    fakeNetwork(
+      webhookRoute(async () => {
+        if (!edited) {
+          edited = true;
+          for (const url of [`${RECEIVER}/webhooks-v2`, WEBHOOK_URL]) {
+            expect((await api(t, token, `/v1/webhook-configurations/${config.id}`, "PATCH", { url })).status).toBe(200);
+          }
+        }
+        return new Response(null, { status: 410 });
+      }),
+    );
+    const { record, last } = await attempt(await publish(config.id));
+    expect(last).toMatchObject({ http_status: 410, outcome: "retry" });
+    expect(record.status).toBe("retrying");
+    const after = (await (await api(t, token, `/v1/webhook-configurations/${config.id}`)).json()) as { data: Record<string, unknown> };
+    expect(after.data).toMatchObject({ status: "active", url: WEBHOOK_URL });
   });
 
   it("disables on a 410 even when other fields were edited during the attempt, and keeps those edits", async () => {
@@ -558,6 +583,7 @@ describe("the state machine only moves forward", () => {
     fakeNetwork(webhookRoute(() => new Response(null, { status: 400 })));
     const id = await publish(configId);
     const oldTicket = await ticketFor(t.orgId, id);
+    for (let i = 0; i < 7; i++) await attempt(id);
     expect((await attempt(id)).record.status).toBe("failed");
 
     const resent = await api(t, token, `/v1/deliveries/${id}/retry`, "POST");
@@ -568,13 +594,14 @@ describe("the state machine only moves forward", () => {
     const { record } = await attempt(id);
     expect(record.status).toBe("delivered");
     expect(record.attempts.map((a) => [a.number, a.series, a.outcome])).toEqual([
-      [1, 1, "failed"],
-      [2, 2, "delivered"],
+      ...[1, 2, 3, 4, 5, 6, 7].map((n) => [n, 1, "retry"]),
+      [8, 1, "failed"],
+      [9, 2, "delivered"],
     ]);
     expect(sent.filter((s) => s.url === WEBHOOK_URL).map((s) => s.headers["webhook-id"])).toEqual([id]);
     // Delivered is final until a user re-sends: a re-send is a new series again.
     expect((await api(t, token, `/v1/deliveries/${id}/retry`, "POST")).status).toBe(202);
-    expect(await deliveryRow(t.orgId, id)).toMatchObject({ status: "pending", series: 3, attempts: 2 });
+    expect(await deliveryRow(t.orgId, id)).toMatchObject({ status: "pending", series: 3, attempts: 9 });
   });
 
   it("never begins a second attempt while one is in flight, whatever ticket comes, and the alarm does not send one", async () => {

@@ -13,7 +13,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { DeliveryRecord, DeliveryTicket } from "../src/schemas/webhooks";
-import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
+import { DELIVERY_QUEUE, forgetPause } from "../src/webhooks/consumer";
 import { consume, type QueueOutcome, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { authed, body, call, type Tenant } from "./helpers";
 
@@ -168,6 +168,7 @@ export async function attemptNow(
     configId,
     "UPDATE endpoint SET pause_kind = NULL, paused_until_ms = NULL, pause_reason = NULL WHERE pause_kind != 'gone'",
   );
+  forgetPause(configId); // and what this isolate's consumer remembers of it (src/webhooks/consumer.ts)
   await inEndpoint(configId, "UPDATE deliveries SET due_ms = ? WHERE id = ? AND due_ms IS NOT NULL", Date.now() - 1, id);
   const ticket = await ticketFor(tenant.orgId, id);
   const outcome = await consume(DELIVERY_QUEUE, [{ id: `m${++messageCounter}`, attempts: 1, body: ticket }], overrides);

@@ -11,10 +11,22 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { Db } from "../src/objects/db";
 import { SlotBook } from "../src/objects/endpoints/slots";
 import type { DeliveryTicket } from "../src/schemas/webhooks";
-import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
+import { DELIVERY_QUEUE, forgetPause } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, type Handler, json, never, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { createTenant, issueToken, type Tenant } from "./helpers";
-import { api, createConfig, endpointAlarm, endpointOf, endpointRow, getDelivery, inEndpoint, publishTo } from "./webhook-helpers";
+import {
+  api,
+  attemptNow,
+  createConfig,
+  endpointAlarm,
+  endpointOf,
+  endpointRow,
+  getDelivery,
+  inEndpoint,
+  publishTo,
+} from "./webhook-helpers";
+
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 const SECRET = "pacing-receiver-secret";
 let t: Tenant;
@@ -159,6 +171,12 @@ describe("the circuit: one probe at a time until one succeeds", () => {
 
     // The probe: one ticket; it fails, and the next probe waits longer.
     await inEndpoint(configId, "UPDATE endpoint SET paused_until_ms = ?", Date.now() - 1);
+    // Half-open: not paused any more, but limited, and the view says so.
+    const halfOpen = (await (await api(t, token, `/v1/webhook-configurations/${configId}`)).json()) as { data: Record<string, unknown> };
+    expect(halfOpen.data).toMatchObject({
+      paused_until: null,
+      pause_reason: "circuit half-open after 5 failed attempts in a row: one attempt at a time until one succeeds",
+    });
     await dueNow(configId);
     expect(await queued(t.orgId, configId)).toHaveLength(1);
     await round(t.orgId, configId);
@@ -204,6 +222,7 @@ describe("a Retry-After pauses the whole endpoint", () => {
 
     // The pause ends: deliveries go out again, the oldest-due first (the 429'd one is due after its retry delay).
     await inEndpoint(configId, "UPDATE endpoint SET paused_until_ms = ?", Date.now() - 1);
+    forgetPause(configId); // this isolate's consumer saw the 429 too (src/webhooks/consumer.ts pausesSeen)
     await inEndpoint(configId, "UPDATE deliveries SET due_ms = due_ms - 10000 WHERE state = 'waiting'");
     await endpointAlarm(configId);
     const first = await queued(t.orgId, configId);
@@ -214,6 +233,45 @@ describe("a Retry-After pauses the whole endpoint", () => {
       await round(t.orgId, configId);
     }
     expect((await rows(configId)).every((r) => r.status === "delivered")).toBe(true);
+  });
+
+  it("pauses the endpoint also when the 429 was a delivery's last try", async () => {
+    const configId = await newConfig();
+    fakeNetwork(webhookAnswers((i) => (i < 7 ? 500 : 429), { "Retry-After": "1800" }));
+    const [id] = await publishMany(configId, 1);
+    for (let i = 0; i < 7; i++) await attemptNow(t, token, id!);
+    const { record, last } = await attemptNow(t, token, id!);
+    expect(record.status).toBe("failed");
+    expect(last).toMatchObject({ http_status: 429, outcome: "failed" });
+    // The receiver asked for 30 minutes: the endpoint's other deliveries wait that long.
+    expect(((await endpointRow(configId)).paused_until_ms as number) - Date.now()).toBeGreaterThan(1_790_000);
+  });
+
+  it("stops an attempt this isolate began before the pause was known: it sends nothing, and is not counted", async () => {
+    const configId = await newConfig();
+    await inEndpoint(configId, "UPDATE endpoint SET lane = 'fast', in_flight_limit = 2");
+    let tokens = 0;
+    const sent = fakeNetwork({
+      // The second attempt's token step is slow: by the time it could send, the first has its 429.
+      [TOKEN_URL]: async () => {
+        if (tokens++ === 1) await sleep(300);
+        return json({ access_token: "tok", token_type: "Bearer", expires_in: 300 });
+      },
+      [WEBHOOK_URL]: () => new Response(null, { status: 429, headers: { "Retry-After": "30" } }),
+    });
+    const [first, second] = await publishMany(configId, 2);
+    expect(await queued(t.orgId, configId)).toHaveLength(2);
+    await round(t.orgId, configId);
+    expect(sent.filter((s) => s.url === WEBHOOK_URL)).toHaveLength(1);
+    expect(await endpointRow(configId)).toMatchObject({ pause_kind: "retry_after" });
+    const answered = await getDelivery(t, token, first!);
+    const held = await getDelivery(t, token, second!);
+    const [sentOne, heldOne] = answered.attempts[0]?.http_status === 429 ? [answered, held] : [held, answered];
+    expect(sentOne.attempts[0]).toMatchObject({ http_status: 429, outcome: "retry" });
+    expect(heldOne.attempts[0]).toMatchObject({ http_status: null, outcome: "retry" });
+    expect(heldOne.attempts[0]?.error).toMatch(/^not sent: the receiver had just answered another attempt/);
+    // Not counted against its schedule: due again as soon as the pause ends.
+    expect(Date.parse(heldOne.next_attempt_at ?? "")).toBeLessThanOrEqual(Date.parse(sentOne.next_attempt_at ?? ""));
   });
 
   it("reads Retry-After as an HTTP date too, and caps a pause at one hour", async () => {
@@ -411,6 +469,93 @@ describe("one receiver token per endpoint (token_cache)", () => {
     expect(sent.filter((s) => s.url === TOKEN_URL)).toHaveLength(2);
   });
 
+  it("drops a token the receiver refuses: one it has just issued, and the one a refetch brought; neither is used again", async () => {
+    const configId = await newConfig({ token_cache: true });
+    let issued = 0;
+    const refused = new Set(["tok-1", "tok-3"]);
+    const sent = fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: `tok-${++issued}`, token_type: "Bearer", expires_in: 3600 }),
+      [WEBHOOK_URL]: (r) => new Response(null, { status: refused.has(r.headers.authorization?.slice(7) ?? "") ? 401 : 204 }),
+    });
+    const [a] = await publishMany(configId, 1);
+    // tok-1, just fetched and kept, is refused: dropped, and the delivery retried on its schedule.
+    await round(t.orgId, configId);
+    expect((await getDelivery(t, token, a!)).attempts.at(-1)).toMatchObject({ outcome: "retry", http_status: 401 });
+    expect((await endpointRow(configId)).token).toBeNull();
+    await dueNow(configId);
+    await round(t.orgId, configId);
+    expect((await getDelivery(t, token, a!)).status).toBe("delivered");
+    // tok-2 is now the endpoint's; the receiver revokes it, and refuses the refetched tok-3 too.
+    refused.add("tok-2");
+    const [b] = await publishMany(configId, 1);
+    await round(t.orgId, configId);
+    expect((await getDelivery(t, token, b!)).attempts.at(-1)).toMatchObject({ outcome: "retry", http_status: 401 });
+    expect((await endpointRow(configId)).token).toBeNull();
+    await dueNow(configId);
+    await round(t.orgId, configId);
+    expect((await getDelivery(t, token, b!)).status).toBe("delivered");
+    // Each refused token was sent once and never again.
+    expect(sent.filter((s) => s.url === WEBHOOK_URL).map((s) => s.headers.authorization)).toEqual([
+      "Bearer tok-1",
+      "Bearer tok-2",
+      "Bearer tok-2",
+      "Bearer tok-3",
+      "Bearer tok-4",
+    ]);
+  });
+
+  it("reuses the shared token until 60 s before it expires, then fetches the next one", async () => {
+    const configId = await newConfig({ token_cache: true });
+    let issued = 0;
+    const sent = fakeNetwork({
+      ...receiver(),
+      [TOKEN_URL]: () => json({ access_token: `tok-${++issued}`, token_type: "Bearer", expires_in: 3600 }),
+    });
+    await publishMany(configId, 1);
+    await round(t.orgId, configId);
+    // 61 s left: still reused.
+    await inEndpoint(configId, "UPDATE endpoint SET token_expires_ms = ?", Date.now() + 61_000);
+    await publishMany(configId, 1);
+    await round(t.orgId, configId);
+    // 59 s left: a new one.
+    await inEndpoint(configId, "UPDATE endpoint SET token_expires_ms = ?", Date.now() + 59_000);
+    await publishMany(configId, 1);
+    await round(t.orgId, configId);
+    expect(sent.filter((s) => s.url === WEBHOOK_URL).map((s) => s.headers.authorization)).toEqual([
+      "Bearer tok-1",
+      "Bearer tok-1",
+      "Bearer tok-2",
+    ]);
+  });
+
+  it("shares a token without expires_in for five minutes; with a short-lived one, lets every attempt fetch its own, several at once", async () => {
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const noExpiry = await newConfig({ token_cache: true }, tenant, bearer);
+    await inEndpoint(noExpiry, "UPDATE endpoint SET lane = 'fast', in_flight_limit = 10");
+    let sent = fakeNetwork({ ...receiver(), [TOKEN_URL]: () => json({ access_token: "no-expiry", token_type: "Bearer" }) });
+    await publishMany(noExpiry, 5, tenant, bearer);
+    for (let i = 0; i < 5 && (await rows(noExpiry)).some((r) => r.status !== "delivered"); i++) await round(tenant.orgId, noExpiry);
+    expect(sent.filter((s) => s.url === TOKEN_URL)).toHaveLength(1);
+    const kept = await endpointRow(noExpiry);
+    expect((kept.token_expires_ms as number) - Date.now()).toBeGreaterThan(290_000);
+    expect((kept.token_expires_ms as number) - Date.now()).toBeLessThanOrEqual(300_000);
+
+    // expires_in 30: nothing to share, so nothing held to one fetcher either.
+    const shortLived = await newConfig({ token_cache: true }, tenant, bearer);
+    await inEndpoint(shortLived, "UPDATE endpoint SET lane = 'fast', in_flight_limit = 10");
+    sent = fakeNetwork(receiver({ expiresIn: 30 }));
+    await publishMany(shortLived, 1, tenant, bearer);
+    await round(tenant.orgId, shortLived);
+    expect(await endpointRow(shortLived)).toMatchObject({ token: null, token_short_key: expect.any(String) });
+    await publishMany(shortLived, 4, tenant, bearer);
+    await endpointAlarm(shortLived);
+    expect(await queued(tenant.orgId, shortLived)).toHaveLength(4);
+    await round(tenant.orgId, shortLived);
+    expect((await rows(shortLived)).every((r) => r.status === "delivered")).toBe(true);
+    expect(sent.filter((s) => s.url === TOKEN_URL)).toHaveLength(5);
+  });
+
   it("forgets the token when the credentials change, and without token_cache fetches one before every webhook (spec 4.3)", async () => {
     const cached = await newConfig({ token_cache: true });
     const sent = fakeNetwork(receiver({ expiresIn: 3600 }));
@@ -425,6 +570,40 @@ describe("one receiver token per endpoint (token_cache)", () => {
     await publishMany(plain, 3);
     for (let i = 0; i < 3; i++) await round(t.orgId, plain);
     expect(sent.filter((s) => s.url === TOKEN_URL).length - before).toBe(3);
+  });
+});
+
+describe("the rate limit with a shared token", () => {
+  it("gives the webhook sent again after a 401 a slot of its own: never two in one second at rate_limit 1", async () => {
+    const configId = await newConfig({ token_cache: true, rate_limit: 1 });
+    let issued = 0;
+    let valid = "tok-1";
+    const sends: number[] = [];
+    fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: `tok-${++issued}`, token_type: "Bearer", expires_in: 3600 }),
+      [WEBHOOK_URL]: (r) => {
+        sends.push(Date.now());
+        return new Response(null, { status: r.headers.authorization === `Bearer ${valid}` ? 204 : 401 });
+      },
+    });
+    const [a] = await publishMany(configId, 1);
+    await round(t.orgId, configId);
+    expect((await getDelivery(t, token, a!)).status).toBe("delivered");
+    await sleep(1_300); // the rate limit's window after the first send (1 s, the slot and its jitter)
+    valid = "tok-2"; // the receiver revokes the shared token
+    const [b] = await publishMany(configId, 1);
+    await round(t.orgId, configId);
+    // No slot for a second webhook within this second: the token is dropped, the delivery retried at once.
+    expect((await getDelivery(t, token, b!)).attempts.at(-1)).toMatchObject({ http_status: 401, outcome: "retry" });
+    expect((await endpointRow(configId)).token).toBeNull();
+    for (let i = 0; i < 20 && (await getDelivery(t, token, b!)).status !== "delivered"; i++) {
+      await sleep(200);
+      await endpointAlarm(configId);
+      await round(t.orgId, configId);
+    }
+    expect((await getDelivery(t, token, b!)).status).toBe("delivered");
+    expect(sends).toHaveLength(3);
+    expect(sends[2]! - sends[1]!).toBeGreaterThanOrEqual(1_000);
   });
 });
 

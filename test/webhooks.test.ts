@@ -127,6 +127,43 @@ describe("webhook configurations", () => {
     expect((await api(t, token, path)).status).toBe(404);
   });
 
+  it("sets and clears the pacing fields, and refuses bad values of them with 400 naming the field", async () => {
+    const created = await createConfig({ rate_limit: 5, ordered: true, token_cache: true });
+    const path = `/v1/webhook-configurations/${created.id}`;
+    expect((await body<Record<string, unknown>>(await api(t, token, path))).data).toMatchObject({
+      rate_limit: 5,
+      ordered: true,
+      token_cache: true,
+    });
+    const cleared = await body<Record<string, unknown>>(await api(t, token, path, "PATCH", { rate_limit: null, ordered: false }));
+    expect(cleared.data).toMatchObject({ rate_limit: null, ordered: false, token_cache: true });
+    const bad: [Record<string, unknown>, string][] = [
+      [{ rate_limit: 0 }, "rate_limit"],
+      [{ rate_limit: 1001 }, "rate_limit"],
+      [{ rate_limit: 1.5 }, "rate_limit"],
+      [{ rate_limit: "5" }, "rate_limit"],
+      [{ ordered: "yes" }, "ordered"],
+      [{ ordered: null }, "ordered"],
+      [{ token_cache: 1 }, "token_cache"],
+      [{ status: "paused" }, "status"],
+    ];
+    for (const [patch, field] of bad) {
+      for (const [method, target, payload] of [
+        ["PATCH", path, patch],
+        ["POST", "/v1/webhook-configurations", configInput(patch)],
+      ] as const) {
+        if (method === "POST" && field === "status") continue; // not a creation field (refused as unknown)
+        const res = await api(t, token, target, method, payload);
+        const json = await body(res);
+        expect(res.status, `${method} ${JSON.stringify(patch)}`).toBe(400);
+        expect(json.error).toBe("invalid_request");
+        expect(json.developer_message, JSON.stringify(patch)).toContain(field);
+      }
+    }
+    // Nothing was changed by the refused requests.
+    expect((await body<Record<string, unknown>>(await api(t, token, path))).data).toMatchObject({ rate_limit: null, ordered: false });
+  });
+
   it("keeps organizations apart: another organization's configuration is not found", async () => {
     const created = await createConfig();
     const other = await createTenant();

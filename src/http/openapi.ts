@@ -607,12 +607,18 @@ function outboundWebhooks(ref: (schema: z.ZodType, io: "input" | "output") => Js
         },
         responses: {
           "2XX": outcome("Delivered; the body is not read."),
-          "3XX": outcome("Not followed: the delivery fails."),
-          "408": outcome("Retried by the schedule."),
-          "410": outcome("The delivery fails and the configuration is disabled (`disabled_reason`)."),
-          "429": outcome("Retried by the schedule; `Retry-After` is honoured when longer."),
-          "4XX": outcome("The delivery fails and is not retried."),
-          "5XX": outcome("Retried by the schedule; a 503 `Retry-After` is honoured when longer."),
+          "3XX": outcome("Not followed; retried by the schedule."),
+          "401": outcome(
+            "Retried by the schedule. With `token_cache`, the endpoint's token is dropped and never sent again; a 401 to the shared token is answered at once by one new token request and the webhook sent again.",
+          ),
+          "410": outcome(
+            "The delivery fails and the configuration is disabled (`disabled_reason`), unless its `url` changed after the attempt began.",
+          ),
+          "429": outcome(
+            "Retried by the schedule; with `Retry-After` (at most one hour) the whole endpoint is paused: nothing reaches it before the pause ends.",
+          ),
+          "4XX": outcome("Retried by the schedule, as every answer but a 2xx or a 410."),
+          "5XX": outcome("Retried by the schedule; a 503 with `Retry-After` pauses the whole endpoint, as a 429 does."),
         },
       },
     },

@@ -241,6 +241,8 @@ export const AttemptReport = z.object({
   attempt: z.number().int(),
   /** When the attempt began (ms since the epoch). */
   started_at: z.number(),
+  /** The configuration's version the attempt used (a 410 yields to a url edited after it). */
+  version: z.number().int(),
   step: DeliveryAttempt.shape.step,
   http_status: z.number().int().nullable(),
   latency_ms: z.number().int(),
@@ -261,9 +263,11 @@ export const AttemptReport = z.object({
    * Not the receiver's doing, and not counted against the retry schedule or the endpoint's health:
    * `cut_off` (the fast lane's deadline passed; the endpoint moves to the slow lane), `slot_missed`
    * (the token step outlasted the rate-limit slot, so the webhook was not sent), `token_busy` (a
-   * 401 to the cached token while another attempt fetches the new one).
+   * 401 to the cached token while another attempt fetches the new one), `paused` (another attempt
+   * of this isolate had just been answered 429 or 503 with Retry-After, so the webhook was not
+   * sent; `retry_after_seconds` is what is left of that pause).
    */
-  ours: z.enum(["cut_off", "slot_missed", "token_busy"]).nullable(),
+  ours: z.enum(["cut_off", "slot_missed", "token_busy", "paused"]).nullable(),
   /** Milliseconds the token step took, when one was made (the rate limit's slot allows for it). */
   token_ms: z.number().nullable(),
   /** A token fetched for the endpoint's cache that could not be stored at once. */

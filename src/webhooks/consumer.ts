@@ -17,8 +17,10 @@
  * unattempted, each fault of ours and each dead letter is recorded (log.ts `recordDeliveryAttempt`).
  */
 import { type Deps, depsFromEnv } from "../deps";
+import { IsolateCache } from "../lib/cache";
 import { type DeliveryOutcome, describeError, log, recordDeliveryAttempt } from "../log";
 import type { Begun } from "../objects/endpoints/object";
+import { MAX_PAUSE_MS, TOKEN_DEFAULT_LIFETIME_MS } from "../objects/endpoints/policy";
 import { tokenKey } from "../objects/endpoints/token";
 import { endpointObject, reach, webhookObject } from "../objects/stubs";
 import {
@@ -58,6 +60,18 @@ export function consumerRetrySeconds(attempts: number): number {
 }
 
 const endpointOf = (deps: Deps, configurationId: string) => endpointObject(deps, configurationId);
+
+/**
+ * Pauses this isolate has seen (configuration id -> until, ms since the epoch). A 429 or 503 with
+ * Retry-After answered to one attempt stops this isolate's other attempts of the endpoint, begun
+ * before the endpoint's object knew, from sending in the moment before its report lands; the
+ * object then holds the pause for every isolate (objects/endpoints/flow.ts). An attempt begun in
+ * another isolate in that moment can still send (docs/webhooks.md, "Backpressure").
+ */
+const pausesSeen = new IsolateCache<number>({ maxEntries: 10_000, ttlMs: MAX_PAUSE_MS });
+
+/** Forgets a pause this isolate saw: for tests that end an endpoint's pause by editing its object's row. */
+export const forgetPause = (configurationId: string): void => pausesSeen.delete(configurationId);
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, now: () => number = Date.now): Promise<void> {
@@ -229,6 +243,8 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   const deadline = deadlineOf(deps, begun.deadline);
   let tokenMs: number | null = null;
   let keptToken: FetchedToken | null = null;
+  /** The generation the endpoint kept this attempt's fetched token as (a 401 to it drops it). */
+  let keptGeneration: number | null = null;
   let note: string | null = null;
   const fastLane = begun.lane !== "slow";
   const report = (
@@ -260,6 +276,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
         gone: extra.gone ?? false,
         url: config.url,
         lane: begun.lane,
+        version: begun.version,
         timed_out: timedOut,
         ours: cutOff ? "cut_off" : (extra.ours ?? null),
         token_ms: tokenMs,
@@ -274,20 +291,73 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
     const t0 = deps.now();
     const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config), deadline);
     tokenMs = deps.now() - t0;
-    if (keep && token.expiresInSeconds !== null) {
+    keptToken = null;
+    keptGeneration = null;
+    if (keep) {
+      const lifetimeMs = token.expiresInSeconds !== null ? token.expiresInSeconds * 1000 : TOKEN_DEFAULT_LIFETIME_MS;
       const fetched: FetchedToken = {
         sealed: await sealReceiverToken(deps, config, token.accessToken),
-        expires_ms: deps.now() + token.expiresInSeconds * 1000,
+        expires_ms: deps.now() + lifetimeMs,
         key: tokenKey(config),
       };
       try {
-        await endpointOf(deps, ticket.configuration_id).storeToken(refOf(ticket, begun), fetched, deps.now());
+        keptGeneration = await endpointOf(deps, ticket.configuration_id).storeToken(refOf(ticket, begun), fetched, deps.now());
       } catch {
         keptToken = fetched; // carried by the report instead
       }
     }
     return token.accessToken;
   };
+
+  /** A 401 to the token this attempt fetched and kept: the endpoint drops it (a carried one is not offered). */
+  const dropFetched = async () => {
+    keptToken = null;
+    const generation = keptGeneration;
+    if (generation === null) return;
+    await reach("webhook endpoint", () =>
+      endpointOf(deps, ticket.configuration_id).tokenRejected(refOf(ticket, begun), generation, deps.now(), false),
+    );
+  };
+
+  /** Whether another attempt of this isolate was just told to wait (see pausesSeen); the attempt then sends nothing. */
+  const pausedHere = (): Attempted | null => {
+    const until = pausesSeen.get(ticket.configuration_id, deps.now());
+    if (until === undefined || until <= deps.now()) return null;
+    return report("webhook", null, "retry", "not sent: the receiver had just answered another attempt 429 or 503 with Retry-After", {
+      ours: "paused",
+      retryAfter: (until - deps.now()) / 1000,
+    });
+  };
+  /** Sends the webhook unless the endpoint was just paused; remembers a pause the receiver asks for. */
+  const sendWebhook = async (token: string) => {
+    const paused = pausedHere();
+    if (paused !== null) return paused;
+    const answer = await send(deps, ticket, begun, token, deadline);
+    if (!(answer instanceof DeliveryFailure) && (answer.status === 429 || answer.status === 503) && answer.retryAfterSeconds !== null) {
+      const until = deps.now() + Math.min(MAX_PAUSE_MS, answer.retryAfterSeconds * 1000);
+      pausesSeen.set(ticket.configuration_id, Math.max(until, pausesSeen.get(ticket.configuration_id, deps.now()) ?? 0), deps.now());
+    }
+    return answer;
+  };
+  /** Waits for a rate-limit slot; a report if it was missed (the webhook not sent, the delivery retried at once). */
+  const awaitSlot = async (slot: { not_before: number; by: number } | null): Promise<Attempted | null> => {
+    if (slot === null) return null;
+    const wait = slot.not_before - deps.now();
+    if (wait > 0) await sleep(wait);
+    if (deps.now() <= slot.by) return null;
+    return report(
+      "token",
+      null,
+      "retry",
+      "the token request outlasted the rate limit's slot; the webhook was not sent and is retried at once",
+      {
+        ours: "slot_missed",
+      },
+    );
+  };
+
+  const pausedFirst = pausedHere();
+  if (pausedFirst !== null) return pausedFirst;
 
   let accessToken: string;
   try {
@@ -299,38 +369,29 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   }
 
   // The rate limit's slot: the webhook leaves within it, or not at all (the delivery is retried at once).
-  if (begun.slot !== null) {
-    const wait = begun.slot.not_before - deps.now();
-    if (wait > 0) await sleep(wait);
-    if (deps.now() > begun.slot.by) {
-      return report(
-        "token",
-        null,
-        "retry",
-        "the token request outlasted the rate limit's slot; the webhook was not sent and is retried at once",
-        {
-          ours: "slot_missed",
-        },
-      );
-    }
-  }
+  const missed = await awaitSlot(begun.slot);
+  if (missed !== null) return missed;
 
-  let sent = await send(deps, ticket, begun, accessToken, deadline);
+  let sent = await sendWebhook(accessToken);
   if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
+  if (!("status" in sent)) return sent;
 
   if (sent.status === 401 && begun.token.mode === "cached") {
     // The receiver refused the endpoint's token: drop it, fetch the next one (one attempt does), send once more.
-    const { refetch } = await reach("webhook endpoint", () =>
-      endpointOf(deps, ticket.configuration_id).tokenRejected(
-        refOf(ticket, begun),
-        begun.token.mode === "cached" ? begun.token.generation : 0,
-        deps.now(),
-      ),
+    const generation = begun.token.generation;
+    const { refetch, slot } = await reach("webhook endpoint", () =>
+      endpointOf(deps, ticket.configuration_id).tokenRejected(refOf(ticket, begun), generation, deps.now()),
     );
     if (!refetch) {
-      return report("webhook", 401, "retry", "webhook URL answered 401 to the endpoint's token; another attempt is fetching a new one", {
-        ours: "token_busy",
-      });
+      return report(
+        "webhook",
+        401,
+        "retry",
+        "webhook URL answered 401 to the endpoint's token; it was dropped and the delivery is retried",
+        {
+          ours: "token_busy",
+        },
+      );
     }
     try {
       accessToken = await fetchToken(true);
@@ -339,21 +400,23 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
       note = "the receiver refused the endpoint's token (401); fetching a new one failed";
       return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
     }
+    const missedAgain = await awaitSlot(slot);
+    if (missedAgain !== null) return missedAgain;
     note = "the receiver refused the endpoint's token (401); a new token was fetched and the webhook sent again";
-    sent = await send(deps, ticket, begun, accessToken, deadline);
+    sent = await sendWebhook(accessToken);
     if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
+    if (!("status" in sent)) return sent;
   }
+  // A token this attempt fetched for the endpoint and the receiver refused: never used again.
+  if (sent.status === 401 && config.token_cache) await dropFetched();
 
+  // Every answer but a 2xx is retried on the schedule (product brief, "Outbound"), except a 410,
+  // which disables the configuration (unless its url changed since; EndpointObject.finish).
   const status = sent.status;
   if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);
   if (status === 410) return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", { gone: true });
-  if (status === 408 || status === 429 || status >= 500) {
-    return report("webhook", status, "retry", `webhook URL answered ${status}`, { retryAfter: sent.retryAfterSeconds });
-  }
-  if (status >= 300 && status < 400) {
-    return report("webhook", status, "failed", `webhook URL answered ${status}; redirects are not followed`);
-  }
-  return report("webhook", status, "failed", `webhook URL answered ${status}`);
+  const redirect = status >= 300 && status < 400 ? "; redirects are not followed" : "";
+  return report("webhook", status, "retry", `webhook URL answered ${status}${redirect}`, { retryAfter: sent.retryAfterSeconds });
 }
 
 const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });

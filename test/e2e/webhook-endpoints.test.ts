@@ -108,7 +108,7 @@ const received = (r: ScriptedReceiver, ids: Iterable<string>) => {
 };
 
 describe("every webhook endpoint is its own lane", () => {
-  it("a hanging and a failing endpoint beside healthy ones, in the same organization and another: the healthy lanes' latency is unchanged", async () => {
+  it("a hanging, a failing and a throttling endpoint beside healthy ones, in the same organization and another: the healthy lanes' latency is unchanged", async () => {
     const [one, two] = [await client(), await client()];
     const a = await receiver();
     const b = await receiver();
@@ -127,15 +127,18 @@ describe("every webhook endpoint is its own lane", () => {
       return { a: latencies(a, published[0]), b: latencies(b, published[1]) };
     };
     const alone = await run();
-    // A receiver that answers 503 after 8 s joins the first organization; one that fails at once, the second.
+    // A receiver that answers 503 after 8 s joins the first organization; one that fails at once and
+    // one that throttles (429, Retry-After: 2), the second.
     const hanging = await receiver(() => ({ status: 503, delayMs: 8_000 }));
     const failing = await receiver(() => ({ status: 500 }));
+    const throttling = await receiver(() => ({ status: 429, headers: { "Retry-After": "2" } }));
     const hangingId = await one.config(hanging);
     const failingId = await two.config(failing);
+    const throttlingId = await two.config(throttling);
     const beside = await run();
     const figures = (xs: number[]) => `${xs.length}/30, p50 ${pct(xs, 50)} ms, p95 ${pct(xs, 95)} ms`;
     console.info(
-      `lanes: alone a ${figures(alone.a)}, b ${figures(alone.b)}; beside a hanging and a failing endpoint: a ${figures(beside.a)}, b ${figures(beside.b)}`,
+      `lanes: alone a ${figures(alone.a)}, b ${figures(alone.b)}; beside a hanging, a failing and a throttling endpoint: a ${figures(beside.a)}, b ${figures(beside.b)}`,
     );
     for (const side of ["a", "b"] as const) {
       expect(beside[side]).toHaveLength(30);
@@ -148,6 +151,11 @@ describe("every webhook endpoint is its own lane", () => {
     expect(await lane(one, hangingId)).toBe("slow");
     expect(await lane(two, failingId)).toBe("fast");
     expect(failing.arrivals.filter((x) => x.kind === "webhook").length).toBeGreaterThan(0);
+    // The throttling one was paused by its own answers: no request inside a pause it asked for.
+    const hits = throttling.arrivals.filter((x) => x.kind === "webhook").map((x) => x.at);
+    expect(hits.length).toBeGreaterThan(0);
+    for (let i = 1; i < hits.length; i++) expect(hits[i]! - hits[i - 1]!).toBeGreaterThanOrEqual(1_900);
+    expect(await lane(two, throttlingId)).toBe("fast");
   });
 
   it("a receiver that starts hanging holds the fast lane for at most the fast lane's deadline, once", async () => {

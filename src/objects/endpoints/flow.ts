@@ -5,9 +5,12 @@
  *   the fast lane; QUICK_STREAK quick attempts bring a slow one back;
  * - the window (attempts out at once) starts at 1, grows by one per delivery up to the lane's
  *   maximum, halves on a failure and drops to 1 on a timeout, a 429 or a 503;
- * - a 429 or 503 with Retry-After pauses the whole endpoint (at most MAX_PAUSE_MS);
- * - CIRCUIT_THRESHOLD consecutive retryable failures open the circuit: nothing is sent until the
- *   next probe (probeDelay), then one attempt at a time until one succeeds;
+ * - a 429 or 503 with Retry-After pauses the whole endpoint (at most MAX_PAUSE_MS), also when it
+ *   was the delivery's last try, and when another attempt of the same isolate saw it first
+ *   (`ours: "paused"`, the webhook not sent);
+ * - CIRCUIT_THRESHOLD consecutive failures of the receiver (a retry, or a delivery whose retries
+ *   ran out; not a 410, which disables the endpoint instead) open the circuit: nothing is sent
+ *   until the next probe (probeDelay), then one attempt at a time until one succeeds;
  * - health: since when every attempt has failed, and the last delivery; an endpoint failing for
  *   WEBHOOK_DISABLE_AFTER_SECONDS is to be disabled (Svix-style).
  * Attempts that failed on our side (`ours`, step "configuration") change nothing here.
@@ -73,6 +76,14 @@ export function afterAttempt(ep: EndpointRow, facts: AttemptFacts, timing: Timin
   const change: EndpointChange = {};
   if (report.token_ms !== null)
     change.token_ms = ep.token_ms === null ? report.token_ms : Math.round(0.8 * ep.token_ms + 0.2 * report.token_ms);
+  if (report.ours === "paused") {
+    // Not sent: the pause another attempt was answered with, nothing else.
+    const pausable = ep.pause_kind === null || ep.pause_kind === "retry_after";
+    if (report.retry_after_seconds !== null && pausable) {
+      Object.assign(change, retryAfterPause(ep, now + Math.min(MAX_PAUSE_MS, report.retry_after_seconds * 1000)), { in_flight_limit: 1 });
+    }
+    return change;
+  }
   if (report.ours === "slot_missed" || report.ours === "token_busy" || report.step === "configuration") return change;
 
   // The lane.
@@ -106,11 +117,9 @@ export function afterAttempt(ep: EndpointRow, facts: AttemptFacts, timing: Timin
     return change;
   }
   if (ep.failing_since_ms === null) change.failing_since_ms = report.started_at;
-  const asked =
-    (report.http_status === 429 || report.http_status === 503) && report.retry_after_seconds !== null
-      ? Math.min(MAX_PAUSE_MS, report.retry_after_seconds * 1000)
-      : null;
-  if (outcome !== "retry") return change;
+  const asked = pauseAsked(report);
+  // A 410 disables the endpoint (the object asks the organization); no pause or circuit is needed.
+  if (report.http_status === 410 && report.step === "webhook") return change;
   const failures = ep.failures + 1;
   change.failures = failures;
   if (ep.pause_kind === "circuit") {
@@ -125,14 +134,25 @@ export function afterAttempt(ep: EndpointRow, facts: AttemptFacts, timing: Timin
     const until = Math.max(now + probeDelay(0), asked === null ? 0 : now + asked);
     Object.assign(change, { pause_kind: "circuit", probes: 0, paused_until_ms: until, pause_reason: circuitReason(failures, until) });
   } else if (asked !== null) {
-    const until = Math.max(ep.pause_kind === "retry_after" ? (ep.paused_until_ms ?? 0) : 0, now + asked);
-    Object.assign(change, {
-      pause_kind: "retry_after",
-      paused_until_ms: until,
-      pause_reason: `the receiver answered ${report.http_status} with Retry-After: nothing is sent before ${isoTime(until)}`,
-    });
+    Object.assign(change, retryAfterPause(ep, now + asked, report.http_status));
   }
   return change;
+}
+
+/** How long the receiver asked us to wait (a 429 or 503 with Retry-After), capped; null if it did not. */
+function pauseAsked(report: AttemptFacts["report"]): number | null {
+  const throttled = report.http_status === 429 || report.http_status === 503;
+  return throttled && report.retry_after_seconds !== null ? Math.min(MAX_PAUSE_MS, report.retry_after_seconds * 1000) : null;
+}
+
+/** The endpoint paused until `until` (or a later pause it already has). */
+function retryAfterPause(ep: EndpointRow, until: number, status: number | null = null): EndpointChange {
+  const end = Math.max(ep.pause_kind === "retry_after" ? (ep.paused_until_ms ?? 0) : 0, until);
+  return {
+    pause_kind: "retry_after",
+    paused_until_ms: end,
+    pause_reason: `the receiver answered ${status ?? "429 or 503"} with Retry-After: nothing is sent before ${isoTime(end)}`,
+  };
 }
 
 const circuitReason = (failures: number, probeAt: number) =>

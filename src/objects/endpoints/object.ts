@@ -51,7 +51,7 @@ import {
 import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } from "./dispatch";
 import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
 import { importDeliveries, type LegacyDelivery } from "./legacy";
-import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength } from "./policy";
+import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength, TOKEN_REUSE_MARGIN_MS } from "./policy";
 import { DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, MIGRATIONS } from "./schema";
 import { grantableAt, SlotBook } from "./slots";
 import { fetching, leaseOwner, planToken, type TokenPlan, tokenKey } from "./token";
@@ -76,6 +76,8 @@ export type Begun =
       /** When the attempt must be over (ms since the epoch): the lane's deadline. */
       deadline: number;
       lane: Lane;
+      /** The configuration's version this attempt uses (its report carries it back). */
+      version: number;
       token: Exclude<TokenPlan, { mode: "wait" }>;
       /** The rate limit's slot: the webhook leaves no earlier than `not_before` and no later than `by`. */
       slot: { not_before: number; by: number } | null;
@@ -232,11 +234,14 @@ export class EndpointObject extends DurableObject<Env> {
     const ep = this.endpoint();
     if (ep === undefined) return { lane: "new", paused_until: null, pause_reason: null, failing_since: null, last_delivered_at: null };
     const paused = pausedNow(ep, now);
-    const circuit = ep.pause_kind === "circuit";
+    // Past its probe time, an open circuit is half-open: not paused, but one attempt at a time.
+    const halfOpen = paused === null && ep.pause_kind === "circuit";
     return {
       lane: ep.lane,
       paused_until: paused?.until ? isoTime(paused.until) : null,
-      pause_reason: paused?.reason ?? (circuit ? (ep.pause_reason ?? null) : null),
+      pause_reason:
+        paused?.reason ??
+        (halfOpen ? `circuit half-open after ${ep.failures} failed attempts in a row: one attempt at a time until one succeeds` : null),
       failing_since: ep.failing_since_ms === null ? null : isoTime(ep.failing_since_ms),
       last_delivered_at: ep.last_delivered_ms === null ? null : isoTime(ep.last_delivered_ms),
     };
@@ -335,13 +340,24 @@ export class EndpointObject extends DurableObject<Env> {
     const body = this.db.value<string>("SELECT body FROM deliveries WHERE id = ?", row.id) ?? "";
     this.db.txn(() => {
       start(this.db, row, ticket.attempt, deadline + LEASE_MARGIN_MS, now);
-      if (token.mode === "fetch" && token.keep) {
+      if (token.mode === "fetch" && token.lease) {
         this.updateEndpoint({ token_lease: leaseOwner(row.id, ticket.attempt), token_lease_until_ms: deadline });
       }
       if (slot !== null) this.book.reserve(slot.not_before, slot.by, now);
     });
     this.plan(now);
-    return { go: true, attempt: ticket.attempt, series: row.series, body, configuration: config, deadline, lane: ticket.lane, token, slot };
+    return {
+      go: true,
+      attempt: ticket.attempt,
+      series: row.series,
+      body,
+      configuration: config,
+      deadline,
+      lane: ticket.lane,
+      version: ep.version,
+      token,
+      slot,
+    };
   }
 
   /** The consumer's report of an attempt `begin` started; a repeated or late report changes nothing. */
@@ -407,14 +423,14 @@ export class EndpointObject extends DurableObject<Env> {
   }
 
   /**
-   * A 410: asks the organization's object to disable the configuration while its url is still the
-   * one the attempt used. While it cannot be asked, the endpoint is paused and the request owed.
+   * A 410: asks the organization's object to disable the configuration unless its url changed after
+   * the version the attempt used. While it cannot be asked, the endpoint is paused and the request owed.
    */
   private async disableForGone(ep: EndpointRow, ref: TicketRef, report: AttemptReport, now: number): Promise<DisableAnswer | "owed"> {
     const owed: OwedDisable = {
       reason: "the webhook URL answered 410 Gone",
       url: report.url,
-      basis_version: ep.version,
+      basis_version: report.version,
       gone: { ref, report },
     };
     try {
@@ -466,25 +482,38 @@ export class EndpointObject extends DurableObject<Env> {
     }
   }
 
-  /** A token the consumer fetched for the endpoint's cache. */
-  async storeToken(ref: TicketRef, token: FetchedToken, now: number): Promise<void> {
-    this.keepToken(ref, token, now);
+  /**
+   * A token the consumer fetched for the endpoint's cache; answers the generation it is kept as
+   * (which a 401 to it names), or null if it is not kept.
+   */
+  async storeToken(ref: TicketRef, token: FetchedToken, now: number): Promise<number | null> {
+    const generation = this.keepToken(ref, token, now);
     await this.pump(now);
+    return generation;
   }
 
-  private keepToken(ref: TicketRef, token: FetchedToken, now: number): void {
+  private keepToken(ref: TicketRef, token: FetchedToken, now: number): number | null {
     const ep = this.endpoint();
     const config = this.configOf(ep);
-    if (ep === undefined || config === null || token.key !== tokenKey(config) || token.expires_ms <= now) return;
+    if (ep === undefined || config === null || token.key !== tokenKey(config)) return null;
+    let generation: number | null = null;
     this.db.txn(() => {
-      this.updateEndpoint({
-        token: JSON.stringify(token.sealed),
-        token_key: token.key,
-        token_expires_ms: token.expires_ms,
-        token_generation: ep.token_generation + 1,
-      });
+      if (token.expires_ms - now <= TOKEN_REUSE_MARGIN_MS) {
+        // Nothing to share: each attempt fetches its own (token.ts), several at once.
+        if (ep.token_short_key !== token.key) this.updateEndpoint({ token_short_key: token.key });
+      } else {
+        generation = ep.token_generation + 1;
+        this.updateEndpoint({
+          token: JSON.stringify(token.sealed),
+          token_key: token.key,
+          token_expires_ms: token.expires_ms,
+          token_generation: generation,
+          token_short_key: null,
+        });
+      }
       this.releaseTokenLease(ref);
     });
+    return generation;
   }
 
   private releaseTokenLease(ref: TicketRef): void {
@@ -495,23 +524,39 @@ export class EndpointObject extends DurableObject<Env> {
   }
 
   /**
-   * The receiver answered 401 to the endpoint's token (`generation`): it is dropped, and the
-   * attempt that saw it fetches the next one (unless another attempt already is).
+   * The receiver answered 401 to the endpoint's token (`generation`): it is dropped (never used
+   * again). With `refetch`, the attempt that saw it fetches the next one and sends once more,
+   * unless another attempt already is fetching, or the rate limit has no slot for that second
+   * webhook soon enough (then `refetch` is false and the delivery is retried at once).
    */
-  tokenRejected(ref: TicketRef, generation: number, now: number): { refetch: boolean } {
+  tokenRejected(
+    ref: TicketRef,
+    generation: number,
+    now: number,
+    wantRefetch = true,
+  ): { refetch: boolean; slot: { not_before: number; by: number } | null } {
     const ep = this.endpoint();
+    const config = this.configOf(ep);
     const row = deliveryRow(this.db, ref.delivery_id);
-    if (ep === undefined || row === undefined || row.state !== "running" || row.attempts !== ref.attempt) return { refetch: false };
+    const none = { refetch: false, slot: null };
+    if (ep === undefined || config === null || row === undefined || row.state !== "running" || row.attempts !== ref.attempt) return none;
     const owner = leaseOwner(ref.delivery_id, ref.attempt);
-    let refetch = false;
+    let answer: { refetch: boolean; slot: { not_before: number; by: number } | null } = none;
     this.db.txn(() => {
       if (ep.token_generation === generation) this.updateEndpoint({ token: null, token_key: null, token_expires_ms: null });
-      if (!fetching(ep, now) || ep.token_lease === owner) {
-        this.updateEndpoint({ token_lease: owner, token_lease_until_ms: (row.lease_until_ms ?? now) - LEASE_MARGIN_MS });
-        refetch = true;
+      if (!wantRefetch || (fetching(ep, now) && ep.token_lease !== owner)) return;
+      let slot: { not_before: number; by: number } | null = null;
+      if (config.rate_limit !== null) {
+        // The second webhook is a request like any other: it needs a slot of its own.
+        const startAt = this.book.earliest(config.rate_limit, now);
+        if (!grantableAt(startAt, now)) return;
+        slot = { not_before: startAt, by: startAt + slotLength(true, ep.token_ms) };
+        this.book.reserve(slot.not_before, slot.by, now);
       }
+      this.updateEndpoint({ token_lease: owner, token_lease_until_ms: (row.lease_until_ms ?? now) - LEASE_MARGIN_MS });
+      answer = { refetch: true, slot };
     });
-    return { refetch };
+    return answer;
   }
 
   /**

@@ -28,6 +28,13 @@ export const EARLY_TOLERANCE_MS = 2_000;
 
 /** A cached receiver token is reused until this long before its expires_in runs out (product brief). */
 export const TOKEN_REUSE_MARGIN_MS = 60_000;
+/**
+ * How long a receiver token without `expires_in` is taken to live. RFC 6749 section 5.1 makes
+ * expires_in RECOMMENDED (spec 2.4 does not ask for it) and leaves the default to the server's
+ * documentation; 5 minutes keeps such a token shared (reused for 4) without trusting it for long,
+ * and a 401 drops it sooner.
+ */
+export const TOKEN_DEFAULT_LIFETIME_MS = 300_000;
 
 /**
  * Rate limit (`rate_limit` per second, measured when keyway sends the webhook): each attempt gets

@@ -19,7 +19,7 @@ export const MIGRATIONS: Migration[] = [
         failures INTEGER NOT NULL DEFAULT 0, pause_kind TEXT, paused_until_ms INTEGER, pause_reason TEXT, probes INTEGER NOT NULL DEFAULT 0,
         failing_since_ms INTEGER, last_delivered_ms INTEGER,
         token TEXT, token_key TEXT, token_expires_ms INTEGER, token_generation INTEGER NOT NULL DEFAULT 0,
-        token_lease TEXT, token_lease_until_ms INTEGER, token_ms INTEGER,
+        token_lease TEXT, token_lease_until_ms INTEGER, token_ms INTEGER, token_short_key TEXT,
         owed_disable TEXT, dispatch_failures INTEGER NOT NULL DEFAULT 0, stored_bytes INTEGER NOT NULL DEFAULT 0)`,
       `CREATE TABLE deliveries (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL,
         body TEXT NOT NULL, status TEXT NOT NULL, series INTEGER NOT NULL, series_attempts INTEGER NOT NULL, attempts INTEGER NOT NULL,
@@ -83,6 +83,12 @@ export interface EndpointRow extends Row {
   token_lease_until_ms: number | null;
   /** How long the receiver's token step takes (moving average), for the rate limit's slot. */
   token_ms: number | null;
+  /**
+   * Set (to the credentials' tokenKey) when the receiver's last token lived no longer than the
+   * reuse margin: nothing to share, so each attempt fetches its own, several at once, until a
+   * longer-lived token is kept.
+   */
+  token_short_key: string | null;
   /** A disable the organization has not recorded yet (JSON), retried by the alarm. */
   owed_disable: string | null;
   dispatch_failures: number;

@@ -4,9 +4,13 @@
  * only decides who makes one and keeps the result, sealed with AES-GCM like the client secret:
  * - one attempt at a time holds the fetch lease (until its deadline), so a burst makes one token
  *   request however many attempts begin at once; the others wait in the object, not in the Queue;
- * - the token is reused until TOKEN_REUSE_MARGIN_MS before its expires_in runs out, and only for
- *   the credentials it was issued for (a change of token_url, client_id or client_secret drops it);
- * - a 401 to it drops it (once per generation) and hands the lease to the attempt that saw it.
+ * - the token is reused until TOKEN_REUSE_MARGIN_MS before its expires_in runs out (a token
+ *   without expires_in is taken to live TOKEN_DEFAULT_LIFETIME_MS, RFC 6749 section 5.1), and only
+ *   for the credentials it was issued for (a change of token_url, client_id or client_secret drops it);
+ * - a receiver whose tokens live no longer than that margin has nothing to share: each attempt
+ *   fetches its own, as without token_cache, and the window is not held to one fetcher;
+ * - a 401 to it drops it (once per generation) and hands the lease to the attempt that saw it; a
+ *   401 to a token an attempt has just fetched and kept drops that one too (never used again).
  * Without token_cache every attempt fetches its own token first (spec section 6).
  */
 import type { SealedValue as Sealed } from "../../lib/aead";
@@ -20,8 +24,11 @@ export const tokenKey = (config: WebhookConfigurationRecord): string =>
 
 /** How an attempt gets its token. */
 export type TokenPlan =
-  /** Request one before the webhook; `keep`: for the endpoint's cache (the attempt holds the lease). */
-  | { mode: "fetch"; keep: boolean }
+  /**
+   * Request one before the webhook; `keep`: offer it to the endpoint's cache; `lease`: this attempt
+   * holds the fetch lease (the others wait for its token).
+   */
+  | { mode: "fetch"; keep: boolean; lease: boolean }
   /** Use the endpoint's token; `generation` names it if the receiver refuses it. */
   | { mode: "cached"; sealed: Sealed; generation: number }
   /** Another attempt is fetching the endpoint's token: this one waits for it. */
@@ -42,11 +49,17 @@ export function usableToken(
 export const fetching = (ep: EndpointRow, now: number): boolean =>
   ep.token_lease !== null && ep.token_lease_until_ms !== null && ep.token_lease_until_ms > now;
 
+/** Whether the receiver's tokens for these credentials live too briefly to share (see above). */
+export const shortLived = (ep: EndpointRow, config: WebhookConfigurationRecord): boolean =>
+  ep.token_short_key !== null && ep.token_short_key === tokenKey(config);
+
 export function planToken(ep: EndpointRow, config: WebhookConfigurationRecord, now: number): TokenPlan {
-  if (!config.token_cache) return { mode: "fetch", keep: false };
+  if (!config.token_cache) return { mode: "fetch", keep: false, lease: false };
   const token = usableToken(ep, config, now);
   if (token !== null) return { mode: "cached", ...token };
-  return fetching(ep, now) ? { mode: "wait" } : { mode: "fetch", keep: true };
+  // A short-lived receiver: every attempt fetches (and offers what it got, in case it now lives longer).
+  if (shortLived(ep, config)) return { mode: "fetch", keep: true, lease: false };
+  return fetching(ep, now) ? { mode: "wait" } : { mode: "fetch", keep: true, lease: true };
 }
 
 /**
@@ -54,6 +67,6 @@ export function planToken(ep: EndpointRow, config: WebhookConfigurationRecord, n
  * be out (the one that fetches), and none while another fetch is under way.
  */
 export const needsToken = (ep: EndpointRow, config: WebhookConfigurationRecord, now: number): boolean =>
-  config.token_cache && usableToken(ep, config, now) === null;
+  config.token_cache && usableToken(ep, config, now) === null && !shortLived(ep, config);
 
 export const leaseOwner = (deliveryId: string, attempt: number): string => `${deliveryId}:${attempt}`;

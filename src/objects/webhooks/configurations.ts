@@ -53,7 +53,10 @@ export interface DisableRequest {
   reason: string;
   /** A 410's: only while the url is still this one. */
   url: string | null;
-  /** The version the endpoint decided on: a status change since then (a re-enable) wins. */
+  /**
+   * The version the decision was made on: for a 410, the version the attempt used (a url edited
+   * after it wins, even one edited back); for a health disable, a status change since (a re-enable) wins.
+   */
   basis_version: number;
 }
 
@@ -159,7 +162,8 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
     db.run(
       `UPDATE configurations SET url = ?, events = ?, description = ?, token_url = ?, client_id = ?, client_secret = ?, token_cache = ?,
         ordered = ?, rate_limit = ?, status = ?, disabled_reason = ?, version = version + 1,
-        status_version = CASE WHEN ? THEN version + 1 ELSE status_version END, updated_at = ? WHERE id = ?`,
+        status_version = CASE WHEN ? THEN version + 1 ELSE status_version END,
+        url_version = CASE WHEN ? THEN version + 1 ELSE url_version END, updated_at = ? WHERE id = ?`,
       patch.url ?? current.url,
       patch.events === undefined ? current.events : patch.events === null ? null : JSON.stringify(patch.events),
       patch.description === undefined ? current.description : patch.description,
@@ -172,6 +176,7 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
       status,
       status === "active" ? null : patch.status === "disabled" && statusChanged ? "disabled through the API" : current.disabled_reason,
       statusChanged ? 1 : 0,
+      patch.url !== undefined && patch.url !== current.url ? 1 : 0,
       isoTime(now),
       id,
     );
@@ -240,15 +245,17 @@ export function rotateSigningSecret(
 }
 
 /**
- * The endpoint's request to disable the configuration. A 410 disables it only while its url is
- * the one the attempt used (edits of other fields are kept and do not cancel it); a health
- * disable yields to a re-enable made after the version it was decided on. Only `status` and its
- * reason change. "disabled" also when it already was, or is gone.
+ * The endpoint's request to disable the configuration. A 410 disables it only if its url has not
+ * changed since the version the attempt used (product brief: "unless its url changed after that
+ * attempt began"; an edit to another url and back counts as a change; edits of other fields are
+ * kept and do not cancel it); a health disable yields to a re-enable made after the version it was
+ * decided on. Only `status` and its reason change. "disabled" also when it already was, or is gone.
  */
 export function disable(db: Db, id: string, request: DisableRequest, audit: Audit, now: number): "disabled" | "kept" {
   const current = configRow(db, id);
   if (current === undefined || current.status === "disabled") return "disabled";
-  if (request.url !== null ? current.url !== request.url : current.status_version > request.basis_version) return "kept";
+  const urlMoved = current.url !== request.url || current.url_version > request.basis_version;
+  if (request.url !== null ? urlMoved : current.status_version > request.basis_version) return "kept";
   db.txn(() => {
     db.run(
       `UPDATE configurations SET status = 'disabled', disabled_reason = ?, version = version + 1, status_version = version + 1,

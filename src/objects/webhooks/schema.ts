@@ -49,6 +49,8 @@ const V2: Migration = {
     "ALTER TABLE configurations ADD COLUMN rate_limit INTEGER",
     // The version at which `status` last changed (a disable decided on an older one yields to a re-enable).
     "ALTER TABLE configurations ADD COLUMN status_version INTEGER NOT NULL DEFAULT 1",
+    // The version at which `url` last changed (a 410 yields to a url edited after its attempt's version).
+    "ALTER TABLE configurations ADD COLUMN url_version INTEGER NOT NULL DEFAULT 1",
     // The version the endpoint's object has acknowledged.
     "ALTER TABLE configurations ADD COLUMN synced_version INTEGER NOT NULL DEFAULT 0",
     // Kept for as long as the deliveries of the deleted configuration (they are found by it); `acked` once its endpoint knows.
@@ -122,6 +124,7 @@ export interface ConfigRow extends Row {
   disabled_reason: string | null;
   version: number;
   status_version: number;
+  url_version: number;
   synced_version: number;
   created_at: string;
   updated_at: string;
@@ -138,4 +141,4 @@ export interface FanoutRow extends Row {
 
 /** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
 export const CONFIG_COLUMNS =
-  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, synced_version, created_at, updated_at";
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, created_at, updated_at";
