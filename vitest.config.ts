@@ -22,11 +22,14 @@ const secrets = {
 };
 
 /**
- * DOCS names the keyway-docs Worker (wrangler.toml); here it is the test Worker's own Description
- * entrypoint (test/worker.ts). A binding to the config's own name is rewritten by the plugin to
- * the test Worker.
+ * DOCS and GRAPHQL name the companion Workers (wrangler.toml); here they are the test Worker's own
+ * Description and GraphQLEngine entrypoints (test/worker.ts). A binding to the config's own name
+ * is rewritten by the plugin to the test Worker.
  */
-const docsInProcess = { DOCS: { name: "keyway", entrypoint: "Description" } };
+const companionsInProcess = {
+  DOCS: { name: "keyway", entrypoint: "Description" },
+  GRAPHQL: { name: "keyway", entrypoint: "GraphQLEngine" },
+};
 
 /**
  * Every request logs one outcome line (docs/observability.md): thousands in a run, which would
@@ -46,7 +49,7 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: secrets,
-              serviceBindings: docsInProcess,
+              serviceBindings: companionsInProcess,
               // Messages the objects send go to a real Queue nobody consumes, so each test drives
               // the consumer itself, message by message, with no background delivery racing it.
               // The real Queue -> consumer path runs in the "pipeline" project below.
@@ -72,7 +75,7 @@ export default defineConfig({
             main: "./test/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              serviceBindings: docsInProcess,
+              serviceBindings: companionsInProcess,
               // The real Queue and its consumer, with a retry schedule and a recovery bound of
               // seconds so that retries and recovery can be watched end to end.
               bindings: { ...secrets, WEBHOOK_RETRY_SCHEDULE: "1s,1s", WEBHOOK_REDISPATCH_SECONDS: "1", WEBHOOK_TIMEOUT_SECONDS: "5" },

@@ -5,6 +5,7 @@
  * A B A B alternation or a round-robin over several targets.
  */
 import { spawn } from "node:child_process";
+import { createHash, generateKeyPairSync, randomUUID, sign } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
@@ -36,7 +37,11 @@ export const ENV = {
 };
 const TICK_MS = 1000 / 100; // /proc CPU times are in clock ticks (USER_HZ = 100 on Linux)
 
-/** @typedef {{ url: string, method?: "GET" | "POST", headers?: Record<string, string>, body?: string }} Target */
+/**
+ * `prepare` runs before each autocannon run, outside what is measured (DPoP proofs made ahead).
+ * @typedef {{ url: string, method?: "GET" | "POST", headers?: Record<string, string>, body?: string,
+ *   requests?: import("autocannon").Request[], prepare?: () => void }} Target
+ */
 /** @typedef {{ pids: number[], worker?: number[] }} Server the processes charged for a request; `worker`: keyway's own workerd */
 
 /** @type {(() => Promise<void>)[]} */
@@ -247,6 +252,33 @@ export function need(/** @type {string | undefined} */ value, /** @type {string}
   return value;
 }
 
+/**
+ * A DPoP key of the load generator and its proofs (RFC 9449 4.2), made with node:crypto so that
+ * autocannon can sign one per request synchronously (each has its own jti and a fresh iat).
+ */
+export function dpopKey() {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const { kty, crv, x, y } = /** @type {{ kty: string, crv: string, x: string, y: string }} */ (publicKey.export({ format: "jwk" }));
+  const header = Buffer.from(JSON.stringify({ typ: "dpop+jwt", alg: "ES256", jwk: { kty, crv, x, y } })).toString("base64url");
+  /**
+   * @param {string} htm
+   * @param {string} htu
+   * @param {string} [token] the access token, for `ath`
+   */
+  const proof = (htm, htu, token) => {
+    const claims = {
+      htm,
+      htu,
+      jti: randomUUID(),
+      iat: Math.floor(Date.now() / 1000),
+      ...(token ? { ath: createHash("sha256").update(token).digest("base64url") } : {}),
+    };
+    const input = `${header}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
+    return `${input}.${sign("sha256", Buffer.from(input), { key: privateKey, dsaEncoding: "ieee-p1363" }).toString("base64url")}`;
+  };
+  return { proof };
+}
+
 export async function seed(/** @type {string} */ base) {
   const adminToken = need((await readDevVars(ROOT)).ADMIN_TOKEN, "ADMIN_TOKEN in .dev.vars");
   const admin = { Authorization: `Bearer ${adminToken}` };
@@ -259,9 +291,21 @@ export async function seed(/** @type {string} */ base) {
   });
   const tokenBody = JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" });
   const token = (await api("POST", `${base}/v1/oauth`, { "x-api-key": need(key.api_key, "api_key") }, JSON.parse(tokenBody))).access_token;
+  // A DPoP-bound token of the same client (RFC 9449), for the `me_dpop` scenario.
+  const dpop = dpopKey();
+  const boundToken = (
+    await api(
+      "POST",
+      `${base}/v1/oauth`,
+      { "x-api-key": need(key.api_key, "api_key"), DPoP: dpop.proof("POST", `${base}/v1/oauth`) },
+      JSON.parse(tokenBody),
+    )
+  ).access_token;
   return {
     apiKey: need(key.api_key, "api_key"),
     token: need(token, "access_token"),
+    dpopToken: need(boundToken, "access_token"),
+    dpop,
     tokenBody,
     orgId: need(org.id, "id"),
     adminHeaders: admin,
@@ -275,9 +319,11 @@ export async function seed(/** @type {string} */ base) {
  * @param {number} seconds
  */
 export async function load(target, server, seconds = DURATION_S) {
+  const { prepare, ...options } = target;
+  prepare?.();
   const before = cpuMs(server.pids);
   const workerBefore = server.worker ? cpuMs(server.worker) : 0;
-  const result = await autocannon({ ...target, connections: CONNECTIONS, duration: seconds });
+  const result = await autocannon({ ...options, connections: CONNECTIONS, duration: seconds });
   const cpu = cpuMs(server.pids) - before;
   const workerCpu = server.worker ? cpuMs(server.worker) - workerBefore : Number.NaN;
   const requests = result.requests.total;
@@ -369,11 +415,41 @@ export async function rotate(list) {
   return { summary, pair };
 }
 
+/** Proofs enough for any 2 s run here (the floor serves under 2,000 requests a second). */
+const PROOFS_PER_RUN = 8_000;
+
+/**
+ * A GET target whose every request carries its own DPoP proof, made by `next` before the run.
+ * @param {string} url
+ * @param {Record<string, string>} headers
+ * @param {() => string} next
+ * @returns {Target}
+ */
+function dpopTarget(url, headers, next) {
+  /** @type {string[]} */
+  let proofs = [];
+  return {
+    url,
+    headers,
+    prepare: () => {
+      proofs = Array.from({ length: PROOFS_PER_RUN }, next);
+    },
+    requests: [
+      {
+        method: "GET",
+        path: new URL(url).pathname,
+        // A run that outlasts the pool signs the rest as it goes.
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, DPoP: proofs.pop() ?? next() } }),
+      },
+    ],
+  };
+}
+
 /**
  * The measured requests, built on a seeded tenant: the runtime's floor and the scenarios.
  * @param {string} base
  * @param {Awaited<ReturnType<typeof seed>>} s
- * @returns {{ floor: Target, token: Target, me: Target, graphql_viewer: Target, webhook_list: Target }}
+ * @returns {{ floor: Target, token: Target, me: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target }}
  */
 export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
@@ -386,6 +462,11 @@ export function scenarios(base, s) {
       body: s.tokenBody,
     },
     me: { url: `${base}/v1/me`, headers: bearer },
+    // The same read with a DPoP-bound token: each request carries a new proof, signed ahead of
+    // the run (so the load generator's signing is not what is measured), fresh for 60 s.
+    me_dpop: dpopTarget(`${base}/v1/me`, { "x-api-key": s.apiKey, Authorization: `DPoP ${s.dpopToken}` }, () =>
+      s.dpop.proof("GET", `${base}/v1/me`, s.dpopToken),
+    ),
     webhook_list: { url: `${base}/v1/webhook-configurations`, headers: bearer },
     graphql_viewer: {
       url: `${base}/v1/graphql`,

@@ -6,6 +6,7 @@
  * the most self time and the most inclusive time, so a hot path can be found without a browser.
  * The bundle is built unminified for readable names.
  */
+import { existsSync } from "node:fs";
 import { copyFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -108,17 +109,23 @@ async function main() {
   const cdp = await connect(worker.webSocketDebuggerUrl);
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: Number(process.env.PROFILE_INTERVAL_US ?? 250) });
-  await autocannon({ ...target, connections: CONNECTIONS, duration: 2 }); // warm-up
+  const { prepare, ...options } = target;
+  prepare?.();
+  await autocannon({ ...options, connections: CONNECTIONS, duration: 2 }); // warm-up
+  prepare?.();
   await cdp.send("Profiler.start");
-  const result = await autocannon({ ...target, connections: CONNECTIONS, duration: SECONDS });
+  const result = await autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS });
   const { profile } = /** @type {{ profile: Profile }} */ (await cdp.send("Profiler.stop"));
   cdp.close();
   const file = join(ROOT, `bench/profile-${scenario}.cpuprofile`);
   await writeFile(file, JSON.stringify(profile));
   // Keep the profiled bundle (wrangler deletes its temporary build on exit) for line numbers.
   const tmp = join(ROOT, ".wrangler/tmp");
+  // One build per Worker (the API Worker's is index.js; its companions' are named after their entries).
   const builds = await Promise.all(
-    (await readdir(tmp)).filter((d) => d.startsWith("dev-")).map(async (d) => ({ d, t: (await stat(join(tmp, d))).mtimeMs })),
+    (await readdir(tmp))
+      .filter((d) => d.startsWith("dev-") && existsSync(join(tmp, d, "index.js")))
+      .map(async (d) => ({ d, t: (await stat(join(tmp, d))).mtimeMs })),
   );
   const newest = builds.sort((a, b) => b.t - a.t)[0];
   if (newest) await copyFile(join(tmp, newest.d, "index.js"), join(ROOT, `bench/profile-${scenario}.bundle.js`));

@@ -100,6 +100,9 @@ const USER_COLUMNS = [
 const CREDENTIAL_COLUMNS = [
   { header: "CLIENT_ID", value: field("client_id") },
   { header: "NAME", value: field("name") },
+  { header: "AUTH", value: field("token_endpoint_auth_method") },
+  { header: "SCOPES", value: (item) => (Array.isArray(item.scopes) ? item.scopes.join(" ") : undefined) },
+  { header: "DPOP", value: field("dpop_bound_access_tokens") },
   { header: "STATUS", value: field("status") },
   { header: "CREATED", value: field("created_at") },
   { header: "LAST USED", value: field("last_used_at") },
@@ -195,10 +198,35 @@ const COMMANDS = [
   {
     words: ["credentials", "create"],
     args: ["org", "user"],
-    flags: ["name"],
-    summary: "issue a client credential to a user (client_secret shown once)",
-    call: (a, f) => ({ method: "POST", path: credentialsPath(a), body: defined({ name: f.name }) }),
+    flags: ["name", "jwks", "scopes", "dpop"],
+    summary: "issue a client credential to a user (client_secret shown once; with --jwks, private_key_jwt and no secret)",
+    call: (a, f) => ({
+      method: "POST",
+      path: credentialsPath(a),
+      body: defined({
+        name: f.name,
+        ...(f.jwks !== undefined ? { token_endpoint_auth_method: "private_key_jwt", jwks: jwksFile(f.jwks) } : {}),
+        scopes: scopeList(f.scopes, false),
+        dpop_bound_access_tokens: onOff(f.dpop),
+      }),
+    }),
     secret: "client_secret",
+  },
+  {
+    words: ["credentials", "update"],
+    args: ["org", "user", "client_id"],
+    flags: ["name", "jwks", "scopes", "dpop"],
+    summary: "change a client credential: a new key set (rotation), scopes, DPoP, name",
+    call: (a, f) => ({
+      method: "PATCH",
+      path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}`,
+      body: defined({
+        name: f.name,
+        jwks: f.jwks === undefined ? undefined : jwksFile(f.jwks),
+        scopes: scopeList(f.scopes, true),
+        dpop_bound_access_tokens: onOff(f.dpop),
+      }),
+    }),
   },
   {
     words: ["credentials", "list"],
@@ -334,7 +362,14 @@ const GROUPS = {
   users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
   credentials: {
     title: "Client credentials",
-    notes: ["--name N        a label for the credential", "<client_id>     the CLIENT_ID column of `credentials list` (kw_client_...)"],
+    notes: [
+      "--name N        a label for the credential",
+      '--jwks FILE     a JSON file holding the client\'s public keys ({"keys": [...]}): private_key_jwt, no secret;',
+      "                on update it replaces the key set (list old and new during a rotation)",
+      '--scopes "S.."  the scopes its tokens may have, space-separated; update: `all` lifts the restriction',
+      "--dpop on|off   whether its tokens must be DPoP-bound",
+      "<client_id>     the CLIENT_ID column of `credentials list` (kw_client_...)",
+    ],
   },
   keys: {
     title: "API keys",
@@ -425,7 +460,8 @@ async function main(argv) {
     if (call === undefined) throw new Error(`${command.words.join(" ")} has neither call nor list`);
     const data = await send(client, call);
     if (!isObject(data)) throw new RequestError([`admin: ${call.method} ${call.path} answered without a data object`]);
-    const secret = command.secret;
+    // Only when the answer holds it (a private_key_jwt credential has no secret).
+    const secret = command.secret !== undefined && data[command.secret] !== undefined ? command.secret : undefined;
     const notice = secret
       ? `The ${secret} above is shown only now: keyway keeps only its hash and cannot show it again. Store it safely.`
       : "";
@@ -480,6 +516,9 @@ function parseCommandLine(argv) {
         "per-day": { type: "string" },
         "location-hint": { type: "string" },
         "expires-in-days": { type: "string" },
+        jwks: { type: "string" },
+        scopes: { type: "string" },
+        dpop: { type: "string" },
       },
     });
   } catch (err) {
@@ -567,6 +606,44 @@ function count(flags, name) {
  */
 function countOrDefault(flags, name) {
   return flags[name] === "default" ? null : count(flags, name);
+}
+
+/**
+ * The JWK Set in the file --jwks names; keyway checks its keys (public, signing) and says what is wrong.
+ * @param {string | boolean} path
+ */
+function jwksFile(path) {
+  if (typeof path !== "string") throw new UsageError("--jwks needs a file name");
+  let text;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    throw new UsageError(`--jwks: cannot read ${clean(path)}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`--jwks: ${clean(path)} is not JSON`);
+  }
+}
+
+/**
+ * --scopes "a b": the list; on update `all` means no restriction (null).
+ * @param {string | boolean | undefined} value
+ * @param {boolean} update
+ */
+function scopeList(value, update) {
+  if (value === undefined || typeof value === "boolean") return undefined;
+  if (update && value.trim() === "all") return null;
+  return value.split(/\s+/).filter((s) => s !== "");
+}
+
+/** @param {string | boolean | undefined} value */
+function onOff(value) {
+  if (value === undefined) return undefined;
+  if (value === "on") return true;
+  if (value === "off") return false;
+  throw new UsageError(`--dpop must be on or off, got "${clean(String(value))}"`);
 }
 
 /**

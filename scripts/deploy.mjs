@@ -3,27 +3,30 @@
  * preflight (scripts/preflight.mjs) first, and wrangler only if it passes, so a deploy cannot
  * start half-configured. `--dry-run` (what check:deploy adds) runs the preflight offline (config
  * checks only; the ones that ask Cloudflare are skipped, and the report says so) and then
- * `wrangler deploy --dry-run`, which bundles and validates without uploading (into dist/docs and
- * dist/api). keyway is two Workers: the description Worker (wrangler.docs.toml, keyway-docs) goes
- * first, because the API Worker's DOCS service binding to it is refused while it does not exist;
- * the API Worker (wrangler.toml) second. If the second upload fails, the first is harmless: the
- * running API Worker serves a description of the code it is about to get.
+ * `wrangler deploy --dry-run`, which bundles and validates without uploading (into dist/<worker>).
+ * keyway is three Workers: the companions the API Worker calls over service bindings (preflight.mjs
+ * COMPANIONS: the description Worker, wrangler.docs.toml; the GraphQL Worker,
+ * wrangler.graphql.toml) go first, because a binding to a Worker that does not exist is refused;
+ * the API Worker (wrangler.toml) last. If a later upload fails, the earlier ones are harmless: the
+ * running API Worker calls companions built from the code it is about to get, whose RPC interface
+ * a change keeps compatible for that minute (docs/deploy.md, "Three Workers").
  * check:deploy with no environment checks every environment offline, listing provisioning steps
  * (KV ids, the public origin) as warnings, then bundles the top level: it passes on a fresh clone
  * and in CI. A real deploy runs the remote checks too (secrets, KV namespaces, queues) before
  * `wrangler deploy`, and needs an environment: the top level of wrangler.toml is the local
  * configuration (placeholder KV id, used by npm start and the tests). The environment comes from
  * `--env`/`-e`, else CLOUDFLARE_ENV (which wrangler itself honours); `--config`/`-c` picks
- * another wrangler.toml and `--docs-config` another wrangler.docs.toml; every other argument goes
- * to the API Worker's `wrangler deploy` unchanged. KEYWAY_WRANGLER
+ * another wrangler.toml, `--docs-config` and `--graphql-config` another configuration for a companion;
+ * every other argument goes to the API Worker's `wrangler deploy` unchanged. KEYWAY_WRANGLER
  * names an executable to run instead of the pinned wrangler (the tests' stub).
  */
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import process from "node:process";
 import {
+  COMPANIONS,
+  companionPaths,
   DEFAULT_CONFIG,
-  DEFAULT_DOCS_CONFIG,
   formatReport,
   passed,
   preflight,
@@ -34,7 +37,7 @@ import {
 } from "./preflight.mjs";
 import { assertSupportedNode } from "./wrangler.mjs";
 
-/** @typedef {{ dryRun: boolean, env: string | undefined, config: string | undefined, docsConfig: string | undefined, rest: string[] }} DeployArgs */
+/** @typedef {{ dryRun: boolean, env: string | undefined, config: string | undefined, companions: Record<string, string | undefined>, rest: string[] }} DeployArgs */
 
 /**
  * Splits our arguments from wrangler's, accepting wrangler's spellings (`--env x`, `--env=x`, `-e x`).
@@ -43,16 +46,17 @@ import { assertSupportedNode } from "./wrangler.mjs";
  */
 function parseDeployArgs(argv) {
   /** @type {DeployArgs} */
-  const parsed = { dryRun: false, env: undefined, config: undefined, docsConfig: undefined, rest: [] };
+  const parsed = { dryRun: false, env: undefined, config: undefined, companions: {}, rest: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
     const [flag, inline] =
       arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const value = () => inline ?? argv[++i];
+    const companion = COMPANIONS.find((c) => c.flag === flag);
     if (flag === "--dry-run") parsed.dryRun = true;
     else if (flag === "--env" || flag === "-e") parsed.env = value();
     else if (flag === "--config" || flag === "-c") parsed.config = value();
-    else if (flag === "--docs-config") parsed.docsConfig = value();
+    else if (companion !== undefined) parsed.companions[companion.binding] = value();
     else parsed.rest.push(arg);
   }
   return parsed;
@@ -60,37 +64,40 @@ function parseDeployArgs(argv) {
 
 /**
  * `check:deploy` with no environment: every environment's offline checks (provisioning steps
- * left are warnings), then the top level's `wrangler deploy --dry-run` of both Workers, which
+ * left are warnings), then the top level's `wrangler deploy --dry-run` of every Worker, which
  * bundles each and validates its bindings without an account. What CI and a fresh clone can check.
  * @param {string} configPath
- * @param {string} docsConfigPath
+ * @param {Record<string, string>} companions configuration paths, by binding
  * @param {string[]} rest
  */
-function checkRepository(configPath, docsConfigPath, rest) {
-  return preflightEveryEnvironment({ configPath, docsConfigPath }).then((reports) => {
+function checkRepository(configPath, companions, rest) {
+  return preflightEveryEnvironment({ configPath, companionConfigs: companions }).then((reports) => {
     for (const { env, result } of reports) console.error(formatReport(result, { env, offline: true }));
     if (!reports.every(({ result }) => passed(result))) return 1;
     // `--env=` names the top level, which wrangler otherwise warns is ambiguous.
-    return deployBoth(["--env="], configPath, docsConfigPath, ["--dry-run"], rest);
+    return deployAll(["--env="], configPath, companions, ["--dry-run"], rest);
   });
 }
 
 /**
- * The description Worker, then (only if it went up) the API Worker whose binding needs it.
+ * The companions, in order, then (only if they all went up) the API Worker whose bindings need them.
  * @param {string[]} envArgs
  * @param {string} configPath
- * @param {string} docsConfigPath
+ * @param {Record<string, string>} companions configuration paths, by binding
  * @param {string[]} dryRun `["--dry-run"]` or nothing
  * @param {string[]} rest the API Worker's extra `wrangler deploy` arguments
  */
-function deployBoth(envArgs, configPath, docsConfigPath, dryRun, rest) {
-  const out = (/** @type {string} */ dir) => (dryRun.length > 0 ? ["--outdir", dir] : []);
-  const docs = runWrangler(["deploy", ...envArgs, "--config", docsConfigPath, ...dryRun, ...out("dist/docs")]);
-  if (docs !== 0) {
-    console.error("\nThe description Worker was not deployed, so the API Worker was not either.");
-    return docs;
+function deployAll(envArgs, configPath, companions, dryRun, rest) {
+  const out = (/** @type {string} */ dir) => (dryRun.length > 0 ? ["--outdir", `dist/${dir}`] : []);
+  for (const companion of COMPANIONS) {
+    const config = companions[companion.binding] ?? companion.file;
+    const code = runWrangler(["deploy", ...envArgs, "--config", config, ...dryRun, ...out(companion.dist)]);
+    if (code !== 0) {
+      console.error(`\nThe ${companion.role} was not deployed, so the API Worker was not either.`);
+      return code;
+    }
   }
-  return runWrangler(["deploy", ...envArgs, "--config", configPath, ...dryRun, ...out("dist/api"), ...rest]);
+  return runWrangler(["deploy", ...envArgs, "--config", configPath, ...dryRun, ...out("api"), ...rest]);
 }
 
 /** @param {string[]} args */
@@ -107,13 +114,13 @@ async function main() {
   const args = parseDeployArgs(process.argv.slice(2));
   const env = args.env ?? process.env.CLOUDFLARE_ENV;
   const configPath = resolve(args.config ?? DEFAULT_CONFIG);
-  const docsConfigPath = resolve(args.docsConfig ?? DEFAULT_DOCS_CONFIG);
-  if (args.dryRun && env === undefined) return checkRepository(configPath, docsConfigPath, args.rest);
-  const result = await preflight({ env, configPath, docsConfigPath, offline: args.dryRun });
+  const companions = companionPaths(args.companions);
+  if (args.dryRun && env === undefined) return checkRepository(configPath, companions, args.rest);
+  const result = await preflight({ env, configPath, companionConfigs: companions, offline: args.dryRun });
   console.error(formatReport(result, { env, offline: args.dryRun }));
   if (!passed(result) || env === undefined) return 1;
 
-  return deployBoth(["--env", env], configPath, docsConfigPath, args.dryRun ? ["--dry-run"] : [], args.rest);
+  return deployAll(["--env", env], configPath, companions, args.dryRun ? ["--dry-run"] : [], args.rest);
 }
 
 main().then(

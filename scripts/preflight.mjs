@@ -11,9 +11,10 @@
  * rules of a deployed environment: no insecure webhook targets, an https PUBLIC_BASE_URL in
  * production). Remote checks (skipped offline) ask wrangler for the Worker's secrets, the
  * account's KV namespaces and each queue. Every refusal names the exact command or the exact
- * wrangler.toml lines that fix it. The description Worker (wrangler.docs.toml), which the API Worker's DOCS
- * service binding calls, is checked with it: each environment must bind the keyway-docs Worker of
- * the same environment, which must exist as a section of its own. `--new-secrets FILE [NAME...]` writes fresh secrets in the
+ * wrangler.toml lines that fix it. The companion Workers the API Worker calls over service bindings
+ * (COMPANIONS: the description Worker, wrangler.docs.toml; the GraphQL Worker, wrangler.graphql.toml)
+ * are checked with it: each environment must bind the companion of the same environment, which
+ * must exist as a section of its own. `--new-secrets FILE [NAME...]` writes fresh secrets in the
  * shapes of .dev.vars.example to a mode-600 file for `wrangler secret bulk`, never printing them.
  * Tests drive the remote checks with a stub: KEYWAY_WRANGLER names an executable used instead of
  * the pinned wrangler (or pass `runWrangler`).
@@ -31,10 +32,38 @@ import { assertSupportedNode, wranglerCommand } from "./wrangler.mjs";
 /** The repository: .dev.vars.example and src/ are read from here whatever config file is checked. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DEFAULT_CONFIG = join(ROOT, "wrangler.toml");
-/** The description Worker's configuration (keyway-docs), deployed before the API Worker. */
-export const DEFAULT_DOCS_CONFIG = join(ROOT, "wrangler.docs.toml");
-/** The API Worker's binding to the description Worker (src/http/routes/index.ts). */
-export const DOCS_BINDING = "DOCS";
+/**
+ * The Workers the API Worker calls over service bindings, each with a configuration of its own,
+ * deployed before it (a binding to a Worker that does not exist is refused at upload). `flag` is
+ * the deploy script's option naming another configuration; `dist` where a dry run bundles it.
+ * @typedef {{ binding: string, file: string, role: string, serves: string, flag: string, dist: string }} Companion
+ * @type {Companion[]}
+ */
+export const COMPANIONS = [
+  {
+    binding: "DOCS",
+    file: "wrangler.docs.toml",
+    role: "description Worker",
+    serves: "GET /v1/openapi.json and GET /docs",
+    flag: "--docs-config",
+    dist: "docs",
+  },
+  {
+    binding: "GRAPHQL",
+    file: "wrangler.graphql.toml",
+    role: "GraphQL Worker",
+    serves: "/v1/graphql",
+    flag: "--graphql-config",
+    dist: "graphql",
+  },
+];
+
+/**
+ * Each companion's configuration path: the repository's, unless `paths` names another by binding.
+ * @param {Record<string, string | undefined>} [paths]
+ */
+export const companionPaths = (paths = {}) =>
+  Object.fromEntries(COMPANIONS.map((c) => [c.binding, resolve(paths[c.binding] ?? join(ROOT, c.file))]));
 /** The environment held to production's rules (an https PUBLIC_BASE_URL is required). */
 export const PRODUCTION = "production";
 /** The flag the Worker's SSRF defence rests on (README, "Webhooks"). */
@@ -79,7 +108,7 @@ export const REMOTE_CHECKS = ["wrangler secret list", "wrangler kv namespace lis
  * @typedef {object} PreflightOptions
  * @property {string | undefined} env the environment to deploy (`--env`)
  * @property {string} [configPath] default: the repository's wrangler.toml
- * @property {string} [docsConfigPath] the description Worker's; default: the repository's wrangler.docs.toml
+ * @property {Record<string, string | undefined>} [companionConfigs] another configuration for a companion Worker, by binding
  * @property {boolean} [offline] skip the checks that ask Cloudflare (check:deploy)
  * @property {string} [root] where .dev.vars.example and src/ are (default: this repository)
  * @property {RunWrangler} [runWrangler] how remote checks run wrangler (default: defaultRunWrangler())
@@ -304,8 +333,8 @@ const unprovisioned = (out, message, fix) => out.push({ level: "error", message,
  * Every check that needs nothing but the files: wrangler.toml, .dev.vars.example and src/.
  * @param {Table} raw the parsed wrangler.toml
  * @param {string} envName
- * @param {{ configPath?: string, root?: string, docs?: Table, docsConfigPath?: string }} [options] `docs`: the
- *   parsed wrangler.docs.toml (the description Worker), checked against this environment's DOCS binding
+ * @param {{ configPath?: string, root?: string, companions?: { companion: Companion, raw: Table, path: string }[] }} [options]
+ *   `companions`: the parsed configurations of the companion Workers, checked against this environment's bindings
  * @returns {Finding[]}
  */
 export function checkConfig(raw, envName, options = {}) {
@@ -339,8 +368,8 @@ export function checkConfig(raw, envName, options = {}) {
   checkVars(out, top, env, Object.keys(secretTemplates(root)));
   checkIsolation(out, env, others);
   checkServing(out, env);
-  if (options.docs !== undefined) {
-    checkDescriptionWorker(out, env, options.docs, relative(ROOT, options.docsConfigPath ?? DEFAULT_DOCS_CONFIG) || "wrangler.docs.toml");
+  for (const { companion, raw: companionRaw, path } of options.companions ?? []) {
+    checkCompanion(out, env, companion, companionRaw, relative(ROOT, path) || companion.file);
   }
   return out;
 }
@@ -417,8 +446,8 @@ function checkBindingParity(out, top, env) {
       );
     }
   }
-  // DOCS is checked against the description Worker's own configuration (checkDescriptionWorker).
-  for (const service of top.services.filter((b) => b.binding !== DOCS_BINDING)) {
+  // A companion's binding is checked against its own configuration (checkCompanion).
+  for (const service of top.services.filter((b) => !COMPANIONS.some((c) => c.binding === b.binding))) {
     if (!env.services.some((b) => b.binding === service.binding)) {
       missing(
         "service",
@@ -798,55 +827,57 @@ function checkIsolation(out, env, others) {
 }
 
 /**
- * The API Worker of an environment reaches its API description through the DOCS service binding,
- * which must name the description Worker that wrangler.docs.toml deploys for the same environment:
- * a binding to a Worker that does not exist is refused at upload, and one to another environment's
- * would describe that environment's code. Two environments of the description Worker must not share
- * a name, and it must not take the API Worker's own.
+ * The API Worker of an environment reaches a companion (its API description, its GraphQL engine)
+ * through a service binding, which must name the Worker that the companion's configuration
+ * deploys for the same environment: a binding to a Worker that does not exist is refused at
+ * upload, and one to another environment's would run that environment's code. Two environments
+ * of a companion must not share a name, and it must not take the API Worker's own.
  * @param {Finding[]} out
  * @param {EnvView} env
- * @param {Table} docsRaw
- * @param {string} docsFile
+ * @param {Companion} companion
+ * @param {Table} raw the companion's configuration
+ * @param {string} file
  */
-function checkDescriptionWorker(out, env, docsRaw, docsFile) {
-  const binding = env.services.find((b) => b.binding === DOCS_BINDING);
-  if (!environmentNames(docsRaw).includes(env.env)) {
+function checkCompanion(out, env, companion, raw, file) {
+  const { binding: name, role, serves } = companion;
+  const binding = env.services.find((b) => b.binding === name);
+  if (!environmentNames(raw).includes(env.env)) {
     error(
       out,
-      `${docsFile} has no [env.${env.env}]: the description Worker that [env.${env.env}]'s ${DOCS_BINDING} binding calls would not be deployed.`,
-      `add to ${docsFile}:\n[env.${env.env}]\nname = ${q(binding?.service || `keyway-docs-${env.env}`)}`,
+      `${file} has no [env.${env.env}]: the ${role} that [env.${env.env}]'s ${name} binding calls would not be deployed.`,
+      `add to ${file}:\n[env.${env.env}]\nname = ${q(binding?.service || `${str(raw.name) ?? "keyway"}-${env.env}`)}`,
     );
     return;
   }
-  const docs = environmentView(docsRaw, env.env);
+  const mine = environmentView(raw, env.env);
   if (binding === undefined) {
     error(
       out,
-      `[env.${env.env}] has no service binding "${DOCS_BINDING}" (wrangler does not inherit bindings from the top level): GET /v1/openapi.json and GET /docs would fail.`,
-      `add to wrangler.toml:\n[[env.${env.env}.services]]\nbinding = ${q(DOCS_BINDING)}\nservice = ${q(docs.name)}`,
+      `[env.${env.env}] has no service binding "${name}" (wrangler does not inherit bindings from the top level): ${serves} would fail.`,
+      `add to wrangler.toml:\n[[env.${env.env}.services]]\nbinding = ${q(name)}\nservice = ${q(mine.name)}`,
     );
-  } else if (binding.service !== docs.name) {
+  } else if (binding.service !== mine.name) {
     error(
       out,
-      `[env.${env.env}] binds ${DOCS_BINDING} to the Worker "${binding.service}", but ${docsFile} deploys [env.${env.env}]'s description Worker as "${docs.name}": GET /v1/openapi.json and GET /docs would fail, or describe another deployment.`,
-      `in wrangler.toml, under [[env.${env.env}.services]] binding = ${q(DOCS_BINDING)}:\nservice = ${q(docs.name)}`,
+      `[env.${env.env}] binds ${name} to the Worker "${binding.service}", but ${file} deploys [env.${env.env}]'s ${role} as "${mine.name}": ${serves} would fail, or run another deployment's code.`,
+      `in wrangler.toml, under [[env.${env.env}.services]] binding = ${q(name)}:\nservice = ${q(mine.name)}`,
     );
   }
-  if (docs.name === env.name) {
+  if (mine.name === env.name) {
     error(
       out,
-      `${docsFile} deploys [env.${env.env}]'s description Worker as "${docs.name}", the API Worker's own name: each deploy would replace the other.`,
-      `in ${docsFile}, under [env.${env.env}]:\nname = ${q(`${env.name}-docs`)}`,
+      `${file} deploys [env.${env.env}]'s ${role} as "${mine.name}", the API Worker's own name: each deploy would replace the other.`,
+      `in ${file}, under [env.${env.env}]:\nname = ${q(`${env.name}-${companion.dist}`)}`,
     );
   }
-  for (const other of environmentNames(docsRaw).filter((e) => e !== env.env)) {
-    const theirs = environmentView(docsRaw, other);
-    const elsewhere = docs.accountId !== undefined && theirs.accountId !== undefined && docs.accountId !== theirs.accountId;
-    if (theirs.name === docs.name && !elsewhere) {
+  for (const other of environmentNames(raw).filter((e) => e !== env.env)) {
+    const theirs = environmentView(raw, other);
+    const elsewhere = mine.accountId !== undefined && theirs.accountId !== undefined && mine.accountId !== theirs.accountId;
+    if (theirs.name === mine.name && !elsewhere) {
       error(
         out,
-        `${docsFile} deploys [env.${env.env}] and [env.${other}] as the same Worker "${docs.name}": deploying one would replace the other's description.`,
-        `in ${docsFile}, under [env.${env.env}]:\nname = ${q(`keyway-docs-${env.env}`)}`,
+        `${file} deploys [env.${env.env}] and [env.${other}] as the same Worker "${mine.name}": deploying one would replace the other's ${role}.`,
+        `in ${file}, under [env.${env.env}]:\nname = ${q(`${str(raw.name) ?? "keyway"}-${env.env}`)}`,
       );
     }
   }
@@ -1092,9 +1123,8 @@ export async function preflight(options) {
     };
   }
   const raw = await readWranglerConfig(configPath);
-  const docsConfigPath = resolve(options.docsConfigPath ?? DEFAULT_DOCS_CONFIG);
-  const docs = await readWranglerConfig(docsConfigPath);
-  const findings = checkConfig(raw, envName, { configPath, root, docs, docsConfigPath });
+  const companions = await readCompanions(options.companionConfigs);
+  const findings = checkConfig(raw, envName, { configPath, root, companions });
   if (!environmentNames(raw).includes(envName)) return { findings, skipped: [] };
   if (options.offline) return { findings, skipped: REMOTE_CHECKS };
   const remote = await checkRemote(environmentView(raw, envName), {
@@ -1106,23 +1136,36 @@ export async function preflight(options) {
 }
 
 /**
+ * Every companion Worker's configuration, parsed.
+ * @param {Record<string, string | undefined>} [paths] another configuration, by binding
+ */
+async function readCompanions(paths) {
+  const resolved = companionPaths(paths);
+  return Promise.all(
+    COMPANIONS.map(async (companion) => {
+      const path = resolved[companion.binding] ?? join(ROOT, companion.file);
+      return { companion, raw: await readWranglerConfig(path), path };
+    }),
+  );
+}
+
+/**
  * `check:deploy` without `--env`: the offline checks of every environment in wrangler.toml, for
  * a repository that need not be provisioned yet (CI, a fresh clone). What only provisioning
  * fixes (Finding.provision) becomes a warning naming the step left before that environment's
  * first deploy; everything else (a binding not copied, a queue shared, a class with no migration)
  * stays an error. A deploy, and `check:deploy -- --env X`, keep the provisioning errors.
- * @param {{ configPath?: string, docsConfigPath?: string, root?: string }} [options]
+ * @param {{ configPath?: string, companionConfigs?: Record<string, string | undefined>, root?: string }} [options]
  * @returns {Promise<{ env: string, result: PreflightResult }[]>}
  */
 export async function preflightEveryEnvironment(options = {}) {
   const configPath = resolve(options.configPath ?? DEFAULT_CONFIG);
-  const docsConfigPath = resolve(options.docsConfigPath ?? DEFAULT_DOCS_CONFIG);
   const raw = await readWranglerConfig(configPath);
-  const docs = await readWranglerConfig(docsConfigPath);
+  const companions = await readCompanions(options.companionConfigs);
   return environmentNames(raw).map((env) => ({
     env,
     result: {
-      findings: checkConfig(raw, env, { configPath, root: options.root ?? ROOT, docs, docsConfigPath }).map((f) =>
+      findings: checkConfig(raw, env, { configPath, root: options.root ?? ROOT, companions }).map((f) =>
         f.provision ? { ...f, level: /** @type {const} */ ("warning"), message: `before the first deploy: ${f.message}` } : f,
       ),
       skipped: REMOTE_CHECKS,
@@ -1192,7 +1235,7 @@ async function main() {
     options: {
       env: { type: "string", short: "e" },
       config: { type: "string", short: "c" },
-      "docs-config": { type: "string" },
+      ...Object.fromEntries(COMPANIONS.map((c) => [c.flag.slice(2), { type: /** @type {const} */ ("string") }])),
       offline: { type: "boolean", default: false },
       "new-secrets": { type: "string" },
     },
@@ -1206,7 +1249,10 @@ async function main() {
   assertSupportedNode();
   const env = values.env ?? process.env.CLOUDFLARE_ENV;
   const offline = values.offline === true;
-  const result = await preflight({ env, configPath: values.config, docsConfigPath: values["docs-config"], offline });
+  const companionConfigs = Object.fromEntries(
+    COMPANIONS.map((c) => [c.binding, /** @type {Record<string, unknown>} */ (values)[c.flag.slice(2)]?.toString()]),
+  );
+  const result = await preflight({ env, configPath: values.config, companionConfigs, offline });
   console.error(formatReport(result, { env, offline }));
   return passed(result) ? 0 : 1;
 }

@@ -12,6 +12,15 @@ export const ERROR_CODES = {
   unsupported_grant_type: { status: 400, user: "The request could not be processed. Please check it and try again." },
   invalid_token: { status: 401, user: "You are not signed in, or your session has expired." },
   invalid_api_key: { status: 401, user: "This application is not authorized to use the API." },
+  /** RFC 6749 5.2: a scope that does not exist or that the client may not have. */
+  invalid_scope: { status: 400, user: "The request could not be processed. Please check it and try again." },
+  /** RFC 6750 3.1: the token is valid but lacks the scope this operation needs. */
+  insufficient_scope: { status: 403, user: "You are not allowed to do this." },
+  /**
+   * RFC 9449 7.1: a DPoP proof that is missing, malformed, replayed or for another request (401
+   * at a resource; the token endpoint answers it 400, as RFC 6749 5.2 errors are).
+   */
+  invalid_dpop_proof: { status: 401, user: "You are not signed in, or your session has expired." },
   forbidden: { status: 403, user: "You are not allowed to do this." },
   not_found: { status: 404, user: "The requested resource was not found." },
   method_not_allowed: { status: 405, user: "This operation is not supported." },
@@ -48,6 +57,8 @@ export interface ApiErrorOptions {
   input?: InvalidInput;
   /** Internal detail for the logs (a setting's name, a stored record's kind); never sent. */
   detail?: string;
+  /** Another status than the code's (invalid_dpop_proof at the token endpoint is a 400). */
+  status?: number;
 }
 
 export class ApiError extends Error {
@@ -63,7 +74,7 @@ export class ApiError extends Error {
     super(developerMessage);
     this.name = "ApiError";
     this.code = code;
-    this.status = ERROR_CODES[code].status;
+    this.status = options.status ?? ERROR_CODES[code].status;
     this.developerMessage = developerMessage;
     this.userMessage = ERROR_CODES[code].user;
     this.headers = options.headers ?? {};
@@ -78,6 +89,7 @@ export const notFound = (what: string): ApiError => new ApiError("not_found", `$
 export function withHeaders(err: ApiError, headers: Record<string, string>): ApiError {
   const copy = new ApiError(err.code, err.developerMessage, {
     headers: { ...headers, ...err.headers },
+    ...(err.status !== ERROR_CODES[err.code].status ? { status: err.status } : {}),
     ...(err.input ? { input: err.input } : {}),
     ...(err.detail !== undefined ? { detail: err.detail } : {}),
   });

@@ -47,6 +47,12 @@ export function inRequestContext<T>(store: LogFields, fn: () => T): T {
   return context.run(store, fn);
 }
 
+/** The current request's id, for work handed to another Worker (its lines then name the same request). */
+export function currentRequestId(): string | undefined {
+  const id = context.getStore()?.request_id;
+  return typeof id === "string" ? id : undefined;
+}
+
 function write(level: Level, msg: string, fields: LogFields): void {
   const all = { ...context.getStore(), ...fields };
   const line = format === "pretty" ? prettyLine(level, msg, all) : JSON.stringify({ level, msg, ...all });

@@ -13,6 +13,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Route } from "../src/http/route";
 import { ROUTES } from "../src/http/routes";
+import { ALL_SCOPES } from "../src/schemas/scopes";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, authed, basic, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 
@@ -119,7 +120,12 @@ describe("the authorization matrix", () => {
   });
 
   it("lets only the token endpoints go without an access token, and only service routes without credentials", () => {
-    expect(withAuth("apiKey").map(([n]) => n)).toEqual(["POST /v1/oauth", "POST /v1/oauth/token"]);
+    expect(withAuth("apiKey").map(([n]) => n)).toEqual([
+      "POST /v1/oauth",
+      "POST /v1/oauth/token",
+      "POST /v1/oauth/revoke",
+      "POST /v1/oauth/introspect",
+    ]);
     expect(withAuth("none").map(([n]) => n)).toEqual([
       "GET /healthz",
       "GET /.well-known/oauth-authorization-server",
@@ -145,7 +151,9 @@ describe("the authorization matrix", () => {
   it.each(withAuth("apiKey"))(
     "%s refuses this organization's client credentials with another organization's API key (401 invalid_client), in the body or by HTTP Basic",
     async (_name, route) => {
-      const grant = { grant_type: "client_credentials" };
+      // What each of them needs beside the client's credentials (a token to revoke or inspect is
+      // ignored by the token endpoints, RFC 6749 3.2).
+      const grant = { grant_type: "client_credentials", token: "kw_at_unknown" };
       const inBody = (apiKey: string): RequestInit => ({
         method: route.method,
         headers: { "Content-Type": "application/json", "x-api-key": apiKey },
@@ -185,6 +193,36 @@ describe("the authorization matrix", () => {
     const res = await request(route, pathOf(route), { "x-api-key": a.tenant.apiKey, Authorization: `Bearer ${b.token}` });
     expect(res.status).toBe(401);
     expect(await errorCode(res)).toBe("invalid_token");
+  });
+
+  // Each route's declared scope (http/route.ts) is what it needs: a token with every other scope
+  // is refused with 403 insufficient_scope naming it, before anything is read or changed.
+  const needScope = ROUTES.filter((r) => r.scope !== undefined);
+  it.each(needScope.map((r) => [`${name(r)} (${r.scope})`, r] as const))(
+    "%s refuses a token that has every scope but the one it needs (403 insufficient_scope)",
+    async (_name, route) => {
+      const others = ALL_SCOPES.filter((s) => s !== route.scope).join(" ");
+      const res = await call("/v1/oauth/token", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", "x-api-key": a.tenant.apiKey },
+        body: new URLSearchParams({
+          grant_type: "client_credentials",
+          client_id: a.tenant.clientId,
+          client_secret: a.tenant.clientSecret,
+          scope: others,
+        }).toString(),
+      });
+      const narrowed = String(((await res.json()) as { access_token: string }).access_token);
+      const refused = await request(route, pathOf(route), { "x-api-key": a.tenant.apiKey, Authorization: `Bearer ${narrowed}` });
+      expect(refused.status).toBe(403);
+      expect(await errorCode(refused)).toBe("insufficient_scope");
+      expect(refused.headers.get("www-authenticate")).toContain(`scope="${route.scope}"`);
+    },
+  );
+
+  it("declares a scope on every webhook and event route, and none on /v1/me and GraphQL (whose fields check their own)", () => {
+    const unscoped = ROUTES.filter((r) => r.auth === "client" && r.scope === undefined).map(name);
+    expect(unscoped).toEqual(["GET /v1/me", "POST /v1/graphql", "GET /v1/graphql"]);
   });
 
   it.each(withAuth("admin"))("%s refuses a request without the operator token, or with an access token instead", async (_name, route) => {

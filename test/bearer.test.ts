@@ -43,7 +43,9 @@ describe("bearer middleware", () => {
   it("answers a missing token with 401 and a bare Bearer challenge (RFC 6750 3.1)", async () => {
     const res = await call("/v1/me", { headers: { "x-api-key": t.apiKey } });
     expect(res.status).toBe(401);
-    expect(res.headers.get("www-authenticate")).toBe('Bearer realm="keyway"');
+    expect(res.headers.get("www-authenticate")).toBe(
+      'Bearer realm="keyway", DPoP realm="keyway", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"',
+    );
     const json = await body(res);
     expect(json).toMatchObject({ response_status: 401, data: null, error: "invalid_token" });
     expect(json.developer_message).toMatch(/Authorization: Bearer/);
@@ -52,7 +54,9 @@ describe("bearer middleware", () => {
   it("treats another scheme as a missing token", async () => {
     const res = await call("/v1/me", { headers: { "x-api-key": t.apiKey, Authorization: `Basic ${btoa("a:b")}` } });
     expect(res.status).toBe(401);
-    expect(res.headers.get("www-authenticate")).toBe('Bearer realm="keyway"');
+    expect(res.headers.get("www-authenticate")).toBe(
+      'Bearer realm="keyway", DPoP realm="keyway", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"',
+    );
   });
 
   it("accepts the scheme name in any case", async () => {

@@ -4,10 +4,11 @@
  * and the abuse limits (depth, fields/aliases, document size) refusing documents unexecuted.
  */
 import { getIntrospectionQuery } from "graphql";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { camelize } from "../src/graphql/resolvers";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { inWebhooks } from "./webhook-helpers";
 
 let t: Tenant;
 let token: string;
@@ -502,5 +503,35 @@ describe("each mutation field counts against the API key's limits", () => {
     expect(await cost(`mutation { __typename }`)).toBe(1);
     // Defaults count as execution sees them: an omitted variable with a default is that default.
     expect(await cost(`mutation($s: Boolean = false) { ${p("a", "@skip(if: $s)")} ${p("b", "@skip(if: $s)")} }`)).toBe(2);
+  });
+});
+
+describe("errors from the service behind the engine", () => {
+  it("reports a fault of ours as server_error with a generic message; the detail is logged, never sent", async () => {
+    const created = await createViaGraphQL();
+    const id = created.webhookConfiguration.id;
+    // A stored record that no longer parses: the organization's object throws reading it.
+    await inWebhooks(t.orgId, "UPDATE configurations SET events = '{not json' WHERE id = ?", id);
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
+    try {
+      const { status, json } = await gql(`query($id: ID!) { webhookConfiguration(id: $id) { id } }`, { id });
+      expect(status).toBe(200);
+      expect(json.data).toEqual({ webhookConfiguration: null });
+      expect(json.errors).toEqual([
+        {
+          message: "An internal error occurred. It has been logged.",
+          locations: [{ line: 1, column: 19 }],
+          path: ["webhookConfiguration"],
+          extensions: { code: "server_error", status: 500 },
+        },
+      ]);
+      expect(JSON.stringify(json)).not.toContain("JSON");
+    } finally {
+      spy.mockRestore();
+      await inWebhooks(t.orgId, "UPDATE configurations SET events = NULL WHERE id = ?", id);
+    }
+    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "graphql field failed");
+    expect(logged).toMatchObject({ code: "server_error", field: "webhookConfiguration", detail: expect.stringContaining("JSON") });
   });
 });

@@ -102,6 +102,7 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/users/:user/remove": `${user}/remove`,
     "/manager/organizations/:org/users/:user/client-credentials": `${user}/client-credentials`,
     "/manager/organizations/:org/users/:user/client-credentials/:client/revoke": `${user}/client-credentials/${o.tenant.clientId}/revoke`,
+    "/manager/organizations/:org/users/:user/client-credentials/:client/edit": `${user}/client-credentials/${o.tenant.clientId}/edit`,
     "/manager/organizations/:org/api-keys": `${org}/api-keys`,
     "/manager/organizations/:org/api-keys/:key": `${org}/api-keys/${o.tenant.apiKeyId}`,
     "/manager/organizations/:org/api-keys/:key/revoke": `${org}/api-keys/${o.tenant.apiKeyId}/revoke`,

@@ -671,3 +671,79 @@ describe("page assets", () => {
     expect(style + script).not.toContain("&quot;");
   });
 });
+
+describe("client credentials without a secret, restricted, and DPoP-bound", () => {
+  it("registers a private_key_jwt client with its public keys, restricts its scopes, requires DPoP, and rotates its keys", async () => {
+    const t = await createTenant();
+    const b = await operator();
+    const base = `/manager/organizations/${t.orgId}/users/${t.userId}/client-credentials`;
+    const csrf = await b.csrfOf(base);
+    const form = await (await b.get(base)).text();
+    expect(form).toContain('name="token_endpoint_auth_method" type="radio" value="private_key_jwt"');
+    expect(form).toContain('id="scope-webhooks:read"');
+    const key = {
+      kty: "EC",
+      crv: "P-256",
+      x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+      y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+      kid: "k1",
+    };
+    const created = await b.post(base, {
+      csrf,
+      name: "signer",
+      token_endpoint_auth_method: "private_key_jwt",
+      jwks: JSON.stringify({ keys: [key] }),
+      "scopes-shown": "1",
+      "scope-webhooks:read": "on",
+      dpop: "on",
+    });
+    expect(created.status).toBe(200);
+    const html = await created.text();
+    expect(html).toMatch(/No secret: this client authenticates with a JWT/);
+    expect(html).not.toMatch(/id="client-secret"/);
+    const clientId = /id="client-id" class="secret" type="text" readonly="" value="([^"]+)"/.exec(html)?.[1] ?? "";
+    const view = await admin<{
+      token_endpoint_auth_method: string;
+      jwks: { keys: unknown[] };
+      scopes: string[];
+      dpop_bound_access_tokens: boolean;
+    }>("GET", `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${clientId}`);
+    expect(view).toMatchObject({
+      token_endpoint_auth_method: "private_key_jwt",
+      scopes: ["webhooks:read"],
+      dpop_bound_access_tokens: true,
+    });
+    expect(view.jwks.keys).toEqual([{ ...key }]);
+    const list = await (await b.get(base)).text();
+    expect(list).toContain("private_key_jwt (1 keys); DPoP required");
+
+    // Rotation: the edit page shows the key set; old and new together, every scope again, no DPoP.
+    const editPage = await (await b.get(`${base}/${clientId}/edit`)).text();
+    expect(editPage).toContain("f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU");
+    const next = { ...key, kid: "k2", x: "WKn-ZIGevcwGIyyrzFoZNBdaq9_TsqzGl96oc0CWuis", y: "y77t-RvAHRKTsSGdIYUfweuOvwrvDD-Q3Hv5J0fSKbE" };
+    const all = Object.fromEntries(["webhooks:read", "webhooks:write", "events:write", "graphql:mutate"].map((s) => [`scope-${s}`, "on"]));
+    const saved = await b.post(`${base}/${clientId}`, {
+      csrf,
+      name: "signer",
+      jwks: JSON.stringify({ keys: [key, next] }),
+      "scopes-shown": "1",
+      ...all,
+    });
+    expect(saved.status).toBe(303);
+    const after = await admin<{ jwks: { keys: { kid: string }[] }; scopes: string[]; dpop_bound_access_tokens: boolean }>(
+      "GET",
+      `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${clientId}`,
+    );
+    expect(after.jwks.keys.map((k) => k.kid)).toEqual(["k1", "k2"]);
+    expect(after.scopes).toHaveLength(4);
+    expect(after.dpop_bound_access_tokens).toBe(false);
+
+    // Private key material is refused with the field named, nothing saved.
+    const refused = await b.post(`${base}/${clientId}`, { csrf, jwks: JSON.stringify({ keys: [{ ...key, d: "secret" }] }) });
+    expect(refused.status).toBe(400);
+    const refusedHtml = await refused.text();
+    expect(refusedHtml, refusedHtml.replace(/<style[\s\S]*?<\/style>/, "").slice(-1500)).toMatch(/private key material/);
+    const bad = await b.post(`${base}/${clientId}`, { csrf, jwks: "{not json" });
+    expect(bad.status).toBe(400);
+  });
+});

@@ -21,7 +21,9 @@ describe("POST /v1/oauth", () => {
     expect(json.developer_message).toBe("Success");
     expect(json.user_message).toBe("Success");
     expect(json._links).toEqual({ self: { href: `${BASE}/v1/oauth` } });
-    expect(Object.keys(json.data).sort()).toEqual(["access_token", "expires_in", "refresh_token", "token_type"]);
+    expect(Object.keys(json.data).sort()).toEqual(["access_token", "expires_in", "refresh_token", "scope", "token_type"]);
+    // Without `scope`, every scope the credential allows (RFC 6749 3.3).
+    expect(json.data.scope).toBe("webhooks:read webhooks:write events:write graphql:mutate");
     expect(json.data.access_token).toMatch(/^kw_at_t1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
     expect(json.data.refresh_token).toBeNull();
     expect(json.data.token_type).toBe("Bearer");
@@ -187,14 +189,14 @@ describe("POST /v1/oauth", () => {
       expect((await body(res)).error).toBe("unsupported_grant_type");
     });
 
-    it("ignores unknown parameters such as scope (RFC 6749 3.2)", async () => {
-      expect((await call("/v1/oauth", tokenRequest(t, { scope: "read", extra: [1] }))).status).toBe(200);
+    it("ignores unknown parameters (RFC 6749 3.2)", async () => {
+      expect((await call("/v1/oauth", tokenRequest(t, { audience: "read", extra: [1] }))).status).toBe(200);
     });
   });
 });
 
 describe("POST /v1/oauth/token (plain RFC 6749 bodies)", () => {
-  it("answers with access_token, token_type and expires_in only", async () => {
+  it("answers with access_token, token_type, expires_in and scope only", async () => {
     const res = await call("/v1/oauth/token", {
       method: "POST",
       headers: {
@@ -207,7 +209,7 @@ describe("POST /v1/oauth/token (plain RFC 6749 bodies)", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
     const json = (await res.json()) as Record<string, unknown>;
-    expect(Object.keys(json).sort()).toEqual(["access_token", "expires_in", "token_type"]);
+    expect(Object.keys(json).sort()).toEqual(["access_token", "expires_in", "scope", "token_type"]);
     expect(json.token_type).toBe("Bearer");
     expect(json.expires_in).toBe(3600);
   });
@@ -238,15 +240,26 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     expect(await res.json()).toMatchObject({ issuer: "https://api.example.com", token_endpoint: "https://api.example.com/v1/oauth/token" });
   });
 
-  it("describes the token endpoint without needing an API key", async () => {
+  it("describes every endpoint, method, algorithm and scope without needing an API key", async () => {
     const res = await call("/.well-known/oauth-authorization-server");
     expect(res.status).toBe(200);
+    const methods = ["client_secret_basic", "client_secret_post", "private_key_jwt"];
+    const algs = ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"];
     expect(await res.json()).toEqual({
       issuer: BASE,
       token_endpoint: `${BASE}/v1/oauth/token`,
       grant_types_supported: ["client_credentials"],
-      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      token_endpoint_auth_methods_supported: methods,
+      token_endpoint_auth_signing_alg_values_supported: algs,
       response_types_supported: [],
+      scopes_supported: ["webhooks:read", "webhooks:write", "events:write", "graphql:mutate"],
+      dpop_signing_alg_values_supported: algs,
+      revocation_endpoint: `${BASE}/v1/oauth/revoke`,
+      revocation_endpoint_auth_methods_supported: methods,
+      revocation_endpoint_auth_signing_alg_values_supported: algs,
+      introspection_endpoint: `${BASE}/v1/oauth/introspect`,
+      introspection_endpoint_auth_methods_supported: methods,
+      introspection_endpoint_auth_signing_alg_values_supported: algs,
     });
   });
 });

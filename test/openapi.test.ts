@@ -180,13 +180,21 @@ describe("coverage", () => {
     expect(new Set([...ops.map((op) => op.operationId), ...webhookIds]).size).toBe(ops.length + webhookIds.length);
   });
 
-  it("gives every operation the security its declaration's auth says, each naming a declared scheme", () => {
+  it("gives every operation the security its declaration's auth and scope say, each naming a declared scheme and scope", () => {
     const doc = openApiDocument();
     const schemes = Object.keys(doc.components.securitySchemes);
+    const oauth2 = doc.components.securitySchemes.oauth2 as { flows: { clientCredentials: { scopes: Record<string, string> } } };
+    expect(Object.keys(oauth2.flows.clientCredentials.scopes)).toEqual([
+      "webhooks:read",
+      "webhooks:write",
+      "events:write",
+      "graphql:mutate",
+    ]);
     for (const op of operations()) {
       const where = `${op.method} ${op.path} (auth "${op.auth}")`;
       const security = doc.paths[op.path]?.[op.method.toLowerCase() as "get"]?.security;
-      expect(security, where).toEqual(SECURITY_OF_AUTH[op.auth]);
+      expect(security, where).toEqual(op.scope === undefined ? SECURITY_OF_AUTH[op.auth] : [{ apiKey: [], oauth2: [op.scope] }]);
+      if (op.scope !== undefined) expect(Object.keys(oauth2.flows.clientCredentials.scopes), where).toContain(op.scope);
       for (const requirement of security ?? []) for (const scheme of Object.keys(requirement)) expect(schemes, where).toContain(scheme);
     }
     // Every kind of auth is declared by some route, so each row of the table above is checked.

@@ -23,6 +23,25 @@ export interface Admitted {
   decision: Decision;
   /** The presented client credential has been revoked (or its user removed). */
   clientRevoked: boolean;
+  /** The credential changed after the KV copy the request was judged by (`clientVersion`). */
+  clientStale: boolean;
+  /** The access token presented was revoked (RFC 7009). */
+  tokenRevoked: boolean;
+  /** The token asked about (introspection) was revoked, or its credential was. */
+  inspectedTokenRevoked: boolean;
+  /** The DPoP proof presented was used before. */
+  proofReplayed: boolean;
+}
+
+/** What the request presents beyond its key, for the key's object to decide in the same call. */
+export interface Presented {
+  clientId?: string | undefined;
+  /** The presented secret matched: a use of the credential to note. */
+  authenticated?: boolean;
+  clientVersion?: number | undefined;
+  tokenId?: string | undefined;
+  inspect?: { tokenId: string; clientId: string } | undefined;
+  proof?: { jti: string; expiresMs: number } | undefined;
 }
 
 /** Refuses a missing or malformed key without any call (keys we issue have one shape). */
@@ -41,12 +60,7 @@ export function presentedApiKey(presented: string | undefined): string {
  * Authenticates the key and counts the request as `cost` requests (GraphQL: one per mutation
  * field); `client` is the credential the request presents.
  */
-export async function admit(
-  deps: Deps,
-  presented: string | undefined,
-  client: { clientId?: string | undefined; authenticated?: boolean } = {},
-  cost = 1,
-): Promise<Admitted> {
+export async function admit(deps: Deps, presented: string | undefined, client: Presented = {}, cost = 1): Promise<Admitted> {
   const key = presentedApiKey(presented);
   const hash = await sha256Hex(key);
   const now = deps.now();
@@ -57,6 +71,10 @@ export async function admit(
       clientId: client.clientId,
       clientAuthenticated: client.authenticated ?? false,
       cost,
+      clientVersion: client.clientVersion,
+      tokenId: client.tokenId,
+      inspect: client.inspect,
+      proof: client.proof,
     }),
   );
   if (admission.status === "unknown") throw invalidKey();
@@ -69,6 +87,10 @@ export async function admit(
     apiKey: { id: admission.keyId, organizationId: admission.organizationId, hash },
     decision: admission.decision,
     clientRevoked: admission.clientRevoked,
+    clientStale: admission.clientStale,
+    tokenRevoked: admission.tokenRevoked,
+    inspectedTokenRevoked: admission.inspectedTokenRevoked,
+    proofReplayed: admission.proofReplayed,
   };
 }
 

@@ -1,24 +1,26 @@
 /**
  * Issuing access tokens for the client-credentials grant (spec 4.1, RFC 6749 4.4) and
- * authenticating requests that present one (RFC 6750). Either way the request's credentials are
- * decided in its one call to the API key's object (gate.ts): the key, the limits, and whether the
- * client credential (presented in the body, or behind the token) has been revoked. The token
- * endpoint finds the credential in its KV lookup entry (one read), or, while KV has none yet, asks
- * the organization's object: a slower path, never a different answer.
+ * authenticating requests that present one (RFC 6750, RFC 9449). Either way the request's
+ * credentials are decided in its one call to the API key's object (gate.ts): the key, the
+ * limits, whether the client credential (authenticated by client-auth.ts, or behind the token)
+ * has been revoked, whether the token itself was revoked (RFC 7009), and whether a DPoP proof is
+ * used for the first time. A token carries its scopes (scopes.ts) and, when DPoP-bound, its
+ * key's thumbprint and its API key.
  */
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
-import { digestsEqual, sha256Hex } from "../lib/crypto";
-import { CLIENT_ID_PATTERN, newTokenId } from "../lib/ids";
+import { newTokenId } from "../lib/ids";
+import { JWT_ALGS } from "../lib/jwt";
 import { isoTime } from "../lib/time";
-import { readCredentialLookup } from "../objects/lookup";
-import { organizationObject, reach, unwrap } from "../objects/stubs";
 import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
 import { invalidToken, signAccessToken, verifyAccessToken } from "./access-token";
+import { authenticateClient, type PresentedClientRequest } from "./client-auth";
+import { dpopChallenge, invalidProofAtResource, invalidProofAtTokenEndpoint, presentedProof } from "./dpop";
 import { type Admitted, admit } from "./gate";
+import { grantedScopes, requestedScopes, type Scope, scopesOfClaim } from "./scopes";
 
 /** Who a valid access token speaks for, as seen by every protected operation. */
 export interface Principal {
@@ -31,103 +33,143 @@ export interface Principal {
   tokenId: string;
   issuedAt: number;
   expiresAt: number;
+  scopes: Scope[];
+  /** The DPoP key's thumbprint of a DPoP-bound token; null for a Bearer token. */
+  jkt: string | null;
 }
 
-/** A token request as read from the body (JSON or form) and the Authorization header. */
-export interface PresentedTokenRequest {
-  params: Record<string, unknown>;
-  /** "basic" when the credentials came in an Authorization header (RFC 6749 2.3.1). */
-  method: "basic" | "body";
+/** What a token request presents, and where it was sent (for DPoP's htu and assertions' aud). */
+export interface TokenRequestContext {
+  request: PresentedClientRequest | ApiError;
+  /** The request's `DPoP` header. */
+  dpop: string | null;
+  method: string;
+  url: string;
+  /** What a client assertion's `aud` may name. */
+  audiences: string[];
 }
 
 /**
- * Issues a token. `request` is what the HTTP layer read, or the error reading it raised: the
- * request is counted against the API key either way, and that error answered after the key's
- * own. `onAdmitted` learns the key's decision as soon as it is made (for the RateLimit fields).
+ * Issues a token. The request is counted against the API key whatever it holds, and a body
+ * that could not be read is answered after the key's own refusals. `onAdmitted` learns the
+ * key's decision as soon as it is made (for the RateLimit fields).
  */
 export async function issueAccessToken(
   deps: Deps,
   presentedKey: string | undefined,
-  request: PresentedTokenRequest | ApiError,
+  context: TokenRequestContext,
   onAdmitted: (admitted: Admitted) => void,
 ): Promise<TokenData> {
-  const params = request instanceof ApiError ? {} : request.params;
-  const clientId = typeof params.client_id === "string" && CLIENT_ID_PATTERN.test(params.client_id) ? params.client_id : undefined;
   const now = deps.now();
-  const [lookup, secretHash] = await Promise.all([
-    clientId === undefined ? null : readCredentialLookup(deps.kv, clientId, now),
-    typeof params.client_secret === "string" ? sha256Hex(params.client_secret) : null,
-  ]);
-  const secretMatches = lookup !== null && secretHash !== null && digestsEqual(lookup.secret_hash, secretHash);
-
-  const admitted = await admit(deps, presentedKey, { clientId, authenticated: secretMatches });
-  onAdmitted(admitted);
-  if (request instanceof ApiError) throw request;
-
-  // RFC 6749 5.2: an unsupported grant is reported as such even if other fields are missing.
-  const grantType = params.grant_type;
-  if (typeof grantType === "string" && grantType !== "client_credentials") {
-    const shown = grantType.slice(0, 40).replace(/[^\x20-\x7e]/g, "?");
-    throw new ApiError("unsupported_grant_type", `grant_type "${shown}" is not supported; use "client_credentials".`);
+  const proof = await presentedProof(context.dpop, { method: context.method, url: context.url, nowMs: now });
+  let requested: Scope[] | null = null;
+  const client = await authenticateClient(deps, presentedKey, context.request, onAdmitted, {
+    audiences: context.audiences,
+    presented: { proof: proof.kind === "valid" ? proof.proof.replay : undefined },
+    check: (params) => {
+      // RFC 6749 5.2: an unsupported grant is reported as such even if other fields are missing.
+      const grantType = params.grant_type;
+      if (typeof grantType === "string" && grantType !== "client_credentials") {
+        const shown = grantType.slice(0, 40).replace(/[^\x20-\x7e]/g, "?");
+        throw new ApiError("unsupported_grant_type", `grant_type "${shown}" is not supported; use "client_credentials".`);
+      }
+      parseInput(TokenRequest, params);
+      requested = requestedScopes(params.scope);
+    },
+  });
+  if (proof.kind === "invalid") throw invalidProofAtTokenEndpoint(`The DPoP proof is not valid: ${proof.reason}.`);
+  if (proof.kind === "valid" && client.admitted.proofReplayed) throw invalidProofAtTokenEndpoint("The DPoP proof was already used.");
+  if (proof.kind === "none" && client.facts.dpop_bound) {
+    throw invalidProofAtTokenEndpoint("This client's tokens must be DPoP-bound: send a DPoP proof (RFC 9449) with the token request.");
   }
-  const valid = parseInput(TokenRequest, params);
-
-  const fail = (message = "Client authentication failed: unknown client_id, wrong client_secret, or revoked credentials.") =>
-    new ApiError("invalid_client", message, request.method === "basic" ? { headers: { "WWW-Authenticate": 'Basic realm="keyway"' } } : {});
-  const org = admitted.apiKey.organizationId;
-  let userId: string;
-  if (lookup !== null) {
-    if (!secretMatches || admitted.clientRevoked) throw fail();
-    // Only reachable with the right secret, so saying why reveals nothing new.
-    if (lookup.organization_id !== org) throw fail("The client credentials belong to a different organization than the API key.");
-    userId = lookup.user_id;
-  } else {
-    // KV has no entry (yet): the API key's organization is the only one the credential may belong to.
-    const hash = secretHash ?? (await sha256Hex(valid.client_secret));
-    const found = clientId
-      ? unwrap(await reach("organization", () => organizationObject(deps, org).authenticateClient(valid.client_id, hash, now)))
-      : null;
-    if (found === null || !found.active || admitted.clientRevoked) throw fail();
-    userId = found.user_id;
-  }
+  const scopes = grantedScopes(requested, client.facts.scopes as Scope[] | null);
 
   const iat = Math.floor(now / 1000);
   const ttl = deps.config.accessTokenTtlSeconds;
-  const claims: AccessTokenClaims = { v: 1, org, sub: userId, cid: valid.client_id, iat, exp: iat + ttl, jti: newTokenId() };
+  const claims: AccessTokenClaims = {
+    v: 1,
+    org: client.organizationId,
+    sub: client.facts.user_id,
+    cid: client.clientId,
+    iat,
+    exp: iat + ttl,
+    jti: newTokenId(),
+    scope: scopes.join(" "),
+    ...(proof.kind === "valid" ? { cnf: { jkt: proof.proof.jkt }, akid: client.admitted.apiKey.id } : {}),
+  };
   return {
     access_token: await signAccessToken(deps.config.signingKeys, claims),
-    token_type: "Bearer",
+    token_type: proof.kind === "valid" ? "DPoP" : "Bearer",
     expires_in: ttl,
     refresh_token: null,
+    scope: claims.scope ?? "",
   };
 }
 
+/** What a protected request presents: its Authorization and DPoP headers, method and URL. */
+export interface ResourceRequest {
+  authorization: string | undefined;
+  dpop: string | null;
+  method: string;
+  url: string;
+}
+
 /**
- * Authenticates a request that presents an API key and `Authorization: Bearer <token>`: the
- * token is checked locally (signature, expiry) and then, in the key's one call, against
- * revocation. Refusals come in the order a client can act on: the API key, the limits, the token.
+ * Authenticates a request that presents an API key and an access token (`Bearer`, or `DPoP`
+ * with a proof): the token and proof are checked locally (signature, expiry, binding) and then,
+ * in the key's one call, against revocation and replay. Refusals come in the order a client can
+ * act on: the API key, the limits, the token.
  */
 export async function authenticateRequest(
   deps: Deps,
   presentedKey: string | undefined,
-  authorization: string | undefined,
+  request: ResourceRequest,
   onAdmitted: (admitted: Admitted) => void,
   cost = 1,
 ): Promise<Principal> {
+  const now = deps.now();
   let claims: AccessTokenClaims | ApiError;
+  let proof: Awaited<ReturnType<typeof presentedProof>> = { kind: "none" };
   try {
-    claims = await verifyAccessToken(deps.config.signingKeys, bearerToken(authorization), deps.now());
+    const { scheme, token } = presentedToken(request.authorization);
+    claims = await verifyAccessToken(deps.config.signingKeys, token, now);
+    if (claims.cnf !== undefined) {
+      // RFC 9449 7.1: a DPoP-bound token only with the DPoP scheme and a proof of its key.
+      if (scheme !== "DPoP") throw boundTokenAsBearer();
+      proof = await presentedProof(request.dpop, { method: request.method, url: request.url, nowMs: now, accessToken: token });
+      if (proof.kind === "none") throw invalidProofAtResource("A DPoP-bound access token needs a DPoP proof in the DPoP header.");
+      if (proof.kind === "invalid") throw invalidProofAtResource(`The DPoP proof is not valid: ${proof.reason}.`);
+      if (proof.proof.jkt !== claims.cnf.jkt)
+        throw invalidProofAtResource("The DPoP proof is signed by another key than the token is bound to.");
+    } else if (scheme === "DPoP") {
+      throw invalidToken("This access token is not DPoP-bound: send it as `Authorization: Bearer <token>`.");
+    }
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     claims = err;
   }
-  const admitted = await admit(deps, presentedKey, { clientId: claims instanceof ApiError ? undefined : claims.cid }, cost);
+  const valid = claims instanceof ApiError ? undefined : claims;
+  const admitted = await admit(
+    deps,
+    presentedKey,
+    {
+      clientId: valid?.cid,
+      tokenId: valid?.jti,
+      proof: proof.kind === "valid" ? proof.proof.replay : undefined,
+    },
+    cost,
+  );
   onAdmitted(admitted);
   if (claims instanceof ApiError) throw claims;
   if (claims.org !== admitted.apiKey.organizationId) {
     throw invalidToken("The access token was issued to a different organization than the API key.");
   }
-  if (admitted.clientRevoked) throw invalidToken("The client credentials behind this access token have been revoked.");
+  if (claims.akid !== undefined && claims.akid !== admitted.apiKey.id) {
+    throw boundInvalid("This DPoP-bound access token was issued with another API key: use that one.");
+  }
+  if (admitted.clientRevoked) throw invalidFor(claims, "The client credentials behind this access token have been revoked.");
+  if (admitted.tokenRevoked) throw invalidFor(claims, "The access token has been revoked.");
+  if (admitted.proofReplayed) throw invalidProofAtResource("The DPoP proof was already used: make a new one for each request.");
   return {
     organizationId: claims.org,
     userId: claims.sub,
@@ -137,8 +179,22 @@ export async function authenticateRequest(
     tokenId: claims.jti,
     issuedAt: claims.iat,
     expiresAt: claims.exp,
+    scopes: scopesOfClaim(claims.scope),
+    jkt: claims.cnf?.jkt ?? null,
   };
 }
+
+/** invalid_token with the challenge of the token's scheme. */
+function invalidFor(claims: AccessTokenClaims, message: string): ApiError {
+  return claims.cnf === undefined ? invalidToken(message) : boundInvalid(message);
+}
+
+function boundInvalid(message: string): ApiError {
+  return new ApiError("invalid_token", message, { headers: { "WWW-Authenticate": dpopChallenge("invalid_token", message) } });
+}
+
+const boundTokenAsBearer = () =>
+  boundInvalid("This access token is DPoP-bound: send it as `Authorization: DPoP <token>` with a DPoP proof (RFC 9449).");
 
 /**
  * Whether the request carries an access token that verifies here (signature, expiry), without
@@ -147,7 +203,7 @@ export async function authenticateRequest(
  */
 export async function bearerVerifies(deps: Deps, authorization: string | undefined): Promise<boolean> {
   try {
-    await verifyAccessToken(deps.config.signingKeys, bearerToken(authorization), deps.now());
+    await verifyAccessToken(deps.config.signingKeys, presentedToken(authorization).token, deps.now());
     return true;
   } catch (err) {
     if (err instanceof ApiError) return false;
@@ -155,18 +211,19 @@ export async function bearerVerifies(deps: Deps, authorization: string | undefin
   }
 }
 
-/** RFC 6750 2.1: `Bearer` (case-insensitive scheme), one space, then the token. */
-function bearerToken(authorization: string | undefined): string {
-  const match = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
-  if (!match?.[1]) {
-    // RFC 6750 3.1: no error attribute when the request carried no bearer credentials at all.
+/** RFC 6750 2.1 and RFC 9449 7.1: `Bearer` or `DPoP` (case-insensitive scheme), one space, then the token. */
+function presentedToken(authorization: string | undefined): { scheme: "Bearer" | "DPoP"; token: string } {
+  const match = authorization === undefined ? null : /^(Bearer|DPoP) +(\S+) *$/i.exec(authorization);
+  if (!match?.[1] || !match[2]) {
+    // RFC 6750 3.1: no error attribute when the request carried no credentials at all; RFC 9449
+    // 7.1: both schemes are offered.
     throw new ApiError(
       "invalid_token",
       "This endpoint needs an access token: send `Authorization: Bearer <access_token>` (obtain one at POST /v1/oauth).",
-      { headers: { "WWW-Authenticate": 'Bearer realm="keyway"' } },
+      { headers: { "WWW-Authenticate": `Bearer realm="keyway", DPoP realm="keyway", algs="${JWT_ALGS.join(" ")}"` } },
     );
   }
-  return match[1];
+  return { scheme: match[1].toLowerCase() === "dpop" ? "DPoP" : "Bearer", token: match[2] };
 }
 
 /** What GET /v1/me and GraphQL `viewer` say about a principal. */

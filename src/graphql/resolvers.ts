@@ -1,34 +1,22 @@
 /**
- * GraphQL root resolvers: thin adapters over the domain functions REST uses. Inputs are turned
- * into the REST (snake_case) shape and validated by the same zod schemas; outputs are the REST
- * views with camelCase keys. No rule lives here: if REST refuses something, so does GraphQL.
+ * GraphQL root resolvers: thin adapters over the operations of graphql/backend.ts, which the API
+ * Worker answers with the domain functions REST uses. Inputs are renamed to the REST (snake_case)
+ * shape and validated there by the same zod schemas; outputs are the REST views with camelCase
+ * keys. No rule lives here: if REST refuses something, so does GraphQL.
  */
-import { meView, type Principal } from "../auth/tokens";
-import type { Deps } from "../deps";
-import { usageView } from "../ratelimit/service";
-import type { Decision } from "../ratelimit/windows";
-import type { Actor } from "../schemas/audit";
-import { ListQuery } from "../schemas/common";
-import { parseInput } from "../schemas/validate";
-import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
-import {
-  createWebhookConfiguration,
-  deleteWebhookConfiguration,
-  getWebhookConfiguration,
-  listWebhookConfigurations,
-  rotateSigningSecret,
-  updateWebhookConfiguration,
-  webhookConfigurationView,
-} from "../webhooks/configurations";
-import { getDelivery, idempotencyKeyOf, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
+import { type GraphQLBackend, type PageArgs, unwrapOutcome } from "./backend";
+
+/** What the API Worker knows of the admitted request, in REST's shapes. */
+export interface ViewerData {
+  /** GET /v1/me's view of the access token. */
+  me: Record<string, unknown>;
+  /** The API key's rate-limit usage as its object reported when it admitted this request. */
+  rate_limit: Record<string, unknown>;
+}
 
 export interface GraphQLContext {
-  deps: Deps;
-  principal: Principal;
-  /** The API key's rate-limit usage as its object reported when it admitted this request. */
-  usage: Decision;
-  /** Who makes changes, for the audit log. */
-  actor: Actor;
+  backend: GraphQLBackend;
+  viewer: ViewerData;
 }
 
 type Args = Record<string, unknown>;
@@ -54,65 +42,62 @@ function withoutNulls(value: unknown): unknown {
   );
 }
 
-function page(args: Args): ListQuery {
-  return parseInput(ListQuery, { limit: args.first, ...(typeof args.after === "string" ? { cursor: args.after } : {}) }, "arguments");
-}
+const page = (args: Args): PageArgs => ({ limit: args.first, ...(typeof args.after === "string" ? { cursor: args.after } : {}) });
 
 function connection(result: { items: unknown[]; next_cursor: string | null }) {
   return { nodes: result.items.map(camelize), pageInfo: { hasNextPage: result.next_cursor !== null, endCursor: result.next_cursor } };
 }
 
-const org = (ctx: GraphQLContext) => ctx.principal.organizationId;
 const id = (args: Args, name = "id") => String(args[name]);
 
 export const rootValue = {
+  // Known from the admitted request: no call at all.
   viewer: (_args: Args, ctx: GraphQLContext) => ({
-    ...(camelize(meView(ctx.principal, ctx.deps.now())) as Record<string, unknown>),
-    // The usage the key's object reported when it admitted this request: no further call.
-    rateLimit: () => camelize(usageView(ctx.usage)),
+    ...(camelize(ctx.viewer.me) as Record<string, unknown>),
+    rateLimit: camelize(ctx.viewer.rate_limit),
   }),
 
-  webhookConfigurations: async (args: Args, ctx: GraphQLContext) => {
-    const result = await listWebhookConfigurations(ctx.deps, org(ctx), page(args));
-    return connection({ ...result, items: result.items.map(webhookConfigurationView) });
-  },
+  webhookConfigurations: async (args: Args, ctx: GraphQLContext) =>
+    connection(unwrapOutcome(await ctx.backend.listWebhookConfigurations(page(args)))),
 
   webhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
-    camelize(webhookConfigurationView(await getWebhookConfiguration(ctx.deps, org(ctx), id(args)))),
+    camelize(unwrapOutcome(await ctx.backend.getWebhookConfiguration(id(args)))),
 
   deliveries: async (args: Args, ctx: GraphQLContext) =>
-    connection(await listDeliveries(ctx.deps, org(ctx), id(args, "webhookConfigurationId"), page(args))),
+    connection(unwrapOutcome(await ctx.backend.listDeliveries(id(args, "webhookConfigurationId"), page(args)))),
 
-  delivery: async (args: Args, ctx: GraphQLContext) => camelize(await getDelivery(ctx.deps, org(ctx), id(args))),
+  delivery: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.getDelivery(id(args)))),
 
   createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     // On create, an explicit null is the same as leaving a field out.
-    const input = parseInput(CreateWebhookConfigurationInput, withoutNulls(renameKeys(args.input, toSnake)));
-    const { config, signingSecret } = await createWebhookConfiguration(ctx.deps, org(ctx), input, ctx.actor);
-    return { webhookConfiguration: camelize(webhookConfigurationView(config)), signingSecret };
+    const created = unwrapOutcome(await ctx.backend.createWebhookConfiguration(withoutNulls(renameKeys(args.input, toSnake))));
+    return { webhookConfiguration: camelize(created.config), signingSecret: created.signingSecret };
   },
 
-  updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
-    const input = parseInput(UpdateWebhookConfigurationInput, renameKeys(args.input, toSnake));
-    return camelize(webhookConfigurationView(await updateWebhookConfiguration(ctx.deps, org(ctx), id(args), input, ctx.actor)));
-  },
+  updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
+    camelize(unwrapOutcome(await ctx.backend.updateWebhookConfiguration(id(args), renameKeys(args.input, toSnake)))),
 
   deleteWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
-    camelize(webhookConfigurationView(await deleteWebhookConfiguration(ctx.deps, org(ctx), id(args), ctx.actor))),
+    camelize(unwrapOutcome(await ctx.backend.deleteWebhookConfiguration(id(args)))),
 
   rotateSigningSecret: async (args: Args, ctx: GraphQLContext) => {
-    const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(ctx.deps, org(ctx), id(args), ctx.actor);
-    return { webhookConfiguration: camelize(webhookConfigurationView(config)), signingSecret, previousSecretExpiresAt: previousExpiresAt };
+    const rotated = unwrapOutcome(await ctx.backend.rotateSigningSecret(id(args)));
+    return {
+      webhookConfiguration: camelize(rotated.config),
+      signingSecret: rotated.signingSecret,
+      previousSecretExpiresAt: rotated.previousExpiresAt,
+    };
   },
 
   publishEvent: async (args: Args, ctx: GraphQLContext) => {
-    // `data` is the caller's JSON, passed through untouched (no key renaming).
-    const input = parseInput(PublishEventInput, { type: args.type, data: args.data });
-    const idempotencyKey = typeof args.idempotencyKey === "string" ? idempotencyKeyOf(args.idempotencyKey) : undefined;
-    return camelize(await publishEvent(ctx.deps, org(ctx), input, ctx.actor, { idempotencyKey }));
+    // `data` is the caller's JSON, passed through untouched (no key renaming); as plain JSON,
+    // because graphql-js builds objects without a prototype, which an RPC call cannot carry.
+    const idempotencyKey = typeof args.idempotencyKey === "string" ? args.idempotencyKey : undefined;
+    const data: unknown = args.data === undefined ? undefined : JSON.parse(JSON.stringify(args.data));
+    return camelize(unwrapOutcome(await ctx.backend.publishEvent({ type: args.type, data }, idempotencyKey)));
   },
 
-  sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(await sendTestEvent(ctx.deps, org(ctx), id(args), ctx.actor)),
+  sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.sendTestEvent(id(args)))),
 
-  retryDelivery: async (args: Args, ctx: GraphQLContext) => camelize(await retryDelivery(ctx.deps, org(ctx), id(args), ctx.actor)),
+  retryDelivery: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.retryDelivery(id(args)))),
 };

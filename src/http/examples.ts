@@ -37,12 +37,22 @@ export const CREDENTIAL = {
   organization_id: ORG_ID,
   user_id: USER_ID,
   name: "laptop",
+  token_endpoint_auth_method: "client_secret_basic" as const,
+  jwks: null,
+  scopes: ["webhooks:read", "webhooks:write", "events:write", "graphql:mutate"],
+  dpop_bound_access_tokens: false,
   status: "active" as const,
   created_at: T0,
   last_used_at: null,
   revoked_at: null,
 };
-export const TOKEN = { access_token: ACCESS_TOKEN, token_type: "Bearer" as const, expires_in: 3600, refresh_token: null };
+export const TOKEN = {
+  access_token: ACCESS_TOKEN,
+  token_type: "Bearer" as const,
+  expires_in: 3600,
+  refresh_token: null,
+  scope: "webhooks:read webhooks:write events:write graphql:mutate",
+};
 export const TOKEN_REQUEST = {
   grant_type: "client_credentials",
   client_id: CLIENT_ID,

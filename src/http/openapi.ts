@@ -17,6 +17,7 @@ import { ERROR_CODES, type ErrorCode } from "../errors";
 import { Envelope, ErrorEnvelope, ListQuery, publicNames } from "../schemas/common";
 import { GraphQLResponse } from "../schemas/graphql";
 import { PlainTokenError } from "../schemas/oauth";
+import { SCOPES } from "../schemas/scopes";
 import { ReceiverTokenError, ReceiverTokenRequest, ReceiverTokenResponse, WebhookEvent } from "../schemas/webhooks";
 import {
   ADMIN_TOKEN,
@@ -132,10 +133,15 @@ export const TOKEN_URL = "/v1/oauth/token";
 /** When each error code is answered; a Record so that a new code must be described here. */
 const ERROR_WHEN: Record<ErrorCode, string> = {
   invalid_request: "malformed JSON or form body, wrong field types, missing or unknown fields, bad query parameters",
-  invalid_client: "unknown `client_id`, wrong secret, revoked credential, or a credential of another organization",
+  invalid_client:
+    "unknown `client_id`, wrong secret, a client assertion that does not verify (wrong key, `aud`, `iss`/`sub`, expired, too long-lived, or a `jti` already used), revoked credential, or a credential of another organization",
+  invalid_scope: "a `scope` that does not exist, or that the client credential may not have",
+  insufficient_scope: "the access token lacks the scope the operation needs; `WWW-Authenticate` names it",
+  invalid_dpop_proof:
+    "a DPoP proof that is missing (for a DPoP-bound token, or a credential that requires DPoP), malformed, signed by another key, for another method or URL, too old, without the token's `ath`, or already used; with `WWW-Authenticate: DPoP` (400 at the token endpoints)",
   unsupported_grant_type: "`grant_type` other than `client_credentials`",
   invalid_token:
-    "missing, malformed, expired or revoked access token (or operator token), or one of another organization; with `WWW-Authenticate: Bearer`",
+    "missing, malformed, expired or revoked access token (or operator token), one of another organization, a DPoP-bound token sent as Bearer (or with another API key), or a Bearer token sent as DPoP; with `WWW-Authenticate`",
   invalid_api_key: "`x-api-key` missing, unknown or revoked",
   forbidden: "the credentials may not perform this operation",
   idempotency_key_reused: "an `Idempotency-Key` used in the last 24 hours for a different request",
@@ -155,6 +161,7 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
 export const ERROR_RESPONSES: Record<number, string> = {
   400: "BadRequest",
   401: "Unauthorized",
+  403: "Forbidden",
   404: "NotFound",
   405: "MethodNotAllowed",
   409: "Conflict",
@@ -176,8 +183,9 @@ const codesFor = (status: number): ErrorCode[] =>
  * or of another media type (415); a path parameter can name nothing (404). Statuses that depend
  * on state (409, 422) or on a setting (503 of the public routes) are declared by the route.
  */
-function errorStatuses(op: Pick<Route, "auth" | "body" | "list" | "query" | "path" | "errors">): number[] {
+function errorStatuses(op: Pick<Route, "auth" | "body" | "list" | "query" | "path" | "errors" | "scope">): number[] {
   const statuses = new Set([405, ...(op.errors ?? [])]);
+  if (op.scope !== undefined) statuses.add(403);
   if (op.auth !== "none") statuses.add(401).add(500).add(503);
   if (op.auth === "apiKey" || op.auth === "client") statuses.add(429);
   if (op.body || op.list || op.query) statuses.add(400);
@@ -209,8 +217,8 @@ const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {
   oauth2: {
     type: "oauth2",
     description:
-      "Access token (`kw_at_...`) sent as `Authorization: Bearer` (RFC 6750), from the client-credentials grant (RFC 6749 4.4) at the token endpoint, which also takes the `x-api-key` of the same organization. `POST /v1/oauth` issues the same token in the envelope. No scopes: a token speaks for its client credential's user and organization.",
-    flows: { clientCredentials: { tokenUrl: TOKEN_URL, scopes: {} } },
+      "Access token (`kw_at_...`) from the client-credentials grant (RFC 6749 4.4) at the token endpoint, which also takes the `x-api-key` of the same organization; `POST /v1/oauth` issues the same token in the envelope. Sent as `Authorization: Bearer` (RFC 6750), or, when it is DPoP-bound (`token_type: DPoP`), as `Authorization: DPoP` with a fresh `DPoP` proof of its key for each request (RFC 9449), with the API key it was issued with. A token speaks for its client credential's user and organization, within its scopes; each operation names the scope it needs (403 `insufficient_scope` without it).",
+    flows: { clientCredentials: { tokenUrl: TOKEN_URL, scopes: { ...SCOPES } } },
   },
   admin: { type: "http", scheme: "bearer", description: "The operator token `ADMIN_TOKEN`; `/admin/v1` only." },
   receiverToken: {
@@ -435,7 +443,7 @@ function operationObject(op: Route, ref: (schema: z.ZodType, io: "input" | "outp
     summary: op.summary,
     ...(op.description !== undefined ? { description: op.description } : {}),
     tags: [op.tag],
-    security: SECURITY[op.auth],
+    security: op.scope === undefined ? SECURITY[op.auth] : [{ apiKey: [], oauth2: [op.scope] }],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(body !== undefined
       ? {

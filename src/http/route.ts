@@ -11,6 +11,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
 import type { Page } from "../objects/sql";
+import type { Scope } from "../schemas/scopes";
 import type { AppEnv } from "./context";
 import { created, respond, respondPage } from "./envelope";
 import { DEFAULT_MAX_BODY_BYTES, jsonBody, listQuery } from "./input";
@@ -80,11 +81,16 @@ export interface Route {
    * what it read in the context for the handler.
    */
   cost?(c: Context<AppEnv>): Promise<number>;
+  /**
+   * The scope an access token needs for this route (auth: "client"; auth/scopes.ts); none: any
+   * token will do (GET /v1/me, GraphQL, whose fields check their own).
+   */
+  scope?: Scope;
   serve(c: Context<AppEnv>): Promise<Response> | Response;
 }
 
 type C = Context<AppEnv>;
-type Doc = Pick<Route, "method" | "path" | "operationId" | "summary" | "description" | "tag" | "auth" | "query" | "errors">;
+type Doc = Pick<Route, "method" | "path" | "operationId" | "summary" | "description" | "tag" | "auth" | "query" | "errors" | "scope">;
 
 /** A route answered in the envelope, its `data` the handler's result parsed through `response.schema`. */
 export function envelopeRoute<B extends z.ZodType, R extends z.ZodType>(

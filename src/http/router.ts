@@ -12,6 +12,7 @@
  * methods it does not declare with 405 and `Allow` (RFC 9110 15.5.6).
  */
 import type { Hono, MiddlewareHandler } from "hono";
+import { insufficientScope } from "../auth/scopes";
 import { ApiError } from "../errors";
 import type { AppEnv } from "./context";
 import { requireCredentials } from "./middleware/credentials";
@@ -31,6 +32,9 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
     authOfPath.set(route.path, route.auth);
     if ((route.wire === "html") !== (route.csp !== undefined)) {
       throw new Error(`route ${route.method} ${route.path}: HTML pages, and only they, declare a Content-Security-Policy`);
+    }
+    if (route.scope !== undefined && route.auth !== "client") {
+      throw new Error(`route ${route.method} ${route.path}: only routes that take an access token declare a scope`);
     }
     const enforced = enforcedAuth(route.path, route.auth === "none");
     if (route.auth !== enforced && !(route.auth === "apiKey" && enforced === "client")) {
@@ -78,7 +82,17 @@ function mount(app: Hono<AppEnv>, routes: readonly Route[]): void {
   for (const route of routes) byPath.set(route.path, [...(byPath.get(route.path) ?? []), route]);
   for (const [path, group] of byPath) {
     const hono = honoPath(path);
-    for (const route of group) app.on(route.method, hono, (c) => route.serve(c));
+    for (const route of group) {
+      const { scope } = route;
+      app.on(route.method, hono, (c) => {
+        // After the credentials (middleware/credentials.ts): RFC 6750 3.1's 403, with the scope it needs.
+        const principal = scope === undefined ? undefined : c.get("principal");
+        if (scope !== undefined && principal !== undefined && !principal.scopes.includes(scope)) {
+          throw insufficientScope([scope], principal.jkt === null ? "Bearer" : "DPoP");
+        }
+        return route.serve(c);
+      });
+    }
     const methods = group.map((r) => r.method);
     const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
     app.all(hono, (c) => {

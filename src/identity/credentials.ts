@@ -1,9 +1,11 @@
 /**
- * Client credentials (spec 2.1): a client_id and a secret, owned by a user; the secret is shown
- * once and only its SHA-256 is kept. The organization's object is the record; after a change it
- * writes the credential's KV lookup entry (objects/lookup.ts), which lets the token endpoint find
- * the credential in one read, and pushes revocations to every API key's object, which decides on
- * each request whether a credential still works.
+ * Client credentials (spec 2.1), owned by a user: a client_id and a secret, shown once with only
+ * its SHA-256 kept; or, for private_key_jwt (RFC 7523), a client_id and the client's public keys
+ * (no secret at all). A credential may be restricted to some scopes and required to use DPoP.
+ * The organization's object is the record; after a change it writes the credential's KV lookup
+ * entry (objects/lookup.ts), which lets the token endpoint find the credential in one read, and
+ * pushes revocations and changes to every API key's object, which decides on each request
+ * whether a credential still works and whether that KV copy is current.
  */
 import type { Deps } from "../deps";
 import { notFound } from "../errors";
@@ -12,8 +14,9 @@ import { CLIENT_ID_PATTERN, newClientId, newClientSecret } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap } from "../objects/stubs";
-import type { ClientCredentialView } from "../schemas/admin";
+import type { ClientCredentialView, CreateClientCredentialInput, UpdateClientCredentialInput } from "../schemas/admin";
 import type { ClientCredentialRecord } from "../schemas/records";
+import { ALL_SCOPES } from "../schemas/scopes";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
 
@@ -21,19 +24,47 @@ export async function createClientCredential(
   deps: Deps,
   orgId: string,
   userId: string,
-  input: { name?: string | undefined },
+  input: CreateClientCredentialInput,
   actor: Actor,
-): Promise<{ record: ClientCredentialRecord; secret: string }> {
+): Promise<{ record: ClientCredentialRecord; secret: string | null }> {
+  const jwt = input.token_endpoint_auth_method === "private_key_jwt";
+  // A private_key_jwt credential has no secret: the hash of a random value nobody ever sees.
   const secret = newClientSecret();
   const credential = {
     client_id: newClientId(),
     user_id: userId,
     name: input.name ?? null,
+    auth_method: jwt ? ("private_key_jwt" as const) : ("client_secret" as const),
     secret_hash: await sha256Hex(secret),
+    jwks: input.jwks ?? null,
+    scopes: input.scopes ?? null,
+    dpop_bound: input.dpop_bound_access_tokens ?? false,
     created_at: isoTime(deps.now()),
   };
   const record = unwrap(await reach("organization", () => organization(deps, orgId).createCredential(credential, actor)));
-  return { record, secret };
+  return { record, secret: jwt ? null : secret };
+}
+
+/** A new key set (a rotation), scopes, DPoP, or name; in effect on the next token request everywhere once this answers. */
+export async function updateClientCredential(
+  deps: Deps,
+  orgId: string,
+  userId: string,
+  clientId: string,
+  input: UpdateClientCredentialInput,
+  actor: Actor,
+): Promise<ClientCredentialRecord> {
+  if (!CLIENT_ID_PATTERN.test(clientId)) throw notFound("Client credential");
+  const patch = {
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.jwks !== undefined ? { jwks: input.jwks } : {}),
+    ...(input.scopes !== undefined ? { scopes: input.scopes } : {}),
+    ...(input.dpop_bound_access_tokens !== undefined ? { dpop_bound: input.dpop_bound_access_tokens } : {}),
+  };
+  const change = unwrap(
+    await reach("organization", () => organization(deps, orgId).updateCredential(userId, clientId, patch, actor, deps.now())),
+  );
+  return applied(change, "The change of the client credential");
 }
 
 export async function getClientCredential(deps: Deps, orgId: string, userId: string, clientId: string): Promise<ClientCredentialRecord> {
@@ -69,6 +100,10 @@ export function clientCredentialView(record: ClientCredentialRecord): ClientCred
     organization_id: record.organization_id,
     user_id: record.user_id,
     name: record.name,
+    token_endpoint_auth_method: record.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+    jwks: record.jwks,
+    scopes: record.scopes ?? [...ALL_SCOPES],
+    dpop_bound_access_tokens: record.dpop_bound,
     status: record.revoked_at === null ? "active" : "revoked",
     created_at: record.created_at,
     last_used_at: record.last_used_at,

@@ -24,6 +24,15 @@ import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ra
 import type { LimitOverrides, Limits } from "../schemas/records";
 import { type Migration, migrate } from "./sql";
 
+/**
+ * One revision of the organization since the key's: a credential revoked (no kind), a credential
+ * changed (its KV copy is stale below `version`), or one access token revoked until it expires.
+ */
+export type Revocation =
+  | { client_id: string; revision: number; kind?: "client" }
+  | { client_id: string; revision: number; kind: "changed"; version: number }
+  | { client_id: string; revision: number; kind: "token"; token_id: string; expires_ms: number };
+
 /** What the organization pushes: the key's state at `version`, revocations up to `revision`. */
 export interface KeySnapshot {
   id: string;
@@ -32,8 +41,8 @@ export interface KeySnapshot {
   limits: LimitOverrides;
   version: number;
   revision: number;
-  /** Client credentials revoked since the revision this key last acknowledged. */
-  revocations: { client_id: string; revision: number }[];
+  /** What happened since the revision this key last acknowledged. */
+  revocations: Revocation[];
 }
 
 export interface SyncAck {
@@ -50,6 +59,14 @@ export interface AdmitInput {
   clientAuthenticated?: boolean;
   /** How many requests this one counts as (GraphQL mutations); 1 when absent. */
   cost?: number;
+  /** The version of the credential's KV copy the edge decided on: stale if a change came since. */
+  clientVersion?: number | undefined;
+  /** The access token presented (its jti): revoked or not. */
+  tokenId?: string | undefined;
+  /** Another token asked about (introspection): revoked, or its credential revoked, or not. */
+  inspect?: { tokenId: string; clientId: string } | undefined;
+  /** A DPoP proof's jti (hashed) and until when it could be replayed: used once, or refused. */
+  proof?: { jti: string; expiresMs: number } | undefined;
 }
 
 export type Admission =
@@ -57,7 +74,19 @@ export type Admission =
   | { status: "revoked"; keyId: string; organizationId: string }
   /** The copy's lease has lapsed and the organization could not confirm it: fail closed. */
   | { status: "unconfirmed" }
-  | { status: "active"; keyId: string; organizationId: string; decision: Decision; clientRevoked: boolean };
+  | {
+      status: "active";
+      keyId: string;
+      organizationId: string;
+      decision: Decision;
+      clientRevoked: boolean;
+      /** The credential changed after the KV copy the edge read (`clientVersion`). */
+      clientStale: boolean;
+      tokenRevoked: boolean;
+      inspectedTokenRevoked: boolean;
+      /** The DPoP proof's jti was seen before. */
+      proofReplayed: boolean;
+    };
 
 /** A use is noted at most this often per subject, and flushed to the organization as often. */
 export const USE_RESOLUTION_MS = 60_000;
@@ -79,7 +108,24 @@ const MIGRATIONS: Migration[] = [
       "CREATE TABLE uses (subject TEXT PRIMARY KEY, at INTEGER NOT NULL, flushed_at INTEGER NOT NULL DEFAULT 0)",
     ],
   },
+  {
+    // Issue 21: credentials whose facts changed, access tokens revoked one by one, DPoP proofs seen.
+    version: 2,
+    statements: [
+      "CREATE TABLE changed_clients (client_id TEXT PRIMARY KEY, version INTEGER NOT NULL)",
+      "CREATE TABLE revoked_tokens (token_id TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
+      // No index on expires_ms: one more B-tree write per DPoP request costs more than the
+      // occasional scan that prunes (PRUNE_EVERY).
+      "CREATE TABLE proof_jtis (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL) WITHOUT ROWID",
+    ],
+  },
 ];
+
+/**
+ * Seen DPoP proofs are pruned once every this many (a scan of at most what two minutes of
+ * proofs left), and revoked tokens past their expiry with them.
+ */
+const PRUNE_EVERY = 10_000;
 
 interface KeyRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -99,6 +145,11 @@ export class KeyObject extends DurableObject<Env> {
    * ever grows, and it is loaded from the table whenever the object starts.
    */
   private readonly revoked = new Set<string>();
+  /** Credentials whose facts changed, by version (a KV copy below it is stale). */
+  private readonly changed = new Map<string, number>();
+  /** Access tokens revoked one by one, until they expire (ms). */
+  private readonly revokedTokens = new Map<string, number>();
+  private proofsSincePrune = 0;
   /** Last noted use per subject ("key" or a client_id), in memory to skip most writes. */
   private readonly noted = new Map<string, number>();
   /** When the flush alarm is set for, or null when none is. */
@@ -120,6 +171,12 @@ export class KeyObject extends DurableObject<Env> {
     if (w) this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
     for (const u of sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses")) this.noted.set(u.subject, u.at);
     for (const r of sql.exec<{ client_id: string }>("SELECT client_id FROM revoked_clients")) this.revoked.add(r.client_id);
+    for (const r of sql.exec<{ client_id: string; version: number }>("SELECT client_id, version FROM changed_clients")) {
+      this.changed.set(r.client_id, r.version);
+    }
+    for (const r of sql.exec<{ token_id: string; expires_ms: number }>("SELECT token_id, expires_ms FROM revoked_tokens")) {
+      this.revokedTokens.set(r.token_id, r.expires_ms);
+    }
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
     });
@@ -139,6 +196,11 @@ export class KeyObject extends DurableObject<Env> {
     const key = this.key;
     if (key.status !== "active") return { status: "revoked", keyId: key.id, organizationId: key.organization_id };
     const clientRevoked = input.clientId !== undefined && this.revoked.has(input.clientId);
+    const clientStale =
+      input.clientId !== undefined && input.clientVersion !== undefined && (this.changed.get(input.clientId) ?? 0) > input.clientVersion;
+    const revokedToken = (id: string | undefined) => id !== undefined && (this.revokedTokens.get(id) ?? 0) > input.now;
+    // A proof is used once, admitted or not: the first use records it, every later one is a replay.
+    const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof, input.now);
     const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now, input.cost ?? 1);
     if (decision.allowed) {
       // Storage first: memory never counts a request that storage did not.
@@ -155,7 +217,34 @@ export class KeyObject extends DurableObject<Env> {
       this.noteUse("key", input.now);
       if (input.clientId !== undefined && input.clientAuthenticated && !clientRevoked) this.noteUse(input.clientId, input.now);
     }
-    return { status: "active", keyId: key.id, organizationId: key.organization_id, decision, clientRevoked };
+    return {
+      status: "active",
+      keyId: key.id,
+      organizationId: key.organization_id,
+      decision,
+      clientRevoked,
+      clientStale,
+      tokenRevoked: revokedToken(input.tokenId),
+      inspectedTokenRevoked:
+        input.inspect !== undefined && (revokedToken(input.inspect.tokenId) || this.revoked.has(input.inspect.clientId)),
+      proofReplayed,
+    };
+  }
+
+  /**
+   * Records a DPoP proof's jti; false if it was recorded before (a replay). One statement: the
+   * primary key decides. Seen proofs are kept until they could no longer be accepted anyway.
+   */
+  private recordProof(proof: { jti: string; expiresMs: number }, now: number): boolean {
+    const sql = this.ctx.storage.sql;
+    const written = sql.exec("INSERT OR IGNORE INTO proof_jtis (jti, expires_ms) VALUES (?, ?)", proof.jti, proof.expiresMs).rowsWritten;
+    if (++this.proofsSincePrune >= PRUNE_EVERY) {
+      this.proofsSincePrune = 0;
+      sql.exec("DELETE FROM proof_jtis WHERE expires_ms < ?", now);
+      sql.exec("DELETE FROM revoked_tokens WHERE expires_ms < ?", now);
+      for (const [id, expires] of this.revokedTokens) if (expires < now) this.revokedTokens.delete(id);
+    }
+    return written > 0;
   }
 
   /** Current usage without counting a request (operator API, manager). */
@@ -183,12 +272,26 @@ export class KeyObject extends DurableObject<Env> {
         );
       }
       for (const r of snapshot.revocations) {
-        sql.exec("INSERT OR IGNORE INTO revoked_clients (client_id, revision) VALUES (?, ?)", r.client_id, r.revision);
+        if (r.kind === "changed") {
+          sql.exec(
+            "INSERT INTO changed_clients (client_id, version) VALUES (?, ?) ON CONFLICT (client_id) DO UPDATE SET version = max(version, excluded.version)",
+            r.client_id,
+            r.version,
+          );
+        } else if (r.kind === "token") {
+          sql.exec("INSERT OR IGNORE INTO revoked_tokens (token_id, expires_ms) VALUES (?, ?)", r.token_id, r.expires_ms);
+        } else {
+          sql.exec("INSERT OR IGNORE INTO revoked_clients (client_id, revision) VALUES (?, ?)", r.client_id, r.revision);
+        }
       }
       sql.exec("UPDATE key SET revision = max(revision, ?)", snapshot.revision);
     });
     // Only after the transaction committed: memory never holds what storage does not.
-    for (const r of snapshot.revocations) this.revoked.add(r.client_id);
+    for (const r of snapshot.revocations) {
+      if (r.kind === "changed") this.changed.set(r.client_id, Math.max(this.changed.get(r.client_id) ?? 0, r.version));
+      else if (r.kind === "token") this.revokedTokens.set(r.token_id, r.expires_ms);
+      else this.revoked.add(r.client_id);
+    }
     this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").one();
     this.confirmedAt = Date.now();
     return { version: this.key.version, revision: this.key.revision };

@@ -3,8 +3,9 @@
  * to KV. Each is written by the organization's object after the change it mirrors has
  * committed, never read-modified-written, and never trusted for a decision a stale copy could
  * get wrong: a credential's entry tells the token endpoint which organization and user the
- * client_id belongs to and the hash of its secret, in one read; whether the credential is still
- * active is decided by the API key's object (objects/key.ts). A missing, stale or corrupt entry
+ * client_id belongs to, the hash of its secret and what its tokens may be (scopes, DPoP), in one
+ * read; whether the credential is still active, and whether the entry is older than its last
+ * change (`version`), is decided by the API key's object (objects/key.ts). A missing, stale or corrupt entry
  * sends the edge to the organization's object instead (a slower path, never a wrong answer).
  *
  * API keys need no entry: a key's object is named by the key's hash, so the edge finds it from
@@ -20,12 +21,18 @@ export const CredentialLookup = z.object({
   user_id: z.string(),
   /** SHA-256 (hex) of the client secret; a credential's secret never changes. */
   secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** A private_key_jwt credential is never authenticated from this entry (its keys are not here). */
+  auth_method: z.enum(["client_secret", "private_key_jwt"]).default("client_secret"),
+  scopes: z.array(z.string()).nullable().default(null),
+  dpop_bound: z.boolean().default(false),
+  /** The credential's version this entry mirrors; entries written before versions existed are 1. */
+  version: z.number().int().default(1),
 });
 export type CredentialLookup = z.output<typeof CredentialLookup>;
 
 /**
- * Entries read in this isolate, for LOOKUP_CACHE_TTL_MS. Safe to cache: an entry's content never
- * changes while the credential exists, and revocation is not decided from it.
+ * Entries read in this isolate, for LOOKUP_CACHE_TTL_MS. Safe to cache: what may change (scopes,
+ * DPoP) carries a version the key's object checks, and revocation is not decided from it.
  */
 export const LOOKUP_CACHE_TTL_MS = 60_000;
 const seen = new IsolateCache<CredentialLookup>({ ttlMs: LOOKUP_CACHE_TTL_MS, maxEntries: 10_000 });

@@ -20,9 +20,13 @@
  * pruned after AUDIT_RETENTION_DAYS.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { JWK } from "jose";
+import { sha256Hex } from "../lib/crypto";
+import { verifyClientAssertion } from "../lib/jwt";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { Actor, AuditEntryView } from "../schemas/audit";
+import type { Jwks } from "../schemas/jose";
 import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, OrganizationRecord, UserRecord } from "../schemas/records";
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import { deleteCredentialLookup, writeCredentialLookup } from "./lookup";
@@ -86,6 +90,27 @@ const MIGRATIONS: Migration[] = [
     version: 4,
     statements: ["CREATE INDEX audit_log_by_time ON audit_log (at)"],
   },
+  {
+    // Issue 21: private_key_jwt credentials, scopes, DPoP; revoking one token; client assertions' single use.
+    version: 5,
+    statements: [
+      "ALTER TABLE client_credentials ADD COLUMN auth_method TEXT NOT NULL DEFAULT 'client_secret'",
+      "ALTER TABLE client_credentials ADD COLUMN jwks TEXT",
+      "ALTER TABLE client_credentials ADD COLUMN scopes TEXT",
+      "ALTER TABLE client_credentials ADD COLUMN dpop_bound INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE client_credentials ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+      // What a revision is: a credential revoked ('client'), changed ('changed': its KV copy is
+      // stale below `version`), or one access token revoked ('token', kept until it expires).
+      "ALTER TABLE revocations ADD COLUMN kind TEXT NOT NULL DEFAULT 'client'",
+      "ALTER TABLE revocations ADD COLUMN version INTEGER",
+      "ALTER TABLE revocations ADD COLUMN token_id TEXT",
+      "ALTER TABLE revocations ADD COLUMN expires_ms INTEGER",
+      "CREATE INDEX revocations_tokens_by_expiry ON revocations (expires_ms) WHERE kind = 'token'",
+      // Client assertions' jti, until the assertion expires (RFC 7523 3, point 7: single use).
+      "CREATE TABLE assertion_jtis (jti_hash TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
+      "CREATE INDEX assertion_jtis_by_expiry ON assertion_jtis (expires_ms)",
+    ],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -102,6 +127,11 @@ interface CredentialRow extends Row {
   user_id: string;
   name: string | null;
   secret_hash: string;
+  auth_method: "client_secret" | "private_key_jwt";
+  jwks: string | null;
+  scopes: string | null;
+  dpop_bound: number;
+  version: number;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
@@ -140,6 +170,17 @@ interface AuditRow extends Row {
   resource_type: string;
   resource_id: string;
   detail: string | null;
+}
+
+/** What the token endpoint needs of an authenticated client credential. */
+export interface ClientFacts {
+  user_id: string;
+  active: boolean;
+  /** The scopes its tokens may have; null: every scope. */
+  scopes: string[] | null;
+  /** Its tokens must be DPoP-bound. */
+  dpop_bound: boolean;
+  version: number;
 }
 
 /** A change that others must apply: whether every one of them has. */
@@ -255,23 +296,32 @@ export class OrganizationObject extends DurableObject<Env> {
   // Client credentials
 
   async createCredential(
-    credential: Omit<ClientCredentialRecord, "organization_id" | "last_used_at" | "revoked_at">,
+    credential: Omit<ClientCredentialRecord, "organization_id" | "last_used_at" | "revoked_at" | "version">,
     actor: Actor,
   ): Promise<Result<ClientCredentialRecord>> {
     if (this.userRow(credential.user_id) === undefined) return missing("User");
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
-        "INSERT INTO client_credentials (client_id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        `INSERT INTO client_credentials (client_id, user_id, name, secret_hash, auth_method, jwks, scopes, dpop_bound, created_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         credential.client_id,
         credential.user_id,
         credential.name,
         credential.secret_hash,
+        credential.auth_method,
+        credential.jwks === null ? null : JSON.stringify(credential.jwks),
+        credential.scopes === null ? null : JSON.stringify(credential.scopes),
+        credential.dpop_bound ? 1 : 0,
         credential.created_at,
       );
       this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'put')", credential.client_id);
       this.audit(actor, "client_credential.created", "client_credential", credential.client_id, {
         user_id: credential.user_id,
         name: credential.name,
+        token_endpoint_auth_method: credential.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+        ...(credential.jwks ? { key_ids: credential.jwks.keys.map((k) => k.kid ?? null) } : {}),
+        ...(credential.scopes ? { scopes: credential.scopes } : {}),
+        ...(credential.dpop_bound ? { dpop_bound_access_tokens: true } : {}),
       });
     });
     await this.propagate();
@@ -311,16 +361,138 @@ export class OrganizationObject extends DurableObject<Env> {
   }
 
   /**
-   * The token endpoint's slow path, when KV has no entry for the client_id yet: whether the secret
-   * matches an active credential of this organization. A match is a use of the credential.
+   * Changes a credential: its name, its key set (private_key_jwt), its scopes, whether its tokens
+   * must be DPoP-bound. The last three are decided on from the KV copy at the token endpoint, so
+   * a change bumps the credential's version and is pushed to every key object like a revocation:
+   * a KV copy older than that is not trusted (auth/client-auth.ts asks this object instead).
    */
-  authenticateClient(clientId: string, secretHash: string, now: number): Result<{ user_id: string; active: boolean } | null> {
+  async updateCredential(
+    userId: string,
+    clientId: string,
+    patch: { name?: string | null; jwks?: Jwks; scopes?: string[] | null; dpop_bound?: boolean },
+    actor: Actor,
+    now: number,
+  ): Promise<Result<Propagated<ClientCredentialRecord>>> {
+    const found = this.getCredential(userId, clientId);
+    if (!found.ok) return found;
+    const current = found.value;
+    if (current.revoked_at !== null) return fail("conflict", "The client credential is revoked; create a new one.");
+    if (patch.jwks !== undefined && current.auth_method !== "private_key_jwt") {
+      return fail("invalid_request", "jwks is only for a private_key_jwt credential.");
+    }
+    const facts = patch.jwks !== undefined || patch.scopes !== undefined || patch.dpop_bound !== undefined;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "UPDATE client_credentials SET name = ?, jwks = ?, scopes = ?, dpop_bound = ?, version = version + ? WHERE client_id = ?",
+        patch.name === undefined ? current.name : patch.name,
+        JSON.stringify(patch.jwks ?? current.jwks),
+        patch.scopes === undefined
+          ? current.scopes === null
+            ? null
+            : JSON.stringify(current.scopes)
+          : patch.scopes === null
+            ? null
+            : JSON.stringify(patch.scopes),
+        (patch.dpop_bound ?? current.dpop_bound) ? 1 : 0,
+        facts ? 1 : 0,
+        clientId,
+      );
+      if (facts) {
+        const version = (this.credentialRow(clientId) as CredentialRow).version;
+        this.sql.exec("UPDATE organization SET revision = revision + 1");
+        this.sql.exec(
+          "INSERT INTO revocations (revision, client_id, revoked_at, kind, version) SELECT revision, ?, ?, 'changed', ? FROM organization",
+          clientId,
+          isoTime(now),
+          version,
+        );
+        this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'put')", clientId);
+      }
+      this.audit(actor, "client_credential.updated", "client_credential", clientId, {
+        fields: Object.keys(patch).filter((k) => patch[k as keyof typeof patch] !== undefined),
+        ...(patch.jwks ? { key_ids: patch.jwks.keys.map((k) => k.kid ?? null) } : {}),
+      });
+    });
+    const pending = await this.propagate();
+    return ok({ record: this.credentialRecord(this.credentialRow(clientId) as CredentialRow), pending });
+  }
+
+  /**
+   * The token endpoint's slow path, when KV has no entry for the client_id yet or one older than
+   * the key objects know: whether the secret matches an active credential of this organization,
+   * and what its tokens may be. A match is a use of the credential.
+   */
+  authenticateClient(clientId: string, secretHash: string, now: number): Result<ClientFacts | null> {
     const row = this.exists() ? this.credentialRow(clientId) : undefined;
-    if (row === undefined) return ok(null);
+    if (row === undefined || row.auth_method !== "client_secret") return ok(null);
     const matches = timingSafeEqualHex(row.secret_hash, secretHash);
     if (!matches) return ok(null);
     if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok({ user_id: row.user_id, active: row.revoked_at === null });
+    return ok(this.factsOf(row));
+  }
+
+  /**
+   * private_key_jwt (RFC 7523 3): the client assertion verified against the credential's
+   * registered keys, then its jti recorded until the assertion expires, so that it is used once
+   * whatever API key or location it comes through. Every failure answers null with a reason for
+   * the logs; the client learns only invalid_client.
+   */
+  async authenticateAssertion(
+    clientId: string,
+    assertion: string,
+    audiences: string[],
+    now: number,
+  ): Promise<Result<{ facts: ClientFacts | null; reason?: string }>> {
+    const row = this.exists() ? this.credentialRow(clientId) : undefined;
+    if (row === undefined || row.auth_method !== "private_key_jwt" || row.jwks === null) {
+      return ok({ facts: null, reason: "no private_key_jwt credential with this client_id" });
+    }
+    const keys = (JSON.parse(row.jwks) as Jwks).keys as JWK[];
+    const verified = await verifyClientAssertion(assertion, keys, { clientId, audiences, nowMs: now });
+    if (!verified.ok) return ok({ facts: null, reason: verified.reason });
+    const jtiHash = await sha256Hex(`${clientId} ${verified.jti}`);
+    const first = this.sql.exec(
+      "INSERT OR IGNORE INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)",
+      jtiHash,
+      verified.exp * 1000 + 60_000,
+    ).rowsWritten;
+    if (first === 0) return ok({ facts: null, reason: "jti already used" });
+    if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
+    return ok({ facts: this.factsOf(row) });
+  }
+
+  /**
+   * RFC 7009: one access token revoked (until it expires), pushed to every key object like a
+   * revoked credential. Idempotent; answered once every key object knows.
+   */
+  async revokeToken(tokenId: string, clientId: string, expiresMs: number, actor: Actor, now: number): Promise<Result<number>> {
+    if (!this.exists()) return missing("Organization");
+    const known = this.sql.exec("SELECT 1 FROM revocations WHERE kind = 'token' AND token_id = ?", tokenId).toArray().length > 0;
+    if (!known) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("UPDATE organization SET revision = revision + 1");
+        this.sql.exec(
+          `INSERT INTO revocations (revision, client_id, revoked_at, kind, token_id, expires_ms)
+            SELECT revision, ?, ?, 'token', ?, ? FROM organization`,
+          clientId,
+          isoTime(now),
+          tokenId,
+          expiresMs,
+        );
+        this.audit(actor, "access_token.revoked", "access_token", tokenId, { client_id: clientId });
+      });
+    }
+    return ok(await this.propagate());
+  }
+
+  private factsOf(row: CredentialRow): ClientFacts {
+    return {
+      user_id: row.user_id,
+      active: row.revoked_at === null,
+      scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
+      dpop_bound: row.dpop_bound === 1,
+      version: row.version,
+    };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -656,11 +828,25 @@ export class OrganizationObject extends DurableObject<Env> {
       version: key.version,
       revision: org.revision,
       revocations: this.sql
-        .exec<{ client_id: string; revision: number }>(
-          "SELECT client_id, revision FROM revocations WHERE revision > ? ORDER BY revision",
+        .exec<{
+          client_id: string;
+          revision: number;
+          kind: "client" | "changed" | "token";
+          version: number | null;
+          token_id: string | null;
+          expires_ms: number | null;
+        }>(
+          "SELECT client_id, revision, kind, version, token_id, expires_ms FROM revocations WHERE revision > ? ORDER BY revision",
           revision,
         )
-        .toArray(),
+        .toArray()
+        .map((r) =>
+          r.kind === "changed"
+            ? { client_id: r.client_id, revision: r.revision, kind: r.kind, version: r.version ?? 0 }
+            : r.kind === "token"
+              ? { client_id: r.client_id, revision: r.revision, kind: r.kind, token_id: r.token_id ?? "", expires_ms: r.expires_ms ?? 0 }
+              : { client_id: r.client_id, revision: r.revision },
+        ),
     };
   }
 
@@ -686,6 +872,10 @@ export class OrganizationObject extends DurableObject<Env> {
                   organization_id: org.id,
                   user_id: row.user_id,
                   secret_hash: row.secret_hash,
+                  auth_method: row.auth_method,
+                  scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
+                  dpop_bound: row.dpop_bound === 1,
+                  version: row.version,
                 });
               } else {
                 await deleteCredentialLookup(this.env.KV, client_id);
@@ -761,6 +951,9 @@ export class OrganizationObject extends DurableObject<Env> {
     const now = Date.now();
     this.sql.exec("DELETE FROM audit_log WHERE at < ?", isoTime(now - AUDIT_RETENTION_DAYS * 86_400_000));
     this.sql.exec("DELETE FROM sessions WHERE expires_at < ?", isoTime(now));
+    // Used assertion ids and revoked tokens matter only until they expire.
+    this.sql.exec("DELETE FROM assertion_jtis WHERE expires_ms < ?", now);
+    this.sql.exec("DELETE FROM revocations WHERE kind = 'token' AND expires_ms < ?", now);
     this.housekeptAt = now;
   }
 
@@ -786,7 +979,12 @@ export class OrganizationObject extends DurableObject<Env> {
       organization_id: this.org().id,
       user_id: row.user_id,
       name: row.name,
+      auth_method: row.auth_method,
       secret_hash: row.secret_hash,
+      jwks: row.jwks === null ? null : (JSON.parse(row.jwks) as Jwks),
+      scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
+      dpop_bound: row.dpop_bound === 1,
+      version: row.version,
       created_at: row.created_at,
       last_used_at: row.last_used_at,
       revoked_at: row.revoked_at,

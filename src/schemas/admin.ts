@@ -4,7 +4,9 @@
  */
 import * as z from "zod";
 import { DisplayName, Email, publicNames, Timestamp } from "./common";
+import { Jwks } from "./jose";
 import { Limits, LocationHint, OrganizationRecord, UserRecord } from "./records";
+import { ALL_SCOPES } from "./scopes";
 
 const LimitValue = (max: number) =>
   z
@@ -72,7 +74,43 @@ export type AdminTokenView = z.output<typeof AdminTokenView>;
 /** Only the mint response carries the token. */
 export const OrgAdminTokenView = AdminTokenView.extend({ token: z.string() });
 
-export const CreateClientCredentialInput = z.strictObject({ name: DisplayName.optional() });
+const ScopeList = z
+  .array(z.enum(ALL_SCOPES, { error: `must be one of ${ALL_SCOPES.join(", ")}` }))
+  .max(ALL_SCOPES.length)
+  .describe("The scopes this credential's tokens may have (auth/scopes.ts). Omitted: every scope.");
+
+/** The RFC 7591 name of how a client authenticates at the token endpoint. */
+export const TokenEndpointAuthMethod = z.enum(["client_secret_basic", "client_secret_post", "private_key_jwt"]);
+
+export const CreateClientCredentialInput = z
+  .strictObject({
+    name: DisplayName.optional(),
+    token_endpoint_auth_method: TokenEndpointAuthMethod.optional().describe(
+      "`private_key_jwt` (RFC 7523): the client signs a JWT with its private key; `jwks` holds the public keys and no secret is created. Otherwise (the default) a client secret is created, used with HTTP Basic or in the body.",
+    ),
+    jwks: Jwks.optional().describe("The client's public keys (JWK Set), for private_key_jwt only. Private key material is refused."),
+    scopes: ScopeList.optional(),
+    dpop_bound_access_tokens: z
+      .boolean()
+      .optional()
+      .describe("Every token of this credential must be DPoP-bound (RFC 9449): a token request without a DPoP proof is refused."),
+  })
+  .superRefine((input, ctx) => {
+    const jwt = input.token_endpoint_auth_method === "private_key_jwt";
+    if (jwt && input.jwks === undefined) ctx.addIssue({ code: "custom", path: ["jwks"], message: "is required with private_key_jwt" });
+    if (!jwt && input.jwks !== undefined)
+      ctx.addIssue({ code: "custom", path: ["jwks"], message: "is only for a private_key_jwt credential" });
+  });
+export type CreateClientCredentialInput = z.output<typeof CreateClientCredentialInput>;
+
+/** A credential's changes: its name, a new key set (a rotation: list old and new keys together), its scopes, DPoP. */
+export const UpdateClientCredentialInput = z.strictObject({
+  name: DisplayName.nullable().optional(),
+  jwks: Jwks.optional().describe("Replaces the key set of a private_key_jwt credential (list old and new keys during a rotation)."),
+  scopes: ScopeList.nullable().optional(),
+  dpop_bound_access_tokens: z.boolean().optional(),
+});
+export type UpdateClientCredentialInput = z.output<typeof UpdateClientCredentialInput>;
 
 /** Organizations and users hold no secrets: their views are the stored records. */
 export const OrganizationView = OrganizationRecord;
@@ -119,6 +157,13 @@ export const ClientCredentialView = z.object({
   organization_id: z.string(),
   user_id: z.string(),
   name: z.string().nullable(),
+  /** `client_secret_basic` for a secret (client_secret_post works too), or `private_key_jwt`. */
+  token_endpoint_auth_method: TokenEndpointAuthMethod,
+  /** The registered public keys (private_key_jwt), else null. */
+  jwks: Jwks.nullable(),
+  /** The scopes its tokens may have. */
+  scopes: z.array(z.string()),
+  dpop_bound_access_tokens: z.boolean(),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
   last_used_at: Timestamp.nullable(),
@@ -126,7 +171,8 @@ export const ClientCredentialView = z.object({
 });
 export type ClientCredentialView = z.output<typeof ClientCredentialView>;
 
-export const CreatedClientCredentialView = ClientCredentialView.extend({ client_secret: z.string() });
+/** `client_secret` is shown only here, and only for a secret credential (none exists for private_key_jwt). */
+export const CreatedClientCredentialView = ClientCredentialView.extend({ client_secret: z.string().optional() });
 
 // Public names in the API description (http/openapi.ts).
 publicNames.add(CreateOrganizationInput, { name: "CreateOrganizationInput" });
@@ -134,6 +180,7 @@ publicNames.add(CreateUserInput, { name: "CreateUserInput" });
 publicNames.add(CreateApiKeyInput, { name: "CreateApiKeyInput" });
 publicNames.add(UpdateApiKeyInput, { name: "UpdateApiKeyInput" });
 publicNames.add(CreateClientCredentialInput, { name: "CreateClientCredentialInput" });
+publicNames.add(UpdateClientCredentialInput, { name: "UpdateClientCredentialInput" });
 publicNames.add(MintOrgAdminTokenInput, { name: "MintOrgAdminTokenInput" });
 publicNames.add(OrganizationView, { name: "OrganizationView" });
 publicNames.add(UserView, { name: "UserView" });

@@ -6,6 +6,7 @@
  */
 import * as z from "zod";
 import { Timestamp } from "./common";
+import { Jwks } from "./jose";
 
 export const Limits = z.object({
   per_second: z.number().int().min(1).max(10_000),
@@ -66,8 +67,21 @@ export const ClientCredentialRecord = z.object({
   organization_id: z.string(),
   user_id: z.string(),
   name: z.string().nullable(),
-  /** SHA-256 (hex) of the client secret. */
+  /**
+   * How the client authenticates: its secret (client_secret_basic or client_secret_post), or a
+   * JWT signed with one of its `jwks` keys (private_key_jwt, RFC 7523).
+   */
+  auth_method: z.enum(["client_secret", "private_key_jwt"]),
+  /** SHA-256 (hex) of the client secret; for private_key_jwt, of a random value nobody knows. */
   secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The public keys of a private_key_jwt client; null for a secret. */
+  jwks: Jwks.nullable(),
+  /** The scopes its tokens may have; null: every scope. */
+  scopes: z.array(z.string()).nullable(),
+  /** Its tokens must be DPoP-bound (RFC 9449 `dpop_bound_access_tokens`). */
+  dpop_bound: z.boolean(),
+  /** +1 on each change of the above (a KV copy older than the key objects know is not trusted). */
+  version: z.number().int(),
   created_at: Timestamp,
   /** Last successful token issuance, written at most once a minute. */
   last_used_at: Timestamp.nullable().default(null),
@@ -96,5 +110,11 @@ export const AccessTokenClaims = z.object({
   iat: z.number().int(),
   exp: z.number().int(),
   jti: z.string(),
+  /** Granted scopes, space-separated (auth/scopes.ts); absent on tokens issued before scopes: all. */
+  scope: z.string().optional(),
+  /** RFC 9449 6.1: the DPoP key's RFC 7638 thumbprint this token is bound to. */
+  cnf: z.object({ jkt: z.string() }).optional(),
+  /** A DPoP-bound token's API key id: its proofs' single use is checked by that key's object. */
+  akid: z.string().optional(),
 });
 export type AccessTokenClaims = z.output<typeof AccessTokenClaims>;

@@ -7,11 +7,12 @@
  * The failure cases check what a person sees: one message, the right exit status, no stack trace.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
 
@@ -57,6 +58,62 @@ describe("operator CLI", () => {
   });
   afterAll(async () => {
     await keyway?.stop();
+  });
+
+  it("registers a private_key_jwt client from a key file, restricted and DPoP-bound, then rotates its keys and lifts the restriction", async () => {
+    const orgId = value((await admin("orgs", "create", "JWT Corp")).stdout, "id");
+    const userId = value((await admin("users", "create", orgId, "Ken")).stdout, "id");
+    const dir = await mkdtemp(join(tmpdir(), "keyway-jwks-"));
+    const jwk = async (kid: string) => ({ ...(await exportJWK((await generateKeyPair("ES256", { extractable: true })).publicKey)), kid });
+    const first = join(dir, "first.json");
+    const both = join(dir, "both.json");
+    const [k1, k2] = [await jwk("k1"), await jwk("k2")];
+    await writeFile(first, JSON.stringify({ keys: [k1] }));
+    await writeFile(both, JSON.stringify({ keys: [k1, k2] }));
+
+    const created = await admin(
+      "credentials",
+      "create",
+      orgId,
+      userId,
+      "--name",
+      "signer",
+      "--jwks",
+      first,
+      "--scopes",
+      "webhooks:read events:write",
+      "--dpop",
+      "on",
+    );
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).not.toMatch(/client_secret/);
+    const clientId = value(created.stdout, "client_id");
+    expect(value(created.stdout, "token_endpoint_auth_method")).toBe("private_key_jwt");
+    expect(value(created.stdout, "dpop_bound_access_tokens")).toBe("true");
+
+    const rotated = await admin("credentials", "update", orgId, userId, clientId, "--jwks", both, "--scopes", "all", "--dpop", "off");
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const shown = await admin("credentials", "get", orgId, userId, clientId, "--json");
+    const view = JSON.parse(shown.stdout) as { jwks: { keys: { kid: string }[] }; scopes: string[]; dpop_bound_access_tokens: boolean };
+    expect(view.jwks.keys.map((k) => k.kid)).toEqual(["k1", "k2"]);
+    expect(view.scopes).toHaveLength(4);
+    expect(view.dpop_bound_access_tokens).toBe(false);
+    const list = await admin("credentials", "list", orgId, userId);
+    expect(list.stdout).toMatch(/AUTH +SCOPES +DPOP/);
+    expect(list.stdout).toContain("private_key_jwt");
+
+    // A private key is refused by keyway, named, nothing printed of it; a bad flag is refused before sending.
+    const privateFile = join(dir, "private.json");
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const priv = await exportJWK(pair.privateKey);
+    await writeFile(privateFile, JSON.stringify({ keys: [priv] }));
+    const refused = await admin("credentials", "update", orgId, userId, clientId, "--jwks", privateFile);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/private key material/);
+    expect(refused.stderr + refused.stdout).not.toContain(String(priv.d));
+    const badFlag = await admin("credentials", "update", orgId, userId, clientId, "--dpop", "maybe");
+    expect(badFlag.code).toBe(2);
+    await rm(dir, { recursive: true, force: true });
   });
 
   it("walks an operator from a new organization to a working access token and back to revocation", async () => {

@@ -30,6 +30,9 @@ const run = promisify(execFile);
 const REAL = await readFile(join(ROOT, "wrangler.toml"), "utf8");
 /** The description Worker's configuration (keyway-docs), which the API Worker's DOCS binding names. */
 const REAL_DOCS = await readFile(join(ROOT, "wrangler.docs.toml"), "utf8");
+/** The companion Workers' configurations, in the order they are deployed (before the API Worker). */
+const DOCS_TOML = join(ROOT, "wrangler.docs.toml");
+const GRAPHQL_TOML = join(ROOT, "wrangler.graphql.toml");
 const STAGING_KV = "5a1f0c3e8b9d4e2fa7c6b5d4e3f2a1b0";
 const PRODUCTION_KV = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b";
 const PUBLIC = "https://keyway.acme.workers.dev";
@@ -90,8 +93,8 @@ async function writeConfig(toml: string): Promise<string> {
 const errors = (findings: Finding[]) => findings.filter((f) => f.level === "error");
 
 async function offline(toml: string, env: string | undefined = "production", docsToml?: string) {
-  const docsConfigPath = docsToml === undefined ? undefined : await writeConfig(docsToml);
-  const result = await preflight({ env, configPath: await writeConfig(toml), docsConfigPath, offline: true });
+  const companionConfigs = docsToml === undefined ? {} : { DOCS: await writeConfig(docsToml) };
+  const result = await preflight({ env, configPath: await writeConfig(toml), companionConfigs, offline: true });
   return { ...result, errors: errors(result.findings) };
 }
 
@@ -226,7 +229,7 @@ describe("the repository's wrangler.toml", () => {
     expect(result.findings).toEqual([]);
   });
 
-  it("as committed, passes `npm run check:deploy`: every environment's checks, provisioning left as warnings, and the real wrangler bundles both Workers, each within its size budget", async () => {
+  it("as committed, passes `npm run check:deploy`: every environment's checks, provisioning left as warnings, and the real wrangler bundles the three Workers, each within its size budget", async () => {
     const { output, code } = await npmRun(["run", "check:deploy"]);
     expect(code, output).toBe(0);
     for (const env of ["staging", "production"]) {
@@ -235,15 +238,15 @@ describe("the repository's wrangler.toml", () => {
     }
     expect(output).toContain("warning: before the first deploy: PUBLIC_BASE_URL is empty in [env.production.vars]");
     expect(output).not.toContain("error:");
-    // wrangler 4.155 bundled the description Worker, then the API Worker, each within the budget of
-    // 150 KiB gzipped (README, "Performance").
-    // The two runs are one after the other, so wrangler's own lines come in that order: the
-    // description Worker has no bindings; the API Worker has its DOCS binding to it.
+    // wrangler 4.155 bundled the description Worker, the GraphQL Worker, then the API Worker, each
+    // within the budget of 150 KiB gzipped (README, "Performance"). The runs are one after the
+    // other, so wrangler's own lines come in that order: the companions have no bindings; the API
+    // Worker has its DOCS and GRAPHQL bindings to them.
     expect(output).toMatch(
-      /Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.[\s\S]*Total Upload: [\d.]+ KiB[\s\S]*env\.DOCS \(keyway-docs\)/,
+      /Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.[\s\S]*Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.[\s\S]*Total Upload: [\d.]+ KiB[\s\S]*env\.DOCS \(keyway-docs\)[\s\S]*env\.GRAPHQL \(keyway-graphql\)/,
     );
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
-    expect(uploads).toHaveLength(2);
+    expect(uploads).toHaveLength(3);
     for (const gzipKiB of uploads) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(150);
@@ -448,6 +451,17 @@ describe("offline checks refuse", () => {
     );
   });
 
+  it("an environment without the GRAPHQL service binding, or with one to the API Worker itself", async () => {
+    const missing = await offline(
+      editProduction(filled(), '[[env.production.services]]\nbinding = "GRAPHQL"\nservice = "keyway-graphql"\n', ""),
+    );
+    expect(theError(missing.errors, 'has no service binding "GRAPHQL"').message).toContain("/v1/graphql would fail");
+    const self = await offline(
+      editProduction(filled(), 'binding = "GRAPHQL"\nservice = "keyway-graphql"', 'binding = "GRAPHQL"\nservice = "keyway"'),
+    );
+    expect(theError(self.errors, 'binds GRAPHQL to the Worker "keyway"').fix).toContain('service = "keyway-graphql"');
+  });
+
   it("a DOCS binding to another environment's description Worker", async () => {
     const toml = edit(filled(), 'service = "keyway-docs-staging"', 'service = "keyway-docs"');
     const result = await offline(toml, "staging");
@@ -606,22 +620,24 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     expect(result.output).toContain("passed.");
     expect(result.code).toBe(0);
     const calls = await stub.calls();
-    // Secrets, KV, four queues (three lanes and their dead-letter queue), then the two deploys:
-    // the description Worker first (the API Worker's binding to it needs it), arguments to the API Worker's.
-    expect(calls).toHaveLength(8);
-    expect(calls.slice(-2)).toEqual([
-      `deploy --env production --config ${join(ROOT, "wrangler.docs.toml")}`,
+    // Secrets, KV, four queues (three lanes and their dead-letter queue), then the three deploys:
+    // the companions first (the API Worker's bindings need them), arguments to the API Worker's.
+    expect(calls).toHaveLength(9);
+    expect(calls.slice(-3)).toEqual([
+      `deploy --env production --config ${DOCS_TOML}`,
+      `deploy --env production --config ${GRAPHQL_TOML}`,
       `deploy --env production --config ${config} --message release 1`,
     ]);
   });
 
-  it("stops before the API Worker when the description Worker's upload fails, saying so", async () => {
-    const stub = await stubWrangler({ failDeployOf: "wrangler.docs.toml" });
+  it("stops before the API Worker when a companion's upload fails, saying so", async () => {
+    const stub = await stubWrangler({ failDeployOf: "wrangler.graphql.toml" });
     const result = await deployScript(["--env", "production", "--config", await writeConfig(filled())], { KEYWAY_WRANGLER: stub.bin });
     expect(result.code).toBe(1);
-    expect(result.output).toContain("The description Worker was not deployed, so the API Worker was not either.");
+    expect(result.output).toContain("The GraphQL Worker was not deployed, so the API Worker was not either.");
     expect((await stub.calls()).filter((c) => c.startsWith("deploy"))).toEqual([
-      `deploy --env production --config ${join(ROOT, "wrangler.docs.toml")}`,
+      `deploy --env production --config ${DOCS_TOML}`,
+      `deploy --env production --config ${GRAPHQL_TOML}`,
     ]);
   });
 
@@ -647,7 +663,8 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     const ok = await deployScript(["--dry-run", "--config", config], { KEYWAY_WRANGLER: stub.bin });
     expect(ok.code, ok.output).toBe(0);
     expect(await stub.calls()).toEqual([
-      `deploy --env= --config ${join(ROOT, "wrangler.docs.toml")} --dry-run --outdir dist/docs`,
+      `deploy --env= --config ${DOCS_TOML} --dry-run --outdir dist/docs`,
+      `deploy --env= --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql`,
       `deploy --env= --config ${config} --dry-run --outdir dist/api`,
     ]);
 
@@ -657,16 +674,17 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     const refused = await deployScript(["--dry-run", "--config", broken], { KEYWAY_WRANGLER: stub.bin });
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/error: Queue "keyway-webhooks" .*\[env\.production\]\) has no consumer/);
-    expect(await stub.calls()).toHaveLength(2); // no more bundles
+    expect(await stub.calls()).toHaveLength(3); // no more bundles
   });
 
-  it("with --dry-run (check:deploy) runs only the offline checks, then wrangler deploy --dry-run of both Workers", async () => {
+  it("with --dry-run (check:deploy) runs only the offline checks, then wrangler deploy --dry-run of the three Workers", async () => {
     const stub = await stubWrangler();
     const config = await writeConfig(filled());
     const result = await deployScript(["--dry-run", "--env", "production", "--config", config], { KEYWAY_WRANGLER: stub.bin });
     expect(result.code).toBe(0);
     expect(await stub.calls()).toEqual([
-      `deploy --env production --config ${join(ROOT, "wrangler.docs.toml")} --dry-run --outdir dist/docs`,
+      `deploy --env production --config ${DOCS_TOML} --dry-run --outdir dist/docs`,
+      `deploy --env production --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql`,
       `deploy --env production --config ${config} --dry-run --outdir dist/api`,
     ]);
   });

@@ -8,9 +8,11 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
 
@@ -143,6 +145,59 @@ describe("docs that work as pasted", () => {
     expect(seconds).toBeGreaterThanOrEqual(3595);
     expect(seconds).toBeLessThanOrEqual(3600);
     expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: keyway.demo.clientId });
+  });
+
+  it.each([
+    ["oauth4webapi", "examples/recipes/private-key-jwt-dpop-oauth4webapi.mjs"],
+    ["openid-client v6", "examples/recipes/private-key-jwt-dpop-openid-client.mjs"],
+  ])(
+    "authenticates with private_key_jwt, gets a DPoP-bound token narrowed to webhooks:read and calls /v1/me with %s, as docs/clients.md shows it",
+    async (_name, file) => {
+      expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+      // The operator registers the client's public key; the private half stays in a file of the client's.
+      const pair = await generateKeyPair("ES256", { extractable: true });
+      const dir = await mkdtemp(join(tmpdir(), "keyway-client-key-"));
+      const keyFile = join(dir, "client-key.json");
+      await writeFile(keyFile, JSON.stringify({ ...(await exportJWK(pair.privateKey)), kid: "c1" }));
+      const registered = await fetch(
+        `${keyway.baseUrl}/admin/v1/organizations/${keyway.demo.organizationId}/users/${keyway.demo.userId}/client-credentials`,
+        {
+          method: "POST",
+          headers: { Authorization: `Bearer ${keyway.adminToken}`, "Content-Type": "application/json" },
+          body: JSON.stringify({
+            token_endpoint_auth_method: "private_key_jwt",
+            jwks: { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "c1" }] },
+          }),
+        },
+      );
+      expect(registered.status).toBe(201);
+      const clientId = ((await registered.json()) as { data: { client_id: string } }).data.client_id;
+      await sleep(1_100);
+      const result = await run(process.execPath, [file], { ...demoEnv(), KEYWAY_CLIENT_ID: clientId, KEYWAY_PRIVATE_JWK: keyFile });
+      await rm(dir, { recursive: true, force: true });
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      const [issued, me] = result.stdout.trim().split("\n");
+      // The libraries name the token type in lower case.
+      expect(issued?.toLowerCase()).toBe("dpop token with scope webhooks:read");
+      expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: clientId });
+    },
+  );
+
+  it.each([
+    ["oauth4webapi", "examples/recipes/revoke-introspect-oauth4webapi.mjs"],
+    ["openid-client v6", "examples/recipes/revoke-introspect-openid-client.mjs"],
+  ])("introspects and revokes a token with %s as docs/clients.md shows it: active, then inactive and refused", async (_name, file) => {
+    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+    await sleep(1_100);
+    const result = await run(process.execPath, [file], demoEnv());
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim().split("\n")).toEqual([
+      `active true, client ${keyway.demo.clientId}, scope webhooks:read webhooks:write events:write graphql:mutate`,
+      "active false",
+      "GET /v1/me refused: 401 invalid_token",
+    ]);
   });
 
   it("verifies a real delivery with standardwebhooks as docs/clients.md shows it", async () => {

@@ -16,7 +16,7 @@ import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
 import { actorOf, canAccess, resume, SESSION_COOKIE, SESSION_TTL_SECONDS, type Session, signIn, signOut } from "../../auth/sessions";
-import { ApiError } from "../../errors";
+import { ApiError, invalidInput } from "../../errors";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import { apiKeyView, createApiKey, getApiKey, keyUsage, listApiKeys, revokeApiKey, updateApiKey } from "../../identity/api-keys";
 import { auditLog } from "../../identity/audit";
@@ -26,6 +26,7 @@ import {
   getClientCredential,
   listClientCredentials,
   revokeClientCredential,
+  updateClientCredential,
 } from "../../identity/credentials";
 import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
@@ -40,7 +41,9 @@ import {
   CreateUserInput,
   MintOrgAdminTokenInput,
   UpdateApiKeyInput,
+  UpdateClientCredentialInput,
 } from "../../schemas/admin";
+import { ALL_SCOPES } from "../../schemas/scopes";
 import { parseInput } from "../../schemas/validate";
 import { UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
 import { getWebhookConfiguration, listWebhookConfigurations, updateWebhookConfiguration } from "../../webhooks/configurations";
@@ -56,6 +59,7 @@ import {
   ApiKeys,
   AuditLog,
   ClientCredentialCreated,
+  ClientCredentialEdit,
   ClientCredentials,
   Confirm,
   type Confirmation,
@@ -282,7 +286,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.post("/manager/organizations/:org/users/:user/client-credentials", async (c) => {
     const { org, user } = await userFor(c);
-    const input = parseInput(CreateClientCredentialInput, optional(await form(c), ["name"]));
+    const fields = await form(c);
+    const jwt = fields.token_endpoint_auth_method === "private_key_jwt";
+    const input = parseInput(CreateClientCredentialInput, {
+      ...optional(fields, ["name"]),
+      ...(jwt ? { token_endpoint_auth_method: "private_key_jwt", jwks: jwksFrom(fields) } : {}),
+      ...policyFrom(fields),
+    });
     const { record, secret } = await createClientCredential(c.get("deps"), org.id, user.id, input, actor(c));
     return page(
       c,
@@ -290,6 +300,32 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       [...credentialCrumbs(c, org, user, true), { label: "New" }],
       <ClientCredentialCreated base={credentialsPath(org.id, user.id)} clientId={record.client_id} secret={secret} />,
     );
+  });
+
+  app.get("/manager/organizations/:org/users/:user/client-credentials/:client/edit", async (c) => {
+    const { org, user } = await userFor(c);
+    const cred = clientCredentialView(await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client")));
+    const base = credentialsPath(org.id, user.id);
+    return page(
+      c,
+      `Client credentials ${cred.client_id}`,
+      [...credentialCrumbs(c, org, user, true), { label: cred.name ?? cred.client_id }],
+      <ClientCredentialEdit action={`${base}/${cred.client_id}`} cancel={base} credential={cred} csrf={csrf(c)} />,
+    );
+  });
+
+  app.post("/manager/organizations/:org/users/:user/client-credentials/:client", async (c) => {
+    const { org, user } = await userFor(c);
+    const cred = await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
+    const fields = await form(c);
+    const name = typeof fields.name === "string" && fields.name.trim() !== "" ? fields.name : null;
+    const input = parseInput(UpdateClientCredentialInput, {
+      name,
+      ...(cred.auth_method === "private_key_jwt" ? { jwks: jwksFrom(fields) } : {}),
+      ...policyFrom(fields, true),
+    });
+    await updateClientCredential(c.get("deps"), org.id, user.id, cred.client_id, input, actor(c));
+    return c.redirect(`${credentialsPath(org.id, user.id)}?notice=credential-saved`, 303);
   });
 
   app.get("/manager/organizations/:org/users/:user/client-credentials/:client/revoke", async (c) => {
@@ -506,6 +542,7 @@ const notices: Record<string, string> = {
   "user-added": "User added.",
   "user-removed": "User removed; their client credentials were revoked.",
   "credential-revoked": "Client credentials revoked.",
+  "credential-saved": "Client credentials saved; the next token request everywhere follows them.",
   "key-revoked": "API key revoked.",
   "limits-saved": "Limits saved; they apply from the next request.",
   "token-revoked": "Administrator token revoked; its sessions have ended.",
@@ -525,6 +562,27 @@ async function form(c: C): Promise<Record<string, unknown>> {
   const fields = await readFields(c.req.raw, ["form"], 16 * 1024);
   c.set("form", fields);
   return fields;
+}
+
+/** The JWK Set textarea, parsed as JSON (its shape is then checked by the input schema). */
+function jwksFrom(fields: Record<string, unknown>): unknown {
+  const text = typeof fields.jwks === "string" ? fields.jwks.trim() : "";
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw invalidInput({ label: "form", issues: [{ path: ["jwks"], text: " is not valid JSON" }] });
+  }
+}
+
+/**
+ * The scope checkboxes and the DPoP checkbox; every scope checked means no restriction. A post
+ * without the scopes fieldset (`scopes-shown`) leaves the scopes as they are (all, on create).
+ */
+function policyFrom(fields: Record<string, unknown>, update = false): { scopes?: string[] | null; dpop_bound_access_tokens: boolean } {
+  const scopes = ALL_SCOPES.filter((s) => fields[`scope-${s}`] === "on");
+  const all = fields["scopes-shown"] !== "1" || scopes.length === ALL_SCOPES.length;
+  return { ...(all ? (update ? { scopes: null } : {}) : { scopes }), dpop_bound_access_tokens: fields.dpop === "on" };
 }
 
 /** Empty form fields mean "not given" for optional inputs. */

@@ -36,7 +36,13 @@ export function requireCredentials(
           presentedApiKey(presented);
           if (await bearerVerifies(deps, c.req.header("authorization"))) n = await cost(c);
         }
-        const principal = await authenticateRequest(deps, presented, c.req.header("authorization"), onAdmitted, n);
+        const request = {
+          authorization: c.req.header("authorization"),
+          dpop: c.req.raw.headers.get("dpop"),
+          method: c.req.method,
+          url: c.req.url,
+        };
+        const principal = await authenticateRequest(deps, presented, request, onAdmitted, n);
         c.set("principal", principal);
         c.set("actor", { type: "api_client", id: principal.clientId, api_key_id: principal.apiKeyId });
       }

@@ -13,6 +13,7 @@ import {
   getClientCredential,
   listClientCredentials,
   revokeClientCredential,
+  updateClientCredential,
 } from "../../identity/credentials";
 import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
@@ -34,6 +35,7 @@ import {
   OrgAdminTokenView,
   OrganizationView,
   UpdateApiKeyInput,
+  UpdateClientCredentialInput,
   UserView,
 } from "../../schemas/admin";
 import { AuditEntryView } from "../../schemas/audit";
@@ -287,7 +289,8 @@ export const adminRoutes: Route[] = [
     path: CREDENTIALS,
     operationId: "createClientCredential",
     summary: "Issue a client credential to a user",
-    description: "`client_secret` is shown only here.",
+    description:
+      'With a secret (the default; `client_secret` is shown only here), or with `token_endpoint_auth_method: "private_key_jwt"` and the client\'s public keys in `jwks` (no secret is created; private key material is refused). `scopes` restricts its tokens; `dpop_bound_access_tokens` requires DPoP.',
     tag: credentialsTag,
     auth: "admin",
     status: 201,
@@ -295,7 +298,7 @@ export const adminRoutes: Route[] = [
     response: { schema: CreatedClientCredentialView, example: { ...CREDENTIAL, client_secret: TOKEN_REQUEST.client_secret } },
     handle: async (c, input) => {
       const { record, secret } = await createClientCredential(deps(c), param(c, "org"), param(c, "user"), input, actor(c));
-      return { ...clientCredentialView(record), client_secret: secret };
+      return { ...clientCredentialView(record), ...(secret !== null ? { client_secret: secret } : {}) };
     },
     location: (credential, c) => `${under(c, CREDENTIALS)}/${credential.client_id}`,
   }),
@@ -321,6 +324,21 @@ export const adminRoutes: Route[] = [
     auth: "admin",
     response: { schema: ClientCredentialView, example: CREDENTIAL },
     handle: async (c) => clientCredentialView(await getClientCredential(deps(c), param(c, "org"), param(c, "user"), param(c, "client"))),
+  }),
+  envelopeRoute({
+    method: "PATCH",
+    path: `${CREDENTIALS}/{client}`,
+    operationId: "updateClientCredential",
+    summary: "Change a client credential: its key set (rotation), scopes, DPoP, name",
+    description:
+      "`jwks` replaces a private_key_jwt credential's public keys: during a rotation list the old and the new together, then the new alone. `scopes` (null: every scope) and `dpop_bound_access_tokens` apply to tokens issued from now on. In effect at the next token request everywhere once answered (503 while still being applied; repeat to confirm).",
+    tag: credentialsTag,
+    auth: "admin",
+    body: { schema: UpdateClientCredentialInput, example: { scopes: ["webhooks:read"] } },
+    response: { schema: ClientCredentialView, example: { ...CREDENTIAL, scopes: ["webhooks:read"] } },
+    errors: [409],
+    handle: async (c, input) =>
+      clientCredentialView(await updateClientCredential(deps(c), param(c, "org"), param(c, "user"), param(c, "client"), input, actor(c))),
   }),
   envelopeRoute({
     method: "DELETE",

@@ -1,24 +1,48 @@
 /**
  * POST /v1/graphql (and GET for queries): the GraphQL adapter. It sits behind the same API key,
  * rate limit and bearer checks as REST, so an unauthorized request is refused with the 401
- * envelope before any GraphQL work. Answers are standard GraphQL responses.
+ * envelope before any GraphQL work. The GraphQL engine itself is the keyway-graphql Worker
+ * (src/graphql-worker.ts), called over the GRAPHQL service binding: it counts a request's
+ * mutations before admission, then runs the admitted request against a backend bound to this
+ * request's organization and actor (http/graphql-backend.ts). Answers are standard GraphQL
+ * responses.
  */
 import type { Context } from "hono";
 import * as z from "zod";
+import { meView } from "../../auth/tokens";
+import { telemetrySettings } from "../../config";
 import { ApiError } from "../../errors";
-import { type GraphQLRequest as Request, requestCost, runGraphQL } from "../../graphql/execute";
+import type { GraphQLRequest as Request } from "../../graphql/execute";
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../../lib/json";
+import { currentRequestId } from "../../log";
+import { reach } from "../../objects/stubs";
+import { usageView } from "../../ratelimit/service";
 import { GraphQLRequest, GraphQLResponse } from "../../schemas/graphql";
 import { readFields, tooDeep } from "../body";
 import type { AppEnv } from "../context";
 import { ORG_ID } from "../examples";
+import { GraphQLBackendTarget } from "../graphql-backend";
 import { DEFAULT_MAX_BODY_BYTES } from "../input";
 import { type Route, rawRoute } from "../route";
 
+const ENGINE = "GraphQL engine";
+
 async function answer(c: Context<AppEnv>, request: Request, method: "GET" | "POST"): Promise<Response> {
-  const context = { deps: c.get("deps"), principal: c.get("principal"), usage: c.get("admitted").decision, actor: c.get("actor") };
-  const result = await runGraphQL(request, context, method);
-  return c.json(result.body, result.status, result.allow ? { Allow: result.allow } : {});
+  const deps = c.get("deps");
+  const principal = c.get("principal");
+  const call = {
+    request,
+    method,
+    viewer: { me: meView(principal, deps.now()), rate_limit: usageView(c.get("admitted").decision) },
+    requestId: currentRequestId() ?? "",
+    logFormat: telemetrySettings(c.env).logFormat,
+  };
+  const backend = new GraphQLBackendTarget(deps, principal.organizationId, c.get("actor"), {
+    scopes: principal.scopes,
+    scheme: principal.jkt === null ? "Bearer" : "DPoP",
+  });
+  const ran = await reach(ENGINE, () => c.env.GRAPHQL.run(call, backend));
+  return c.body(ran.json, ran.status, { "Content-Type": "application/json", ...(ran.allow ? { Allow: ran.allow } : {}) });
 }
 
 export const graphqlRoutes: Route[] = [
@@ -50,7 +74,11 @@ export const graphqlRoutes: Route[] = [
         return 1;
       }
       c.set("preread", fields);
-      return requestCost({ query: fields.query, variables: fields.variables, operationName: fields.operationName });
+      // Only a mutation costs more than one, and a mutation needs the keyword: a document without
+      // it is counted here, without asking the engine (most requests are queries).
+      if (typeof fields.query !== "string" || !/\bmutation\b/.test(fields.query)) return 1;
+      const request = { query: fields.query, variables: fields.variables, operationName: fields.operationName };
+      return reach(ENGINE, () => c.env.GRAPHQL.cost(request));
     },
     reply: async (c) => {
       const fields = c.get("preread") ?? (await readFields(c.req.raw, ["json"], DEFAULT_MAX_BODY_BYTES));

@@ -1,23 +1,39 @@
 /**
- * The token endpoints. POST /v1/oauth is spec 4.1 (JSON, enveloped answer); POST /v1/oauth/token
- * is the same grant with plain RFC 6749 bodies for off-the-shelf OAuth clients. Both accept JSON
- * or form bodies and client_secret_post or client_secret_basic authentication.
+ * The token endpoints and the token's lifecycle. POST /v1/oauth is spec 4.1 (JSON, enveloped
+ * answer); POST /v1/oauth/token is the same grant with plain RFC 6749 bodies for off-the-shelf
+ * OAuth clients; POST /v1/oauth/revoke (RFC 7009) and POST /v1/oauth/introspect (RFC 7662) serve
+ * the organization's own clients. All accept JSON or form bodies, and client_secret_post,
+ * client_secret_basic or private_key_jwt authentication (auth/client-auth.ts); the token
+ * endpoints also a DPoP proof (RFC 9449), which binds the token to its key.
  */
 import type { Context } from "hono";
+import * as z from "zod";
+import type { PresentedClientRequest } from "../../auth/client-auth";
 import { API_KEY_HEADER } from "../../auth/gate";
-import { issueAccessToken, type PresentedTokenRequest } from "../../auth/tokens";
+import { introspectAccessToken, revokeAccessToken } from "../../auth/token-lifecycle";
+import { issueAccessToken } from "../../auth/tokens";
+import { publicBaseUrl } from "../../config";
 import { ApiError } from "../../errors";
-import { PlainTokenResponse, TokenData, TokenRequest } from "../../schemas/oauth";
+import { IntrospectionResponse, PlainTokenResponse, TokenAdminRequest, TokenData, TokenRequest } from "../../schemas/oauth";
 import { parseBasicCredentials, readFields } from "../body";
 import type { AppEnv } from "../context";
 import { ACCESS_TOKEN, TOKEN, TOKEN_REQUEST } from "../examples";
 import { envelopeRoute, type Route, rawRoute } from "../route";
 
-/** Token requests are small; 16 KiB leaves room for long ids without inviting abuse. */
+/** Token requests are small; 16 KiB leaves room for long ids and client assertions without inviting abuse. */
 const MAX_TOKEN_REQUEST_BYTES = 16 * 1024;
-/** RFC 6749 5.1: token responses are never cached. */
+/** RFC 6749 5.1: token responses are never cached (RFC 7662 4: nor introspection answers). */
 const TOKEN_HEADERS = { "Cache-Control": "no-store", Pragma: "no-cache" };
 const body = { schema: TokenRequest, example: TOKEN_REQUEST, form: true } as const;
+const adminBody = {
+  schema: TokenAdminRequest,
+  example: { token: ACCESS_TOKEN, client_id: TOKEN_REQUEST.client_id, client_secret: TOKEN_REQUEST.client_secret },
+  form: true,
+} as const;
+const CLIENT_AUTH =
+  "The client authenticates with `client_id` and `client_secret` in the body or with HTTP Basic, or with a client assertion (`private_key_jwt`: `client_assertion_type` `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and `client_assertion`, signed by a registered key, `iss` = `sub` = client_id, `aud` the issuer or this endpoint's URL, `exp` at most 300 s ahead, `jti` used once). The credential must belong to the API key's organization.";
+const DPOP =
+  "With a `DPoP` header holding a valid proof (RFC 9449: `typ` dpop+jwt, `htm` POST, `htu` this URL, `iat` within 60 s, a fresh `jti`) the token is DPoP-bound: `token_type` is `DPoP`, and it works only as `Authorization: DPoP <token>` with a proof of the same key, with the API key it was issued with. `scope` narrows the token (unknown or disallowed: 400 `invalid_scope`).";
 
 export const oauthRoutes: Route[] = [
   envelopeRoute({
@@ -25,8 +41,7 @@ export const oauthRoutes: Route[] = [
     path: "/v1/oauth",
     operationId: "issueAccessToken",
     summary: "Exchange client credentials for an access token",
-    description:
-      "Spec 4.1. JSON or form body; the client authenticates with `client_id` and `client_secret` in the body or with HTTP Basic (not both). The credential must belong to the API key's organization.",
+    description: `Spec 4.1. JSON or form body. ${CLIENT_AUTH} ${DPOP}`,
     tag: "Access tokens",
     auth: "apiKey",
     body,
@@ -39,37 +54,119 @@ export const oauthRoutes: Route[] = [
     path: "/v1/oauth/token",
     operationId: "issueAccessTokenPlain",
     summary: "Token endpoint with plain RFC 6749 bodies",
-    description:
-      "The same grant as `POST /v1/oauth` for off-the-shelf OAuth clients: the answer is the RFC 6749 5.1 body, errors the RFC 6749 5.2 body, no envelope. Advertised by `/.well-known/oauth-authorization-server`.",
+    description: `The same grant as \`POST /v1/oauth\` for off-the-shelf OAuth clients: the answer is the RFC 6749 5.1 body, errors the RFC 6749 5.2 body, no envelope. Advertised by \`/.well-known/oauth-authorization-server\`. ${CLIENT_AUTH} ${DPOP}`,
     tag: "Access tokens",
     auth: "apiKey",
     body,
-    response: { schema: PlainTokenResponse, example: { access_token: ACCESS_TOKEN, token_type: "Bearer", expires_in: 3600 } },
+    response: {
+      schema: PlainTokenResponse,
+      example: { access_token: ACCESS_TOKEN, token_type: "Bearer", expires_in: 3600, scope: TOKEN.scope },
+    },
     wire: "json",
     errorStyle: "oauth",
     reply: async (c) => c.json(PlainTokenResponse.parse(await tokenFor(c)), 200, TOKEN_HEADERS),
   }),
+  rawRoute({
+    method: "POST",
+    path: "/v1/oauth/revoke",
+    operationId: "revokeAccessToken",
+    summary: "Revoke an access token (RFC 7009)",
+    description: `The client that owns \`token\` revokes it: it is refused on the very next request, at every location. Any other token (unknown, expired, another client's or organization's) answers 200 too and nothing is revoked. ${CLIENT_AUTH}`,
+    tag: "Access tokens",
+    auth: "apiKey",
+    body: adminBody,
+    response: { schema: z.object({}).describe("Empty (RFC 7009 2.2)."), example: {} },
+    wire: "json",
+    errorStyle: "oauth",
+    reply: async (c) => {
+      await revokeAccessToken(c.get("deps"), c.req.header(API_KEY_HEADER), await adminContext(c), (a) => c.set("admitted", a));
+      return c.json({}, 200, TOKEN_HEADERS);
+    },
+  }),
+  rawRoute({
+    method: "POST",
+    path: "/v1/oauth/introspect",
+    operationId: "introspectAccessToken",
+    summary: "Introspect an access token (RFC 7662)",
+    description: `For the organization's own services that receive keyway's tokens: a token of the caller's organization that is valid, unexpired and not revoked is \`active\` with its claims (\`client_id\`, \`scope\`, \`token_type\`, \`exp\`, \`iat\`, \`sub\`, \`jti\`, and \`cnf.jkt\` when DPoP-bound); any other is \`{"active": false}\`. ${CLIENT_AUTH}`,
+    tag: "Access tokens",
+    auth: "apiKey",
+    body: adminBody,
+    response: {
+      schema: IntrospectionResponse,
+      example: {
+        active: true,
+        client_id: TOKEN_REQUEST.client_id,
+        scope: TOKEN.scope,
+        token_type: "Bearer",
+        exp: 1780318800,
+        iat: 1780315200,
+        sub: "usr_01",
+        jti: "tok_01",
+      },
+    },
+    wire: "json",
+    errorStyle: "oauth",
+    reply: async (c) => {
+      const answer = await introspectAccessToken(c.get("deps"), c.req.header(API_KEY_HEADER), await adminContext(c), (a) =>
+        c.set("admitted", a),
+      );
+      return c.json(IntrospectionResponse.parse(answer), 200, TOKEN_HEADERS);
+    },
+  }),
 ];
 
-async function tokenFor(c: Context<AppEnv>) {
-  let request: PresentedTokenRequest | ApiError;
-  try {
-    request = await presentedTokenRequest(c);
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    request = err;
-  }
-  return issueAccessToken(c.get("deps"), c.req.header(API_KEY_HEADER), request, (admitted) => c.set("admitted", admitted));
+/** The issuer (RFC 8414 3.3) and the URLs a client assertion's `aud` may name: the issuer, a token endpoint, this endpoint. */
+export function issuerOf(c: Context<AppEnv>): string {
+  return publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
 }
 
-/** The body (JSON or form) and HTTP Basic credentials of a token request (RFC 6749 2.3.1, 4.4.2). */
-async function presentedTokenRequest(c: Context<AppEnv>): Promise<PresentedTokenRequest> {
+function audiencesOf(c: Context<AppEnv>): string[] {
+  const issuer = issuerOf(c);
+  const here = new URL(c.req.url);
+  return [
+    ...new Set([issuer, `${issuer}/v1/oauth`, `${issuer}/v1/oauth/token`, `${issuer}${here.pathname}`, `${here.origin}${here.pathname}`]),
+  ];
+}
+
+/** This request's URL without query, as DPoP's `htu` names it. */
+function urlOf(c: Context<AppEnv>): string {
+  const url = new URL(c.req.url);
+  return `${url.origin}${url.pathname}`;
+}
+
+async function tokenFor(c: Context<AppEnv>) {
+  const request = await presented(c);
+  return issueAccessToken(
+    c.get("deps"),
+    c.req.header(API_KEY_HEADER),
+    { request, dpop: c.req.raw.headers.get("dpop"), method: c.req.method, url: urlOf(c), audiences: audiencesOf(c) },
+    (admitted) => c.set("admitted", admitted),
+  );
+}
+
+async function adminContext(c: Context<AppEnv>) {
+  return { request: await presented(c), audiences: audiencesOf(c) };
+}
+
+/** What the request presents, or the error reading it raised (answered after the API key's refusals). */
+async function presented(c: Context<AppEnv>): Promise<PresentedClientRequest | ApiError> {
+  try {
+    return await presentedClientRequest(c);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return err;
+  }
+}
+
+/** The body (JSON or form) and HTTP Basic credentials of a request (RFC 6749 2.3.1, 4.4.2). */
+async function presentedClientRequest(c: Context<AppEnv>): Promise<PresentedClientRequest> {
   const fields = await readFields(c.req.raw, ["json", "form"], MAX_TOKEN_REQUEST_BYTES);
   const basic = parseBasicCredentials(c.req.header("authorization"));
   if (basic === null) return { params: fields, method: "body" };
   // RFC 6749 2.3: one authentication method per request. A client_id in the body is
   // tolerated (RFC 6749 3.2.1) only if it names the same client.
-  if (fields.client_secret !== undefined) {
+  if (fields.client_secret !== undefined || fields.client_assertion !== undefined) {
     throw new ApiError("invalid_request", "Send client credentials either in the Authorization header or in the body, not both.");
   }
   if (fields.client_id !== undefined && fields.client_id !== basic.client_id) {

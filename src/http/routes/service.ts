@@ -7,9 +7,13 @@
  */
 import * as z from "zod";
 import { publicBaseUrl } from "../../config";
+import { JWT_ALGS } from "../../lib/jwt";
 import { AuthorizationServerMetadata } from "../../schemas/oauth";
+import { ALL_SCOPES } from "../../schemas/scopes";
 import { EXAMPLE_ORIGIN } from "../examples";
 import { type Route, rawRoute } from "../route";
+
+const AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"];
 
 export const serviceRoutes: Route[] = [
   rawRoute({
@@ -30,33 +34,34 @@ export const serviceRoutes: Route[] = [
     summary: "OAuth authorization server metadata (RFC 8414)",
     tag: "Service",
     auth: "none",
-    response: {
-      schema: AuthorizationServerMetadata,
-      example: {
-        issuer: EXAMPLE_ORIGIN,
-        token_endpoint: `${EXAMPLE_ORIGIN}/v1/oauth/token`,
-        grant_types_supported: ["client_credentials"],
-        token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-        response_types_supported: [],
-      },
-    },
+    description:
+      "Every endpoint it names needs `x-api-key`, like every /v1 request. The token, revocation and introspection endpoints take the same client authentication methods.",
+    response: { schema: AuthorizationServerMetadata, example: metadataOf(EXAMPLE_ORIGIN) },
     wire: "json",
     // A malformed PUBLIC_BASE_URL (config.ts).
     errors: [503],
-    reply: (c) => {
-      const issuer = publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
-      return c.json(
-        {
-          issuer,
-          token_endpoint: `${issuer}/v1/oauth/token`,
-          grant_types_supported: ["client_credentials"],
-          token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-          // RFC 8414 makes this field required; there is no authorization endpoint, hence none.
-          response_types_supported: [],
-        },
-        200,
-        { "Cache-Control": "public, max-age=3600" },
-      );
-    },
+    reply: (c) =>
+      c.json(metadataOf(publicBaseUrl(c.env).url ?? new URL(c.req.url).origin), 200, { "Cache-Control": "public, max-age=3600" }),
   }),
 ];
+
+/** RFC 8414 section 2, with RFC 9449's dpop_signing_alg_values_supported. */
+function metadataOf(issuer: string): AuthorizationServerMetadata {
+  return {
+    issuer,
+    token_endpoint: `${issuer}/v1/oauth/token`,
+    grant_types_supported: ["client_credentials"],
+    token_endpoint_auth_methods_supported: AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: JWT_ALGS,
+    // RFC 8414 makes this field required; there is no authorization endpoint, hence none.
+    response_types_supported: [],
+    scopes_supported: [...ALL_SCOPES],
+    dpop_signing_alg_values_supported: JWT_ALGS,
+    revocation_endpoint: `${issuer}/v1/oauth/revoke`,
+    revocation_endpoint_auth_methods_supported: AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: JWT_ALGS,
+    introspection_endpoint: `${issuer}/v1/oauth/introspect`,
+    introspection_endpoint_auth_methods_supported: AUTH_METHODS,
+    introspection_endpoint_auth_signing_alg_values_supported: JWT_ALGS,
+  };
+}

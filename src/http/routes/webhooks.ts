@@ -52,6 +52,7 @@ export const webhookRoutes: Route[] = [
     method: "POST",
     path: CONFIGS,
     operationId: "createWebhookConfiguration",
+    scope: "webhooks:write",
     summary: "Create webhook configuration",
     description:
       "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond). Each configuration is an independent delivery lane: a slow, hanging, failing or throttled receiver delays only its own deliveries. `ordered`, `rate_limit` and `token_cache` set how its deliveries are paced; a 429 or 503 with Retry-After pauses the endpoint (at most 1 hour), and repeated failures open a circuit (one probe at a time until one succeeds). The answer's `lane`, `paused_until` and `pause_reason` say where it stands.",
@@ -71,6 +72,7 @@ export const webhookRoutes: Route[] = [
     method: "GET",
     path: CONFIGS,
     operationId: "listWebhookConfigurations",
+    scope: "webhooks:read",
     summary: "List webhook configurations",
     tag: configTag,
     auth: "client",
@@ -84,6 +86,7 @@ export const webhookRoutes: Route[] = [
     method: "GET",
     path: CONFIG_PATH,
     operationId: "getWebhookConfiguration",
+    scope: "webhooks:read",
     summary: "Get a webhook configuration",
     tag: configTag,
     auth: "client",
@@ -94,6 +97,7 @@ export const webhookRoutes: Route[] = [
     method: "PATCH",
     path: CONFIG_PATH,
     operationId: "updateWebhookConfiguration",
+    scope: "webhooks:write",
     summary: "Update a webhook configuration",
     description:
       'Absent fields are unchanged; `events: null` means every event; `rate_limit: null` removes the limit; `status: "active"` re-enables a disabled configuration and resets its health (and any pause). Moving `url` or `oauth.token_url` to another origin requires `oauth.client_secret` in the same request (400 otherwise). The change reaches the endpoint\'s delivery object before the answer; if it cannot yet, the answer is 503 with Retry-After (the change is recorded and applied within seconds; repeating the request is safe).',
@@ -108,6 +112,7 @@ export const webhookRoutes: Route[] = [
     method: "DELETE",
     path: CONFIG_PATH,
     operationId: "deleteWebhookConfiguration",
+    scope: "webhooks:write",
     summary: "Delete a webhook configuration",
     description:
       "Its open deliveries end `failed` without a request. Answered once its endpoint's delivery object has the deletion (503 with Retry-After otherwise; repeating the request is safe).",
@@ -120,6 +125,7 @@ export const webhookRoutes: Route[] = [
     method: "POST",
     path: `${CONFIG_PATH}/rotate-signing-secret`,
     operationId: "rotateSigningSecret",
+    scope: "webhooks:write",
     summary: "Rotate the signing secret",
     description:
       "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h).",
@@ -143,6 +149,7 @@ export const webhookRoutes: Route[] = [
     method: "POST",
     path: `${CONFIG_PATH}/test`,
     operationId: "sendTestEvent",
+    scope: "webhooks:write",
     summary: "Send a webhook.test event to this configuration",
     tag: configTag,
     auth: "client",
@@ -155,6 +162,7 @@ export const webhookRoutes: Route[] = [
     method: "GET",
     path: `${CONFIG_PATH}/deliveries`,
     operationId: "listDeliveries",
+    scope: "webhooks:read",
     summary: "List a configuration's deliveries, newest first",
     tag: eventsTag,
     auth: "client",
@@ -165,6 +173,7 @@ export const webhookRoutes: Route[] = [
     method: "POST",
     path: "/v1/events",
     operationId: "publishEvent",
+    scope: "events:write",
     summary: "Publish an event to every matching configuration",
     description:
       "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration. With an `Idempotency-Key` header (printable ASCII, at most 255 characters) a repeat within 24 hours answers the original event, creates no deliveries and carries `Idempotent-Replayed: true`; the same key with a different body is refused with 422.",
@@ -189,6 +198,7 @@ export const webhookRoutes: Route[] = [
     method: "GET",
     path: "/v1/deliveries/{id}",
     operationId: "getDelivery",
+    scope: "webhooks:read",
     summary: "Get a delivery and its attempts",
     tag: eventsTag,
     auth: "client",
@@ -199,6 +209,7 @@ export const webhookRoutes: Route[] = [
     method: "POST",
     path: "/v1/deliveries/{id}/retry",
     operationId: "retryDelivery",
+    scope: "webhooks:write",
     summary: "Re-send a delivery",
     description:
       "Keeps the `webhook-id`. A `delivered` or `failed` delivery starts a new series of attempts (attempt numbers continue); a pending or retrying one, stuck or waiting for its next retry, is attempted at once (or when its endpoint's pause ends). For an `ordered` endpoint the delivery keeps its place in publish order, so it is the next one sent. 409 while an attempt is in flight or when the configuration is disabled or deleted.",

@@ -1,0 +1,137 @@
+/**
+ * Client authentication at the token, revocation and introspection endpoints (RFC 6749 2.3,
+ * RFC 7523 2.2), all admitted in the request's one call to its API key's object (gate.ts):
+ * - a client secret, in the body (client_secret_post) or with HTTP Basic (client_secret_basic):
+ *   the credential is found in its KV lookup entry (one read) and the secret compared there; the
+ *   key's object says whether the credential was revoked, or changed after that copy was written
+ *   (then, as when KV has no entry yet, the organization's object decides: a slower path, never a
+ *   different answer);
+ * - a client assertion (private_key_jwt): the organization's object verifies it against the
+ *   credential's registered public keys and records its jti, so that it is used once whatever API
+ *   key or location it comes through. That is the one case where the request makes a second call:
+ *   the key set and the ledger of used assertions live with the credential.
+ * Every failure is the same 401 invalid_client (RFC 6749 5.2); the logs say why.
+ */
+import type { Deps } from "../deps";
+import { ApiError } from "../errors";
+import { digestsEqual, sha256Hex } from "../lib/crypto";
+import { CLIENT_ID_PATTERN } from "../lib/ids";
+import { assertedClientId, CLIENT_ASSERTION_TYPE } from "../lib/jwt";
+import { log } from "../log";
+import { readCredentialLookup } from "../objects/lookup";
+import type { ClientFacts } from "../objects/organization";
+import { organizationObject, reach, unwrap } from "../objects/stubs";
+import { SecretCredentials } from "../schemas/oauth";
+import { parseInput } from "../schemas/validate";
+import { type Admitted, admit, type Presented } from "./gate";
+
+/** A request to one of these endpoints as read from the body (JSON or form) and the Authorization header. */
+export interface PresentedClientRequest {
+  params: Record<string, unknown>;
+  /** "basic" when the credentials came in an Authorization header (RFC 6749 2.3.1). */
+  method: "basic" | "body";
+}
+
+export interface AuthenticatedClient {
+  clientId: string;
+  organizationId: string;
+  facts: ClientFacts;
+  admitted: Admitted;
+}
+
+export interface ClientAuthOptions {
+  /** What a client assertion's `aud` may be: the issuer and the endpoint URLs (RFC 7523 3, point 3). */
+  audiences: string[];
+  /** More for the key's object to decide in the same call (a DPoP proof, a token to inspect). */
+  presented?: Omit<Presented, "clientId" | "authenticated" | "clientVersion">;
+  /** The endpoint's own checks of the request (grant_type, say), run after admission and before authentication. */
+  check?: (params: Record<string, unknown>) => void;
+}
+
+const DEFAULT_FAILURE = "Client authentication failed: unknown client_id, wrong client_secret or client assertion, or revoked credentials.";
+
+/**
+ * Authenticates the client and admits the request. `request` is what the HTTP layer read, or the
+ * error reading it raised: the request is counted against the API key either way, and that error
+ * answered after the key's own. `onAdmitted` learns the key's decision as soon as it is made.
+ */
+export async function authenticateClient(
+  deps: Deps,
+  presentedKey: string | undefined,
+  request: PresentedClientRequest | ApiError,
+  onAdmitted: (admitted: Admitted) => void,
+  options: ClientAuthOptions,
+): Promise<AuthenticatedClient> {
+  const params = request instanceof ApiError ? {} : request.params;
+  const assertion = typeof params.client_assertion === "string" ? params.client_assertion : undefined;
+  const usesAssertion = assertion !== undefined || params.client_assertion_type !== undefined;
+  const named =
+    typeof params.client_id === "string" ? params.client_id : usesAssertion && assertion ? assertedClientId(assertion) : undefined;
+  const clientId = named !== undefined && CLIENT_ID_PATTERN.test(named) ? named : undefined;
+  const now = deps.now();
+  const [lookup, secretHash] = usesAssertion
+    ? [null, null]
+    : await Promise.all([
+        clientId === undefined ? null : readCredentialLookup(deps.kv, clientId, now),
+        typeof params.client_secret === "string" ? sha256Hex(params.client_secret) : null,
+      ]);
+  const secretMatches =
+    lookup !== null && lookup.auth_method === "client_secret" && secretHash !== null && digestsEqual(lookup.secret_hash, secretHash);
+
+  const admitted = await admit(
+    deps,
+    presentedKey,
+    { ...options.presented, clientId, authenticated: secretMatches, clientVersion: lookup?.version },
+    1,
+  );
+  onAdmitted(admitted);
+  if (request instanceof ApiError) throw request;
+  options.check?.(params);
+
+  const fail = (message = DEFAULT_FAILURE) =>
+    new ApiError("invalid_client", message, request.method === "basic" ? { headers: { "WWW-Authenticate": 'Basic realm="keyway"' } } : {});
+  const org = admitted.apiKey.organizationId;
+
+  if (usesAssertion) {
+    if (request.method === "basic" || params.client_secret !== undefined) {
+      throw new ApiError("invalid_request", "Authenticate with one method: a client assertion, or a client secret.");
+    }
+    if (params.client_assertion_type !== CLIENT_ASSERTION_TYPE || assertion === undefined) {
+      throw fail(`client_assertion_type must be "${CLIENT_ASSERTION_TYPE}", with the signed JWT in client_assertion.`);
+    }
+    if (clientId === undefined || (typeof params.client_id === "string" && params.client_id !== assertedClientId(assertion))) {
+      throw fail();
+    }
+    const checked = unwrap(
+      await reach("organization", () => organizationObject(deps, org).authenticateAssertion(clientId, assertion, options.audiences, now)),
+    );
+    if (checked.facts === null || !checked.facts.active || admitted.clientRevoked) {
+      log.warn("client assertion refused", { client_id: clientId, reason: checked.reason ?? "revoked credential" });
+      throw fail();
+    }
+    return { clientId, organizationId: org, facts: checked.facts, admitted };
+  }
+
+  const { client_id: presentedId, client_secret: secret } = parseInput(SecretCredentials, params);
+  if (lookup !== null && lookup.auth_method === "client_secret" && !admitted.clientStale) {
+    if (!secretMatches || admitted.clientRevoked) throw fail();
+    // Only reachable with the right secret, so saying why reveals nothing new.
+    if (lookup.organization_id !== org) throw fail("The client credentials belong to a different organization than the API key.");
+    const facts: ClientFacts = {
+      user_id: lookup.user_id,
+      active: true,
+      scopes: lookup.scopes,
+      dpop_bound: lookup.dpop_bound,
+      version: lookup.version,
+    };
+    return { clientId: presentedId, organizationId: org, facts, admitted };
+  }
+  // KV has no entry (yet), or one older than the credential's last change: the API key's
+  // organization is the only one the credential may belong to, and its object decides.
+  const hash = secretHash ?? (await sha256Hex(secret));
+  const found = clientId
+    ? unwrap(await reach("organization", () => organizationObject(deps, org).authenticateClient(clientId, hash, now)))
+    : null;
+  if (found === null || !found.active || admitted.clientRevoked) throw fail();
+  return { clientId: presentedId, organizationId: org, facts: found, admitted };
+}

@@ -1,0 +1,147 @@
+/**
+ * The GraphQL engine's way into the service (graphql/backend.ts), on the API Worker's side: a
+ * Workers RPC target the /v1/graphql route hands to the engine with each admitted request, bound
+ * to that request's organization, actor, clock and token scopes. Each method needs the scope of its
+ * REST operation (auth/scopes.ts), and every mutation `graphql:mutate` too; without them the field
+ * fails with insufficient_scope (403 in extensions) and the others still run. Each method is the domain function REST's
+ * handler calls, with the same view; inputs arrive as the caller gave them and are parsed here with
+ * REST's zod schemas, the one place they are checked. An ApiError becomes an
+ * Outcome's error (its `detail` logged here, never sent); anything else is logged and answered as
+ * the 500 it would be for REST.
+ */
+import { RpcTarget } from "cloudflare:workers";
+import { insufficientScope, type Scope } from "../auth/scopes";
+import type { Deps } from "../deps";
+import { ApiError } from "../errors";
+import type { GraphQLBackend, Outcome, PageArgs } from "../graphql/backend";
+import { describeError, log } from "../log";
+import type { Actor } from "../schemas/audit";
+import { ListQuery } from "../schemas/common";
+import { parseInput } from "../schemas/validate";
+import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
+import {
+  createWebhookConfiguration,
+  deleteWebhookConfiguration,
+  getWebhookConfiguration,
+  listWebhookConfigurations,
+  rotateSigningSecret,
+  updateWebhookConfiguration,
+  webhookConfigurationView,
+} from "../webhooks/configurations";
+import { getDelivery, idempotencyKeyOf, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
+
+/** Runs one operation; an error becomes the Outcome the engine turns back into it. */
+async function outcomeOf<T>(what: string, run: () => Promise<T> | T): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await run() };
+  } catch (err) {
+    if (err instanceof ApiError) {
+      if (err.detail !== undefined) log.error("graphql field failed", { code: err.code, field: what, detail: err.detail });
+      const { code, developerMessage: message, input, headers } = err;
+      return { ok: false, error: { code, message, ...(input ? { input } : {}), ...(Object.keys(headers).length ? { headers } : {}) } };
+    }
+    log.error("graphql resolver failed", { field: what, detail: describeError(err) });
+    return { ok: false, error: { code: "server_error", message: "An internal error occurred. It has been logged." } };
+  }
+}
+
+export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
+  constructor(
+    private readonly deps: Deps,
+    private readonly orgId: string,
+    private readonly actor: Actor,
+    private readonly token: { scopes: readonly Scope[]; scheme: "Bearer" | "DPoP" },
+  ) {
+    super();
+  }
+
+  /** Refuses the field unless the token has every scope it needs. */
+  private need(...scopes: Scope[]): void {
+    const missing = scopes.filter((s) => !this.token.scopes.includes(s));
+    if (missing.length > 0) throw insufficientScope(missing, this.token.scheme);
+  }
+
+  listWebhookConfigurations(page: PageArgs) {
+    return outcomeOf("webhookConfigurations", async () => {
+      this.need("webhooks:read");
+      const result = await listWebhookConfigurations(this.deps, this.orgId, parseInput(ListQuery, page, "arguments"));
+      return { ...result, items: result.items.map(webhookConfigurationView) };
+    });
+  }
+
+  getWebhookConfiguration(id: string) {
+    return outcomeOf("webhookConfiguration", async () => {
+      this.need("webhooks:read");
+      return webhookConfigurationView(await getWebhookConfiguration(this.deps, this.orgId, id));
+    });
+  }
+
+  createWebhookConfiguration(input: unknown) {
+    return outcomeOf("createWebhookConfiguration", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      const parsed = parseInput(CreateWebhookConfigurationInput, input);
+      const { config, signingSecret } = await createWebhookConfiguration(this.deps, this.orgId, parsed, this.actor);
+      return { config: webhookConfigurationView(config), signingSecret };
+    });
+  }
+
+  updateWebhookConfiguration(id: string, input: unknown) {
+    return outcomeOf("updateWebhookConfiguration", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      const parsed = parseInput(UpdateWebhookConfigurationInput, input);
+      return webhookConfigurationView(await updateWebhookConfiguration(this.deps, this.orgId, id, parsed, this.actor));
+    });
+  }
+
+  deleteWebhookConfiguration(id: string) {
+    return outcomeOf("deleteWebhookConfiguration", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return webhookConfigurationView(await deleteWebhookConfiguration(this.deps, this.orgId, id, this.actor));
+    });
+  }
+
+  rotateSigningSecret(id: string) {
+    return outcomeOf("rotateSigningSecret", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(this.deps, this.orgId, id, this.actor);
+      return { config: webhookConfigurationView(config), signingSecret, previousExpiresAt };
+    });
+  }
+
+  listDeliveries(configurationId: string, page: PageArgs) {
+    return outcomeOf("deliveries", () => {
+      this.need("webhooks:read");
+      return listDeliveries(this.deps, this.orgId, configurationId, parseInput(ListQuery, page, "arguments"));
+    });
+  }
+
+  getDelivery(id: string) {
+    return outcomeOf("delivery", () => {
+      this.need("webhooks:read");
+      return getDelivery(this.deps, this.orgId, id);
+    });
+  }
+
+  publishEvent(input: { type: unknown; data: unknown }, idempotencyKey: string | undefined) {
+    return outcomeOf("publishEvent", () => {
+      this.need("graphql:mutate", "events:write");
+      return publishEvent(this.deps, this.orgId, parseInput(PublishEventInput, input), this.actor, {
+        idempotencyKey: idempotencyKeyOf(idempotencyKey),
+      });
+    });
+  }
+
+  sendTestEvent(configurationId: string) {
+    return outcomeOf("sendTestEvent", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return sendTestEvent(this.deps, this.orgId, configurationId, this.actor);
+    });
+  }
+
+  retryDelivery(id: string) {
+    return outcomeOf("retryDelivery", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return retryDelivery(this.deps, this.orgId, id, this.actor);
+    });
+  }
+}

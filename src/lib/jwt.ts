@@ -1,0 +1,180 @@
+/**
+ * The JWTs keyway verifies, with jose (panva/jose, on WebCrypto; no signature code of our own):
+ * - client assertions (RFC 7523 section 3, OpenID Connect Core 9 private_key_jwt): signed by one
+ *   of the client's registered public keys, `iss` = `sub` = client_id, `aud` one of ours, `exp`
+ *   required and at most MAX_ASSERTION_LIFETIME_S ahead, `jti` required (its single use is the
+ *   caller's ledger);
+ * - DPoP proofs (RFC 9449 section 4.3): `typ` dpop+jwt, the public key in the header, `htm` and
+ *   `htu` of this request, `iat` within DPOP_WINDOW_S, `jti`, and `ath` when a token is presented.
+ * Failures say why, for the logs; callers answer every one the same way to the client.
+ */
+import {
+  calculateJwkThumbprint,
+  createLocalJWKSet,
+  decodeJwt,
+  errors,
+  importJWK,
+  type JSONWebKeySet,
+  type JWK,
+  type JWTHeaderParameters,
+  jwtVerify,
+} from "jose";
+import { IsolateCache } from "./cache";
+import { base64UrlEncode, encodeUtf8 } from "./encoding";
+
+/** Algorithms verified (no HMAC, no `none`); node-oidc-provider's set plus ES384. */
+export const JWT_ALGS = ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"];
+/** A client assertion may not expire later than this from now (RFC 7523 leaves it to us). */
+export const MAX_ASSERTION_LIFETIME_S = 300;
+/** A DPoP proof's `iat` may be this far from now, either way (RFC 9449 11.1; node-oidc-provider: 300 s). */
+export const DPOP_WINDOW_S = 60;
+/** Clock skew allowed on exp, nbf and iat. */
+const CLOCK_TOLERANCE_S = 5;
+
+export const CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+export type Verified<T> = ({ ok: true } & T) | { ok: false; reason: string };
+
+const reasonOf = (err: unknown): string =>
+  err instanceof errors.JOSEError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : "unreadable";
+
+/** The client a client assertion claims to be (its `sub`), read without verifying anything. */
+export function assertedClientId(assertion: string): string | undefined {
+  try {
+    const { sub, iss } = decodeJwt(assertion);
+    return typeof sub === "string" ? sub : typeof iss === "string" ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function verifyClientAssertion(
+  assertion: string,
+  keys: JWK[],
+  expect: { clientId: string; audiences: string[]; nowMs: number },
+): Promise<Verified<{ jti: string; exp: number }>> {
+  try {
+    const { payload } = await jwtVerify(assertion, createLocalJWKSet({ keys } as JSONWebKeySet), {
+      algorithms: JWT_ALGS,
+      issuer: expect.clientId,
+      subject: expect.clientId,
+      audience: expect.audiences,
+      currentDate: new Date(expect.nowMs),
+      clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: ["exp", "jti"],
+    });
+    const now = Math.floor(expect.nowMs / 1000);
+    if (typeof payload.exp !== "number" || payload.exp > now + MAX_ASSERTION_LIFETIME_S) {
+      return { ok: false, reason: `exp more than ${MAX_ASSERTION_LIFETIME_S} s ahead` };
+    }
+    if (typeof payload.jti !== "string" || payload.jti === "" || payload.jti.length > 256) return { ok: false, reason: "bad jti" };
+    return { ok: true, jti: payload.jti, exp: payload.exp };
+  } catch (err) {
+    return { ok: false, reason: reasonOf(err) };
+  }
+}
+
+export interface DpopExpectation {
+  method: string;
+  /** The request's URL; its query and fragment are ignored (RFC 9449 4.3, point 9). */
+  url: string;
+  nowMs: number;
+  /** The access token presented with the proof: its hash must be the proof's `ath`. */
+  accessToken?: string;
+}
+
+/**
+ * DPoP keys seen in this isolate, by their public members: a client proves possession with the
+ * same key on every request, and importing it and computing its thumbprint cost more than
+ * checking the signature. Only public keys are accepted (as jose's EmbeddedJWK does), so nothing
+ * secret is kept.
+ */
+const dpopKeys = new IsolateCache<Promise<{ key: CryptoKey | Uint8Array; jkt: string }>>({ maxEntries: 10_000 });
+/** The `ath` of each access token presented (RFC 9449 4.2): one SHA-256 per token, not per request. */
+const tokenHashes = new IsolateCache<Promise<string>>({ maxEntries: 10_000 });
+
+/** The public key in a DPoP proof's header, imported once per isolate (RFC 9449 4.3, points 5 and 6). */
+function embeddedKey(header: JWTHeaderParameters): Promise<{ key: CryptoKey | Uint8Array; jkt: string }> {
+  const jwk = header.jwk;
+  if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) {
+    throw new errors.JWSInvalid('"jwk" (JSON Web Key) Header Parameter must be a JSON object');
+  }
+  if ("d" in jwk || "k" in jwk) throw new errors.JWSInvalid('"jwk" (JSON Web Key) Header Parameter must be a public key');
+  const { kty, crv, x, y, n, e } = jwk;
+  const id = JSON.stringify([header.alg, kty, crv, x, y, n, e]);
+  let found = dpopKeys.get(id);
+  if (found === undefined) {
+    const publicJwk = { kty, crv, x, y, n, e } as JWK;
+    const made = Promise.all([importJWK(publicJwk, header.alg), calculateJwkThumbprint(publicJwk, "sha256")]).then(([key, jkt]) => ({
+      key,
+      jkt,
+    }));
+    // A key that fails to import is not kept.
+    made.catch(() => dpopKeys.delete(id));
+    dpopKeys.set(id, made);
+    found = made;
+  }
+  return found;
+}
+
+function accessTokenHash(token: string): Promise<string> {
+  let hash = tokenHashes.get(token);
+  if (hash === undefined) {
+    hash = crypto.subtle.digest("SHA-256", encodeUtf8(token)).then((d) => base64UrlEncode(new Uint8Array(d)));
+    tokenHashes.set(token, hash);
+  }
+  return hash;
+}
+
+/** A DPoP proof's key thumbprint (RFC 7638, SHA-256) and its jti and iat. */
+export async function verifyDpopProof(
+  proof: string,
+  expect: DpopExpectation,
+): Promise<Verified<{ jkt: string; jti: string; iat: number }>> {
+  try {
+    let jkt = "";
+    const { payload } = await jwtVerify(
+      proof,
+      async (header) => {
+        const embedded = await embeddedKey(header);
+        jkt = embedded.jkt;
+        return embedded.key;
+      },
+      {
+        algorithms: JWT_ALGS,
+        typ: "dpop+jwt",
+        currentDate: new Date(expect.nowMs),
+        clockTolerance: CLOCK_TOLERANCE_S,
+        requiredClaims: ["iat", "jti", "htm", "htu"],
+      },
+    );
+    const now = Math.floor(expect.nowMs / 1000);
+    if (typeof payload.iat !== "number" || Math.abs(now - payload.iat) > DPOP_WINDOW_S) {
+      return { ok: false, reason: `iat more than ${DPOP_WINDOW_S} s from now` };
+    }
+    if (typeof payload.jti !== "string" || payload.jti === "" || payload.jti.length > 256) return { ok: false, reason: "bad jti" };
+    if (payload.htm !== expect.method) return { ok: false, reason: "htm is not this request's method" };
+    if (typeof payload.htu !== "string" || normalizedUrl(payload.htu) !== normalizedUrl(expect.url)) {
+      return { ok: false, reason: "htu is not this request's URL" };
+    }
+    if (expect.accessToken !== undefined) {
+      const ath = await accessTokenHash(expect.accessToken);
+      if (payload.ath !== ath) return { ok: false, reason: payload.ath === undefined ? "ath is missing" : "ath is not the token's hash" };
+    }
+    return { ok: true, jkt, jti: payload.jti, iat: payload.iat };
+  } catch (err) {
+    return { ok: false, reason: reasonOf(err) };
+  }
+}
+
+/** RFC 9449 4.3: compared without query and fragment, after URL normalization. */
+function normalizedUrl(value: string): string | null {
+  try {
+    const url = new URL(value);
+    url.search = "";
+    url.hash = "";
+    return url.href;
+  } catch {
+    return null;
+  }
+}
