@@ -15,7 +15,7 @@ import { describe, expect, it, vi } from "vitest";
 import { VERIFIED_CACHE_TTL_MS } from "../src/auth/access-token";
 import { sha256Hex } from "../src/lib/crypto";
 import { base64UrlDecode, decodeUtf8 } from "../src/lib/encoding";
-import type { KeyObject } from "../src/objects/key";
+import { CONFIRM_TIMEOUT_MS, type KeyObject } from "../src/objects/key";
 import { LOOKUP_CACHE_TTL_MS, readCredentialLookup } from "../src/objects/lookup";
 import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
 import { Browser } from "./manager-helpers";
@@ -370,6 +370,36 @@ describe("a revocation push that fails", () => {
     logged.mockRestore();
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("1");
+    await restore();
+    expect((await meStatus(t, token)).status).toBe(200);
+  });
+
+  it("fails closed (503) within CONFIRM_TIMEOUT_MS when the organization's object hangs, and recovers when it answers", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const key = await keyStub(t);
+    await lapseLease(key);
+    // An organization object that never answers (as one stuck behind a hung call would).
+    const restore = await withEnv(key, (real) => ({
+      ORGS: {
+        ...real.ORGS,
+        idFromName: real.ORGS.idFromName.bind(real.ORGS),
+        get: () => ({ confirmKey: () => new Promise(() => {}) }),
+      } as unknown as Env["ORGS"],
+    }));
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const started = Date.now();
+    const res = await call("/v1/me", authed(t, token));
+    const waited = Date.now() - started;
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(waited).toBeGreaterThanOrEqual(CONFIRM_TIMEOUT_MS - 50);
+    expect(waited).toBeLessThan(CONFIRM_TIMEOUT_MS + 1_000);
+    expect(warned.mock.calls.some(([line]) => String(line).includes("did not answer within"))).toBe(true);
+    warned.mockRestore();
+    logged.mockRestore();
+    // The hung call is given up: once the organization answers, the next request asks again.
     await restore();
     expect((await meStatus(t, token)).status).toBe(200);
   });

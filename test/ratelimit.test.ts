@@ -73,19 +73,42 @@ describe("rate limits", () => {
     expect((await tokenAt(t, MIDNIGHT)).res.status).toBe(200);
   });
 
+  it("counts a late-stamped request in the window it holds: it never moves a window backwards (second)", async () => {
+    // An edge stamps `now` before it calls the key's object; a distant or slow edge's request of
+    // second S-1 can arrive after one of second S. Counted in S, it cannot reset S's count.
+    const t = await createTenant(DEFAULTS);
+    const S = NOON + 5_000;
+    expect((await tokenAt(t, S + 10)).res.status).toBe(200);
+    expect((await tokenAt(t, S - 10)).res.status).toBe(429); // late: second S is already full
+    expect((await tokenAt(t, S + 100)).res.status).toBe(429); // so is the next one of S
+    expect((await tokenAt(t, S + 1_000)).res.status).toBe(200);
+  });
+
+  it("counts a late-stamped request in the window it holds: it never moves a window backwards (day)", async () => {
+    const t = await createTenant({ per_second: 100, per_day: 2 });
+    expect((await tokenAt(t, MIDNIGHT + 10)).res.status).toBe(200);
+    expect((await tokenAt(t, MIDNIGHT - 10)).res.status).toBe(200); // late, counted in the new day
+    const next = await tokenAt(t, MIDNIGHT + 100);
+    expect(next.res.status).toBe(429); // exactly 2 admitted in the new day
+    expect(next.json.developer_message).toMatch(/allows 2 requests per UTC day/);
+  });
+
   it("admits the 1000th request of a day and refuses the 1001st until midnight", async () => {
     const t = await createTenant(DEFAULTS);
     const start = Date.UTC(2026, 5, 1, 1, 0, 0); // 01:00 UTC
-    const token = await issueToken(t); // real clock: a different day, so it does not count here
-    for (let i = 0; i < 1000; i++) {
+    // The token request is the day's first (a window never moves backwards, so a request of
+    // another day would not leave this one alone).
+    const issued = await tokenAt(t, start - 1000);
+    const token = (issued.json.data as { access_token: string }).access_token;
+    for (let i = 0; i < 999; i++) {
       const res = await callAt(start + i * 1000, "/v1/me", authed(t, token));
-      if (res.status !== 200) expect.fail(`request ${i + 1} answered ${res.status}`);
+      if (res.status !== 200) expect.fail(`request ${i + 2} answered ${res.status}`);
     }
-    const refused = await callAt(start + 1000 * 1000, "/v1/me", authed(t, token));
+    const refused = await callAt(start + 999 * 1000, "/v1/me", authed(t, token));
     expect(refused.status).toBe(429);
-    // From 01:16:40 to midnight.
-    expect(refused.headers.get("retry-after")).toBe(String(86_400 - 3600 - 1000));
-    expect(refused.headers.get("ratelimit")).toBe(`"second";r=1;t=1, "day";r=0;t=${86_400 - 3600 - 1000}`);
+    // From 01:16:39 to midnight.
+    expect(refused.headers.get("retry-after")).toBe(String(86_400 - 3600 - 999));
+    expect(refused.headers.get("ratelimit")).toBe(`"second";r=1;t=1, "day";r=0;t=${86_400 - 3600 - 999}`);
   });
 
   it("does not count refused requests against the day", async () => {

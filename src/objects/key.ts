@@ -12,7 +12,8 @@
  * organization revision. The copy is trusted for KEY_LEASE_MS after the organization last
  * confirmed it; past that, the next request first asks the organization (`confirmKey`), so a
  * push that never arrived can let a revoked secret through for at most the lease, and an
- * organization that cannot be asked makes the key fail closed. Uses of the key and of credentials are noted here and flushed to the
+ * organization that cannot be asked, or does not answer within CONFIRM_TIMEOUT_MS, makes the key fail
+ * closed. Uses of the key and of credentials are noted here and flushed to the
  * organization at most once a minute each (an alarm), so "last used" needs no blind write.
  *
  * Load: the requests of one key (its per-second limit, at most 10,000/s; one object serves about
@@ -20,6 +21,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { describeError, log } from "../log";
+import { withTimeout } from "../lib/time";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
 import type { LimitOverrides, Limits } from "../schemas/records";
 import { type Migration, migrate } from "./sql";
@@ -95,6 +97,14 @@ export const USE_RESOLUTION_MS = 60_000;
  * At most one extra call per key per lease, and only for a key in use.
  */
 export const KEY_LEASE_MS = 10_000;
+/**
+ * How long a request waits for the organization to confirm the copy before the key fails closed
+ * (503, retry in 1 s): a hung organization object must not hold every request of its keys.
+ * Generous against a healthy confirmation (one SQL read, a few ms) and well under a client's
+ * patience. The deadline is the shared confirmation's own, so a call that never answers is given
+ * up and the next request asks again: requests do not pile up behind it.
+ */
+export const CONFIRM_TIMEOUT_MS = 2_000;
 
 const MIGRATIONS: Migration[] = [
   {
@@ -306,7 +316,7 @@ export class KeyObject extends DurableObject<Env> {
       try {
         const key = this.key as KeyRow;
         const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
-        const snapshot = await org.confirmKey(key.id, key.revision);
+        const snapshot = await withTimeout(org.confirmKey(key.id, key.revision), CONFIRM_TIMEOUT_MS, "the organization's confirmation");
         // The organization creates every key before pushing it: one it does not know is refused.
         if (snapshot === null) throw new Error("the organization does not know this API key");
         this.sync(snapshot);

@@ -41,10 +41,16 @@ export interface Decision {
 
 export const EMPTY_STATE: WindowState = { second: 0, secondCount: 0, day: 0, dayCount: 0 };
 
-/** Counts of the windows `now` falls in (a window that has ended counts as empty). */
+/**
+ * Counts of the windows `now` falls in (a window that has ended counts as empty). A window never
+ * moves backwards: a request stamped before the window the state holds (an edge whose request
+ * arrived late, or whose clock is behind) is counted in that window. Otherwise a request stamped
+ * in second S-1 arriving after one of second S would reset S's count, and the next request of S
+ * would pass over the limit (issue 22); the day window at midnight likewise.
+ */
 function current(state: WindowState, now: number): WindowState {
-  const second = Math.floor(now / SECOND_MS);
-  const day = Math.floor(now / DAY_MS);
+  const second = Math.max(Math.floor(now / SECOND_MS), state.second);
+  const day = Math.max(Math.floor(now / DAY_MS), state.day);
   return {
     second,
     secondCount: state.second === second ? state.secondCount : 0,
