@@ -531,6 +531,58 @@ describe("the hot path", () => {
     return { bindings, calls };
   }
 
+  it("takes one path for every failed client authentication: unknown id, wrong secret, revoked, wrong assertion (no client_id oracle)", async () => {
+    const t = await createTenant();
+    const revoked = await admin<{ client_id: string; client_secret: string }>(
+      "POST",
+      `/organizations/${t.orgId}/users/${t.userId}/client-credentials`,
+      { name: "to revoke" },
+    );
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${revoked.client_id}`)).status).toBe(
+      200,
+    );
+    const pair = await es256();
+    const jwt = await jwtClient(t, [await publicJwk(pair, "k1")]);
+    const other = await es256();
+    const secretTry = (clientId: string, secret: string) => ({
+      grant_type: "client_credentials",
+      client_id: clientId,
+      client_secret: secret,
+    });
+    const tries: [string, Record<string, string>, string][] = [
+      ["unknown client_id", secretTry("kw_client_AAAAAAAAAAAAAAAAAAAAAA", "kw_live_cs_wrong"), "ORGS.authenticateClient"],
+      ["known client_id, wrong secret", secretTry(t.clientId, `${t.clientSecret}x`), "ORGS.authenticateClient"],
+      ["revoked credential, right secret", secretTry(revoked.client_id, revoked.client_secret), "ORGS.authenticateClient"],
+      [
+        "unknown client_id, an assertion",
+        {
+          grant_type: "client_credentials",
+          client_assertion_type: JWT_BEARER,
+          client_assertion: await assertion(pair, "kw_client_AAAAAAAAAAAAAAAAAAAAAA"),
+        },
+        "ORGS.authenticateAssertion",
+      ],
+      [
+        "known client_id, an assertion by another key",
+        { grant_type: "client_credentials", client_assertion_type: JWT_BEARER, client_assertion: await assertion(other, jwt.client_id) },
+        "ORGS.authenticateAssertion",
+      ],
+    ];
+    for (const [name, fields, decider] of tries) {
+      const { bindings, calls } = counting();
+      const res = await callAt(Date.now(), "/v1/oauth/token", form(t, fields), bindings);
+      expect(res.status, name).toBe(401);
+      expect((await plainJson(res)).error, name).toBe("invalid_client");
+      // The key's object admits, then the organization's object decides: the same two calls.
+      expect(calls, name).toEqual(["KEYS.admit", decider]);
+    }
+    // A success with a copy in KV stays one call.
+    const { bindings, calls } = counting();
+    const ok = await callAt(Date.now(), "/v1/oauth/token", form(t, secretTry(t.clientId, t.clientSecret)), bindings);
+    expect(ok.status).toBe(200);
+    expect(calls).toEqual(["KEYS.admit"]);
+  });
+
   it("makes exactly one Durable Object call for a /v1 request, Bearer or DPoP-bound (the proof's replay check included)", async () => {
     const t = await createTenant();
     const pair = await es256();

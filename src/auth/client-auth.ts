@@ -3,9 +3,10 @@
  * RFC 7523 2.2), all admitted in the request's one call to its API key's object (gate.ts):
  * - a client secret, in the body (client_secret_post) or with HTTP Basic (client_secret_basic):
  *   the credential is found in its KV lookup entry (one read) and the secret compared there; the
- *   key's object says whether the credential was revoked, or changed after that copy was written
- *   (then, as when KV has no entry yet, the organization's object decides: a slower path, never a
- *   different answer);
+ *   key's object says whether the credential was revoked, or changed after that copy was written.
+ *   Only a success is decided there: every failure (and a missing or stale copy) is decided by the
+ *   organization's object, one path whatever the reason, so that timing tells an unknown client_id
+ *   from nothing;
  * - a client assertion (private_key_jwt): the organization's object verifies it against the
  *   credential's registered public keys and records its jti, so that it is used once whatever API
  *   key or location it comes through. That is the one case where the request makes a second call:
@@ -113,8 +114,7 @@ export async function authenticateClient(
   }
 
   const { client_id: presentedId, client_secret: secret } = parseInput(SecretCredentials, params);
-  if (lookup !== null && lookup.auth_method === "client_secret" && !admitted.clientStale) {
-    if (!secretMatches || admitted.clientRevoked) throw fail();
+  if (lookup !== null && lookup.auth_method === "client_secret" && !admitted.clientStale && secretMatches && !admitted.clientRevoked) {
     // Only reachable with the right secret, so saying why reveals nothing new.
     if (lookup.organization_id !== org) throw fail("The client credentials belong to a different organization than the API key.");
     const facts: ClientFacts = {
@@ -126,12 +126,16 @@ export async function authenticateClient(
     };
     return { clientId: presentedId, organizationId: org, facts, admitted };
   }
-  // KV has no entry (yet), or one older than the credential's last change: the API key's
-  // organization is the only one the credential may belong to, and its object decides.
+  // Every other case takes one path, whatever the reason: KV has no entry (an unknown client_id,
+  // or a credential created so recently that this location has no copy yet), an entry older than
+  // the credential's last change, a wrong secret, a revoked credential. The API key's organization
+  // is the only one the credential may belong to, and its object decides. A wrong secret for a
+  // known id is thereby as slow as an unknown id: answering it from KV alone made unknown ids
+  // measurably slower (2.2 to 3.6 ms, issue 22), an oracle that confirms which client_ids exist.
   const hash = secretHash ?? (await sha256Hex(secret));
-  const found = clientId
-    ? unwrap(await reach("organization", () => organizationObject(deps, org).authenticateClient(clientId, hash, now)))
-    : null;
+  const found = unwrap(
+    await reach("organization", () => organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now)),
+  );
   if (found === null || !found.active || admitted.clientRevoked) throw fail();
   return { clientId: presentedId, organizationId: org, facts: found, admitted };
 }

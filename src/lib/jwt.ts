@@ -12,6 +12,7 @@ import {
   calculateJwkThumbprint,
   createLocalJWKSet,
   decodeJwt,
+  decodeProtectedHeader,
   errors,
   importJWK,
   type JSONWebKeySet,
@@ -72,6 +73,46 @@ export async function verifyClientAssertion(
   } catch (err) {
     return { ok: false, reason: reasonOf(err) };
   }
+}
+
+/**
+ * Public keys whose private halves were discarded when they were made, one per algorithm family:
+ * an assertion naming a client_id that has no key set is verified against them (and always
+ * fails), under the assertion's own `kid`, so that an unknown client_id costs the same signature
+ * check as a known one with a wrong key (issue 22, no client_id oracle).
+ */
+const DECOY_KEYS: JWK[] = [
+  { kty: "EC", crv: "P-256", x: "5F7rV0b17ofxl-abfIuoNCMz6O032cQ2-2c8k3XWEiw", y: "I51zdVf_6OfqeYl15MOv8QL8HybOSwS--Tau6PbOSuQ" },
+  {
+    kty: "EC",
+    crv: "P-384",
+    x: "hkJA7-DlMfQjjL6aelRI-nlAsc1zd1Gjnv9OMbbzusa21jjc2gUIaoKzMmweTia3",
+    y: "HgX1t075Gdxq_ezN0GyLXqju_UOwF8SG2qU3WAK8QKrly2yxujVbwAaRc8sV_RzB",
+  },
+  { kty: "OKP", crv: "Ed25519", x: "DlYYnLbzfjlEXjI276DvzYTJ9gN-lqXdIGpChpszdk8" },
+  {
+    kty: "RSA",
+    e: "AQAB",
+    n: "qyqclNfnFfj1ztqgjTSabDVIoro9I965HXakgy4TMeUpLTDd-zLdNo0e-yltPTVORPcqo-kxOIcFknGSPSOGNmtdPAz-mhbNuGu1Z1SBNZU_PvbugSmkDS6WikaqBxz_7qUUr-QY3leTk78OsIjis-C9xqOWDZuDOqYovO5Vqtz3syzvVqtQKqMlDGn5uon6pnLPH27DSDkSRM1GO2dwkBACgwhTozQ2RI7fOxycVx1QjuNGG_APPQsQTxbmA0h-mHxuGlsdEii75ZnntCTw9pkz_CQIbvLdVSp6Chanlt2hlVW7e8XAF9Qz5E7pzNbvgfuDyODlOmj_tFg3Snp-9w",
+  },
+];
+
+/** Verifies a client assertion against the decoy keys: always a refusal, after the same work. */
+export async function refuseAsIfVerified(
+  assertion: string,
+  expect: { clientId: string; audiences: string[]; nowMs: number },
+): Promise<void> {
+  let kid: string | undefined;
+  try {
+    kid = decodeProtectedHeader(assertion).kid;
+  } catch {
+    kid = undefined;
+  }
+  await verifyClientAssertion(
+    assertion,
+    DECOY_KEYS.map((k) => (kid === undefined ? k : { ...k, kid })),
+    expect,
+  );
 }
 
 export interface DpopExpectation {

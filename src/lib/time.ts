@@ -16,9 +16,11 @@ export class TimeoutError extends Error {
  * cannot be cancelled); the caller stops waiting for it.
  */
 export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: ReturnType<typeof setTimeout> | null = null;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
   });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+  return Promise.race([work, deadline]).finally(() => {
+    if (timer !== null) clearTimeout(timer);
+  });
 }

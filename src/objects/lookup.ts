@@ -35,14 +35,22 @@ export type CredentialLookup = z.output<typeof CredentialLookup>;
  * DPoP) carries a version the key's object checks, and revocation is not decided from it.
  */
 export const LOOKUP_CACHE_TTL_MS = 60_000;
-const seen = new IsolateCache<CredentialLookup>({ ttlMs: LOOKUP_CACHE_TTL_MS, maxEntries: 10_000 });
+/**
+ * Misses are kept too (as null): a client_id that has no entry is then as quick to look up as one
+ * that has, so the lookup's timing does not tell which ids exist (issue 22). Safe: a miss only
+ * sends the request to the organization's object, which decides with the record.
+ */
+const seen = new IsolateCache<CredentialLookup | null>({ ttlMs: LOOKUP_CACHE_TTL_MS, maxEntries: 10_000 });
 
 /** The entry for a client_id, or null when KV has none (yet) or holds something unreadable. */
 export async function readCredentialLookup(kv: KVNamespace, clientId: string, now: number): Promise<CredentialLookup | null> {
   const cached = seen.get(clientId, now);
   if (cached !== undefined) return cached;
   const raw = await kv.get(kvKeys.clientCredential(clientId), "json");
-  if (raw === null) return null;
+  if (raw === null) {
+    seen.set(clientId, null, now);
+    return null;
+  }
   const parsed = CredentialLookup.safeParse(raw);
   if (!parsed.success) {
     // Treated as missing: the organization's object answers instead.
@@ -54,6 +62,7 @@ export async function readCredentialLookup(kv: KVNamespace, clientId: string, no
 }
 
 export function writeCredentialLookup(kv: KVNamespace, clientId: string, entry: CredentialLookup): Promise<void> {
+  seen.delete(clientId); // a miss kept in this isolate ends here
   return kv.put(kvKeys.clientCredential(clientId), JSON.stringify(CredentialLookup.parse(entry)));
 }
 

@@ -22,7 +22,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { JWK } from "jose";
 import { sha256Hex } from "../lib/crypto";
-import { verifyClientAssertion } from "../lib/jwt";
+import { refuseAsIfVerified, verifyClientAssertion } from "../lib/jwt";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { Actor, AuditEntryView } from "../schemas/audit";
@@ -445,6 +445,9 @@ export class OrganizationObject extends DurableObject<Env> {
   ): Promise<Result<{ facts: ClientFacts | null; reason?: string }>> {
     const row = this.exists() ? this.credentialRow(clientId) : undefined;
     if (row === undefined || row.auth_method !== "private_key_jwt" || row.jwks === null) {
+      // The same signature check as for a known client, against a key nobody holds: timing does
+      // not tell which client_ids exist.
+      await refuseAsIfVerified(assertion, { clientId, audiences, nowMs: now });
       return ok({ facts: null, reason: "no private_key_jwt credential with this client_id" });
     }
     const keys = (JSON.parse(row.jwks) as Jwks).keys as JWK[];
