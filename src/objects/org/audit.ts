@@ -1,0 +1,83 @@
+/**
+ * The organization's audit log: entries written in the same transaction as the change they
+ * record, entries pushed from other objects (the webhook objects, with a key so that a repeated
+ * push adds nothing), the newest-first listing, and the daily housekeeping that prunes what has
+ * outlived its retention (the log after AUDIT_RETENTION_DAYS, expired sessions, used assertion
+ * ids and revoked tokens past their expiry).
+ */
+import { isoTime } from "../../lib/time";
+import type { Actor, AuditEntryView } from "../../schemas/audit";
+import { type Page, type PageRequest, pageOf, type Result } from "../sql";
+import type { KeyedAuditEntry } from "../webhooks/audit";
+import { AUDIT_RETENTION_DAYS, type AuditRow } from "./schema";
+
+/** One entry, in the caller's transaction. */
+export function audit(
+  sql: SqlStorage,
+  actor: Actor,
+  action: string,
+  resourceType: string,
+  resourceId: string,
+  detail: Record<string, unknown> | null,
+): void {
+  sql.exec(
+    "INSERT INTO audit_log (at, actor, action, resource_type, resource_id, detail) VALUES (?, ?, ?, ?, ?, ?)",
+    isoTime(Date.now()),
+    JSON.stringify(actor),
+    action,
+    resourceType,
+    resourceId,
+    detail === null ? null : JSON.stringify(detail),
+  );
+}
+
+/**
+ * Entries for changes committed in another object (the webhook objects), each with a unique
+ * key: a push repeated after a failure adds nothing twice. A `replace` entry (an hour's publish
+ * summary) updates the detail of the entry with its key, which keeps its place in the log.
+ */
+export function appendAudit(storage: DurableObjectStorage, entries: KeyedAuditEntry[]): void {
+  storage.transactionSync(() => {
+    for (const e of entries) {
+      storage.sql.exec(
+        `INSERT INTO audit_log (at, actor, action, resource_type, resource_id, detail, source_key)
+          VALUES (?, ?, ?, ?, ?, ?, ?)
+          ON CONFLICT (source_key) DO ${e.replace === true ? "UPDATE SET detail = excluded.detail" : "NOTHING"}`,
+        e.at,
+        JSON.stringify(e.actor),
+        e.action,
+        e.resource_type,
+        e.resource_id,
+        e.detail === null ? null : JSON.stringify(e.detail),
+        e.key,
+      );
+    }
+  });
+}
+
+export function auditPage(sql: SqlStorage, page: PageRequest): Result<Page<AuditEntryView>> {
+  return pageOf(
+    (before, limit) =>
+      // seq is the table's INTEGER PRIMARY KEY: SQLite names the rowid column after it.
+      sql.exec<AuditRow>("SELECT seq AS rowid, * FROM audit_log WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit).toArray(),
+    page,
+    (row) => ({
+      id: String(row.rowid),
+      at: row.at,
+      actor: JSON.parse(row.actor) as Actor,
+      action: row.action,
+      resource: { type: row.resource_type, id: row.resource_id },
+      detail: row.detail === null ? null : (JSON.parse(row.detail) as Record<string, unknown>),
+    }),
+    true,
+  );
+}
+
+/** Prunes what has outlived its retention (daily, from the alarm). */
+export function housekeep(sql: SqlStorage, now: number): void {
+  sql.exec("DELETE FROM audit_log WHERE at < ?", isoTime(now - AUDIT_RETENTION_DAYS * 86_400_000));
+  sql.exec("DELETE FROM sessions WHERE expires_at < ?", isoTime(now));
+  // Used assertion ids and revoked tokens matter only until they expire.
+  sql.exec("DELETE FROM assertion_jtis WHERE expires_ms < ?", now);
+  sql.exec("DELETE FROM revocations WHERE kind = 'token' AND expires_ms < ?", now);
+}
