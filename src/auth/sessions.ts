@@ -1,6 +1,6 @@
 /**
  * Manager app sessions, kept on the server (product brief, "Manager sessions"): the cookie
- * `kw_session` carries only a signed, expiring reference (a 256-bit session id, and the
+ * `__Host-kw_session` carries only a signed, expiring reference (a 256-bit session id, and the
  * organization for an administrator's session); the session itself, with its CSRF token, lives in
  * the DirectoryObject (the operator's) or the organization's object (an administrator's). So
  * signing out ends it for every copy of the cookie, revoking an administrator token ends the
@@ -17,7 +17,8 @@ import { isoTime } from "../lib/time";
 import { directoryObject, organizationObject, reach } from "../objects/stubs";
 import type { Actor } from "../schemas/audit";
 
-export const SESSION_COOKIE = "kw_session";
+/** `__Host-`: Secure, Path=/, no Domain, so no other origin can plant one (http/manager/routes.tsx). */
+export const SESSION_COOKIE = "__Host-kw_session";
 /** Absolute lifetime: a working day (shorter when the administrator token expires sooner). */
 export const SESSION_TTL_SECONDS = 8 * 3600;
 const PREFIX = "kw_session_";

@@ -20,8 +20,8 @@
  * 1,000/s, see docs/storage.md for sharding); rows: one per revoked credential of the organization.
  */
 import { DurableObject } from "cloudflare:workers";
-import { describeError, log } from "../log";
 import { withTimeout } from "../lib/time";
+import { describeError, log } from "../log";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
 import type { LimitOverrides, Limits } from "../schemas/records";
 import { type Migration, migrate } from "./sql";

@@ -51,6 +51,8 @@ export const SIGN_IN_ERRORS = {
   empty: "Enter an access token.",
   rejected: "That access token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.",
   expired: "The sign-in form expired. Enter the access token again.",
+  /** A form token we did not sign for this browser's cookie (login-csrf.ts), or no cookie at all. */
+  unverified: "The sign-in form could not be verified. Enter the access token again; if this keeps happening, allow cookies for this site.",
 } as const;
 
 export const ErrorMessage: FC<{ message: string }> = ({ message }) => (

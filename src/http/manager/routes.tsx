@@ -7,7 +7,8 @@
  * webhook configuration) and re-sends go through a confirmation page (a GET) that names the
  * thing; only its form POSTs. A failed sign-in answers with the sign-in form again and the reason.
  * Every page gets the security headers of middleware/html.ts (a nonce-based CSP); every POST
- * carries the session's CSRF token; an organization administrator's session reaches its own
+ * carries the session's CSRF token (the sign-in form a server-signed one, login-csrf.ts); every
+ * cookie is a `__Host-` cookie; an organization administrator's session reaches its own
  * organization only (anything else is a 404, whatever the URL or form says). Actions call the
  * same domain functions as the operator API.
  */
@@ -30,7 +31,7 @@ import {
 } from "../../identity/credentials";
 import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
-import { constantTimeEqual, randomToken } from "../../lib/crypto";
+import { constantTimeEqual } from "../../lib/crypto";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
 import { emptyUsage } from "../../ratelimit/windows";
@@ -52,6 +53,7 @@ import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
+import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_COOKIE, LOGIN_CSRF_TTL_SECONDS } from "./login-csrf";
 import {
   AdminTokenMinted,
   ApiKeyDetail,
@@ -83,7 +85,17 @@ type ManagerEnv = {
 };
 type C = Context<ManagerEnv>;
 
-const LOGIN_CSRF_COOKIE = "kw_login_csrf";
+/**
+ * The attributes of every manager cookie. Their names carry the `__Host-` prefix (RFC 6265bis
+ * section 4.1.3.2): a browser then stores the cookie only from a secure origin, with Secure,
+ * Path=/ and no Domain, so a sibling subdomain or a plain-http man in the middle cannot plant or
+ * overwrite it (cookie tossing, the route to login CSRF and session fixation). Path=/ is what the
+ * prefix demands; SameSite=Strict keeps the cookies off cross-site requests, HttpOnly away from
+ * scripts. Plain-http local runs (npm start on http://127.0.0.1) keep working in Chromium, which
+ * treats loopback as a potentially trustworthy origin and so stores Secure and `__Host-` cookies
+ * from it (test/e2e/manager.browser.test.ts checks it); a browser that does not needs https.
+ */
+const COOKIE = { httpOnly: true, secure: true, sameSite: "Strict", path: "/" } as const;
 /** Forms post to this origin only; the one style and script carry the response's nonce. */
 const MANAGER_CSP: Csp = {
   defaultSrc: ["'none'"],
@@ -122,27 +134,22 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   // Sign-in: the operator with ADMIN_TOKEN, an organization's administrator with a minted token.
   app.get("/manager/sign-in", (c) => signInPage(c, 200));
 
-  // Every failure answers with the form again (a fresh double-submit token, the field empty) and
-  // the reason attached to the field, so the next attempt is one step away.
+  // Every failure answers with the form again (a fresh double-submit pair, the field empty) and
+  // the reason attached to the field, so the next attempt is one step away. A form whose token
+  // we did not sign for this browser's cookie (a planted cookie with the same value in the form,
+  // a forged or tampered token) is refused before the access token is even looked at.
   app.post("/manager/sign-in", async (c) => {
     const fields = await form(c);
-    const expected = getCookie(c, LOGIN_CSRF_COOKIE);
-    if (!expected || !(await constantTimeEqual(String(fields.csrf ?? ""), expected))) {
-      return signInPage(c, 403, SIGN_IN_ERRORS.expired);
-    }
+    const deps = c.get("deps");
+    const check = await checkLoginCsrf(deps.config.signingKeys, deps.now(), getCookie(c, LOGIN_CSRF_COOKIE), fields.csrf);
+    if (check !== "ok") return signInPage(c, 403, check === "expired" ? SIGN_IN_ERRORS.expired : SIGN_IN_ERRORS.unverified);
     const token = typeof fields.token === "string" ? fields.token.trim() : "";
     if (token === "") return signInPage(c, 400, SIGN_IN_ERRORS.empty);
-    const opened = await signIn(c.get("deps"), token);
+    const opened = await signIn(deps, token);
     // One message for a wrong, revoked or expired token: which one it was would help a guesser.
     if (!opened) return signInPage(c, 401, SIGN_IN_ERRORS.rejected);
-    deleteCookie(c, LOGIN_CSRF_COOKIE, { path: "/manager", secure: true });
-    setCookie(c, SESSION_COOKIE, opened.cookie, {
-      httpOnly: true,
-      secure: true,
-      sameSite: "Strict",
-      path: "/manager",
-      maxAge: SESSION_TTL_SECONDS,
-    });
+    deleteCookie(c, LOGIN_CSRF_COOKIE, COOKIE);
+    setCookie(c, SESSION_COOKIE, opened.cookie, { ...COOKIE, maxAge: SESSION_TTL_SECONDS });
     return c.redirect(home(opened.session), 303);
   });
 
@@ -163,7 +170,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
   app.post("/manager/sign-out", async (c) => {
     await signOut(c.get("deps"), c.get("session"));
-    deleteCookie(c, SESSION_COOKIE, { path: "/manager", secure: true });
+    deleteCookie(c, SESSION_COOKIE, COOKIE);
     return c.redirect("/manager/sign-in", 303);
   });
 
@@ -677,13 +684,14 @@ function confirmPage(c: C, crumbs: Crumb[], confirmation: Confirmation, to: { ac
   return page(c, confirmation.title, [...crumbs, { label: "Confirm" }], <Confirm {...confirmation} {...to} csrf={csrf(c)} />);
 }
 
-/** The sign-in page, with a fresh double-submit token; after a failed attempt, with why. */
-function signInPage(c: C, status: 200 | 400 | 401 | 403, error?: string): Response | Promise<Response> {
-  const loginCsrf = randomToken(18);
-  setCookie(c, LOGIN_CSRF_COOKIE, loginCsrf, { httpOnly: true, secure: true, sameSite: "Strict", path: "/manager", maxAge: 600 });
+/** The sign-in page, with a fresh double-submit pair (login-csrf.ts); after a failed attempt, with why. */
+async function signInPage(c: C, status: 200 | 400 | 401 | 403, error?: string): Promise<Response> {
+  const deps = c.get("deps");
+  const { nonce, token } = await issueLoginCsrf(deps.config.signingKeys, deps.now());
+  setCookie(c, LOGIN_CSRF_COOKIE, nonce, { ...COOKIE, maxAge: LOGIN_CSRF_TTL_SECONDS });
   return c.html(
     <Page title="Sign in" nonce={pageNonce(c)}>
-      <SignInForm loginCsrf={loginCsrf} error={error} />
+      <SignInForm loginCsrf={token} error={error} />
     </Page>,
     status,
   );
