@@ -42,6 +42,7 @@ const AUDIT_DEFAULT_LIMIT = 50;
  * @property {string} [noun] what a list holds, for "(no ...)"
  * @property {string} [secret] the field of the answer holding a secret shown only this once
  * @property {number} [defaultLimit] lists: how many items without --limit/--all (default: all)
+ * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<void>} [check] run before the call; throws a UsageError to stop it
  */
 
 /** Exit 2: nothing was sent. `group` selects the usage text printed with the message. */
@@ -163,6 +164,23 @@ const COMMANDS = [
     noun: "organizations",
   },
   { words: ["orgs", "get"], args: ["org"], flags: [], summary: "show an organization", call: (a) => ({ method: "GET", path: orgPath(a) }) },
+  {
+    words: ["orgs", "delete"],
+    args: ["org"],
+    flags: ["confirm"],
+    summary: "delete an organization: revoke all it holds now, erase its data after 30 days (--confirm NAME)",
+    // Irreversible for its customer: the operator names the organization to confirm it.
+    check: async (client, a, f) => {
+      const org = await send(client, { method: "GET", path: orgPath(a) });
+      const name = isObject(org) && typeof org.name === "string" ? org.name : "";
+      if (f.confirm !== name) {
+        throw new UsageError(
+          `orgs delete revokes every API key, client credential, token and session of ${a.org} at once and erases its data after 30 days; to confirm, name it: --confirm ${JSON.stringify(name)}`,
+        );
+      }
+    },
+    call: (a) => ({ method: "DELETE", path: orgPath(a) }),
+  },
 
   {
     words: ["users", "create"],
@@ -456,6 +474,7 @@ async function main(argv) {
       return 0;
     }
 
+    await command.check?.(client, args, flags);
     const call = command.call?.(args, flags);
     if (call === undefined) throw new Error(`${command.words.join(" ")} has neither call nor list`);
     const data = await send(client, call);
@@ -519,6 +538,7 @@ function parseCommandLine(argv) {
         jwks: { type: "string" },
         scopes: { type: "string" },
         dpop: { type: "string" },
+        confirm: { type: "string" },
       },
     });
   } catch (err) {
@@ -921,7 +941,7 @@ function commandRows(group) {
   return COMMANDS.filter((c) => c.words[0] === group).map((command) => {
     const flags = command.flags.map((flag) => {
       if (flag === "all") return "[--all]";
-      const metavar = { email: "E", "location-hint": "H" }[flag] ?? "N";
+      const metavar = { email: "E", "location-hint": "H", confirm: "NAME" }[flag] ?? "N";
       return `[--${flag} ${metavar}]`;
     });
     return [[...command.words, ...command.args.map((arg) => `<${arg}>`), ...flags].join(" "), command.summary];

@@ -4,9 +4,10 @@ import { notFound } from "../errors";
 import { ID_PATTERN, newOrganizationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
-import { directoryObject, organizationObject, reach, unwrap } from "../objects/stubs";
+import { directoryObject, organizationObject, reach, unwrap, webhookObject } from "../objects/stubs";
+import type { DeletedOrganizationView } from "../schemas/admin";
 import type { OrganizationRecord } from "../schemas/records";
-import type { Actor } from "./changes";
+import { type Actor, applied } from "./changes";
 
 export async function createOrganization(deps: Deps, input: { name: string }, actor: Actor): Promise<OrganizationRecord> {
   const org: OrganizationRecord = { id: newOrganizationId(), name: input.name, created_at: isoTime(deps.now()) };
@@ -27,4 +28,20 @@ export async function listOrganizations(deps: Deps, page: PageRequest): Promise<
 export function organization(deps: Deps, orgId: string) {
   if (!ID_PATTERN.test(orgId) || !orgId.startsWith("org_")) throw notFound("Organization");
   return organizationObject(deps, orgId);
+}
+
+/**
+ * Deletes an organization (operator only): every API key, client credential, access token,
+ * administrator token and manager session stops working on the very next request everywhere
+ * (answered once every key object has the revocations, else 503 to repeat), then every webhook
+ * configuration is deleted, so that each endpoint concludes its pending deliveries without a
+ * request, recorded as failed because the configuration was deleted. Its data is erased
+ * ERASE_AFTER_DAYS later; its audit log is kept for its retention. Repeatable until it answers 200.
+ */
+export async function deleteOrganization(deps: Deps, orgId: string, actor: Actor): Promise<DeletedOrganizationView> {
+  const org = organization(deps, orgId);
+  const now = deps.now();
+  const record = applied(unwrap(await reach("organization", () => org.deleteOrganization(actor, now))), "The deletion");
+  const webhooks = await reach("webhooks", () => webhookObject(deps, orgId).deleteAll(actor, now));
+  return { ...record, webhook_configurations_deleted: webhooks.deleted };
 }

@@ -51,6 +51,11 @@ export class DirectoryObject extends DurableObject<Env> {
     );
   }
 
+  /** A deleted organization leaves the operator's listing (idempotent). */
+  unregister(orgId: string): void {
+    this.ctx.storage.sql.exec("DELETE FROM organizations WHERE id = ?", orgId);
+  }
+
   list(page: PageRequest): Result<Page<OrganizationRecord>> {
     return pageOfTable(this.ctx.storage.sql, "organizations", page, ({ id, name, created_at }: OrgRow) => ({ id, name, created_at }));
   }

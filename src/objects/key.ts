@@ -327,6 +327,16 @@ export class KeyObject extends DurableObject<Env> {
     return this.confirming;
   }
 
+  /**
+   * The organization was deleted and its retention has passed: the key's object forgets
+   * everything, and answers "unknown" (401) from then on, as for a key never issued.
+   */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.key = null;
+  }
+
   /** Flushes noted uses to the organization (at most once a minute); retried until it lands. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;

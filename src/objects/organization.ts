@@ -24,6 +24,7 @@ import type { JWK } from "jose";
 import { digestsEqual, sha256Hex } from "../lib/crypto";
 import { refuseAsIfVerified, verifyClientAssertion } from "../lib/jwt";
 import { isoTime } from "../lib/time";
+import { describeError, log } from "../log";
 import type { Actor, AuditEntryView } from "../schemas/audit";
 import type { Jwks } from "../schemas/jose";
 import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, OrganizationRecord, UserRecord } from "../schemas/records";
@@ -36,6 +37,7 @@ import {
   type CredentialRow,
   credentialRecord,
   credentialRow,
+  ERASE_AFTER_DAYS,
   HOUSEKEEPING_INTERVAL_MS,
   type KeyRow,
   keyRecord,
@@ -121,6 +123,89 @@ export class OrganizationObject extends DurableObject<Env> {
     if (!this.exists()) return missing("Organization");
     const { id, name, created_at } = this.org();
     return ok({ id, name, created_at });
+  }
+
+  /**
+   * Deletes the organization in one transaction: every client credential, API key and
+   * administrator token revoked, every manager session ended, the organization marked deleted
+   * (every call but propagation then finds no organization), and its erasure set for
+   * ERASE_AFTER_DAYS later. Then the revocations are pushed to every key object like any other:
+   * answered once all have them, so the keys and tokens stop on the very next request everywhere.
+   * Idempotent while it is being applied: a repeat pushes again.
+   */
+  async deleteOrganization(
+    actor: Actor,
+    now: number,
+  ): Promise<Result<Propagated<OrganizationRecord & { deleted_at: string; erase_after: string | null }>>> {
+    const row = orgRow(this.sql);
+    if (row === null) return missing("Organization");
+    if (row.deleted_at === null) {
+      const at = isoTime(now);
+      this.ctx.storage.transactionSync(() => {
+        const credentials = this.sql
+          .exec<{ client_id: string }>("SELECT client_id FROM client_credentials WHERE revoked_at IS NULL")
+          .toArray();
+        for (const { client_id } of credentials) this.revokeCredentialRow(client_id, now, actor);
+        const keys = this.sql.exec("UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE revoked_at IS NULL", at).rowsWritten;
+        const tokens = this.sql.exec("UPDATE admin_tokens SET revoked_at = ? WHERE revoked_at IS NULL", at).rowsWritten;
+        const sessions = this.sql.exec("DELETE FROM sessions").rowsWritten;
+        this.sql.exec("UPDATE organization SET deleted_at = ?, erase_after = ?", at, isoTime(now + ERASE_AFTER_DAYS * 86_400_000));
+        audit(this.sql, actor, "organization.deleted", "organization", row.id, {
+          revoked_credentials: credentials.length,
+          revoked_api_keys: keys,
+          revoked_admin_tokens: tokens,
+          sessions_ended: sessions,
+          erase_after_days: ERASE_AFTER_DAYS,
+        });
+      });
+    }
+    const pending = await this.propagation.run();
+    const after = this.org();
+    try {
+      await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).unregister(after.id);
+    } catch (err) {
+      log.warn("directory unregistration failed; will retry", { organization: after.id, detail: describeError(err) });
+      this.propagation.schedule(Date.now() + 1_000);
+    }
+    if (after.erase_after !== null) this.propagation.schedule(Date.parse(after.erase_after));
+    return ok({
+      record: {
+        id: after.id,
+        name: after.name,
+        created_at: after.created_at,
+        deleted_at: after.deleted_at ?? isoTime(now),
+        erase_after: after.erase_after,
+      },
+      pending,
+    });
+  }
+
+  /**
+   * A deleted organization past its retention: every key object and the webhook objects forget
+   * everything, then every row here but the audit log (kept for AUDIT_RETENTION_DAYS) and a
+   * tombstone of the organization's id. Retried by the alarm until every step has landed.
+   */
+  private async erase(row: OrgRow): Promise<void> {
+    const keys = this.sql.exec<{ key_hash: string }>("SELECT key_hash FROM api_keys").toArray();
+    for (const { key_hash } of keys) await this.env.KEYS.get(this.env.KEYS.idFromName(key_hash)).erase();
+    await this.env.WEBHOOKS.get(this.env.WEBHOOKS.idFromName(row.id)).erase();
+    this.ctx.storage.transactionSync(() => {
+      for (const table of [
+        "users",
+        "client_credentials",
+        "api_keys",
+        "admin_tokens",
+        "sessions",
+        "revocations",
+        "pending_lookups",
+        "assertion_jtis",
+      ]) {
+        this.sql.exec(`DELETE FROM ${table}`);
+      }
+      this.sql.exec("UPDATE organization SET name = '', erase_after = NULL");
+      audit(this.sql, { type: "system" }, "organization.erased", "organization", row.id, null);
+    });
+    await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).unregister(row.id);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -545,6 +630,18 @@ export class OrganizationObject extends DurableObject<Env> {
     this.propagation.alarmAt = null;
     const pending = await this.propagation.run();
     if (pending === 0) this.propagation.retries = 0;
+    const row = orgRow(this.sql);
+    if (row?.deleted_at != null) {
+      // A deleted organization leaves the operator's listing at once, and is erased when due.
+      try {
+        await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).unregister(row.id);
+        if (row.erase_after !== null && Date.now() >= Date.parse(row.erase_after)) await this.erase(row);
+      } catch (err) {
+        log.warn("deleted organization's cleanup failed; will retry", { organization: row.id, detail: describeError(err) });
+        this.propagation.schedule(Date.now() + 60_000);
+      }
+      if (row.erase_after !== null) this.propagation.schedule(Date.parse(row.erase_after));
+    }
     if (Date.now() >= this.housekeptAt + HOUSEKEEPING_INTERVAL_MS) this.housekeep();
     this.propagation.schedule(this.housekeptAt + HOUSEKEEPING_INTERVAL_MS);
   }

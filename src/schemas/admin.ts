@@ -114,6 +114,13 @@ export type UpdateClientCredentialInput = z.output<typeof UpdateClientCredential
 
 /** Organizations and users hold no secrets: their views are the stored records. */
 export const OrganizationView = OrganizationRecord;
+/** What DELETE /admin/v1/organizations/{org} answers: when it was deleted, and when its data is erased. */
+export const DeletedOrganizationView = OrganizationRecord.extend({
+  deleted_at: z.string(),
+  erase_after: z.string().nullable(),
+  webhook_configurations_deleted: z.number().int(),
+});
+export type DeletedOrganizationView = z.infer<typeof DeletedOrganizationView>;
 export const UserView = UserRecord;
 
 export const ApiKeyView = z.object({

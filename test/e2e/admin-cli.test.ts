@@ -116,6 +116,26 @@ describe("operator CLI", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it("deletes an organization only when the operator names it, and the organization is then gone", async () => {
+    const org = await admin("orgs", "create", "Leaving Corp");
+    const orgId = value(org.stdout, "id");
+    const key = await admin("keys", "create", orgId);
+    expect(key.code, key.stderr).toBe(0);
+    const unconfirmed = await admin("orgs", "delete", orgId);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain('--confirm "Leaving Corp"');
+    const wrong = await admin("orgs", "delete", orgId, "--confirm", "Other Corp");
+    expect(wrong.code).toBe(2);
+    expect(value(await admin("orgs", "get", orgId).then((r) => r.stdout), "name")).toBe("Leaving Corp");
+    const deleted = await admin("orgs", "delete", orgId, "--confirm", "Leaving Corp");
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(value(deleted.stdout, "webhook_configurations_deleted")).toBe("0");
+    expect(value(deleted.stdout, "deleted_at")).toMatch(/^\d{4}-/);
+    const gone = await admin("orgs", "get", orgId);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/404/);
+  });
+
   it("walks an operator from a new organization to a working access token and back to revocation", async () => {
     const org = await admin("orgs", "create", "CLI Corp");
     expect(org, org.stderr).toMatchObject({ code: 0, stderr: "" });

@@ -15,7 +15,7 @@ import {
   revokeClientCredential,
   updateClientCredential,
 } from "../../identity/credentials";
-import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
+import { createOrganization, deleteOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
 import { MAX_ACTIVE_API_KEYS } from "../../objects/organization";
 import { usageView } from "../../ratelimit/service";
@@ -31,6 +31,7 @@ import {
   CreatedClientCredentialView,
   CreateOrganizationInput,
   CreateUserInput,
+  DeletedOrganizationView,
   MintOrgAdminTokenInput,
   OrgAdminTokenView,
   OrganizationView,
@@ -94,6 +95,24 @@ export const adminRoutes: Route[] = [
     auth: "admin",
     response: { schema: OrganizationView, example: ORG },
     handle: (c) => getOrganization(deps(c), param(c, "org")),
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: ORG_PATH,
+    operationId: "deleteOrganization",
+    summary: "Delete an organization: revoke everything it holds now, erase its data after 30 days",
+    tag: orgsTag,
+    auth: "admin",
+    response: {
+      schema: DeletedOrganizationView,
+      example: {
+        ...ORG,
+        deleted_at: "2026-11-24T12:00:00.000Z",
+        erase_after: "2026-12-24T12:00:00.000Z",
+        webhook_configurations_deleted: 2,
+      },
+    },
+    handle: (c) => deleteOrganization(deps(c), param(c, "org"), actor(c)),
   }),
   envelopeRoute({
     method: "POST",

@@ -604,6 +604,12 @@ export class EndpointObject extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------------
   // The outbox, recovery and housekeeping
 
+  /** The organization was deleted and its retention has passed: everything this object holds goes. */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const now = Date.now();
@@ -630,12 +636,16 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep === undefined || (config === null && ep.deleted !== 1)) return;
     if (ep.deleted === 1 || config === null || config.status !== "active") {
       const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
+      // A deleted configuration (its organization deleted, say) concludes every waiting delivery
+      // now, not at its next due time: nothing will ever be sent for them. A disabled one fails
+      // them as they fall due.
       const due = this.db.all<DeliveryRow>(
         `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
-        now,
+        ep.deleted === 1 ? Number.MAX_SAFE_INTEGER : now,
       );
       for (const row of due) failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
       this.plan(now);
+      if (due.length === 100) this.setAlarm(Date.now()); // more to conclude: at once
       return;
     }
     const claimed = claim(this.db, ep, config, this.book, this.config.webhookRedispatchMs, now);

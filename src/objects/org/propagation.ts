@@ -166,7 +166,7 @@ export class Propagation {
           }
         }),
     );
-    if (org.in_directory === 0) {
+    if (org.in_directory === 0 && org.deleted_at === null) {
       try {
         await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).register({
           id: org.id,

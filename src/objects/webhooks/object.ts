@@ -169,6 +169,31 @@ export class WebhookObject extends DurableObject<Env> {
     return ok({ record, applied: deletionApplied(this.db, id) });
   }
 
+  /**
+   * The organization is deleted: every configuration is deleted as through the API, so each
+   * endpoint's object concludes its open deliveries without a request, each recorded as failed
+   * with keyway's reason (objects/endpoints). Answers how many were deleted; repeated, it pushes
+   * again whatever was not yet applied.
+   */
+  async deleteAll(actor: Actor, now: number): Promise<{ deleted: number; applied: boolean }> {
+    const ids = this.db.all<{ id: string }>("SELECT id FROM configurations").map((r) => r.id);
+    const unacked = this.db.all<{ id: string }>("SELECT id FROM deleted_configurations WHERE acked = 0").map((r) => r.id);
+    let applied = true;
+    for (const id of [...ids, ...unacked.filter((id) => !ids.includes(id))]) {
+      const result = await this.deleteConfiguration(id, actor, now);
+      if (!result.ok || !result.value.applied) applied = false;
+    }
+    return { deleted: ids.length, applied };
+  }
+
+  /** Erases the organization's webhook data: every endpoint's object, then this one's storage. */
+  async erase(): Promise<void> {
+    const ids = this.db.all<{ id: string }>("SELECT id FROM configurations UNION SELECT id FROM deleted_configurations").map((r) => r.id);
+    for (const id of ids) await this.endpoint(id).erase();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
   async rotateSigningSecret(
     id: string,
     secret: WebhookConfigurationRecord["signing_secrets"][number],

@@ -1,0 +1,142 @@
+/**
+ * Deleting an organization (issue 22): `DELETE /admin/v1/organizations/{org}` revokes everything
+ * the organization holds on the very next request (API keys, client credentials, access tokens,
+ * administrator tokens, manager sessions), deletes its webhook configurations so that pending
+ * deliveries are concluded as failed with keyway's reason, leaves the operator's listing, keeps
+ * the audit log (with the deletion in it), and erases the data once ERASE_AFTER_DAYS have passed:
+ * the key objects and webhook objects forget everything, the organization keeps only its log.
+ */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
+import { ERASE_AFTER_DAYS } from "../src/objects/org/schema";
+import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
+import { consume, fakeNetwork, receiver } from "./fake-network";
+import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import { Browser } from "./manager-helpers";
+import { configOf, createConfig, deliveryRow, endpointAlarm, endpointOf, publishTo, ticketFor, webhooksOf } from "./webhook-helpers";
+
+const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
+const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
+const tables = (stub: DurableObjectStub) =>
+  runInDurableObject(stub, (_i, state) =>
+    state.storage.sql
+      .exec<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'",
+      )
+      .toArray()
+      .map((r) => r.name),
+  );
+
+async function deletedOrganization() {
+  const t = await createTenant();
+  const token = await issueToken(t);
+  const config = await createConfig(t, token, "receiver-secret-0123456789");
+  const delivery = await publishTo(t, token, config.id);
+  const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, {});
+  const manager = await Browser.signedIn(minted.token);
+  return { t, token, config, delivery, minted, manager };
+}
+
+describe("DELETE /admin/v1/organizations/{org}", () => {
+  it("stops every key, credential, token, administrator token and session on the very next request", async () => {
+    const { t, token, minted, manager } = await deletedOrganization();
+    expect((await call("/v1/me", authed(t, token))).status).toBe(200);
+    expect((await manager.get(`/manager/organizations/${t.orgId}`)).status).toBe(200);
+
+    const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
+    const json = await body<{ id: string; deleted_at: string; erase_after: string; webhook_configurations_deleted: number }>(res);
+    expect(res.status, JSON.stringify(json)).toBe(200);
+    expect(json.data.id).toBe(t.orgId);
+    expect(json.data.webhook_configurations_deleted).toBe(1);
+    expect(Date.parse(json.data.erase_after) - Date.parse(json.data.deleted_at)).toBe(ERASE_AFTER_DAYS * 86_400_000);
+
+    // The very next request of each kind is refused.
+    expect((await call("/v1/me", authed(t, token))).status).toBe(401);
+    expect((await call("/v1/oauth", tokenRequest(t))).status).toBe(401);
+    expect((await manager.get(`/manager/organizations/${t.orgId}`)).status).toBe(303);
+    expect((await new Browser().signIn(minted.token)).status).not.toBe(303);
+    // The organization is gone for the operator API and the listing, and a repeat changes nothing.
+    expect((await adminCall("GET", `/organizations/${t.orgId}`)).status).toBe(404);
+    expect((await adminCall("GET", `/organizations/${t.orgId}/users`)).status).toBe(404);
+    const listed = await admin<{ id: string }[]>("GET", "/organizations?limit=100");
+    expect(listed.map((o) => o.id)).not.toContain(t.orgId);
+    expect((await adminCall("POST", `/organizations/${t.orgId}/api-keys`, {})).status).toBe(404);
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
+    // The operator's audit trail records the deletion.
+    const log = await runInDurableObject(orgStub(t), (_i, state) =>
+      state.storage.sql.exec<{ action: string; actor: string; detail: string }>("SELECT action, actor, detail FROM audit_log").toArray(),
+    );
+    const entry = log.find((e) => e.action === "organization.deleted");
+    expect(entry).toBeDefined();
+    expect(JSON.parse(entry!.actor)).toEqual({ type: "operator" });
+    expect(JSON.parse(entry!.detail)).toMatchObject({
+      revoked_credentials: 1,
+      revoked_api_keys: 1,
+      revoked_admin_tokens: 1,
+      sessions_ended: 1,
+    });
+    expect(log.filter((e) => e.action === "organization.deleted")).toHaveLength(1);
+  });
+
+  it("concludes pending deliveries as failed, recorded with keyway's reason, and sends nothing", async () => {
+    // A receiver that fails: the delivery is still pending (retrying, or its ticket queued) when the organization goes.
+    const sent = fakeNetwork(receiver({ webhookStatus: 503 }));
+    const { t, delivery } = await deletedOrganization();
+    const configId = await configOf(t.orgId, delivery);
+    expect((await deliveryRow(t.orgId, delivery)).status).not.toBe("failed");
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
+    const sentBefore = sent.length;
+    // A ticket already in the Queue is consumed: the consumer sends nothing for a deleted configuration.
+    if ((await deliveryRow(t.orgId, delivery)).state === "queued") {
+      await consume(DELIVERY_QUEUE, [{ id: "deleted-org", attempts: 1, body: await ticketFor(t.orgId, delivery) }]);
+    }
+    // A waiting one (a retry due in an hour, say) is concluded by the endpoint's object now.
+    await endpointAlarm(configId);
+    const row = await deliveryRow(t.orgId, delivery);
+    expect(row.status).toBe("failed");
+    expect(row.state).toBeNull();
+    const attempts = await runInDurableObject(endpointOf(configId), (_i, state) =>
+      state.storage.sql
+        .exec<{ step: string; error: string | null }>("SELECT step, error FROM attempts WHERE delivery_id = ? ORDER BY number", delivery)
+        .toArray(),
+    );
+    expect(attempts.at(-1)).toMatchObject({ step: "configuration", error: "webhook configuration was deleted" });
+    expect(sent.slice(sentBefore)).toEqual([]);
+  });
+
+  it("erases the data after the retention: key and webhook objects forget everything, the audit log stays", async () => {
+    const { t, config } = await deletedOrganization();
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
+    // Not before it is due.
+    await runDurableObjectAlarm(orgStub(t));
+    expect(await tables(await keyStub(t))).not.toEqual([]);
+    // Past the retention.
+    await runInDurableObject(
+      orgStub(t),
+      (_i, state) => void state.storage.sql.exec("UPDATE organization SET erase_after = ?", new Date(Date.now() - 1000).toISOString()),
+    );
+    await runDurableObjectAlarm(orgStub(t));
+    expect(await tables(await keyStub(t))).toEqual([]);
+    expect(await tables(webhooksOf(t.orgId))).toEqual([]);
+    expect(await tables(endpointOf(config.id))).toEqual([]);
+    const left = await runInDurableObject(orgStub(t), (_i, state) => ({
+      users: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM users").one().n,
+      credentials: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM client_credentials").one().n,
+      keys: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys").one().n,
+      tokens: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM admin_tokens").one().n,
+      name: state.storage.sql.exec<{ name: string }>("SELECT name FROM organization").one().name,
+      log: state.storage.sql
+        .exec<{ action: string }>("SELECT action FROM audit_log")
+        .toArray()
+        .map((r) => r.action),
+    }));
+    expect(left).toMatchObject({ users: 0, credentials: 0, keys: 0, tokens: 0, name: "" });
+    expect(left.log).toEqual(expect.arrayContaining(["organization.created", "organization.deleted", "organization.erased"]));
+    // The erased key answers as a key never issued.
+    const res = await call("/v1/oauth", tokenRequest(t));
+    expect(res.status).toBe(401);
+    expect((await body(res)).error).toBe("invalid_api_key");
+  });
+});
