@@ -18,7 +18,7 @@ import { base64UrlDecode, decodeUtf8 } from "../src/lib/encoding";
 import { CONFIRM_TIMEOUT_MS, type KeyObject } from "../src/objects/key";
 import { LOOKUP_CACHE_TTL_MS, readCredentialLookup } from "../src/objects/lookup";
 import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
-import { Browser } from "./manager-helpers";
+import { Browser, SESSION } from "./manager-helpers";
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
@@ -550,7 +550,7 @@ describe("the audit log", () => {
     // Two manager sessions opened with the token: one acts and signs out, the other is ended by the revocation.
     const first = await Browser.signedIn(minted.token);
     const second = await Browser.signedIn(minted.token);
-    const cookies = [first, second].map((b) => b.cookies.get("kw_session") ?? "");
+    const cookies = [first, second].map((b) => b.cookies.get(SESSION) ?? "");
     const home = `/manager/organizations/${t.orgId}`;
     const csrf = await first.csrfOf(home);
     expect(csrf).not.toBe("");

@@ -7,6 +7,10 @@
 import { expect } from "vitest";
 import { call, callAt } from "./helpers";
 
+/** The manager's cookies, spelled out (not imported) so a renamed cookie fails the tests. */
+export const SESSION = "__Host-kw_session";
+export const LOGIN_CSRF = "__Host-kw_login_csrf";
+
 /** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
 export const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
 

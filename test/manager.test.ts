@@ -1,5 +1,7 @@
 /**
- * The manager app's routes, in workerd: sign-in and sessions (cookie flags, tampering, expiry),
+ * The manager app's routes, in workerd: sign-in and sessions (`__Host-` cookies and their flags,
+ * tampering, expiry), the sign-in form's server-signed CSRF token (a planted cookie with the same
+ * value in the form, a forged, edited, mismatched or expired token: all refused, nobody signed in),
  * a failed sign-in answered with the form again and the reason on the field (never the token),
  * CSRF on every form, the nonce CSP, confirmations that name what they act on, the Organization Settings -> Users -> Client credentials
  * flow with the secret shown once, API keys, webhook configurations (health, edits under the
@@ -8,9 +10,11 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../src/lib/encoding";
+import { sign } from "../src/lib/signed";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, adminCall, authed, body, call, createTenant, issueToken } from "./helpers";
-import { Browser, setCookies } from "./manager-helpers";
+import { Browser, LOGIN_CSRF, SESSION, setCookies } from "./manager-helpers";
 import { attemptNow, createConfig, deliveryRow, inEndpoint } from "./webhook-helpers";
 
 async function operator(): Promise<Browser> {
@@ -46,18 +50,20 @@ describe("sign-in and sessions", () => {
     expect(html).toMatch(/<label for="token">/);
   });
 
-  it("signs the operator in with ADMIN_TOKEN into a Secure, HttpOnly, SameSite=Strict session", async () => {
+  it("signs the operator in with ADMIN_TOKEN into a __Host- session cookie: Secure, HttpOnly, SameSite=Strict, Path=/, no Domain", async () => {
     const b = new Browser();
     const res = await b.signIn(ADMIN_TOKEN);
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/manager/organizations");
-    const cookie = setCookies(res).find((c) => c.startsWith("kw_session="))!;
-    expect(cookie).toMatch(/; HttpOnly/);
-    expect(cookie).toMatch(/; Secure/);
-    expect(cookie).toMatch(/; SameSite=Strict/);
-    expect(cookie).toMatch(/; Path=\/manager/);
-    expect(cookie).toMatch(/; Max-Age=28800/);
+    const cookie = setCookies(res).find((c) => c.startsWith(`${SESSION}=`))!;
+    expectHostCookie(cookie, 28800);
     expect(cookie).not.toContain(ADMIN_TOKEN);
+    // The sign-in form's cookie has done its job: it is deleted under the same name and path.
+    const spent = setCookies(res).find((c) => c.startsWith(`${LOGIN_CSRF}=`))!;
+    expectHostCookie(spent, 0);
+    expect(b.cookies.has(LOGIN_CSRF)).toBe(false);
+    // No manager cookie without the prefix is set any more.
+    expect(setCookies(res).every((c) => c.startsWith("__Host-"))).toBe(true);
     expect((await b.get("/manager/organizations")).status).toBe(200);
   });
 
@@ -68,13 +74,13 @@ describe("sign-in and sessions", () => {
 
   it("ignores a tampered session cookie and an expired one", async () => {
     const b = await operator();
-    const original = b.cookies.get("kw_session")!;
+    const original = b.cookies.get(SESSION)!;
     b.cookies.set(
-      "kw_session",
+      SESSION,
       original.replace(/\.([^.]+)\.([^.]+)$/, (_m, payload: string, mac: string) => `.${payload}x.${mac}`),
     );
     expect((await b.get("/manager/organizations")).status).toBe(303);
-    b.cookies.set("kw_session", original);
+    b.cookies.set(SESSION, original);
     expect((await b.get("/manager/organizations", Date.now() + 8 * 3600_000 - 5000)).status).toBe(200);
     expect((await b.get("/manager/organizations", Date.now() + 8 * 3600_000 + 1000)).status).toBe(303);
   });
@@ -84,14 +90,16 @@ describe("sign-in and sessions", () => {
     const csrf = await b.csrfOf("/manager/organizations");
     const res = await b.post("/manager/sign-out", { csrf });
     expect(res.headers.get("location")).toBe("/manager/sign-in");
-    expect(b.cookies.has("kw_session")).toBe(false);
+    // Deleted with the attributes it was set with (a __Host- cookie is only replaced by one).
+    expectHostCookie(setCookies(res).find((c) => c.startsWith(`${SESSION}=`))!, 0);
+    expect(b.cookies.has(SESSION)).toBe(false);
     expect((await b.get("/manager/organizations")).status).toBe(303);
   });
 
   it("ends the session on the server when signing out: a copied cookie stops working", async () => {
     const b = await operator();
     const copy = new Browser();
-    copy.cookies.set("kw_session", b.cookies.get("kw_session")!);
+    copy.cookies.set(SESSION, b.cookies.get(SESSION)!);
     expect((await copy.get("/manager/organizations")).status).toBe(200);
     await b.post("/manager/sign-out", { csrf: await b.csrfOf("/manager/organizations") });
     expect((await copy.get("/manager/organizations")).status).toBe(303);
@@ -107,6 +115,36 @@ describe("sign-in and sessions", () => {
     expect((await b.get("/manager/organizations")).status).toBe(200);
   });
 });
+
+const EXPIRED = "The sign-in form expired. Enter the access token again.";
+const UNVERIFIED =
+  "The sign-in form could not be verified. Enter the access token again; if this keeps happening, allow cookies for this site.";
+
+/**
+ * A Set-Cookie line of a `__Host-` cookie as RFC 6265bis 4.1.3.2 requires it (Secure, Path=/, no
+ * Domain), and as the manager sets every cookie: HttpOnly, SameSite=Strict, with `maxAge`.
+ */
+function expectHostCookie(line: string, maxAge: number): void {
+  expect(line).toMatch(/^__Host-/);
+  expect(line).toMatch(/; Secure(;|$)/);
+  expect(line).toMatch(/; Path=\/(;|$)/);
+  expect(line).not.toMatch(/; Domain=/i);
+  expect(line).toMatch(/; HttpOnly(;|$)/);
+  expect(line).toMatch(/; SameSite=Strict(;|$)/);
+  expect(line).toMatch(new RegExp(`; Max-Age=${maxAge}(;|$)`));
+}
+
+/** The payload of a signed value (`<prefix><kid>.<base64url JSON>.<mac>`), read without checking it. */
+function payloadOf(value: string): Record<string, unknown> {
+  const bytes = base64UrlDecode(value.split(".")[1] ?? "");
+  return JSON.parse((bytes && decodeUtf8(bytes)) ?? "{}") as Record<string, unknown>;
+}
+
+/** The same value with its payload replaced, the MAC kept (what a tamperer can do without the key). */
+function withPayload(value: string, payload: Record<string, unknown>): string {
+  const [head = "", , mac = ""] = value.split(".");
+  return `${head}.${base64UrlEncode(encodeUtf8(JSON.stringify(payload)))}.${mac}`;
+}
 
 /** The parts of a sign-in page a failed attempt must get right. */
 function signInForm(html: string) {
@@ -156,7 +194,7 @@ describe("a failed sign-in", () => {
     expect(page.invalid).toBe(true);
     expect(page.input).not.toMatch(/value=/);
     expect(html).not.toContain(WRONG);
-    expect(b.cookies.has("kw_session")).toBe(false);
+    expect(b.cookies.has(SESSION)).toBe(false);
   });
 
   it("shows no error on the sign-in page before an attempt", async () => {
@@ -202,20 +240,147 @@ describe("a failed sign-in", () => {
     const failed = await (await b.signIn(WRONG)).text();
     const res = await b.post("/manager/sign-in", { csrf: Browser.csrf(failed), token: ADMIN_TOKEN });
     expect(res.status).toBe(303);
-    expect(b.cookies.has("kw_session")).toBe(true);
+    expect(b.cookies.has(SESSION)).toBe(true);
   });
 
   it("answers a stale sign-in form with 403 and a fresh form, saying the form expired", async () => {
     const b = new Browser();
-    await b.get("/manager/sign-in");
-    const res = await b.post("/manager/sign-in", { csrf: "stale", token: ADMIN_TOKEN });
+    const served = Date.now();
+    const form = await (await b.get("/manager/sign-in", served)).text();
+    const later = served + 10 * 60_000 + 1000;
+    const res = await b.post("/manager/sign-in", { csrf: Browser.csrf(form), token: ADMIN_TOKEN }, later);
     expect(res.status).toBe(403);
     const html = await res.text();
-    expect(signInForm(html).error).toBe("The sign-in form expired. Enter the access token again.");
+    expect(signInForm(html).error).toBe(EXPIRED);
     expect(html).not.toContain(ADMIN_TOKEN);
-    expect(b.cookies.has("kw_session")).toBe(false);
-    const retried = await b.post("/manager/sign-in", { csrf: Browser.csrf(html), token: ADMIN_TOKEN });
+    expect(b.cookies.has(SESSION)).toBe(false);
+    // The fresh form, dated `later`, works at once.
+    const retried = await b.post("/manager/sign-in", { csrf: Browser.csrf(html), token: ADMIN_TOKEN }, later);
     expect(retried.status).toBe(303);
+  });
+});
+
+/**
+ * Login CSRF (issue 22; OWASP CSRF Prevention Cheat Sheet, "Login CSRF"): the sign-in form's token
+ * is signed by the server over the nonce in the `__Host-kw_login_csrf` cookie, so a pair an
+ * attacker makes up, forges or edits is refused with 403 and the form again, and no session
+ * cookie is set.
+ */
+describe("the sign-in form's CSRF token", () => {
+  /** A refused sign-in form: 403, the form again with `message`, no session cookie, the token not echoed. */
+  async function expectRefused(b: Browser, res: Response, message: string): Promise<void> {
+    expect(res.status).toBe(403);
+    expect(setCookies(res).some((line) => line.includes("kw_session="))).toBe(false);
+    expect(b.cookies.has(SESSION)).toBe(false);
+    const html = await res.text();
+    expect(signInForm(html).error).toBe(message);
+    expect(html).not.toContain(ADMIN_TOKEN);
+    // Nobody was signed in: the browser still has no way into the manager.
+    expect((await b.get("/manager/organizations")).status).toBe(303);
+  }
+
+  it("hands out a __Host- cookie holding a nonce and a form token signed over it, which signs in", async () => {
+    const b = new Browser();
+    const res = await b.get("/manager/sign-in");
+    const line = setCookies(res).find((c) => c.startsWith(`${LOGIN_CSRF}=`))!;
+    expectHostCookie(line, 600);
+    const nonce = b.cookies.get(LOGIN_CSRF)!;
+    const token = Browser.csrf(await res.text());
+    // The form does not just echo the cookie: it is a signed value naming the nonce and when.
+    expect(token).not.toBe(nonce);
+    expect(token).toMatch(/^kw_login_t1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(payloadOf(token)).toMatchObject({ v: 1, n: nonce });
+    expect((await b.post("/manager/sign-in", { csrf: token, token: ADMIN_TOKEN })).status).toBe(303);
+    expect(b.cookies.has(SESSION)).toBe(true);
+  });
+
+  it("refuses a planted cookie with the same value in the form, and signs nobody in", async () => {
+    // What a red team did: a cookie set in the victim's browser and a form posting the same
+    // made-up value. Planted under both the old and the new name, so the old code signed in.
+    const b = new Browser();
+    const planted = "attacker-chosen-value-0123456789";
+    b.cookies.set("kw_login_csrf", planted);
+    b.cookies.set(LOGIN_CSRF, planted);
+    const res = await b.post("/manager/sign-in", { csrf: planted, token: ADMIN_TOKEN });
+    await expectRefused(b, res, UNVERIFIED);
+  });
+
+  it("refuses a planted cookie whose value looks like a signed token, with that token in the form", async () => {
+    const b = new Browser();
+    const real = Browser.csrf(await (await new Browser().get("/manager/sign-in")).text());
+    b.cookies.set(LOGIN_CSRF, real);
+    await expectRefused(b, await b.post("/manager/sign-in", { csrf: real, token: ADMIN_TOKEN }), UNVERIFIED);
+  });
+
+  it("refuses a token forged with a key the server does not have", async () => {
+    const b = new Browser();
+    await b.get("/manager/sign-in");
+    const nonce = b.cookies.get(LOGIN_CSRF)!;
+    // The current kid, the right prefix and payload; only the key is the attacker's.
+    const forged = await sign([{ kid: "t1", raw: new Uint8Array(32).fill(9) }], "kw_login_", {
+      v: 1,
+      n: nonce,
+      iat: Math.floor(Date.now() / 1000),
+    });
+    await expectRefused(b, await b.post("/manager/sign-in", { csrf: forged, token: ADMIN_TOKEN }), UNVERIFIED);
+  });
+
+  it("refuses a genuine token whose payload was edited to name the attacker's nonce", async () => {
+    const b = new Browser();
+    const token = Browser.csrf(await (await b.get("/manager/sign-in")).text());
+    const planted = "attacker-chosen-value-0123456789";
+    b.cookies.set(LOGIN_CSRF, planted);
+    const tampered = withPayload(token, { ...payloadOf(token), n: planted });
+    await expectRefused(b, await b.post("/manager/sign-in", { csrf: tampered, token: ADMIN_TOKEN }), UNVERIFIED);
+  });
+
+  it("refuses a genuine token posted with another form's cookie", async () => {
+    const b = new Browser();
+    await b.get("/manager/sign-in");
+    const other = Browser.csrf(await (await new Browser().get("/manager/sign-in")).text());
+    await expectRefused(b, await b.post("/manager/sign-in", { csrf: other, token: ADMIN_TOKEN }), UNVERIFIED);
+  });
+
+  it("refuses another signed value of the service (a session cookie) as the form token", async () => {
+    const session = (await Browser.signedIn(ADMIN_TOKEN)).cookies.get(SESSION)!;
+    const b = new Browser();
+    await b.get("/manager/sign-in");
+    await expectRefused(b, await b.post("/manager/sign-in", { csrf: session, token: ADMIN_TOKEN }), UNVERIFIED);
+  });
+
+  it("refuses a form without its cookie, and a cookie without the form's token", async () => {
+    const noCookie = new Browser();
+    const token = Browser.csrf(await (await noCookie.get("/manager/sign-in")).text());
+    noCookie.cookies.delete(LOGIN_CSRF);
+    await expectRefused(noCookie, await noCookie.post("/manager/sign-in", { csrf: token, token: ADMIN_TOKEN }), UNVERIFIED);
+    const noToken = new Browser();
+    await noToken.get("/manager/sign-in");
+    await expectRefused(noToken, await noToken.post("/manager/sign-in", { token: ADMIN_TOKEN }), UNVERIFIED);
+  });
+
+  it("accepts a form for 10 minutes by the app's clock, and refuses it as expired after that", async () => {
+    const served = Date.now();
+    const within = new Browser();
+    const early = Browser.csrf(await (await within.get("/manager/sign-in", served)).text());
+    expect((await within.post("/manager/sign-in", { csrf: early, token: ADMIN_TOKEN }, served + 9 * 60_000 + 50_000)).status).toBe(303);
+
+    const late = new Browser();
+    const stale = Browser.csrf(await (await late.get("/manager/sign-in", served)).text());
+    const res = await late.post("/manager/sign-in", { csrf: stale, token: ADMIN_TOKEN }, served + 10 * 60_000 + 1000);
+    expect(res.status).toBe(403);
+    expect(setCookies(res).some((line) => line.includes("kw_session="))).toBe(false);
+    expect(signInForm(await res.text()).error).toBe(EXPIRED);
+    expect(late.cookies.has(SESSION)).toBe(false);
+  });
+
+  it("refuses a genuine token dated in the future (beyond clock skew) as expired", async () => {
+    const b = new Browser();
+    const served = Date.now();
+    const token = Browser.csrf(await (await b.get("/manager/sign-in", served + 5 * 60_000)).text());
+    const res = await b.post("/manager/sign-in", { csrf: token, token: ADMIN_TOKEN }, served);
+    expect(res.status).toBe(403);
+    expect(signInForm(await res.text()).error).toBe(EXPIRED);
+    expect(b.cookies.has(SESSION)).toBe(false);
   });
 });
 
@@ -561,7 +726,7 @@ describe("organization administrators", () => {
     const b = await orgAdmin(t.orgId);
     const settings = `/manager/organizations/${t.orgId}`;
     const copy = new Browser();
-    copy.cookies.set("kw_session", b.cookies.get("kw_session")!);
+    copy.cookies.set(SESSION, b.cookies.get(SESSION)!);
     expect((await copy.get(settings)).status).toBe(200);
     const out = await b.post("/manager/sign-out", { csrf: await b.csrfOf(settings) });
     expect(out.headers.get("location")).toBe("/manager/sign-in");

@@ -90,9 +90,9 @@ function focused(page: Page): Promise<string> {
   let keyway: Keyway | undefined;
   let browser: Browser | undefined;
   /**
-   * npm start's own http://127.0.0.1:<port>. The session cookie is Secure, and Chromium keeps it
-   * over plain http here because 127.0.0.1 (like localhost) counts as a potentially trustworthy
-   * origin; the first test checks that the cookie was stored.
+   * npm start's own http://127.0.0.1:<port>. The manager's cookies are `__Host-` cookies (Secure,
+   * Path=/, no Domain), and Chromium stores them over plain http here because 127.0.0.1 (like
+   * localhost) counts as a potentially trustworthy origin; the first test checks that they were.
    */
   let base = "";
 
@@ -154,16 +154,22 @@ function focused(page: Page): Promise<string> {
     await page.goto(`${base}/manager`);
     expect(where(page)).toBe("/manager/sign-in");
     expect(await heading(page)).toBe("Sign in");
+    // The sign-in form's nonce cookie (its signed token is in the form) was stored as a __Host- cookie.
+    const loginCsrf = (await context.cookies()).find((cookie) => cookie.name === "__Host-kw_login_csrf");
+    expect(loginCsrf).toMatchObject({ secure: true, httpOnly: true, sameSite: "Strict", path: "/", domain: "127.0.0.1" });
     await screenshot(page, "sign-in");
     await page.getByLabel("Access token").fill(adminToken);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${base}/manager/organizations`);
     expect(await heading(page)).toBe("Organizations");
     expect(await page.getByText("Operator", { exact: true }).isVisible()).toBe(true);
-    // Chromium keeps the Secure session cookie over plain http because 127.0.0.1 is a
-    // potentially trustworthy origin; it is HttpOnly and SameSite=Strict, scoped to /manager.
-    const session = (await context.cookies()).find((cookie) => cookie.name === "kw_session");
-    expect(session).toMatchObject({ secure: true, httpOnly: true, sameSite: "Strict", path: "/manager" });
+    // Chromium keeps the __Host- session cookie over plain http because 127.0.0.1 is a
+    // potentially trustworthy origin; it is HttpOnly and SameSite=Strict, host-only with Path=/,
+    // and the sign-in form's cookie is gone.
+    const cookies = await context.cookies();
+    const session = cookies.find((cookie) => cookie.name === "__Host-kw_session");
+    expect(session).toMatchObject({ secure: true, httpOnly: true, sameSite: "Strict", path: "/", domain: "127.0.0.1" });
+    expect(cookies.map((cookie) => cookie.name)).not.toContain("__Host-kw_login_csrf");
     await screenshot(page, "organizations");
 
     // Organization Settings of the demo organization.
@@ -257,7 +263,7 @@ function focused(page: Page): Promise<string> {
     await screenshot(page, "signed-out");
     await page.goto(`${base}/manager/organizations`);
     expect(where(page)).toBe("/manager/sign-in");
-    expect((await context.cookies()).some((cookie) => cookie.name === "kw_session")).toBe(false);
+    expect((await context.cookies()).some((cookie) => cookie.name === "__Host-kw_session")).toBe(false);
 
     // No page along the way threw (the pages' only script is the copy button's).
     expect(scriptErrors).toEqual([]);

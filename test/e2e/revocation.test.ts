@@ -110,13 +110,16 @@ describe("revocation in a local run", () => {
       const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
       const res = await manager("/manager/sign-in", {
         method: "POST",
-        headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `kw_login_csrf=${cookieValue(form, "kw_login_csrf")}` },
+        headers: {
+          "Content-Type": "application/x-www-form-urlencoded",
+          Cookie: `__Host-kw_login_csrf=${cookieValue(form, "__Host-kw_login_csrf")}`,
+        },
         body: new URLSearchParams({ csrf, token }).toString(),
       });
-      return { status: res.status, cookie: cookieValue(res, "kw_session") };
+      return { status: res.status, cookie: cookieValue(res, "__Host-kw_session") };
     };
     const settings = `/manager/organizations/${demo.organizationId}`;
-    const page = (cookie: string) => manager(settings, { headers: { Cookie: `kw_session=${cookie}` } });
+    const page = (cookie: string) => manager(settings, { headers: { Cookie: `__Host-kw_session=${cookie}` } });
     const mint = async (name: string) => {
       const res = await admin("POST", "/admin-tokens", { name });
       expect(res.status).toBe(201);

@@ -30,6 +30,8 @@ type Usage = { second: { limit: number; used: number; remaining: number }; day: 
 /**
  * The sign-in form, also after a failed attempt: then with `error` attached to the token field.
  * The field is always empty: a token, right or wrong, is never written back into the page.
+ * `loginCsrf` is the form's half of the anti-CSRF pair: a token the server signed over the nonce
+ * in the form's cookie (login-csrf.ts).
  */
 export const SignInForm: FC<{ loginCsrf: string; error?: string }> = ({ loginCsrf, error }) => (
   <form method="post" action="/manager/sign-in" class="card" aria-label="Sign in">
