@@ -96,6 +96,7 @@ function pages(o: Org): Record<string, string> {
   return {
     "/manager/organizations": "/manager/organizations",
     "/manager/organizations/:org": org,
+    "/manager/organizations/:org/delete": `${org}/delete`,
     "/manager/organizations/:org/admin-tokens/:token/revoke": `${org}/admin-tokens/${o.adminTokenId}/revoke`,
     "/manager/organizations/:org/audit-log": `${org}/audit-log`,
     "/manager/organizations/:org/users": `${org}/users`,
@@ -116,6 +117,7 @@ function pages(o: Org): Record<string, string> {
 
 /** Pages an organization administrator is told do not exist (spec 2.2: API keys come from the operator). */
 const OPERATOR_ONLY = new Set([
+  "/manager/organizations/:org/delete",
   "/manager/organizations",
   "/manager/organizations/:org/api-keys",
   "/manager/organizations/:org/api-keys/:key",

@@ -450,6 +450,41 @@ describe("Organization Settings -> Users -> Client credentials", () => {
     const cred = await adminCall("GET", `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`);
     expect((await body<{ status: string }>(cred)).data.status).toBe("revoked");
   });
+
+  it("deletes an organization only when the operator types its name, and offers it to operators only", async () => {
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const orgName = (await admin<{ name: string }>("GET", `/organizations/${t.orgId}`)).name;
+    const b = await operator();
+    const settings = await (await b.get(`/manager/organizations/${t.orgId}`)).text();
+    expect(settings).toContain(`/manager/organizations/${t.orgId}/delete`);
+    const page = await (await b.get(`/manager/organizations/${t.orgId}/delete`)).text();
+    expect(page.replaceAll("&#39;", "'")).toContain(`Type the organization's name, ${orgName}, to confirm`);
+    const csrf = Browser.csrf(page);
+    // A wrong or missing name deletes nothing.
+    for (const typed of ["", "Another org"]) {
+      const refused = await b.post(`/manager/organizations/${t.orgId}/delete`, { csrf, confirm: typed });
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain("nothing was deleted");
+      expect((await call("/v1/me", authed(t, token))).status).toBe(200);
+    }
+    const done = await b.post(`/manager/organizations/${t.orgId}/delete`, { csrf, confirm: orgName });
+    expect(done.status).toBe(303);
+    expect(done.headers.get("location")).toBe("/manager/organizations?notice=org-deleted");
+    expect(await (await b.get("/manager/organizations?notice=org-deleted")).text()).toContain("Organization deleted");
+    expect((await call("/v1/me", authed(t, token))).status).toBe(401);
+    expect((await b.get(`/manager/organizations/${t.orgId}`)).status).toBe(404);
+
+    // An organization's own administrator is not offered deletion, and cannot post it.
+    const other = await createTenant();
+    const minted = await admin<{ token: string }>("POST", `/organizations/${other.orgId}/admin-tokens`, {});
+    const orgAdmin = await Browser.signedIn(minted.token);
+    expect(await (await orgAdmin.get(`/manager/organizations/${other.orgId}`)).text()).not.toContain("/delete");
+    const ownCsrf = await orgAdmin.csrfOf(`/manager/organizations/${other.orgId}`);
+    const name = (await admin<{ name: string }>("GET", `/organizations/${other.orgId}`)).name;
+    expect((await orgAdmin.post(`/manager/organizations/${other.orgId}/delete`, { csrf: ownCsrf, confirm: name })).status).toBe(404);
+    expect((await adminCall("GET", `/organizations/${other.orgId}`)).status).toBe(200);
+  });
 });
 
 describe("API keys and webhooks pages", () => {

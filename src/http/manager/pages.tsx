@@ -178,6 +178,13 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
             <Field id="name" label="Token name" hint="optional" />
             <button type="submit">Mint administrator token</button>
           </PostForm>
+          <h2>Delete organization</h2>
+          <p>
+            Offboard {org.name}: everything it holds stops at once, its data is erased after 30 days.{" "}
+            <a href={`${base}/delete`} class="button danger">
+              Delete organization…
+            </a>
+          </p>
         </>
       )}
     </>
@@ -735,6 +742,10 @@ export interface Confirmation {
   button: string;
   /** A red button, for what removes or stops something. */
   danger: boolean;
+  /** For what cannot be undone at scale: the person types this (a name) to confirm. */
+  typeToConfirm?: { label: string; expected: string };
+  /** After a failed confirmation, why. */
+  error?: string;
 }
 
 /** A name in curly quotes when there is one, for a confirmation's question. */
@@ -745,6 +756,16 @@ const quoted = (name: string | null | undefined): string => (name ? `“${name}�
  * key), so an administrator with two similar rows open in two tabs cannot confirm the wrong one.
  */
 export const confirmations = {
+  deleteOrganization: (org: Org): Confirmation => ({
+    title: `Delete organization “${org.name}” (${org.id})?`,
+    consequence:
+      `Every API key, client credential, access token, administrator token and session of ${org.name} stops working at once, ` +
+      "its webhook configurations are deleted and their pending deliveries fail, and its data is erased after 30 days " +
+      "(its audit log is kept). This cannot be undone.",
+    button: "Delete organization",
+    danger: true,
+    typeToConfirm: { label: `Type the organization's name, ${org.name}, to confirm`, expected: org.name },
+  }),
   revokeAdminToken: (t: Pick<AdminTokenView, "id" | "name">, org: Org): Confirmation => ({
     title: `Revoke administrator token ${quoted(t.name)}(${t.id})?`,
     consequence: `Every session opened with it ends at once, and it can no longer sign anyone in to ${org.name}. This cannot be undone.`,
@@ -792,6 +813,7 @@ export const confirmations = {
 export const Confirm: FC<Confirmation & { action: string; csrf: string; cancel: string }> = (p) => (
   <PostForm action={p.action} csrf={p.csrf} label={p.title}>
     <p class="warning">{p.consequence}</p>
+    {p.typeToConfirm && <Field id="confirm" label={p.typeToConfirm.label} required error={p.error} />}
     <button type="submit" class={p.danger ? "danger" : undefined}>
       {p.button}
     </button>{" "}

@@ -29,7 +29,7 @@ import {
   revokeClientCredential,
   updateClientCredential,
 } from "../../identity/credentials";
-import { createOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
+import { createOrganization, deleteOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
 import { constantTimeEqual } from "../../lib/crypto";
 import { isoTime } from "../../lib/time";
@@ -180,7 +180,13 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.get("/manager/organizations", async (c) => {
     operatorOnly(c);
     const orgs = await listOrganizations(c.get("deps"), PAGE_SIZE);
-    return page(c, "Organizations", [{ label: "Organizations" }], <Organizations orgs={orgs.items} csrf={csrf(c)} />);
+    return page(
+      c,
+      "Organizations",
+      [{ label: "Organizations" }],
+      <Organizations orgs={orgs.items} csrf={csrf(c)} />,
+      notices[c.req.query("notice") ?? ""],
+    );
   });
 
   app.post("/manager/organizations", async (c) => {
@@ -202,6 +208,31 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
       <OrganizationSettings org={org} operator={operator} tokens={tokens} csrf={csrf(c)} />,
       c.req.query("notice") === "created" ? "Organization created." : notices[c.req.query("notice") ?? ""],
     );
+  });
+
+  app.get("/manager/organizations/:org/delete", async (c) => {
+    operatorOnly(c);
+    const org = await orgFor(c);
+    return confirmPage(c, orgCrumbs(c, org, true), confirmations.deleteOrganization(org), {
+      action: `/manager/organizations/${org.id}/delete`,
+      cancel: `/manager/organizations/${org.id}`,
+    });
+  });
+
+  app.post("/manager/organizations/:org/delete", async (c) => {
+    operatorOnly(c);
+    const org = await orgFor(c);
+    // The name typed must be the organization's: a slip of the mouse deletes nothing.
+    if (String((await form(c)).confirm ?? "").trim() !== org.name) {
+      const retry = { ...confirmations.deleteOrganization(org), error: `The name typed is not ${org.name}; nothing was deleted.` };
+      c.status(400);
+      return confirmPage(c, orgCrumbs(c, org, true), retry, {
+        action: `/manager/organizations/${org.id}/delete`,
+        cancel: `/manager/organizations/${org.id}`,
+      });
+    }
+    await deleteOrganization(c.get("deps"), org.id, actor(c));
+    return c.redirect("/manager/organizations?notice=org-deleted", 303);
   });
 
   app.post("/manager/organizations/:org/admin-tokens", async (c) => {
@@ -547,6 +578,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
 
 const notices: Record<string, string> = {
   "user-added": "User added.",
+  "org-deleted": "Organization deleted: everything it held has stopped working; its data is erased after 30 days.",
   "user-removed": "User removed; their client credentials were revoked.",
   "credential-revoked": "Client credentials revoked.",
   "credential-saved": "Client credentials saved; the next token request everywhere follows them.",

@@ -51,7 +51,7 @@ label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-we
 input[type=text], input[type=email], input[type=password], input[type=number] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
 select { display:block; max-width:100%; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; background:#fff; }
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
-button.secondary, .button.secondary { background:#fff; color:var(--accent); } button.danger { background:var(--bad); border-color:var(--bad); }
+button.secondary, .button.secondary { background:#fff; color:var(--accent); } button.danger, .button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
 .inline { display:inline; } .inline button { margin:0; }
 .notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
