@@ -287,6 +287,18 @@ describe("errors", () => {
     expect(res.status).toBe(status);
   });
 
+  it.each([
+    ["alone", { query: "subscription { viewer { userId } }" }],
+    ["chosen by operationName", { query: "query Q { viewer { userId } } subscription S { viewer { userId } }", operationName: "S" }],
+  ])("refuses a subscription (%s) with 400, executing nothing", async (_name, payload) => {
+    const res = await postGraphQL(JSON.stringify(payload));
+    expect(res.status).toBe(400);
+    const json = (await res.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] };
+    expect(json.data).toBeUndefined();
+    expect(json.errors?.[0]?.message).toMatch(/Subscriptions are not supported/);
+    expect(json.errors?.[0]?.extensions?.code).toBe("invalid_request");
+  });
+
   it("runs queries over GET and refuses mutations over GET with 405", async () => {
     const q = encodeURIComponent("{ viewer { organizationId } }");
     const ok = await call(`/v1/graphql?query=${q}`, authed(t, token));

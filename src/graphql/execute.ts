@@ -70,6 +70,11 @@ export async function runGraphQL(request: GraphQLRequest, context: GraphQLContex
   const document = prepared.document;
 
   const operation = selectOperation(document, typeof operationName === "string" ? operationName : undefined);
+  // The schema has no subscription type: graphql-js 16 would still run one and answer 200 with
+  // only an error. A request the server cannot execute is a 400 (GraphQL over HTTP, 6.4.1).
+  if (operation?.operation === "subscription") {
+    return requestError("Subscriptions are not supported: keyway's GraphQL API answers queries and mutations over HTTP.");
+  }
   if (operation?.operation === "mutation" && method === "GET") {
     return { ...requestError("Mutations must be sent with POST.", 405), allow: "POST" };
   }
