@@ -210,6 +210,64 @@ describe("JSON nesting", () => {
   });
 });
 
+describe("duplicate keys in JSON (RFC 8259 4: JSON.parse keeps the last, other parsers the first)", () => {
+  const refusesNaming = async (res: Response, key: string, path: string) => {
+    const json = await body(res);
+    expect(res.status, JSON.stringify(json)).toBe(400);
+    expect(json.error).toBe("invalid_request");
+    expect(json.developer_message).toContain(`the key ${JSON.stringify(key)} twice`);
+    expect(json.developer_message).toContain(`at ${path}`);
+  };
+
+  it("refuses them at the token endpoint, on the operator API and in /v1 bodies, naming the key and where", async () => {
+    await refusesNaming(
+      await call(
+        "/v1/oauth",
+        oauth(
+          () => `{"client_id":"${t.clientId}","client_secret":"x","client_secret":"${t.clientSecret}","grant_type":"client_credentials"}`,
+        )(),
+      ),
+      "client_secret",
+      "$",
+    );
+    await refusesNaming(await call("/admin/v1/organizations", adminPost('{"name":"a","name":"b"}')()), "name", "$");
+    await refusesNaming(
+      await call("/v1/events", bearerPost('{"type":"order.created","data":{"items":[{"sku":"a"},{"sku":"b","sku":"c"}]}}')()),
+      "sku",
+      "$.data.items[1]",
+    );
+    // The same name spelled with an escape is the same name.
+    await refusesNaming(await call("/admin/v1/organizations", adminPost('{"name":"a","\\u006eame":"b"}')()), "name", "$");
+  });
+
+  it("refuses them in GraphQL bodies and in GET variables", async () => {
+    const post = await call(
+      "/v1/graphql",
+      authed(t, token, {
+        method: "POST",
+        headers: { "Content-Type": json },
+        body: '{"query":"{ viewer { userId } }","query":"{ viewer { organizationId } }"}',
+      }),
+    );
+    expect(post.status).toBe(400);
+    expect(await post.text()).toContain('the key \\"query\\" twice');
+    const vars = encodeURIComponent('{"first":1,"first":2}');
+    const get = await call(`/v1/graphql?query=${encodeURIComponent("{ viewer { userId } }")}&variables=${vars}`, authed(t, token));
+    expect(get.status).toBe(400);
+    expect(await get.text()).toContain("twice");
+  });
+
+  it("accepts the same name in different objects, and names that only look alike", async () => {
+    const ok = await call(
+      "/v1/events",
+      bearerPost(
+        '{"type":"order.created","data":{"a":{"id":1},"b":{"id":2},"list":[{"id":3},{"id":4}],"id":"x","Id":"y","s":"\\"id\\":1,\\"id\\":2"}}',
+      )(),
+    );
+    expect(ok.status).toBe(202);
+  });
+});
+
 describe("failures of our own", () => {
   it("answers a corrupt stored record with a generic 500 envelope and logs no secret", async () => {
     const tenant = await createTenant();

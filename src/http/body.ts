@@ -6,7 +6,7 @@
  */
 import { ApiError } from "../errors";
 import { base64Decode, decodeUtf8 } from "../lib/encoding";
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../lib/json";
+import { findDuplicateKey, jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../lib/json";
 import { readCapped } from "../lib/streams";
 
 export type BodyFormat = "json" | "form";
@@ -71,7 +71,19 @@ function parseJsonObject(text: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ApiError("invalid_request", "The request body must be a JSON object.");
   }
+  refuseDuplicateKeys(text, "The request body");
   return value as Record<string, unknown>;
+}
+
+/** 400 for JSON with a member name twice in one object (lib/json.ts `findDuplicateKey`); `what` names where it came from. */
+export function refuseDuplicateKeys(text: string, what: string): void {
+  const duplicate = findDuplicateKey(text);
+  if (duplicate !== null) {
+    throw new ApiError(
+      "invalid_request",
+      `${what} has the key ${JSON.stringify(duplicate.key.slice(0, 64))} twice in one object (at ${duplicate.path.slice(0, 200)}); each key may appear once.`,
+    );
+  }
 }
 
 function parseForm(text: string): Record<string, unknown> {

@@ -18,7 +18,7 @@ import { currentRequestId } from "../../log";
 import { reach } from "../../objects/stubs";
 import { usageView } from "../../ratelimit/service";
 import { GraphQLRequest, GraphQLResponse } from "../../schemas/graphql";
-import { readFields, tooDeep } from "../body";
+import { readFields, refuseDuplicateKeys, tooDeep } from "../body";
 import type { AppEnv } from "../context";
 import { ORG_ID } from "../examples";
 import { GraphQLBackendTarget } from "../graphql-backend";
@@ -113,6 +113,7 @@ export const graphqlRoutes: Route[] = [
         } catch {
           throw new ApiError("invalid_request", "The variables query parameter is not valid JSON.");
         }
+        refuseDuplicateKeys(raw, "The variables query parameter");
       }
       return answer(c, { query: c.req.query("query"), variables, operationName: c.req.query("operationName") }, "GET");
     },
