@@ -238,6 +238,18 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
       { ...env, PUBLIC_BASE_URL: "https://api.example.com" },
     );
     expect(await res.json()).toMatchObject({ issuer: "https://api.example.com", token_endpoint: "https://api.example.com/v1/oauth/token" });
+    expect(res.headers.get("cache-control")).toBe("public, max-age=3600");
+  });
+
+  it("is not stored by caches when its issuer comes from the request's Host (no PUBLIC_BASE_URL)", async () => {
+    const res = await callAt(
+      Date.now(),
+      "/.well-known/oauth-authorization-server",
+      { headers: { Host: "evil.example" } },
+      { ...env, PUBLIC_BASE_URL: "" },
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
   });
 
   it("describes every endpoint, method, algorithm and scope without needing an API key", async () => {

@@ -40,8 +40,15 @@ export const serviceRoutes: Route[] = [
     wire: "json",
     // A malformed PUBLIC_BASE_URL (config.ts).
     errors: [503],
-    reply: (c) =>
-      c.json(metadataOf(publicBaseUrl(c.env).url ?? new URL(c.req.url).origin), 200, { "Cache-Control": "public, max-age=3600" }),
+    reply: (c) => {
+      const configured = publicBaseUrl(c.env).url;
+      // Built from the request's Host when no origin is configured: a shared cache must not hand
+      // one host's issuer to another host's clients (a cache keyed without Host would), so that
+      // answer is not stored. With PUBLIC_BASE_URL (production requires it) it is one document.
+      return c.json(metadataOf(configured ?? new URL(c.req.url).origin), 200, {
+        "Cache-Control": configured === null ? "no-store" : "public, max-age=3600",
+      });
+    },
   }),
 ];
 
