@@ -142,6 +142,25 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
       /token endpoint refused: url points to a private address/,
       null,
     ],
+    // The blocks a red team found the hand-kept tables let through (issue 22), after a redirect.
+    ...(
+      [
+        ["site-local [fec0::1]", "https://[fec0::1]/token", /token endpoint refused: url points to a private address/],
+        ["discard-only [100::1]", "https://[100::1]/token", /token endpoint refused: url points to a special-purpose address/],
+        ["6to4 relay anycast 192.88.99.1", "https://192.88.99.1/token", /token endpoint refused: url points to a special-purpose address/],
+        [
+          "benchmarking [2001:2::1]",
+          "https://[2001:2::1]/token",
+          /token endpoint refused: url points to a documentation or benchmarking address/,
+        ],
+        ["ORCHID [2001:10::1]", "https://[2001:10::1]/token", /token endpoint refused: url points to a special-purpose address/],
+      ] as const
+    ).map(([name, location, error]): [string, Handler, RegExp, number | null] => [
+      `a redirect to ${name}`,
+      () => new Response(null, { status: 302, headers: { Location: location } }),
+      error,
+      null,
+    ]),
     [
       "a redirect to the metadata address",
       () => new Response(null, { status: 301, headers: { Location: "http://169.254.169.254/latest/meta-data" } }),

@@ -2,8 +2,9 @@
  * SSRF guard for outbound URLs chosen by API users (a webhook `url`, an OAuth `token_url`). It
  * runs when the URL is configured and again at every redirect hop, and decides from the URL
  * alone: the scheme, credentials, length, well-known internal host names and literal IP
- * addresses in the special-purpose registries (RFC 6890), including IPv6 forms that embed an
- * IPv4 address (mapped, translated, NAT64, 6to4, Teredo). Host names are not resolved here (a
+ * addresses in the IANA special-purpose registries (RFC 6890), classified by ipaddr.js (its
+ * `range()` keeps the registries; the few blocks it does not know are listed here), including
+ * IPv6 forms that embed an IPv4 address (mapped, translated, NAT64, 6to4, Teredo), decoded here. Host names are not resolved here (a
  * Worker has no DNS API); the second layer is the `global_fetch_strictly_public` compatibility
  * flag (wrangler.toml), which makes every outbound fetch of a deployed Worker reach only the
  * public internet, so a public name resolving to a private address, or the zone's own origin,
@@ -13,6 +14,8 @@
  * when it does not. Refusal reasons are short, fixed strings that never echo the URL, which may
  * carry secrets in its query.
  */
+
+import ipaddr from "ipaddr.js";
 
 export type TargetCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
@@ -96,8 +99,8 @@ function refuse(reason: string): TargetCheck {
 function hostVerdict(hostname: string): Verdict | null {
   if (hostname.startsWith("[")) {
     if (!hostname.endsWith("]")) return { reason: REASON.badIp, always: true };
-    const groups = parseIPv6(hostname.slice(1, -1));
-    return groups === null ? { reason: REASON.badIp, always: true } : ipv6Verdict(groups);
+    const address = parseIPv6(hostname.slice(1, -1));
+    return address === null ? { reason: REASON.badIp, always: true } : ipv6Verdict(address);
   }
 
   // The WHATWG parser turns every numeric host form (`2130706433`, `0x7f.1`, `0177.0.0.1`,
@@ -118,64 +121,112 @@ function hostVerdict(hostname: string): Verdict | null {
 }
 
 // ---------------------------------------------------------------------------------------------
-// IPv4
-
-/** `[first address, prefix length, verdict]`, addresses as unsigned 32-bit integers. */
-type Range4 = readonly [number, number, Verdict];
+// Classification: ipaddr.js names the special-purpose block an address is in; these tables only
+// say what keyway does with each name.
 
 const ALWAYS = (reason: string): Verdict => ({ reason, always: true });
 const UNLESS_INSECURE = (reason: string): Verdict => ({ reason, always: false });
 
 /**
- * Checked in order, first match wins, so the always-refused entries come first: 100.100.100.200
- * lies inside 100.64.0.0/10 and must not fall through to the weaker CGNAT rule.
+ * What each of ipaddr.js's IPv4 range names means here. `null`: globally reachable (AS112 and AMT
+ * are anycast services on the public internet, IANA's "Globally Reachable: True"). A name not
+ * listed (a later ipaddr.js release) is refused as special-purpose: the guard fails closed.
  */
-const IPV4_RANGES: readonly Range4[] = [
-  // "This network" (RFC 6890 section 2.2.2, RFC 1122): 0.0.0.0 reaches the local host on Linux.
-  [ip4(0, 0, 0, 0), 8, ALWAYS(REASON.unspecified)],
-  // Link-local (RFC 3927); 169.254.169.254 is the AWS/GCP/Azure/OpenStack metadata service.
-  [ip4(169, 254, 0, 0), 16, ALWAYS(REASON.linkLocal)],
-  // Alibaba Cloud's metadata service, carved out of the CGNAT range.
-  [ip4(100, 100, 100, 200), 32, ALWAYS(REASON.linkLocal)],
-  // Multicast (RFC 5771).
-  [ip4(224, 0, 0, 0), 4, ALWAYS(REASON.multicast)],
-  // Limited broadcast (RFC 919, RFC 6890), before the reserved block that contains it.
-  [ip4(255, 255, 255, 255), 32, ALWAYS(REASON.broadcast)],
-  // Reserved for future use (RFC 1112 section 4, RFC 6890).
-  [ip4(240, 0, 0, 0), 4, ALWAYS(REASON.reserved)],
+const IPV4_NAMES: Record<string, Verdict | null> = {
+  unicast: null,
+  as112: null,
+  amt: null,
+  // "This network" (RFC 6890 2.2.2, RFC 1122): 0.0.0.0 reaches the local host on Linux.
+  unspecified: ALWAYS(REASON.unspecified),
+  broadcast: ALWAYS(REASON.broadcast),
+  multicast: ALWAYS(REASON.multicast),
+  // 169.254.169.254 is the AWS/GCP/Azure/OpenStack metadata service (RFC 3927).
+  linkLocal: ALWAYS(REASON.linkLocal),
+  loopback: UNLESS_INSECURE(REASON.loopback),
+  private: UNLESS_INSECURE(REASON.private),
+  // RFC 6598: internal to a provider's network.
+  carrierGradeNat: UNLESS_INSECURE(REASON.sharedCgnat),
+  // IETF protocol assignments 192.0.0.0/24, 6to4 relay anycast 192.88.99.0/24 (RFC 7526), and
+  // the blocks below, refined for their reason.
+  reserved: UNLESS_INSECURE(REASON.specialPurpose),
+};
 
-  // Loopback (RFC 1122 section 3.2.1.3).
-  [ip4(127, 0, 0, 0), 8, UNLESS_INSECURE(REASON.loopback)],
-  // Private-use (RFC 1918).
-  [ip4(10, 0, 0, 0), 8, UNLESS_INSECURE(REASON.private)],
-  [ip4(172, 16, 0, 0), 12, UNLESS_INSECURE(REASON.private)],
-  [ip4(192, 168, 0, 0), 16, UNLESS_INSECURE(REASON.private)],
-  // Shared address space for carrier-grade NAT (RFC 6598): internal to a provider's network.
-  [ip4(100, 64, 0, 0), 10, UNLESS_INSECURE(REASON.sharedCgnat)],
-  // IETF protocol assignments (RFC 6890 section 2.2.2), not globally routable.
-  [ip4(192, 0, 0, 0), 24, UNLESS_INSECURE(REASON.specialPurpose)],
-  // Benchmarking (RFC 2544) and the three documentation TEST-NETs (RFC 5737).
-  [ip4(198, 18, 0, 0), 15, UNLESS_INSECURE(REASON.documentation)],
-  [ip4(192, 0, 2, 0), 24, UNLESS_INSECURE(REASON.documentation)],
-  [ip4(198, 51, 100, 0), 24, UNLESS_INSECURE(REASON.documentation)],
-  [ip4(203, 0, 113, 0), 24, UNLESS_INSECURE(REASON.documentation)],
-];
+/** ipaddr.js's IPv6 range names; embedded-IPv4 forms are decoded before these are consulted. */
+const IPV6_NAMES: Record<string, Verdict | null> = {
+  unicast: null,
+  // Anycast services IANA lists as globally reachable (RFC 7450 AMT, RFC 7535 AS112).
+  amt: null,
+  as112v6: null,
+  unspecified: ALWAYS(REASON.unspecified),
+  linkLocal: ALWAYS(REASON.linkLocal),
+  multicast: ALWAYS(REASON.multicast),
+  loopback: UNLESS_INSECURE(REASON.loopback),
+  // Unique local fc00::/7 (RFC 4193), and site-local fec0::/10 (RFC 3879, deprecated but still
+  // routed inside some networks): the IPv6 counterparts of RFC 1918.
+  uniqueLocal: UNLESS_INSECURE(REASON.private),
+  deprecatedSiteLocal: UNLESS_INSECURE(REASON.private),
+  // Discard-only 100::/64 (RFC 6666), benchmarking 2001:2::/48 (RFC 5180), ORCHID 2001:10::/28
+  // and ORCHIDv2 2001:20::/28 (RFC 4843, RFC 7343: identifiers, not locators), drone remote ID
+  // tags 2001:30::/28 (RFC 9374), SRv6 SIDs 5f00::/16 (RFC 9602), IETF protocol assignments
+  // 2001::/23 (RFC 2928), documentation 2001:db8::/32 and 3fff::/20 (RFC 3849, RFC 9637).
+  discard: UNLESS_INSECURE(REASON.specialPurpose),
+  benchmarking: UNLESS_INSECURE(REASON.documentation),
+  deprecatedOrchid: UNLESS_INSECURE(REASON.specialPurpose),
+  orchid2: UNLESS_INSECURE(REASON.specialPurpose),
+  droneRemoteIdProtocolEntityTags: UNLESS_INSECURE(REASON.specialPurpose),
+  segmentRouting: UNLESS_INSECURE(REASON.specialPurpose),
+  reserved: UNLESS_INSECURE(REASON.specialPurpose),
+};
 
-function ip4(a: number, b: number, c: number, d: number): number {
-  return ((a << 24) | (b << 16) | (c << 8) | d) >>> 0;
+/**
+ * Blocks checked before ipaddr.js's classification, first match wins: addresses refused in every
+ * mode that sit inside a weaker block (cloud metadata services), the reasons ipaddr.js's
+ * "reserved" does not tell apart, and the registry entries it does not know (2.5.0).
+ */
+const REFINEMENTS: readonly (readonly [ReturnType<typeof ipaddr.parseCIDR>, Verdict | null])[] = (
+  [
+    // Alibaba Cloud's metadata service, inside the CGNAT range.
+    ["100.100.100.200/32", ALWAYS(REASON.linkLocal)],
+    // AWS instance metadata over IPv6 (Nitro), inside fc00::/7.
+    ["fd00:ec2::254/128", ALWAYS(REASON.linkLocal)],
+    // Limited broadcast (RFC 919), inside the reserved block below.
+    ["255.255.255.255/32", ALWAYS(REASON.broadcast)],
+    // Reserved for future use (RFC 1112 4): never a host, in any mode.
+    ["240.0.0.0/4", ALWAYS(REASON.reserved)],
+    // Globally reachable anycast services inside blocks ipaddr.js calls reserved (IANA's
+    // registries): PCP and TURN anycast (RFC 7723, RFC 8155), port control and NAT-PMP anycast,
+    // and DNS-SD SRP anycast (RFC 9665) in 2001::/23.
+    ["192.0.0.9/32", null],
+    ["192.0.0.10/32", null],
+    ["2001:1::1/128", null],
+    ["2001:1::2/128", null],
+    ["2001:1::3/128", null],
+    // Benchmarking (RFC 2544) and the documentation TEST-NETs (RFC 5737, RFC 3849, RFC 9637).
+    ["198.18.0.0/15", UNLESS_INSECURE(REASON.documentation)],
+    ["192.0.2.0/24", UNLESS_INSECURE(REASON.documentation)],
+    ["198.51.100.0/24", UNLESS_INSECURE(REASON.documentation)],
+    ["203.0.113.0/24", UNLESS_INSECURE(REASON.documentation)],
+    ["2001:db8::/32", UNLESS_INSECURE(REASON.documentation)],
+    ["3fff::/20", UNLESS_INSECURE(REASON.documentation)],
+    // Not in ipaddr.js 2.5.0: the dummy IPv6 prefix 100:0:0:1::/64 (RFC 9780, not globally reachable).
+    ["100:0:0:1::/64", UNLESS_INSECURE(REASON.specialPurpose)],
+  ] as const
+).map(([cidr, verdict]) => [ipaddr.parseCIDR(cidr), verdict] as const);
+
+function classify(addr: ipaddr.IPv4 | ipaddr.IPv6): Verdict | null {
+  for (const [[base, prefix], verdict] of REFINEMENTS) {
+    if (addr.kind() === base.kind() && addr.match(base, prefix)) return verdict;
+  }
+  const names = addr.kind() === "ipv4" ? IPV4_NAMES : IPV6_NAMES;
+  const verdict = names[addr.range()];
+  return verdict === undefined ? UNLESS_INSECURE(REASON.specialPurpose) : verdict;
 }
 
-function inRange4(addr: number, base: number, prefix: number): boolean {
-  // `>>> 0` keeps the arithmetic unsigned; a /0 mask would need a shift by 32, which JS wraps.
-  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  return (addr & mask) >>> 0 === (base & mask) >>> 0;
-}
+// ---------------------------------------------------------------------------------------------
+// IPv4
 
 function ipv4Verdict(addr: number): Verdict | null {
-  for (const [base, prefix, verdict] of IPV4_RANGES) {
-    if (inRange4(addr, base, prefix)) return verdict;
-  }
-  return null;
+  return classify(ipaddr.fromByteArray([addr >>> 24, (addr >>> 16) & 0xff, (addr >>> 8) & 0xff, addr & 0xff]));
 }
 
 /**
@@ -215,89 +266,45 @@ function relayed(reason: string, ...embedded: number[]): Verdict {
   return UNLESS_INSECURE(reason);
 }
 
-function ipv6Verdict(g: readonly number[]): Verdict | null {
+/**
+ * The forms that carry an IPv4 address, which ipaddr.js names but does not decode, judged by
+ * what they carry; every other address by its special-purpose block.
+ */
+function ipv6Verdict(address: ipaddr.IPv6): Verdict | null {
+  const g = address.parts;
   const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
   const upper64Zero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0;
   const upper96Zero = upper64Zero && g4 === 0 && g5 === 0;
 
-  // Unspecified `::` (RFC 4291 section 2.5.2) and loopback `::1` (section 2.5.3) sit inside
-  // ::/96, so they are told apart before the IPv4-compatible rule below sees them.
-  if (upper96Zero && g6 === 0 && g7 === 0) return ALWAYS(REASON.unspecified);
-  if (upper96Zero && g6 === 0 && g7 === 1) return UNLESS_INSECURE(REASON.loopback);
-
-  // IPv4-mapped ::ffff:0:0/96 (RFC 4291 section 2.5.5.2), in any spelling (`::ffff:7f00:1` is
+  // Unspecified `::` and loopback `::1` (RFC 4291 2.5.2, 2.5.3) sit inside ::/96: by their block.
+  if (upper96Zero && g6 === 0 && (g7 === 0 || g7 === 1)) return classify(address);
+  // IPv4-mapped ::ffff:0:0/96 (RFC 4291 2.5.5.2), in any spelling (`::ffff:7f00:1` is
   // `::ffff:127.0.0.1`): dual-stack sockets deliver these to the embedded IPv4 address, so its
-  // rules apply; and there is no reason for a real target to be written this way, so the form
-  // itself is refused outside local development.
+  // rules apply; and no real target is written this way, so the form itself is refused outside
+  // local development.
   if (upper64Zero && g4 === 0 && g5 === 0xffff) return ipv4Verdict(low32(g)) ?? UNLESS_INSECURE(REASON.ipv4Mapped);
-  // IPv4-translated ::ffff:0:0:0/96 (RFC 2765 SIIT): a stateless translator delivers these to the
-  // embedded IPv4 address too.
+  // IPv4-translated ::ffff:0:0:0/96 (RFC 2765 SIIT): a stateless translator delivers these too.
   if (upper64Zero && g4 === 0xffff && g5 === 0) return ipv4Verdict(low32(g)) ?? UNLESS_INSECURE(REASON.ipv4Translated);
-  // IPv4-compatible ::a.b.c.d (RFC 4291 section 2.5.5.1, deprecated): judged by the embedded
-  // IPv4 address, since some stacks still translate it.
+  // IPv4-compatible ::a.b.c.d (RFC 4291 2.5.5.1, deprecated): some stacks still translate it.
   if (upper96Zero) return ipv4Verdict(low32(g));
-
-  // AWS instance metadata over IPv6 (Nitro), inside fc00::/7, so checked before it.
-  if (g0 === 0xfd00 && g1 === 0x0ec2 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0 && g6 === 0 && g7 === 0x254) {
-    return ALWAYS(REASON.linkLocal);
-  }
-  // Link-local fe80::/10 (RFC 4291 section 2.5.6).
-  if ((g0 & 0xffc0) === 0xfe80) return ALWAYS(REASON.linkLocal);
-  // Multicast ff00::/8 (RFC 4291 section 2.7).
-  if ((g0 & 0xff00) === 0xff00) return ALWAYS(REASON.multicast);
-
-  // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052) and the local-use 64:ff9b:1::/48 (RFC 8215),
-  // whose translators forward to the IPv4 address in the low 32 bits (of a /96 within it).
+  // NAT64 64:ff9b::/96 (RFC 6052) and local-use 64:ff9b:1::/48 (RFC 8215): translators forward
+  // to the IPv4 address in the low 32 bits (of a /96 within it).
   if (g0 === 0x64 && g1 === 0xff9b && ((g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) || g2 === 1)) {
     return relayed(REASON.nat64, low32(g));
   }
-  // 6to4 2002::/16 (RFC 3056, deprecated by RFC 7526): relays tunnel to the IPv4 address in
-  // bits 16-47.
+  // 6to4 2002::/16 (RFC 3056, deprecated by RFC 7526): relays tunnel to the IPv4 address in bits 16-47.
   if (g0 === 0x2002) return relayed(REASON.sixToFour, ((g1 << 16) | g2) >>> 0);
   // Teredo 2001::/32 (RFC 4380): the server's IPv4 address in bits 32-63, the client's in the
   // low 32 bits with every bit inverted.
   if (g0 === 0x2001 && g1 === 0) return relayed(REASON.teredo, ((g2 << 16) | g3) >>> 0, ~low32(g) >>> 0);
-  // Unique local fc00::/7 (RFC 4193): the IPv6 counterpart of RFC 1918.
-  if ((g0 & 0xfe00) === 0xfc00) return UNLESS_INSECURE(REASON.private);
-  // Documentation 2001:db8::/32 (RFC 3849).
-  if (g0 === 0x2001 && g1 === 0x0db8) return UNLESS_INSECURE(REASON.documentation);
-  return null;
+  return classify(address);
 }
 
 /**
- * Parses IPv6 text (RFC 4291 section 2.2: `::` compression and a dotted IPv4 tail) into eight
- * 16-bit groups; null when malformed. Zone identifiers are refused: a URL cannot carry one.
+ * IPv6 text as the URL parser leaves it (RFC 4291 2.2), parsed by ipaddr.js; null when malformed.
+ * Zone identifiers are refused: a URL cannot carry one.
  */
-function parseIPv6(text: string): number[] | null {
-  if (text === "" || text.includes("%")) return null;
-  const halves = text.split("::");
-  if (halves.length > 2) return null;
-  const compressed = halves.length === 2;
-
-  const head = parseGroups(halves[0] ?? "", !compressed);
-  const tail = compressed ? parseGroups(halves[1] ?? "", true) : [];
-  if (head === null || tail === null) return null;
-
-  const count = head.length + tail.length;
-  if (compressed ? count > 7 : count !== 8) return null;
-  return [...head, ...new Array<number>(8 - count).fill(0), ...tail];
-}
-
-/** Colon-separated hex groups; the last one may be a dotted IPv4 address (two groups). */
-function parseGroups(text: string, mayEndInIPv4: boolean): number[] | null {
-  if (text === "") return [];
-  const parts = text.split(":");
-  const groups: number[] = [];
-  for (const [i, part] of parts.entries()) {
-    if (i === parts.length - 1 && mayEndInIPv4 && part.includes(".")) {
-      const v4 = parseDottedQuad(part);
-      if (v4 === null) return null;
-      groups.push(v4 >>> 16, v4 & 0xffff);
-    } else if (/^[0-9a-f]{1,4}$/i.test(part)) {
-      groups.push(Number.parseInt(part, 16));
-    } else {
-      return null;
-    }
-  }
-  return groups;
+function parseIPv6(text: string): ipaddr.IPv6 | null {
+  if (text === "" || text.includes("%") || !ipaddr.IPv6.isValid(text)) return null;
+  return ipaddr.IPv6.parse(text);
 }
