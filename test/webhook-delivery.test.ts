@@ -77,6 +77,7 @@ const delivered = (id: string, attempt = 1): AttemptReport => ({
   outcome: "delivered",
   error: null,
   note: null,
+  response: null,
   retry_after_seconds: null,
   gone: false,
   url: WEBHOOK_URL,
@@ -117,7 +118,8 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
     [
       "a 500 with an OAuth error and a message (spec 2.4)",
       () => json({ error: "server_error", message: "database down", description: "ignored" }, 500),
-      /^token endpoint answered 500 \(error: server_error; message: database down\)$/,
+      // Its registered code only: no free text of a receiver is kept (issue 22).
+      /^token endpoint answered 500 \(error: server_error\)$/,
       500,
     ],
     [
@@ -266,6 +268,77 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
   });
 });
 
+describe("what the delivery log keeps of the webhook URL's answer", () => {
+  beforeAll(freshTenant);
+  const SENT_TOKEN = "rcv-access-TOKEN-9f8e7d6c5b4a";
+  const failing = (status: number, body: string, headers: Record<string, string> = {}) =>
+    fakeNetwork({ ...receiver({ token: SENT_TOKEN }), [WEBHOOK_URL]: () => new Response(body, { status, headers }) });
+
+  it("keeps the status, Content-Type, Retry-After and a 512-character excerpt of a failed answer, and no other header", async () => {
+    const configId = (await newConfig()).id;
+    failing(503, `{"error":"overloaded","detail":"${"x".repeat(2000)}"}`, {
+      "Content-Type": "application/json",
+      "Retry-After": "120",
+      "Set-Cookie": "session=abc",
+      "X-Internal": "db-7",
+    });
+    const id = await publish(configId);
+    const { last } = await attempt(id);
+    expect(last.error).toBe("webhook URL answered 503");
+    expect(last.response).toEqual({
+      content_type: "application/json",
+      retry_after: "120",
+      body_excerpt: expect.stringMatching(/^\{"error":"overloaded","detail":"x+$/),
+      body_withheld: false,
+    });
+    expect(last.response?.body_excerpt).toHaveLength(512);
+    const stored = JSON.stringify(await getDelivery(t, token, id));
+    expect(stored).not.toContain("session=abc");
+    expect(stored).not.toContain("db-7");
+  });
+
+  it.each<[string, (secret: string) => string]>([
+    ["raw", (x) => `bad token ${x}`],
+    ["reversed", (x) => [...x].reverse().join("")],
+    ["spaced out", (x) => [...x].join(" ")],
+    ["as HTML entities", (x) => [...x].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join("")],
+    ["\\u-escaped", (x) => JSON.stringify([...x].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join(""))],
+    ["base64", (x) => btoa(x)],
+    [
+      "upper-cased in chunks",
+      (x) =>
+        x
+          .toUpperCase()
+          .match(/.{1,4}/g)
+          ?.join("-") ?? x,
+    ],
+  ])("withholds an excerpt that echoes the access token we sent (%s)", async (_name, disguise) => {
+    const configId = (await newConfig()).id;
+    failing(401, `<p>refused: ${disguise(SENT_TOKEN)}</p>`, { "Content-Type": "text/html" });
+    const id = await publish(configId);
+    const { last } = await attempt(id);
+    expect(last.response).toEqual({ content_type: "text/html", retry_after: null, body_excerpt: null, body_withheld: true });
+    expect(JSON.stringify(await getDelivery(t, token, id)).toLowerCase()).not.toContain("9f8e7d6c");
+  });
+
+  it("withholds an excerpt that echoes the receiver's client secret", async () => {
+    const configId = (await newConfig()).id;
+    failing(500, `config dump: client_secret=${encodeURIComponent(RECEIVER_SECRET)}`);
+    const id = await publish(configId);
+    const { last } = await attempt(id);
+    expect(last.response?.body_withheld).toBe(true);
+    expect(last.response?.body_excerpt).toBeNull();
+  });
+
+  it("keeps nothing of a 2xx answer", async () => {
+    const configId = (await newConfig()).id;
+    fakeNetwork({ ...receiver({ token: SENT_TOKEN }), [WEBHOOK_URL]: () => new Response("thanks", { status: 200 }) });
+    const id = await publish(configId);
+    const { last } = await attempt(id);
+    expect(last).toMatchObject({ outcome: "delivered", response: null });
+  });
+});
+
 describe("a token endpoint that echoes the client secret", () => {
   beforeAll(freshTenant);
   const bytes = new TextEncoder().encode(ENCODED_SECRET);
@@ -318,6 +391,26 @@ describe("a token endpoint that echoes the client secret", () => {
       expect(last.error).toBe("token endpoint answered 401 (error: invalid_client)");
       expect(mentionsSecret(JSON.stringify(await getDelivery(t, token, id)), long)).toBe(false);
     }
+  });
+
+  it.each<[string, (secret: string) => string]>([
+    ["split into chunks", (x) => x.match(/.{1,5}/g)?.join(" | ") ?? x],
+    ["reversed", (x) => [...x].reverse().join("")],
+    ["\\u-escaped", (x) => [...x].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")],
+    ["as HTML entities", (x) => [...x].map((c) => `&#${c.charCodeAt(0)};`).join("")],
+    ["spaced out", (x) => [...x].join(" ")],
+    ["lower-cased into the error code", (x) => `invalid_client_${x.toLowerCase().replace(/[^a-z]+/g, "_")}`],
+  ])("keeps no free text at all: the secret %s in any field never reaches the log", async (_name, disguise) => {
+    const secret = "Rcv-Secret-Q7xL2mN9pK4wZ8vB";
+    const configId = (await createConfig(t, token, secret)).id;
+    const hidden = disguise(secret);
+    fakeNetwork(tokenRoute(() => json({ error: hidden, message: hidden, error_description: hidden, error_uri: hidden }, 401)));
+    const id = await publish(configId);
+    const { last } = await attempt(id);
+    expect(last.error).toBe("token endpoint answered 401");
+    const stored = JSON.stringify(await getDelivery(t, token, id));
+    expect(stored).not.toContain(hidden.slice(0, 12));
+    expect(stored.toLowerCase()).not.toContain("q7xl2mn9");
   });
 
   it("drops an OAuth error code that carries the secret too", async () => {

@@ -139,6 +139,17 @@ type DeliveryAttempt {
   error: String
   """What else happened: a refused token replaced, a fast-lane cut-off."""
   note: String
+  """What the webhook URL answered to a failed webhook step."""
+  response: AttemptResponse
+}
+
+"""What keyway keeps of a failed webhook answer: two headers and a bounded excerpt, withheld when it holds a secret."""
+type AttemptResponse {
+  contentType: String
+  retryAfter: String
+  """The body's first 512 characters; null when empty or withheld."""
+  bodyExcerpt: String
+  bodyWithheld: Boolean!
 }
 
 type Delivery {

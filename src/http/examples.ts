@@ -131,6 +131,7 @@ export const DELIVERY = {
       outcome: "delivered" as const,
       error: null,
       note: null,
+      response: null,
     },
   ],
   next_attempt_at: null,

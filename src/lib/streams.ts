@@ -5,7 +5,8 @@
  */
 
 /**
- * The bytes of `stream`, or null (after cancelling it) once more than `maxBytes` arrive. With a
+ * The bytes of `stream`, or null (after cancelling it) once more than `maxBytes` arrive (with
+ * `truncate`, its first `maxBytes` instead). With a
  * `signal`, a body that stalls is cancelled when the signal aborts, and its reason is thrown: a
  * server that sends its headers and then nothing cannot hold the reader past the deadline.
  */
@@ -13,6 +14,7 @@ export async function readCapped(
   stream: ReadableStream<Uint8Array> | null,
   maxBytes: number,
   signal?: AbortSignal,
+  options: { truncate?: boolean } = {},
 ): Promise<Uint8Array | null> {
   if (stream === null) return new Uint8Array();
   const reader = stream.getReader();
@@ -39,7 +41,10 @@ export async function readCapped(
     total += value.byteLength;
     if (total > maxBytes) {
       await reader.cancel();
-      return null;
+      if (!options.truncate) return null;
+      chunks.push(value.subarray(0, value.byteLength - (total - maxBytes)));
+      total = maxBytes;
+      break;
     }
     chunks.push(value);
   }

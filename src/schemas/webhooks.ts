@@ -143,6 +143,27 @@ export const CreatedWebhookConfigurationView = WebhookConfigurationView.extend({
 /** After a rotation: the new secret (shown once) and when the previous one stops signing. */
 export const RotatedWebhookConfigurationView = CreatedWebhookConfigurationView.extend({ previous_secret_expires_at: Timestamp });
 
+/**
+ * What keyway keeps of the webhook URL's answer to a failed attempt (issue 22, docs/webhooks.md
+ * "What the delivery log keeps"): two headers a user needs and a bounded excerpt of the body,
+ * for debugging. The excerpt is withheld when it holds the receiver's client secret, the access
+ * token or a signing secret in any form keyway checks for.
+ */
+export const AttemptResponse = z.object({
+  content_type: z.string().nullable().describe("The answer's Content-Type, at most 100 printable characters."),
+  retry_after: z.string().nullable().describe("The answer's Retry-After, at most 64 printable characters."),
+  body_excerpt: z
+    .string()
+    .nullable()
+    .describe("The first 512 characters of the body (UTF-8, non-printable characters as ?), or null when empty or withheld."),
+  body_withheld: z
+    .boolean()
+    .describe(
+      "True when the body held a secret of the attempt (its access token, the receiver's client secret or a signing secret) and was not kept.",
+    ),
+});
+export type AttemptResponse = z.output<typeof AttemptResponse>;
+
 export const DeliveryAttempt = z.object({
   /** 1, 2, 3 ... across the delivery's whole life: numbers continue after a re-send. */
   number: z.number().int(),
@@ -157,10 +178,13 @@ export const DeliveryAttempt = z.object({
   /** `in_flight` while the attempt runs; then what it led to. */
   outcome: z.enum(["in_flight", "delivered", "retry", "failed"]),
   /**
-   * What went wrong, in keyway's words: the step, the status, and at most the OAuth `error` code
-   * the receiver sent (RFC 6749 5.2 grammar, 64 characters). Nothing else a receiver says is kept.
+   * What went wrong, in keyway's words: the step, the status, and from a token endpoint at most
+   * its OAuth `error` code when it is one of RFC 6749's registered codes. No free text of a
+   * receiver is kept here.
    */
   error: z.string().nullable(),
+  /** What the webhook URL answered to a failed webhook step (null otherwise). */
+  response: AttemptResponse.nullable(),
   note: z
     .string()
     .nullable()
@@ -249,6 +273,8 @@ export const AttemptReport = z.object({
   outcome: DeliveryAttempt.shape.outcome,
   error: z.string().nullable(),
   note: z.string().nullable(),
+  /** What the webhook URL answered, for a failed webhook step (reports from before it: null). */
+  response: AttemptResponse.nullable().default(null),
   /** Seconds the receiver asked us to wait (429/503 Retry-After). */
   retry_after_seconds: z.number().nullable(),
   /** The webhook URL answered 410 Gone. */

@@ -252,7 +252,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
     httpStatus: number | null,
     outcome: AttemptReport["outcome"],
     error: string | null,
-    extra: { retryAfter?: number | null; gone?: boolean; ours?: AttemptReport["ours"] } = {},
+    extra: { retryAfter?: number | null; gone?: boolean; ours?: AttemptReport["ours"]; response?: AttemptReport["response"] } = {},
   ): Attempted => {
     const timedOut = deadline.signal.aborted && outcome !== "delivered";
     // The fast and new lanes cut a slow receiver off early: the endpoint moves to the slow lane and
@@ -272,6 +272,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
           ? `no answer within the fast lane's ${deadline.seconds} s; the endpoint moves to the slow lane (deadline ${deps.config.webhookTimeoutMs / 1000} s) and the delivery is retried at once`
           : error,
         note,
+        response: extra.response ?? null,
         retry_after_seconds: extra.retryAfter ?? null,
         gone: extra.gone ?? false,
         url: config.url,
@@ -414,9 +415,17 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   // which disables the configuration (unless its url changed since; EndpointObject.finish).
   const status = sent.status;
   if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);
-  if (status === 410) return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", { gone: true });
+  if (status === 410) {
+    return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", {
+      gone: true,
+      response: sent.response,
+    });
+  }
   const redirect = status >= 300 && status < 400 ? "; redirects are not followed" : "";
-  return report("webhook", status, "retry", `webhook URL answered ${status}${redirect}`, { retryAfter: sent.retryAfterSeconds });
+  return report("webhook", status, "retry", `webhook URL answered ${status}${redirect}`, {
+    retryAfter: sent.retryAfterSeconds,
+    response: sent.response,
+  });
 }
 
 const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });
@@ -428,7 +437,7 @@ async function send(
   begun: Go,
   accessToken: string,
   deadline: Deadline,
-): Promise<{ status: number; retryAfterSeconds: number | null } | DeliveryFailure> {
+): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptReport["response"] } | DeliveryFailure> {
   const timestamp = Math.floor(deps.now() / 1000);
   const headers = {
     "Content-Type": "application/json",
@@ -444,7 +453,14 @@ async function send(
     "User-Agent": "keyway-webhooks/1",
   };
   try {
-    return await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline);
+    // What the excerpt of a failed answer must not reveal: the token sent, the receiver's client
+    // secret, the signing secrets (opened only if there is an excerpt to check).
+    const secrets = async () => [
+      accessToken,
+      await receiverClientSecret(deps, begun.configuration),
+      ...(await liveSigningSecrets(deps, begun.configuration, deps.now())),
+    ];
+    return await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline, secrets);
   } catch (err) {
     if (err instanceof DeliveryFailure) return err;
     throw err;

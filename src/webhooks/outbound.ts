@@ -6,28 +6,43 @@
  * same-origin; 301/302/303 become a GET without it); then the webhook itself, whose redirects are
  * not followed. Every read is capped and cut off by the deadline, a body that stalls included.
  *
- * What a receiver says is never stored as it came: a failure keeps only parsed, bounded fields
- * (the HTTP status, the OAuth `error` code, the spec's short `message`), each dropped if it holds
- * 8 characters in a row of the client secret, raw or encoded (percent, form, JSON, base64, hex).
- * Failures are DeliveryFailure values.
+ * The delivery log holds only our words (issue 22; docs/webhooks.md, "What the delivery log
+ * keeps"). Of the token endpoint: its HTTP status and, when it is one of RFC 6749's registered
+ * error codes, its `error`; never any free text, in which a hostile endpoint could hide the client
+ * secret in encodings no filter knows. Of the webhook URL's answer to a failed attempt: its
+ * status, Content-Type and Retry-After, and a bounded excerpt of the body that is withheld when it
+ * holds a secret of the attempt in any form checked here (`revealsSecret`). Failures are
+ * DeliveryFailure values.
  */
 import type { Deps } from "../deps";
 import { base64Encode, base64UrlEncode, encodeUtf8, hex } from "../lib/encoding";
 import { readCapped } from "../lib/streams";
-import type { DeliveryAttempt, ReceiverTokenRequestBody, WebhookConfigurationRecord } from "../schemas/webhooks";
+import type { AttemptResponse, DeliveryAttempt, ReceiverTokenRequestBody, WebhookConfigurationRecord } from "../schemas/webhooks";
 import { checkTarget } from "./ssrf";
 
 export const MAX_REDIRECTS = 5;
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 const FORM = "application/x-www-form-urlencoded";
-/** RFC 6749 5.2's registered codes and their like: lower-case words joined by `_`, at most 40. */
-const OAUTH_ERROR_CODE = /^[a-z]+(_[a-z]+)*$/;
-const MAX_ERROR_CODE_CHARS = 40;
-const MAX_MESSAGE_CHARS = 120;
-/** A longer `message` is not kept at all (it is not a short error message). */
-const MAX_MESSAGE_SCANNED = 2_000;
+/**
+ * The error codes a token endpoint may answer (RFC 6749 5.2), and the two RFC 6749 4.1.2.1 codes
+ * servers also use there: only these are kept, as our own words.
+ */
+const REGISTERED_ERRORS = new Set([
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope",
+  "server_error",
+  "temporarily_unavailable",
+]);
 /** A run of this many characters of a secret counts as the secret. */
 const SECRET_WINDOW = 8;
+/** Of a failed webhook answer: bytes read for the excerpt, and characters kept. */
+const EXCERPT_BYTES = 2048;
+const EXCERPT_CHARS = 512;
+const EXCERPT_WAIT_MS = 1_000;
 
 type Step = Extract<DeliveryAttempt["step"], "token" | "webhook">;
 
@@ -159,12 +174,7 @@ export async function requestReceiverToken(
     }
     const body = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : null;
     if (!res.ok) {
-      throw new DeliveryFailure(
-        "token",
-        res.status,
-        `token endpoint answered ${res.status}${receiverSaid(body, clientSecret)}`,
-        retryAfter(res),
-      );
+      throw new DeliveryFailure("token", res.status, `token endpoint answered ${res.status}${receiverSaid(body)}`, retryAfter(res));
     }
     if (body === null) throw new DeliveryFailure("token", res.status, "token endpoint did not answer a JSON object");
     const accessToken = body.access_token;
@@ -186,33 +196,105 @@ export async function postWebhook(
   headers: Record<string, string>,
   body: string,
   deadline: Deadline,
-): Promise<{ status: number; retryAfterSeconds: number | null }> {
+  secrets: () => Promise<string[]>,
+): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptResponse | null }> {
   const url = guard(deps, "webhook", target);
   const res = await timedFetch("webhook", url, { method: "POST", headers, body }, deadline);
-  // The status is the answer; the body is never used, so it is not waited for (a receiver that
-  // stalls it after a 2xx has still received the webhook).
-  await res.body?.cancel().catch(() => undefined);
-  return { status: res.status, retryAfterSeconds: retryAfter(res) };
+  if (res.status >= 200 && res.status < 300) {
+    // Delivered: the body is not wanted, so it is not waited for (a receiver that stalls it after
+    // a 2xx has still received the webhook).
+    await res.body?.cancel().catch(() => undefined);
+    return { status: res.status, retryAfterSeconds: retryAfter(res), response: null };
+  }
+  return { status: res.status, retryAfterSeconds: retryAfter(res), response: await responseOf(res, secrets, deadline) };
 }
 
 /**
- * ` (error: invalid_client; message: ...)` from a token endpoint's error body: the OAuth `error`
- * code (RFC 6749 5.2; lower-case words, at most 40 characters) and the spec's `message` (2.4; at
- * most 120 printable characters), each only when free of the secret. Nothing else of the body is
- * kept. The whole message is checked, before it is shortened.
+ * ` (error: invalid_client)` from a token endpoint's error body: its `error` only when it is a
+ * registered code (a code made up to carry the secret, `invalid_client_<secret>`, is not). Nothing
+ * else of the body is kept.
  */
-function receiverSaid(body: Record<string, unknown> | null, secret: string): string {
-  const parts: string[] = [];
+function receiverSaid(body: Record<string, unknown> | null): string {
   const code = body?.error;
-  if (typeof code === "string" && code.length <= MAX_ERROR_CODE_CHARS && OAUTH_ERROR_CODE.test(code) && !mentionsSecret(code, secret)) {
-    parts.push(`error: ${code}`);
-  }
-  const message = body?.message;
-  if (typeof message === "string" && message !== "" && message.length <= MAX_MESSAGE_SCANNED && !mentionsSecret(message, secret)) {
-    parts.push(`message: ${message.replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_MESSAGE_CHARS)}`);
-  }
-  return parts.length === 0 ? "" : ` (${parts.join("; ")})`;
+  return typeof code === "string" && REGISTERED_ERRORS.has(code) ? ` (error: ${code})` : "";
 }
+
+/**
+ * Whether `text` reveals any of `secrets`: any SECRET_WINDOW characters in a row of one, raw or
+ * encoded (`mentionsSecret`), or once both are flattened (HTML entities and `\u`, `\x` and
+ * percent escapes decoded, then only letters and digits kept, lower-cased), forwards or reversed.
+ * The flattening finds a secret split into chunks, spaced out, reversed, re-cased or escaped.
+ */
+export function revealsSecret(text: string, secrets: readonly string[]): boolean {
+  const flat = flatten(text);
+  for (const secret of secrets) {
+    if (secret === "") continue;
+    if (mentionsSecret(text, secret)) return true;
+    const forward = flatten(secret);
+    for (const form of [forward, [...forward].reverse().join("")]) {
+      if (form.length <= SECRET_WINDOW) {
+        if (form !== "" && flat.includes(form)) return true;
+        continue;
+      }
+      for (let i = 0; i + SECRET_WINDOW <= form.length; i++) {
+        if (flat.includes(form.slice(i, i + SECRET_WINDOW))) return true;
+      }
+    }
+  }
+  return false;
+}
+
+const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " " };
+
+/** Escapes decoded (HTML numeric and named entities, `\uXXXX`, `\xXX`, `%XX`), then letters and digits only, lower-cased. */
+function flatten(text: string): string {
+  const decoded = text
+    .replace(/&#x([0-9a-f]{1,6});?/gi, (_, h: string) => safeChar(Number.parseInt(h, 16)))
+    .replace(/&#([0-9]{1,7});?/g, (_, d: string) => safeChar(Number.parseInt(d, 10)))
+    .replace(/&([a-z]+);/gi, (m, name: string) => ENTITIES[name.toLowerCase()] ?? m)
+    .replace(/\\u\{?([0-9a-f]{1,6})\}?/gi, (_, h: string) => safeChar(Number.parseInt(h, 16)))
+    .replace(/\\x([0-9a-f]{2})/gi, (_, h: string) => safeChar(Number.parseInt(h, 16)))
+    .replace(/%([0-9a-f]{2})/gi, (_, h: string) => safeChar(Number.parseInt(h, 16)));
+  return decoded.toLowerCase().replace(/[^a-z0-9]/g, "");
+}
+
+const safeChar = (code: number): string => (code >= 0 && code <= 0x10ffff ? String.fromCodePoint(code) : "");
+
+/**
+ * What keyway keeps of the webhook URL's answer to a failed attempt: Content-Type and Retry-After
+ * (bounded, printable), and the body's first EXCERPT_CHARS characters, withheld when it reveals a
+ * secret. Read within the attempt's deadline, at most EXCERPT_BYTES.
+ */
+async function responseOf(res: Response, secrets: () => Promise<string[]>, deadline: Deadline): Promise<AttemptResponse> {
+  const header = (name: string, max: number) => {
+    const value = res.headers.get(name);
+    return value === null ? null : printable(value).slice(0, max);
+  };
+  let text = "";
+  try {
+    // Its own short wait inside the attempt's deadline: a receiver that stalls the body of an
+    // error costs the log its excerpt, never the attempt its outcome.
+    const signal = AbortSignal.any([deadline.signal, AbortSignal.timeout(EXCERPT_WAIT_MS)]);
+    const bytes = await readCapped(res.body, EXCERPT_BYTES, signal, { truncate: true });
+    text = bytes === null ? "" : new TextDecoder().decode(bytes);
+  } catch {
+    text = "";
+  }
+  const withheld = text !== "" && revealsSecret(text, await secrets());
+  const excerpt = withheld || text === "" ? null : printable(text).slice(0, EXCERPT_CHARS);
+  return {
+    content_type: header("content-type", 100),
+    retry_after: header("retry-after", 64),
+    body_excerpt: excerpt,
+    body_withheld: withheld,
+  };
+}
+
+/** Printable ASCII and ordinary Unicode kept; control characters (terminal escapes included) as `?`. */
+const printable = (value: string): string => [...value].map((c) => (isControl(c.codePointAt(0) ?? 0) ? "?" : c)).join("");
+
+/** C0 controls but tab and newline, DEL, and C1 controls. */
+const isControl = (code: number): boolean => (code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f);
 
 /**
  * Whether `text` holds any SECRET_WINDOW characters in a row of the secret, raw or in an encoding

@@ -16,7 +16,7 @@
  */
 import { encodeUtf8 } from "../../lib/encoding";
 import { isoTime } from "../../lib/time";
-import type { AttemptReport, DeliveryAttempt, DeliveryRecord } from "../../schemas/webhooks";
+import type { AttemptReport, AttemptResponse, DeliveryAttempt, DeliveryRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import { DELIVERY_ROW_BYTES } from "../webhooks/limits";
 import { type AttemptRow, DELIVERY_COLUMNS, type DeliveryRow, deliveryRow } from "./schema";
@@ -117,6 +117,7 @@ export function start(db: Db, row: DeliveryRow, attempt: number, leaseUntil: num
 export type Outcome = Pick<AttemptReport, "step" | "http_status" | "latency_ms" | "error"> & {
   outcome: "delivered" | "retry" | "failed";
   note?: string | null;
+  response?: AttemptResponse | null;
 };
 
 export interface ConcludeOptions {
@@ -167,7 +168,7 @@ export function conclude(db: Db, ticket: TicketRef, outcome: Outcome, now: numbe
       error = `${error ?? "failed"}; retries exhausted`;
     }
     db.run(
-      `UPDATE attempts SET step = ?, http_status = ?, latency_ms = ?, outcome = ?, error = ?, note = ?, settled_by = ?
+      `UPDATE attempts SET step = ?, http_status = ?, latency_ms = ?, outcome = ?, error = ?, note = ?, response = ?, settled_by = ?
         WHERE delivery_id = ? AND number = ?`,
       outcome.step,
       outcome.http_status,
@@ -175,6 +176,7 @@ export function conclude(db: Db, ticket: TicketRef, outcome: Outcome, now: numbe
       kind,
       error,
       outcome.note ?? null,
+      outcome.response ? JSON.stringify(outcome.response) : null,
       options.by,
       row.id,
       ticket.attempt,
@@ -263,7 +265,7 @@ export function deliveryRecord(
 ): DeliveryRecord {
   const attempts = db
     .all<AttemptRow>(
-      "SELECT number, series, at, step, http_status, latency_ms, outcome, error, note FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT ?",
+      "SELECT number, series, at, step, http_status, latency_ms, outcome, error, note, response FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT ?",
       row.id,
       ATTEMPTS_SHOWN,
     )
@@ -286,6 +288,7 @@ export function deliveryRecord(
         outcome: a.outcome,
         error: a.error,
         note: a.note,
+        response: a.response === null ? null : (JSON.parse(a.response) as AttemptResponse),
       }),
     ),
     next_attempt_at: row.due_ms === null ? null : isoTime(row.state === "waiting" ? Math.max(row.due_ms, pausedUntil ?? 0) : row.due_ms),

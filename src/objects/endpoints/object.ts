@@ -400,7 +400,15 @@ export class EndpointObject extends DurableObject<Env> {
       const done = conclude(
         this.db,
         ref,
-        { step: report.step, http_status: report.http_status, latency_ms: report.latency_ms, outcome, error, note: report.note },
+        {
+          step: report.step,
+          http_status: report.http_status,
+          latency_ms: report.latency_ms,
+          outcome,
+          error,
+          note: report.note,
+          response: report.response,
+        },
         now,
         { ...this.concluding(), by: "report", counts },
       );

@@ -45,6 +45,11 @@ export const MIGRATIONS: Migration[] = [
       "CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)",
     ],
   },
+  {
+    // Issue 22: what the webhook URL answered to a failed attempt (AttemptResponse JSON).
+    version: 2,
+    statements: ["ALTER TABLE attempts ADD COLUMN response TEXT"],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -133,6 +138,8 @@ export interface AttemptRow extends Row {
   outcome: "in_flight" | "delivered" | "retry" | "failed";
   error: string | null;
   note: string | null;
+  /** What the webhook URL answered to a failed webhook step (AttemptResponse JSON; migration 2). */
+  response: string | null;
   /** Who concluded it: the consumer's report, the lease running out, a dead letter, or keyway without a request. */
   settled_by: "report" | "lease" | "dead_letter" | "keyway" | null;
 }
