@@ -1,7 +1,7 @@
 /**
  * Rules about the source that keep KV a derived cache (docs/storage.md): its only entries are
  * written by objects/lookup.ts, which only the organization's object calls after its changes
- * commit, and nothing else in src/ reads or writes KV. A new `kv.get`, `kv.put` or `kv.delete`
+ * commit (its propagation, objects/org/propagation.ts), and nothing else in src/ reads or writes KV. A new `kv.get`, `kv.put` or `kv.delete`
  * elsewhere fails here, so a read-modify-write of KV cannot creep back in unnoticed.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -26,6 +26,6 @@ describe("KV", () => {
 
   it("of identity entries are made by the organization's object only", () => {
     const callers = files.filter((f) => /\b(writeCredentialLookup|deleteCredentialLookup)\(/.test(f.text) && !f.path.endsWith("lookup.ts"));
-    expect(callers.map((f) => f.path)).toEqual(["src/objects/organization.ts"]);
+    expect(callers.map((f) => f.path)).toEqual(["src/objects/org/propagation.ts"]);
   });
 });
