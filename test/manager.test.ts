@@ -10,6 +10,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { lastAttempt } from "../src/http/manager/pages";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../src/lib/encoding";
 import { sign } from "../src/lib/signed";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
@@ -945,5 +946,33 @@ describe("client credentials without a secret, restricted, and DPoP-bound", () =
     expect(refusedHtml, refusedHtml.replace(/<style[\s\S]*?<\/style>/, "").slice(-1500)).toMatch(/private key material/);
     const bad = await b.post(`${base}/${clientId}`, { csrf, jwks: "{not json" });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe("a delivery's latest attempt in the lists", () => {
+  const attempt = {
+    number: 1,
+    series: 1,
+    at: "2026-11-24T12:00:00.000Z",
+    latency_ms: 3,
+    note: null,
+    response: null,
+  };
+
+  it("says an error once, in keyway's words, without repeating its step", () => {
+    const line = lastAttempt({
+      attempts: [
+        { ...attempt, step: "token", http_status: null, outcome: "retry", error: "token endpoint could not be reached (network error)" },
+      ],
+    });
+    expect(line).toMatch(/: token endpoint could not be reached \(network error\)$/);
+    expect(line).not.toMatch(/token token/);
+  });
+
+  it("names the step, status and outcome when there is no error", () => {
+    expect(lastAttempt({ attempts: [{ ...attempt, step: "webhook", http_status: 204, outcome: "delivered", error: null }] })).toMatch(
+      /: webhook 204 delivered$/,
+    );
+    expect(lastAttempt({ attempts: [] })).toBe("-");
   });
 });

@@ -533,9 +533,16 @@ const LANES = {
   slow: "slow lane (did not answer within the fast lane's deadline)",
 } as const;
 
-const lastAttempt = (d: DeliveryRecord): string => {
+/**
+ * The latest attempt in one line. An error is keyway's sentence and already names its step and
+ * status ("token endpoint could not be reached"), so it stands alone; without one, the step, the
+ * status and the outcome say what happened.
+ */
+export const lastAttempt = (d: Pick<DeliveryRecord, "attempts">): string => {
   const last = d.attempts.at(-1);
-  return last ? `${when(last.at)}: ${last.step} ${last.http_status ?? ""} ${last.error ?? last.outcome}` : "-";
+  if (!last) return "-";
+  const what = last.error ?? [last.step, last.http_status, last.outcome].filter((x) => x !== null).join(" ");
+  return `${when(last.at)}: ${what}`;
 };
 
 export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfiguration[] }> = ({ base, configs }) => (
