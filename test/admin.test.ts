@@ -33,7 +33,8 @@ describe("organizations and users", () => {
     expect(json.response_status).toBe(201);
     expect(json.data).toEqual({ id: expect.stringMatching(/^org_[0-9a-z]{26}$/), name: "Globex", created_at: expect.any(String) });
     expect(res.headers.get("location")).toBe(`/admin/v1/organizations/${json.data.id}`);
-    expect(json._links.self.href).toBe(`${BASE}/admin/v1/organizations`);
+    // The created resource, not the collection it was posted to.
+    expect(json._links.self.href).toBe(`${BASE}/admin/v1/organizations/${json.data.id}`);
     const fetched = await admin("GET", `/organizations/${json.data.id}`);
     expect(fetched).toEqual(json.data);
   });

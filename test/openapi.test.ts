@@ -409,7 +409,11 @@ describe("examples", () => {
       const example = documented && "content" in documented ? documented.content?.["application/json"]?.example : undefined;
       const result = Envelope(op.response.schema).safeParse(example);
       expect(result.success, `${op.operationId}: ${result.error?.message}`).toBe(true);
-      expect(example).toMatchObject({ response_status: op.status, _links: { self: { href: `${EXAMPLE_ORIGIN}${examplePath(op.path)}` } } });
+      // A created resource's envelope names the resource itself, under the collection it was posted to.
+      const self = (example as { _links: { self: { href: string } } })._links.self.href;
+      expect(example).toMatchObject({ response_status: op.status });
+      if (op.status === 201) expect(self, op.operationId).toMatch(new RegExp(`^${EXAMPLE_ORIGIN}${examplePath(op.path)}/[^/]+$`));
+      else expect(self, op.operationId).toBe(`${EXAMPLE_ORIGIN}${examplePath(op.path)}`);
     }
   });
 

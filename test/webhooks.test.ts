@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "../src/objects/webhooks/limits";
 import type { DeliveryRecord } from "../src/schemas/webhooks";
 import { fakeNetwork, receiver, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { api, attemptNow, deliveryRow, inWebhooks, webhooksOf } from "./webhook-helpers";
 
 const RECEIVER_SECRET = "receiver-client-secret-do-not-leak";
@@ -41,7 +41,10 @@ describe("webhook configurations", () => {
   it("creates a configuration: 201, a whsec_ signing secret shown once, the client secret never", async () => {
     const res = await api(t, token, "/v1/webhook-configurations", "POST", configInput({ events: ["order.created"] }));
     expect(res.status).toBe(201);
-    const created = (await body<Record<string, unknown>>(res)).data;
+    const envelope = await body<Record<string, unknown>>(res);
+    const created = envelope.data;
+    // _links.self names the configuration created, not the collection (issue 23).
+    expect(envelope._links.self.href).toBe(`${BASE}/v1/webhook-configurations/${created.id as string}`);
     expect(created).toMatchObject({
       id: expect.stringMatching(/^whk_/),
       organization_id: t.orgId,

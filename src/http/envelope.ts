@@ -12,11 +12,13 @@ export interface EnvelopeOptions {
   /** Absolute URL of the next page, for list responses. */
   next?: string | null;
   headers?: Record<string, string>;
+  /** `_links.self` when it is not the request's URL (a created resource names itself). */
+  self?: string;
 }
 
 export function respond(c: Context<AppEnv>, data: unknown, options: EnvelopeOptions = {}): Response {
   const status = options.status ?? 200;
-  const links: { self: { href: string }; next?: { href: string } } = { self: { href: c.req.url } };
+  const links: { self: { href: string }; next?: { href: string } } = { self: { href: options.self ?? c.req.url } };
   if (options.next) links.next = { href: options.next };
   return c.json(
     { response_status: status, developer_message: "Success", user_message: "Success", data, _links: links },
@@ -36,7 +38,7 @@ export function respondPage(c: Context<AppEnv>, page: { items: unknown[]; next_c
   return respond(c, page.items, { next });
 }
 
-/** 201 with a Location header for the created resource. */
+/** 201 with a Location header for the created resource, which `_links.self` names too (not the collection it was posted to). */
 export function created(c: Context<AppEnv>, data: unknown, location: string): Response {
-  return respond(c, data, { status: 201, headers: { Location: location } });
+  return respond(c, data, { status: 201, headers: { Location: location }, self: new URL(location, c.req.url).href });
 }

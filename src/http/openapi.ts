@@ -250,6 +250,12 @@ function toJsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
   return json;
 }
 
+function createdIdOf(example: unknown): string | null {
+  if (typeof example !== "object" || example === null) return null;
+  const { client_id, id } = example as { client_id?: unknown; id?: unknown };
+  return typeof client_id === "string" ? client_id : typeof id === "string" ? id : null;
+}
+
 function envelopeExample(status: number, data: unknown, path: string, error?: ErrorCode, message?: string): unknown {
   const href = `${EXAMPLE_ORIGIN}${path}`;
   if (error === undefined) {
@@ -416,7 +422,10 @@ function operationObject(op: Route, ref: (schema: z.ZodType, io: "input" | "outp
     });
   }
 
-  const selfPath = examplePath(op.path);
+  // A 201 names the resource it created (http/envelope.ts `created`): the collection's path and
+  // the new resource's id (a client credential's client_id), as every route's `location` builds it.
+  const createdId = op.status === 201 ? createdIdOf(op.response.example) : null;
+  const selfPath = createdId === null ? examplePath(op.path) : `${examplePath(op.path)}/${createdId}`;
   const dataSchema = ref(op.response.schema, "output");
   const success: ResponseObject = {
     description: wire === "envelope" ? `${STATUS_TEXT[op.status]}: the envelope, \`data\` as below.` : STATUS_TEXT[op.status],
