@@ -65,7 +65,23 @@ async function main() {
     const demo = await loadOrSeedDemo(baseUrl, adminToken, persistDir);
     console.log(`\n${formatDemo(demo)}`);
   }
-  console.log(`\nkeyway is ready on ${baseUrl}\n`);
+  console.log(`\n${readyBanner(baseUrl, relative(ROOT, persistDir) || persistDir)}\n`);
+}
+
+/**
+ * Where everything is, and how to sign in to the manager, so a newcomer needs no docs to find
+ * them. The token itself is not printed: it stays in .dev.vars, which the command shows.
+ * @param {string} baseUrl
+ * @param {string} stateDir
+ */
+function readyBanner(baseUrl, stateDir) {
+  return [
+    `keyway is ready on ${baseUrl}`,
+    `  API       ${baseUrl}/v1  (every request needs x-api-key; the demo's curl commands above)`,
+    `  Manager   ${baseUrl}/manager  (sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`,
+    `  API docs  ${baseUrl}/docs  (OpenAPI: ${baseUrl}/v1/openapi.json)`,
+    `  Stop with Ctrl-C; the local state stays in ${stateDir} for the next npm start.`,
+  ].join("\n");
 }
 
 /** @param {string | undefined} value */

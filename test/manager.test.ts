@@ -117,9 +117,9 @@ describe("sign-in and sessions", () => {
   });
 });
 
-const EXPIRED = "The sign-in form expired. Enter the access token again.";
+const EXPIRED = "The sign-in form expired. Enter the administrator token again.";
 const UNVERIFIED =
-  "The sign-in form could not be verified. Enter the access token again; if this keeps happening, allow cookies for this site.";
+  "The sign-in form could not be verified. Enter the administrator token again; if this keeps happening, allow cookies for this site.";
 
 /**
  * A Set-Cookie line of a `__Host-` cookie as RFC 6265bis 4.1.3.2 requires it (Secure, Path=/, no
@@ -190,7 +190,9 @@ describe("a failed sign-in", () => {
     const html = await res.text();
     const page = signInForm(html);
     expect(page.form).toBe(true);
-    expect(page.error).toBe("That access token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.");
+    expect(page.error).toBe(
+      "That administrator token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.",
+    );
     expect(page.describedBy).toBe("token-error");
     expect(page.invalid).toBe(true);
     expect(page.input).not.toMatch(/value=/);
@@ -214,7 +216,7 @@ describe("a failed sign-in", () => {
     expect(res.status).toBe(400);
     const page = signInForm(await res.text());
     expect(page.form).toBe(true);
-    expect(page.error).toBe("Enter an access token.");
+    expect(page.error).toBe("Enter an administrator token.");
     expect(page.describedBy).toBe("token-error");
   });
 

@@ -110,7 +110,7 @@ function focused(page: Page): Promise<string> {
   async function signIn(page: Page, token: string): Promise<void> {
     await page.goto(`${base}/manager`);
     expect(where(page)).toBe("/manager/sign-in");
-    await page.getByLabel("Access token").fill(token);
+    await page.getByLabel("Administrator token").fill(token);
     const [answer] = await Promise.all([
       page.waitForResponse((res) => res.request().method() === "POST" && new URL(res.url()).pathname === "/manager/sign-in"),
       page.getByRole("button", { name: "Sign in" }).click(),
@@ -158,7 +158,7 @@ function focused(page: Page): Promise<string> {
     const loginCsrf = (await context.cookies()).find((cookie) => cookie.name === "__Host-kw_login_csrf");
     expect(loginCsrf).toMatchObject({ secure: true, httpOnly: true, sameSite: "Strict", path: "/", domain: "127.0.0.1" });
     await screenshot(page, "sign-in");
-    await page.getByLabel("Access token").fill(adminToken);
+    await page.getByLabel("Administrator token").fill(adminToken);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${base}/manager/organizations`);
     expect(await heading(page)).toBe("Organizations");
@@ -318,17 +318,17 @@ function focused(page: Page): Promise<string> {
       // Sign-in: empty, then after a wrong token (the form again, the reason on the field).
       await page.goto(`${base}/manager/sign-in`);
       await check(page, "walk-sign-in");
-      await page.getByLabel("Access token").fill("kw_live_oa_a-wrong-guess");
+      await page.getByLabel("Administrator token").fill("kw_live_oa_a-wrong-guess");
       const [refused] = await Promise.all([
         page.waitForResponse((res) => res.request().method() === "POST" && new URL(res.url()).pathname === "/manager/sign-in"),
         page.getByRole("button", { name: "Sign in" }).click(),
       ]);
       expect(refused.status()).toBe(401);
       await page.getByRole("alert").waitFor();
-      const field = page.getByLabel("Access token");
+      const field = page.getByLabel("Administrator token");
       expect(await field.inputValue()).toBe("");
       expect(await field.evaluate((el) => document.getElementById(el.getAttribute("aria-describedby") ?? "")?.textContent)).toMatch(
-        /^That access token was not accepted/,
+        /^That administrator token was not accepted/,
       );
       expect(await field.evaluate((el) => el === document.activeElement)).toBe(true);
       expect(await page.content()).not.toContain("a-wrong-guess");

@@ -68,6 +68,20 @@ describe("npm start", () => {
     expect(meBody.data?.organization_id).toBe(organizationId);
   });
 
+  it("says where the API, the manager and the docs are, and how to sign in, and each answers there", async () => {
+    const output = keyway?.output ?? "";
+    const base = `http://127.0.0.1:${port}`;
+    expect(output).toContain(`API       ${base}/v1`);
+    expect(output).toContain(`Manager   ${base}/manager  (sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`);
+    expect(output).toContain(`API docs  ${base}/docs`);
+    const signIn = await fetch(`${base}/manager`, { redirect: "manual" });
+    expect(signIn.status).toBe(303);
+    expect(signIn.headers.get("location")).toBe("/manager/sign-in");
+    const form = await (await fetch(`${base}/manager/sign-in`)).text();
+    expect(form).toContain("Administrator token");
+    expect((await fetch(`${base}/docs`)).status).toBe(200);
+  });
+
   it("never prints the secrets of .dev.vars", async () => {
     const output = keyway?.output ?? "";
     const vars = parseDevVars(await readFile(DEV_VARS, "utf8"));

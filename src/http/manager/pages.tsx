@@ -39,8 +39,8 @@ export const SignInForm: FC<{ loginCsrf: string; error?: string }> = ({ loginCsr
     <Field
       id="token"
       type="password"
-      label="Access token"
-      hint="the operator's ADMIN_TOKEN, or an organization administrator token"
+      label="Administrator token"
+      hint="the operator's ADMIN_TOKEN, or an organization's administrator token (kw_live_oa_...)"
       required
       error={error}
     />
@@ -50,11 +50,12 @@ export const SignInForm: FC<{ loginCsrf: string; error?: string }> = ({ loginCsr
 
 /** Why a sign-in failed, in words that do not tell a guesser which kind of token came close. */
 export const SIGN_IN_ERRORS = {
-  empty: "Enter an access token.",
-  rejected: "That access token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.",
-  expired: "The sign-in form expired. Enter the access token again.",
+  empty: "Enter an administrator token.",
+  rejected: "That administrator token was not accepted: it is wrong, or it was revoked or has expired. Check it and try again.",
+  expired: "The sign-in form expired. Enter the administrator token again.",
   /** A form token we did not sign for this browser's cookie (login-csrf.ts), or no cookie at all. */
-  unverified: "The sign-in form could not be verified. Enter the access token again; if this keeps happening, allow cookies for this site.",
+  unverified:
+    "The sign-in form could not be verified. Enter the administrator token again; if this keeps happening, allow cookies for this site.",
 } as const;
 
 export const ErrorMessage: FC<{ message: string }> = ({ message }) => (
