@@ -145,6 +145,26 @@ const AUDIT_COLUMNS = [
   { header: "DETAIL", value: field("detail") },
 ];
 
+/** Every flag the CLI knows (node:util parseArgs), global or a command's own. */
+const OPTIONS = /** @type {const} */ ({
+  url: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  limit: { type: "string" },
+  all: { type: "boolean" },
+  name: { type: "string" },
+  email: { type: "string" },
+  "per-second": { type: "string" },
+  "per-day": { type: "string" },
+  "location-hint": { type: "string" },
+  "expires-in-days": { type: "string" },
+  jwks: { type: "string" },
+  scopes: { type: "string" },
+  dpop: { type: "string" },
+  confirm: { type: "string" },
+  version: { type: "boolean" },
+});
+
 /** @type {Command[]} */
 const COMMANDS = [
   {
@@ -409,6 +429,7 @@ const GLOBAL_HELP = `Flags of every command
   --url URL       keyway's base URL (default: $KEYWAY_URL, else http://127.0.0.1:$PORT with PORT 8787)
   --json          print the answer's data as JSON on stdout; for a list, one array of its items
   -h, --help      this help; \`<group> --help\` for one group
+  --version       the version of keyway this CLI belongs to
 
 Lists follow every page (cursor after cursor) unless --limit N caps them; audit shows the
 ${AUDIT_DEFAULT_LIMIT} most recent entries unless --limit N or --all says otherwise.
@@ -454,7 +475,7 @@ async function main(argv) {
   try {
     const parsed = parseCommandLine(argv);
     if (parsed.help !== undefined) {
-      process.stdout.write(helpText(parsed.help));
+      process.stdout.write(parsed.version === true ? `keyway ${packageVersion()}\n` : helpText(parsed.help));
       return 0;
     }
     const { command, args, flags } = parsed;
@@ -512,10 +533,23 @@ async function main(argv) {
  * What the command line asks for: help (on a group, or `""` for all), or a command with its
  * arguments and flags. Every mistake is a UsageError naming it.
  * @param {string[]} argv
- * @returns {{ help: string, command?: undefined, args?: undefined, flags?: undefined }
+ * @returns {{ help: string, version?: boolean, command?: undefined, args?: undefined, flags?: undefined }
  *   | { help?: undefined, command: Command, args: Record<string, string>, flags: Flags }}
  */
 function parseCommandLine(argv) {
+  // A mistyped flag is named with the closest one (node:util's own message suggests nothing).
+  for (const word of argv) {
+    if (word === "--") break;
+    if (!word.startsWith("--")) continue;
+    const flag = word.slice(2).split("=")[0] ?? "";
+    if (!Object.hasOwn(OPTIONS, flag)) {
+      const group = argv.find((w) => !w.startsWith("-"));
+      throw new UsageError(
+        `unknown flag --${clean(flag)}${suggest(flag, Object.keys(OPTIONS), "--")}`,
+        group !== undefined && isGroup(group) ? group : undefined,
+      );
+    }
+  }
   /** @type {{ values: Flags, positionals: string[] }} */
   let parsed;
   try {
@@ -523,23 +557,7 @@ function parseCommandLine(argv) {
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: {
-        url: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-        limit: { type: "string" },
-        all: { type: "boolean" },
-        name: { type: "string" },
-        email: { type: "string" },
-        "per-second": { type: "string" },
-        "per-day": { type: "string" },
-        "location-hint": { type: "string" },
-        "expires-in-days": { type: "string" },
-        jwks: { type: "string" },
-        scopes: { type: "string" },
-        dpop: { type: "string" },
-        confirm: { type: "string" },
-      },
+      options: OPTIONS,
     });
   } catch (err) {
     // node:util's messages name the option and say what is wrong with it.
@@ -555,15 +573,25 @@ function parseCommandLine(argv) {
   }
   if (first === undefined) {
     if (flags.help === true) return { help: "" };
+    if (flags.version === true) return { help: "", version: true };
     throw new UsageError("no command given");
   }
-  if (!isGroup(first)) throw new UsageError(`unknown command "${first}"`);
+  if (!isGroup(first)) throw new UsageError(`unknown command "${clean(first)}"${suggest(first, Object.keys(GROUPS))}`);
   if (flags.help === true) return { help: first };
 
   const inGroup = COMMANDS.filter((c) => c.words[0] === first);
   const command = inGroup.length === 1 && inGroup[0]?.words.length === 1 ? inGroup[0] : inGroup.find((c) => c.words[1] === second);
   if (command === undefined) {
-    throw new UsageError(second === undefined ? `${first}: which command?` : `unknown command "${first} ${second}"`, first);
+    throw new UsageError(
+      second === undefined
+        ? `${first}: which command?`
+        : `unknown command "${first} ${clean(second)}"${suggest(
+            second,
+            inGroup.map((c) => c.words[1] ?? ""),
+            `${first} `,
+          )}`,
+      first,
+    );
   }
 
   const given = positionals.slice(command.words.length);
@@ -595,6 +623,49 @@ function parseCommandLine(argv) {
     throw err;
   }
   return { command, args, flags };
+}
+
+/**
+ * `; did you mean "x"?` for the candidate closest to `word` by edit distance, when it is close
+ * enough to be a typo (at most 2 edits, and fewer than half the word); "" otherwise.
+ * @param {string} word
+ * @param {string[]} candidates
+ * @param {string} [prefix] put before the candidate in the suggestion
+ */
+function suggest(word, candidates, prefix = "") {
+  let best = "";
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of candidates) {
+    const d = editDistance(word.toLowerCase(), candidate);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best !== "" && bestDistance <= 2 && bestDistance < word.length / 2 ? `; did you mean "${prefix}${best}"?` : "";
+}
+
+/**
+ * Levenshtein distance (insertions, deletions, substitutions), one row at a time.
+ * @param {string} a
+ * @param {string} b
+ */
+function editDistance(a, b) {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length] ?? 0;
+}
+
+/** The version in package.json, which `--version` prints. */
+function packageVersion() {
+  const pkg = /** @type {{ version?: string }} */ (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")));
+  return pkg.version ?? "unknown";
 }
 
 /** @param {string} word */

@@ -351,6 +351,23 @@ describe("operator CLI", () => {
     }
   });
 
+  it("names the closest command or flag for a typo, and prints its version", async () => {
+    for (const [args, hint] of [
+      [["crendentials", "list", "o", "u"], 'did you mean "credentials"?'],
+      [["keys", "crate", "o"], 'did you mean "keys create"?'],
+      [["keys", "create", "o", "--per-secnd", "3"], 'did you mean "--per-second"?'],
+    ] as const) {
+      const run = await admin(...args);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr.split("\n")[0]).toContain(hint);
+    }
+    const far = await admin("frobnicate");
+    expect(far.stderr.split("\n")[0]).toBe('admin: unknown command "frobnicate"');
+    const version = await admin("--version");
+    expect(version).toMatchObject({ code: 0, stderr: "" });
+    expect(version.stdout).toMatch(/^keyway \d+\.\d+\.\d+\n$/);
+  });
+
   it("prints help on stdout with exit 0, for everything and for one group", async () => {
     const all = await admin("--help");
     expect(all.code).toBe(0);
