@@ -533,11 +533,19 @@ describe("API keys and webhooks pages", () => {
     const deliveryId = /deliveries\/(msg_[0-9a-z]{26})/.exec(html)?.[1];
     expect(deliveryId).toBeDefined();
 
-    fakeNetwork({ ...receiver(), [WEBHOOK_URL]: () => new Response(null, { status: 500 }) });
+    fakeNetwork({
+      ...receiver(),
+      [WEBHOOK_URL]: () =>
+        new Response("<b>upstream down</b>", { status: 500, headers: { "Content-Type": "text/html", "Retry-After": "30" } }),
+    });
     await attemptNow(t, bearer, deliveryId!);
     const deliveryPage = `${base}/deliveries/${deliveryId}`;
     html = await (await b.get(deliveryPage)).text();
     expect(html).toMatch(/webhook URL answered 500/);
+    // The receiver's answer as stored: its two headers and the excerpt, as text (escaped).
+    expect(html).toContain("Content-Type: text/html; Retry-After: 30");
+    expect(html).toContain("&lt;b&gt;upstream down&lt;/b&gt;");
+    expect(html).not.toContain("<b>upstream down</b>");
     expect(html).toMatch(/status-retry/);
     expect((await b.post(`${deliveryPage}/resend`, { csrf })).status).toBe(303);
     expect((await deliveryRow(t.orgId, deliveryId!)).queued_ms).toBeGreaterThan(Date.now() - 5_000);

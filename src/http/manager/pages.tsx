@@ -698,6 +698,7 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
             <th scope="col">HTTP status</th>
             <th scope="col">Outcome</th>
             <th scope="col">Error</th>
+            <th scope="col">Receiver's answer</th>
             <th scope="col">Latency</th>
           </tr>
         </thead>
@@ -715,6 +716,9 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
               <td>
                 {a.error ?? "-"}
                 {a.note ? ` (${a.note})` : ""}
+              </td>
+              <td>
+                <AnswerCell response={a.response} />
               </td>
               <td>{a.latency_ms} ms</td>
             </tr>
@@ -734,6 +738,30 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
     )}
   </>
 );
+
+/**
+ * What the delivery log kept of a failed webhook answer (docs/webhooks.md): its two headers and
+ * the excerpt, or why the excerpt is not shown. Rendered as text: JSX escapes it.
+ */
+const AnswerCell: FC<{ response: DeliveryRecord["attempts"][number]["response"] }> = ({ response }) => {
+  if (response === null) return <>-</>;
+  const headers = [
+    response.content_type ? `Content-Type: ${response.content_type}` : null,
+    response.retry_after ? `Retry-After: ${response.retry_after}` : null,
+  ].filter((h) => h !== null);
+  return (
+    <>
+      {headers.length > 0 && <span class="hint">{headers.join("; ")}</span>}
+      {response.body_withheld ? (
+        <p>Body withheld: it held a secret of this attempt.</p>
+      ) : response.body_excerpt ? (
+        <pre class="excerpt">{response.body_excerpt}</pre>
+      ) : (
+        <p>Empty body.</p>
+      )}
+    </>
+  );
+};
 
 /** What a re-send does; offered only when the API accepts one, so an attempt still in flight has outlived its lease. */
 const resendEffect = (d: Pick<DeliveryRecord, "status" | "in_flight_until">): string =>

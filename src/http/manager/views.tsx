@@ -53,6 +53,7 @@ select { display:block; max-width:100%; padding:.5rem; border:1px solid #888; bo
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary, .button.secondary { background:#fff; color:var(--accent); } button.danger, .button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
 .inline { display:inline; } .inline button { margin:0; }
+pre.excerpt { white-space:pre-wrap; overflow-wrap:anywhere; max-width:32rem; max-height:12rem; overflow:auto; margin:.25rem 0 0; font-size:.85em; }
 .notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .field-error { color: var(--bad); font-weight:600; margin:.25rem 0; } input[aria-invalid=true] { border:2px solid var(--bad); }
