@@ -66,7 +66,7 @@ export const companionPaths = (paths = {}) =>
   Object.fromEntries(COMPANIONS.map((c) => [c.binding, resolve(paths[c.binding] ?? join(ROOT, c.file))]));
 /** The environment held to production's rules (an https PUBLIC_BASE_URL is required). */
 export const PRODUCTION = "production";
-/** The flag the Worker's SSRF defence rests on (README, "Webhooks"). */
+/** The flag the Worker's SSRF defence rests on (docs/api.md, "Webhooks"). */
 const STRICT_EGRESS_FLAG = "global_fetch_strictly_public";
 /** wrangler does not copy these from the top level into an [env.*] section. */
 const NOT_INHERITED = ["vars", "kv_namespaces", "durable_objects", "queues", "analytics_engine_datasets", "services"];
@@ -554,7 +554,7 @@ function checkDurableObjects(out, env) {
 }
 
 /**
- * The webhook pipeline (README, "Webhooks"): the objects produce one message per attempt; the
+ * The webhook pipeline (docs/api.md, "Webhooks"): the objects produce one message per attempt; the
  * Worker consumes them; a fault of ours is retried max_retries times by the Queue (a receiver's
  * failures are retried by the object on WEBHOOK_RETRY_SCHEDULE, not here), then dead-lettered to a
  * queue whose consumer (the same Worker) has the object record it.

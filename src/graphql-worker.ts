@@ -7,7 +7,7 @@
  * reaches the domain (graphql/backend.ts, answered by http/graphql-backend.ts). `cost` counts a
  * request's mutation fields before admission. It is a Worker of its own so that graphql-js and
  * the engine, about 42 KiB gzipped, stay out of the bundle behind every other API request
- * (README, "Performance").
+ * (docs/performance.md).
  */
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { GraphQLBackend } from "./graphql/backend";

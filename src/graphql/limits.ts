@@ -32,7 +32,7 @@ import {
 } from "graphql";
 import { MAX_JSON_DEPTH } from "../lib/json";
 
-/** Documented limits (README, "GraphQL"). */
+/** Documented limits (docs/api.md, "GraphQL"). */
 export const GRAPHQL_LIMITS = {
   /** Characters in the query document. */
   maxDocumentLength: 10_000,

@@ -10,7 +10,7 @@
  * equal requests compare equal whatever their key order.
  */
 
-/** The documented limit (README, "Errors"): the top-level object or array is level 1. */
+/** The documented limit (docs/api.md, "Errors"): the top-level object or array is level 1. */
 export const MAX_JSON_DEPTH = 64;
 
 /**
