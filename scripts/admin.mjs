@@ -577,7 +577,11 @@ function parseCommandLine(argv) {
     throw new UsageError("no command given");
   }
   if (!isGroup(first)) throw new UsageError(`unknown command "${clean(first)}"${suggest(first, Object.keys(GROUPS))}`);
-  if (flags.help === true) return { help: first };
+  if (flags.help === true) {
+    // `keys create --help`: that command alone; `keys --help`: the group.
+    const one = COMMANDS.find((c) => c.words[0] === first && c.words[1] === second && c.words.length === 2);
+    return { help: one ? `${first} ${second}` : first };
+  }
 
   const inGroup = COMMANDS.filter((c) => c.words[0] === first);
   const command = inGroup.length === 1 && inGroup[0]?.words.length === 1 ? inGroup[0] : inGroup.find((c) => c.words[1] === second);
@@ -1004,6 +1008,20 @@ function write(text) {
 }
 
 /**
+ * Help for one command (`keys create --help`): its synopsis, what it does, its group's notes.
+ * @param {string} words
+ */
+function commandHelp(words) {
+  const [group = ""] = words.split(" ");
+  const row = commandRows(group).find(([usage]) => usage === words || usage.startsWith(`${words} `));
+  const info = GROUPS[/** @type {keyof typeof GROUPS} */ (group)];
+  const lines = [`Usage: npm run admin -- ${row?.[0] ?? words} [--url URL] [--json]`, "", `  ${row?.[1] ?? ""}`];
+  for (const note of info?.notes ?? []) lines.push(`  ${note}`);
+  lines.push("", "`npm run admin -- help` has every command, the flags of all, the environment and exit status.", "");
+  return lines.join("\n");
+}
+
+/**
  * One help row per command of a group: its synopsis (words, <arguments>, [flags]) and summary.
  * @param {string} group
  * @returns {[string, string][]}
@@ -1040,6 +1058,7 @@ function usageText(group) {
  * @param {string} group "" for every group
  */
 function helpText(group) {
+  if (group.includes(" ")) return commandHelp(group);
   const groups = group === "" ? Object.keys(GROUPS) : [group];
   const lines = [
     "keyway operator CLI: the operator API (/admin/v1) from a terminal, against any keyway.",

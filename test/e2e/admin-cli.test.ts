@@ -373,6 +373,11 @@ describe("operator CLI", () => {
     expect(all.code).toBe(0);
     for (const group of ["orgs", "users", "credentials", "keys", "admin-tokens", "audit"]) expect(all.stdout).toContain(`\n  ${group} `);
     expect(all.stdout).toMatch(/\.dev\.vars/);
+    const one = await admin("keys", "create", "--help");
+    expect(one.code).toBe(0);
+    expect(one.stdout).toMatch(/^Usage: npm run admin -- keys create <org> \[--name N\]/);
+    expect(one.stdout).not.toContain("keys list");
+    expect(one.stdout.split("\n").length).toBeLessThan(15);
     const keys = await admin("keys", "--help");
     expect(keys.code).toBe(0);
     expect(keys.stdout).toContain("keys update <org> <id>");
