@@ -66,7 +66,7 @@ beforeAll(async () => {
 
 /** Which entry of `ids` a path parameter takes: `{id}` is a delivery under /v1/deliveries, else a configuration. */
 const idName = (route: Route, param: string): string =>
-  param === "id" ? (route.path.startsWith("/v1/deliveries/") ? "delivery" : "config") : param;
+  param === "id" ? (route.path.includes("/deliveries/{id}") ? "delivery" : "config") : param;
 
 const paramsOf = (route: Route): string[] => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => idName(route, m[1] ?? ""));
 

@@ -210,7 +210,7 @@ describe("the real routes", () => {
     for (const route of enveloped) {
       const where = `${route.method} ${route.path}`;
       const path = route.path.replace(/\{(\w+)\}/g, (_, param: string) => {
-        const name = param === "id" ? (route.path.startsWith("/v1/deliveries/") ? "delivery" : "config") : param;
+        const name = param === "id" ? (route.path.includes("/deliveries/{id}") ? "delivery" : "config") : param;
         const id = ids[name];
         if (!id) throw new Error(`${where}: no id for {${param}}; add one to this test`);
         return id;

@@ -159,3 +159,16 @@ export const AUDIT_ENTRY = {
   resource: { type: "client_credential", id: CLIENT_ID },
   detail: null,
 };
+
+/** An endpoint's traffic, two buckets of each series (a real answer has 24 and 30). */
+export const WEBHOOK_TRAFFIC = {
+  last_24h: { succeeded: 118, failed: 3, success_rate: 0.975, latency_ms_avg: 84 },
+  hours: [
+    { start: "2026-06-01T11:00:00.000Z", succeeded: 70, failed: 3, latency_ms_avg: 91 },
+    { start: "2026-06-01T12:00:00.000Z", succeeded: 48, failed: 0, latency_ms_avg: 74 },
+  ],
+  days: [
+    { start: "2026-05-31T00:00:00.000Z", succeeded: 1204, failed: 12, latency_ms_avg: 80 },
+    { start: "2026-06-01T00:00:00.000Z", succeeded: 118, failed: 3, latency_ms_avg: 84 },
+  ],
+};

@@ -36,7 +36,7 @@ import { type Auth, type HttpMethod, type Route, TAGS } from "./route";
 
 const ADMIN_TOKEN_ID = ADMIN_TOKEN.id;
 
-/** Path parameters by name; `{id}` means a webhook configuration except under /v1/deliveries. */
+/** Path parameters by name; `{id}` means a webhook configuration except after `/deliveries/`. */
 const PATH_PARAMS: Record<string, { description: string; example: string }> = {
   org: { description: "Organization id (`org_...`).", example: ORG_ID },
   user: { description: "User id (`usr_...`).", example: USER_ID },
@@ -48,7 +48,7 @@ const PATH_PARAMS: Record<string, { description: string; example: string }> = {
 const DELIVERY_PARAM = { description: "Delivery id (`msg_...`), also the `webhook-id` the receiver sees.", example: DELIVERY_ID };
 
 function pathParam(path: string, name: string): { description: string; example: string } {
-  const param = name === "id" && path.startsWith("/v1/deliveries/") ? DELIVERY_PARAM : PATH_PARAMS[name];
+  const param = name === "id" && path.includes("/deliveries/{id}") ? DELIVERY_PARAM : PATH_PARAMS[name];
   // A route with a new parameter name must describe it here; the test builds the document.
   if (param === undefined) throw new Error(`openapi: no description for path parameter {${name}} of ${path}`);
   return param;

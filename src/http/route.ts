@@ -35,6 +35,8 @@ export const TAGS = {
   "Operator: organizations and users": "Operator API; `Authorization: Bearer <ADMIN_TOKEN>`.",
   "Operator: API keys": "Operator API. The secret `api_key` is shown only in the creation response.",
   "Operator: client credentials": "Operator API. The `client_secret` is shown only in the creation response.",
+  "Operator: webhooks":
+    "Operator API: an organization's webhook configurations and deliveries, as its clients see them under /v1 (read, pause and resume, test, re-send).",
   Service: "Unauthenticated service routes: liveness, OAuth discovery and this description.",
 } as const;
 export type TagName = keyof typeof TAGS;

@@ -9,11 +9,12 @@ import type { Deps } from "../deps";
 import { notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
 import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
+import { seriesOf } from "../lib/series";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { keyObject, reach, unwrap } from "../objects/stubs";
 import type { Decision } from "../ratelimit/windows";
-import type { ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
+import type { ApiKeyTrafficView, ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
 import type { ApiKeyRecord, LimitOverrides, Limits, LocationHint } from "../schemas/records";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
@@ -71,6 +72,13 @@ export async function revokeApiKey(deps: Deps, orgId: string, keyId: string, act
   if (!ID_PATTERN.test(keyId)) throw notFound("API key");
   const change = unwrap(await reach("organization", () => organization(deps, orgId).revokeKey(keyId, actor, deps.now())));
   return applied(change, "The revocation of the API key");
+}
+
+/** The key's requests over time (admitted and refused, by hour and by day), from its own object. */
+export async function keyTraffic(deps: Deps, key: Pick<ApiKeyRecord, "key_hash">): Promise<ApiKeyTrafficView> {
+  const now = deps.now();
+  const rows = await reach("API key object", () => keyObject(deps, key.key_hash).traffic());
+  return seriesOf(rows, ["admitted", "refused"] as const, now);
 }
 
 /** The key's current usage, from its own object. */

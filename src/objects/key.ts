@@ -20,6 +20,7 @@
  * 1,000/s, see docs/storage.md for sharding); rows: one per revoked credential of the organization.
  */
 import { DurableObject } from "cloudflare:workers";
+import { DAY_MS, hourOf } from "../lib/series";
 import { withTimeout } from "../lib/time";
 import { describeError, log } from "../log";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
@@ -129,7 +130,24 @@ const MIGRATIONS: Migration[] = [
       "CREATE TABLE proof_jtis (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL) WITHOUT ROWID",
     ],
   },
+  {
+    // Issue 23: requests admitted and refused by the limits, per hour, for the traffic charts
+    // (kept TRAFFIC_DAYS; at most 24 x TRAFFIC_DAYS rows).
+    version: 3,
+    statements: [
+      "CREATE TABLE traffic (hour_ms INTEGER PRIMARY KEY, admitted INTEGER NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)",
+    ],
+  },
 ];
+
+/** How long the hourly traffic counts are kept: the 30 days the charts show, and one to spare. */
+export const TRAFFIC_DAYS = 31;
+
+export interface TrafficRow extends Record<string, SqlStorageValue> {
+  hour_ms: number;
+  admitted: number;
+  refused: number;
+}
 
 /**
  * Seen DPoP proofs are pruned once every this many (a scan of at most what two minutes of
@@ -160,6 +178,8 @@ export class KeyObject extends DurableObject<Env> {
   /** Access tokens revoked one by one, until they expire (ms). */
   private readonly revokedTokens = new Map<string, number>();
   private proofsSincePrune = 0;
+  /** The hour of the last traffic count (memory only: a restarted object prunes on its first request). */
+  private trafficHour = 0;
   /** Last noted use per subject ("key" or a client_id), in memory to skip most writes. */
   private readonly noted = new Map<string, number>();
   /** When the flush alarm is set for, or null when none is. */
@@ -212,6 +232,7 @@ export class KeyObject extends DurableObject<Env> {
     // A proof is used once, admitted or not: the first use records it, every later one is a replay.
     const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof, input.now);
     const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now, input.cost ?? 1);
+    this.countTraffic(input.now, decision.allowed);
     if (decision.allowed) {
       // Storage first: memory never counts a request that storage did not.
       // An upsert updates the one row in place (REPLACE would delete and re-insert it).
@@ -255,6 +276,33 @@ export class KeyObject extends DurableObject<Env> {
       for (const [id, expires] of this.revokedTokens) if (expires < now) this.revokedTokens.delete(id);
     }
     return written > 0;
+  }
+
+  /**
+   * One request in its hour's row of `traffic`, admitted or refused by the limits: the counts the
+   * charts draw, written in the same call as the decision (no extra call on the hot path). Rows
+   * past TRAFFIC_DAYS go when a new hour begins.
+   */
+  private countTraffic(now: number, allowed: boolean): void {
+    const hour = hourOf(now);
+    const sql = this.ctx.storage.sql;
+    sql.exec(
+      `INSERT INTO traffic (hour_ms, admitted, refused) VALUES (?1, ?2, ?3)
+       ON CONFLICT (hour_ms) DO UPDATE SET admitted = admitted + ?2, refused = refused + ?3`,
+      hour,
+      allowed ? 1 : 0,
+      allowed ? 0 : 1,
+    );
+    if (hour > this.trafficHour) {
+      this.trafficHour = hour;
+      sql.exec("DELETE FROM traffic WHERE hour_ms < ?", hour - TRAFFIC_DAYS * DAY_MS);
+    }
+  }
+
+  /** The hourly traffic counts (oldest first), for the charts and the operator API. */
+  traffic(): TrafficRow[] {
+    if (this.key === null) return [];
+    return this.ctx.storage.sql.exec<TrafficRow>("SELECT hour_ms, admitted, refused FROM traffic ORDER BY hour_ms").toArray();
   }
 
   /** Current usage without counting a request (operator API, manager). */

@@ -156,6 +156,15 @@ export type ApiKeyUsage = z.output<typeof ApiKeyUsage>;
 
 export const ApiKeyWithUsageView = ApiKeyView.extend({ usage: ApiKeyUsage });
 
+const TrafficBucket = z.object({
+  start: Timestamp.describe("Start of the hour or UTC day."),
+  admitted: z.number().int().describe("Requests the limits admitted."),
+  refused: z.number().int().describe("Requests refused with 429."),
+});
+/** An API key's requests over time (lib/series.ts): the last 24 hours by hour, the last 30 days by UTC day, oldest first. */
+export const ApiKeyTrafficView = z.object({ hours: z.array(TrafficBucket), days: z.array(TrafficBucket) });
+export type ApiKeyTrafficView = z.output<typeof ApiKeyTrafficView>;
+
 /** Only the create response carries the secret. */
 export const CreatedApiKeyView = ApiKeyView.extend({ api_key: z.string() });
 
@@ -193,6 +202,7 @@ publicNames.add(OrganizationView, { name: "OrganizationView" });
 publicNames.add(UserView, { name: "UserView" });
 publicNames.add(ApiKeyView, { name: "ApiKeyView" });
 publicNames.add(ApiKeyWithUsageView, { name: "ApiKeyWithUsageView" });
+publicNames.add(ApiKeyTrafficView, { name: "ApiKeyTrafficView" });
 publicNames.add(CreatedApiKeyView, { name: "CreatedApiKeyView" });
 publicNames.add(ClientCredentialView, { name: "ClientCredentialView" });
 publicNames.add(CreatedClientCredentialView, { name: "CreatedClientCredentialView" });

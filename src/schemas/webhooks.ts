@@ -196,6 +196,44 @@ export type DeliveryAttempt = z.output<typeof DeliveryAttempt>;
 
 export const DeliveryStatus = z.enum(["pending", "retrying", "delivered", "failed"]);
 
+/**
+ * What a list of deliveries may be narrowed to (REST query, manager filters, CLI flags): a status,
+ * an event type, one event's deliveries. Absent means any. Every filter is served by an index of
+ * the endpoint's table (objects/endpoints/schema.ts, migration 3), so a page costs its own rows.
+ */
+export const DeliveryFilter = z.object({
+  status: DeliveryStatus.optional(),
+  event_type: EventType.optional(),
+  event_id: z
+    .string()
+    .max(64, { error: "must be at most 64 characters" })
+    .regex(/^[A-Za-z0-9_-]+$/, { error: "must be an event id such as evt_..." })
+    .optional(),
+});
+export type DeliveryFilter = z.output<typeof DeliveryFilter>;
+
+const AttemptBucket = z.object({
+  start: Timestamp.describe("Start of the hour or UTC day."),
+  succeeded: z.number().int().describe("Attempts the receiver accepted (2xx)."),
+  failed: z.number().int().describe("Attempts that failed at the receiver (token or webhook step)."),
+  latency_ms_avg: z.number().int().nullable().describe("Mean latency of those attempts; null when there were none."),
+});
+/**
+ * An endpoint's attempts over time (lib/series.ts): the last 24 hours by hour, the last 30 days by
+ * UTC day, oldest first, and the last 24 hours' totals. Attempts our side failed are not counted.
+ */
+export const WebhookTrafficView = z.object({
+  last_24h: z.object({
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    success_rate: z.number().min(0).max(1).nullable().describe("succeeded / (succeeded + failed); null without attempts."),
+    latency_ms_avg: z.number().int().nullable(),
+  }),
+  hours: z.array(AttemptBucket),
+  days: z.array(AttemptBucket),
+});
+export type WebhookTrafficView = z.output<typeof WebhookTrafficView>;
+
 export const DeliveryRecord = z.object({
   id: z.string(),
   organization_id: z.string(),
@@ -387,3 +425,5 @@ publicNames.add(ReceiverTokenResponse, { name: "ReceiverTokenResponse" });
 publicNames.add(ReceiverTokenError, { name: "ReceiverTokenError" });
 export type WebhookEventBody = z.output<typeof WebhookEvent>;
 export type ReceiverTokenRequestBody = z.output<typeof ReceiverTokenRequest>;
+publicNames.add(WebhookTrafficView, { name: "WebhookTrafficView" });
+publicNames.add(DeliveryFilter, { name: "DeliveryFilter" });

@@ -15,16 +15,19 @@ import { sha256Hex } from "../lib/crypto";
 import { encodeUtf8 } from "../lib/encoding";
 import { ID_PATTERN, newEventId } from "../lib/ids";
 import { canonicalJson } from "../lib/json";
+import { seriesOf } from "../lib/series";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, unwrap, webhookObject } from "../objects/stubs";
 import {
+  type DeliveryFilter,
   type DeliveryRecord,
   IdempotencyKey,
   type PublishEventInput,
   type PublishedEventView,
   type WebhookConfigurationRecord,
   type WebhookEventBody,
+  type WebhookTrafficView,
 } from "../schemas/webhooks";
 
 /**
@@ -94,16 +97,54 @@ export async function getDelivery(deps: Deps, orgId: string, deliveryId: string)
   return unwrap(await reach("webhook endpoint", () => endpointObject(deps, configId).delivery(deliveryId)));
 }
 
-/** A configuration's deliveries, newest first (its deliveries live with its endpoint). */
-export async function listDeliveries(deps: Deps, orgId: string, configId: string, page: PageRequest): Promise<Page<DeliveryRecord>> {
+/**
+ * A configuration's deliveries, newest first (its deliveries live with its endpoint), narrowed by
+ * `filter`; the cursor continues the same filtered list.
+ */
+export async function listDeliveries(
+  deps: Deps,
+  orgId: string,
+  configId: string,
+  page: PageRequest,
+  filter: DeliveryFilter = {},
+): Promise<Page<DeliveryRecord>> {
   if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
   const [config, deliveries] = await Promise.all([
     reach("webhooks", () => webhookObject(deps, orgId).configuration(configId)),
-    reach("webhook endpoint", () => endpointObject(deps, configId).listDeliveries(page)),
+    reach("webhook endpoint", () => endpointObject(deps, configId).listDeliveries(page, filter)),
   ]);
   unwrap(config);
   return unwrap(deliveries);
 }
+
+/** A configuration's attempts over time, with the last 24 hours' success rate and latency. */
+export async function webhookTraffic(deps: Deps, orgId: string, configId: string): Promise<WebhookTrafficView> {
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  const now = deps.now();
+  const [config, rows] = await Promise.all([
+    reach("webhooks", () => webhookObject(deps, orgId).configuration(configId)),
+    reach("webhook endpoint", () => endpointObject(deps, configId).hourly(now)),
+  ]);
+  unwrap(config);
+  const { hours, days } = seriesOf(rows, ["succeeded", "failed", "latency_ms_sum"] as const, now);
+  const bucket = ({ latency_ms_sum, ...b }: (typeof hours)[number]) => ({
+    ...b,
+    latency_ms_avg: mean(latency_ms_sum, b.succeeded + b.failed),
+  });
+  const total = hours.reduce((t, h) => ({ s: t.s + h.succeeded, f: t.f + h.failed, l: t.l + h.latency_ms_sum }), { s: 0, f: 0, l: 0 });
+  return {
+    last_24h: {
+      succeeded: total.s,
+      failed: total.f,
+      success_rate: total.s + total.f === 0 ? null : Math.round((total.s / (total.s + total.f)) * 1000) / 1000,
+      latency_ms_avg: mean(total.l, total.s + total.f),
+    },
+    hours: hours.map(bucket),
+    days: days.map(bucket),
+  };
+}
+
+const mean = (sum: number, n: number): number | null => (n === 0 ? null : Math.round(sum / n));
 
 /**
  * Re-sends a delivery with the same webhook-id: a finished one (`delivered` or `failed`) as a new

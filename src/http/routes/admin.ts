@@ -5,7 +5,16 @@
  */
 import type { Context } from "hono";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
-import { apiKeyView, createApiKey, getApiKey, keyUsage, listApiKeys, revokeApiKey, updateApiKey } from "../../identity/api-keys";
+import {
+  apiKeyView,
+  createApiKey,
+  getApiKey,
+  keyTraffic,
+  keyUsage,
+  listApiKeys,
+  revokeApiKey,
+  updateApiKey,
+} from "../../identity/api-keys";
 import { auditLog } from "../../identity/audit";
 import {
   clientCredentialView,
@@ -22,6 +31,7 @@ import { usageView } from "../../ratelimit/service";
 import { emptyUsage } from "../../ratelimit/windows";
 import {
   AdminTokenView,
+  ApiKeyTrafficView,
   ApiKeyView,
   ApiKeyWithUsageView,
   ClientCredentialView,
@@ -53,6 +63,18 @@ const CREDENTIALS = `${USERS}/{user}/client-credentials`;
 const orgsTag = "Operator: organizations and users";
 const keysTag = "Operator: API keys";
 const credentialsTag = "Operator: client credentials";
+
+/** Two buckets of each series, for the description (a real answer has 24 and 30). */
+const TRAFFIC_EXAMPLE = {
+  hours: [
+    { start: "2026-06-01T11:00:00.000Z", admitted: 340, refused: 2 },
+    { start: "2026-06-01T12:00:00.000Z", admitted: 118, refused: 0 },
+  ],
+  days: [
+    { start: "2026-05-31T00:00:00.000Z", admitted: 912, refused: 40 },
+    { start: "2026-06-01T00:00:00.000Z", admitted: 458, refused: 2 },
+  ],
+};
 
 type C = Context<AppEnv>;
 const deps = (c: C) => c.get("deps");
@@ -275,6 +297,18 @@ export const adminRoutes: Route[] = [
       const usage = usageView(decision);
       return { ...view, limits: { per_second: usage.second.limit, per_day: usage.day.limit }, usage };
     },
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: `${KEYS}/{key}/traffic`,
+    operationId: "getApiKeyTraffic",
+    summary: "An API key's requests over time",
+    description:
+      "Requests admitted and refused (429) by the key's limits: the last 24 hours by hour and the last 30 days by UTC day, oldest first, every bucket present. Counted by the key's own object in the same call that decides each request, so these are the numbers the limits saw. The manager draws its charts from the same counts.",
+    tag: keysTag,
+    auth: "admin",
+    response: { schema: ApiKeyTrafficView, example: TRAFFIC_EXAMPLE },
+    handle: async (c) => keyTraffic(deps(c), await getApiKey(deps(c), param(c, "org"), param(c, "key"))),
   }),
   envelopeRoute({
     method: "PATCH",

@@ -17,7 +17,7 @@ import { graphqlRoutes } from "./graphql";
 import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
 import { serviceRoutes } from "./service";
-import { webhookRoutes } from "./webhooks";
+import { operatorWebhookRoutes, webhookRoutes } from "./webhooks";
 
 const OpenApiDocumentShape = z.looseObject({
   openapi: z.literal("3.1.0"),
@@ -80,6 +80,7 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...graphqlRoutes,
   ...adminRoutes,
+  ...operatorWebhookRoutes,
 ];
 
 const DESCRIPTION = "API description";

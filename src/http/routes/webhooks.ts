@@ -4,15 +4,22 @@
  * only parse input and shape output: the rules live in webhooks/.
  */
 import type { Context } from "hono";
+import * as z from "zod";
+import { getOrganization } from "../../identity/organizations";
+import { parseInput } from "../../schemas/validate";
 import {
   CreatedWebhookConfigurationView,
   CreateWebhookConfigurationInput,
+  DeliveryFilter,
+  DeliveryStatus,
   DeliveryView,
+  EventType,
   PublishEventInput,
   PublishedEventView,
   RotatedWebhookConfigurationView,
   UpdateWebhookConfigurationInput,
   WebhookConfigurationView,
+  WebhookTrafficView,
 } from "../../schemas/webhooks";
 import {
   createWebhookConfiguration,
@@ -31,17 +38,31 @@ import {
   publishEvent,
   retryDelivery,
   sendTestEvent,
+  webhookTraffic,
 } from "../../webhooks/deliveries";
 import type { AppEnv } from "../context";
-import { CONFIG, DELIVERY, EVENT_INPUT, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT } from "../examples";
-import { envelopeRoute, listRoute, param, type Route } from "../route";
+import { CONFIG, DELIVERY, EVENT_ID, EVENT_INPUT, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT, WEBHOOK_TRAFFIC } from "../examples";
+import { envelopeRoute, listRoute, param, type QueryParam, type Route } from "../route";
 
 const CONFIGS = "/v1/webhook-configurations";
 const CONFIG_PATH = `${CONFIGS}/{id}`;
 /** The event body cap, plus room for the {type, data} wrapper. */
 const MAX_EVENT_REQUEST_BYTES = MAX_EVENT_BYTES + 1024;
 
-const orgOf = (c: Context<AppEnv>) => c.get("principal").organizationId;
+/**
+ * The organization a request acts in: the access token's, or on the operator's mirror of these
+ * routes (operatorWebhookRoutes below) the `{org}` of the path.
+ */
+const orgOf = (c: Context<AppEnv>) => c.req.param("org") ?? c.get("principal").organizationId;
+
+/** The list filters of a configuration's deliveries, from the query string (DeliveryFilter). */
+const deliveryFilter = (c: Context<AppEnv>) => parseInput(DeliveryFilter, c.req.query(), "query string");
+
+const DELIVERY_QUERY: QueryParam[] = [
+  { name: "status", description: "Only deliveries in this status.", schema: DeliveryStatus, example: "failed" },
+  { name: "event_type", description: "Only deliveries of this event type.", schema: EventType, example: "order.created" },
+  { name: "event_id", description: "Only the deliveries of this event (`evt_...`).", schema: z.string(), example: EVENT_ID },
+];
 const deps = (c: Context<AppEnv>) => c.get("deps");
 const actor = (c: Context<AppEnv>) => c.get("actor");
 const configTag = "Webhook configurations";
@@ -164,10 +185,26 @@ export const webhookRoutes: Route[] = [
     operationId: "listDeliveries",
     scope: "webhooks:read",
     summary: "List a configuration's deliveries, newest first",
+    description:
+      "Narrow the list with `status`, `event_type` and `event_id` (together they must all match); `_links.next` keeps the filters, so paging goes to the end of the filtered list. To find a delivery by the `webhook-id` a receiver saw, get `/v1/deliveries/{webhook-id}`.",
     tag: eventsTag,
     auth: "client",
+    query: DELIVERY_QUERY,
     response: { schema: DeliveryView, example: [DELIVERY] },
-    handle: (c, query) => listDeliveries(deps(c), orgOf(c), param(c, "id"), query),
+    handle: (c, query) => listDeliveries(deps(c), orgOf(c), param(c, "id"), query, deliveryFilter(c)),
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: `${CONFIG_PATH}/traffic`,
+    operationId: "getWebhookTraffic",
+    scope: "webhooks:read",
+    summary: "A configuration's attempts over time: health at a glance",
+    description:
+      "Attempts the receiver accepted and failed, with their mean latency: the last 24 hours by hour and the last 30 days by UTC day (oldest first, every bucket present), and the last 24 hours' totals and success rate. Counted by the endpoint's object as each attempt concludes; attempts that failed on keyway's side are not the receiver's and are not counted.",
+    tag: configTag,
+    auth: "client",
+    response: { schema: WebhookTrafficView, example: WEBHOOK_TRAFFIC },
+    handle: (c) => webhookTraffic(deps(c), orgOf(c), param(c, "id")),
   }),
   envelopeRoute({
     method: "POST",
@@ -221,3 +258,40 @@ export const webhookRoutes: Route[] = [
     handle: (c) => retryDelivery(deps(c), orgOf(c), param(c, "id"), actor(c)),
   }),
 ];
+
+/**
+ * The operator's view of an organization's webhooks (the CLI's `webhooks` and `deliveries`
+ * commands): the same routes under `/admin/v1/organizations/{org}`, with the operator token,
+ * declared once above and mirrored here so both sides run the same handler. Reading, pausing
+ * and resuming (PATCH `status`), test events, traffic and re-sends; creating configurations and
+ * publishing events stay with the organization's own clients.
+ */
+const OPERATOR_MIRRORED = new Set([
+  "listWebhookConfigurations",
+  "getWebhookConfiguration",
+  "updateWebhookConfiguration",
+  "sendTestEvent",
+  "listDeliveries",
+  "getWebhookTraffic",
+  "getDelivery",
+  "retryDelivery",
+]);
+
+export const operatorWebhookRoutes: Route[] = webhookRoutes
+  .filter((r) => OPERATOR_MIRRORED.has(r.operationId))
+  .map(({ scope: _scope, ...r }) => ({
+    ...r,
+    path: `/admin/v1/organizations/{org}${r.path.slice("/v1".length)}`,
+    operationId: `operator${r.operationId[0]?.toUpperCase()}${r.operationId.slice(1)}`,
+    tag: "Operator: webhooks",
+    auth: "admin",
+    // An unknown (or deleted) organization is 404, not an empty list. The other routes name a
+    // configuration or a delivery, which such an organization does not have: 404 as well, after
+    // the body is checked, in the order the description documents.
+    serve: r.list
+      ? async (c) => {
+          await getOrganization(deps(c), param(c, "org"));
+          return r.serve(c);
+        }
+      : r.serve,
+  }));

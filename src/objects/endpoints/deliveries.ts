@@ -16,10 +16,10 @@
  */
 import { encodeUtf8 } from "../../lib/encoding";
 import { isoTime } from "../../lib/time";
-import type { AttemptReport, AttemptResponse, DeliveryAttempt, DeliveryRecord } from "../../schemas/webhooks";
+import type { AttemptReport, AttemptResponse, DeliveryAttempt, DeliveryFilter, DeliveryRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import { DELIVERY_ROW_BYTES } from "../webhooks/limits";
-import { type AttemptRow, DELIVERY_COLUMNS, type DeliveryRow, deliveryRow } from "./schema";
+import { type AttemptRow, DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type HourlyRow } from "./schema";
 
 /** The attempts a delivery view shows: the most recent. */
 const ATTEMPTS_SHOWN = 50;
@@ -181,6 +181,9 @@ export function conclude(db: Db, ticket: TicketRef, outcome: Outcome, now: numbe
       row.id,
       ticket.attempt,
     );
+    // The endpoint's hourly counts (health, charts): each attempt once, at its first conclusion,
+    // and only when the receiver had its say (an attempt our side failed says nothing of it).
+    if (attempt.outcome === "in_flight" && (options.counts || kind === "delivered")) countAttempt(db, now, kind, outcome.latency_ms);
     result = { outcome: kind, moved: moves };
     if (!moves) return; // the attempt happened and is recorded; the delivery has moved on
     if (kind === "retry") {
@@ -299,5 +302,43 @@ export function deliveryRecord(
 }
 
 /** A page of deliveries, newest first, after the rowid `before`. */
-export const deliveriesBefore = (db: Db, before: number, limit: number): DeliveryRow[] =>
-  db.all<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE rowid < ? ORDER BY rowid DESC LIMIT ?`, before, limit);
+export const HOUR_MS = 3_600_000;
+
+/** Adds one concluded attempt to its hour's row (succeeded or failed, and its latency). */
+function countAttempt(db: Db, now: number, kind: Concluded["outcome"], latencyMs: number): void {
+  const ok = kind === "delivered" ? 1 : 0;
+  db.run(
+    `INSERT INTO hourly (hour_ms, succeeded, failed, latency_ms_sum) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (hour_ms) DO UPDATE SET succeeded = succeeded + ?2, failed = failed + ?3, latency_ms_sum = latency_ms_sum + ?4`,
+    now - (now % HOUR_MS),
+    ok,
+    1 - ok,
+    Math.max(0, Math.round(latencyMs)),
+  );
+}
+
+/** The hourly counts from `since` on (oldest first); pruned with the deliveries (dispatch.ts). */
+export const hourlySince = (db: Db, since: number): HourlyRow[] =>
+  db.all<HourlyRow>("SELECT hour_ms, succeeded, failed, latency_ms_sum FROM hourly WHERE hour_ms >= ? ORDER BY hour_ms", since);
+
+/**
+ * Deliveries newest first, below rowid `before`, narrowed by `filter`. Each filter has its own
+ * index (migration 3) whose entries carry the rowid, so a filtered page reads its own rows.
+ */
+export function deliveriesBefore(db: Db, before: number, limit: number, filter: DeliveryFilter = {}): DeliveryRow[] {
+  const where = ["rowid < ?"];
+  const args: SqlStorageValue[] = [before];
+  // Column names come from this list, never from input; values are bound.
+  for (const column of ["status", "event_type", "event_id"] as const) {
+    const value = filter[column];
+    if (value !== undefined) {
+      where.push(`${column} = ?`);
+      args.push(value);
+    }
+  }
+  return db.all<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where.join(" AND ")} ORDER BY rowid DESC LIMIT ?`,
+    ...args,
+    limit,
+  );
+}

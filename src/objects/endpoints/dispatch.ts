@@ -178,6 +178,8 @@ export function prune(db: Db, ep: EndpointRow, retentionDays: number, now: numbe
       )
     : [];
   const doomed = new Map([...expired, ...early].map((r) => [r.id, r.bytes + DELIVERY_ROW_BYTES]));
+  // The hourly counts live as long as deliveries do (at most 24 x retentionDays rows).
+  db.run("DELETE FROM hourly WHERE hour_ms < ?", now - retentionDays * DAY_MS);
   if (doomed.size === 0) return false;
   db.txn(() => {
     for (const [id, bytes] of doomed) {

@@ -22,6 +22,7 @@ import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
 import type {
   AttemptReport,
+  DeliveryFilter,
   DeliveryRecord,
   DeliveryTicket,
   EndpointState,
@@ -40,6 +41,7 @@ import {
   deliveriesBefore,
   deliveryRecord,
   failWithoutRequest,
+  hourlySince,
   isOpen,
   type NewDelivery,
   putBack,
@@ -52,7 +54,7 @@ import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } f
 import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
 import { importDeliveries, type LegacyDelivery } from "./legacy";
 import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength, TOKEN_REUSE_MARGIN_MS } from "./policy";
-import { DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, MIGRATIONS } from "./schema";
+import { DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, type HourlyRow, MIGRATIONS } from "./schema";
 import { grantableAt, SlotBook } from "./slots";
 import { fetching, leaseOwner, planToken, type TokenPlan, tokenKey } from "./token";
 
@@ -253,15 +255,20 @@ export class EndpointObject extends DurableObject<Env> {
     return ep && row ? ok(this.record(ep, row)) : missing("Delivery");
   }
 
-  listDeliveries(page: PageRequest): Result<Page<DeliveryRecord>> {
+  listDeliveries(page: PageRequest, filter: DeliveryFilter = {}): Result<Page<DeliveryRecord>> {
     const ep = this.endpoint();
     if (ep === undefined) return ok({ items: [], next_cursor: null });
     return pageOf(
-      (before, limit) => deliveriesBefore(this.db, before, limit),
+      (before, limit) => deliveriesBefore(this.db, before, limit, filter),
       page,
       (row) => this.record(ep, row),
       true,
     );
+  }
+
+  /** The endpoint's concluded attempts by hour over the retention (health and charts). */
+  hourly(now: number): HourlyRow[] {
+    return this.endpoint() === undefined ? [] : hourlySince(this.db, now - EVENT_RETENTION_DAYS * 86_400_000);
   }
 
   private record(ep: EndpointRow, row: DeliveryRow): DeliveryRecord {

@@ -50,6 +50,18 @@ export const MIGRATIONS: Migration[] = [
     version: 2,
     statements: ["ALTER TABLE attempts ADD COLUMN response TEXT"],
   },
+  {
+    // Issue 23: the manager's and the API's delivery filters and search, and the endpoint's
+    // hourly counts (health and charts). One row per hour, kept as long as the deliveries.
+    version: 3,
+    statements: [
+      "CREATE INDEX deliveries_by_status ON deliveries (status)",
+      "CREATE INDEX deliveries_by_type ON deliveries (event_type)",
+      "CREATE INDEX deliveries_by_event ON deliveries (event_id)",
+      `CREATE TABLE hourly (hour_ms INTEGER PRIMARY KEY, succeeded INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+        latency_ms_sum INTEGER NOT NULL DEFAULT 0)`,
+    ],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -142,6 +154,14 @@ export interface AttemptRow extends Row {
   response: string | null;
   /** Who concluded it: the consumer's report, the lease running out, a dead letter, or keyway without a request. */
   settled_by: "report" | "lease" | "dead_letter" | "keyway" | null;
+}
+
+/** One hour of an endpoint's concluded attempts (migration 3). */
+export interface HourlyRow extends Row {
+  hour_ms: number;
+  succeeded: number;
+  failed: number;
+  latency_ms_sum: number;
 }
 
 /** Every column of a delivery but the body (lists and state changes never need it). */
