@@ -10,7 +10,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { lastAttempt } from "../src/http/manager/pages";
+import { lastAttempt } from "../src/http/manager/pages/webhooks";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../src/lib/encoding";
 import { sign } from "../src/lib/signed";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";

@@ -1,0 +1,49 @@
+/**
+ * The manager's The audit log: who did what to which resource, and when. Plain data in, markup out (no request, no storage); routes load the
+ * data. Hono JSX escapes every interpolated value.
+ */
+import type { FC } from "hono/jsx";
+import type { AuditEntryView } from "../../../schemas/audit";
+import { TableRegion, when } from "../views";
+
+const actorText = (a: AuditEntryView["actor"]): string =>
+  a.type === "operator"
+    ? "operator"
+    : a.type === "system"
+      ? "keyway (automatic)"
+      : a.type === "admin_token"
+        ? `administrator (${a.id})`
+        : `API client ${a.id} (key ${a.api_key_id})`;
+
+export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
+  <>
+    <TableRegion label="Audit log">
+      <table>
+        <caption class="hint">The 100 most recent changes, newest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">What</th>
+            <th scope="col">Resource</th>
+          </tr>
+        </thead>
+        <tbody>
+          {entries.map((e) => (
+            <tr>
+              <td>{when(e.at)}</td>
+              <td>{actorText(e.actor)}</td>
+              <td>
+                <code>{e.action}</code>
+              </td>
+              <td>
+                <code>{e.resource.id}</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
+    {entries.length === 0 && <p>No changes recorded yet.</p>}
+  </>
+);

@@ -1,0 +1,141 @@
+/**
+ * The manager's API keys (operators only): the list with today's use, the form to issue one, the one-time display of its secret, and a key's page with its limits and traffic. Plain data in, markup out (no request, no storage); routes load the
+ * data. Hono JSX escapes every interpolated value.
+ */
+import type { FC } from "hono/jsx";
+import type { ApiKeyView } from "../../../schemas/admin";
+import type { Limits } from "../../../schemas/records";
+import { Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import type { Org } from "./common";
+
+const LOCATION_HINTS: [string, string][] = [
+  ["wnam", "Western North America"],
+  ["enam", "Eastern North America"],
+  ["sam", "South America"],
+  ["weur", "Western Europe"],
+  ["eeur", "Eastern Europe"],
+  ["apac", "Asia-Pacific"],
+  ["oc", "Oceania"],
+  ["afr", "Africa"],
+  ["me", "Middle East"],
+];
+type Usage = { second: { limit: number; used: number; remaining: number }; day: { limit: number; used: number; remaining: number } };
+
+export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | null }[]; defaults: Limits; csrf: string }> = ({
+  org,
+  keys,
+  defaults,
+  csrf,
+}) => {
+  const base = `/manager/organizations/${org.id}/api-keys`;
+  return (
+    <>
+      <TableRegion label="API keys">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Key</th>
+              <th scope="col">Name</th>
+              <th scope="col">Limits</th>
+              <th scope="col">Used today</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map(({ view: v, usage: u }) => (
+              <tr>
+                <td>
+                  <code>{v.hint}</code>
+                </td>
+                <td>{v.name ?? "-"}</td>
+                <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
+                <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
+                <td>
+                  <Status value={v.status} />
+                </td>
+                <td>
+                  {v.status === "active" ? (
+                    <a href={`${base}/${v.id}`}>
+                      Limits and revocation<span class="skip"> for {v.hint}</span>
+                    </a>
+                  ) : (
+                    when(v.revoked_at)
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+      <h2>Issue an API key</h2>
+      <PostForm action={base} csrf={csrf} label="Issue an API key">
+        <Field id="name" label="Name" hint="optional" />
+        <Field id="per_second" label="Requests per second" type="number" min={1} hint={`empty for the default, ${defaults.per_second}`} />
+        <label for="location_hint">
+          Where its clients are <span class="hint">(its Durable Object is created there; empty: near the organization)</span>
+        </label>
+        <select id="location_hint" name="location_hint">
+          <option value="">(not given)</option>
+          {LOCATION_HINTS.map(([value, label]) => (
+            <option value={value}>{label}</option>
+          ))}
+        </select>
+        <Field id="per_day" label="Requests per day" type="number" min={1} hint={`empty for the default, ${defaults.per_day}`} />
+        <button type="submit">Issue API key</button>
+      </PostForm>
+    </>
+  );
+};
+
+export const ApiKeyIssued: FC<{ org: Org; secret: string }> = ({ org, secret }) => (
+  <>
+    <SecretOnce id="api-key" label="API key" value={secret} />
+    <p>
+      <a href={`/manager/organizations/${org.id}/api-keys`}>Back to the API keys</a>
+    </p>
+  </>
+);
+
+export const ApiKeyDetail: FC<{ base: string; apiKey: ApiKeyView; usage: Usage; resetsAt: string; csrf: string }> = ({
+  base,
+  apiKey,
+  usage,
+  resetsAt,
+  csrf,
+}) => (
+  <>
+    <p>
+      Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(resetsAt)}).
+    </p>
+    <h2>Change limits</h2>
+    <PostForm action={`${base}/limits`} csrf={csrf} label="Change limits">
+      <Field
+        id="per_second"
+        label="Requests per second"
+        type="number"
+        min={1}
+        value={String(usage.second.limit)}
+        hint="empty restores the default"
+      />
+      <Field
+        id="per_day"
+        label="Requests per day"
+        type="number"
+        min={1}
+        value={String(usage.day.limit)}
+        hint="empty restores the default"
+      />
+      <button type="submit">Save limits</button>
+    </PostForm>
+    {apiKey.status === "active" && (
+      <>
+        <h2>Revoke</h2>
+        <p>Every request with this key is refused from then on. This cannot be undone.</p>
+        <p>
+          <a href={`${base}/revoke`}>Revoke this API key</a>
+        </p>
+      </>
+    )}
+  </>
+);

@@ -1,0 +1,144 @@
+/**
+ * The manager's Organizations (the operator's list and the form to create one) and Organization Settings (administrator tokens, the links to each resource, deletion for operators). Plain data in, markup out (no request, no storage); routes load the
+ * data. Hono JSX escapes every interpolated value.
+ */
+import type { FC } from "hono/jsx";
+import type { AdminTokenView } from "../../../schemas/admin";
+import type { OrganizationRecord } from "../../../schemas/records";
+import { Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import type { Org } from "./common";
+
+export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = ({ orgs, csrf }) => (
+  <>
+    <TableRegion label="Organizations">
+      <table>
+        <caption class="hint">Every organization (first 100)</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Id</th>
+            <th scope="col">Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          {orgs.map((o) => (
+            <tr>
+              <td>
+                <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
+              </td>
+              <td>
+                <code>{o.id}</code>
+              </td>
+              <td>{when(o.created_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
+    <h2>Create an organization</h2>
+    <PostForm action="/manager/organizations" csrf={csrf} label="Create an organization">
+      <Field id="name" label="Name" required />
+      <button type="submit">Create organization</button>
+    </PostForm>
+  </>
+);
+
+export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: AdminTokenView[]; csrf: string }> = ({
+  org,
+  operator,
+  tokens,
+  csrf,
+}) => {
+  const base = `/manager/organizations/${org.id}`;
+  return (
+    <>
+      <p>
+        <strong>{org.name}</strong> <code>{org.id}</code>
+      </p>
+      <ul class="links">
+        <li>
+          <a href={`${base}/users`}>Users</a> and their client credentials
+        </li>
+        {operator && (
+          <li>
+            <a href={`${base}/api-keys`}>API keys</a> (operators only)
+          </li>
+        )}
+        <li>
+          <a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries
+        </li>
+        <li>
+          <a href={`${base}/audit-log`}>Audit log</a>: every change, who made it and when
+        </li>
+      </ul>
+      <h2>Administrator tokens</h2>
+      <TableRegion label="Administrator tokens">
+        <table>
+          <caption class="hint">Tokens that sign this organization's administrators in (never shown again after minting)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last sign-in</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokens.map((t) => (
+              <tr>
+                <td>
+                  <code>{t.id}</code>
+                </td>
+                <td>{t.name ?? "-"}</td>
+                <td>{when(t.expires_at)}</td>
+                <td>{when(t.last_used_at)}</td>
+                <td>
+                  <Status value={t.status} />
+                </td>
+                <td>
+                  {t.status === "active" ? (
+                    <a href={`${base}/admin-tokens/${t.id}/revoke`}>
+                      Revoke<span class="skip"> administrator token {t.id}</span>
+                    </a>
+                  ) : (
+                    "-"
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+      {tokens.length === 0 && <p>No administrator tokens yet.</p>}
+      {operator && (
+        <>
+          <h2>Administrator access</h2>
+          <p>Mint a token that signs this organization's administrator into this app, for this organization only.</p>
+          <PostForm action={`${base}/admin-tokens`} csrf={csrf} label="Mint an administrator token">
+            <Field id="name" label="Token name" hint="optional" />
+            <button type="submit">Mint administrator token</button>
+          </PostForm>
+          <h2>Delete organization</h2>
+          <p>
+            Offboard {org.name}: everything it holds stops at once, its data is erased after 30 days.{" "}
+            <a href={`${base}/delete`} class="button danger">
+              Delete organization…
+            </a>
+          </p>
+        </>
+      )}
+    </>
+  );
+};
+
+export const AdminTokenMinted: FC<{ org: Org; token: string }> = ({ org, token }) => (
+  <>
+    <SecretOnce id="admin-token" label="administrator token" value={token} />
+    <p>Give it to the organization's administrator: signing in with it opens this organization only.</p>
+    <p>
+      <a href={`/manager/organizations/${org.id}`}>Back to Organization Settings</a>
+    </p>
+  </>
+);

@@ -1,0 +1,98 @@
+/**
+ * What the manager's sub-apps share: the Hono environment of a signed-in request, reading a POST's
+ * form once, the organization in the URL (only the session's own for an organization
+ * administrator; anything else is a 404), breadcrumbs, the page layout with the session's
+ * sign-out form, confirmation pages, and the notices shown after an action.
+ */
+import type { Context } from "hono";
+import type { Child } from "hono/jsx";
+import { actorOf, canAccess, type Session } from "../../auth/sessions";
+import { ApiError } from "../../errors";
+import { getOrganization } from "../../identity/organizations";
+import { readFields } from "../body";
+import type { AppEnv } from "../context";
+import { pageNonce } from "../middleware/html";
+import { Confirm, type Confirmation } from "./pages/confirm";
+import { type Crumb, Page } from "./views";
+
+export type ManagerEnv = {
+  Bindings: AppEnv["Bindings"];
+  /** `form`: a POST's fields, read once (the CSRF check and the handler both need them). */
+  Variables: AppEnv["Variables"] & { session: Session; form: Record<string, unknown> };
+};
+export type C = Context<ManagerEnv>;
+
+/** Lists show at most this many rows per page; the rest is behind "Next page" (cursors). */
+export const PAGE_SIZE = { limit: 100 };
+
+export const notices: Record<string, string> = {
+  "user-added": "User added.",
+  "org-deleted": "Organization deleted: everything it held has stopped working; its data is erased after 30 days.",
+  "user-removed": "User removed; their client credentials were revoked.",
+  "credential-revoked": "Client credentials revoked.",
+  "credential-saved": "Client credentials saved; the next token request everywhere follows them.",
+  "key-revoked": "API key revoked.",
+  "limits-saved": "Limits saved; they apply from the next request.",
+  "token-revoked": "Administrator token revoked; its sessions have ended.",
+  "webhook-saved": "Webhook configuration saved.",
+  "webhook-disabled": "Webhook configuration disabled; nothing is sent to it until it is re-enabled.",
+  "webhook-enabled": "Webhook configuration re-enabled; its health count starts again.",
+  "test-sent": "Test event published; its delivery is listed below.",
+  resent: "Re-sent; the new attempt appears here once it is made.",
+};
+
+export const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" : `/manager/organizations/${s.org}`);
+
+export async function form(c: C): Promise<Record<string, unknown>> {
+  const cached = c.get("form");
+  if (cached) return cached;
+  const fields = await readFields(c.req.raw, ["form"], 16 * 1024);
+  c.set("form", fields);
+  return fields;
+}
+
+/** Empty form fields mean "not given" for optional inputs. */
+export function optional(fields: Record<string, unknown>, names: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of names) {
+    const value = fields[name];
+    if (typeof value === "string" && value.trim() !== "") out[name] = value;
+  }
+  return out;
+}
+
+export function operatorOnly(c: C): void {
+  // Organization administrators are told nothing exists here, as for another organization.
+  if (c.get("session").role !== "operator") throw new ApiError("not_found", "There is no such page.");
+}
+
+export async function orgFor(c: C) {
+  const orgId = c.req.param("org") ?? "";
+  if (!canAccess(c.get("session"), orgId)) throw new ApiError("not_found", "There is no such page.");
+  return getOrganization(c.get("deps"), orgId);
+}
+
+export function orgCrumbs(c: C, org: { id: string; name: string }, link = false): Crumb[] {
+  const crumbs: Crumb[] = c.get("session").role === "operator" ? [{ label: "Organizations", href: "/manager/organizations" }] : [];
+  crumbs.push({ label: `${org.name}: Organization Settings`, ...(link ? { href: `/manager/organizations/${org.id}` } : {}) });
+  return crumbs;
+}
+
+export const csrf = (c: C) => c.get("session").csrf;
+
+export const actor = (c: C) => actorOf(c.get("session"));
+
+export const who = (s: Session) => (s.role === "operator" ? "Operator" : "Organization administrator");
+
+export function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?: string): Response | Promise<Response> {
+  const s = c.get("session");
+  return c.html(
+    <Page title={title} nonce={pageNonce(c)} crumbs={crumbs} csrf={s.csrf} who={who(s)} notice={notice}>
+      {body}
+    </Page>,
+  );
+}
+
+export function confirmPage(c: C, crumbs: Crumb[], confirmation: Confirmation, to: { action: string; cancel: string }) {
+  return page(c, confirmation.title, [...crumbs, { label: "Confirm" }], <Confirm {...confirmation} {...to} csrf={csrf(c)} />);
+}
