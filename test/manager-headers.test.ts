@@ -110,6 +110,7 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/webhooks": `${org}/webhooks`,
     "/manager/organizations/:org/webhooks/:id": webhook,
     "/manager/organizations/:org/webhooks/:id/disable": `${webhook}/disable`,
+    "/manager/organizations/:org/webhooks/:id/rotate-signing-secret": `${webhook}/rotate-signing-secret`,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery": delivery,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend": `${delivery}/resend`,
   };

@@ -430,6 +430,21 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
 
 const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });
 
+/**
+ * The headers of a webhook request (Standard Webhooks; spec 6): one place, so that the manager's
+ * account of what was sent (with the token and signature masked) is what `send` sends.
+ */
+export function webhookHeaders(p: { accessToken: string; deliveryId: string; timestamp: string; signature: string }): Record<string, string> {
+  return {
+    "Content-Type": "application/json",
+    Authorization: `Bearer ${p.accessToken}`,
+    "webhook-id": p.deliveryId,
+    "webhook-timestamp": p.timestamp,
+    "webhook-signature": p.signature,
+    "User-Agent": "keyway-webhooks/1",
+  };
+}
+
 /** Signs (with this moment's timestamp) and POSTs the webhook; a failure to get an answer is a DeliveryFailure value. */
 async function send(
   deps: Deps,
@@ -439,19 +454,13 @@ async function send(
   deadline: Deadline,
 ): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptReport["response"] } | DeliveryFailure> {
   const timestamp = Math.floor(deps.now() / 1000);
-  const headers = {
-    "Content-Type": "application/json",
-    Authorization: `Bearer ${accessToken}`,
-    "webhook-id": ticket.delivery_id,
-    "webhook-timestamp": String(timestamp),
-    "webhook-signature": await signatureHeader(
-      await liveSigningSecrets(deps, begun.configuration, deps.now()),
-      ticket.delivery_id,
-      timestamp,
-      begun.body,
-    ),
-    "User-Agent": "keyway-webhooks/1",
-  };
+  const signature = await signatureHeader(
+    await liveSigningSecrets(deps, begun.configuration, deps.now()),
+    ticket.delivery_id,
+    timestamp,
+    begun.body,
+  );
+  const headers = webhookHeaders({ accessToken, deliveryId: ticket.delivery_id, timestamp: String(timestamp), signature });
   try {
     // What the excerpt of a failed answer must not reveal: the token sent, the receiver's client
     // secret, the signing secrets (opened only if there is an excerpt to check).

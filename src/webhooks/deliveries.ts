@@ -98,6 +98,20 @@ export async function getDelivery(deps: Deps, orgId: string, deliveryId: string)
 }
 
 /**
+ * A delivery with the event body its receiver is sent (the manager's delivery page): the body is
+ * the event as published, which the organization sent us, so it is theirs to read.
+ */
+export async function getDeliveryWithBody(deps: Deps, orgId: string, deliveryId: string): Promise<{ delivery: DeliveryRecord; body: string }> {
+  const configId = await endpointOf(deps, orgId, deliveryId);
+  const endpoint = endpointObject(deps, configId);
+  const [delivery, body] = await Promise.all([
+    reach("webhook endpoint", () => endpoint.delivery(deliveryId)),
+    reach("webhook endpoint", () => endpoint.deliveryBody(deliveryId)),
+  ]);
+  return { delivery: unwrap(delivery), body: unwrap(body) };
+}
+
+/**
  * A configuration's deliveries, newest first (its deliveries live with its endpoint), narrowed by
  * `filter`; the cursor continues the same filtered list.
  */

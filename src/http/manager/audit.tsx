@@ -6,15 +6,20 @@
 import { Hono } from "hono";
 import { auditLog } from "../../identity/audit";
 import { AuditLog } from "./pages/audit";
-import { type ManagerEnv, orgCrumbs, orgFor, PAGE_SIZE, page } from "./shared";
+import { listPage, type ManagerEnv, orgCrumbs, orgFor, page, paged } from "./shared";
 
 export function auditRoutes(): Hono<ManagerEnv> {
   const app = new Hono<ManagerEnv>();
   // The audit log.
   app.get("/:org/audit-log", async (c) => {
     const org = await orgFor(c);
-    const entries = await auditLog(c.get("deps"), org.id, PAGE_SIZE);
-    return page(c, "Audit log", [...orgCrumbs(c, org, true), { label: "Audit log" }], <AuditLog entries={entries.items} />);
+    const entries = await auditLog(c.get("deps"), org.id, listPage(c));
+    return page(
+      c,
+      "Audit log",
+      [...orgCrumbs(c, org, true), { label: "Audit log" }],
+      paged(c, "Audit log", <AuditLog entries={entries.items} />, entries.next_cursor),
+    );
   });
 
   return app;

@@ -4,7 +4,16 @@
  * by routes.tsx, behind its session and CSRF checks; the markup is in pages/keys.tsx.
  */
 import { Hono } from "hono";
-import { apiKeyView, createApiKey, getApiKey, keyUsage, listApiKeys, revokeApiKey, updateApiKey } from "../../identity/api-keys";
+import {
+  apiKeyView,
+  createApiKey,
+  getApiKey,
+  keyTraffic,
+  keyUsage,
+  listApiKeys,
+  revokeApiKey,
+  updateApiKey,
+} from "../../identity/api-keys";
 import { isoTime } from "../../lib/time";
 import { emptyUsage } from "../../ratelimit/windows";
 import { CreateApiKeyInput, UpdateApiKeyInput } from "../../schemas/admin";
@@ -65,15 +74,19 @@ export function keyRoutes(): Hono<ManagerEnv> {
     const deps = c.get("deps");
     const record = await getApiKey(deps, org.id, c.req.param("key"));
     const key = apiKeyView(record, deps.config.defaultLimits);
-    const usage = (await keyUsage(deps, record)) ?? emptyUsage(key.limits, deps.now());
+    // Usage and traffic both come from the key's object (two reads, off the hot path).
+    const [decision, traffic] = await Promise.all([keyUsage(deps, record), keyTraffic(deps, record)]);
+    const usage = decision ?? emptyUsage(key.limits, deps.now());
+    const title = `API key: ${key.name ?? key.hint}`;
     return page(
       c,
-      `API key ${key.hint}`,
-      [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: key.hint }],
+      title,
+      [...orgCrumbs(c, org, true), { label: "API keys", href: `/manager/organizations/${org.id}/api-keys` }, { label: title }],
       <ApiKeyDetail
         base={`/manager/organizations/${org.id}/api-keys/${key.id}`}
         apiKey={key}
         usage={usage}
+        traffic={traffic}
         resetsAt={isoTime(usage.day.resetAt)}
         csrf={csrf(c)}
       />,

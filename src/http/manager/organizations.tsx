@@ -16,6 +16,7 @@ import {
   confirmPage,
   csrf,
   form,
+  listPage,
   type ManagerEnv,
   notices,
   operatorOnly,
@@ -24,6 +25,7 @@ import {
   orgFor,
   PAGE_SIZE,
   page,
+  paged,
 } from "./shared";
 
 export function organizationRoutes(): Hono<ManagerEnv> {
@@ -31,12 +33,12 @@ export function organizationRoutes(): Hono<ManagerEnv> {
   // Organizations (operator only).
   app.get("/", async (c) => {
     operatorOnly(c);
-    const orgs = await listOrganizations(c.get("deps"), PAGE_SIZE);
+    const orgs = await listOrganizations(c.get("deps"), listPage(c));
     return page(
       c,
       "Organizations",
       [{ label: "Organizations" }],
-      <Organizations orgs={orgs.items} csrf={csrf(c)} />,
+      paged(c, "Organizations", <Organizations orgs={orgs.items} csrf={csrf(c)} />, orgs.next_cursor),
       notices[c.req.query("notice") ?? ""],
     );
   });

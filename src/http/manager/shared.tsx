@@ -13,7 +13,7 @@ import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { pageNonce } from "../middleware/html";
 import { Confirm, type Confirmation } from "./pages/confirm";
-import { type Crumb, Page } from "./views";
+import { type Crumb, Page, Pager } from "./views";
 
 export type ManagerEnv = {
   Bindings: AppEnv["Bindings"];
@@ -24,6 +24,20 @@ export type C = Context<ManagerEnv>;
 
 /** Lists show at most this many rows per page; the rest is behind "Next page" (cursors). */
 export const PAGE_SIZE = { limit: 100 };
+
+/** The page of a list this request asks for: PAGE_SIZE rows after the `cursor` in the query, if any. */
+export function listPage(c: C): { limit: number; cursor?: string } {
+  const cursor = c.req.query("cursor");
+  return cursor ? { ...PAGE_SIZE, cursor } : PAGE_SIZE;
+}
+
+/** A list's body followed by its pager (views.tsx Pager), for a list page the route answered. */
+export const paged = (c: C, label: string, body: Child, next: string | null): Child => (
+  <>
+    {body}
+    <Pager label={label} path={c.req.path} current={c.req.query("cursor")} next={next} />
+  </>
+);
 
 export const notices: Record<string, string> = {
   "user-added": "User added.",

@@ -20,7 +20,22 @@ import { ALL_SCOPES } from "../../schemas/scopes";
 import { parseInput } from "../../schemas/validate";
 import { confirmations } from "./pages/confirm";
 import { ClientCredentialCreated, ClientCredentialEdit, ClientCredentials, Users } from "./pages/users";
-import { actor, type C, confirmPage, csrf, form, type ManagerEnv, notices, optional, orgCrumbs, orgFor, PAGE_SIZE, page } from "./shared";
+import {
+  actor,
+  type C,
+  confirmPage,
+  csrf,
+  form,
+  listPage,
+  type ManagerEnv,
+  notices,
+  optional,
+  orgCrumbs,
+  orgFor,
+  PAGE_SIZE,
+  page,
+  paged,
+} from "./shared";
 import type { Crumb } from "./views";
 
 export function userRoutes(): Hono<ManagerEnv> {
@@ -28,12 +43,12 @@ export function userRoutes(): Hono<ManagerEnv> {
   // Users.
   app.get("/:org/users", async (c) => {
     const org = await orgFor(c);
-    const users = await listUsers(c.get("deps"), org.id, PAGE_SIZE);
+    const users = await listUsers(c.get("deps"), org.id, listPage(c));
     return page(
       c,
       "Users",
       [...orgCrumbs(c, org, true), { label: "Users" }],
-      <Users org={org} users={users.items} csrf={csrf(c)} />,
+      paged(c, "Users", <Users org={org} users={users.items} csrf={csrf(c)} />, users.next_cursor),
       notices[c.req.query("notice") ?? ""],
     );
   });

@@ -26,13 +26,13 @@ export interface PageProps {
 }
 
 const CSS = `
-:root { color-scheme: light; --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --accent:#0b57d0; --bad:#b3261e; --ok:#146c2e; }
+:root { color-scheme: light; --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --accent:#0b57d0; --bad:#b3261e; --ok:#146c2e; --warn:#7a4f00; }
 * { box-sizing: border-box; } [hidden] { display: none !important; }
 body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:#fafafa; }
 .skip { position:absolute; left:-999px; } .skip:focus { left:1rem; top:1rem; background:#fff; padding:.5rem; z-index:1; }
 header { background:#fff; border-bottom:1px solid var(--line); padding:.75rem 1.5rem; display:flex; justify-content:space-between; align-items:center; gap:1rem; flex-wrap:wrap; }
 header .brand { font-weight:700; text-decoration:none; color:var(--fg); }
-main { max-width: 980px; margin: 0 auto; padding: 1.5rem; overflow-wrap: break-word; }
+main { max-width: 1200px; margin: 0 auto; padding: 1.5rem; overflow-wrap: break-word; }
 @media (max-width: 480px) { header, main { padding-left: 1rem; padding-right: 1rem; } }
 nav.crumbs ol { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-wrap:wrap; gap:.25rem; color:var(--muted); }
 nav.crumbs li + li::before { content:"\\2192"; margin-right:.25rem; }
@@ -58,10 +58,35 @@ pre.excerpt { white-space:pre-wrap; overflow-wrap:anywhere; max-width:32rem; max
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .field-error { color: var(--bad); font-weight:600; margin:.25rem 0; } input[aria-invalid=true] { border:2px solid var(--bad); }
 input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
-.status-active, .status-delivered { color: var(--ok); font-weight:600; } .status-revoked, .status-failed, .status-disabled, .status-expired { color: var(--bad); font-weight:600; }
+/* Status badges: a word in a pill; the colour repeats what the word says. */
+.badge { display:inline-block; padding:0 .55rem; border-radius:999px; font-size:.85rem; font-weight:600; border:1px solid currentColor; white-space:nowrap; background:#fff; }
+.status-active, .status-delivered { color: var(--ok); } .status-revoked, .status-failed, .status-disabled, .status-expired { color: var(--bad); }
+.status-pending, .status-retrying, .status-in_flight, .status-retry, .status-paused { color: var(--warn); }
+.copy { margin:0 0 0 .35rem; padding:0 .5rem; font-size:.8rem; vertical-align:baseline; }
+.id { white-space:nowrap; } .nowrap { white-space:nowrap; }
+.sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
+/* Charts (charts.tsx): inline SVG scaled to the column; each colour is a class. */
+.charts { display:grid; gap:1rem; } @media (min-width: 900px) { .charts { grid-template-columns: 1fr 1fr; } }
+figure.chart { margin:0; background:#fff; border:1px solid var(--line); border-radius:8px; padding:.75rem; min-width:0; }
+figure.chart figcaption { font-weight:600; } figure.chart svg { display:block; width:100%; height:auto; }
+.bar-good { fill: var(--ok); background: var(--ok); } .bar-bad { fill: var(--bad); background: var(--bad); }
+.axis { stroke:#888; } .axis-label { font-size:11px; fill:#444; }
+.legend { list-style:none; padding:0; margin:.25rem 0; display:flex; flex-wrap:wrap; gap:1rem; }
+.swatch { display:inline-block; width:.8rem; height:.8rem; margin-right:.35rem; vertical-align:middle; }
+dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.25rem 1rem; margin:0 0 1rem; } dl.facts dd { margin:0; min-width:0; }
+@media (max-width: 480px) { dl.facts { grid-template-columns:1fr; } dl.facts dd { margin-bottom:.5rem; } }
+.stats { display:flex; flex-wrap:wrap; gap:1rem 2rem; margin:.5rem 0; } .stats div { min-width:8rem; } .stats strong { display:block; font-size:1.4rem; }
+form.filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; } form.filters label { margin:0; }
+form.filters input, form.filters select { max-width:14rem; } form.filters button { margin:0; }
+nav.pager { display:flex; gap:1rem; margin:.5rem 0 1rem; }
+pre.payload { background:#fff; border:1px solid var(--line); border-radius:8px; padding:.75rem; overflow:auto; max-height:24rem; white-space:pre-wrap; overflow-wrap:anywhere; }
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
 `;
 
+/**
+ * Copy buttons: `data-copy` copies a secret's field, `data-copy-text` an id. They are hidden in
+ * the markup and shown here, so without scripts there is no button that does nothing.
+ */
 const COPY_SCRIPT = `
 document.querySelectorAll("[data-copy]").forEach(function (button) {
   button.hidden = false;
@@ -70,6 +95,16 @@ document.querySelectorAll("[data-copy]").forEach(function (button) {
     navigator.clipboard.writeText(field.value).then(function () {
       button.textContent = "Copied";
       document.getElementById("copy-status").textContent = "Secret copied to the clipboard.";
+    });
+  });
+});
+document.querySelectorAll("[data-copy-text]").forEach(function (button) {
+  button.hidden = false;
+  button.addEventListener("click", function () {
+    var text = button.getAttribute("data-copy-text");
+    navigator.clipboard.writeText(text).then(function () {
+      button.textContent = "Copied";
+      document.getElementById("copied").textContent = "Copied " + text + " to the clipboard.";
     });
   });
 });
@@ -121,6 +156,7 @@ export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, c
             </p>
           )}
           {children}
+          <p id="copied" class="sr-only" role="status" aria-live="polite"></p>
         </main>
         <script nonce={nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
       </body>
@@ -200,11 +236,13 @@ export const TableRegion: FC<{ label: string; children?: Child }> = ({ label, ch
 );
 
 /** A secret shown exactly once, selectable without JavaScript, with a copy button when scripts run. */
-export const SecretOnce: FC<{ id: string; label: string; value: string }> = ({ id, label, value }) => (
+export const SecretOnce: FC<{ id: string; label: string; value: string; stored?: "hash" | "sealed" }> = ({ id, label, value, stored }) => (
   <div class="card">
     <p class="warning" role="alert">
-      <strong>Copy the {label} now.</strong> It is shown only this once and cannot be retrieved later; keyway stores only a hash of it. If
-      it is lost, revoke it and create a new one.
+      <strong>Copy the {label} now.</strong> It is shown only this once and cannot be retrieved later;{" "}
+      {stored === "sealed"
+        ? "keyway keeps it encrypted and never shows it again. If it is lost, rotate it again."
+        : "keyway stores only a hash of it. If it is lost, revoke it and create a new one."}
     </p>
     <label for={id}>{label}</label>
     <input id={id} class="secret" type="text" readonly value={value} />
@@ -215,6 +253,34 @@ export const SecretOnce: FC<{ id: string; label: string; value: string }> = ({ i
   </div>
 );
 
-export const Status: FC<{ value: string }> = ({ value }) => <span class={`status-${value}`}>{value}</span>;
+/** A status as a badge; the word is the information, the colour repeats it. */
+export const Status: FC<{ value: string }> = ({ value }) => <span class={`badge status-${value}`}>{value.replace("_", " ")}</span>;
+
+/** An id in monospace with a Copy button (shown when scripts run), e.g. a client_id or a delivery id. */
+export const CopyId: FC<{ value: string; label?: string }> = ({ value, label }) => (
+  <span class="id">
+    <code>{value}</code>
+    <button type="button" class="copy secondary" data-copy-text={value} aria-label={`Copy ${label ?? value}`} hidden>
+      Copy
+    </button>
+  </span>
+);
 
 export const when = (iso: string | null): string => (iso === null ? "never" : iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC"));
+
+/**
+ * "First page" and "Next page" links of a list paged with the API's cursors (an opaque string
+ * from the previous page), so every row can be reached, however long the list.
+ */
+export const Pager: FC<{ label: string; path: string; current?: string | undefined; next: string | null }> = ({
+  label,
+  path,
+  current,
+  next,
+}) =>
+  current === undefined && next === null ? null : (
+    <nav class="pager" aria-label={`${label} pages`}>
+      {current !== undefined && <a href={path}>First page</a>}
+      {next !== null && <a href={`${path}?cursor=${encodeURIComponent(next)}`}>Next page</a>}
+    </nav>
+  );

@@ -6,13 +6,39 @@
  * pages/webhooks.tsx.
  */
 import { Hono } from "hono";
-import { ApiError } from "../../errors";
+import { ApiError, invalidInput } from "../../errors";
 import { parseInput } from "../../schemas/validate";
-import { UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
-import { getWebhookConfiguration, listWebhookConfigurations, updateWebhookConfiguration } from "../../webhooks/configurations";
-import { canResend, getDelivery, listDeliveries, retryDelivery, sendTestEvent } from "../../webhooks/deliveries";
+import {
+  DeliveryFilter,
+  type DeliveryRecord,
+  UpdateWebhookConfigurationInput,
+  type WebhookConfiguration,
+  type WebhookTrafficView,
+} from "../../schemas/webhooks";
+import {
+  getWebhookConfiguration,
+  listWebhookConfigurations,
+  rotateSigningSecret,
+  updateWebhookConfiguration,
+} from "../../webhooks/configurations";
+import { webhookHeaders } from "../../webhooks/consumer";
+import {
+  canResend,
+  getDelivery,
+  getDeliveryWithBody,
+  listDeliveries,
+  retryDelivery,
+  sendTestEvent,
+  webhookTraffic,
+} from "../../webhooks/deliveries";
 import { confirmations } from "./pages/confirm";
-import { DeliveryDetail, WebhookConfigurationDetail, WebhookConfigurations } from "./pages/webhooks";
+import {
+  DeliveryDetail,
+  type DeliveryQuery,
+  SigningSecretRotated,
+  WebhookConfigurationDetail,
+  WebhookConfigurations,
+} from "./pages/webhooks";
 import { actor, type C, confirmPage, csrf, form, type ManagerEnv, notices, orgCrumbs, orgFor, PAGE_SIZE, page } from "./shared";
 import type { Crumb } from "./views";
 
@@ -21,23 +47,51 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   // Webhook configurations: health, edits, test events, and each delivery's attempts with a re-send.
   app.get("/:org/webhooks", async (c) => {
     const org = await orgFor(c);
-    const configs = await listWebhookConfigurations(c.get("deps"), org.id, PAGE_SIZE);
+    const deps = c.get("deps");
+    const configs = await listWebhookConfigurations(deps, org.id, PAGE_SIZE);
+    // At most 20 configurations: one call to each endpoint's object for its last 24 hours.
+    const traffic = await Promise.all(configs.items.map((w) => webhookTraffic(deps, org.id, w.id)));
     return page(
       c,
       "Webhook configurations",
       [...orgCrumbs(c, org, true), { label: "Webhook configurations" }],
-      <WebhookConfigurations base={`/manager/organizations/${org.id}/webhooks`} configs={configs.items} />,
+      <WebhookConfigurations
+        base={`/manager/organizations/${org.id}/webhooks`}
+        configs={configs.items.map((config, i) => ({ config, last24h: (traffic[i] as WebhookTrafficView).last_24h }))}
+      />,
     );
   });
 
+  // A configuration: health and charts, its deliveries (filtered, searched, paged), edits.
   app.get("/:org/webhooks/:id", async (c) => {
     const { org, config } = await webhookFor(c);
-    const deliveries = await listDeliveries(c.get("deps"), org.id, config.id, { limit: 25 });
+    const deps = c.get("deps");
+    const base = webhookPath(org.id, config.id);
+    const query = deliveryQuery(c);
+    // A search for a webhook-id (the delivery id a receiver saw) opens that delivery.
+    if (query.search?.kind === "delivery") {
+      const found = await findDelivery(c, org.id, query.search.id);
+      if (found?.webhook_configuration_id === config.id) return c.redirect(`${base}/deliveries/${found.id}`, 303);
+    }
+    const [deliveries, traffic] = await Promise.all([
+      query.search?.kind === "delivery"
+        ? { items: [], next_cursor: null }
+        : listDeliveries(deps, org.id, config.id, { limit: DELIVERIES_PAGE, cursor: query.cursor }, query.filter),
+      webhookTraffic(deps, org.id, config.id),
+    ]);
     return page(
       c,
-      `Webhook configuration ${config.id}`,
-      webhookCrumbs(c, org),
-      <WebhookConfigurationDetail base={webhookPath(org.id, config.id)} config={config} deliveries={deliveries.items} csrf={csrf(c)} />,
+      webhookTitle(config),
+      [...webhookCrumbs(c, org), { label: webhookTitle(config) }],
+      <WebhookConfigurationDetail
+        base={base}
+        config={config}
+        traffic={traffic}
+        deliveries={deliveries.items}
+        query={query}
+        next={deliveries.next_cursor}
+        csrf={csrf(c)}
+      />,
       notices[c.req.query("notice") ?? ""],
     );
   });
@@ -72,7 +126,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   app.get("/:org/webhooks/:id/disable", async (c) => {
     const { org, config } = await webhookFor(c);
     const base = webhookPath(org.id, config.id);
-    return confirmPage(c, webhookCrumbs(c, org, config.id), confirmations.disableWebhook(config), {
+    return confirmPage(c, webhookCrumbs(c, org, config), confirmations.disableWebhook(config), {
       action: `${base}/disable`,
       cancel: base,
     });
@@ -96,15 +150,50 @@ export function webhookRoutes(): Hono<ManagerEnv> {
     return c.redirect(`${webhookPath(org.id, config.id)}?notice=test-sent`, 303);
   });
 
+  // A delivery's full story: the event, the request we send, every attempt, the re-send.
   app.get("/:org/webhooks/:id/deliveries/:delivery", async (c) => {
-    const { org, config, delivery } = await deliveryFor(c);
+    const { org, config } = await webhookFor(c);
+    const { delivery, body } = await getDeliveryWithBody(c.get("deps"), org.id, c.req.param("delivery") ?? "");
+    if (delivery.webhook_configuration_id !== config.id) throw new ApiError("not_found", "There is no such page.");
     const base = `${webhookPath(org.id, config.id)}/deliveries/${delivery.id}`;
     return page(
       c,
-      `Delivery ${delivery.id}`,
-      [...webhookCrumbs(c, org, config.id), { label: `Delivery ${delivery.id}` }],
-      <DeliveryDetail base={base} delivery={delivery} resendable={canResend(c.get("deps"), config, delivery)} />,
+      `Delivery of ${delivery.event_type}`,
+      [...webhookCrumbs(c, org, config), { label: `Delivery ${delivery.id}` }],
+      <DeliveryDetail
+        base={base}
+        config={config}
+        delivery={delivery}
+        body={body}
+        sentHeaders={maskedHeaders(delivery.id)}
+        resendable={canResend(c.get("deps"), config, delivery)}
+      />,
       notices[c.req.query("notice") ?? ""],
+    );
+  });
+
+  // Rotating the signing secret: asked first, then the new secret shown once.
+  app.get("/:org/webhooks/:id/rotate-signing-secret", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const base = webhookPath(org.id, config.id);
+    return confirmPage(c, webhookCrumbs(c, org, config), confirmations.rotateSigningSecret(config), {
+      action: `${base}/rotate-signing-secret`,
+      cancel: base,
+    });
+  });
+
+  app.post("/:org/webhooks/:id/rotate-signing-secret", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const rotated = await rotateSigningSecret(c.get("deps"), org.id, config.id, actor(c));
+    return page(
+      c,
+      "New signing secret",
+      [...webhookCrumbs(c, org, config), { label: "New signing secret" }],
+      <SigningSecretRotated
+        base={webhookPath(org.id, config.id)}
+        secret={rotated.signingSecret}
+        previousExpiresAt={rotated.previousExpiresAt}
+      />,
     );
   });
 
@@ -113,7 +202,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
     const base = `${webhookPath(org.id, config.id)}/deliveries/${delivery.id}`;
     return confirmPage(
       c,
-      [...webhookCrumbs(c, org, config.id), { label: `Delivery ${delivery.id}`, href: base }],
+      [...webhookCrumbs(c, org, config), { label: `Delivery ${delivery.id}`, href: base }],
       confirmations.resendDelivery(delivery, config),
       { action: `${base}/resend`, cancel: base },
     );
@@ -143,10 +232,64 @@ async function deliveryFor(c: C) {
   return { org, config, delivery };
 }
 
-function webhookCrumbs(c: C, org: { id: string; name: string }, configId?: string): Crumb[] {
+function webhookCrumbs(c: C, org: { id: string; name: string }, config?: WebhookConfiguration): Crumb[] {
   return [
     ...orgCrumbs(c, org, true),
     { label: "Webhook configurations", href: `/manager/organizations/${org.id}/webhooks` },
-    ...(configId ? [{ label: `Configuration ${configId}`, href: webhookPath(org.id, configId) }] : [{ label: "Configuration" }]),
+    ...(config ? [{ label: webhookTitle(config), href: webhookPath(org.id, config.id) }] : []),
   ];
 }
+
+/** A configuration is named by its description, or else by its URL (never by its id alone). */
+const webhookTitle = (config: Pick<WebhookConfiguration, "description" | "url">): string => `Webhook: ${config.description ?? config.url}`;
+
+/** Deliveries per page on a configuration's page; "Next page" follows the cursor. */
+const DELIVERIES_PAGE = 25;
+
+/**
+ * The deliveries' filters from the query string: status and event type (checked by the API's own
+ * DeliveryFilter schema), a search box taking an event id or a webhook-id, and the cursor.
+ */
+function deliveryQuery(c: C): DeliveryQuery {
+  const raw = (name: string) => (c.req.query(name) ?? "").trim();
+  const q = raw("q");
+  let search: DeliveryQuery["search"];
+  if (q !== "") {
+    if (/^msg_[0-9a-z]{26}$/.test(q)) search = { kind: "delivery", id: q };
+    else if (/^evt_[0-9a-z]{26}$/.test(q)) search = { kind: "event", id: q };
+    else
+      throw invalidInput({ label: "search", issues: [{ path: ["q"], text: " must be an event id (evt_...) or a webhook-id (msg_...)" }] });
+  }
+  const filter = parseInput(
+    DeliveryFilter,
+    {
+      ...(raw("status") !== "" ? { status: raw("status") } : {}),
+      ...(raw("event_type") !== "" ? { event_type: raw("event_type") } : {}),
+      ...(search?.kind === "event" ? { event_id: search.id } : {}),
+    },
+    "filters",
+  );
+  const cursor = raw("cursor");
+  return { filter, q, search, ...(cursor !== "" ? { cursor } : {}) };
+}
+
+/** A delivery of this organization by id, or null (another organization's is not found either). */
+async function findDelivery(c: C, orgId: string, id: string): Promise<DeliveryRecord | null> {
+  try {
+    return await getDelivery(c.get("deps"), orgId, id);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return null;
+    throw err;
+  }
+}
+
+/** The headers each attempt sends, as webhookHeaders builds them, with what is secret or per attempt masked. */
+const maskedHeaders = (deliveryId: string): [string, string][] =>
+  Object.entries(
+    webhookHeaders({
+      accessToken: "•••• (the receiver's access token, fetched for this attempt)",
+      deliveryId,
+      timestamp: "(the attempt's time, Unix seconds)",
+      signature: "v1,•••• (HMAC-SHA256 with each live signing secret)",
+    }),
+  );

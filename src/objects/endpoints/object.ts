@@ -255,6 +255,12 @@ export class EndpointObject extends DurableObject<Env> {
     return ep && row ? ok(this.record(ep, row)) : missing("Delivery");
   }
 
+  /** The event body sent to the receiver (the manager's delivery page shows it). */
+  deliveryBody(id: string): Result<string> {
+    const row = this.db.first<{ body: string }>("SELECT body FROM deliveries WHERE id = ?", id);
+    return row ? ok(row.body) : missing("Delivery");
+  }
+
   listDeliveries(page: PageRequest, filter: DeliveryFilter = {}): Result<Page<DeliveryRecord>> {
     const ep = this.endpoint();
     if (ep === undefined) return ok({ items: [], next_cursor: null });

@@ -19,7 +19,7 @@ export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   <>
     <TableRegion label="Audit log">
       <table>
-        <caption class="hint">The 100 most recent changes, newest first</caption>
+        <caption class="hint">Changes, newest first, 100 a page</caption>
         <thead>
           <tr>
             <th scope="col">When</th>

@@ -3,9 +3,10 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import type { ApiKeyView } from "../../../schemas/admin";
+import type { ApiKeyTrafficView, ApiKeyView } from "../../../schemas/admin";
 import type { Limits } from "../../../schemas/records";
-import { Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { TrafficCharts } from "../charts";
+import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
 import type { Org } from "./common";
 
 const LOCATION_HINTS: [string, string][] = [
@@ -97,17 +98,32 @@ export const ApiKeyIssued: FC<{ org: Org; secret: string }> = ({ org, secret }) 
   </>
 );
 
-export const ApiKeyDetail: FC<{ base: string; apiKey: ApiKeyView; usage: Usage; resetsAt: string; csrf: string }> = ({
-  base,
-  apiKey,
-  usage,
-  resetsAt,
-  csrf,
-}) => (
+export const ApiKeyDetail: FC<{
+  base: string;
+  apiKey: ApiKeyView;
+  usage: Usage;
+  traffic: ApiKeyTrafficView;
+  resetsAt: string;
+  csrf: string;
+}> = ({ base, apiKey, usage, traffic, resetsAt, csrf }) => (
   <>
+    <p>
+      <CopyId value={apiKey.id} label="API key id" /> <code>{apiKey.hint}</code> <Status value={apiKey.status} />
+    </p>
     <p>
       Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(resetsAt)}).
     </p>
+    <h2>Traffic</h2>
+    <TrafficCharts
+      id="requests"
+      what="Requests"
+      hours={traffic.hours}
+      days={traffic.days}
+      series={[
+        { key: "admitted", label: "Admitted", tone: "good" },
+        { key: "refused", label: "Refused (429)", tone: "bad" },
+      ]}
+    />
     <h2>Change limits</h2>
     <PostForm action={`${base}/limits`} csrf={csrf} label="Change limits">
       <Field

@@ -12,7 +12,7 @@ export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = (
   <>
     <TableRegion label="Organizations">
       <table>
-        <caption class="hint">Every organization (first 100)</caption>
+        <caption class="hint">Organizations, 100 a page</caption>
         <thead>
           <tr>
             <th scope="col">Name</th>

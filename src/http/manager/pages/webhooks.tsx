@@ -3,8 +3,9 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import type { DeliveryRecord, WebhookConfiguration } from "../../../schemas/webhooks";
-import { Checkbox, Field, PostForm, Status, TableRegion, when } from "../views";
+import type { DeliveryFilter, DeliveryRecord, WebhookConfiguration, WebhookTrafficView } from "../../../schemas/webhooks";
+import { TrafficCharts } from "../charts";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
 
 /** Health in words: paused and why, failing since when, or when the last delivery succeeded. */
 const health = (w: WebhookConfiguration): string =>
@@ -35,7 +36,18 @@ export const lastAttempt = (d: Pick<DeliveryRecord, "attempts">): string => {
   return `${when(last.at)}: ${what}`;
 };
 
-export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfiguration[] }> = ({ base, configs }) => (
+type Last24h = WebhookTrafficView["last_24h"];
+
+/** The last 24 hours in a few words: attempts, success rate and mean latency. */
+const last24hText = (t: Last24h): string =>
+  t.success_rate === null
+    ? "no attempts in the last 24 hours"
+    : `${Math.round(t.success_rate * 1000) / 10}% of ${t.succeeded + t.failed} attempts succeeded, ${t.latency_ms_avg} ms on average`;
+
+export const WebhookConfigurations: FC<{ base: string; configs: { config: WebhookConfiguration; last24h: Last24h }[] }> = ({
+  base,
+  configs,
+}) => (
   <>
     {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
     {configs.length > 0 && (
@@ -44,24 +56,31 @@ export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfigura
           <caption class="hint">Every configuration of the organization (at most 20)</caption>
           <thead>
             <tr>
-              <th scope="col">Webhook URL</th>
+              <th scope="col">Configuration</th>
               <th scope="col">Status</th>
               <th scope="col">Health</th>
+              <th scope="col">Last 24 hours</th>
               <th scope="col">Events</th>
             </tr>
           </thead>
           <tbody>
-            {configs.map((w) => (
+            {configs.map(({ config: w, last24h }) => (
               <tr>
                 <td>
-                  <a href={`${base}/${w.id}`}>
-                    <code class="wrap">{w.url}</code>
-                  </a>
+                  <a href={`${base}/${w.id}`}>{w.description ?? w.url}</a>
+                  {w.description !== null && (
+                    <>
+                      <br />
+                      <code class="wrap">{w.url}</code>
+                    </>
+                  )}
                 </td>
                 <td>
                   <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""}
+                  {w.state.pause_reason !== null && <Status value="paused" />}
                 </td>
                 <td>{health(w)}</td>
+                <td>{last24hText(last24h)}</td>
                 <td>{w.events ? w.events.join(", ") : "all"}</td>
               </tr>
             ))}
@@ -72,112 +91,269 @@ export const WebhookConfigurations: FC<{ base: string; configs: WebhookConfigura
   </>
 );
 
+/** What the deliveries list is narrowed to (routes parse it: webhooks.tsx `deliveryQuery`). */
+export interface DeliveryQuery {
+  filter: DeliveryFilter;
+  /** The search box as typed. */
+  q: string;
+  search?: { kind: "delivery" | "event"; id: string } | undefined;
+  cursor?: string;
+}
+
+const STATUSES = ["pending", "retrying", "delivered", "failed"] as const;
+
+/** The query string of the list with these filters (and a cursor), for links that keep them. */
+function listHref(base: string, query: DeliveryQuery, cursor?: string): string {
+  const params = new URLSearchParams();
+  if (query.filter.status) params.set("status", query.filter.status);
+  if (query.filter.event_type) params.set("event_type", query.filter.event_type);
+  if (query.q) params.set("q", query.q);
+  if (cursor) params.set("cursor", cursor);
+  const text = params.toString();
+  return `${base}${text ? `?${text}` : ""}#deliveries`;
+}
+
 export const WebhookConfigurationDetail: FC<{
   base: string;
   config: WebhookConfiguration;
+  traffic: WebhookTrafficView;
   deliveries: DeliveryRecord[];
+  query: DeliveryQuery;
+  /** The cursor of the next page of deliveries, or null on the last. */
+  next: string | null;
   csrf: string;
-}> = ({ base, config, deliveries, csrf }) => (
-  <>
-    <section class="card" aria-labelledby="health">
-      <h2 id="health">Health</h2>
+}> = ({ base, config, traffic, deliveries, query, next, csrf }) => {
+  const filtered = query.filter.status !== undefined || query.filter.event_type !== undefined || query.q !== "";
+  return (
+    <>
       <p>
-        Status: <Status value={config.status} />
-        {config.disabled_reason ? ` (${config.disabled_reason})` : ""}. Health: {health(config)}.
+        <CopyId value={config.id} label="configuration id" /> <code class="wrap">{config.url}</code>
       </p>
-      <p>
-        Delivery: {LANES[config.state.lane]};{" "}
-        {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
-        {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`};{" "}
-        {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}.
-      </p>
-      {config.status === "active" ? (
-        <>
-          <PostForm action={`${base}/test`} csrf={csrf} class="inline" label="Send a test event">
-            <button type="submit" class="secondary">
-              Send test event
-            </button>
+      <section class="card" aria-labelledby="health">
+        <h2 id="health">Health</h2>
+        <p>
+          <Status value={config.status} />
+          {config.state.pause_reason !== null && (
+            <>
+              {" "}
+              <Status value="paused" />
+            </>
+          )}
+          {config.disabled_reason ? ` (${config.disabled_reason})` : ""} {health(config)}.
+        </p>
+        <div class="stats">
+          <div>
+            Success rate, 24 h
+            <strong>{traffic.last_24h.success_rate === null ? "-" : `${Math.round(traffic.last_24h.success_rate * 1000) / 10}%`}</strong>
+          </div>
+          <div>
+            Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
+          </div>
+          <div>
+            Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
+          </div>
+          <div>
+            Mean latency, 24 h<strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
+          </div>
+        </div>
+        <p>
+          Delivery: {LANES[config.state.lane]};{" "}
+          {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
+          {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`};{" "}
+          {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}.
+        </p>
+        {config.status === "active" ? (
+          <>
+            <PostForm action={`${base}/test`} csrf={csrf} class="inline" label="Send a test event">
+              <button type="submit" class="secondary">
+                Send test event
+              </button>
+            </PostForm>
+            <p>
+              <a href={`${base}/disable`}>Disable this webhook configuration</a> (nothing is sent to it until it is re-enabled)
+            </p>
+          </>
+        ) : (
+          <PostForm action={`${base}/enable`} csrf={csrf} class="inline" label="Re-enable the webhook configuration">
+            <p>Re-enabling resumes deliveries to it and resets its health count.</p>
+            <button type="submit">Re-enable</button>
           </PostForm>
-          <p>
-            <a href={`${base}/disable`}>Disable this webhook configuration</a> (nothing is sent to it until it is re-enabled)
-          </p>
-        </>
-      ) : (
-        <PostForm action={`${base}/enable`} csrf={csrf} class="inline" label="Re-enable the webhook configuration">
-          <p>Re-enabling resumes deliveries to it and resets its health count.</p>
-          <button type="submit">Re-enable</button>
-        </PostForm>
+        )}
+      </section>
+      <h2>Traffic</h2>
+      <TrafficCharts
+        id="attempts"
+        what="Attempts"
+        hours={traffic.hours}
+        days={traffic.days}
+        series={[
+          { key: "succeeded", label: "Succeeded", tone: "good" },
+          { key: "failed", label: "Failed", tone: "bad" },
+        ]}
+      />
+      <h2 id="deliveries">Deliveries</h2>
+      <form class="filters" method="get" action={base} aria-label="Filter deliveries">
+        <div>
+          <label for="status">Status</label>
+          <select id="status" name="status">
+            <option value="" selected={query.filter.status === undefined}>
+              any
+            </option>
+            {STATUSES.map((st) => (
+              <option value={st} selected={query.filter.status === st}>
+                {st}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="event_type">Event type</label>
+          <input id="event_type" name="event_type" type="text" value={query.filter.event_type ?? ""} placeholder="order.created" />
+        </div>
+        <div>
+          <label for="q">Event id or webhook-id</label>
+          <input id="q" name="q" type="search" value={query.q} placeholder="evt_... or msg_..." />
+        </div>
+        <button type="submit">Filter</button>
+        {filtered && (
+          <a class="button secondary" href={`${base}#deliveries`}>
+            Clear
+          </a>
+        )}
+      </form>
+      {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this configuration.</p>}
+      {deliveries.length > 0 && (
+        <TableRegion label="Deliveries">
+          <table>
+            <caption class="hint">
+              Newest first, {DELIVERIES_SHOWN} a page{filtered ? ", filtered" : ""}
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Delivery (webhook-id)</th>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last attempt</th>
+              </tr>
+            </thead>
+            <tbody>
+              {deliveries.map((d) => (
+                <tr>
+                  <td>
+                    <a href={`${base}/deliveries/${d.id}`}>
+                      <code>{d.id}</code>
+                    </a>
+                  </td>
+                  <td>
+                    {d.event_type}
+                    <br />
+                    <code class="hint">{d.event_id}</code>
+                  </td>
+                  <td>
+                    <Status value={d.status} />
+                  </td>
+                  <td>{lastAttempt(d)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableRegion>
       )}
-    </section>
-    <h2>Recent deliveries</h2>
-    <TableRegion label="Recent deliveries">
-      <table>
-        <caption class="hint">The 25 most recent, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Delivery</th>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            <th scope="col">Last attempt</th>
-          </tr>
-        </thead>
-        <tbody>
-          {deliveries.map((d) => (
-            <tr>
-              <td>
-                <a href={`${base}/deliveries/${d.id}`}>
-                  <code>{d.id}</code>
-                </a>
-              </td>
-              <td>{d.event_type}</td>
-              <td>
-                <Status value={d.status} />
-              </td>
-              <td>{lastAttempt(d)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
-    {deliveries.length === 0 && <p>No deliveries yet.</p>}
-    <h2>Edit</h2>
-    <PostForm action={base} csrf={csrf} label="Edit the webhook configuration">
-      <Field id="url" label="Webhook URL" value={config.url} required />
-      <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
-      <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
-      <Field
-        id="client_secret"
-        type="password"
-        label="Client secret at the receiver"
-        hint="empty keeps the stored one; required when either URL moves to another origin"
-      />
-      <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
-      <Field id="description" label="Description" value={config.description ?? ""} hint="optional" />
-      <Field
-        id="rate_limit"
-        type="number"
-        min={1}
-        label="Rate limit (deliveries per second)"
-        value={config.rate_limit === null ? "" : String(config.rate_limit)}
-        hint="empty for none; excess deliveries wait"
-      />
-      <Checkbox id="ordered" label="Ordered" checked={config.ordered} hint="one at a time, in publish order" />
-      <Checkbox id="token_cache" label="Share one receiver token" checked={config.token_cache} hint="reused until 60 s before it expires" />
-      <button type="submit">Save</button>
-    </PostForm>
-  </>
-);
+      {deliveries.length === 0 && query.search?.kind !== "delivery" && <p>{filtered ? "No delivery matches." : "No deliveries yet."}</p>}
+      {(next !== null || query.cursor !== undefined) && (
+        <nav class="pager" aria-label="Deliveries pages">
+          {query.cursor !== undefined && <a href={listHref(base, query)}>First page</a>}
+          {next !== null && <a href={listHref(base, query, next)}>Next page</a>}
+        </nav>
+      )}
+      <h2>Signing secret</h2>
+      <p>
+        Rotate the signing secret when it may have leaked, or on a schedule. The current secret keeps signing beside the new one for 24
+        hours.
+      </p>
+      <p>
+        <a href={`${base}/rotate-signing-secret`}>Rotate the signing secret</a>
+      </p>
+      <h2>Edit</h2>
+      <PostForm action={base} csrf={csrf} label="Edit the webhook configuration">
+        <Field id="url" label="Webhook URL" value={config.url} required />
+        <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
+        <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
+        <Field
+          id="client_secret"
+          type="password"
+          label="Client secret at the receiver"
+          hint="empty keeps the stored one; required when either URL moves to another origin"
+        />
+        <Field
+          id="events"
+          label="Event types"
+          value={config.events ? config.events.join(", ") : ""}
+          hint="comma-separated; empty for all"
+        />
+        <Field id="description" label="Description" value={config.description ?? ""} hint="optional" />
+        <Field
+          id="rate_limit"
+          type="number"
+          min={1}
+          label="Rate limit (deliveries per second)"
+          value={config.rate_limit === null ? "" : String(config.rate_limit)}
+          hint="empty for none; excess deliveries wait"
+        />
+        <Checkbox id="ordered" label="Ordered" checked={config.ordered} hint="one at a time, in publish order" />
+        <Checkbox
+          id="token_cache"
+          label="Share one receiver token"
+          checked={config.token_cache}
+          hint="reused until 60 s before it expires"
+        />
+        <button type="submit">Save</button>
+      </PostForm>
+    </>
+  );
+};
 
-export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resendable: boolean }> = ({ base, delivery, resendable }) => (
+/** Shown in the deliveries table's caption; the route asks for as many. */
+const DELIVERIES_SHOWN = 25;
+
+export const DeliveryDetail: FC<{
+  base: string;
+  config: WebhookConfiguration;
+  delivery: DeliveryRecord;
+  /** The event body as sent (JSON text). */
+  body: string;
+  /** The request's headers as webhookHeaders builds them, secrets masked. */
+  sentHeaders: [string, string][];
+  resendable: boolean;
+}> = ({ base, config, delivery, body, sentHeaders, resendable }) => (
   <>
-    <p>
-      Event <code>{delivery.event_type}</code> (<code>{delivery.event_id}</code>), status <Status value={delivery.status} />
-      {delivery.next_attempt_at ? `, next attempt ${when(delivery.next_attempt_at)}` : ""}. The <code>webhook-id</code> is the delivery id;
-      it stays the same on every attempt and re-send.
-    </p>
+    <dl class="facts">
+      <dt>Delivery (webhook-id)</dt>
+      <dd>
+        <CopyId value={delivery.id} label="webhook-id" />
+      </dd>
+      <dt>Event</dt>
+      <dd>
+        <code>{delivery.event_type}</code> <CopyId value={delivery.event_id} label="event id" />
+      </dd>
+      <dt>Status</dt>
+      <dd>
+        <Status value={delivery.status} />
+        {delivery.next_attempt_at ? ` next attempt ${when(delivery.next_attempt_at)}` : ""}
+      </dd>
+      <dt>Published</dt>
+      <dd>{when(delivery.created_at)}</dd>
+    </dl>
+    <p class="hint">The webhook-id stays the same on every attempt and re-send, so the receiver can tell a repeat from a new event.</p>
+    {resendable && (
+      <p>
+        {resendEffect(delivery)} <a href={`${base}/resend`}>Re-send this delivery</a>
+      </p>
+    )}
+    <h2>Attempts</h2>
     <TableRegion label="Attempts">
       <table>
-        <caption class="hint">Attempts, oldest first (the most recent 50)</caption>
+        <caption class="hint">Every attempt, oldest first (the most recent 50): the token step, then the webhook step</caption>
         <thead>
           <tr>
             <th scope="col">#</th>
@@ -216,15 +392,67 @@ export const DeliveryDetail: FC<{ base: string; delivery: DeliveryRecord; resend
       </table>
     </TableRegion>
     {delivery.attempts.length === 0 && <p>No attempt yet.</p>}
-    {resendable && (
-      <>
-        <h2>Re-send</h2>
-        <p>{resendEffect(delivery)}</p>
-        <p>
-          <a href={`${base}/resend`}>Re-send this delivery</a>
-        </p>
-      </>
-    )}
+    <h2>Request</h2>
+    <p>
+      <code>POST {config.url}</code>
+    </p>
+    <TableRegion label="Request headers">
+      <table>
+        <caption class="hint">The headers of each attempt; the access token and the signature are masked</caption>
+        <thead>
+          <tr>
+            <th scope="col">Header</th>
+            <th scope="col">Value</th>
+          </tr>
+        </thead>
+        <tbody>
+          {sentHeaders.map(([name, value]) => (
+            <tr>
+              <td>
+                <code>{name}</code>
+              </td>
+              <td>
+                <code class="wrap">{value}</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableRegion>
+    <section aria-labelledby="payload-heading">
+      <h2 id="payload-heading">Payload</h2>
+      {/* Focusable, so a long payload can be scrolled by keyboard. */}
+      <pre class="payload" tabindex={0}>
+        {pretty(body)}
+      </pre>
+    </section>
+  </>
+);
+
+/** The body indented for reading; a body that is not JSON (never expected) is shown as it is. */
+function pretty(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+/** The new signing secret, shown once, and what the overlap means. */
+export const SigningSecretRotated: FC<{ base: string; secret: string; previousExpiresAt: string }> = ({
+  base,
+  secret,
+  previousExpiresAt,
+}) => (
+  <>
+    <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
+    <p>
+      Until {when(previousExpiresAt)} each webhook carries two signatures (<code>v1,...</code> with the new secret and with the previous
+      one), so the receiver can switch to the new secret at any point in that time. After it only the new secret signs.
+    </p>
+    <p>
+      <a href={base}>Back to the webhook configuration</a>
+    </p>
   </>
 );
 
