@@ -116,7 +116,7 @@ export function userRoutes(): Hono<ManagerEnv> {
     const base = credentialsPath(org.id, user.id);
     return page(
       c,
-      `Client credentials ${cred.client_id}`,
+      `Client credentials: ${cred.name ?? cred.client_id}`,
       [...credentialCrumbs(c, org, user, true), { label: cred.name ?? cred.client_id }],
       <ClientCredentialEdit action={`${base}/${cred.client_id}`} cancel={base} credential={cred} csrf={csrf(c)} />,
     );

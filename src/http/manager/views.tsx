@@ -38,7 +38,18 @@ nav.crumbs ol { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-
 nav.crumbs li + li::before { content:"\\2192"; margin-right:.25rem; }
 h1 { font-size:1.6rem; margin:.25rem 0 1rem; } h2 { font-size:1.2rem; margin-top:2rem; }
 a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, .table-scroll:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
-.table-scroll { overflow-x:auto; max-width:100%; margin:1rem 0; } caption { text-align:left; padding:.25rem 0; }
+.table-scroll { overflow-x:auto; max-width:100%; margin:1rem 0; }
+/* Tables of many columns keep their columns readable at phone widths and scroll in their region
+   instead of folding each cell into a tall, mostly blank row. */
+table.wide { min-width:44rem; }
+/* Short lists at phone widths: each row becomes a card of labelled lines (the labels come from
+   data-label, the header row stays for screen readers), so nothing is cut off or needs scrolling. */
+@media (max-width: 600px) {
+  table.stack thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
+  table.stack tr { display:block; border-bottom:1px solid var(--line); padding:.5rem 0; }
+  table.stack td { display:block; border:0; padding:.15rem .5rem; }
+  table.stack td[data-label]::before { content: attr(data-label) ": "; font-weight:600; color:var(--muted); }
+} td.detail { min-width:18rem; overflow-wrap:anywhere; } caption { text-align:left; padding:.25rem 0; }
 /* A wide table's caption stays readable: as wide as the screen, and in view while the table scrolls. */
 .table-scroll caption { position:sticky; left:0; max-width:calc(100vw - 2rem); }
 .table-scroll code { white-space:nowrap; word-break:normal; } .table-scroll code.wrap { white-space:normal; word-break:break-all; }

@@ -18,27 +18,27 @@ const actorText = (a: AuditEntryView["actor"]): string =>
 export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   <>
     <TableRegion label="Audit log">
-      <table>
+      <table class="wide">
         <caption class="hint">Changes, newest first, 100 a page</caption>
         <thead>
           <tr>
             <th scope="col">When</th>
             <th scope="col">Who</th>
             <th scope="col">What</th>
-            <th scope="col">Resource</th>
+            <th scope="col">Details</th>
           </tr>
         </thead>
         <tbody>
           {entries.map((e) => (
             <tr>
-              <td>{when(e.at)}</td>
+              <td class="nowrap">{when(e.at)}</td>
               <td>{actorText(e.actor)}</td>
               <td>
                 <code>{e.action}</code>
+                <br />
+                <code class="hint">{e.resource.id}</code>
               </td>
-              <td>
-                <code>{e.resource.id}</code>
-              </td>
+              <td class="detail">{detailText(e.detail)}</td>
             </tr>
           ))}
         </tbody>
@@ -47,3 +47,10 @@ export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
     {entries.length === 0 && <p>No changes recorded yet.</p>}
   </>
 );
+
+/** An entry's detail as `key: value` pairs (values as JSON when they are not text); "-" without one. */
+function detailText(detail: AuditEntryView["detail"]): string {
+  if (detail === null) return "-";
+  const parts = Object.entries(detail).map(([k, v]) => `${k.replaceAll("_", " ")}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
+  return parts.length === 0 ? "-" : parts.join("; ");
+}

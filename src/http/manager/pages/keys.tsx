@@ -32,7 +32,7 @@ export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | nu
   return (
     <>
       <TableRegion label="API keys">
-        <table>
+        <table class="wide">
           <thead>
             <tr>
               <th scope="col">Key</th>

@@ -5,13 +5,13 @@
 import type { FC } from "hono/jsx";
 import type { AdminTokenView } from "../../../schemas/admin";
 import type { OrganizationRecord } from "../../../schemas/records";
-import { Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
 import type { Org } from "./common";
 
 export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = ({ orgs, csrf }) => (
   <>
     <TableRegion label="Organizations">
-      <table>
+      <table class="stack">
         <caption class="hint">Organizations, 100 a page</caption>
         <thead>
           <tr>
@@ -23,13 +23,13 @@ export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = (
         <tbody>
           {orgs.map((o) => (
             <tr>
-              <td>
+              <td data-label="Name">
                 <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
               </td>
-              <td>
-                <code>{o.id}</code>
+              <td data-label="Id">
+                <CopyId value={o.id} label={`id of ${o.name}`} />
               </td>
-              <td>{when(o.created_at)}</td>
+              <td data-label="Created">{when(o.created_at)}</td>
             </tr>
           ))}
         </tbody>

@@ -6,7 +6,7 @@ import type { FC } from "hono/jsx";
 import type { ClientCredentialView } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
-import { Checkbox, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
 import type { Org } from "./common";
 
 export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org, users, csrf }) => {
@@ -14,7 +14,7 @@ export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org
   return (
     <>
       <TableRegion label="Users">
-        <table>
+        <table class="stack">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -26,10 +26,10 @@ export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org
           <tbody>
             {users.map((u) => (
               <tr>
-                <td>{u.name}</td>
-                <td>{u.email ?? "-"}</td>
-                <td>{when(u.created_at)}</td>
-                <td>
+                <td data-label="Name">{u.name}</td>
+                <td data-label="E-mail">{u.email ?? "-"}</td>
+                <td data-label="Created">{when(u.created_at)}</td>
+                <td data-label="Actions">
                   <a href={`${base}/${u.id}/client-credentials`}>
                     Client credentials<span class="skip"> of {u.name}</span>
                   </a>
@@ -65,7 +65,7 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
       Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
     </p>
     <TableRegion label="Client credentials">
-      <table>
+      <table class="wide">
         <thead>
           <tr>
             <th scope="col">client_id</th>
@@ -82,7 +82,7 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
           {credentials.map((cr) => (
             <tr>
               <td>
-                <code>{cr.client_id}</code>
+                <CopyId value={cr.client_id} label={`client_id ${cr.client_id}`} />
               </td>
               <td>{cr.name ?? "-"}</td>
               <td>

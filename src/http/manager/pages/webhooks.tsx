@@ -52,7 +52,7 @@ export const WebhookConfigurations: FC<{ base: string; configs: { config: Webhoo
     {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
     {configs.length > 0 && (
       <TableRegion label="Webhook configurations">
-        <table>
+        <table class="wide">
           <caption class="hint">Every configuration of the organization (at most 20)</caption>
           <thead>
             <tr>
@@ -224,7 +224,7 @@ export const WebhookConfigurationDetail: FC<{
       {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this configuration.</p>}
       {deliveries.length > 0 && (
         <TableRegion label="Deliveries">
-          <table>
+          <table class="wide">
             <caption class="hint">
               Newest first, {DELIVERIES_SHOWN} a page{filtered ? ", filtered" : ""}
             </caption>
@@ -352,7 +352,7 @@ export const DeliveryDetail: FC<{
     )}
     <h2>Attempts</h2>
     <TableRegion label="Attempts">
-      <table>
+      <table class="wide">
         <caption class="hint">Every attempt, oldest first (the most recent 50): the token step, then the webhook step</caption>
         <thead>
           <tr>
@@ -372,7 +372,7 @@ export const DeliveryDetail: FC<{
             <tr>
               <td>{a.number}</td>
               <td>{a.series}</td>
-              <td>{when(a.at)}</td>
+              <td class="nowrap">{when(a.at)}</td>
               <td>{a.step}</td>
               <td>{a.http_status ?? "-"}</td>
               <td>
