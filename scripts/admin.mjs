@@ -9,7 +9,7 @@
  * Every failure is one readable message on stderr and an exit status (1: the request failed,
  * 2: nothing was sent because the command line or environment is wrong), never a stack trace.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { parseDevVars } from "./dev-vars.mjs";
@@ -37,13 +37,17 @@ const AUDIT_DEFAULT_LIMIT = 50;
  * @property {string[]} flags
  * @property {string} summary
  * @property {(a: Record<string, string>, f: Flags) => Call} [call]
- * @property {(a: Record<string, string>) => string} [list]
+ * @property {(a: Record<string, string>, f: Flags) => string} [list]
  * @property {Column[]} [columns]
  * @property {string} [noun] what a list holds, for "(no ...)"
  * @property {string} [secret] the field of the answer holding a secret shown only this once
  * @property {number} [defaultLimit] lists: how many items without --limit/--all (default: all)
  * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<void>} [check] run before the call; throws a UsageError to stop it
+ * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<Shown>} [run] a command of several calls, or with its own output
  */
+
+/** What a `run` command shows: `data` for --json, `text` for people (default: `data` as a record). */
+/** @typedef {{ data: unknown, text?: string }} Shown */
 
 /** Exit 2: nothing was sent. `group` selects the usage text printed with the message. */
 class UsageError extends Error {
@@ -75,6 +79,9 @@ const usersPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/us
 const credentialsPath = (/** @type {Record<string, string>} */ a) => `${usersPath(a)}/${enc(a.user ?? "")}/client-credentials`;
 const keysPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/api-keys`;
 const tokensPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/admin-tokens`;
+const webhooksPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/webhook-configurations`;
+const webhookPath = (/** @type {Record<string, string>} */ a) => `${webhooksPath(a)}/${enc(a.id ?? "")}`;
+const deliveryPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/deliveries/${enc(a.id ?? "")}`;
 
 /** @param {string} field @returns {(item: Item) => unknown} */
 const field = (field) => (item) => item[field];
@@ -145,6 +152,45 @@ const AUDIT_COLUMNS = [
   { header: "DETAIL", value: field("detail") },
 ];
 
+/** @type {Column[]} */
+const WEBHOOK_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "DESCRIPTION", value: field("description") },
+  { header: "URL", value: field("url") },
+  { header: "STATUS", value: (item) => (isObject(item.state) && item.state.pause_reason ? `${item.status}, paused` : item.status) },
+  { header: "LANE", value: nested("state", "lane") },
+  { header: "EVENTS", value: (item) => (Array.isArray(item.events) ? item.events.join(" ") : "all") },
+];
+/** @type {Column[]} */
+const DELIVERY_COLUMNS = [
+  { header: "ID (WEBHOOK-ID)", value: field("id") },
+  { header: "EVENT", value: field("event_type") },
+  { header: "EVENT ID", value: field("event_id") },
+  { header: "STATUS", value: field("status") },
+  { header: "ATTEMPTS", value: (item) => (Array.isArray(item.attempts) ? item.attempts.length : 0) },
+  { header: "NEXT ATTEMPT", value: field("next_attempt_at") },
+  { header: "CREATED", value: field("created_at") },
+];
+/** @type {Column[]} */
+const ATTEMPT_COLUMNS = [
+  { header: "#", value: field("number") },
+  { header: "AT", value: field("at") },
+  { header: "STEP", value: field("step") },
+  { header: "HTTP", value: field("http_status") },
+  { header: "MS", value: field("latency_ms") },
+  { header: "OUTCOME", value: field("outcome") },
+  { header: "ERROR", value: (item) => [item.error, item.note].filter((x) => typeof x === "string").join("; ") || undefined },
+  {
+    header: "ANSWER",
+    value: (item) => (isObject(item.response) ? (item.response.body_withheld ? "(withheld)" : item.response.body_excerpt) : undefined),
+  },
+];
+/** @param {string[]} fields @returns {Column[]} */
+const seriesColumns = (fields) => [
+  { header: "START (UTC)", value: field("start") },
+  ...fields.map((f) => ({ header: f.toUpperCase(), value: field(f) })),
+];
+
 /** Every flag the CLI knows (node:util parseArgs), global or a command's own. */
 const OPTIONS = /** @type {const} */ ({
   url: { type: "string" },
@@ -163,6 +209,11 @@ const OPTIONS = /** @type {const} */ ({
   dpop: { type: "string" },
   confirm: { type: "string" },
   version: { type: "boolean" },
+  status: { type: "string" },
+  "event-type": { type: "string" },
+  "event-id": { type: "string" },
+  days: { type: "boolean" },
+  out: { type: "string" },
 });
 
 /** @type {Command[]} */
@@ -200,6 +251,22 @@ const COMMANDS = [
       }
     },
     call: (a) => ({ method: "DELETE", path: orgPath(a) }),
+  },
+  {
+    words: ["orgs", "export"],
+    args: ["org"],
+    flags: ["out"],
+    summary: "every record of an organization as one JSON document, no secrets (for backups, audits, offboarding)",
+    run: async (client, a, f) => {
+      const document = await exportOrganization(client, a);
+      const text = `${JSON.stringify(document, null, 2)}\n`;
+      if (f.out === undefined || f.out === true) return { data: document, text };
+      writeFileSync(String(f.out), text, { mode: 0o600 });
+      const counts = Object.entries(document)
+        .filter(([, v]) => Array.isArray(v))
+        .map(([k, v]) => `${/** @type {unknown[]} */ (v).length} ${k.replaceAll("_", " ")}`);
+      return { data: { file: f.out, ...document }, text: `Wrote ${f.out}: ${counts.join(", ")}.\n` };
+    },
   },
 
   {
@@ -345,6 +412,112 @@ const COMMANDS = [
     summary: "revoke an API key",
     call: (a) => ({ method: "DELETE", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
   },
+  {
+    words: ["keys", "traffic"],
+    args: ["org", "id"],
+    flags: ["days"],
+    summary: "an API key's requests admitted and refused: the last 24 hours by hour (--days: the last 30 days)",
+    run: async (client, a, f) => {
+      const data = await send(client, { method: "GET", path: `${keysPath(a)}/${enc(a.id ?? "")}/traffic` });
+      const series =
+        isObject(data) && Array.isArray(data[f.days === true ? "days" : "hours"]) ? data[f.days === true ? "days" : "hours"] : [];
+      return { data, text: table(/** @type {Item[]} */ (series).filter(isObject), seriesColumns(["admitted", "refused"])) };
+    },
+  },
+
+  {
+    words: ["webhooks", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list the organization's webhook configurations",
+    list: webhooksPath,
+    columns: WEBHOOK_COLUMNS,
+    noun: "webhook configurations",
+  },
+  {
+    words: ["webhooks", "show"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show a webhook configuration with its health: the last 24 hours' attempts, success rate and latency",
+    run: async (client, a) => {
+      const [config, traffic] = await Promise.all([
+        send(client, { method: "GET", path: webhookPath(a) }),
+        send(client, { method: "GET", path: `${webhookPath(a)}/traffic` }),
+      ]);
+      const last = isObject(traffic) && isObject(traffic.last_24h) ? traffic.last_24h : {};
+      const health = {
+        attempts: Number(last.succeeded ?? 0) + Number(last.failed ?? 0),
+        failed: last.failed,
+        success_rate: typeof last.success_rate === "number" ? `${Math.round(last.success_rate * 1000) / 10}%` : "-",
+        latency_ms_avg: last.latency_ms_avg,
+      };
+      const data = { ...(isObject(config) ? config : {}), last_24h: last };
+      return { data, text: `${record(isObject(config) ? config : {})}\nLast 24 hours\n${record(health)}` };
+    },
+  },
+  {
+    words: ["webhooks", "pause"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "disable a webhook configuration: nothing is sent to it until it is resumed",
+    call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "disabled" } }),
+  },
+  {
+    words: ["webhooks", "resume"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "re-enable a webhook configuration (its health count starts again)",
+    call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "active" } }),
+  },
+  {
+    words: ["webhooks", "test"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "send a webhook.test event to one configuration; prints the delivery's id",
+    run: async (client, a) => {
+      const data = await send(client, { method: "POST", path: `${webhookPath(a)}/test` });
+      const deliveries = isObject(data) && Array.isArray(data.deliveries) ? data.deliveries.filter(isObject) : [];
+      const ids = deliveries.map((d) => `delivery  ${show(d.id)} (${show(d.status)})\n`).join("");
+      return { data, text: `${record(isObject(data) ? { id: data.id, type: data.type, created_at: data.created_at } : {})}${ids}` };
+    },
+  },
+
+  {
+    words: ["deliveries", "list"],
+    args: ["org", "id"],
+    flags: ["limit", "status", "event-type", "event-id"],
+    summary: "list a configuration's deliveries, newest first, filtered by --status, --event-type, --event-id",
+    list: (a, f) => {
+      const query = new URLSearchParams(
+        /** @type {Record<string, string>} */ (
+          defined({ status: flagText(f.status), event_type: flagText(f["event-type"]), event_id: flagText(f["event-id"]) })
+        ),
+      ).toString();
+      return `${webhookPath(a)}/deliveries${query ? `?${query}` : ""}`;
+    },
+    columns: DELIVERY_COLUMNS,
+    noun: "deliveries",
+    defaultLimit: 50,
+  },
+  {
+    words: ["deliveries", "show"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show a delivery (the webhook-id) and every attempt: step, HTTP status, latency, outcome, the receiver's answer",
+    run: async (client, a) => {
+      const data = await send(client, { method: "GET", path: deliveryPath(a) });
+      const { attempts, ...rest } = isObject(data) ? data : {};
+      const rows = Array.isArray(attempts) ? attempts.filter(isObject) : [];
+      return { data, text: `${record(rest)}\nAttempts\n${rows.length === 0 ? "(no attempts yet)\n" : table(rows, ATTEMPT_COLUMNS)}` };
+    },
+  },
+  {
+    words: ["deliveries", "resend"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "re-send a delivery with the same webhook-id (refused while an attempt is in flight or the configuration is disabled)",
+    call: (a) => ({ method: "POST", path: `${deliveryPath(a)}/retry` }),
+  },
 
   {
     words: ["admin-tokens", "create"],
@@ -396,7 +569,7 @@ const COMMANDS = [
 
 /** Per group: its heading in the help, and what its flags mean. */
 const GROUPS = {
-  orgs: { title: "Organizations", notes: [] },
+  orgs: { title: "Organizations", notes: ["--out FILE      orgs export: write the document to FILE (mode 600) instead of stdout"] },
   users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
   credentials: {
     title: "Client credentials",
@@ -416,6 +589,7 @@ const GROUPS = {
       "--per-second N       requests per second (1..10000); update: `default` restores the service default",
       "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
       "--location-hint H    where the key's clients are: wnam enam sam weur eeur apac oc afr me",
+      "--days               keys traffic: the last 30 days by UTC day instead of the last 24 hours",
     ],
   },
   "admin-tokens": {
@@ -423,6 +597,20 @@ const GROUPS = {
     notes: ["--name N             a label for the token", "--expires-in-days N  1..365 (default 30)"],
   },
   audit: { title: "Audit log", notes: ["--limit N       at most N entries", "--all           every entry (follows every page)"] },
+  webhooks: {
+    title: "Webhook configurations (created by the organization's API clients; operators look in and pause)",
+    notes: ["<id>            a configuration's id (whk_...), the ID column of `webhooks list`"],
+  },
+  deliveries: {
+    title: "Deliveries",
+    notes: [
+      "--status S          pending, retrying, delivered or failed",
+      "--event-type T      e.g. order.created",
+      "--event-id E        one event's deliveries (evt_...)",
+      "<id>                deliveries list: the configuration (whk_...); show and resend: the delivery (msg_..., the webhook-id)",
+      "--limit N / --all   deliveries list shows the 50 newest unless told otherwise",
+    ],
+  },
 };
 
 const GLOBAL_HELP = `Flags of every command
@@ -487,7 +675,7 @@ async function main(argv) {
     if (command.list) {
       const limit =
         flags.all === true ? Number.POSITIVE_INFINITY : (count(flags, "limit") ?? command.defaultLimit ?? Number.POSITIVE_INFINITY);
-      const { items, more } = await readList(client, command.list(args), limit);
+      const { items, more } = await readList(client, command.list(args, flags), limit);
       if (json) write(`${JSON.stringify(items, null, 2)}\n`);
       else write(items.length === 0 ? `(no ${command.noun})\n` : table(items, command.columns ?? []));
       // On stderr, so that stdout stays the table or the JSON array.
@@ -495,6 +683,11 @@ async function main(argv) {
       return 0;
     }
 
+    if (command.run) {
+      const shown = await command.run(client, args, flags);
+      write(json ? `${JSON.stringify(shown.data, null, 2)}\n` : (shown.text ?? record(isObject(shown.data) ? shown.data : {})));
+      return 0;
+    }
     await command.check?.(client, args, flags);
     const call = command.call?.(args, flags);
     if (call === undefined) throw new Error(`${command.words.join(" ")} has neither call nor list`);
@@ -907,7 +1100,7 @@ async function readList(client, path, limit) {
     const size = Math.min(MAX_PAGE, limit - items.length);
     const query = new URLSearchParams({ limit: String(size) });
     if (cursor !== undefined) query.set("cursor", cursor);
-    const { data, next } = await exchange(client, { method: "GET", path: `${path}?${query}` });
+    const { data, next } = await exchange(client, { method: "GET", path: `${path}${path.includes("?") ? "&" : "?"}${query}` });
     if (!Array.isArray(data)) throw new RequestError([`admin: GET ${path} answered without a list`]);
     items.push(...data.filter(isObject));
     const nextCursor = next === undefined ? null : new URL(next).searchParams.get("cursor");
@@ -1075,4 +1268,43 @@ function helpText(group) {
   }
   lines.push("", GLOBAL_HELP);
   return lines.join("\n");
+}
+
+/**
+ * A string flag's value, or undefined when absent (a boolean means it was given without a value).
+ * @param {string | boolean | undefined} value
+ */
+function flagText(value) {
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * Everything the operator API holds about one organization, every list followed to its end: the
+ * organization, its users with their client credentials, API keys, administrator tokens, webhook
+ * configurations and the audit log. The API never returns a secret after creation, so neither
+ * does this (test/e2e/admin-cli.test.ts checks it against the secrets it created).
+ * @param {Client} client
+ * @param {Record<string, string>} a
+ */
+async function exportOrganization(client, a) {
+  const all = (/** @type {string} */ path) => readList(client, path, Number.POSITIVE_INFINITY).then((r) => r.items);
+  const [organization, users, apiKeys, adminTokens, webhooks, audit] = await Promise.all([
+    send(client, { method: "GET", path: orgPath(a) }),
+    all(usersPath(a)),
+    all(keysPath(a)),
+    all(tokensPath(a)),
+    all(webhooksPath(a)),
+    all(`${orgPath(a)}/audit-log`),
+  ]);
+  const credentials = await Promise.all(users.map((u) => all(credentialsPath({ ...a, user: String(u.id ?? "") }))));
+  return {
+    exported_at: new Date().toISOString(),
+    source: client.base,
+    organization,
+    users: users.map((u, i) => ({ ...u, client_credentials: credentials[i] ?? [] })),
+    api_keys: apiKeys,
+    admin_tokens: adminTokens,
+    webhook_configurations: webhooks,
+    audit_log: audit,
+  };
 }

@@ -7,7 +7,7 @@
  * The failure cases check what a person sees: one message, the right exit status, no stack trace.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -235,6 +235,153 @@ describe("operator CLI", () => {
     expect(audit.stdout).not.toContain(apiKey);
   });
 
+  it("looks into a failing receiver from a terminal: webhooks, deliveries with their attempts, pause and resume, test, re-send, traffic, export", async () => {
+    // A receiver whose token endpoint works and whose webhook URL answers 500 with a JSON error.
+    const seen: string[] = [];
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        if (req.url === "/token") {
+          res.writeHead(200, { "Content-Type": "application/json" });
+          res.end(JSON.stringify({ access_token: "cli-receiver-token", token_type: "Bearer", expires_in: 300 }));
+          return;
+        }
+        seen.push(String(req.headers["webhook-id"]));
+        res.writeHead(500, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ error: "disk full" }));
+      });
+    });
+    await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done));
+    const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    try {
+      const orgId = value((await admin("orgs", "create", "Hooks Corp")).stdout, "id");
+      const userId = value((await admin("users", "create", orgId, "Hana")).stdout, "id");
+      const credential = await admin("credentials", "create", orgId, userId);
+      const clientId = value(credential.stdout, "client_id");
+      const clientSecret = value(credential.stdout, "client_secret");
+      const key = await admin("keys", "create", orgId, "--per-second", "50");
+      const keyId = value(key.stdout, "id");
+      const apiKey = value(key.stdout, "api_key");
+      const call = async (path: string, body?: unknown, token?: string) => {
+        const res = await fetch(`${keyway.baseUrl}${path}`, {
+          method: body === undefined ? "GET" : "POST",
+          headers: { "Content-Type": "application/json", "x-api-key": apiKey, ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return (await res.json()) as { data: Record<string, unknown> };
+      };
+      const token = String(
+        (await call("/v1/oauth", { client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" })).data.access_token,
+      );
+      const config = (
+        await call(
+          "/v1/webhook-configurations",
+          {
+            url: `${receiverUrl}/hook`,
+            description: "Billing receiver",
+            oauth: { token_url: `${receiverUrl}/token`, client_id: "keyway", client_secret: "cli-receiver-client-secret" },
+          },
+          token,
+        )
+      ).data;
+      const configId = String(config.id);
+      const signingSecret = String(config.signing_secret);
+      const published = (await call("/v1/events", { type: "invoice.paid", data: { invoice: "INV-7" } }, token)).data;
+      const deliveryId = String((published.deliveries as { id: string }[])[0]?.id);
+      for (let i = 0; i < 80 && !seen.includes(deliveryId); i++) await sleep(100);
+      expect(seen, "the receiver got the webhook").toContain(deliveryId);
+      await sleep(300); // the attempt's outcome reported
+
+      const list = await admin("webhooks", "list", orgId);
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stdout).toMatch(/^ID +DESCRIPTION +URL +STATUS/);
+      expect(list.stdout).toContain(configId);
+      expect(list.stdout).toContain("Billing receiver");
+      const shown = await admin("webhooks", "show", orgId, configId);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(value(shown.stdout, "url")).toBe(`${receiverUrl}/hook`);
+      expect(value(shown.stdout, "attempts")).toBe("1");
+      expect(value(shown.stdout, "failed")).toBe("1");
+      expect(value(shown.stdout, "success_rate")).toBe("0%");
+
+      const deliveries = await admin("deliveries", "list", orgId, configId, "--status", "retrying");
+      expect(deliveries.code, deliveries.stderr).toBe(0);
+      expect(deliveries.stdout).toContain(deliveryId);
+      expect((await admin("deliveries", "list", orgId, configId, "--status", "delivered")).stdout).toBe("(no deliveries)\n");
+      expect((await admin("deliveries", "list", orgId, configId, "--event-type", "invoice.paid", "--json")).stdout).toContain(deliveryId);
+      const badStatus = await admin("deliveries", "list", orgId, configId, "--status", "lost");
+      expect(badStatus.code).toBe(1);
+      expect(badStatus.stderr).toMatch(/status/);
+      const story = await admin("deliveries", "show", orgId, deliveryId);
+      expect(story.code, story.stderr).toBe(0);
+      expect(value(story.stdout, "event_type")).toBe("invoice.paid");
+      expect(story.stdout).toMatch(/^# +AT +STEP +HTTP +MS +OUTCOME +ERROR +ANSWER/m);
+      expect(story.stdout).toMatch(/^1 +\S+ +webhook +500 +\d+ +retry .*disk full/m);
+      expect(story.stdout).not.toContain("cli-receiver-token");
+
+      // Pause: no test event is accepted; resume: it is, and it reaches the receiver.
+      const paused = await admin("webhooks", "pause", orgId, configId);
+      expect(paused.code, paused.stderr).toBe(0);
+      expect(value(paused.stdout, "status")).toBe("disabled");
+      const refused = await admin("webhooks", "test", orgId, configId);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/409/);
+      expect(value((await admin("webhooks", "resume", orgId, configId)).stdout, "status")).toBe("active");
+      const test = await admin("webhooks", "test", orgId, configId);
+      expect(test.code, test.stderr).toBe(0);
+      const testDelivery = /^delivery +(msg_[0-9a-z]{26}) /m.exec(test.stdout)?.[1];
+      expect(testDelivery).toBeDefined();
+      for (let i = 0; i < 80 && !seen.includes(testDelivery!); i++) await sleep(100);
+      expect(seen).toContain(testDelivery);
+
+      const resent = await admin("deliveries", "resend", orgId, deliveryId);
+      expect(resent.code, resent.stderr).toBe(0);
+      expect(value(resent.stdout, "id")).toBe(deliveryId);
+      for (let i = 0; i < 80 && seen.filter((id) => id === deliveryId).length < 2; i++) await sleep(100);
+      expect(seen.filter((id) => id === deliveryId).length).toBeGreaterThanOrEqual(2);
+
+      // The key's traffic: the requests above, admitted, in this hour.
+      const traffic = await admin("keys", "traffic", orgId, keyId);
+      expect(traffic.code, traffic.stderr).toBe(0);
+      expect(traffic.stdout).toMatch(/^START \(UTC\) +ADMITTED +REFUSED/);
+      const series = JSON.parse((await admin("keys", "traffic", orgId, keyId, "--json")).stdout) as {
+        days: { admitted: number }[];
+        hours: { admitted: number; refused: number }[];
+      };
+      expect([series.hours.length, series.days.length]).toEqual([24, 30]);
+      // The token request, the configuration and the event: three requests with this key.
+      expect(series.hours.reduce((n, h) => n + h.admitted, 0)).toBe(3);
+      expect(traffic.stdout).toMatch(/ 1 +0\n$|\d +0\n$/);
+      const byDay = await admin("keys", "traffic", orgId, keyId, "--days");
+      expect(byDay.stdout.trim().split("\n")).toHaveLength(31);
+
+      // The export: every record, no secret in any of them.
+      const dir = await mkdtemp(join(tmpdir(), "keyway-export-"));
+      const file = join(dir, "hooks-corp.json");
+      const exported = await admin("orgs", "export", orgId, "--out", file);
+      expect(exported.code, exported.stderr).toBe(0);
+      expect(exported.stdout).toMatch(
+        /^Wrote .*hooks-corp\.json: 1 users, 1 api keys, 0 admin tokens, 1 webhook configurations, \d+ audit log\.$/m,
+      );
+      const text = await readFile(file, "utf8");
+      const doc = JSON.parse(text) as {
+        organization: { id: string };
+        users: { client_credentials: { client_id: string }[] }[];
+        webhook_configurations: { id: string }[];
+        audit_log: { action: string }[];
+      };
+      expect(doc.organization.id).toBe(orgId);
+      expect(doc.users[0]?.client_credentials[0]?.client_id).toBe(clientId);
+      expect(doc.webhook_configurations[0]?.id).toBe(configId);
+      expect(doc.audit_log.map((e) => e.action)).toContain("delivery.resent");
+      for (const secret of [apiKey, clientSecret, signingSecret, "cli-receiver-client-secret", token]) expect(text).not.toContain(secret);
+      expect(JSON.parse((await admin("orgs", "export", orgId)).stdout)).toMatchObject({ organization: { id: orgId } });
+      await rm(dir, { recursive: true, force: true });
+    } finally {
+      await new Promise((done) => receiver.close(done));
+    }
+  });
+
   it("prints data as parseable JSON with --json, and --limit caps a list with a note on stderr", async () => {
     const org = await admin("orgs", "create", "JSON Corp", "--json");
     expect(org.code, org.stderr).toBe(0);
@@ -371,7 +518,8 @@ describe("operator CLI", () => {
   it("prints help on stdout with exit 0, for everything and for one group", async () => {
     const all = await admin("--help");
     expect(all.code).toBe(0);
-    for (const group of ["orgs", "users", "credentials", "keys", "admin-tokens", "audit"]) expect(all.stdout).toContain(`\n  ${group} `);
+    for (const group of ["orgs", "users", "credentials", "keys", "admin-tokens", "audit", "webhooks", "deliveries"])
+      expect(all.stdout).toContain(`\n  ${group} `);
     expect(all.stdout).toMatch(/\.dev\.vars/);
     const one = await admin("keys", "create", "--help");
     expect(one.code).toBe(0);
