@@ -4,8 +4,8 @@
  * persistence, waits for /healthz, then seeds a demo organization (seed.mjs) once per state
  * directory and prints credentials plus curl commands that work as pasted. The demo credentials
  * are kept next to the local KV data, so they are reused exactly as long as that data lives.
- * wrangler runs in our process group with our stdout/stderr, so its logs show through and a
- * terminal Ctrl-C or a group kill reaches it too; signals sent to this process alone are
+ * wrangler runs in our process group, its output shown through dev-log.mjs (one line per
+ * request, each bindings table once), and a terminal Ctrl-C or a group kill reaches it too; signals sent to this process alone are
  * forwarded, and this process exits with wrangler's status.
  *
  * Environment: PORT (default 8787), KEYWAY_PERSIST_DIR (default .wrangler/state),
@@ -17,6 +17,7 @@ import { createServer } from "node:net";
 import { constants } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { devLogFilter, pipeLines } from "./dev-log.mjs";
 import { ensureDevVars, readDevVars } from "./dev-vars.mjs";
 import { formatDemo, seedDemo } from "./seed.mjs";
 import { assertSupportedNode, devConfigArgs, wranglerCommand } from "./wrangler.mjs";
@@ -138,8 +139,9 @@ function spawnWrangler(port, persistDir) {
   ]);
   const proc = spawn(bin, args, {
     cwd: ROOT,
-    // stdin is not needed without the interactive session; stdout/stderr pass straight through.
-    stdio: ["ignore", "inherit", "inherit"],
+    // stdin is not needed without the interactive session; stdout/stderr go through dev-log.mjs
+    // (one line per request, each bindings table once).
+    stdio: ["ignore", "pipe", "pipe"],
     env: {
       ...process.env,
       // No telemetry, no Cloudflare API lookups and no banner: runs must work offline.
@@ -148,6 +150,9 @@ function spawnWrangler(port, persistDir) {
       WRANGLER_HIDE_BANNER: "true",
     },
   });
+  const filter = devLogFilter();
+  if (proc.stdout) pipeLines(proc.stdout, process.stdout, filter);
+  if (proc.stderr) pipeLines(proc.stderr, process.stderr, filter);
   proc.once("error", (err) => {
     console.error(`npm start: could not run wrangler: ${err.message}.`);
     process.exit(1);

@@ -68,6 +68,26 @@ describe("npm start", () => {
     expect(meBody.data?.organization_id).toBe(organizationId);
   });
 
+  it("logs one line per request, and shows each Worker's bindings table once, with its service bindings connected", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    // Unmatched paths are logged under their route, "(unmatched)"; wrangler's own line would name the path.
+    const probe = `/probe-${Math.random().toString(36).slice(2)}`;
+    const ours = () =>
+      (keyway?.output ?? "").split("\n").filter((line) => /^\[keyway\] .* GET \(unmatched\) 404 not_found \d+ms rid=/.test(line));
+    const before = ours().length;
+    for (let i = 0; i < 3; i++) expect((await fetch(`${base}${probe}`)).status).toBe(404);
+    for (let i = 0; i < 40 && ours().length < before + 3; i++) await sleep(50);
+    await sleep(300); // a second line for any of them would come within this
+    expect(ours().length - before).toBe(3);
+    expect(keyway?.output ?? "").not.toContain(probe);
+    const output = keyway?.output ?? "";
+    for (const worker of ["keyway", "keyway-docs", "keyway-graphql"]) {
+      expect(output.split(`\n${worker} has access to the following bindings:`).length - 1, worker).toBe(1);
+    }
+    expect(output).not.toMatch(/local \[not connected\]/);
+    expect(output).toMatch(/env\.DOCS \(keyway-docs\) +Worker +local \[connected\]/);
+  });
+
   it("says where the API, the manager and the docs are, and how to sign in, and each answers there", async () => {
     const output = keyway?.output ?? "";
     const base = `http://127.0.0.1:${port}`;
