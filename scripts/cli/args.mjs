@@ -1,0 +1,267 @@
+/**
+ * The operator CLI's command line: the flags it knows (node:util parseArgs), picking the command
+ * from the words given, with the closest command or flag suggested for a typo, and the small
+ * parsers of flag values (counts, `default`, on/off, scopes, a JWK Set file).
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { COMMANDS } from "./commands.mjs";
+import { UsageError } from "./common.mjs";
+import { GROUPS } from "./help.mjs";
+import { clean } from "./output.mjs";
+/** @typedef {import("./common.mjs").Item} Item */
+/** @typedef {import("./common.mjs").Flags} Flags */
+/** @typedef {import("./common.mjs").Command} Command */
+
+/** Every flag the CLI knows (node:util parseArgs), global or a command's own. */
+export const OPTIONS = /** @type {const} */ ({
+  url: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  limit: { type: "string" },
+  all: { type: "boolean" },
+  name: { type: "string" },
+  email: { type: "string" },
+  "per-second": { type: "string" },
+  "per-day": { type: "string" },
+  "location-hint": { type: "string" },
+  "expires-in-days": { type: "string" },
+  jwks: { type: "string" },
+  scopes: { type: "string" },
+  dpop: { type: "string" },
+  confirm: { type: "string" },
+  version: { type: "boolean" },
+  status: { type: "string" },
+  "event-type": { type: "string" },
+  "event-id": { type: "string" },
+  days: { type: "boolean" },
+  out: { type: "string" },
+});
+
+/**
+ * What the command line asks for: help (on a group, or `""` for all), or a command with its
+ * arguments and flags. Every mistake is a UsageError naming it.
+ * @param {string[]} argv
+ * @returns {{ help: string, version?: boolean, command?: undefined, args?: undefined, flags?: undefined }
+ *   | { help?: undefined, command: Command, args: Record<string, string>, flags: Flags }}
+ */
+export function parseCommandLine(argv) {
+  // A mistyped flag is named with the closest one (node:util's own message suggests nothing).
+  for (const word of argv) {
+    if (word === "--") break;
+    if (!word.startsWith("--")) continue;
+    const flag = word.slice(2).split("=")[0] ?? "";
+    if (!Object.hasOwn(OPTIONS, flag)) {
+      const group = argv.find((w) => !w.startsWith("-"));
+      throw new UsageError(
+        `unknown flag --${clean(flag)}${suggest(flag, Object.keys(OPTIONS), "--")}`,
+        group !== undefined && isGroup(group) ? group : undefined,
+      );
+    }
+  }
+  /** @type {{ values: Flags, positionals: string[] }} */
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: OPTIONS,
+    });
+  } catch (err) {
+    // node:util's messages name the option and say what is wrong with it.
+    const group = argv.find((word) => !word.startsWith("-"));
+    throw new UsageError(err instanceof Error ? err.message : String(err), group !== undefined && isGroup(group) ? group : undefined);
+  }
+  const { values: flags, positionals } = parsed;
+  const [first, second] = positionals;
+
+  if (first === "help") {
+    if (second !== undefined && !isGroup(second)) throw new UsageError(`no command group "${second}"`);
+    return { help: second ?? "" };
+  }
+  if (first === undefined) {
+    if (flags.help === true) return { help: "" };
+    if (flags.version === true) return { help: "", version: true };
+    throw new UsageError("no command given");
+  }
+  if (!isGroup(first)) throw new UsageError(`unknown command "${clean(first)}"${suggest(first, Object.keys(GROUPS))}`);
+  if (flags.help === true) {
+    // `keys create --help`: that command alone; `keys --help`: the group.
+    const one = COMMANDS.find((c) => c.words[0] === first && c.words[1] === second && c.words.length === 2);
+    return { help: one ? `${first} ${second}` : first };
+  }
+
+  const inGroup = COMMANDS.filter((c) => c.words[0] === first);
+  const command = inGroup.length === 1 && inGroup[0]?.words.length === 1 ? inGroup[0] : inGroup.find((c) => c.words[1] === second);
+  if (command === undefined) {
+    throw new UsageError(
+      second === undefined
+        ? `${first}: which command?`
+        : `unknown command "${first} ${clean(second)}"${suggest(
+            second,
+            inGroup.map((c) => c.words[1] ?? ""),
+            `${first} `,
+          )}`,
+      first,
+    );
+  }
+
+  const given = positionals.slice(command.words.length);
+  const name = command.words.join(" ");
+  if (given.length < command.args.length) {
+    throw new UsageError(`${name}: missing <${command.args.slice(given.length).join("> <")}>`, first);
+  }
+  if (given.length > command.args.length) throw new UsageError(`${name}: unexpected argument "${given[command.args.length]}"`, first);
+  /** @type {Record<string, string>} */
+  const args = {};
+  command.args.forEach((arg, i) => {
+    args[arg] = given[i] ?? "";
+  });
+  for (const [arg, value] of Object.entries(args)) {
+    if (value.trim() === "") throw new UsageError(`${name}: <${arg}> must not be empty`, first);
+  }
+
+  const global = ["url", "json", "help"];
+  for (const flag of Object.keys(flags)) {
+    if (!global.includes(flag) && !command.flags.includes(flag)) throw new UsageError(`${name} takes no --${flag}`, first);
+  }
+  if (flags.all === true && flags.limit !== undefined) throw new UsageError(`${name}: give --limit or --all, not both`, first);
+  // Numbers are checked now, so a typo is a usage error before anything is sent.
+  try {
+    if (command.list) count(flags, "limit");
+    else command.call?.(args, flags);
+  } catch (err) {
+    if (err instanceof UsageError) err.group = first;
+    throw err;
+  }
+  return { command, args, flags };
+}
+
+/**
+ * `; did you mean "x"?` for the candidate closest to `word` by edit distance, when it is close
+ * enough to be a typo (at most 2 edits, and fewer than half the word); "" otherwise.
+ * @param {string} word
+ * @param {string[]} candidates
+ * @param {string} [prefix] put before the candidate in the suggestion
+ */
+export function suggest(word, candidates, prefix = "") {
+  let best = "";
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of candidates) {
+    const d = editDistance(word.toLowerCase(), candidate);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best !== "" && bestDistance <= 2 && bestDistance < word.length / 2 ? `; did you mean "${prefix}${best}"?` : "";
+}
+
+/**
+ * Levenshtein distance (insertions, deletions, substitutions), one row at a time.
+ * @param {string} a
+ * @param {string} b
+ */
+export function editDistance(a, b) {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length] ?? 0;
+}
+
+/** The version in package.json, which `--version` prints. */
+export function packageVersion() {
+  const pkg = /** @type {{ version?: string }} */ (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")));
+  return pkg.version ?? "unknown";
+}
+
+/** @param {string} word */
+export function isGroup(word) {
+  return Object.hasOwn(GROUPS, word);
+}
+
+/**
+ * A positive whole number flag, or undefined when it is absent.
+ * @param {Flags} flags
+ * @param {string} name
+ * @returns {number | undefined}
+ */
+export function count(flags, name) {
+  const value = flags[name];
+  if (value === undefined || typeof value === "boolean") return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(`--${name} must be a whole number of at least 1, got "${clean(value)}"`);
+  }
+  return n;
+}
+
+/**
+ * Like count, but `default` is null: the API's way to restore the service default.
+ * @param {Flags} flags
+ * @param {string} name
+ * @returns {number | null | undefined}
+ */
+export function countOrDefault(flags, name) {
+  return flags[name] === "default" ? null : count(flags, name);
+}
+
+/**
+ * The JWK Set in the file --jwks names; keyway checks its keys (public, signing) and says what is wrong.
+ * @param {string | boolean} path
+ */
+export function jwksFile(path) {
+  if (typeof path !== "string") throw new UsageError("--jwks needs a file name");
+  let text;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    throw new UsageError(`--jwks: cannot read ${clean(path)}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`--jwks: ${clean(path)} is not JSON`);
+  }
+}
+
+/**
+ * --scopes "a b": the list; on update `all` means no restriction (null).
+ * @param {string | boolean | undefined} value
+ * @param {boolean} update
+ */
+export function scopeList(value, update) {
+  if (value === undefined || typeof value === "boolean") return undefined;
+  if (update && value.trim() === "all") return null;
+  return value.split(/\s+/).filter((s) => s !== "");
+}
+
+/** @param {string | boolean | undefined} value */
+export function onOff(value) {
+  if (value === undefined) return undefined;
+  if (value === "on") return true;
+  if (value === "off") return false;
+  throw new UsageError(`--dpop must be on or off, got "${clean(String(value))}"`);
+}
+
+/**
+ * @param {Item} object
+ * @returns {Item} the object without its undefined fields (so they are absent from the JSON body)
+ */
+export function defined(object) {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * A string flag's value, or undefined when absent (a boolean means it was given without a value).
+ * @param {string | boolean | undefined} value
+ */
+export function flagText(value) {
+  return typeof value === "string" ? value : undefined;
+}

@@ -1,0 +1,523 @@
+/**
+ * The operator CLI's commands: one table, each entry one route of the operator API
+ * (src/http/routes/admin.ts and the operator's mirror of the webhook routes) with its positional
+ * arguments, flags, path, body and output columns, plus the commands that make several calls
+ * (webhooks show, deliveries show, keys traffic, orgs export).
+ */
+import { writeFileSync } from "node:fs";
+import { count, countOrDefault, defined, flagText, jwksFile, onOff, scopeList } from "./args.mjs";
+import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
+import { readList, send } from "./http.mjs";
+import { field, isObject, nested, record, show, table } from "./output.mjs";
+/** @typedef {import("./common.mjs").Item} Item */
+/** @typedef {import("./common.mjs").Column} Column */
+/** @typedef {import("./common.mjs").Command} Command */
+/** @typedef {import("./http.mjs").Client} Client */
+
+export const enc = encodeURIComponent;
+
+export const orgPath = (/** @type {Record<string, string>} */ a) => `/admin/v1/organizations/${enc(a.org ?? "")}`;
+
+export const usersPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/users`;
+
+export const credentialsPath = (/** @type {Record<string, string>} */ a) => `${usersPath(a)}/${enc(a.user ?? "")}/client-credentials`;
+
+export const keysPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/api-keys`;
+
+export const tokensPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/admin-tokens`;
+
+export const webhooksPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/webhook-configurations`;
+
+export const webhookPath = (/** @type {Record<string, string>} */ a) => `${webhooksPath(a)}/${enc(a.id ?? "")}`;
+
+export const deliveryPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/deliveries/${enc(a.id ?? "")}`;
+
+/** @type {Column[]} */
+export const ORG_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "CREATED", value: field("created_at") },
+];
+
+/** @type {Column[]} */
+export const USER_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "EMAIL", value: field("email") },
+  { header: "CREATED", value: field("created_at") },
+];
+
+/** @type {Column[]} */
+export const CREDENTIAL_COLUMNS = [
+  { header: "CLIENT_ID", value: field("client_id") },
+  { header: "NAME", value: field("name") },
+  { header: "AUTH", value: field("token_endpoint_auth_method") },
+  { header: "SCOPES", value: (item) => (Array.isArray(item.scopes) ? item.scopes.join(" ") : undefined) },
+  { header: "DPOP", value: field("dpop_bound_access_tokens") },
+  { header: "STATUS", value: field("status") },
+  { header: "CREATED", value: field("created_at") },
+  { header: "LAST USED", value: field("last_used_at") },
+];
+
+/** @type {Column[]} */
+export const KEY_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "HINT", value: field("hint") },
+  { header: "PER SECOND", value: nested("limits", "per_second") },
+  { header: "PER DAY", value: nested("limits", "per_day") },
+  { header: "LOCATION", value: field("location_hint") },
+  { header: "STATUS", value: field("status") },
+  { header: "LAST USED", value: field("last_used_at") },
+];
+
+/** @type {Column[]} */
+export const TOKEN_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "STATUS", value: field("status") },
+  { header: "EXPIRES", value: field("expires_at") },
+  { header: "LAST USED", value: field("last_used_at") },
+];
+
+/** @type {Column[]} */
+export const AUDIT_COLUMNS = [
+  { header: "AT", value: field("at") },
+  {
+    header: "ACTOR",
+    value: (item) => {
+      const actor = isObject(item.actor) ? item.actor : {};
+      return typeof actor.id === "string" ? `${actor.type}:${actor.id}` : actor.type;
+    },
+  },
+  { header: "ACTION", value: field("action") },
+  {
+    header: "RESOURCE",
+    value: (item) => (isObject(item.resource) ? `${item.resource.type}:${item.resource.id}` : undefined),
+  },
+  { header: "DETAIL", value: field("detail") },
+];
+
+/** @type {Column[]} */
+export const WEBHOOK_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "DESCRIPTION", value: field("description") },
+  { header: "URL", value: field("url") },
+  { header: "STATUS", value: (item) => (isObject(item.state) && item.state.pause_reason ? `${item.status}, paused` : item.status) },
+  { header: "LANE", value: nested("state", "lane") },
+  { header: "EVENTS", value: (item) => (Array.isArray(item.events) ? item.events.join(" ") : "all") },
+];
+
+/** @type {Column[]} */
+export const DELIVERY_COLUMNS = [
+  { header: "ID (WEBHOOK-ID)", value: field("id") },
+  { header: "EVENT", value: field("event_type") },
+  { header: "EVENT ID", value: field("event_id") },
+  { header: "STATUS", value: field("status") },
+  { header: "ATTEMPTS", value: (item) => (Array.isArray(item.attempts) ? item.attempts.length : 0) },
+  { header: "NEXT ATTEMPT", value: field("next_attempt_at") },
+  { header: "CREATED", value: field("created_at") },
+];
+
+/** @type {Column[]} */
+export const ATTEMPT_COLUMNS = [
+  { header: "#", value: field("number") },
+  { header: "AT", value: field("at") },
+  { header: "STEP", value: field("step") },
+  { header: "HTTP", value: field("http_status") },
+  { header: "MS", value: field("latency_ms") },
+  { header: "OUTCOME", value: field("outcome") },
+  { header: "ERROR", value: (item) => [item.error, item.note].filter((x) => typeof x === "string").join("; ") || undefined },
+  {
+    header: "ANSWER",
+    value: (item) => (isObject(item.response) ? (item.response.body_withheld ? "(withheld)" : item.response.body_excerpt) : undefined),
+  },
+];
+
+/** @param {string[]} fields @returns {Column[]} */
+export const seriesColumns = (fields) => [
+  { header: "START (UTC)", value: field("start") },
+  ...fields.map((f) => ({ header: f.toUpperCase(), value: field(f) })),
+];
+
+/** @type {Command[]} */
+export const COMMANDS = [
+  {
+    words: ["orgs", "create"],
+    args: ["name"],
+    flags: [],
+    summary: "create an organization",
+    call: (a) => ({ method: "POST", path: "/admin/v1/organizations", body: { name: a.name } }),
+  },
+  {
+    words: ["orgs", "list"],
+    args: [],
+    flags: ["limit"],
+    summary: "list organizations",
+    list: () => "/admin/v1/organizations",
+    columns: ORG_COLUMNS,
+    noun: "organizations",
+  },
+  { words: ["orgs", "get"], args: ["org"], flags: [], summary: "show an organization", call: (a) => ({ method: "GET", path: orgPath(a) }) },
+  {
+    words: ["orgs", "delete"],
+    args: ["org"],
+    flags: ["confirm"],
+    summary: "delete an organization: revoke all it holds now, erase its data after 30 days (--confirm NAME)",
+    // Irreversible for its customer: the operator names the organization to confirm it.
+    check: async (client, a, f) => {
+      const org = await send(client, { method: "GET", path: orgPath(a) });
+      const name = isObject(org) && typeof org.name === "string" ? org.name : "";
+      if (f.confirm !== name) {
+        throw new UsageError(
+          `orgs delete revokes every API key, client credential, token and session of ${a.org} at once and erases its data after 30 days; to confirm, name it: --confirm ${JSON.stringify(name)}`,
+        );
+      }
+    },
+    call: (a) => ({ method: "DELETE", path: orgPath(a) }),
+  },
+  {
+    words: ["orgs", "export"],
+    args: ["org"],
+    flags: ["out"],
+    summary: "every record of an organization as one JSON document, no secrets (for backups, audits, offboarding)",
+    run: async (client, a, f) => {
+      const document = await exportOrganization(client, a);
+      const text = `${JSON.stringify(document, null, 2)}\n`;
+      if (f.out === undefined || f.out === true) return { data: document, text };
+      writeFileSync(String(f.out), text, { mode: 0o600 });
+      const counts = Object.entries(document)
+        .filter(([, v]) => Array.isArray(v))
+        .map(([k, v]) => `${/** @type {unknown[]} */ (v).length} ${k.replaceAll("_", " ")}`);
+      return { data: { file: f.out, ...document }, text: `Wrote ${f.out}: ${counts.join(", ")}.\n` };
+    },
+  },
+
+  {
+    words: ["users", "create"],
+    args: ["org", "name"],
+    flags: ["email"],
+    summary: "add a user to an organization",
+    call: (a, f) => ({ method: "POST", path: usersPath(a), body: defined({ name: a.name, email: f.email }) }),
+  },
+  {
+    words: ["users", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list an organization's users",
+    list: usersPath,
+    columns: USER_COLUMNS,
+    noun: "users",
+  },
+  {
+    words: ["users", "get"],
+    args: ["org", "user"],
+    flags: [],
+    summary: "show a user",
+    call: (a) => ({ method: "GET", path: `${usersPath(a)}/${enc(a.user ?? "")}` }),
+  },
+  {
+    words: ["users", "remove"],
+    args: ["org", "user"],
+    flags: [],
+    summary: "remove a user, revoking their client credentials first",
+    call: (a) => ({ method: "DELETE", path: `${usersPath(a)}/${enc(a.user ?? "")}` }),
+  },
+
+  {
+    words: ["credentials", "create"],
+    args: ["org", "user"],
+    flags: ["name", "jwks", "scopes", "dpop"],
+    summary: "issue a client credential to a user (client_secret shown once; with --jwks, private_key_jwt and no secret)",
+    call: (a, f) => ({
+      method: "POST",
+      path: credentialsPath(a),
+      body: defined({
+        name: f.name,
+        ...(f.jwks !== undefined ? { token_endpoint_auth_method: "private_key_jwt", jwks: jwksFile(f.jwks) } : {}),
+        scopes: scopeList(f.scopes, false),
+        dpop_bound_access_tokens: onOff(f.dpop),
+      }),
+    }),
+    secret: "client_secret",
+  },
+  {
+    words: ["credentials", "update"],
+    args: ["org", "user", "client_id"],
+    flags: ["name", "jwks", "scopes", "dpop"],
+    summary: "change a client credential: a new key set (rotation), scopes, DPoP, name",
+    call: (a, f) => ({
+      method: "PATCH",
+      path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}`,
+      body: defined({
+        name: f.name,
+        jwks: f.jwks === undefined ? undefined : jwksFile(f.jwks),
+        scopes: scopeList(f.scopes, true),
+        dpop_bound_access_tokens: onOff(f.dpop),
+      }),
+    }),
+  },
+  {
+    words: ["credentials", "list"],
+    args: ["org", "user"],
+    flags: ["limit"],
+    summary: "list a user's client credentials",
+    list: credentialsPath,
+    columns: CREDENTIAL_COLUMNS,
+    noun: "client credentials",
+  },
+  {
+    words: ["credentials", "get"],
+    args: ["org", "user", "client_id"],
+    flags: [],
+    summary: "show a client credential",
+    call: (a) => ({ method: "GET", path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}` }),
+  },
+  {
+    words: ["credentials", "revoke"],
+    args: ["org", "user", "client_id"],
+    flags: [],
+    summary: "revoke a client credential (its tokens stop working at once)",
+    call: (a) => ({ method: "DELETE", path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}` }),
+  },
+
+  {
+    words: ["keys", "create"],
+    args: ["org"],
+    flags: ["name", "per-second", "per-day", "location-hint"],
+    summary: "issue an API key (api_key shown once)",
+    call: (a, f) => {
+      const limits = defined({ per_second: count(f, "per-second"), per_day: count(f, "per-day") });
+      return {
+        method: "POST",
+        path: keysPath(a),
+        body: defined({
+          name: f.name,
+          location_hint: f["location-hint"],
+          limits: Object.keys(limits).length > 0 ? limits : undefined,
+        }),
+      };
+    },
+    secret: "api_key",
+  },
+  {
+    words: ["keys", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list an organization's API keys",
+    list: keysPath,
+    columns: KEY_COLUMNS,
+    noun: "API keys",
+  },
+  {
+    words: ["keys", "get"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show an API key with its current usage",
+    call: (a) => ({ method: "GET", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
+  },
+  {
+    words: ["keys", "update"],
+    args: ["org", "id"],
+    flags: ["name", "per-second", "per-day"],
+    summary: "rename an API key or change its limits (`default` restores one)",
+    call: (a, f) => {
+      const limits = defined({ per_second: countOrDefault(f, "per-second"), per_day: countOrDefault(f, "per-day") });
+      const body = defined({ name: f.name, limits: Object.keys(limits).length > 0 ? limits : undefined });
+      if (Object.keys(body).length === 0)
+        throw new UsageError("keys update: nothing to change; give --name, --per-second or --per-day", "keys");
+      return { method: "PATCH", path: `${keysPath(a)}/${enc(a.id ?? "")}`, body };
+    },
+  },
+  {
+    words: ["keys", "revoke"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "revoke an API key",
+    call: (a) => ({ method: "DELETE", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
+  },
+  {
+    words: ["keys", "traffic"],
+    args: ["org", "id"],
+    flags: ["days"],
+    summary: "an API key's requests admitted and refused: the last 24 hours by hour (--days: the last 30 days)",
+    run: async (client, a, f) => {
+      const data = await send(client, { method: "GET", path: `${keysPath(a)}/${enc(a.id ?? "")}/traffic` });
+      const series =
+        isObject(data) && Array.isArray(data[f.days === true ? "days" : "hours"]) ? data[f.days === true ? "days" : "hours"] : [];
+      return { data, text: table(/** @type {Item[]} */ (series).filter(isObject), seriesColumns(["admitted", "refused"])) };
+    },
+  },
+
+  {
+    words: ["webhooks", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list the organization's webhook configurations",
+    list: webhooksPath,
+    columns: WEBHOOK_COLUMNS,
+    noun: "webhook configurations",
+  },
+  {
+    words: ["webhooks", "show"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show a webhook configuration with its health: the last 24 hours' attempts, success rate and latency",
+    run: async (client, a) => {
+      const [config, traffic] = await Promise.all([
+        send(client, { method: "GET", path: webhookPath(a) }),
+        send(client, { method: "GET", path: `${webhookPath(a)}/traffic` }),
+      ]);
+      const last = isObject(traffic) && isObject(traffic.last_24h) ? traffic.last_24h : {};
+      const health = {
+        attempts: Number(last.succeeded ?? 0) + Number(last.failed ?? 0),
+        failed: last.failed,
+        success_rate: typeof last.success_rate === "number" ? `${Math.round(last.success_rate * 1000) / 10}%` : "-",
+        latency_ms_avg: last.latency_ms_avg,
+      };
+      const data = { ...(isObject(config) ? config : {}), last_24h: last };
+      return { data, text: `${record(isObject(config) ? config : {})}\nLast 24 hours\n${record(health)}` };
+    },
+  },
+  {
+    words: ["webhooks", "pause"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "disable a webhook configuration: nothing is sent to it until it is resumed",
+    call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "disabled" } }),
+  },
+  {
+    words: ["webhooks", "resume"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "re-enable a webhook configuration (its health count starts again)",
+    call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "active" } }),
+  },
+  {
+    words: ["webhooks", "test"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "send a webhook.test event to one configuration; prints the delivery's id",
+    run: async (client, a) => {
+      const data = await send(client, { method: "POST", path: `${webhookPath(a)}/test` });
+      const deliveries = isObject(data) && Array.isArray(data.deliveries) ? data.deliveries.filter(isObject) : [];
+      const ids = deliveries.map((d) => `delivery  ${show(d.id)} (${show(d.status)})\n`).join("");
+      return { data, text: `${record(isObject(data) ? { id: data.id, type: data.type, created_at: data.created_at } : {})}${ids}` };
+    },
+  },
+
+  {
+    words: ["deliveries", "list"],
+    args: ["org", "id"],
+    flags: ["limit", "status", "event-type", "event-id"],
+    summary: "list a configuration's deliveries, newest first, filtered by --status, --event-type, --event-id",
+    list: (a, f) => {
+      const query = new URLSearchParams(
+        /** @type {Record<string, string>} */ (
+          defined({ status: flagText(f.status), event_type: flagText(f["event-type"]), event_id: flagText(f["event-id"]) })
+        ),
+      ).toString();
+      return `${webhookPath(a)}/deliveries${query ? `?${query}` : ""}`;
+    },
+    columns: DELIVERY_COLUMNS,
+    noun: "deliveries",
+    defaultLimit: 50,
+  },
+  {
+    words: ["deliveries", "show"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show a delivery (the webhook-id) and every attempt: step, HTTP status, latency, outcome, the receiver's answer",
+    run: async (client, a) => {
+      const data = await send(client, { method: "GET", path: deliveryPath(a) });
+      const { attempts, ...rest } = isObject(data) ? data : {};
+      const rows = Array.isArray(attempts) ? attempts.filter(isObject) : [];
+      return { data, text: `${record(rest)}\nAttempts\n${rows.length === 0 ? "(no attempts yet)\n" : table(rows, ATTEMPT_COLUMNS)}` };
+    },
+  },
+  {
+    words: ["deliveries", "resend"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "re-send a delivery with the same webhook-id (refused while an attempt is in flight or the configuration is disabled)",
+    call: (a) => ({ method: "POST", path: `${deliveryPath(a)}/retry` }),
+  },
+
+  {
+    words: ["admin-tokens", "create"],
+    args: ["org"],
+    flags: ["name", "expires-in-days"],
+    summary: "mint a manager-app sign-in for the organization (token shown once)",
+    call: (a, f) => ({
+      method: "POST",
+      path: tokensPath(a),
+      body: defined({ name: f.name, expires_in_days: count(f, "expires-in-days") }),
+    }),
+    secret: "token",
+  },
+  {
+    words: ["admin-tokens", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list the organization's administrator tokens",
+    list: tokensPath,
+    columns: TOKEN_COLUMNS,
+    noun: "administrator tokens",
+  },
+  {
+    words: ["admin-tokens", "get"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "show an administrator token",
+    call: (a) => ({ method: "GET", path: `${tokensPath(a)}/${enc(a.id ?? "")}` }),
+  },
+  {
+    words: ["admin-tokens", "revoke"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "revoke an administrator token, ending its manager sessions",
+    call: (a) => ({ method: "DELETE", path: `${tokensPath(a)}/${enc(a.id ?? "")}` }),
+  },
+
+  {
+    words: ["audit"],
+    args: ["org"],
+    flags: ["limit", "all"],
+    summary: `the organization's audit log, newest first (${AUDIT_DEFAULT_LIMIT} entries unless --limit or --all)`,
+    list: (a) => `${orgPath(a)}/audit-log`,
+    columns: AUDIT_COLUMNS,
+    noun: "audit entries",
+    defaultLimit: AUDIT_DEFAULT_LIMIT,
+  },
+];
+
+/**
+ * Everything the operator API holds about one organization, every list followed to its end: the
+ * organization, its users with their client credentials, API keys, administrator tokens, webhook
+ * configurations and the audit log. The API never returns a secret after creation, so neither
+ * does this (test/e2e/admin-cli.test.ts checks it against the secrets it created).
+ * @param {Client} client
+ * @param {Record<string, string>} a
+ */
+export async function exportOrganization(client, a) {
+  const all = (/** @type {string} */ path) => readList(client, path, Number.POSITIVE_INFINITY).then((r) => r.items);
+  const [organization, users, apiKeys, adminTokens, webhooks, audit] = await Promise.all([
+    send(client, { method: "GET", path: orgPath(a) }),
+    all(usersPath(a)),
+    all(keysPath(a)),
+    all(tokensPath(a)),
+    all(webhooksPath(a)),
+    all(`${orgPath(a)}/audit-log`),
+  ]);
+  const credentials = await Promise.all(users.map((u) => all(credentialsPath({ ...a, user: String(u.id ?? "") }))));
+  return {
+    exported_at: new Date().toISOString(),
+    source: client.base,
+    organization,
+    users: users.map((u, i) => ({ ...u, client_credentials: credentials[i] ?? [] })),
+    api_keys: apiKeys,
+    admin_tokens: adminTokens,
+    webhook_configurations: webhooks,
+    audit_log: audit,
+  };
+}

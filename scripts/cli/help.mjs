@@ -1,0 +1,151 @@
+/**
+ * The operator CLI's help, derived from the command table so it cannot drift from what runs: every
+ * command, one group's, or one command's synopsis with what its flags mean, then the environment
+ * and exit status.
+ */
+import { COMMANDS } from "./commands.mjs";
+import { AUDIT_DEFAULT_LIMIT } from "./common.mjs";
+/** @typedef {import("./common.mjs").Flags} Flags */
+/** @typedef {import("./http.mjs").Client} Client */
+
+/** Per group: its heading in the help, and what its flags mean. */
+export const GROUPS = {
+  orgs: { title: "Organizations", notes: ["--out FILE      orgs export: write the document to FILE (mode 600) instead of stdout"] },
+  users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
+  credentials: {
+    title: "Client credentials",
+    notes: [
+      "--name N        a label for the credential",
+      '--jwks FILE     a JSON file holding the client\'s public keys ({"keys": [...]}): private_key_jwt, no secret;',
+      "                on update it replaces the key set (list old and new during a rotation)",
+      '--scopes "S.."  the scopes its tokens may have, space-separated; update: `all` lifts the restriction',
+      "--dpop on|off   whether its tokens must be DPoP-bound",
+      "<client_id>     the CLIENT_ID column of `credentials list` (kw_client_...)",
+    ],
+  },
+  keys: {
+    title: "API keys",
+    notes: [
+      "--name N             a label for the key",
+      "--per-second N       requests per second (1..10000); update: `default` restores the service default",
+      "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
+      "--location-hint H    where the key's clients are: wnam enam sam weur eeur apac oc afr me",
+      "--days               keys traffic: the last 30 days by UTC day instead of the last 24 hours",
+    ],
+  },
+  "admin-tokens": {
+    title: "Administrator tokens (sign-ins to the manager app for one organization)",
+    notes: ["--name N             a label for the token", "--expires-in-days N  1..365 (default 30)"],
+  },
+  audit: { title: "Audit log", notes: ["--limit N       at most N entries", "--all           every entry (follows every page)"] },
+  webhooks: {
+    title: "Webhook configurations (created by the organization's API clients; operators look in and pause)",
+    notes: ["<id>            a configuration's id (whk_...), the ID column of `webhooks list`"],
+  },
+  deliveries: {
+    title: "Deliveries",
+    notes: [
+      "--status S          pending, retrying, delivered or failed",
+      "--event-type T      e.g. order.created",
+      "--event-id E        one event's deliveries (evt_...)",
+      "<id>                deliveries list: the configuration (whk_...); show and resend: the delivery (msg_..., the webhook-id)",
+      "--limit N / --all   deliveries list shows the 50 newest unless told otherwise",
+    ],
+  },
+};
+
+export const GLOBAL_HELP = `Flags of every command
+  --url URL       keyway's base URL (default: $KEYWAY_URL, else http://127.0.0.1:$PORT with PORT 8787)
+  --json          print the answer's data as JSON on stdout; for a list, one array of its items
+  -h, --help      this help; \`<group> --help\` for one group
+  --version       the version of keyway this CLI belongs to
+
+Lists follow every page (cursor after cursor) unless --limit N caps them; audit shows the
+${AUDIT_DEFAULT_LIMIT} most recent entries unless --limit N or --all says otherwise.
+
+Environment
+  ADMIN_TOKEN     the operator token, sent as \`Authorization: Bearer\`. Only from the environment,
+                  never a flag, so it stays out of shell history and \`ps\`. If it is unset, the URL
+                  is loopback and ./.dev.vars exists (npm start's local secrets), it is read from there.
+  KEYWAY_URL      base URL when --url is not given
+  PORT            port of the default URL
+
+Exit status
+  0 done; 1 the request failed (keyway's message and error code on stderr) or keyway could not be
+  reached; 2 nothing was sent: unknown command, missing argument, bad number, bad URL, no ADMIN_TOKEN.
+
+Secrets (api_key, client_secret, token) are printed only by the command that creates them: keyway
+keeps only their hashes and never shows them again. Lists and gets never include them.
+`;
+
+/**
+ * Help for one command (`keys create --help`): its synopsis, what it does, its group's notes.
+ * @param {string} words
+ */
+export function commandHelp(words) {
+  const [group = ""] = words.split(" ");
+  const row = commandRows(group).find(([usage]) => usage === words || usage.startsWith(`${words} `));
+  const info = GROUPS[/** @type {keyof typeof GROUPS} */ (group)];
+  const lines = [`Usage: npm run admin -- ${row?.[0] ?? words} [--url URL] [--json]`, "", `  ${row?.[1] ?? ""}`];
+  for (const note of info?.notes ?? []) lines.push(`  ${note}`);
+  lines.push("", "`npm run admin -- help` has every command, the flags of all, the environment and exit status.", "");
+  return lines.join("\n");
+}
+
+/**
+ * One help row per command of a group: its synopsis (words, <arguments>, [flags]) and summary.
+ * @param {string} group
+ * @returns {[string, string][]}
+ */
+export function commandRows(group) {
+  return COMMANDS.filter((c) => c.words[0] === group).map((command) => {
+    const flags = command.flags.map((flag) => {
+      if (flag === "all" || flag === "days") return `[--${flag}]`;
+      /** @type {Record<string, string>} */
+      const metavars = { email: "E", "location-hint": "H", confirm: "NAME", status: "S", "event-type": "T", "event-id": "E", out: "FILE" };
+      const metavar = metavars[flag] ?? "N";
+      return `[--${flag} ${metavar}]`;
+    });
+    return [[...command.words, ...command.args.map((arg) => `<${arg}>`), ...flags].join(" "), command.summary];
+  });
+}
+
+/**
+ * Synopsis lines, printed under a usage error: of one group, or of all.
+ * @param {string} [group]
+ */
+export function usageText(group) {
+  const rows = (group === undefined ? Object.keys(GROUPS) : [group]).flatMap(commandRows);
+  return [
+    "Usage: npm run admin -- <command> [flags]",
+    "",
+    ...rows.map(([usage]) => `  ${usage}`),
+    "",
+    `Run \`npm run admin -- ${group === undefined ? "help" : `${group} --help`}\` for what each does, flags, environment and exit status.`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * The full help, or one group's: its commands, what its flags mean, then the global part.
+ * @param {string} group "" for every group
+ */
+export function helpText(group) {
+  if (group.includes(" ")) return commandHelp(group);
+  const groups = group === "" ? Object.keys(GROUPS) : [group];
+  const lines = [
+    "keyway operator CLI: the operator API (/admin/v1) from a terminal, against any keyway.",
+    "",
+    `Usage: npm run admin -- ${group === "" ? "<command>" : `${group} <command>`} [flags]`,
+    "       (or: node scripts/admin.mjs ...)",
+  ];
+  for (const name of groups) {
+    const info = GROUPS[/** @type {keyof typeof GROUPS} */ (name)];
+    lines.push("", info.title);
+    // Synopsis, then what it does underneath: side by side, the longest lines would not fit a terminal.
+    for (const [usage, summary] of commandRows(name)) lines.push(`  ${usage}`, `      ${summary}`);
+    for (const note of info.notes) lines.push(`    ${note}`);
+  }
+  lines.push("", GLOBAL_HELP);
+  return lines.join("\n");
+}
