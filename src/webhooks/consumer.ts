@@ -434,7 +434,12 @@ const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.deli
  * The headers of a webhook request (Standard Webhooks; spec 6): one place, so that the manager's
  * account of what was sent (with the token and signature masked) is what `send` sends.
  */
-export function webhookHeaders(p: { accessToken: string; deliveryId: string; timestamp: string; signature: string }): Record<string, string> {
+export function webhookHeaders(p: {
+  accessToken: string;
+  deliveryId: string;
+  timestamp: string;
+  signature: string;
+}): Record<string, string> {
   return {
     "Content-Type": "application/json",
     Authorization: `Bearer ${p.accessToken}`,

@@ -101,7 +101,11 @@ export async function getDelivery(deps: Deps, orgId: string, deliveryId: string)
  * A delivery with the event body its receiver is sent (the manager's delivery page): the body is
  * the event as published, which the organization sent us, so it is theirs to read.
  */
-export async function getDeliveryWithBody(deps: Deps, orgId: string, deliveryId: string): Promise<{ delivery: DeliveryRecord; body: string }> {
+export async function getDeliveryWithBody(
+  deps: Deps,
+  orgId: string,
+  deliveryId: string,
+): Promise<{ delivery: DeliveryRecord; body: string }> {
   const configId = await endpointOf(deps, orgId, deliveryId);
   const endpoint = endpointObject(deps, configId);
   const [delivery, body] = await Promise.all([
