@@ -279,18 +279,30 @@ export function dpopKey() {
   return { proof };
 }
 
+/** How many API keys (each with its own token) the scenarios spread their requests over. */
+const KEYS = 2;
+
 export async function seed(/** @type {string} */ base) {
   const adminToken = need((await readDevVars(ROOT)).ADMIN_TOKEN, "ADMIN_TOKEN in .dev.vars");
   const admin = { Authorization: `Bearer ${adminToken}` };
   const org = await api("POST", `${base}/admin/v1/organizations`, admin, { name: "Bench" });
   const user = await api("POST", `${base}/admin/v1/organizations/${org.id}/users`, admin, { name: "Bench" });
   const cred = await api("POST", `${base}/admin/v1/organizations/${org.id}/users/${user.id}/client-credentials`, admin, {});
-  // Limits raised so the bench measures the service, not its rate limiter's refusals.
-  const key = await api("POST", `${base}/admin/v1/organizations/${org.id}/api-keys`, admin, {
-    limits: { per_second: 10_000, per_day: 100_000_000 },
-  });
+  // Limits raised so the bench measures the service, not its rate limiter's refusals: each key at
+  // the most one key's object serves (1,000/s), and the load spread over KEYS of them, so that a
+  // fast machine's rate never meets a key's limit.
   const tokenBody = JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" });
-  const token = (await api("POST", `${base}/v1/oauth`, { "x-api-key": need(key.api_key, "api_key") }, JSON.parse(tokenBody))).access_token;
+  const pairs = [];
+  for (let i = 0; i < KEYS; i++) {
+    const k = await api("POST", `${base}/admin/v1/organizations/${org.id}/api-keys`, admin, {
+      limits: { per_second: 1000, per_day: 100_000_000 },
+    });
+    const apiKey = need(k.api_key, "api_key");
+    const t = (await api("POST", `${base}/v1/oauth`, { "x-api-key": apiKey }, JSON.parse(tokenBody))).access_token;
+    pairs.push({ apiKey, token: need(t, "access_token") });
+  }
+  const key = { api_key: pairs[0]?.apiKey };
+  const token = pairs[0]?.token;
   // A DPoP-bound token of the same client (RFC 9449), for the `me_dpop` scenario.
   const dpop = dpopKey();
   const boundToken = (
@@ -304,6 +316,7 @@ export async function seed(/** @type {string} */ base) {
   return {
     apiKey: need(key.api_key, "api_key"),
     token: need(token, "access_token"),
+    pairs,
     dpopToken: need(boundToken, "access_token"),
     dpop,
     tokenBody,
@@ -453,6 +466,19 @@ function dpopTarget(url, headers, next) {
  */
 export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
+  // Each request with the next of the seeded keys and its token, round-robin.
+  let turn = 0;
+  const next = () => s.pairs[turn++ % s.pairs.length] ?? { apiKey: s.apiKey, token: s.token };
+  /** @param {Record<string, string>} extra @param {boolean} withToken */
+  const rotating = (extra, withToken = true) => ({
+    setupRequest: (/** @type {import("autocannon").Request} */ req) => {
+      const p = next();
+      return {
+        ...req,
+        headers: { ...req.headers, ...extra, "x-api-key": p.apiKey, ...(withToken ? { Authorization: `Bearer ${p.token}` } : {}) },
+      };
+    },
+  });
   return {
     floor: { url: `${base}/healthz` },
     token: {
@@ -460,19 +486,32 @@ export function scenarios(base, s) {
       method: "POST",
       headers: { "Content-Type": "application/json", "x-api-key": s.apiKey },
       body: s.tokenBody,
+      requests: [{ method: "POST", path: "/v1/oauth", body: s.tokenBody, ...rotating({ "Content-Type": "application/json" }, false) }],
     },
-    me: { url: `${base}/v1/me`, headers: bearer },
+    me: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}) }] },
     // The same read with a DPoP-bound token: each request carries a new proof, signed ahead of
     // the run (so the load generator's signing is not what is measured), fresh for 60 s.
     me_dpop: dpopTarget(`${base}/v1/me`, { "x-api-key": s.apiKey, Authorization: `DPoP ${s.dpopToken}` }, () =>
       s.dpop.proof("GET", `${base}/v1/me`, s.dpopToken),
     ),
-    webhook_list: { url: `${base}/v1/webhook-configurations`, headers: bearer },
+    webhook_list: {
+      url: `${base}/v1/webhook-configurations`,
+      headers: bearer,
+      requests: [{ method: "GET", path: "/v1/webhook-configurations", ...rotating({}) }],
+    },
     graphql_viewer: {
       url: `${base}/v1/graphql`,
       method: "POST",
       headers: { ...bearer, "Content-Type": "application/json" },
       body: JSON.stringify({ query: "{ viewer { organizationId userId token { expiresAt } } }" }),
+      requests: [
+        {
+          method: "POST",
+          path: "/v1/graphql",
+          body: JSON.stringify({ query: "{ viewer { organizationId userId token { expiresAt } } }" }),
+          ...rotating({ "Content-Type": "application/json" }),
+        },
+      ],
     },
   };
 }

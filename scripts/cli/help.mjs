@@ -27,7 +27,7 @@ export const GROUPS = {
     title: "API keys",
     notes: [
       "--name N             a label for the key",
-      "--per-second N       requests per second (1..10000); update: `default` restores the service default",
+      "--per-second N       requests per second (1..1000, what one key's object serves); update: `default` restores the service default",
       "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
       "--location-hint H    where the key's clients are: wnam enam sam weur eeur apac oc afr me",
       "--days               keys traffic: the last 30 days by UTC day instead of the last 24 hours",

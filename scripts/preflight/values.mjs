@@ -33,7 +33,7 @@ export function parseSchedule(value) {
 /** Integer vars and their bounds in src/config.ts. */
 export const INTEGER_VARS = /** @type {Record<string, [number, number]>} */ ({
   ACCESS_TOKEN_TTL_SECONDS: [60, 86_400],
-  RATE_LIMIT_PER_SECOND: [1, 10_000],
+  RATE_LIMIT_PER_SECOND: [1, 1000],
   RATE_LIMIT_PER_DAY: [1, 100_000_000],
   WEBHOOK_TIMEOUT_SECONDS: [1, 120],
   WEBHOOK_REDISPATCH_SECONDS: [1, 3600],

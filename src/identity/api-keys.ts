@@ -15,7 +15,7 @@ import type { Page, PageRequest } from "../objects/sql";
 import { keyObject, reach, unwrap } from "../objects/stubs";
 import type { Decision } from "../ratelimit/windows";
 import type { ApiKeyTrafficView, ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
-import type { ApiKeyRecord, LimitOverrides, Limits, LocationHint } from "../schemas/records";
+import { type ApiKeyRecord, type LimitOverrides, type Limits, type LocationHint, MAX_KEY_PER_SECOND } from "../schemas/records";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
 
@@ -87,9 +87,10 @@ export async function keyUsage(deps: Deps, key: Pick<ApiKeyRecord, "key_hash">):
   return reach("API key object", () => keyObject(deps, key.key_hash).usage(deps.config.defaultLimits, now));
 }
 
+/** The limits a key is served at (a per-second limit stored before the ceiling counts as MAX_KEY_PER_SECOND). */
 export function effectiveLimits(record: ApiKeyRecord, defaults: Limits): Limits {
   return {
-    per_second: record.limits.per_second ?? defaults.per_second,
+    per_second: Math.min(record.limits.per_second ?? defaults.per_second, MAX_KEY_PER_SECOND),
     per_day: record.limits.per_day ?? defaults.per_day,
   };
 }

@@ -24,7 +24,7 @@ import { DAY_MS, hourOf } from "../lib/series";
 import { withTimeout } from "../lib/time";
 import { describeError, log } from "../log";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
-import type { LimitOverrides, Limits } from "../schemas/records";
+import { type LimitOverrides, type Limits, MAX_KEY_PER_SECOND } from "../schemas/records";
 import { type Migration, migrate } from "./sql";
 
 /**
@@ -422,7 +422,9 @@ export class KeyObject extends DurableObject<Env> {
     void this.ctx.storage.setAlarm(this.alarmAt);
   }
 
+  /** The key's limits; a per-second limit stored before the ceiling is served at MAX_KEY_PER_SECOND. */
   private limits(defaults: Limits): Limits {
-    return { per_second: this.key?.per_second ?? defaults.per_second, per_day: this.key?.per_day ?? defaults.per_day };
+    const perSecond = this.key?.per_second ?? defaults.per_second;
+    return { per_second: Math.min(perSecond, MAX_KEY_PER_SECOND), per_day: this.key?.per_day ?? defaults.per_day };
   }
 }

@@ -5,15 +5,21 @@
 import * as z from "zod";
 import { DisplayName, Email, publicNames, Timestamp } from "./common";
 import { Jwks } from "./jose";
-import { Limits, LocationHint, OrganizationRecord, UserRecord } from "./records";
+import { Limits, LocationHint, MAX_KEY_PER_SECOND, OrganizationRecord, UserRecord } from "./records";
 import { ALL_SCOPES } from "./scopes";
 
-const LimitValue = (max: number) =>
+const LimitValue = (max: number, why = "") =>
   z
     .number({ error: "must be a number" })
     .int({ error: "must be an integer" })
     .min(1, { error: "must be at least 1" })
-    .max(max, { error: `must be at most ${max}` });
+    .max(max, { error: `must be at most ${max}${why}` });
+
+/** A key's per-second limit: at most what its one object serves (MAX_KEY_PER_SECOND). */
+const PerSecond = LimitValue(
+  MAX_KEY_PER_SECOND,
+  ` (one API key's Durable Object serves about ${MAX_KEY_PER_SECOND} requests per second; spread more over several keys)`,
+);
 
 export const CreateOrganizationInput = z.strictObject({ name: DisplayName });
 
@@ -28,7 +34,7 @@ export const CreateApiKeyInput = z.strictObject({
   location_hint: LocationHint.optional(),
   limits: z
     .strictObject({
-      per_second: LimitValue(10_000).optional(),
+      per_second: PerSecond.optional(),
       per_day: LimitValue(100_000_000).optional(),
     })
     .optional(),
@@ -39,7 +45,7 @@ export const UpdateApiKeyInput = z.strictObject({
   name: DisplayName.nullable().optional(),
   limits: z
     .strictObject({
-      per_second: LimitValue(10_000).nullable().optional(),
+      per_second: PerSecond.nullable().optional(),
       per_day: LimitValue(100_000_000).nullable().optional(),
     })
     .optional(),

@@ -8,6 +8,16 @@ import * as z from "zod";
 import { Timestamp } from "./common";
 import { Jwks } from "./jose";
 
+/**
+ * The most requests per second one API key may be allowed: what one key's Durable Object serves
+ * (Cloudflare documents a soft limit of about 1,000 requests/s per object; keyway's bench pushes
+ * every scenario through key objects and measures 736 to 1,184 requests/s for the whole local
+ * stack, docs/performance.md). The API refuses more, so it never accepts a limit it would answer
+ * with 503 (docs/storage.md, "KeyObject").
+ */
+export const MAX_KEY_PER_SECOND = 1000;
+
+/** Stored limits: keys from before the ceiling may hold up to 10,000; they are served at MAX_KEY_PER_SECOND. */
 export const Limits = z.object({
   per_second: z.number().int().min(1).max(10_000),
   per_day: z.number().int().min(1).max(100_000_000),
