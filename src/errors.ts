@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   idempotency_key_reused: { status: 422, user: "The request could not be processed. Please check it and try again." },
   unsupported_media_type: { status: 415, user: "The request could not be processed. Please check it and try again." },
   rate_limited: { status: 429, user: "Too many requests. Please wait a moment and try again." },
+  credits_exhausted: { status: 429, user: "This API key has used up its credits." },
   server_error: { status: 500, user: "Something went wrong on our side. Please try again later." },
   service_unavailable: { status: 503, user: "The service is temporarily unavailable. Please try again later." },
 } as const satisfies Record<string, { status: number; user: string }>;

@@ -92,6 +92,11 @@ export interface OperationObject {
   parameters?: (ParameterObject | Ref)[];
   requestBody?: { description?: string; required: boolean; content: Record<string, MediaTypeObject> };
   responses: Record<string, ResponseObject | Ref>;
+  /**
+   * How many requests one call counts as against the API key's limits, its organization's quota
+   * and its credits (route.ts `weight`); text when it depends on the request (GraphQL).
+   */
+  "x-keyway-cost"?: number | string;
 }
 export type PathItemObject = Partial<Record<Lowercase<HttpMethod>, OperationObject>>;
 /** OpenAPI 3.1 section 4.8.27, the three kinds this document uses. */
@@ -151,7 +156,10 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
     "the organization already has the most webhook configurations or active API keys it may have, a delivery has an attempt in flight, or its configuration is disabled or deleted",
   payload_too_large: "body over 16 KiB (events: 100 KiB)",
   unsupported_media_type: "Content-Type other than JSON (or form, on the token endpoints)",
-  rate_limited: "a per-second or per-day limit of the API key is reached; see `Retry-After`",
+  rate_limited:
+    "a per-second or per-day limit of the API key, or a per-second, per-day or per-month quota its organization shares across its keys, is reached; see `Retry-After` and the `RateLimit` field",
+  credits_exhausted:
+    "the API key's credits do not cover the request's cost; `Retry-After` says when they are refilled, when they are (an operator can top them up)",
   server_error: "a fault of ours, logged without request data",
   service_unavailable:
     "a secret or setting is missing or malformed, a Durable Object cannot be reached, or a change is recorded and still being applied (`Retry-After`)",
@@ -447,7 +455,9 @@ function operationObject(op: Route, ref: (schema: z.ZodType, io: "input" | "outp
   for (const status of errorStatuses(op)) responses[String(status)] = errorResponse(op, status);
 
   const body = op.body;
+  const counted = op.auth === "client" || op.auth === "apiKey";
   return {
+    ...(counted ? { "x-keyway-cost": op.cost !== undefined ? "1 per mutation field executed, at least 1" : (op.weight ?? 1) } : {}),
     operationId: op.operationId,
     summary: op.summary,
     ...(op.description !== undefined ? { description: op.description } : {}),

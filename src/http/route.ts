@@ -84,6 +84,13 @@ export interface Route {
    */
   cost?(c: Context<AppEnv>): Promise<number>;
   /**
+   * How many requests one call of a /v1 route counts as against the API key's limits, its
+   * organization's quota and its credits, when that is fixed (an expensive route may cost more
+   * than a cheap one); 1 when absent. Listed in the API description (`x-keyway-cost`). A route
+   * whose cost depends on the request (GraphQL) declares `cost` instead.
+   */
+  weight?: number;
+  /**
    * The scope an access token needs for this route (auth: "client"; auth/scopes.ts); none: any
    * token will do (GET /v1/me, GraphQL, whose fields check their own).
    */
@@ -92,7 +99,10 @@ export interface Route {
 }
 
 type C = Context<AppEnv>;
-type Doc = Pick<Route, "method" | "path" | "operationId" | "summary" | "description" | "tag" | "auth" | "query" | "errors" | "scope">;
+type Doc = Pick<
+  Route,
+  "method" | "path" | "operationId" | "summary" | "description" | "tag" | "auth" | "query" | "errors" | "scope" | "weight"
+>;
 
 /** A route answered in the envelope, its `data` the handler's result parsed through `response.schema`. */
 export function envelopeRoute<B extends z.ZodType, R extends z.ZodType>(

@@ -11,11 +11,11 @@
  * API description says and what the router enforces cannot differ. Every path answers the
  * methods it does not declare with 405 and `Allow` (RFC 9110 15.5.6).
  */
-import type { Hono, MiddlewareHandler } from "hono";
+import type { Context, Hono, MiddlewareHandler } from "hono";
 import { insufficientScope } from "../auth/scopes";
 import { ApiError } from "../errors";
 import type { AppEnv } from "./context";
-import { requireCredentials } from "./middleware/credentials";
+import { type RequestCost, requireCredentials } from "./middleware/credentials";
 import { apiHeaders } from "./middleware/headers";
 import { htmlSecurity } from "./middleware/html";
 import { requireOperator } from "./middleware/operator";
@@ -43,11 +43,24 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
   }
   const tokenEndpoints = new Set(routes.filter((r) => r.auth === "apiKey").map((r) => r.path));
   const costs = new Map<string, NonNullable<Route["cost"]>>();
+  const weights: Weight[] = [];
   for (const route of routes) {
+    if (route.weight !== undefined && (!Number.isInteger(route.weight) || route.weight < 1 || route.cost !== undefined)) {
+      throw new Error(`route ${route.method} ${route.path}: a weight is a whole number of requests, at least 1, and not beside a cost`);
+    }
+    if (route.weight !== undefined && route.weight !== 1)
+      weights.push({ method: route.method, path: pathPattern(route.path), weight: route.weight });
     if (route.cost === undefined) continue;
     if (route.path.includes("{")) throw new Error(`route ${route.method} ${route.path}: a cost needs a path without parameters`);
     costs.set(`${route.method} ${route.path}`, route.cost);
   }
+  // Declared weights become costs too: the credentials check runs before routing, so it matches
+  // the path itself (parameters as one segment each).
+  const costOf = (c: Context<AppEnv>): RequestCost => {
+    const dynamic = costs.get(`${c.req.method} ${c.req.path}`);
+    if (dynamic !== undefined) return () => dynamic(c);
+    return weights.find((w) => w.method === c.req.method && w.path.test(c.req.path))?.weight;
+  };
   for (const route of routes) if (route.csp) app.use(honoPath(route.path), htmlSecurity(route.csp));
 
   mount(
@@ -57,7 +70,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
   // RFC 6749 5.2 error bodies on the plain token endpoint, set before the API key check so its
   // refusals use them too.
   for (const route of routes) if (route.errorStyle === "oauth") app.use(honoPath(route.path), oauthErrorStyle);
-  app.use("/v1/*", apiHeaders, provideDeps, requireCredentials(tokenEndpoints, costs));
+  app.use("/v1/*", apiHeaders, provideDeps, requireCredentials(tokenEndpoints, costOf));
   app.use("/admin/*", apiHeaders, provideDeps, requireOperator);
   mount(
     app,
@@ -100,3 +113,13 @@ function mount(app: Hono<AppEnv>, routes: readonly Route[]): void {
     });
   }
 }
+
+interface Weight {
+  method: string;
+  path: RegExp;
+  weight: number;
+}
+
+/** A declared path as a pattern of concrete paths: each `{param}` one segment. */
+const pathPattern = (path: string): RegExp =>
+  new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, (ch) => (ch === "{" || ch === "}" ? ch : `\\${ch}`)).replace(/\{\w+\}/g, "[^/]+")}$`);

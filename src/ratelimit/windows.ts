@@ -8,6 +8,8 @@
  * within a few milliseconds around a second boundary (and likewise at UTC midnight).
  */
 import type { Limits } from "../schemas/records";
+import type { CreditsRefill } from "./credits";
+import type { QuotaUsage, QuotaWindow } from "./quota";
 
 export const SECOND_MS = 1000;
 export const DAY_MS = 86_400_000; // Unix time has no leap seconds: every UTC day is 86400 s.
@@ -27,16 +29,31 @@ export interface WindowUsage {
   resetAt: number;
 }
 
+/** A key's credits as a request saw them (after it spent its cost, when admitted). */
+export interface CreditsUsage {
+  remaining: number;
+  refill: CreditsRefill | null;
+  /** When the next refill is due (ms since the epoch); null without a refill. */
+  nextRefillAt: number | null;
+}
+
 export interface Decision {
   allowed: boolean;
-  /** The window that refused the request, the day first when both are full. */
-  exceeded: "second" | "day" | null;
+  /**
+   * What refused the request: one of the key's windows (the day first when both are full), one of
+   * its organization's shared quota (ratelimit/quota.ts), or its credits (ratelimit/credits.ts).
+   */
+  exceeded: "second" | "day" | QuotaWindow | "credits" | null;
   second: WindowUsage;
   day: WindowUsage;
   /** When the request was decided (milliseconds since the epoch). */
   now: number;
-  /** How many requests it counts as (a GraphQL request: one per mutation field, at least one). */
+  /** How many requests it counts as (a route's weight; a GraphQL request: one per mutation field). */
   cost: number;
+  /** The organization's shared quota, when it has one. */
+  quota?: QuotaUsage[];
+  /** The key's credits, when it has them. */
+  credits?: CreditsUsage;
 }
 
 export const EMPTY_STATE: WindowState = { second: 0, secondCount: 0, day: 0, dayCount: 0 };

@@ -14,9 +14,16 @@ import { rateLimitHeaders } from "../../ratelimit/service";
 import type { AppEnv } from "../context";
 import { setResponseHeaders } from "./headers";
 
+/**
+ * What a request counts as: a route's declared weight, a function reading the request (GraphQL,
+ * run only for a well-formed key and a genuine token), or nothing (1).
+ */
+export type RequestCost = number | (() => Promise<number>) | undefined;
+
 export function requireCredentials(
   tokenEndpoints: ReadonlySet<string>,
-  costs: ReadonlyMap<string, (c: Context<AppEnv>) => Promise<number>> = new Map(),
+  /** How many requests this one counts as, when not one (router.ts: declared weights and costs). */
+  costOf: (c: Context<AppEnv>) => RequestCost = () => undefined,
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const deps = c.get("deps");
@@ -30,11 +37,12 @@ export function requireCredentials(
         // A route that counts as more than one request (GraphQL mutations) says how many first,
         // reading its body only for a well-formed key and a genuine access token: anyone else is
         // refused as usual, having cost no parsing.
-        const cost = costs.get(`${c.req.method} ${c.req.path}`);
         let n = 1;
-        if (cost !== undefined) {
+        const declared = costOf(c);
+        if (typeof declared === "number") n = declared;
+        else if (declared !== undefined) {
           presentedApiKey(presented);
-          if (await bearerVerifies(deps, c.req.header("authorization"))) n = await cost(c);
+          if (await bearerVerifies(deps, c.req.header("authorization"))) n = await declared();
         }
         const request = {
           authorization: c.req.header("authorization"),
