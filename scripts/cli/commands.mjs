@@ -103,8 +103,11 @@ export const WEBHOOK_COLUMNS = [
   { header: "ID", value: field("id") },
   { header: "DESCRIPTION", value: field("description") },
   { header: "URL", value: field("url") },
-  { header: "STATUS", value: (item) => (isObject(item.state) && item.state.pause_reason ? `${item.status}, paused` : item.status) },
-  { header: "LANE", value: nested("state", "lane") },
+  {
+    header: "STATUS",
+    value: (item) => (item.status === "active" && typeof item.pause_reason === "string" ? "active, paused" : item.status),
+  },
+  { header: "LANE", value: field("lane") },
   { header: "EVENTS", value: (item) => (Array.isArray(item.events) ? item.events.join(" ") : "all") },
 ];
 
@@ -375,8 +378,9 @@ export const COMMANDS = [
         success_rate: typeof last.success_rate === "number" ? `${Math.round(last.success_rate * 1000) / 10}%` : "-",
         latency_ms_avg: last.latency_ms_avg,
       };
-      const data = { ...(isObject(config) ? config : {}), last_24h: last };
-      return { data, text: `${record(isObject(config) ? config : {})}\nLast 24 hours\n${record(health)}` };
+      const view = isObject(config) ? config : {};
+      const data = { ...view, last_24h: last };
+      return { data, text: `${record(view)}\nLast 24 hours\n${record({ state: webhookState(view), ...health })}` };
     },
   },
   {
@@ -409,7 +413,7 @@ export const COMMANDS = [
   {
     words: ["deliveries", "list"],
     args: ["org", "id"],
-    flags: ["limit", "status", "event-type", "event-id"],
+    flags: ["limit", "all", "status", "event-type", "event-id"],
     summary: "list a configuration's deliveries, newest first, filtered by --status, --event-type, --event-id",
     list: (a, f) => {
       const query = new URLSearchParams(
@@ -490,6 +494,20 @@ export const COMMANDS = [
     defaultLimit: AUDIT_DEFAULT_LIMIT,
   },
 ];
+
+/**
+ * Whether a configuration is sending, and if not why, in one line: disabled (by whom or what, from
+ * `disabled_reason`), paused by keyway (a receiver's Retry-After or the open circuit, until
+ * `paused_until`), or active.
+ * @param {Item} view a webhook configuration as the API shows it
+ */
+export function webhookState(view) {
+  if (view.status === "disabled") return `disabled: ${typeof view.disabled_reason === "string" ? view.disabled_reason : "no reason given"}`;
+  if (typeof view.pause_reason === "string") {
+    return `paused${typeof view.paused_until === "string" ? ` until ${view.paused_until}` : ""}: ${view.pause_reason}`;
+  }
+  return "active, sending";
+}
 
 /**
  * Everything the operator API holds about one organization, every list followed to its end: the

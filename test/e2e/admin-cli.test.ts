@@ -238,6 +238,8 @@ describe("operator CLI", () => {
   it("looks into a failing receiver from a terminal: webhooks, deliveries with their attempts, pause and resume, test, re-send, traffic, export", async () => {
     // A receiver whose token endpoint works and whose webhook URL answers 500 with a JSON error.
     const seen: string[] = [];
+    // Set at the end: the receiver asks keyway to hold off, which keyway shows as a pause.
+    let retryAfter = false;
     const receiver = createServer((req, res) => {
       req.resume();
       req.on("end", () => {
@@ -247,6 +249,11 @@ describe("operator CLI", () => {
           return;
         }
         seen.push(String(req.headers["webhook-id"]));
+        if (retryAfter) {
+          res.writeHead(503, { "Retry-After": "600" });
+          res.end();
+          return;
+        }
         res.writeHead(500, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ error: "disk full" }));
       });
@@ -292,23 +299,46 @@ describe("operator CLI", () => {
       expect(seen, "the receiver got the webhook").toContain(deliveryId);
       await sleep(300); // the attempt's outcome reported
 
+      const listed = await admin("webhooks", "list", orgId, "--json");
+      expect(listed.code, listed.stderr).toBe(0);
+      const views = JSON.parse(listed.stdout) as { id: string; status: string; lane: string; signing_secret?: string }[];
+      expect(views).toEqual([expect.objectContaining({ id: configId, description: "Billing receiver", status: "active" })]);
+      expect(views[0]?.signing_secret).toBeUndefined();
+      const lane = String(views[0]?.lane);
+      expect(["fast", "new", "slow"]).toContain(lane);
       const list = await admin("webhooks", "list", orgId);
       expect(list.code, list.stderr).toBe(0);
-      expect(list.stdout).toMatch(/^ID +DESCRIPTION +URL +STATUS/);
-      expect(list.stdout).toContain(configId);
-      expect(list.stdout).toContain("Billing receiver");
+      expect(list.stdout).toMatch(/^ID +DESCRIPTION +URL +STATUS +LANE +EVENTS\n/);
+      // One row with every column filled from the configuration (its lane too).
+      expect(list.stdout.split("\n")[1]).toMatch(new RegExp(`^${configId} +Billing receiver +${receiverUrl}/hook +active +${lane} +all$`));
       const shown = await admin("webhooks", "show", orgId, configId);
       expect(shown.code, shown.stderr).toBe(0);
       expect(value(shown.stdout, "url")).toBe(`${receiverUrl}/hook`);
+      expect(value(shown.stdout, "state")).toBe("active, sending");
       expect(value(shown.stdout, "attempts")).toBe("1");
       expect(value(shown.stdout, "failed")).toBe("1");
       expect(value(shown.stdout, "success_rate")).toBe("0%");
+      expect(value(shown.stdout, "latency_ms_avg")).toMatch(/^\d+$/);
+      const shownJson = JSON.parse((await admin("webhooks", "show", orgId, configId, "--json")).stdout) as Record<string, unknown>;
+      expect(shownJson).toMatchObject({ id: configId, status: "active", last_24h: { succeeded: 0, failed: 1, success_rate: 0 } });
 
       const deliveries = await admin("deliveries", "list", orgId, configId, "--status", "retrying");
       expect(deliveries.code, deliveries.stderr).toBe(0);
-      expect(deliveries.stdout).toContain(deliveryId);
+      expect(deliveries.stdout).toMatch(/^ID \(WEBHOOK-ID\) +EVENT +EVENT ID +STATUS +ATTEMPTS/);
+      expect(deliveries.stdout).toMatch(new RegExp(`^${deliveryId} +invoice\\.paid +evt_\\w+ +retrying +[12] `, "m"));
       expect((await admin("deliveries", "list", orgId, configId, "--status", "delivered")).stdout).toBe("(no deliveries)\n");
-      expect((await admin("deliveries", "list", orgId, configId, "--event-type", "invoice.paid", "--json")).stdout).toContain(deliveryId);
+      const byType = await admin("deliveries", "list", orgId, configId, "--event-type", "invoice.paid", "--json");
+      expect(byType.code, byType.stderr).toBe(0);
+      const typed = JSON.parse(byType.stdout) as { id: string; event_id: string; status: string }[];
+      expect(typed.map((d) => [d.id, d.status])).toEqual([[deliveryId, "retrying"]]);
+      const eventId = String(typed[0]?.event_id);
+      expect(eventId).toBe(String(published.id));
+      const byEvent = await admin("deliveries", "list", orgId, configId, "--event-id", eventId, "--all", "--json");
+      expect(byEvent.code, byEvent.stderr).toBe(0);
+      expect((JSON.parse(byEvent.stdout) as { id: string }[]).map((d) => d.id)).toEqual([deliveryId]);
+      expect(JSON.parse((await admin("deliveries", "list", orgId, configId, "--event-type", "order.created", "--json")).stdout)).toEqual(
+        [],
+      );
       const badStatus = await admin("deliveries", "list", orgId, configId, "--status", "lost");
       expect(badStatus.code).toBe(1);
       expect(badStatus.stderr).toMatch(/status/);
@@ -318,27 +348,66 @@ describe("operator CLI", () => {
       expect(story.stdout).toMatch(/^# +AT +STEP +HTTP +MS +OUTCOME +ERROR +ANSWER/m);
       expect(story.stdout).toMatch(/^1 +\S+ +webhook +500 +\d+ +retry .*disk full/m);
       expect(story.stdout).not.toContain("cli-receiver-token");
+      const storyJson = JSON.parse((await admin("deliveries", "show", orgId, deliveryId, "--json")).stdout) as {
+        id: string;
+        attempts: { number: number; step: string; http_status: number; outcome: string }[];
+      };
+      expect(storyJson.id).toBe(deliveryId);
+      expect(storyJson.attempts[0]).toMatchObject({ number: 1, step: "webhook", http_status: 500, outcome: "retry" });
 
       // Pause: no test event is accepted; resume: it is, and it reaches the receiver.
       const paused = await admin("webhooks", "pause", orgId, configId);
       expect(paused.code, paused.stderr).toBe(0);
       expect(value(paused.stdout, "status")).toBe("disabled");
+      const whilePaused = await admin("webhooks", "show", orgId, configId);
+      expect(value(whilePaused.stdout, "state")).toBe("disabled: disabled through the API");
+      expect((await admin("webhooks", "list", orgId)).stdout.split("\n")[1]).toMatch(/ disabled /);
       const refused = await admin("webhooks", "test", orgId, configId);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/409/);
+      const refusedResend = await admin("deliveries", "resend", orgId, deliveryId);
+      expect(refusedResend.code).toBe(1);
+      expect(refusedResend.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/HTTP 409/)]);
       expect(value((await admin("webhooks", "resume", orgId, configId)).stdout, "status")).toBe("active");
+      expect(JSON.parse((await admin("webhooks", "pause", orgId, configId, "--json")).stdout)).toMatchObject({
+        id: configId,
+        status: "disabled",
+      });
+      expect(JSON.parse((await admin("webhooks", "resume", orgId, configId, "--json")).stdout)).toMatchObject({
+        id: configId,
+        status: "active",
+      });
       const test = await admin("webhooks", "test", orgId, configId);
       expect(test.code, test.stderr).toBe(0);
+      expect(value(test.stdout, "type")).toBe("webhook.test");
       const testDelivery = /^delivery +(msg_[0-9a-z]{26}) /m.exec(test.stdout)?.[1];
       expect(testDelivery).toBeDefined();
       for (let i = 0; i < 80 && !seen.includes(testDelivery!); i++) await sleep(100);
       expect(seen).toContain(testDelivery);
+      const testJson = await admin("webhooks", "test", orgId, configId, "--json");
+      expect(testJson.code, testJson.stderr).toBe(0);
+      const testEvent = JSON.parse(testJson.stdout) as { type: string; deliveries: { id: string; webhook_configuration_id: string }[] };
+      expect(testEvent.type).toBe("webhook.test");
+      expect(testEvent.deliveries).toEqual([
+        expect.objectContaining({ webhook_configuration_id: configId, id: expect.stringMatching(/^msg_/) }),
+      ]);
+      expect(testEvent.deliveries[0]?.id).not.toBe(testDelivery);
+      for (let i = 0; i < 80 && !seen.includes(String(testEvent.deliveries[0]?.id)); i++) await sleep(100);
 
       const resent = await admin("deliveries", "resend", orgId, deliveryId);
       expect(resent.code, resent.stderr).toBe(0);
       expect(value(resent.stdout, "id")).toBe(deliveryId);
       for (let i = 0; i < 80 && seen.filter((id) => id === deliveryId).length < 2; i++) await sleep(100);
       expect(seen.filter((id) => id === deliveryId).length).toBeGreaterThanOrEqual(2);
+      // Once that attempt has concluded, --json answers the same delivery.
+      let resentJson: Run | undefined;
+      for (let i = 0; i < 40; i++) {
+        resentJson = await admin("deliveries", "resend", orgId, deliveryId, "--json");
+        if (resentJson.code === 0) break;
+        await sleep(250);
+      }
+      expect(resentJson?.code, resentJson?.stderr).toBe(0);
+      expect(JSON.parse(String(resentJson?.stdout))).toMatchObject({ id: deliveryId, event_type: "invoice.paid" });
 
       // The key's traffic: the requests above, admitted, in this hour.
       const traffic = await admin("keys", "traffic", orgId, keyId);
@@ -355,28 +424,63 @@ describe("operator CLI", () => {
       const byDay = await admin("keys", "traffic", orgId, keyId, "--days");
       expect(byDay.stdout.trim().split("\n")).toHaveLength(31);
 
-      // The export: every record, no secret in any of them.
+      // The export: every record, no secret in any of them (an administrator token's neither).
+      const minted = JSON.parse((await admin("admin-tokens", "create", orgId, "--name", "exporter", "--json")).stdout) as {
+        id: string;
+        token: string;
+      };
       const dir = await mkdtemp(join(tmpdir(), "keyway-export-"));
       const file = join(dir, "hooks-corp.json");
       const exported = await admin("orgs", "export", orgId, "--out", file);
       expect(exported.code, exported.stderr).toBe(0);
       expect(exported.stdout).toMatch(
-        /^Wrote .*hooks-corp\.json: 1 users, 1 api keys, 0 admin tokens, 1 webhook configurations, \d+ audit log\.$/m,
+        /^Wrote .*hooks-corp\.json: 1 users, 1 api keys, 1 admin tokens, 1 webhook configurations, \d+ audit log\.$/m,
       );
       const text = await readFile(file, "utf8");
       const doc = JSON.parse(text) as {
         organization: { id: string };
-        users: { client_credentials: { client_id: string }[] }[];
+        users: { id: string; client_credentials: { client_id: string }[] }[];
+        api_keys: { id: string }[];
+        admin_tokens: { id: string; name: string }[];
         webhook_configurations: { id: string }[];
         audit_log: { action: string }[];
       };
       expect(doc.organization.id).toBe(orgId);
-      expect(doc.users[0]?.client_credentials[0]?.client_id).toBe(clientId);
+      expect(doc.users.map((u) => u.id)).toEqual([userId]);
+      expect(doc.users[0]?.client_credentials.map((c) => c.client_id)).toEqual([clientId]);
+      expect(doc.api_keys.map((k) => k.id)).toEqual([keyId]);
+      expect(doc.admin_tokens).toEqual([expect.objectContaining({ id: minted.id, name: "exporter" })]);
       expect(doc.webhook_configurations[0]?.id).toBe(configId);
-      expect(doc.audit_log.map((e) => e.action)).toContain("delivery.resent");
-      for (const secret of [apiKey, clientSecret, signingSecret, "cli-receiver-client-secret", token]) expect(text).not.toContain(secret);
-      expect(JSON.parse((await admin("orgs", "export", orgId)).stdout)).toMatchObject({ organization: { id: orgId } });
+      // The whole log, newest first; the pause and resume above are in it.
+      const actions = doc.audit_log.map((e) => e.action);
+      expect(actions).toEqual(expect.arrayContaining(["admin_token.minted", "webhook_configuration.created", "api_key.created"]));
+      expect(actions.at(-1)).toBe("organization.created");
+      expect(actions.filter((a) => a === "webhook_configuration.updated")).toHaveLength(4);
+      const secrets = [apiKey, clientSecret, signingSecret, "cli-receiver-client-secret", token, minted.token];
+      for (const secret of secrets) expect(text).not.toContain(secret);
+      const toStdout = await admin("orgs", "export", orgId);
+      expect(JSON.parse(toStdout.stdout)).toMatchObject({ organization: { id: orgId }, webhook_configurations: [{ id: configId }] });
+      const asJson = await admin("orgs", "export", orgId, "--json");
+      expect(asJson.code, asJson.stderr).toBe(0);
+      expect(JSON.parse(asJson.stdout)).toMatchObject({ organization: { id: orgId }, api_keys: [{ id: keyId }] });
+      for (const secret of secrets) expect(toStdout.stdout + asJson.stdout).not.toContain(secret);
       await rm(dir, { recursive: true, force: true });
+
+      // The receiver asks keyway to wait (503 with Retry-After), after enough failures to open the
+      // circuit too: either way the configuration shows the pause, until when, and why.
+      retryAfter = true;
+      const held = JSON.parse((await admin("webhooks", "test", orgId, configId, "--json")).stdout) as { deliveries: { id: string }[] };
+      const heldId = String(held.deliveries[0]?.id);
+      for (let i = 0; i < 80 && !seen.includes(heldId); i++) await sleep(100);
+      let holding = "";
+      for (let i = 0; i < 20 && !holding.startsWith("paused"); i++) {
+        await sleep(150);
+        holding = value((await admin("webhooks", "show", orgId, configId)).stdout, "state");
+      }
+      expect(holding).toMatch(
+        /^paused until \d{4}-\S+: (the receiver answered 503 with Retry-After|circuit open after \d+ failed attempts)/,
+      );
+      expect((await admin("webhooks", "list", orgId)).stdout.split("\n")[1]).toMatch(/ active, paused /);
     } finally {
       await new Promise((done) => receiver.close(done));
     }
