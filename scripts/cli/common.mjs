@@ -1,3 +1,9 @@
+/**
+ * What every part of the operator CLI shares: the limits it works within (request timeout, page
+ * size, the audit log's default length), the JSDoc types of the command table (Command, Call,
+ * Column, Flags) and the two errors that become its exit statuses (UsageError: 2, nothing sent;
+ * RequestError: 1, the request failed).
+ */
 /** @typedef {import("./http.mjs").Client} Client */
 
 /** Revocations answer once every key object applied them, which can take a while on a busy deployment. */
