@@ -11,7 +11,7 @@ import type { ApiKeyTrafficView } from "../src/schemas/admin";
 import type { DeliveryRecord, WebhookTrafficView } from "../src/schemas/webhooks";
 import { fakeNetwork, receiver } from "./fake-network";
 import { ADMIN_TOKEN, admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
-import { api, attemptNow, createConfig } from "./webhook-helpers";
+import { api, attemptNow, createConfig, endpointAlarm } from "./webhook-helpers";
 
 const FAST = { per_second: 1000, per_day: 100_000 };
 
@@ -184,5 +184,23 @@ describe("an API key's traffic", () => {
     // Another organization's path does not reach the key.
     const other = await createTenant();
     expect((await adminCall("GET", `/organizations/${other.orgId}/api-keys/${t.apiKeyId}/traffic`)).status).toBe(404);
+  });
+});
+
+describe("audit entries of an endpoint after an idle alarm", () => {
+  // An alarm with nothing to push once left the push "running" for ever, so later entries stayed
+  // in the endpoint's outbox (found by a review of the CLI's export); lib/flight.ts fixed it.
+  it("still reach the organization's log: a re-send after the endpoint's alarm ran with an empty outbox is audited", async () => {
+    const t = await createTenant(FAST);
+    const bearer = await issueToken(t);
+    const config = (await createConfig(t, bearer, "insight-receiver-secret")).id;
+    const { delivery } = await publish(t, bearer, "order.created");
+    fakeNetwork(receiver({ webhookStatus: 400 }));
+    await attemptNow(t, bearer, delivery);
+    await endpointAlarm(config); // pushes whatever is owed: the outbox is then empty
+    await endpointAlarm(config); // an alarm with nothing to push
+    expect((await adminCall("POST", `/organizations/${t.orgId}/deliveries/${delivery}/retry`)).status).toBe(202);
+    const audit = await admin<{ action: string; resource: { id: string } }[]>("GET", `/organizations/${t.orgId}/audit-log`);
+    expect(audit.filter((e) => e.action === "delivery.resent").map((e) => e.resource.id)).toEqual([delivery]);
   });
 });

@@ -17,6 +17,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Config, loadConfig } from "../../config";
 import type { SealedValue } from "../../lib/aead";
+import { SingleFlight } from "../../lib/flight";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
@@ -105,7 +106,7 @@ export class EndpointObject extends DurableObject<Env> {
   private alarmAt: number | null = null;
   private auditFailures = 0;
   private disableFailures = 0;
-  private auditPush: Promise<void> | null = null;
+  private readonly auditPush = new SingleFlight();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -710,7 +711,7 @@ export class EndpointObject extends DurableObject<Env> {
 
   /** Audit entries go to the organization's log, keyed so a repeated push adds nothing; one push at a time. */
   private pushAudit(): Promise<void> {
-    this.auditPush ??= (async () => {
+    return this.auditPush.run(async () => {
       try {
         for (;;) {
           const entries = this.db.all<{ seq: number; entry: string }>("SELECT seq, entry FROM audit_outbox ORDER BY seq LIMIT 100");
@@ -726,11 +727,8 @@ export class EndpointObject extends DurableObject<Env> {
       } catch (err) {
         this.auditFailures++;
         log.warn("audit entries not pushed; the alarm retries", { detail: describeError(err) });
-      } finally {
-        this.auditPush = null;
       }
-    })();
-    return this.auditPush;
+    });
   }
 
   private audit(

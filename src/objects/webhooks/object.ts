@@ -17,6 +17,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { Coalescer } from "../../lib/coalesce";
+import { SingleFlight } from "../../lib/flight";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
@@ -80,7 +81,7 @@ export class WebhookObject extends DurableObject<Env> {
   private lastAuditPush = 0;
   private readonly fanouts = new Coalescer();
   private readonly syncs = new Coalescer();
-  private auditPush: Promise<void> | null = null;
+  private readonly auditPush = new SingleFlight();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -349,7 +350,7 @@ export class WebhookObject extends DurableObject<Env> {
 
   /** Audit entries and publish summaries go to the organization's log, keyed so a repeated push adds nothing; one push at a time. */
   private pushAudit(): Promise<void> {
-    this.auditPush ??= (async () => {
+    return this.auditPush.run(async () => {
       try {
         for (;;) {
           const outbox = this.db.all<{ seq: number; entry: string }>("SELECT seq, entry FROM audit_outbox ORDER BY seq LIMIT 100");
@@ -371,10 +372,8 @@ export class WebhookObject extends DurableObject<Env> {
         this.auditFailures++;
         log.warn("audit entries not pushed; the alarm retries", { detail: describeError(err) });
       } finally {
-        this.auditPush = null;
         this.plan(Date.now());
       }
-    })();
-    return this.auditPush;
+    });
   }
 }
