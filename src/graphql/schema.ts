@@ -54,6 +54,31 @@ type AccessToken {
 type RateLimitUsage {
   second: RateLimitWindow!
   day: RateLimitWindow!
+  "The organization's shared quota: its windows that have a limit, counted over all its API keys; null without one."
+  quota: [QuotaWindow!]
+  "The API key's credits; null without them."
+  credits: Credits
+}
+
+type QuotaWindow {
+  "second, day or month (UTC)"
+  window: String!
+  limit: Float!
+  used: Float!
+  remaining: Float!
+  resetsAt: DateTime!
+}
+
+type Credits {
+  remaining: Float!
+  refill: CreditsRefill
+  nextRefillAt: DateTime
+}
+
+type CreditsRefill {
+  amount: Float!
+  "day or month (UTC)"
+  interval: String!
 }
 
 type RateLimitWindow {

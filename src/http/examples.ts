@@ -30,6 +30,7 @@ export const API_KEY = {
   created_at: T0,
   last_used_at: T1,
   revoked_at: null,
+  credits: null,
 };
 export const usageWindow = (limit: number, used: number, resets_at: string) => ({ limit, used, remaining: limit - used, resets_at });
 export const CREDENTIAL = {

@@ -14,15 +14,27 @@ import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { keyObject, reach, unwrap } from "../objects/stubs";
 import type { Decision } from "../ratelimit/windows";
-import type { ApiKeyTrafficView, ApiKeyView, UpdateApiKeyInput } from "../schemas/admin";
-import { type ApiKeyRecord, type LimitOverrides, type Limits, type LocationHint, MAX_KEY_PER_SECOND } from "../schemas/records";
+import type { ApiKeyTrafficView, ApiKeyView, ChangeCreditsInput, UpdateApiKeyInput } from "../schemas/admin";
+import {
+  type ApiKeyRecord,
+  type CreditsRefill,
+  type LimitOverrides,
+  type Limits,
+  type LocationHint,
+  MAX_KEY_PER_SECOND,
+} from "../schemas/records";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
 
 export async function createApiKey(
   deps: Deps,
   orgId: string,
-  input: { name?: string | undefined; limits?: LimitOverrides | undefined; location_hint?: LocationHint | undefined },
+  input: {
+    name?: string | undefined;
+    limits?: LimitOverrides | undefined;
+    location_hint?: LocationHint | undefined;
+    credits?: { remaining: number; refill?: CreditsRefill | undefined } | undefined;
+  },
   actor: Actor,
 ): Promise<{ record: ApiKeyRecord; secret: string }> {
   const secret = newApiKeySecret();
@@ -34,6 +46,7 @@ export async function createApiKey(
     limits: definedLimits(input.limits ?? {}),
     location_hint: input.location_hint ?? null,
     created_at: isoTime(deps.now()),
+    credits: input.credits ? { base: input.credits.remaining, epoch: 1, added: 0, refill: input.credits.refill ?? null } : null,
   };
   const change = unwrap(await reach("organization", () => organization(deps, orgId).createKey(key, actor)));
   // A key object that has not received the key yet refuses it (fails closed) until the
@@ -62,7 +75,9 @@ export async function updateApiKey(
   // The patch is merged inside the organization's transaction: two concurrent PATCHes of
   // different limits both hold, whatever their order.
   const change = unwrap(
-    await reach("organization", () => organization(deps, orgId).updateKey(keyId, { name: input.name, limits: input.limits }, actor)),
+    await reach("organization", () =>
+      organization(deps, orgId).updateKey(keyId, { name: input.name, limits: input.limits, credits: input.credits }, actor),
+    ),
   );
   return applied(change, "The change to the API key");
 }
@@ -111,7 +126,24 @@ export function apiKeyView(record: ApiKeyRecord, defaults: Limits): ApiKeyView {
     created_at: record.created_at,
     last_used_at: record.last_used_at,
     revoked_at: record.revoked_at,
+    credits: record.credits === null ? null : { refill: record.credits.refill },
   };
+}
+
+/**
+ * A top-up (`add`) or a reset (`set`) of a key's credits, recorded (and audited) by the
+ * organization and answered once the key's object has it, like every change of a key.
+ */
+export async function changeCredits(
+  deps: Deps,
+  orgId: string,
+  keyId: string,
+  input: ChangeCreditsInput,
+  actor: Actor,
+): Promise<ApiKeyRecord> {
+  if (!ID_PATTERN.test(keyId)) throw notFound("API key");
+  const change = unwrap(await reach("organization", () => organization(deps, orgId).changeCredits(keyId, input, actor)));
+  return applied(change, "The change to the API key's credits");
 }
 
 function definedLimits(limits: LimitOverrides): LimitOverrides {

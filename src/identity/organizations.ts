@@ -5,8 +5,8 @@ import { ID_PATTERN, newOrganizationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { directoryObject, organizationObject, reach, unwrap, webhookObject } from "../objects/stubs";
-import type { DeletedOrganizationView } from "../schemas/admin";
-import type { OrganizationRecord } from "../schemas/records";
+import type { DeletedOrganizationView, UpdateOrganizationInput } from "../schemas/admin";
+import type { OrganizationRecord, OrgQuota } from "../schemas/records";
 import { type Actor, applied } from "./changes";
 
 export async function createOrganization(deps: Deps, input: { name: string }, actor: Actor): Promise<OrganizationRecord> {
@@ -18,6 +18,24 @@ export async function createOrganization(deps: Deps, input: { name: string }, ac
 export async function getOrganization(deps: Deps, orgId: string): Promise<OrganizationRecord> {
   if (!ID_PATTERN.test(orgId) || !orgId.startsWith("org_")) throw notFound("Organization");
   return unwrap(await reach("organization", () => organizationObject(deps, orgId).organization()));
+}
+
+/** Sets, changes or removes the organization's shared quota; in effect on its keys' next requests once answered. */
+export async function updateOrganizationQuota(
+  deps: Deps,
+  orgId: string,
+  limits: UpdateOrganizationInput["limits"],
+  actor: Actor,
+): Promise<OrganizationRecord & { limits: OrgQuota | null }> {
+  const change = unwrap(
+    await reach("organization", () =>
+      organization(deps, orgId).updateQuota(
+        limits === null ? null : { per_second: limits.per_second, per_day: limits.per_day, per_month: limits.per_month },
+        actor,
+      ),
+    ),
+  );
+  return applied(change, "The organization's quota");
 }
 
 export async function listOrganizations(deps: Deps, page: PageRequest): Promise<Page<OrganizationRecord>> {

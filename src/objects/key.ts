@@ -20,11 +20,14 @@
  * 1,000/s, see docs/storage.md for sharding); rows: one per revoked credential of the organization.
  */
 import { DurableObject } from "cloudflare:workers";
+import { SingleFlight } from "../lib/flight";
 import { DAY_MS, hourOf } from "../lib/series";
 import { withTimeout } from "../lib/time";
 import { describeError, log } from "../log";
+import { type CreditsRefill, type CreditsState, nextBoundary, refilled, spend } from "../ratelimit/credits";
+import type { QuotaDecision } from "../ratelimit/quota";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
-import { type LimitOverrides, type Limits, MAX_KEY_PER_SECOND } from "../schemas/records";
+import { type KeyCredits, type LimitOverrides, type Limits, MAX_KEY_PER_SECOND, type OrgQuota } from "../schemas/records";
 import { type Migration, migrate } from "./sql";
 
 /**
@@ -46,6 +49,10 @@ export interface KeySnapshot {
   revision: number;
   /** What happened since the revision this key last acknowledged. */
   revocations: Revocation[];
+  /** The key's credits as its organization keeps them (applied by epoch and `added`); null: none. */
+  credits?: KeyCredits | null;
+  /** The organization's shared quota at `revision`; null: none (no quota call). */
+  quota?: OrgQuota | null;
 }
 
 export interface SyncAck {
@@ -138,6 +145,16 @@ const MIGRATIONS: Migration[] = [
       "CREATE TABLE traffic (hour_ms INTEGER PRIMARY KEY, admitted INTEGER NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)",
     ],
   },
+  {
+    // Issue 24: the organization's shared quota (OrgQuota JSON, as of the key's revision) and the
+    // key's credits: the live balance, the epoch and top-ups applied, the refill and when it is due.
+    version: 4,
+    statements: [
+      "ALTER TABLE key ADD COLUMN quota TEXT",
+      `CREATE TABLE credits (one INTEGER PRIMARY KEY CHECK (one = 1), remaining INTEGER NOT NULL, epoch INTEGER NOT NULL,
+        added INTEGER NOT NULL, refill TEXT, next_refill_ms INTEGER)`,
+    ],
+  },
 ];
 
 /** How long the hourly traffic counts are kept: the 30 days the charts show, and one to spare. */
@@ -154,6 +171,9 @@ export interface TrafficRow extends Record<string, SqlStorageValue> {
  * proofs left), and revoked tokens past their expiry with them.
  */
 const PRUNE_EVERY = 10_000;
+
+/** The key's credits as its object holds them: the live balance, and the epoch and top-ups applied. */
+type KeyCreditsState = CreditsState & { epoch: number; added: number };
 
 interface KeyRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -180,13 +200,17 @@ export class KeyObject extends DurableObject<Env> {
   private proofsSincePrune = 0;
   /** The hour of the last traffic count (memory only: a restarted object prunes on its first request). */
   private trafficHour = 0;
+  /** The organization's shared quota as of the key's revision; null: none, and no quota call. */
+  private quota: OrgQuota | null = null;
+  /** The key's credits (the live balance is here); null: none. */
+  private credits: KeyCreditsState | null = null;
   /** Last noted use per subject ("key" or a client_id), in memory to skip most writes. */
   private readonly noted = new Map<string, number>();
   /** When the flush alarm is set for, or null when none is. */
   private alarmAt: number | null = null;
   /** When the organization last confirmed the copy (memory only: a restarted object asks first). */
   private confirmedAt = 0;
-  private confirming: Promise<void> | null = null;
+  private readonly confirming = new SingleFlight();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -207,6 +231,7 @@ export class KeyObject extends DurableObject<Env> {
     for (const r of sql.exec<{ token_id: string; expires_ms: number }>("SELECT token_id, expires_ms FROM revoked_tokens")) {
       this.revokedTokens.set(r.token_id, r.expires_ms);
     }
+    this.loadQuotaAndCredits();
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
     });
@@ -231,20 +256,10 @@ export class KeyObject extends DurableObject<Env> {
     const revokedToken = (id: string | undefined) => id !== undefined && (this.revokedTokens.get(id) ?? 0) > input.now;
     // A proof is used once, admitted or not: the first use records it, every later one is a replay.
     const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof, input.now);
-    const { state, decision } = admit(this.windows, this.limits(input.defaults), input.now, input.cost ?? 1);
+    const decision = await this.decide(input.now, input.cost ?? 1, input.defaults);
+    if (decision === "unconfirmed") return { status: "unconfirmed" };
     this.countTraffic(input.now, decision.allowed);
     if (decision.allowed) {
-      // Storage first: memory never counts a request that storage did not.
-      // An upsert updates the one row in place (REPLACE would delete and re-insert it).
-      this.ctx.storage.sql.exec(
-        `INSERT INTO windows (one, second, second_count, day, day_count) VALUES (1, ?1, ?2, ?3, ?4)
-         ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4`,
-        state.second,
-        state.secondCount,
-        state.day,
-        state.dayCount,
-      );
-      this.windows = state;
       this.noteUse("key", input.now);
       if (input.clientId !== undefined && input.clientAuthenticated && !clientRevoked) this.noteUse(input.clientId, input.now);
     }
@@ -260,6 +275,171 @@ export class KeyObject extends DurableObject<Env> {
         input.inspect !== undefined && (revokedToken(input.inspect.tokenId) || this.revoked.has(input.inspect.clientId)),
       proofReplayed,
     };
+  }
+
+  /**
+   * Decides a request of `cost`: the key's windows, then its credits, then its organization's
+   * shared quota, in that order (a request refused by the first spends nothing of the others, as
+   * in unkey's order: limits, then credits). The key's own counts and credits are written before
+   * the quota is asked, so concurrent requests of this key, which may run while the question is
+   * out, see them; if the quota refuses, or cannot answer within CONFIRM_TIMEOUT_MS, they are
+   * given back and the request is refused (429) or fails closed (503): never admitted uncounted.
+   */
+  private async decide(now: number, cost: number, defaults: Limits): Promise<Decision | "unconfirmed"> {
+    const { state, decision } = admit(this.windows, this.limits(defaults), now, cost);
+    const before = this.credits;
+    if (!decision.allowed) return this.withExtras(decision, before, now);
+    let credits = before;
+    if (before !== null) {
+      const spent = spend(before, now, cost);
+      credits = { ...before, ...spent.state };
+      if (!spent.allowed) return this.withExtras({ ...decision, allowed: false, exceeded: "credits" }, credits, now, "keep-windows");
+    }
+    // Storage first: memory never counts a request that storage did not.
+    this.writeWindows(state);
+    if (credits !== null) this.writeCredits(credits);
+    const quota = this.quota;
+    if (quota === null) return this.withExtras(decision, credits, now);
+    let answer: QuotaDecision;
+    try {
+      answer = await withTimeout(this.quotaObject().take(quota, now, cost), CONFIRM_TIMEOUT_MS, "the organization's quota");
+    } catch (err) {
+      log.warn("organization quota unreachable; refusing", { key: this.key?.id, detail: describeError(err) });
+      this.giveBack(state, cost, before !== null);
+      return "unconfirmed";
+    }
+    if (!answer.allowed) {
+      this.giveBack(state, cost, before !== null);
+      return { ...this.withExtras(decision, this.credits, now), allowed: false, exceeded: answer.exceeded, quota: answer.windows };
+    }
+    return { ...this.withExtras(decision, credits, now), quota: answer.windows };
+  }
+
+  /** The decision with the key's credits (as they stand) attached. */
+  private withExtras(decision: Decision, credits: KeyCreditsState | null, now: number, _windows?: "keep-windows"): Decision {
+    if (credits === null) return decision;
+    const current = refilled(credits, now);
+    return { ...decision, credits: { remaining: current.remaining, refill: current.refill, nextRefillAt: current.nextRefillMs } };
+  }
+
+  private writeWindows(state: WindowState): void {
+    // An upsert updates the one row in place (REPLACE would delete and re-insert it).
+    this.ctx.storage.sql.exec(
+      `INSERT INTO windows (one, second, second_count, day, day_count) VALUES (1, ?1, ?2, ?3, ?4)
+       ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4`,
+      state.second,
+      state.secondCount,
+      state.day,
+      state.dayCount,
+    );
+    this.windows = state;
+  }
+
+  private writeCredits(credits: KeyCreditsState): void {
+    this.ctx.storage.sql.exec(
+      `INSERT INTO credits (one, remaining, epoch, added, refill, next_refill_ms) VALUES (1, ?1, ?2, ?3, ?4, ?5)
+       ON CONFLICT (one) DO UPDATE SET remaining = ?1, epoch = ?2, added = ?3, refill = ?4, next_refill_ms = ?5`,
+      credits.remaining,
+      credits.epoch,
+      credits.added,
+      credits.refill === null ? null : JSON.stringify(credits.refill),
+      credits.nextRefillMs,
+    );
+    this.credits = credits;
+  }
+
+  /**
+   * Takes back a request the quota refused: its cost leaves the windows it was counted in (if they
+   * are still the current ones) and returns to the credits it was spent from.
+   */
+  private giveBack(counted: WindowState, cost: number, spentCredits: boolean): void {
+    const w = this.windows;
+    this.writeWindows({
+      ...w,
+      secondCount: w.second === counted.second ? Math.max(0, w.secondCount - cost) : w.secondCount,
+      dayCount: w.day === counted.day ? Math.max(0, w.dayCount - cost) : w.dayCount,
+    });
+    if (spentCredits && this.credits !== null) this.writeCredits({ ...this.credits, remaining: this.credits.remaining + cost });
+  }
+
+  private quotaObject() {
+    const orgId = (this.key as KeyRow).organization_id;
+    return this.env.QUOTAS.get(this.env.QUOTAS.idFromName(orgId));
+  }
+
+  private loadQuotaAndCredits(): void {
+    const sql = this.ctx.storage.sql;
+    const q = sql.exec<{ quota: string | null }>("SELECT quota FROM key").toArray()[0];
+    this.quota = q?.quota ? (JSON.parse(q.quota) as OrgQuota) : null;
+    const c = sql
+      .exec<{ remaining: number; epoch: number; added: number; refill: string | null; next_refill_ms: number | null }>(
+        "SELECT * FROM credits",
+      )
+      .toArray()[0];
+    this.credits = c
+      ? {
+          remaining: c.remaining,
+          epoch: c.epoch,
+          added: c.added,
+          refill: c.refill === null ? null : (JSON.parse(c.refill) as CreditsRefill),
+          nextRefillMs: c.next_refill_ms,
+        }
+      : null;
+  }
+
+  /**
+   * Applies the organization's record of the key's credits: a newer epoch is a reset (the balance
+   * becomes base + added), a larger `added` a top-up (the difference is added); the refill is
+   * taken as given, its next boundary counted from now. Late or repeated pushes change nothing.
+   */
+  private syncCredits(given: KeyCredits | null | undefined, now: number): void {
+    if (given === undefined) return;
+    const sql = this.ctx.storage.sql;
+    if (given === null) {
+      sql.exec("DELETE FROM credits");
+      return;
+    }
+    const current = this.readCredits();
+    let next: KeyCreditsState;
+    if (current === null || given.epoch > current.epoch) {
+      next = { remaining: given.base + given.added, epoch: given.epoch, added: given.added, refill: given.refill, nextRefillMs: null };
+    } else if (given.epoch === current.epoch) {
+      next = {
+        ...current,
+        remaining: current.remaining + Math.max(0, given.added - current.added),
+        added: Math.max(current.added, given.added),
+        refill: given.refill,
+      };
+    } else return;
+    const refillChanged = JSON.stringify(next.refill) !== JSON.stringify(current?.refill ?? null);
+    if (next.refill === null) next.nextRefillMs = null;
+    else if (refillChanged || next.nextRefillMs === null) next.nextRefillMs = nextBoundary(next.refill.interval, now);
+    sql.exec(
+      `INSERT INTO credits (one, remaining, epoch, added, refill, next_refill_ms) VALUES (1, ?1, ?2, ?3, ?4, ?5)
+       ON CONFLICT (one) DO UPDATE SET remaining = ?1, epoch = ?2, added = ?3, refill = ?4, next_refill_ms = ?5`,
+      next.remaining,
+      next.epoch,
+      next.added,
+      next.refill === null ? null : JSON.stringify(next.refill),
+      next.nextRefillMs,
+    );
+  }
+
+  private readCredits(): KeyCreditsState | null {
+    const c = this.ctx.storage.sql
+      .exec<{ remaining: number; epoch: number; added: number; refill: string | null; next_refill_ms: number | null }>(
+        "SELECT * FROM credits",
+      )
+      .toArray()[0];
+    return c
+      ? {
+          remaining: c.remaining,
+          epoch: c.epoch,
+          added: c.added,
+          refill: c.refill === null ? null : (JSON.parse(c.refill) as CreditsRefill),
+          nextRefillMs: c.next_refill_ms,
+        }
+      : null;
   }
 
   /**
@@ -306,8 +486,12 @@ export class KeyObject extends DurableObject<Env> {
   }
 
   /** Current usage without counting a request (operator API, manager). */
-  usage(defaults: Limits, now: number): Decision | null {
-    return this.key === null ? null : peek(this.windows, this.limits(defaults), now);
+  async usage(defaults: Limits, now: number): Promise<Decision | null> {
+    if (this.key === null) return null;
+    const decision = this.withExtras(peek(this.windows, this.limits(defaults), now), this.credits, now);
+    if (this.quota === null) return decision;
+    const quota = await withTimeout(this.quotaObject().usage(this.quota, now), CONFIRM_TIMEOUT_MS, "the organization's quota");
+    return { ...decision, quota: quota.windows };
   }
 
   /** Applies what the organization pushed; older versions and revisions change nothing. */
@@ -342,8 +526,18 @@ export class KeyObject extends DurableObject<Env> {
           sql.exec("INSERT OR IGNORE INTO revoked_clients (client_id, revision) VALUES (?, ?)", r.client_id, r.revision);
         }
       }
+      // The quota as of the newest revision pushed: a late push of an older one changes nothing.
+      if (snapshot.quota !== undefined) {
+        sql.exec(
+          "UPDATE key SET quota = ? WHERE revision <= ?",
+          snapshot.quota === null ? null : JSON.stringify(snapshot.quota),
+          snapshot.revision,
+        );
+      }
+      if (current === null || snapshot.version >= current.version) this.syncCredits(snapshot.credits, Date.now());
       sql.exec("UPDATE key SET revision = max(revision, ?)", snapshot.revision);
     });
+    this.loadQuotaAndCredits();
     // Only after the transaction committed: memory never holds what storage does not.
     for (const r of snapshot.revocations) {
       if (r.kind === "changed") this.changed.set(r.client_id, Math.max(this.changed.get(r.client_id) ?? 0, r.version));
@@ -360,19 +554,14 @@ export class KeyObject extends DurableObject<Env> {
    * is thrown to the request (a 503), and the next request asks again.
    */
   private confirm(): Promise<void> {
-    this.confirming ??= (async () => {
-      try {
-        const key = this.key as KeyRow;
-        const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
-        const snapshot = await withTimeout(org.confirmKey(key.id, key.revision), CONFIRM_TIMEOUT_MS, "the organization's confirmation");
-        // The organization creates every key before pushing it: one it does not know is refused.
-        if (snapshot === null) throw new Error("the organization does not know this API key");
-        this.sync(snapshot);
-      } finally {
-        this.confirming = null;
-      }
-    })();
-    return this.confirming;
+    return this.confirming.run(async () => {
+      const key = this.key as KeyRow;
+      const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
+      const snapshot = await withTimeout(org.confirmKey(key.id, key.revision), CONFIRM_TIMEOUT_MS, "the organization's confirmation");
+      // The organization creates every key before pushing it: one it does not know is refused.
+      if (snapshot === null) throw new Error("the organization does not know this API key");
+      this.sync(snapshot);
+    });
   }
 
   /**

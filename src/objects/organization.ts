@@ -27,7 +27,15 @@ import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { Actor, AuditEntryView } from "../schemas/audit";
 import type { Jwks } from "../schemas/jose";
-import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, OrganizationRecord, UserRecord } from "../schemas/records";
+import type {
+  ApiKeyRecord,
+  ClientCredentialRecord,
+  KeyCredits,
+  OrgAdminTokenRecord,
+  OrganizationRecord,
+  OrgQuota,
+  UserRecord,
+} from "../schemas/records";
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import * as access from "./org/access";
 import { appendAudit, audit, auditPage, housekeep } from "./org/audit";
@@ -48,6 +56,7 @@ import {
   type OrgRow,
   orgRow,
   type Propagated,
+  quotaOf,
   type SessionInfo,
   type UserRow,
   userRecord,
@@ -119,10 +128,38 @@ export class OrganizationObject extends DurableObject<Env> {
     return ok({ id, name, created_at });
   }
 
-  organization(): Result<OrganizationRecord> {
+  organization(): Result<OrganizationRecord & { limits: OrgQuota | null }> {
     if (!this.exists()) return missing("Organization");
-    const { id, name, created_at } = this.org();
-    return ok({ id, name, created_at });
+    const org = this.org();
+    return ok({ id: org.id, name: org.name, created_at: org.created_at, limits: quotaOf(org) });
+  }
+
+  /**
+   * Sets, changes or removes the organization's shared quota (issue 24): a field `null` removes
+   * that limit, `limits: null` all of them. Every key object gets it with the next revision, as a
+   * revocation would, and the answer comes once they all have it.
+   */
+  async updateQuota(
+    change: { per_second?: number | null | undefined; per_day?: number | null | undefined; per_month?: number | null | undefined } | null,
+    actor: Actor,
+  ): Promise<Result<Propagated<OrganizationRecord & { limits: OrgQuota | null }>>> {
+    if (!this.exists()) return missing("Organization");
+    const current = quotaOf(this.org()) ?? {};
+    const next: OrgQuota = {};
+    if (change !== null) {
+      for (const field of ["per_second", "per_day", "per_month"] as const) {
+        const value = change[field] === undefined ? current[field] : change[field];
+        if (value !== null && value !== undefined) next[field] = value;
+      }
+    }
+    const limits = Object.keys(next).length === 0 ? null : next;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("UPDATE organization SET quota = ?, revision = revision + 1", limits === null ? null : JSON.stringify(limits));
+      audit(this.sql, actor, "organization.quota_changed", "organization", this.org().id, { limits });
+    });
+    const pending = await this.propagation.run();
+    const org = this.org();
+    return ok({ record: { id: org.id, name: org.name, created_at: org.created_at, limits }, pending });
   }
 
   /**
@@ -189,6 +226,7 @@ export class OrganizationObject extends DurableObject<Env> {
     const keys = this.sql.exec<{ key_hash: string }>("SELECT key_hash FROM api_keys").toArray();
     for (const { key_hash } of keys) await this.env.KEYS.get(this.env.KEYS.idFromName(key_hash)).erase();
     await this.env.WEBHOOKS.get(this.env.WEBHOOKS.idFromName(row.id)).erase();
+    await this.env.QUOTAS.get(this.env.QUOTAS.idFromName(row.id)).erase();
     this.ctx.storage.transactionSync(() => {
       for (const table of [
         "users",
@@ -465,7 +503,7 @@ export class OrganizationObject extends DurableObject<Env> {
     }
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
-        "INSERT INTO api_keys (id, key_hash, key_hint, name, per_second, per_day, location_hint, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO api_keys (id, key_hash, key_hint, name, per_second, per_day, location_hint, created_at, credits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         key.id,
         key.key_hash,
         key.key_hint,
@@ -474,11 +512,13 @@ export class OrganizationObject extends DurableObject<Env> {
         key.limits.per_day ?? null,
         key.location_hint,
         key.created_at,
+        key.credits === null ? null : JSON.stringify(key.credits),
       );
       audit(this.sql, actor, "api_key.created", "api_key", key.id, {
         name: key.name,
         limits: key.limits,
         location_hint: key.location_hint,
+        ...(key.credits !== null ? { credits: { remaining: key.credits.base, refill: key.credits.refill } } : {}),
       });
     });
     const pending = await this.propagation.run();
@@ -498,12 +538,29 @@ export class OrganizationObject extends DurableObject<Env> {
   /** A new name and/or limit overrides (`null` restores a default); limits apply from the key's next request. */
   async updateKey(
     keyId: string,
-    change: { name?: string | null | undefined; limits?: LimitPatch | undefined },
+    change: {
+      name?: string | null | undefined;
+      limits?: LimitPatch | undefined;
+      credits?: { remaining: number; refill?: KeyCredits["refill"] | undefined } | null | undefined;
+    },
     actor: Actor,
   ): Promise<Result<Propagated<ApiKeyRecord>>> {
     const row = this.exists() ? keyRow(this.sql, keyId) : undefined;
     if (row === undefined) return missing("API key");
     this.ctx.storage.transactionSync(() => {
+      if (change.credits !== undefined) {
+        // A reset: a new epoch, so the key's object takes the balance as given, whatever it had.
+        const before = keyRecord(this.org().id, row).credits;
+        const credits: KeyCredits | null =
+          change.credits === null
+            ? null
+            : { base: change.credits.remaining, epoch: (before?.epoch ?? 0) + 1, added: 0, refill: change.credits.refill ?? null };
+        this.sql.exec(
+          "UPDATE api_keys SET credits = ?, version = version + 1 WHERE id = ?",
+          credits === null ? null : JSON.stringify(credits),
+          keyId,
+        );
+      }
       if (change.name !== undefined) this.sql.exec("UPDATE api_keys SET name = ? WHERE id = ?", change.name, keyId);
       if (change.limits !== undefined) {
         // Each field: a number sets it, null restores the default, absent keeps what is stored.
@@ -521,7 +578,30 @@ export class OrganizationObject extends DurableObject<Env> {
       audit(this.sql, actor, "api_key.updated", "api_key", keyId, {
         ...(change.name !== undefined ? { name: change.name } : {}),
         ...(change.limits !== undefined ? { limits: change.limits } : {}),
+        ...(change.credits !== undefined ? { credits: change.credits } : {}),
       });
+    });
+    const pending = await this.propagation.run();
+    return ok({ record: keyRecord(this.org().id, keyRow(this.sql, keyId) as KeyRow), pending });
+  }
+
+  /**
+   * A top-up (`add`: added to whatever the key has left) or a reset (`set`: the balance becomes
+   * exactly this) of a key's credits; a key without credits gets them (no refill).
+   */
+  async changeCredits(keyId: string, change: { add: number } | { set: number }, actor: Actor): Promise<Result<Propagated<ApiKeyRecord>>> {
+    const row = this.exists() ? keyRow(this.sql, keyId) : undefined;
+    if (row === undefined) return missing("API key");
+    const before = keyRecord(this.org().id, row).credits;
+    const credits: KeyCredits =
+      "add" in change
+        ? before === null
+          ? { base: change.add, epoch: 1, added: 0, refill: null }
+          : { ...before, added: before.added + change.add }
+        : { base: change.set, epoch: (before?.epoch ?? 0) + 1, added: 0, refill: before?.refill ?? null };
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("UPDATE api_keys SET credits = ?, version = version + 1 WHERE id = ?", JSON.stringify(credits), keyId);
+      audit(this.sql, actor, "add" in change ? "api_key.credits_added" : "api_key.credits_set", "api_key", keyId, change);
     });
     const pending = await this.propagation.run();
     return ok({ record: keyRecord(this.org().id, keyRow(this.sql, keyId) as KeyRow), pending });

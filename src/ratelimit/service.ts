@@ -103,8 +103,21 @@ export function rateLimitHeaders(decision: Decision): Record<string, string> {
   };
 }
 
-/** Usage of both windows as the operator API, the manager app and GraphQL show it. */
+/**
+ * Usage as the operator API, GET /v1/me, the manager app and GraphQL show it: the key's windows,
+ * its organization's quota (null without one) and its credits (null without them).
+ */
 export function usageView(decision: Decision): ApiKeyUsage {
   const view = (w: WindowUsage) => ({ limit: w.limit, used: w.used, remaining: w.remaining, resets_at: isoTime(w.resetAt) });
-  return { second: view(decision.second), day: view(decision.day) };
+  const c = decision.credits;
+  return {
+    second: view(decision.second),
+    day: view(decision.day),
+    quota: decision.quota ? decision.quota.map((q) => ({ window: QUOTA_UNITS[q.name], ...view(q) })) : null,
+    credits: c
+      ? { remaining: c.remaining, refill: c.refill, next_refill_at: c.nextRefillAt === null ? null : isoTime(c.nextRefillAt) }
+      : null,
+  };
 }
+
+const QUOTA_UNITS = { org_second: "second", org_day: "day", org_month: "month" } as const;

@@ -5,7 +5,17 @@
 import * as z from "zod";
 import { DisplayName, Email, publicNames, Timestamp } from "./common";
 import { Jwks } from "./jose";
-import { Limits, LocationHint, MAX_KEY_PER_SECOND, OrganizationRecord, UserRecord } from "./records";
+import { MeView } from "./oauth";
+import {
+  CreditsRefill,
+  Limits,
+  LocationHint,
+  MAX_KEY_PER_SECOND,
+  OrganizationRecord,
+  OrgQuota,
+  QUOTA_CEILING_PER_SECOND,
+  UserRecord,
+} from "./records";
 import { ALL_SCOPES } from "./scopes";
 
 const LimitValue = (max: number, why = "") =>
@@ -20,6 +30,12 @@ const PerSecond = LimitValue(
   MAX_KEY_PER_SECOND,
   ` (one API key's Durable Object serves about ${MAX_KEY_PER_SECOND} requests per second; spread more over several keys)`,
 );
+
+/** Credits on create or change: the balance to set, and the refill (absent: none). */
+const CreditsInput = z.strictObject({
+  remaining: z.number({ error: "must be a number" }).int({ error: "must be an integer" }).min(0, { error: "must be at least 0" }).max(1e12),
+  refill: CreditsRefill.optional(),
+});
 
 export const CreateOrganizationInput = z.strictObject({ name: DisplayName });
 
@@ -38,6 +54,8 @@ export const CreateApiKeyInput = z.strictObject({
       per_day: LimitValue(100_000_000).optional(),
     })
     .optional(),
+  /** Credits each admitted request spends its cost from (issue 24); none: unlimited. */
+  credits: CreditsInput.optional(),
 });
 
 /** PATCH: `null` resets a limit to the default; an absent field leaves it unchanged. */
@@ -49,6 +67,8 @@ export const UpdateApiKeyInput = z.strictObject({
       per_day: LimitValue(100_000_000).nullable().optional(),
     })
     .optional(),
+  /** Sets the balance (a reset) and the refill; `null` removes credits (unlimited again). */
+  credits: CreditsInput.nullable().optional(),
 });
 export type UpdateApiKeyInput = z.output<typeof UpdateApiKeyInput>;
 
@@ -119,7 +139,39 @@ export const UpdateClientCredentialInput = z.strictObject({
 export type UpdateClientCredentialInput = z.output<typeof UpdateClientCredentialInput>;
 
 /** Organizations and users hold no secrets: their views are the stored records. */
-export const OrganizationView = OrganizationRecord;
+/** An organization; one read on its own (GET, PATCH) also shows its shared quota (`limits`, null without one). */
+export const OrganizationView = OrganizationRecord.extend({ limits: OrgQuota.nullable().optional() });
+
+/** PATCH of an organization: its shared quota (`null` removes it; a field `null` removes that limit). */
+export const UpdateOrganizationInput = z.strictObject({
+  limits: z
+    .strictObject({
+      per_second: LimitValue(
+        QUOTA_CEILING_PER_SECOND,
+        ` (an organization's quota is counted by one Durable Object, which serves about ${QUOTA_CEILING_PER_SECOND} requests per second)`,
+      )
+        .nullable()
+        .optional(),
+      per_day: LimitValue(10_000_000_000).nullable().optional(),
+      per_month: LimitValue(100_000_000_000).nullable().optional(),
+    })
+    .nullable(),
+});
+export type UpdateOrganizationInput = z.output<typeof UpdateOrganizationInput>;
+
+/** POST .../api-keys/{key}/credits: a top-up (`add`) or a reset (`set`), one of them. */
+export const ChangeCreditsInput = z.union(
+  [
+    z.strictObject({
+      add: z.number({ error: "must be a number" }).int({ error: "must be an integer" }).min(1, { error: "must be at least 1" }).max(1e12),
+    }),
+    z.strictObject({
+      set: z.number({ error: "must be a number" }).int({ error: "must be an integer" }).min(0, { error: "must be at least 0" }).max(1e12),
+    }),
+  ],
+  { error: "must be {add: n} or {set: n}" },
+);
+export type ChangeCreditsInput = z.output<typeof ChangeCreditsInput>;
 /** What DELETE /admin/v1/organizations/{org} answers: when it was deleted, and when its data is erased. */
 export const DeletedOrganizationView = OrganizationRecord.extend({
   deleted_at: z.string(),
@@ -146,6 +198,8 @@ export const ApiKeyView = z.object({
   /** Last admitted request (to the minute). */
   last_used_at: Timestamp.nullable(),
   revoked_at: Timestamp.nullable(),
+  /** Credits: the refill; the balance is in `usage.credits` (it lives in the key's object). Null: unlimited. */
+  credits: z.object({ refill: CreditsRefill.nullable() }).nullable(),
 });
 export type ApiKeyView = z.output<typeof ApiKeyView>;
 
@@ -157,8 +211,29 @@ const WindowUsage = z.object({
 });
 
 /** Usage in the current windows, from the key's rate limiter (GET of one key). */
-export const ApiKeyUsage = z.object({ second: WindowUsage, day: WindowUsage });
+const QuotaWindowUsage = WindowUsage.extend({ window: z.enum(["second", "day", "month"]) });
+/** Credits as the key's object holds them now. */
+export const CreditsUsage = z.object({
+  remaining: z.number().int(),
+  refill: CreditsRefill.nullable(),
+  next_refill_at: Timestamp.nullable(),
+});
+export const ApiKeyUsage = z.object({
+  second: WindowUsage,
+  day: WindowUsage,
+  /** The organization's shared quota (its windows that have a limit), or null without one. */
+  quota: z.array(QuotaWindowUsage).nullable().optional(),
+  credits: CreditsUsage.nullable().optional(),
+});
 export type ApiKeyUsage = z.output<typeof ApiKeyUsage>;
+
+/**
+ * GET /v1/me: who the token speaks for, and what the request's own admission saw (issue 24): the
+ * key's limits, its usage after this request, its organization's quota and its credits. No extra
+ * call: the key's object answered all of it in the request's one call.
+ */
+export const MeWithUsageView = MeView.extend({ limits: Limits, usage: ApiKeyUsage });
+publicNames.add(MeWithUsageView, { name: "MeWithUsageView" });
 
 export const ApiKeyWithUsageView = ApiKeyView.extend({ usage: ApiKeyUsage });
 

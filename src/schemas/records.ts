@@ -54,6 +54,40 @@ export const LocationHint = z.enum(["wnam", "enam", "sam", "weur", "eeur", "apac
 });
 export type LocationHint = z.output<typeof LocationHint>;
 
+/** A refill of credits: the balance is set back to `amount` at each UTC day or month boundary. */
+export const CreditsRefill = z.strictObject({
+  amount: z.number({ error: "must be a number" }).int({ error: "must be an integer" }).min(1, { error: "must be at least 1" }).max(1e12),
+  interval: z.enum(["day", "month"], { error: 'must be "day" or "month"' }),
+});
+export type CreditsRefill = z.output<typeof CreditsRefill>;
+
+/**
+ * A key's credits as its organization keeps them (the live balance is the key's object's): the
+ * balance last set (`base`, by creation or a reset; `epoch` counts the sets), what was added by
+ * top-ups since (`added`), and the refill. The key's object applies a newer epoch as a reset and
+ * a larger `added` as the difference, so pushes that arrive late or twice change nothing twice.
+ */
+export const KeyCredits = z.object({
+  base: z.number().int().min(0),
+  epoch: z.number().int().min(0),
+  added: z.number().int().min(0),
+  refill: CreditsRefill.nullable(),
+});
+export type KeyCredits = z.output<typeof KeyCredits>;
+
+/**
+ * An organization's shared quota (product brief, "Quotas and credits"): limits counted over all its
+ * keys together. `per_second` is at most what its one QuotaObject serves, and applies at that
+ * figure when not set (objects/quota.ts).
+ */
+export const QUOTA_CEILING_PER_SECOND = 1000;
+export const OrgQuota = z.object({
+  per_second: z.number().int().min(1).max(QUOTA_CEILING_PER_SECOND).optional(),
+  per_day: z.number().int().min(1).max(1e10).optional(),
+  per_month: z.number().int().min(1).max(1e11).optional(),
+});
+export type OrgQuota = z.output<typeof OrgQuota>;
+
 export const ApiKeyRecord = z.object({
   id: z.string(),
   organization_id: z.string(),
@@ -69,6 +103,8 @@ export const ApiKeyRecord = z.object({
   /** Last admitted request, noted by the key's object at most once a minute. */
   last_used_at: Timestamp.nullable().default(null),
   revoked_at: Timestamp.nullable(),
+  /** Credits, when the key carries them (issue 24). */
+  credits: KeyCredits.nullable().default(null),
 });
 export type ApiKeyRecord = z.output<typeof ApiKeyRecord>;
 

@@ -7,6 +7,7 @@ import type { Context } from "hono";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import {
   apiKeyView,
+  changeCredits,
   createApiKey,
   getApiKey,
   keyTraffic,
@@ -24,7 +25,13 @@ import {
   revokeClientCredential,
   updateClientCredential,
 } from "../../identity/credentials";
-import { createOrganization, deleteOrganization, getOrganization, listOrganizations } from "../../identity/organizations";
+import {
+  createOrganization,
+  deleteOrganization,
+  getOrganization,
+  listOrganizations,
+  updateOrganizationQuota,
+} from "../../identity/organizations";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
 import { MAX_ACTIVE_API_KEYS } from "../../objects/organization";
 import { usageView } from "../../ratelimit/service";
@@ -34,6 +41,7 @@ import {
   ApiKeyTrafficView,
   ApiKeyView,
   ApiKeyWithUsageView,
+  ChangeCreditsInput,
   ClientCredentialView,
   CreateApiKeyInput,
   CreateClientCredentialInput,
@@ -47,9 +55,11 @@ import {
   OrganizationView,
   UpdateApiKeyInput,
   UpdateClientCredentialInput,
+  UpdateOrganizationInput,
   UserView,
 } from "../../schemas/admin";
 import { AuditEntryView } from "../../schemas/audit";
+import { QUOTA_CEILING_PER_SECOND } from "../../schemas/records";
 import type { AppEnv } from "../context";
 import { ADMIN_TOKEN, ADMIN_TOKEN_SECRET, API_KEY, AUDIT_ENTRY, CREDENTIAL, ORG, T1, TOKEN_REQUEST, USER, usageWindow } from "../examples";
 import { envelopeRoute, listRoute, param, type Route } from "../route";
@@ -117,6 +127,18 @@ export const adminRoutes: Route[] = [
     auth: "admin",
     response: { schema: OrganizationView, example: ORG },
     handle: (c) => getOrganization(deps(c), param(c, "org")),
+  }),
+  envelopeRoute({
+    method: "PATCH",
+    path: ORG_PATH,
+    operationId: "updateOrganization",
+    summary: "Set an organization's shared quota",
+    description: `\`limits\` (\`per_second\`, \`per_day\`, \`per_month\`, UTC windows) are shared by all the organization's API keys and counted exactly, in addition to each key's own limits: a request is admitted only if every limit that applies admits it, and counts against all of them; over any -> 429 \`rate_limited\`. A field \`null\` removes that limit, \`limits: null\` the quota. All of an organization's requests then pass through one quota object, so \`per_second\` is at most ${QUOTA_CEILING_PER_SECOND} and applies at ${QUOTA_CEILING_PER_SECOND} when not set. In effect on every key's next request once answered (503 with Retry-After if a key's object could not be told yet; repeating is safe).`,
+    tag: orgsTag,
+    auth: "admin",
+    body: { schema: UpdateOrganizationInput, example: { limits: { per_day: 100_000, per_month: 2_000_000 } } },
+    response: { schema: OrganizationView, example: { ...ORG, limits: { per_day: 100_000, per_month: 2_000_000 } } },
+    handle: (c, input) => updateOrganizationQuota(deps(c), param(c, "org"), input.limits, actor(c)),
   }),
   envelopeRoute({
     method: "DELETE",
@@ -309,6 +331,19 @@ export const adminRoutes: Route[] = [
     auth: "admin",
     response: { schema: ApiKeyTrafficView, example: TRAFFIC_EXAMPLE },
     handle: async (c) => keyTraffic(deps(c), await getApiKey(deps(c), param(c, "org"), param(c, "key"))),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${KEYS}/{key}/credits`,
+    operationId: "changeApiKeyCredits",
+    summary: "Top up or reset an API key's credits",
+    description:
+      "`{add: n}` adds n to what the key has left (a key without credits gets n, unrefilled); `{set: n}` makes the balance exactly n. Each admitted request spends its cost (`x-keyway-cost`); at zero the key's requests are refused with 429 `credits_exhausted`. Set the refill with `PATCH .../api-keys/{key}` (`credits: {remaining, refill: {amount, interval}}`). In the audit log as `api_key.credits_added` or `api_key.credits_set`; the live balance is in the key's `usage.credits`.",
+    tag: keysTag,
+    auth: "admin",
+    body: { schema: ChangeCreditsInput, example: { add: 5000 } },
+    response: { schema: ApiKeyView, example: { ...API_KEY, credits: { refill: null } } },
+    handle: async (c, input) => apiKeyView(await changeCredits(deps(c), param(c, "org"), param(c, "key"), input, actor(c)), defaults(c)),
   }),
   envelopeRoute({
     method: "PATCH",

@@ -11,7 +11,7 @@
 import { describeError, log } from "../../log";
 import type { KeySnapshot } from "../key";
 import { deleteCredentialLookup, writeCredentialLookup } from "../lookup";
-import { credentialRow, type KeyRow, type OrgRow, orgRow, SYNC_CONCURRENCY } from "./schema";
+import { credentialRow, type KeyRow, keyRecord, type OrgRow, orgRow, quotaOf, SYNC_CONCURRENCY } from "./schema";
 
 export class Propagation {
   /** When the alarm is set for, or null when none is. */
@@ -103,6 +103,8 @@ export class Propagation {
       },
       version: key.version,
       revision: org.revision,
+      credits: keyRecord(org.id, key).credits,
+      quota: quotaOf(org),
       revocations: this.sql
         .exec<{
           client_id: string;

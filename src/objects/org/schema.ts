@@ -5,7 +5,15 @@
  * audit log) reads the same shapes; objects/organization.ts is the object that uses them.
  */
 import type { Jwks } from "../../schemas/jose";
-import type { ApiKeyRecord, ClientCredentialRecord, OrgAdminTokenRecord, OrganizationRecord, UserRecord } from "../../schemas/records";
+import {
+  type ApiKeyRecord,
+  type ClientCredentialRecord,
+  KeyCredits,
+  type OrgAdminTokenRecord,
+  type OrganizationRecord,
+  OrgQuota,
+  type UserRecord,
+} from "../../schemas/records";
 import type { Migration } from "../sql";
 
 /** A change of limit overrides: a number sets one, null restores its default, absent keeps it. */
@@ -97,6 +105,11 @@ export const MIGRATIONS: Migration[] = [
     version: 6,
     statements: ["ALTER TABLE organization ADD COLUMN deleted_at TEXT", "ALTER TABLE organization ADD COLUMN erase_after TEXT"],
   },
+  {
+    // Issue 24: an organization's shared quota (OrgQuota JSON) and a key's credits (KeyCredits JSON).
+    version: 7,
+    statements: ["ALTER TABLE organization ADD COLUMN quota TEXT", "ALTER TABLE api_keys ADD COLUMN credits TEXT"],
+  },
 ];
 
 export type Row = Record<string, SqlStorageValue>;
@@ -137,6 +150,8 @@ export interface KeyRow extends Row {
   version: number;
   synced_version: number;
   synced_revision: number;
+  /** KeyCredits JSON (migration 7); null: no credits. */
+  credits: string | null;
 }
 export interface AdminTokenRow extends Row {
   rowid: number;
@@ -183,13 +198,25 @@ export interface SessionInfo {
 }
 
 /** The organization's row; null before it is created. A deleted organization keeps its row (deleted_at) until it is erased. */
-export type OrgRow = OrganizationRecord & { revision: number; in_directory: number; deleted_at: string | null; erase_after: string | null };
+export type OrgRow = OrganizationRecord & {
+  revision: number;
+  in_directory: number;
+  deleted_at: string | null;
+  erase_after: string | null;
+  /** OrgQuota JSON (migration 7); null: no shared quota. */
+  quota: string | null;
+};
 
 export function orgRow(sql: SqlStorage): OrgRow | null {
   return (
-    sql.exec<OrgRow>("SELECT id, name, created_at, revision, in_directory, deleted_at, erase_after FROM organization").toArray()[0] ?? null
+    sql
+      .exec<OrgRow>("SELECT id, name, created_at, revision, in_directory, deleted_at, erase_after, quota FROM organization")
+      .toArray()[0] ?? null
   );
 }
+
+/** The organization's shared quota, or null without one. */
+export const quotaOf = (org: Pick<OrgRow, "quota">): OrgQuota | null => (org.quota === null ? null : OrgQuota.parse(JSON.parse(org.quota)));
 
 export function userRow(sql: SqlStorage, id: string): UserRow | undefined {
   return sql.exec<UserRow>("SELECT rowid, * FROM users WHERE id = ?", id).toArray()[0];
@@ -244,6 +271,7 @@ export function keyRecord(orgId: string, row: KeyRow): ApiKeyRecord {
     created_at: row.created_at,
     last_used_at: row.last_used_at,
     revoked_at: row.revoked_at,
+    credits: row.credits === null ? null : KeyCredits.parse(JSON.parse(row.credits)),
   };
 }
 
