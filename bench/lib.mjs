@@ -303,6 +303,22 @@ export async function seed(/** @type {string} */ base) {
   }
   const key = { api_key: pairs[0]?.apiKey };
   const token = pairs[0]?.token;
+  // Issue 24: the same, in a second organization with a shared quota (high enough never to
+  // refuse), so every request also asks the organization's QuotaObject from the key's object.
+  const qOrg = await api("POST", `${base}/admin/v1/organizations`, admin, { name: "Bench quota" });
+  const qUser = await api("POST", `${base}/admin/v1/organizations/${qOrg.id}/users`, admin, { name: "Bench" });
+  const qCred = await api("POST", `${base}/admin/v1/organizations/${qOrg.id}/users/${qUser.id}/client-credentials`, admin, {});
+  const qTokenBody = JSON.stringify({ client_id: qCred.client_id, client_secret: qCred.client_secret, grant_type: "client_credentials" });
+  await api("PATCH", `${base}/admin/v1/organizations/${qOrg.id}`, admin, { limits: { per_day: 1_000_000_000 } });
+  const quotaPairs = [];
+  for (let i = 0; i < KEYS; i++) {
+    const k = await api("POST", `${base}/admin/v1/organizations/${qOrg.id}/api-keys`, admin, {
+      limits: { per_second: 1000, per_day: 100_000_000 },
+    });
+    const apiKey = need(k.api_key, "api_key");
+    const t = (await api("POST", `${base}/v1/oauth`, { "x-api-key": apiKey }, JSON.parse(qTokenBody))).access_token;
+    quotaPairs.push({ apiKey, token: need(t, "access_token") });
+  }
   // A DPoP-bound token of the same client (RFC 9449), for the `me_dpop` scenario.
   const dpop = dpopKey();
   const boundToken = (
@@ -317,6 +333,7 @@ export async function seed(/** @type {string} */ base) {
     apiKey: need(key.api_key, "api_key"),
     token: need(token, "access_token"),
     pairs,
+    quotaPairs,
     dpopToken: need(boundToken, "access_token"),
     dpop,
     tokenBody,
@@ -462,17 +479,16 @@ function dpopTarget(url, headers, next) {
  * The measured requests, built on a seeded tenant: the runtime's floor and the scenarios.
  * @param {string} base
  * @param {Awaited<ReturnType<typeof seed>>} s
- * @returns {{ floor: Target, token: Target, me: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target }}
+ * @returns {{ floor: Target, token: Target, me: Target, me_quota: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target }}
  */
 export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
   // Each request with the next of the seeded keys and its token, round-robin.
   let turn = 0;
-  const next = () => s.pairs[turn++ % s.pairs.length] ?? { apiKey: s.apiKey, token: s.token };
-  /** @param {Record<string, string>} extra @param {boolean} withToken */
-  const rotating = (extra, withToken = true) => ({
+  /** @param {Record<string, string>} extra @param {boolean} withToken @param {{ apiKey: string, token: string }[]} pool */
+  const rotating = (extra, withToken = true, pool = s.pairs) => ({
     setupRequest: (/** @type {import("autocannon").Request} */ req) => {
-      const p = next();
+      const p = pool[turn++ % pool.length] ?? { apiKey: s.apiKey, token: s.token };
       return {
         ...req,
         headers: { ...req.headers, ...extra, "x-api-key": p.apiKey, ...(withToken ? { Authorization: `Bearer ${p.token}` } : {}) },
@@ -489,6 +505,8 @@ export function scenarios(base, s) {
       requests: [{ method: "POST", path: "/v1/oauth", body: s.tokenBody, ...rotating({ "Content-Type": "application/json" }, false) }],
     },
     me: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}) }] },
+    // The same read by keys of an organization with a shared quota (issue 24).
+    me_quota: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}, true, s.quotaPairs) }] },
     // The same read with a DPoP-bound token: each request carries a new proof, signed ahead of
     // the run (so the load generator's signing is not what is measured), fresh for 60 s.
     me_dpop: dpopTarget(`${base}/v1/me`, { "x-api-key": s.apiKey, Authorization: `DPoP ${s.dpopToken}` }, () =>

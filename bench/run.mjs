@@ -129,6 +129,13 @@ async function main() {
       `me_dpop vs me: ${dpop.throughput_ratio} of the plain read's throughput, ${dpop.cpu_ms_per_req_delta} ms CPU/req more (${dpop.worker_process_cpu_ms_per_req_delta} in keyway's process)`,
     );
   }
+  // Issue 24: what a shared quota costs (the key's object asks the organization's QuotaObject).
+  const quota = names.includes("me") && names.includes("me_quota") ? measured.pair("me", "me_quota") : null;
+  if (quota) {
+    console.log(
+      `me_quota vs me: ${quota.throughput_ratio} of the plain read's throughput, ${quota.cpu_ms_per_req_delta} ms CPU/req more (${quota.worker_process_cpu_ms_per_req_delta} in keyway's process)`,
+    );
+  }
 
   if (only) return;
 
@@ -189,6 +196,7 @@ async function main() {
     design_floor: designFloor,
     http,
     dpop_vs_plain: dpop,
+    quota_vs_plain: quota,
     peer: peerResult,
     webhooks,
     duration_s: round((performance.now() - t0) / 1000, 0),
@@ -226,6 +234,7 @@ const LABELS = {
   token: "POST /v1/oauth",
   me: "GET /v1/me",
   me_dpop: "GET /v1/me, DPoP-bound (a new proof per request)",
+  me_quota: "GET /v1/me, organization with a shared quota (one more object call, inside the key's)",
   graphql_viewer: "POST /v1/graphql { viewer }",
   webhook_list: "GET /v1/webhook-configurations (two objects)",
 };
@@ -274,6 +283,9 @@ function table(r) {
     `Keyway's CPU per token beyond the design floor: ${beyond} ms vs node-oidc-provider's whole ${peer} ms (${beyond < peer ? "below it: met" : "above it: missed"}); beyond the runtime's floor ${r.peer.keyway_worker_cpu_ms_per_token} ms, ${r.peer.keyway_worker_cpu_ms_per_token_in_worker_process} ms of that in keyway's own workerd process (the rest in wrangler's dev proxy).`,
     "",
     `DPoP-bound GET /v1/me: ${r.dpop_vs_plain.throughput_ratio} of the plain read's throughput (target >= 0.9: ${r.dpop_vs_plain.throughput_ratio >= 0.9 ? "met" : "missed"}), ${r.dpop_vs_plain.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.dpop_vs_plain.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's ES256 check and its jti's row in the key's object, which is still the request's one Durable Object call (test/oauth-standards.test.ts counts them). The load generator signs each proof too.`,
+    r.quota_vs_plain
+      ? `GET /v1/me by a key of an organization with a shared quota: ${r.quota_vs_plain.throughput_ratio} of the plain read's throughput, ${r.quota_vs_plain.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.quota_vs_plain.worker_process_cpu_ms_per_req_delta} in keyway's process): the key's object asks the organization's QuotaObject within the request's one call from the Worker. A key without a quota makes no such call (the plain read above).`
+      : "",
     "",
     ...hooks,
     "",

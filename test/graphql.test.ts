@@ -484,7 +484,9 @@ describe("each mutation field counts against the API key's limits", () => {
     expect(res.headers.get("retry-after")).not.toBeNull();
     const refused = (await res.json()) as { error: string; developer_message: string };
     expect(refused.error).toBe("rate_limited");
-    expect(refused.developer_message).toMatch(/this request counts as 25 requests \(a route's weight, or one per GraphQL mutation field\), more than the 12 left/);
+    expect(refused.developer_message).toMatch(
+      /this request counts as 25 requests \(a route's weight, or one per GraphQL mutation field\), more than the 12 left/,
+    );
     // Nothing ran: no event, no delivery.
     const deliveries = await body<unknown[]>(await call(`/v1/webhook-configurations/${id}/deliveries`, authed(tenant, bearer)));
     expect(deliveries.data).toEqual([]);

@@ -187,3 +187,35 @@ describe("long lists in the manager", () => {
     expect(first).not.toContain("organization.created");
   });
 });
+
+describe("quotas and credits in the manager", () => {
+  it("lets the operator set an organization's shared quota and top up or reset a key's credits, and shows them", async () => {
+    const t = await createTenant();
+    const b = await Browser.signedIn(ADMIN_TOKEN);
+    const settings = `/manager/organizations/${t.orgId}`;
+    const before = await (await b.get(settings)).text();
+    expect(before).toContain("No shared quota");
+    const saved = await b.post(`${settings}/quota`, { csrf: Browser.csrf(before), per_second: "", per_day: "500", per_month: "" });
+    expect(saved.status).toBe(303);
+    expect((await admin<{ limits: unknown }>("GET", `/organizations/${t.orgId}`)).limits).toEqual({ per_day: 500 });
+    expect(await (await b.get(settings)).text()).toContain("All the organization&#39;s API keys together: 500 per UTC day");
+    const tooFast = await b.post(`${settings}/quota`, { csrf: Browser.csrf(before), per_second: "5000", per_day: "", per_month: "" });
+    expect(tooFast.status).toBe(400);
+
+    const keyPage = `/manager/organizations/${t.orgId}/api-keys/${t.apiKeyId}`;
+    const page = await (await b.get(keyPage)).text();
+    expect(page).toContain("No credits");
+    const topUp = await b.post(`${keyPage}/credits`, { csrf: Browser.csrf(page), action: "add", amount: "7" });
+    expect(topUp.status).toBe(303);
+    expect(topUp.headers.get("location")).toBe(`${keyPage}?notice=credits-saved`);
+    expect(await (await b.get(keyPage)).text()).toMatch(/<strong>7<\/strong> credits left; never refilled/);
+    await b.post(`${keyPage}/credits`, { csrf: Browser.csrf(page), action: "set", amount: "2" });
+    const shown = await (await b.get(keyPage)).text();
+    expect(shown).toMatch(/<strong>2<\/strong> credits left/);
+    expect(shown).toContain("Its organization&#39;s shared quota: 0 of 500 this UTC day (500 left)");
+    const audit = await admin<{ action: string }[]>("GET", `/organizations/${t.orgId}/audit-log`);
+    expect(audit.map((e) => e.action)).toEqual(
+      expect.arrayContaining(["api_key.credits_added", "api_key.credits_set", "organization.quota_changed"]),
+    );
+  });
+});

@@ -24,6 +24,12 @@ export const OPTIONS = /** @type {const} */ ({
   email: { type: "string" },
   "per-second": { type: "string" },
   "per-day": { type: "string" },
+  "per-month": { type: "string" },
+  credits: { type: "string" },
+  refill: { type: "string" },
+  add: { type: "string" },
+  set: { type: "string" },
+  clear: { type: "boolean" },
   "location-hint": { type: "string" },
   "expires-in-days": { type: "string" },
   jwks: { type: "string" },
@@ -200,6 +206,42 @@ export function count(flags, name) {
     throw new UsageError(`--${name} must be a whole number of at least 1, got "${clean(value)}"`);
   }
   return n;
+}
+
+/**
+ * A number of credits: a whole number, zero allowed.
+ * @param {Flags} flags
+ * @param {string} name
+ */
+export function amount(flags, name) {
+  const value = flags[name];
+  if (value === undefined || typeof value === "boolean") return undefined;
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new UsageError(`--${name} must be a whole number, got "${clean(value)}"`);
+  }
+  return Number(value);
+}
+
+/**
+ * `--refill AMOUNT/day` or `AMOUNT/month`: the credits' refill.
+ * @param {Flags} flags
+ * @returns {{ amount: number, interval: "day" | "month" } | undefined}
+ */
+export function refillFlag(flags) {
+  const value = flags.refill;
+  if (value === undefined || typeof value === "boolean") return undefined;
+  const m = /^(\d+)\/(day|month)$/.exec(value);
+  if (!m) throw new UsageError(`--refill must be AMOUNT/day or AMOUNT/month (e.g. 10000/month), got "${clean(value)}"`);
+  return { amount: Number(m[1]), interval: /** @type {"day" | "month"} */ (m[2]) };
+}
+
+/**
+ * Like count, but `none` is null: a limit removed.
+ * @param {Flags} flags
+ * @param {string} name
+ */
+export function countOrNone(flags, name) {
+  return flags[name] === "none" ? null : count(flags, name);
 }
 
 /**

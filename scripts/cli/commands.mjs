@@ -5,7 +5,7 @@
  * (webhooks show, deliveries show, keys traffic, orgs export).
  */
 import { writeFileSync } from "node:fs";
-import { count, countOrDefault, defined, flagText, jwksFile, onOff, scopeList } from "./args.mjs";
+import { amount, count, countOrDefault, countOrNone, defined, flagText, jwksFile, onOff, refillFlag, scopeList } from "./args.mjs";
 import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
 import { readList, send } from "./http.mjs";
 import { field, isObject, nested, record, show, table } from "./output.mjs";
@@ -13,6 +13,7 @@ import { field, isObject, nested, record, show, table } from "./output.mjs";
 /** @typedef {import("./common.mjs").Column} Column */
 /** @typedef {import("./common.mjs").Command} Command */
 /** @typedef {import("./http.mjs").Client} Client */
+/** @typedef {import("./common.mjs").Flags} Flags */
 
 export const enc = encodeURIComponent;
 
@@ -180,6 +181,23 @@ export const COMMANDS = [
     call: (a) => ({ method: "DELETE", path: orgPath(a) }),
   },
   {
+    words: ["orgs", "limits"],
+    args: ["org"],
+    flags: ["per-second", "per-day", "per-month", "clear"],
+    summary: "set the organization's shared quota over all its keys (`none` removes one limit, --clear all)",
+    call: (a, f) => {
+      if (f.clear === true) return { method: "PATCH", path: orgPath(a), body: { limits: null } };
+      const limits = defined({
+        per_second: countOrNone(f, "per-second"),
+        per_day: countOrNone(f, "per-day"),
+        per_month: countOrNone(f, "per-month"),
+      });
+      if (Object.keys(limits).length === 0)
+        throw new UsageError("orgs limits: give --per-second, --per-day, --per-month or --clear", "orgs");
+      return { method: "PATCH", path: orgPath(a), body: { limits } };
+    },
+  },
+  {
     words: ["orgs", "export"],
     args: ["org"],
     flags: ["out"],
@@ -287,8 +305,8 @@ export const COMMANDS = [
   {
     words: ["keys", "create"],
     args: ["org"],
-    flags: ["name", "per-second", "per-day", "location-hint"],
-    summary: "issue an API key (api_key shown once)",
+    flags: ["name", "per-second", "per-day", "location-hint", "credits", "refill"],
+    summary: "issue an API key (api_key shown once); --credits N [--refill N/day|N/month] makes it prepaid",
     call: (a, f) => {
       const limits = defined({ per_second: count(f, "per-second"), per_day: count(f, "per-day") });
       return {
@@ -298,6 +316,7 @@ export const COMMANDS = [
           name: f.name,
           location_hint: f["location-hint"],
           limits: Object.keys(limits).length > 0 ? limits : undefined,
+          credits: creditsBody(f),
         }),
       };
     },
@@ -322,11 +341,11 @@ export const COMMANDS = [
   {
     words: ["keys", "update"],
     args: ["org", "id"],
-    flags: ["name", "per-second", "per-day"],
-    summary: "rename an API key or change its limits (`default` restores one)",
+    flags: ["name", "per-second", "per-day", "credits", "refill"],
+    summary: "rename an API key or change its limits (`default` restores one); --credits N sets its balance (`none` removes credits)",
     call: (a, f) => {
       const limits = defined({ per_second: countOrDefault(f, "per-second"), per_day: countOrDefault(f, "per-day") });
-      const body = defined({ name: f.name, limits: Object.keys(limits).length > 0 ? limits : undefined });
+      const body = defined({ name: f.name, limits: Object.keys(limits).length > 0 ? limits : undefined, credits: creditsBody(f) });
       if (Object.keys(body).length === 0)
         throw new UsageError("keys update: nothing to change; give --name, --per-second or --per-day", "keys");
       return { method: "PATCH", path: `${keysPath(a)}/${enc(a.id ?? "")}`, body };
@@ -338,6 +357,18 @@ export const COMMANDS = [
     flags: [],
     summary: "revoke an API key",
     call: (a) => ({ method: "DELETE", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
+  },
+  {
+    words: ["keys", "credits"],
+    args: ["org", "id"],
+    flags: ["add", "set"],
+    summary: "top up (--add N) or reset (--set N) an API key's credits; audited",
+    call: (a, f) => {
+      const add = f.add !== undefined ? count(f, "add") : undefined;
+      const set = amount(f, "set");
+      if ((add === undefined) === (set === undefined)) throw new UsageError("keys credits: give exactly one of --add N or --set N", "keys");
+      return { method: "POST", path: `${keysPath(a)}/${enc(a.id ?? "")}/credits`, body: add !== undefined ? { add } : { set } };
+    },
   },
   {
     words: ["keys", "traffic"],
@@ -538,4 +569,19 @@ export async function exportOrganization(client, a) {
     webhook_configurations: webhooks,
     audit_log: audit,
   };
+}
+
+/**
+ * `--credits N [--refill N/day|N/month]` as the API's credits body; `--credits none` removes them.
+ * @param {Flags} f
+ */
+function creditsBody(f) {
+  if (f.credits === "none") return null;
+  const remaining = amount(f, "credits");
+  const refill = refillFlag(f);
+  if (remaining === undefined) {
+    if (refill !== undefined) throw new UsageError("--refill goes with --credits N (the balance to start from)");
+    return undefined;
+  }
+  return defined({ remaining, refill });
 }

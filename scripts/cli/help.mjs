@@ -10,7 +10,14 @@ import { AUDIT_DEFAULT_LIMIT } from "./common.mjs";
 
 /** Per group: its heading in the help, and what its flags mean. */
 export const GROUPS = {
-  orgs: { title: "Organizations", notes: ["--out FILE      orgs export: write the document to FILE (mode 600) instead of stdout"] },
+  orgs: {
+    title: "Organizations",
+    notes: [
+      "--out FILE      orgs export: write the document to FILE (mode 600) instead of stdout",
+      "--per-second N, --per-day N, --per-month N   orgs limits: the quota all its keys share (UTC windows; `none` removes one;",
+      "                per-second at most 1000, and 1000 when not set)",
+    ],
+  },
   users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
   credentials: {
     title: "Client credentials",
@@ -31,6 +38,10 @@ export const GROUPS = {
       "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
       "--location-hint H    where the key's clients are: wnam enam sam weur eeur apac oc afr me",
       "--days               keys traffic: the last 30 days by UTC day instead of the last 24 hours",
+      "--credits N          a prepaid balance each request spends its cost from (429 credits_exhausted at 0);",
+      "                     update: sets the balance, `none` removes credits",
+      "--refill N/day       with --credits: set the balance back to N at each UTC day (or N/month) boundary",
+      "--add N / --set N    keys credits: top up by N, or make the balance exactly N",
     ],
   },
   "admin-tokens": {
@@ -87,7 +98,17 @@ export function commandHelp(words) {
   const row = commandRows(group).find(([usage]) => usage === words || usage.startsWith(`${words} `));
   const info = GROUPS[/** @type {keyof typeof GROUPS} */ (group)];
   const lines = [`Usage: npm run admin -- ${row?.[0] ?? words} [--url URL] [--json]`, "", `  ${row?.[1] ?? ""}`];
-  for (const note of info?.notes ?? []) lines.push(`  ${note}`);
+  // The group's notes on this command's flags only (a note and its continuation lines).
+  const command = COMMANDS.find((c) => c.words.join(" ") === words);
+  let keep = false;
+  for (const note of info?.notes ?? []) {
+    if (!note.startsWith(" "))
+      keep =
+        command === undefined ||
+        !note.startsWith("--") ||
+        command.flags.some((f) => note.startsWith(`--${f} `) || note.includes(` --${f} `) || note.startsWith(`--${f}/`));
+    if (keep) lines.push(`  ${note}`);
+  }
   lines.push("", "`npm run admin -- help` has every command, the flags of all, the environment and exit status.", "");
   return lines.join("\n");
 }
@@ -100,9 +121,18 @@ export function commandHelp(words) {
 export function commandRows(group) {
   return COMMANDS.filter((c) => c.words[0] === group).map((command) => {
     const flags = command.flags.map((flag) => {
-      if (flag === "all" || flag === "days") return `[--${flag}]`;
+      if (flag === "all" || flag === "days" || flag === "clear") return `[--${flag}]`;
       /** @type {Record<string, string>} */
-      const metavars = { email: "E", "location-hint": "H", confirm: "NAME", status: "S", "event-type": "T", "event-id": "E", out: "FILE" };
+      const metavars = {
+        email: "E",
+        "location-hint": "H",
+        confirm: "NAME",
+        status: "S",
+        "event-type": "T",
+        "event-id": "E",
+        out: "FILE",
+        refill: "N/day|N/month",
+      };
       const metavar = metavars[flag] ?? "N";
       return `[--${flag} ${metavar}]`;
     });

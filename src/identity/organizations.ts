@@ -15,7 +15,7 @@ export async function createOrganization(deps: Deps, input: { name: string }, ac
 }
 
 /** The organization, or 404; ids that cannot be ours are refused without reaching an object. */
-export async function getOrganization(deps: Deps, orgId: string): Promise<OrganizationRecord> {
+export async function getOrganization(deps: Deps, orgId: string): Promise<OrganizationRecord & { limits: OrgQuota | null }> {
   if (!ID_PATTERN.test(orgId) || !orgId.startsWith("org_")) throw notFound("Organization");
   return unwrap(await reach("organization", () => organizationObject(deps, orgId).organization()));
 }

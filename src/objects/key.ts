@@ -16,8 +16,13 @@
  * closed. Uses of the key and of credentials are noted here and flushed to the
  * organization at most once a minute each (an alarm), so "last used" needs no blind write.
  *
- * Load: the requests of one key (its per-second limit, at most 10,000/s; one object serves about
- * 1,000/s, see docs/storage.md for sharding); rows: one per revoked credential of the organization.
+ * Credits and the organization's shared quota (issue 24) are decided here too: the key's credits
+ * live in this object; the quota is asked of the organization's QuotaObject (objects/quota.ts)
+ * from inside this call, only for a key whose organization has one.
+ *
+ * Load: the requests of one key (its per-second limit, at most MAX_KEY_PER_SECOND = 1,000/s, what
+ * one object serves, docs/storage.md); rows: one per revoked credential of the organization, the
+ * hourly traffic counts, one row of credits.
  */
 import { DurableObject } from "cloudflare:workers";
 import { SingleFlight } from "../lib/flight";

@@ -486,6 +486,47 @@ describe("operator CLI", () => {
     }
   });
 
+  it("sells a prepaid key and sets an organization's shared quota: keys create --credits, keys credits, orgs limits", async () => {
+    const orgId = value((await admin("orgs", "create", "Prepaid Corp")).stdout, "id");
+    const userId = value((await admin("users", "create", orgId, "Pia")).stdout, "id");
+    const credential = await admin("credentials", "create", orgId, userId);
+    const [clientId, clientSecret] = [value(credential.stdout, "client_id"), value(credential.stdout, "client_secret")];
+    const key = await admin("keys", "create", orgId, "--per-second", "50", "--credits", "2", "--refill", "5/day");
+    expect(key.code, key.stderr).toBe(0);
+    expect(value(key.stdout, "credits.refill.amount")).toBe("5");
+    const apiKey = value(key.stdout, "api_key");
+    const keyId = value(key.stdout, "id");
+    const tokenRequest = () =>
+      fetch(`${keyway.baseUrl}/v1/oauth`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" }),
+      });
+    expect([(await tokenRequest()).status, (await tokenRequest()).status]).toEqual([200, 200]);
+    const spent = await tokenRequest();
+    expect(spent.status).toBe(429);
+    expect(((await spent.json()) as { error: string }).error).toBe("credits_exhausted");
+    expect((await admin("keys", "credits", orgId, keyId, "--add", "1")).code).toBe(0);
+    expect(value((await admin("keys", "get", orgId, keyId)).stdout, "usage.credits.remaining")).toBe("1");
+    expect((await tokenRequest()).status).toBe(200);
+    const bad = await admin("keys", "create", orgId, "--refill", "5/week");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--refill must be AMOUNT\/day or AMOUNT\/month/);
+
+    const limited = await admin("orgs", "limits", orgId, "--per-day", "100", "--per-month", "1000");
+    expect(limited.code, limited.stderr).toBe(0);
+    expect(value(limited.stdout, "limits.per_day")).toBe("100");
+    expect(value((await admin("orgs", "get", orgId)).stdout, "limits.per_month")).toBe("1000");
+    expect(value((await admin("orgs", "limits", orgId, "--per-month", "none")).stdout, "limits.per_day")).toBe("100");
+    expect(value((await admin("orgs", "limits", orgId, "--clear")).stdout, "limits")).toBe("-");
+    const tooFast = await admin("orgs", "limits", orgId, "--per-second", "5000");
+    expect(tooFast.code).toBe(1);
+    expect(tooFast.stderr).toMatch(/per_second must be at most 1000/);
+    const audit = (await admin("audit", orgId)).stdout;
+    expect(audit).toContain("api_key.credits_added");
+    expect(audit).toContain("organization.quota_changed");
+  });
+
   it("prints data as parseable JSON with --json, and --limit caps a list with a note on stderr", async () => {
     const org = await admin("orgs", "create", "JSON Corp", "--json");
     expect(org.code, org.stderr).toBe(0);

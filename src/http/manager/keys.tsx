@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import {
   apiKeyView,
+  changeCredits,
   createApiKey,
   getApiKey,
   keyTraffic,
@@ -16,7 +17,7 @@ import {
 } from "../../identity/api-keys";
 import { isoTime } from "../../lib/time";
 import { emptyUsage } from "../../ratelimit/windows";
-import { CreateApiKeyInput, UpdateApiKeyInput } from "../../schemas/admin";
+import { ChangeCreditsInput, CreateApiKeyInput, UpdateApiKeyInput } from "../../schemas/admin";
 import { parseInput } from "../../schemas/validate";
 import { confirmations } from "./pages/confirm";
 import { ApiKeyDetail, ApiKeyIssued, ApiKeys } from "./pages/keys";
@@ -88,8 +89,11 @@ export function keyRoutes(): Hono<ManagerEnv> {
         usage={usage}
         traffic={traffic}
         resetsAt={isoTime(usage.day.resetAt)}
+        credits={usage.credits ?? null}
+        quota={usage.quota ?? null}
         csrf={csrf(c)}
       />,
+      notices[c.req.query("notice") ?? ""],
     );
   });
 
@@ -99,6 +103,18 @@ export function keyRoutes(): Hono<ManagerEnv> {
     const input = parseInput(UpdateApiKeyInput, { limits: limitsFrom(await form(c), true) });
     await updateApiKey(c.get("deps"), org.id, c.req.param("key"), input, actor(c));
     return c.redirect(`/manager/organizations/${org.id}/api-keys?notice=limits-saved`, 303);
+  });
+
+  // Credits: a top-up adds, a reset sets; both audited (identity/api-keys.ts changeCredits).
+  app.post("/:org/api-keys/:key/credits", async (c) => {
+    operatorOnly(c);
+    const org = await orgFor(c);
+    const f = await form(c);
+    const amountText = typeof f.amount === "string" ? f.amount.trim() : "";
+    const amount = /^\d{1,13}$/.test(amountText) ? Number(amountText) : Number.NaN;
+    const input = parseInput(ChangeCreditsInput, f.action === "set" ? { set: amount } : { add: amount }, "form");
+    await changeCredits(c.get("deps"), org.id, c.req.param("key"), input, actor(c));
+    return c.redirect(`/manager/organizations/${org.id}/api-keys/${c.req.param("key")}?notice=credits-saved`, 303);
   });
 
   app.get("/:org/api-keys/:key/revoke", async (c) => {

@@ -6,8 +6,8 @@
  */
 import { Hono } from "hono";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
-import { createOrganization, deleteOrganization, listOrganizations } from "../../identity/organizations";
-import { CreateOrganizationInput, MintOrgAdminTokenInput } from "../../schemas/admin";
+import { createOrganization, deleteOrganization, listOrganizations, updateOrganizationQuota } from "../../identity/organizations";
+import { CreateOrganizationInput, MintOrgAdminTokenInput, UpdateOrganizationInput } from "../../schemas/admin";
 import { parseInput } from "../../schemas/validate";
 import { confirmations } from "./pages/confirm";
 import { AdminTokenMinted, OrganizationSettings, Organizations } from "./pages/organizations";
@@ -49,6 +49,21 @@ export function organizationRoutes(): Hono<ManagerEnv> {
     return c.redirect(`/manager/organizations/${org.id}?notice=created`, 303);
   });
 
+  // The shared quota (operators only): empty fields remove a limit.
+  app.post("/:org/quota", async (c) => {
+    operatorOnly(c);
+    const org = await orgFor(c);
+    const f = await form(c);
+    const limits: Record<string, number | null> = {};
+    for (const name of ["per_second", "per_day", "per_month"]) {
+      const value = typeof f[name] === "string" ? (f[name] as string).trim() : "";
+      limits[name] = value === "" ? null : /^\d{1,12}$/.test(value) ? Number(value) : Number.NaN;
+    }
+    const input = parseInput(UpdateOrganizationInput, { limits }, "form");
+    await updateOrganizationQuota(c.get("deps"), org.id, input.limits, actor(c));
+    return c.redirect(`/manager/organizations/${org.id}?notice=quota-saved`, 303);
+  });
+
   // Organization Settings.
   app.get("/:org", async (c) => {
     const org = await orgFor(c);
@@ -59,7 +74,7 @@ export function organizationRoutes(): Hono<ManagerEnv> {
       c,
       "Organization Settings",
       orgCrumbs(c, org),
-      <OrganizationSettings org={org} operator={operator} tokens={tokens} csrf={csrf(c)} />,
+      <OrganizationSettings org={org} operator={operator} tokens={tokens} limits={org.limits ?? null} csrf={csrf(c)} />,
       c.req.query("notice") === "created" ? "Organization created." : notices[c.req.query("notice") ?? ""],
     );
   });

@@ -47,6 +47,8 @@ export const notices: Record<string, string> = {
   "credential-saved": "Client credentials saved; the next token request everywhere follows them.",
   "key-revoked": "API key revoked.",
   "limits-saved": "Limits saved; they apply from the next request.",
+  "credits-saved": "Credits saved; they apply from the next request.",
+  "quota-saved": "Shared quota saved; every key of the organization counts against it from its next request.",
   "token-revoked": "Administrator token revoked; its sessions have ended.",
   "webhook-saved": "Webhook configuration saved.",
   "webhook-disabled": "Webhook configuration disabled; nothing is sent to it until it is re-enabled.",

@@ -3,6 +3,8 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
+import type { QuotaUsage } from "../../../ratelimit/quota";
+import type { CreditsUsage } from "../../../ratelimit/windows";
 import type { ApiKeyTrafficView, ApiKeyView } from "../../../schemas/admin";
 import type { Limits } from "../../../schemas/records";
 import { TrafficCharts } from "../charts";
@@ -104,8 +106,10 @@ export const ApiKeyDetail: FC<{
   usage: Usage;
   traffic: ApiKeyTrafficView;
   resetsAt: string;
+  credits: CreditsUsage | null;
+  quota: QuotaUsage[] | null;
   csrf: string;
-}> = ({ base, apiKey, usage, traffic, resetsAt, csrf }) => (
+}> = ({ base, apiKey, usage, traffic, resetsAt, credits, quota, csrf }) => (
   <>
     <p>
       <CopyId value={apiKey.id} label="API key id" /> <code>{apiKey.hint}</code> <Status value={apiKey.status} />
@@ -113,6 +117,33 @@ export const ApiKeyDetail: FC<{
     <p>
       Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(resetsAt)}).
     </p>
+    {quota !== null && (
+      <p>
+        Its organization's shared quota:{" "}
+        {quota.map((q) => `${q.used} of ${q.limit} this ${QUOTA_UNITS[q.name]} (${q.remaining} left)`).join("; ")}.
+      </p>
+    )}
+    <h2>Credits</h2>
+    {credits === null ? (
+      <p>No credits: the key is limited by its rate limits only. Adding credits makes it prepaid.</p>
+    ) : (
+      <p>
+        <strong>{credits.remaining}</strong> credits left
+        {credits.refill
+          ? `; refilled to ${credits.refill.amount} at each UTC ${credits.refill.interval} boundary (next ${when(credits.nextRefillAt === null ? null : new Date(credits.nextRefillAt).toISOString())})`
+          : "; never refilled"}
+        . Each admitted request spends its cost; at zero the key's requests are refused with 429 credits_exhausted.
+      </p>
+    )}
+    <PostForm action={`${base}/credits`} csrf={csrf} label="Change credits">
+      <label for="credits-action">Change</label>
+      <select id="credits-action" name="action">
+        <option value="add">Top up by</option>
+        <option value="set">Set the balance to</option>
+      </select>
+      <Field id="amount" label="Credits" type="number" min={0} required />
+      <button type="submit">Save credits</button>
+    </PostForm>
     <h2>Traffic</h2>
     <TrafficCharts
       id="requests"
@@ -155,3 +186,5 @@ export const ApiKeyDetail: FC<{
     )}
   </>
 );
+
+const QUOTA_UNITS = { org_second: "second", org_day: "UTC day", org_month: "UTC month" } as const;

@@ -4,7 +4,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { AdminTokenView } from "../../../schemas/admin";
-import type { OrganizationRecord } from "../../../schemas/records";
+import type { OrganizationRecord, OrgQuota } from "../../../schemas/records";
 import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
 import type { Org } from "./common";
 
@@ -43,10 +43,11 @@ export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = (
   </>
 );
 
-export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: AdminTokenView[]; csrf: string }> = ({
+export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: AdminTokenView[]; limits: OrgQuota | null; csrf: string }> = ({
   org,
   operator,
   tokens,
+  limits,
   csrf,
 }) => {
   const base = `/manager/organizations/${org.id}`;
@@ -71,6 +72,47 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
           <a href={`${base}/audit-log`}>Audit log</a>: every change, who made it and when
         </li>
       </ul>
+      <h2>Shared quota</h2>
+      <p>
+        {limits === null
+          ? "No shared quota: each API key is limited by its own limits only."
+          : `All the organization's API keys together: ${[
+              limits.per_second !== undefined ? `${limits.per_second} per second` : null,
+              limits.per_day !== undefined ? `${limits.per_day} per UTC day` : null,
+              limits.per_month !== undefined ? `${limits.per_month} per UTC month` : null,
+            ]
+              .filter((x) => x !== null)
+              .join(", ")}, counted exactly with each key's own limits.`}
+      </p>
+      {operator && (
+        <PostForm action={`${base}/quota`} csrf={csrf} label="Shared quota">
+          <Field
+            id="per_second"
+            label="Requests per second"
+            type="number"
+            min={1}
+            value={limits?.per_second?.toString() ?? ""}
+            hint="at most 1000; empty for none"
+          />
+          <Field
+            id="per_day"
+            label="Requests per UTC day"
+            type="number"
+            min={1}
+            value={limits?.per_day?.toString() ?? ""}
+            hint="empty for none"
+          />
+          <Field
+            id="per_month"
+            label="Requests per UTC month"
+            type="number"
+            min={1}
+            value={limits?.per_month?.toString() ?? ""}
+            hint="empty for none"
+          />
+          <button type="submit">Save quota</button>
+        </PostForm>
+      )}
       <h2>Administrator tokens</h2>
       <TableRegion label="Administrator tokens">
         <table>
