@@ -212,7 +212,7 @@ describe("quotas and credits in the manager", () => {
     await b.post(`${keyPage}/credits`, { csrf: Browser.csrf(page), action: "set", amount: "2" });
     const shown = await (await b.get(keyPage)).text();
     expect(shown).toMatch(/<strong>2<\/strong> credits left/);
-    expect(shown).toContain("Its organization&#39;s shared quota: 0 of 500 this UTC day (500 left)");
+    expect(shown).toContain("Its organization&#39;s shared quota: 0 of 1000 this second (1000 left); 0 of 500 this UTC day (500 left)");
     const audit = await admin<{ action: string }[]>("GET", `/organizations/${t.orgId}/audit-log`);
     expect(audit.map((e) => e.action)).toEqual(
       expect.arrayContaining(["api_key.credits_added", "api_key.credits_set", "organization.quota_changed"]),

@@ -32,7 +32,14 @@ import { describeError, log } from "../log";
 import { type CreditsRefill, type CreditsState, nextBoundary, refilled, spend } from "../ratelimit/credits";
 import type { QuotaDecision } from "../ratelimit/quota";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
-import { type KeyCredits, type LimitOverrides, type Limits, MAX_KEY_PER_SECOND, type OrgQuota } from "../schemas/records";
+import {
+  type KeyCredits,
+  type LimitOverrides,
+  type Limits,
+  MAX_KEY_PER_SECOND,
+  type OrgQuota,
+  QUOTA_CEILING_PER_SECOND,
+} from "../schemas/records";
 import { type Migration, migrate } from "./sql";
 
 /**
@@ -303,7 +310,7 @@ export class KeyObject extends DurableObject<Env> {
     // Storage first: memory never counts a request that storage did not.
     this.writeWindows(state);
     if (credits !== null) this.writeCredits(credits);
-    const quota = this.quota;
+    const quota = this.quotaLimits();
     if (quota === null) return this.withExtras(decision, credits, now);
     let answer: QuotaDecision;
     try {
@@ -365,6 +372,15 @@ export class KeyObject extends DurableObject<Env> {
       dayCount: w.day === counted.day ? Math.max(0, w.dayCount - cost) : w.dayCount,
     });
     if (spentCredits && this.credits !== null) this.writeCredits({ ...this.credits, remaining: this.credits.remaining + cost });
+  }
+
+  /**
+   * The organization's quota as it is counted: its `per_second` at QUOTA_CEILING_PER_SECOND when
+   * not set, since all of its keys' requests then pass through its one QuotaObject, which must not
+   * be asked more than it serves (an accepted quota never turns into 503s under load).
+   */
+  private quotaLimits(): OrgQuota | null {
+    return this.quota === null ? null : { ...this.quota, per_second: this.quota.per_second ?? QUOTA_CEILING_PER_SECOND };
   }
 
   private quotaObject() {
@@ -495,7 +511,11 @@ export class KeyObject extends DurableObject<Env> {
     if (this.key === null) return null;
     const decision = this.withExtras(peek(this.windows, this.limits(defaults), now), this.credits, now);
     if (this.quota === null) return decision;
-    const quota = await withTimeout(this.quotaObject().usage(this.quota, now), CONFIRM_TIMEOUT_MS, "the organization's quota");
+    const quota = await withTimeout(
+      this.quotaObject().usage(this.quotaLimits() as OrgQuota, now),
+      CONFIRM_TIMEOUT_MS,
+      "the organization's quota",
+    );
     return { ...decision, quota: quota.windows };
   }
 
