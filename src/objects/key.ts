@@ -298,14 +298,22 @@ export class KeyObject extends DurableObject<Env> {
    * given back and the request is refused (429) or fails closed (503): never admitted uncounted.
    */
   private async decide(now: number, cost: number, defaults: Limits): Promise<Decision | "unconfirmed"> {
-    const { state, decision } = admit(this.windows, this.limits(defaults), now, cost);
+    const limits = this.limits(defaults);
+    const { state, decision } = admit(this.windows, limits, now, cost);
+    // A refusal after the windows admitted: they show what they hold without this request.
+    const refusedBy = (exceeded: Decision["exceeded"]): Decision => ({
+      ...peek(this.windows, limits, now),
+      allowed: false,
+      exceeded,
+      cost,
+    });
     const before = this.credits;
     if (!decision.allowed) return this.withExtras(decision, before, now);
     let credits = before;
     if (before !== null) {
       const spent = spend(before, now, cost);
       credits = { ...before, ...spent.state };
-      if (!spent.allowed) return this.withExtras({ ...decision, allowed: false, exceeded: "credits" }, credits, now, "keep-windows");
+      if (!spent.allowed) return this.withExtras(refusedBy("credits"), credits, now);
     }
     // Storage first: memory never counts a request that storage did not.
     this.writeWindows(state);
@@ -322,13 +330,13 @@ export class KeyObject extends DurableObject<Env> {
     }
     if (!answer.allowed) {
       this.giveBack(state, cost, before !== null);
-      return { ...this.withExtras(decision, this.credits, now), allowed: false, exceeded: answer.exceeded, quota: answer.windows };
+      return { ...this.withExtras(refusedBy(answer.exceeded), this.credits, now), quota: answer.windows };
     }
     return { ...this.withExtras(decision, credits, now), quota: answer.windows };
   }
 
   /** The decision with the key's credits (as they stand) attached. */
-  private withExtras(decision: Decision, credits: KeyCreditsState | null, now: number, _windows?: "keep-windows"): Decision {
+  private withExtras(decision: Decision, credits: KeyCreditsState | null, now: number): Decision {
     if (credits === null) return decision;
     const current = refilled(credits, now);
     return { ...decision, credits: { remaining: current.remaining, refill: current.refill, nextRefillAt: current.nextRefillMs } };
