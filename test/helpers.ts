@@ -114,3 +114,32 @@ export function authed(t: Tenant, token: string, init: RequestInit = {}): Reques
 export function basic(id: string, secret: string): string {
   return `Basic ${btoa(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`)}`;
 }
+
+/** The Worker's bindings with every Durable Object call it makes written down (binding.method). */
+export function counting(): { bindings: Env; calls: string[] } {
+  const calls: string[] = [];
+  const wrap = (name: string, ns: DurableObjectNamespace) =>
+    new Proxy(ns, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop) as unknown;
+        if (prop !== "get") return typeof value === "function" ? value.bind(target) : value;
+        return (...args: Parameters<DurableObjectNamespace["get"]>) => {
+          const stub = target.get(...args);
+          return new Proxy(stub, {
+            get(s, method) {
+              if (typeof method !== "string" || method === "then") return Reflect.get(s, method);
+              return (...a: unknown[]) => {
+                calls.push(`${name}.${method}`);
+                return (s as unknown as Record<string, (...x: unknown[]) => unknown>)[method]?.(...a);
+              };
+            },
+          });
+        };
+      },
+    });
+  const bindings = { ...env } as Env & Record<string, unknown>;
+  for (const name of ["KEYS", "ORGS", "WEBHOOKS", "ENDPOINTS", "DIRECTORY", "QUOTAS"] as const) {
+    bindings[name] = wrap(name, env[name] as unknown as DurableObjectNamespace) as never;
+  }
+  return { bindings, calls };
+}

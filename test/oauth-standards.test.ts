@@ -18,6 +18,7 @@ import {
   body,
   call,
   callAt,
+  counting,
   createTenant,
   issueToken,
   type Tenant,
@@ -502,35 +503,6 @@ describe("the operator token is not an access token", () => {
 });
 
 describe("the hot path", () => {
-  /** The Worker's bindings with every Durable Object call it makes written down (binding.method). */
-  function counting(): { bindings: Env; calls: string[] } {
-    const calls: string[] = [];
-    const wrap = (name: string, ns: DurableObjectNamespace) =>
-      new Proxy(ns, {
-        get(target, prop) {
-          const value = Reflect.get(target, prop) as unknown;
-          if (prop !== "get") return typeof value === "function" ? value.bind(target) : value;
-          return (...args: Parameters<DurableObjectNamespace["get"]>) => {
-            const stub = target.get(...args);
-            return new Proxy(stub, {
-              get(s, method) {
-                if (typeof method !== "string" || method === "then") return Reflect.get(s, method);
-                return (...a: unknown[]) => {
-                  calls.push(`${name}.${method}`);
-                  return (s as unknown as Record<string, (...x: unknown[]) => unknown>)[method]?.(...a);
-                };
-              },
-            });
-          };
-        },
-      });
-    const bindings = { ...env } as Env & Record<string, unknown>;
-    for (const name of ["KEYS", "ORGS", "WEBHOOKS", "ENDPOINTS", "DIRECTORY"] as const) {
-      bindings[name] = wrap(name, env[name] as unknown as DurableObjectNamespace) as never;
-    }
-    return { bindings, calls };
-  }
-
   it("takes one path for every failed client authentication: unknown id, wrong secret, revoked, wrong assertion (no client_id oracle)", async () => {
     const t = await createTenant();
     const revoked = await admin<{ client_id: string; client_secret: string }>(

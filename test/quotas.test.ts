@@ -18,7 +18,20 @@ import { mountRoutes } from "../src/http/router";
 import { ROUTES } from "../src/http/routes";
 import type { QuotaObject } from "../src/objects/quota";
 import { MAX_KEY_PER_SECOND } from "../src/schemas/records";
-import { admin, adminCall, authed, BASE, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import {
+  admin,
+  adminCall,
+  authed,
+  BASE,
+  body,
+  call,
+  callAt,
+  counting,
+  createTenant,
+  issueToken,
+  type Tenant,
+  tokenRequest,
+} from "./helpers";
 
 describe("the ceiling of one API key's object", () => {
   it("refuses a per_second limit above what one key's object serves, on create and on change, naming why", async () => {
@@ -245,5 +258,49 @@ describe("an organization's shared quota", () => {
     expect(res.headers.get("Retry-After")).toBe("1");
     const key = await admin<{ usage: { day: { used: number } } }>("GET", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
     expect(key.usage.day.used).toBe(2); // the token and the first /v1/me: the 503 was not counted
+  });
+});
+
+describe("the hot path with quotas and credits", () => {
+  it("still makes one Durable Object call from the Worker: the key's, which asks the quota object itself", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1000 } });
+    await admin("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, { credits: { remaining: 100 } });
+    const { bindings, calls } = counting();
+    const res = await callAt(Date.now(), "/v1/me", authed(t, bearer), bindings);
+    expect(res.status).toBe(200);
+    expect(calls).toEqual(["KEYS.admit"]);
+    // And it was counted by the quota object and spent from the credits.
+    const me = await body<{ usage: { quota: { window: string; used: number }[]; credits: { remaining: number } } }>(
+      await call("/v1/me", authed(t, bearer)),
+    );
+    expect(me.data.usage.quota.find((q) => q.window === "day")?.used).toBe(2);
+    expect(me.data.usage.credits.remaining).toBe(98);
+  });
+
+  it("shows the quota and the credits in GraphQL's viewer.rateLimit", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_month: 5000 } });
+    await admin("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, {
+      credits: { remaining: 10, refill: { amount: 10, interval: "month" } },
+    });
+    const res = await call(
+      "/v1/graphql",
+      authed(t, bearer, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({
+          query: "{ viewer { rateLimit { quota { window limit used } credits { remaining refill { amount interval } } } } }",
+        }),
+      }),
+    );
+    const json = (await res.json()) as { data: { viewer: { rateLimit: { quota: unknown[]; credits: unknown } } } };
+    expect(json.data.viewer.rateLimit.quota).toEqual([
+      { window: "second", limit: 1000, used: 1 },
+      { window: "month", limit: 5000, used: 1 },
+    ]);
+    expect(json.data.viewer.rateLimit.credits).toEqual({ remaining: 9, refill: { amount: 10, interval: "month" } });
   });
 });
