@@ -6,7 +6,6 @@
  * issue names has its own case, next to the same request made right.
  */
 
-import { env } from "cloudflare:workers";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
