@@ -4,6 +4,7 @@
  * UTC day, every bucket present (zero when nothing happened), oldest first. One shape for the
  * API, GraphQL, the manager's charts and the CLI, so every surface shows the same numbers.
  */
+export const SECOND_MS = 1000;
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 export const SERIES_HOURS = 24;

@@ -400,20 +400,7 @@ export class KeyObject extends DurableObject<Env> {
     const sql = this.ctx.storage.sql;
     const q = sql.exec<{ quota: string | null }>("SELECT quota FROM key").toArray()[0];
     this.quota = q?.quota ? (JSON.parse(q.quota) as OrgQuota) : null;
-    const c = sql
-      .exec<{ remaining: number; epoch: number; added: number; refill: string | null; next_refill_ms: number | null }>(
-        "SELECT * FROM credits",
-      )
-      .toArray()[0];
-    this.credits = c
-      ? {
-          remaining: c.remaining,
-          epoch: c.epoch,
-          added: c.added,
-          refill: c.refill === null ? null : (JSON.parse(c.refill) as CreditsRefill),
-          nextRefillMs: c.next_refill_ms,
-        }
-      : null;
+    this.credits = this.readCredits();
   }
 
   /**
@@ -443,15 +430,7 @@ export class KeyObject extends DurableObject<Env> {
     const refillChanged = JSON.stringify(next.refill) !== JSON.stringify(current?.refill ?? null);
     if (next.refill === null) next.nextRefillMs = null;
     else if (refillChanged || next.nextRefillMs === null) next.nextRefillMs = nextBoundary(next.refill.interval, now);
-    sql.exec(
-      `INSERT INTO credits (one, remaining, epoch, added, refill, next_refill_ms) VALUES (1, ?1, ?2, ?3, ?4, ?5)
-       ON CONFLICT (one) DO UPDATE SET remaining = ?1, epoch = ?2, added = ?3, refill = ?4, next_refill_ms = ?5`,
-      next.remaining,
-      next.epoch,
-      next.added,
-      next.refill === null ? null : JSON.stringify(next.refill),
-      next.nextRefillMs,
-    );
+    this.writeCredits(next);
   }
 
   private readCredits(): KeyCreditsState | null {

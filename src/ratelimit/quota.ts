@@ -7,9 +7,7 @@
  * in that window, so a late request can never reopen a full one. A request is admitted only if
  * every window that has a limit has room for its whole cost; only admitted requests count.
  */
-import { DAY_MS } from "../lib/series";
-
-const SECOND_MS = 1000;
+import { DAY_MS, SECOND_MS } from "../lib/series";
 
 /** Limits an operator may set on an organization; an absent one does not apply. */
 export interface QuotaLimits {
@@ -19,6 +17,9 @@ export interface QuotaLimits {
 }
 
 export type QuotaWindow = "org_second" | "org_day" | "org_month";
+
+/** Each quota window's unit, as the API (`usage.quota[].window`), messages and the manager name it. */
+export const QUOTA_UNITS = { org_second: "second", org_day: "day", org_month: "month" } as const satisfies Record<QuotaWindow, string>;
 
 export interface QuotaState {
   second: number;

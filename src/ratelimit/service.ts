@@ -7,10 +7,8 @@
 import { ApiError } from "../errors";
 import { isoTime } from "../lib/time";
 import type { ApiKeyUsage } from "../schemas/admin";
-import type { QuotaUsage } from "./quota";
+import { QUOTA_UNITS, type QuotaUsage } from "./quota";
 import { type Decision, retryAfterSeconds, type WindowUsage } from "./windows";
-
-const QUOTA_WINDOWS = { org_second: "second", org_day: "UTC day", org_month: "UTC month" } as const;
 
 /** The 429 for a refused decision, naming what refused it and when that ends. */
 export function rateLimited(decision: Decision): ApiError {
@@ -33,9 +31,9 @@ export function rateLimited(decision: Decision): ApiError {
       { headers: { ...headers, ...(retry !== null ? { "Retry-After": String(retry) } : {}) } },
     );
   }
-  if (decision.exceeded !== null && decision.exceeded in QUOTA_WINDOWS) {
+  if (decision.exceeded !== null && decision.exceeded in QUOTA_UNITS) {
     const w = decision.quota?.find((q) => q.name === decision.exceeded) as QuotaUsage;
-    const unit = QUOTA_WINDOWS[w.name];
+    const unit = w.name === "org_second" ? "second" : `UTC ${QUOTA_UNITS[w.name]}`;
     const retryAfter = Math.max(1, Math.ceil((w.resetAt - decision.now) / 1000));
     return new ApiError(
       "rate_limited",
@@ -119,5 +117,3 @@ export function usageView(decision: Decision): ApiKeyUsage {
       : null,
   };
 }
-
-const QUOTA_UNITS = { org_second: "second", org_day: "day", org_month: "month" } as const;

@@ -7,12 +7,13 @@
  * ends. The edge behaviour is that of any fixed window: up to 2 x per_second requests can pass
  * within a few milliseconds around a second boundary (and likewise at UTC midnight).
  */
+import { DAY_MS, SECOND_MS } from "../lib/series";
 import type { Limits } from "../schemas/records";
 import type { CreditsRefill } from "./credits";
 import type { QuotaUsage, QuotaWindow } from "./quota";
 
-export const SECOND_MS = 1000;
-export const DAY_MS = 86_400_000; // Unix time has no leap seconds: every UTC day is 86400 s.
+// Unix time has no leap seconds: every UTC day is 86400 s (lib/series.ts).
+export { DAY_MS, SECOND_MS };
 
 export interface WindowState {
   second: number;

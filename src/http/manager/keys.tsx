@@ -26,6 +26,7 @@ import {
   confirmPage,
   csrf,
   form,
+  limitsFrom,
   type ManagerEnv,
   notices,
   operatorOnly,
@@ -59,7 +60,10 @@ export function keyRoutes(): Hono<ManagerEnv> {
     operatorOnly(c);
     const org = await orgFor(c);
     const f = await form(c);
-    const input = parseInput(CreateApiKeyInput, { ...optional(f, ["name", "location_hint"]), limits: limitsFrom(f, false) });
+    const input = parseInput(CreateApiKeyInput, {
+      ...optional(f, ["name", "location_hint"]),
+      limits: limitsFrom(f, ["per_second", "per_day"], false),
+    });
     const { secret } = await createApiKey(c.get("deps"), org.id, input, actor(c));
     return page(
       c,
@@ -100,7 +104,7 @@ export function keyRoutes(): Hono<ManagerEnv> {
   app.post("/:org/api-keys/:key/limits", async (c) => {
     operatorOnly(c);
     const org = await orgFor(c);
-    const input = parseInput(UpdateApiKeyInput, { limits: limitsFrom(await form(c), true) });
+    const input = parseInput(UpdateApiKeyInput, { limits: limitsFrom(await form(c), ["per_second", "per_day"], true) });
     await updateApiKey(c.get("deps"), org.id, c.req.param("key"), input, actor(c));
     return c.redirect(`/manager/organizations/${org.id}/api-keys?notice=limits-saved`, 303);
   });
@@ -139,16 +143,4 @@ export function keyRoutes(): Hono<ManagerEnv> {
   });
 
   return app;
-}
-
-/** Number inputs to limits; empty means default (null on update, absent on create). */
-function limitsFrom(fields: Record<string, unknown>, update: boolean): Record<string, number | null> {
-  const out: Record<string, number | null> = {};
-  for (const name of ["per_second", "per_day"]) {
-    const value = typeof fields[name] === "string" ? (fields[name] as string).trim() : "";
-    if (value === "") {
-      if (update) out[name] = null;
-    } else out[name] = /^\d{1,10}$/.test(value) ? Number(value) : Number.NaN;
-  }
-  return out;
 }

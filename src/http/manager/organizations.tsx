@@ -16,6 +16,7 @@ import {
   confirmPage,
   csrf,
   form,
+  limitsFrom,
   listPage,
   type ManagerEnv,
   notices,
@@ -53,12 +54,7 @@ export function organizationRoutes(): Hono<ManagerEnv> {
   app.post("/:org/quota", async (c) => {
     operatorOnly(c);
     const org = await orgFor(c);
-    const f = await form(c);
-    const limits: Record<string, number | null> = {};
-    for (const name of ["per_second", "per_day", "per_month"]) {
-      const value = typeof f[name] === "string" ? (f[name] as string).trim() : "";
-      limits[name] = value === "" ? null : /^\d{1,12}$/.test(value) ? Number(value) : Number.NaN;
-    }
+    const limits = limitsFrom(await form(c), ["per_second", "per_day", "per_month"], true);
     const input = parseInput(UpdateOrganizationInput, { limits }, "form");
     await updateOrganizationQuota(c.get("deps"), org.id, input.limits, actor(c));
     return c.redirect(`/manager/organizations/${org.id}?notice=quota-saved`, 303);

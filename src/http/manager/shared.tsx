@@ -112,3 +112,19 @@ export function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?:
 export function confirmPage(c: C, crumbs: Crumb[], confirmation: Confirmation, to: { action: string; cancel: string }) {
   return page(c, confirmation.title, [...crumbs, { label: "Confirm" }], <Confirm {...confirmation} {...to} csrf={csrf(c)} />);
 }
+
+/**
+ * Number inputs to limits (a key's, an organization's quota); empty means "none" or the default:
+ * null on update, absent on create. Text that is not a number becomes NaN, which the input schema
+ * refuses with a message naming the field.
+ */
+export function limitsFrom(fields: Record<string, unknown>, names: string[], update: boolean): Record<string, number | null> {
+  const out: Record<string, number | null> = {};
+  for (const name of names) {
+    const value = typeof fields[name] === "string" ? (fields[name] as string).trim() : "";
+    if (value === "") {
+      if (update) out[name] = null;
+    } else out[name] = /^\d{1,12}$/.test(value) ? Number(value) : Number.NaN;
+  }
+  return out;
+}

@@ -3,7 +3,7 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import type { QuotaUsage } from "../../../ratelimit/quota";
+import { QUOTA_UNITS, type QuotaUsage } from "../../../ratelimit/quota";
 import type { CreditsUsage } from "../../../ratelimit/windows";
 import type { ApiKeyTrafficView, ApiKeyView } from "../../../schemas/admin";
 import type { Limits } from "../../../schemas/records";
@@ -120,7 +120,13 @@ export const ApiKeyDetail: FC<{
     {quota !== null && (
       <p>
         Its organization's shared quota:{" "}
-        {quota.map((q) => `${q.used} of ${q.limit} this ${QUOTA_UNITS[q.name]} (${q.remaining} left)`).join("; ")}.
+        {quota
+          .map(
+            (q) =>
+              `${q.used} of ${q.limit} this ${q.name === "org_second" ? "second" : `UTC ${QUOTA_UNITS[q.name]}`} (${q.remaining} left)`,
+          )
+          .join("; ")}
+        .
       </p>
     )}
     <h2>Credits</h2>
@@ -186,5 +192,3 @@ export const ApiKeyDetail: FC<{
     )}
   </>
 );
-
-const QUOTA_UNITS = { org_second: "second", org_day: "UTC day", org_month: "UTC month" } as const;
