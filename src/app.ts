@@ -2,13 +2,15 @@
  * Builds the Worker's HTTP app: the declared API routes (http/routes, mounted with their
  * credential checks by http/router.ts) and the manager app. Errors and unknown routes map to the
  * envelope in one place (http/errors.ts). Every request, whichever part answers it, is observed
- * once (http/middleware/observe.ts: its id, its outcome line and data point).
+ * once (http/middleware/observe.ts: its id, its outcome line and data point), and every response
+ * carries `X-Content-Type-Options: nosniff` (http/middleware/headers.ts `noSniff`).
  */
 import { Hono } from "hono";
 import type { AppEnv } from "./http/context";
 import { errorResponse, notFoundResponse } from "./http/errors";
 import { managerApp } from "./http/manager/routes";
 import { provideDeps } from "./http/middleware/deps";
+import { noSniff } from "./http/middleware/headers";
 import { observeRequests } from "./http/middleware/observe";
 import { mountRoutes } from "./http/router";
 import { ROUTES } from "./http/routes";
@@ -23,7 +25,10 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.onError((err, c) => errorResponse(c, err));
   app.notFound(notFoundResponse);
-  // First, so that it sees every answer (the checks' refusals, 404s, the manager's pages) and its
+  // Outermost, so that no answer goes without it: routes, the checks' refusals, 404s, 405s,
+  // app.onError's pages, the manager's pages and redirects, and an error thrown by observe itself.
+  app.use("*", noSniff);
+  // Next, so that it sees every answer (the checks' refusals, 404s, the manager's pages) and its
   // request id is on every line logged on the way.
   app.use("*", observeRequests());
   // The API: every declared route, with the credential checks each declares (http/router.ts).

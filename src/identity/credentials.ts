@@ -5,16 +5,20 @@
  * The organization's object is the record; after a change it writes the credential's KV lookup
  * entry (objects/lookup.ts), which lets the token endpoint find the credential in one read, and
  * pushes revocations and changes to every API key's object, which decides on each request
- * whether a credential still works and whether that KV copy is current.
+ * whether a credential still works and whether that KV copy is current. A key set is checked
+ * before it is stored (lib/jwk-check.ts): a key that could never verify an assertion is refused
+ * with 400 naming it, rather than stored to fail every token request with 401.
  */
 import type { Deps } from "../deps";
-import { notFound } from "../errors";
+import { type InputIssue, invalidInput, notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
 import { CLIENT_ID_PATTERN, newClientId, newClientSecret } from "../lib/ids";
+import { jwkProblem } from "../lib/jwk-check";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap } from "../objects/stubs";
 import type { ClientCredentialView, CreateClientCredentialInput, UpdateClientCredentialInput } from "../schemas/admin";
+import type { Jwks } from "../schemas/jose";
 import type { ClientCredentialRecord } from "../schemas/records";
 import { ALL_SCOPES } from "../schemas/scopes";
 import { type Actor, applied } from "./changes";
@@ -28,6 +32,7 @@ export async function createClientCredential(
   actor: Actor,
 ): Promise<{ record: ClientCredentialRecord; secret: string | null }> {
   const jwt = input.token_endpoint_auth_method === "private_key_jwt";
+  if (input.jwks !== undefined) await checkKeys(input.jwks);
   // A private_key_jwt credential has no secret: the hash of a random value nobody ever sees.
   const secret = newClientSecret();
   const credential = {
@@ -55,6 +60,7 @@ export async function updateClientCredential(
   actor: Actor,
 ): Promise<ClientCredentialRecord> {
   if (!CLIENT_ID_PATTERN.test(clientId)) throw notFound("Client credential");
+  if (input.jwks !== undefined) await checkKeys(input.jwks);
   const patch = {
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.jwks !== undefined ? { jwks: input.jwks } : {}),
@@ -65,6 +71,21 @@ export async function updateClientCredential(
     await reach("organization", () => organization(deps, orgId).updateCredential(userId, clientId, patch, actor, deps.now())),
   );
   return applied(change, "The change of the client credential");
+}
+
+/**
+ * Refuses a key set holding a key that could not verify a signature (RFC 7518's key sizes and
+ * curves, a point on its curve), each such key named by its path (`jwks.keys.0`) and why, as the
+ * schema's own issues are: the shape is the schema's to check, usability this layer's, since it
+ * needs WebCrypto's asynchronous import.
+ */
+async function checkKeys(jwks: Jwks): Promise<void> {
+  const problems = await Promise.all(jwks.keys.map((key) => jwkProblem(key)));
+  const issues: InputIssue[] = [];
+  problems.forEach((problem, i) => {
+    if (problem !== null) issues.push({ path: ["jwks", "keys", String(i)], text: ` ${problem}` });
+  });
+  if (issues.length > 0) throw invalidInput({ label: "request body", issues: issues.slice(0, 5) });
 }
 
 export async function getClientCredential(deps: Deps, orgId: string, userId: string, clientId: string): Promise<ClientCredentialRecord> {

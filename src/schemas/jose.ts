@@ -3,6 +3,9 @@
  * client authentication) and the algorithms keyway verifies. Only public asymmetric keys are
  * accepted: a symmetric key (`oct`) or any private member (`d`, `p`, `q`, `dp`, `dq`, `qi`, `oth`,
  * `k`) is refused, so no secret of the client is ever stored (node-oidc-provider refuses the same).
+ * These schemas check shape only; whether a key can verify a signature (RSA size, curve, a point
+ * on its curve, an `alg` that fits) needs WebCrypto's asynchronous import, so the domain checks it
+ * on registration (identity/credentials.ts with lib/jwk-check.ts).
  */
 import * as z from "zod";
 import { publicNames } from "./common";

@@ -1,7 +1,9 @@
 /**
- * Response headers every API response gets: API data is never cached by browsers or proxies
- * (tokens and secrets pass through it; RFC 6749 5.1 asks for no-store on token responses), and
- * content types are not sniffed. Also the one way middleware adds headers to a finished response.
+ * Response headers: `X-Content-Type-Options: nosniff` on every response the Worker gives, whichever
+ * part answers it (app.ts mounts `noSniff` outermost), and `Cache-Control: no-store` on every API
+ * response (/v1, /admin): API data is never cached by browsers or proxies (tokens and secrets pass
+ * through it; RFC 6749 5.1 asks for no-store on token responses). Also the one way middleware adds
+ * headers to a finished response.
  */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
@@ -22,7 +24,21 @@ export function setResponseHeaders<E extends Env>(c: Context<E>, fields: Record<
   }
 }
 
-const API_HEADERS = { "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" } as const;
+/**
+ * A browser that sniffs could take a JSON or text body that echoes part of the request (an error
+ * naming the path, say) for HTML or script and run it; `nosniff` (Fetch Standard, "X-Content-Type-
+ * Options") makes it keep the declared type. It is set here for every response, health checks,
+ * metadata, 404s, 405s and error pages included, and says nothing about caching: each route keeps
+ * its own Cache-Control.
+ */
+const NO_SNIFF = { "X-Content-Type-Options": "nosniff" } as const;
+
+export const noSniff: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  setResponseHeaders(c, NO_SNIFF);
+};
+
+const API_HEADERS = { "Cache-Control": "no-store" } as const;
 
 export const apiHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();

@@ -40,10 +40,10 @@ const descriptionRoutes: Route[] = [
     errors: [503],
     // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
     // configured public origin, or "/" (relative to wherever the document was fetched from).
+    // (X-Content-Type-Options: nosniff is on every response already, app.ts.)
     reply: async (c) =>
       c.json({ ...(await describedApi(c.env)), servers: [{ url: publicBaseUrl(c.env).url ?? "/" }] }, 200, {
         "Cache-Control": "public, max-age=300",
-        "X-Content-Type-Options": "nosniff",
       }),
   }),
   rawRoute({
