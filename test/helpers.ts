@@ -2,7 +2,7 @@
  * Shared test helpers: call the Worker in-process (real bindings, real KV), drive the operator
  * API, and provision an organization with a user, client credential and API key.
  */
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { createApp } from "../src/app";
@@ -142,4 +142,23 @@ export function counting(): { bindings: Env; calls: string[] } {
     bindings[name] = wrap(name, env[name] as unknown as DurableObjectNamespace) as never;
   }
   return { bindings, calls };
+}
+
+/**
+ * Fault injection: replaces bindings of one object instance (its `env`) until the returned
+ * function restores them. `patch` gets the real bindings, to wrap what it replaces.
+ */
+export async function withObjectEnv(
+  stub: DurableObjectStub<Rpc.DurableObjectBranded | undefined>,
+  patch: Partial<Env> | ((real: Env) => Partial<Env>),
+): Promise<() => Promise<void>> {
+  await runInDurableObject(stub, (instance: unknown) => {
+    const self = instance as { env: Env };
+    const change = typeof patch === "function" ? patch(self.env) : patch;
+    Object.defineProperty(instance, "env", { value: { ...self.env, ...change }, configurable: true });
+  });
+  return () =>
+    runInDurableObject(stub, (instance: unknown) => {
+      Object.defineProperty(instance, "env", { value: env, configurable: true });
+    });
 }

@@ -17,25 +17,25 @@ import { sha256Hex } from "../src/lib/crypto";
 import { base64UrlDecode, decodeUtf8 } from "../src/lib/encoding";
 import { CONFIRM_TIMEOUT_MS, type KeyObject } from "../src/objects/key";
 import { LOOKUP_CACHE_TTL_MS, readCredentialLookup } from "../src/objects/lookup";
-import { admin, adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import {
+  admin,
+  adminCall,
+  authed,
+  body,
+  call,
+  callAt,
+  createTenant,
+  issueToken,
+  type Tenant,
+  tokenRequest,
+  withObjectEnv,
+} from "./helpers";
 import { Browser, SESSION } from "./manager-helpers";
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
 const lookupKey = (t: Tenant) => `client:${t.clientId}`;
 const credentialPath = (t: Tenant) => `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`;
-
-/** Fault injection: replaces an object's `env` (its bindings) until `restore` is called. */
-async function withEnv<T extends Rpc.DurableObjectBranded>(stub: DurableObjectStub<T>, patch: (real: Env) => Partial<Env>) {
-  await runInDurableObject(stub, (instance: unknown) => {
-    const self = instance as { env: Env };
-    Object.defineProperty(instance, "env", { value: { ...self.env, ...patch(self.env) }, configurable: true });
-  });
-  return () =>
-    runInDurableObject(stub, (instance: unknown) => {
-      Object.defineProperty(instance, "env", { value: env, configurable: true });
-    });
-}
 
 const unreachableKeys = (real: Env): Partial<Env> => ({
   KEYS: {
@@ -304,7 +304,7 @@ describe("a revocation push that fails", () => {
     const t = await createTenant();
     const token = await issueToken(t);
     const org = orgStub(t);
-    const restore = await withEnv(org, unreachableKeys);
+    const restore = await withObjectEnv(org, unreachableKeys);
     const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
     const res = await adminCall("DELETE", credentialPath(t));
     expect(res.status).toBe(503);
@@ -325,7 +325,7 @@ describe("a revocation push that fails", () => {
     const token = await issueToken(t);
     const org = orgStub(t);
     const key = await keyStub(t);
-    const restore = await withEnv(org, unreachableKeys); // every push fails until the end
+    const restore = await withObjectEnv(org, unreachableKeys); // every push fails until the end
     const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
     expect((await adminCall("DELETE", credentialPath(t))).status).toBe(503);
     expect((await adminCall("DELETE", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`)).status).toBe(503);
@@ -343,7 +343,7 @@ describe("a revocation push that fails", () => {
     const t = await createTenant();
     const token = await issueToken(t);
     const org = orgStub(t);
-    const restore = await withEnv(org, unreachableKeys);
+    const restore = await withObjectEnv(org, unreachableKeys);
     const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
     expect((await adminCall("DELETE", credentialPath(t))).status).toBe(503);
     warned.mockRestore();
@@ -357,7 +357,7 @@ describe("a revocation push that fails", () => {
     const t = await createTenant();
     const token = await issueToken(t);
     const key = await keyStub(t);
-    const restore = await withEnv(key, (real) => ({
+    const restore = await withObjectEnv(key, (real) => ({
       ORGS: {
         ...real.ORGS,
         idFromName: real.ORGS.idFromName.bind(real.ORGS),
@@ -380,7 +380,7 @@ describe("a revocation push that fails", () => {
     const key = await keyStub(t);
     await lapseLease(key);
     // An organization object that never answers (as one stuck behind a hung call would).
-    const restore = await withEnv(key, (real) => ({
+    const restore = await withObjectEnv(key, (real) => ({
       ORGS: {
         ...real.ORGS,
         idFromName: real.ORGS.idFromName.bind(real.ORGS),
@@ -408,7 +408,7 @@ describe("a revocation push that fails", () => {
     const t = await createTenant();
     const token = await issueToken(t);
     const org = orgStub(t);
-    const restore = await withEnv(org, unreachableKeys);
+    const restore = await withObjectEnv(org, unreachableKeys);
     const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
     expect((await adminCall("DELETE", credentialPath(t))).status).toBe(503);
     await restore();
@@ -432,7 +432,7 @@ describe("KV lookup entries follow the record, in order", () => {
     const stalled = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const restore = await withEnv(stub, (real) => ({
+    const restore = await withObjectEnv(stub, (real) => ({
       KV: {
         ...real.KV,
         get: real.KV.get.bind(real.KV),

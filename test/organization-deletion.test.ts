@@ -12,10 +12,22 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
 import { ERASE_AFTER_DAYS } from "../src/objects/org/schema";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
-import { consume, fakeNetwork, receiver } from "./fake-network";
-import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import { consume, fakeNetwork, json, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest, withObjectEnv } from "./helpers";
 import { Browser } from "./manager-helpers";
-import { configOf, createConfig, deliveryRow, endpointAlarm, endpointOf, publishTo, ticketFor, webhooksOf } from "./webhook-helpers";
+import {
+  api,
+  configOf,
+  createConfig,
+  deliveryRow,
+  deliveryRowAt,
+  endpointAlarm,
+  endpointOf,
+  endpointRow,
+  publishTo,
+  ticketFor,
+  webhooksOf,
+} from "./webhook-helpers";
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
@@ -63,7 +75,8 @@ describe("DELETE /admin/v1/organizations/{org}", () => {
     const listed = await admin<{ id: string }[]>("GET", "/organizations?limit=100");
     expect(listed.map((o) => o.id)).not.toContain(t.orgId);
     expect((await adminCall("POST", `/organizations/${t.orgId}/api-keys`, {})).status).toBe(404);
-    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
+    // Once everything has landed, the organization is gone: a repeated DELETE finds nothing.
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(404);
     // The operator's audit trail records the deletion.
     const log = await runInDurableObject(orgStub(t), (_i, state) =>
       state.storage.sql.exec<{ action: string; actor: string; detail: string }>("SELECT action, actor, detail FROM audit_log").toArray(),
@@ -86,15 +99,14 @@ describe("DELETE /admin/v1/organizations/{org}", () => {
     const { t, delivery } = await deletedOrganization();
     const configId = await configOf(t.orgId, delivery);
     expect((await deliveryRow(t.orgId, delivery)).status).not.toBe("failed");
+    const ticket = await ticketFor(t.orgId, delivery);
     expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
     const sentBefore = sent.length;
     // A ticket already in the Queue is consumed: the consumer sends nothing for a deleted configuration.
-    if ((await deliveryRow(t.orgId, delivery)).state === "queued") {
-      await consume(DELIVERY_QUEUE, [{ id: "deleted-org", attempts: 1, body: await ticketFor(t.orgId, delivery) }]);
-    }
+    await consume(DELIVERY_QUEUE, [{ id: "deleted-org", attempts: 1, body: ticket }]);
     // A waiting one (a retry due in an hour, say) is concluded by the endpoint's object now.
     await endpointAlarm(configId);
-    const row = await deliveryRow(t.orgId, delivery);
+    const row = await deliveryRowAt(configId, delivery);
     expect(row.status).toBe("failed");
     expect(row.state).toBeNull();
     const attempts = await runInDurableObject(endpointOf(configId), (_i, state) =>
@@ -140,3 +152,197 @@ describe("DELETE /admin/v1/organizations/{org}", () => {
     expect((await body(res)).error).toBe("invalid_api_key");
   });
 });
+
+/** A token endpoint held open until the test lets it answer; `asked` resolves when the request has arrived. */
+function heldTokenEndpoint() {
+  let release: () => void = () => {};
+  let asked: () => void = () => {};
+  const answered = new Promise<void>((done) => {
+    release = done;
+  });
+  const arrived = new Promise<void>((done) => {
+    asked = done;
+  });
+  const routes = {
+    ...receiver(),
+    [TOKEN_URL]: async () => {
+      asked();
+      await answered;
+      return json({ access_token: "receiver-token-late", token_type: "Bearer", expires_in: 300 });
+    },
+  };
+  return { routes, arrived, release };
+}
+
+const unreachable = (what: string) => () => Promise.reject(new Error(`${what} unreachable`));
+
+describe("a deletion on a bad day (issue 29)", () => {
+  it("answered 503 because a key object was unreachable, it still deletes every webhook configuration at once", async () => {
+    const sent = fakeNetwork(receiver({ webhookStatus: 503 }));
+    const { t, delivery } = await deletedOrganization();
+    const configId = await configOf(t.orgId, delivery);
+    const ticket = await ticketFor(t.orgId, delivery);
+    const restore = await withObjectEnv(orgStub(t), (real) => ({
+      KEYS: {
+        ...real.KEYS,
+        idFromName: real.KEYS.idFromName.bind(real.KEYS),
+        get: () => ({ sync: unreachable("key") }),
+      } as unknown as Env["KEYS"],
+    }));
+    const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
+    expect(res.status).toBe(503);
+    expect((await body(res)).developer_message).toContain("still being applied to 1 API key");
+    // The webhooks did not wait for the key: the configuration is deleted and its endpoint has it.
+    expect((await endpointRowOf(configId)).deleted).toBe(1);
+    const sentBefore = sent.length;
+    await consume(DELIVERY_QUEUE, [{ id: "after-503", attempts: 1, body: ticket }]);
+    expect(sent.slice(sentBefore)).toEqual([]);
+    expect((await deliveryRowAt(configId, delivery)).status).toBe("failed");
+    // A repeat while the key still lacks it answers the state: 503, still being applied.
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(503);
+    await restore();
+    await runDurableObjectAlarm(orgStub(t));
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(404);
+  });
+
+  it("answered 503 because the webhooks could not be reached, the alarm deletes them until it lands", async () => {
+    const sent = fakeNetwork(receiver({ webhookStatus: 503 }));
+    const { t, delivery } = await deletedOrganization();
+    const configId = await configOf(t.orgId, delivery);
+    const ticket = await ticketFor(t.orgId, delivery);
+    const restore = await withObjectEnv(orgStub(t), (real) => ({
+      WEBHOOKS: {
+        ...real.WEBHOOKS,
+        idFromName: real.WEBHOOKS.idFromName.bind(real.WEBHOOKS),
+        get: () => ({ deleteAll: unreachable("webhooks") }),
+      } as unknown as Env["WEBHOOKS"],
+    }));
+    const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
+    expect(res.status).toBe(503);
+    expect((await body(res)).developer_message).toContain("the webhook configurations");
+    await runDurableObjectAlarm(orgStub(t)); // still unreachable: retried later
+    expect((await endpointRowOf(configId)).deleted).toBe(0);
+    await restore();
+    await runDurableObjectAlarm(orgStub(t));
+    expect((await endpointRowOf(configId)).deleted).toBe(1);
+    const sentBefore = sent.length;
+    await consume(DELIVERY_QUEUE, [{ id: "after-alarm", attempts: 1, body: ticket }]);
+    expect(sent.slice(sentBefore)).toEqual([]);
+    expect((await deliveryRowAt(configId, delivery)).status).toBe("failed");
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(404);
+    // Recorded as the operator's, with the organization's deletion.
+    const actions = await runInDurableObject(orgStub(t), (_i, state) =>
+      state.storage.sql
+        .exec<{ action: string; actor: string }>("SELECT action, actor FROM audit_log WHERE action = 'webhook_configuration.deleted'")
+        .toArray(),
+    );
+    expect(actions.map((a) => JSON.parse(a.actor))).toEqual([{ type: "operator" }]);
+  });
+
+  it("is not answered 200 while an endpoint's object lacks the deletion (deleteAll's applied: false)", async () => {
+    fakeNetwork(receiver());
+    const { t, config } = await deletedOrganization();
+    const restore = await withObjectEnv(webhooksOf(t.orgId), (real) => ({
+      ENDPOINTS: {
+        ...real.ENDPOINTS,
+        idFromName: real.ENDPOINTS.idFromName.bind(real.ENDPOINTS),
+        get: () => ({ sync: unreachable("endpoint") }),
+      } as unknown as Env["ENDPOINTS"],
+    }));
+    const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
+    expect(res.status).toBe(503);
+    expect((await endpointRowOf(config.id)).deleted).toBe(0);
+    await restore();
+    await runDurableObjectAlarm(orgStub(t));
+    expect((await endpointRowOf(config.id)).deleted).toBe(1);
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(404);
+  });
+
+  it("an attempt waiting on the receiver's token endpoint when the deletion is answered sends nothing, ever", async () => {
+    const held = heldTokenEndpoint();
+    const sent = fakeNetwork(held.routes);
+    const { t, delivery } = await deletedOrganization();
+    const configId = await configOf(t.orgId, delivery);
+    const attempt = consume(DELIVERY_QUEUE, [{ id: "in-flight", attempts: 1, body: await ticketFor(t.orgId, delivery) }]);
+    await held.arrived;
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
+    held.release();
+    expect((await attempt).acked).toEqual(["in-flight"]);
+    expect(sent.filter((r) => r.url === WEBHOOK_URL)).toEqual([]);
+    const row = await deliveryRowAt(configId, delivery);
+    expect(row.status).toBe("failed");
+    const last = await lastAttempt(configId, delivery);
+    expect(last).toMatchObject({ step: "configuration", error: "webhook configuration was deleted before the webhook was sent" });
+    // Nothing later either: the endpoint's alarm has nothing to send.
+    await endpointAlarm(configId);
+    expect(sent.filter((r) => r.url === WEBHOOK_URL)).toEqual([]);
+  });
+
+  for (const change of ["disabled", "deleted"] as const) {
+    it(`one configuration ${change} while its attempt waits on the token endpoint gets nothing after the answer`, async () => {
+      const held = heldTokenEndpoint();
+      const sent = fakeNetwork(held.routes);
+      const t = await createTenant();
+      const token = await issueToken(t);
+      const config = await createConfig(t, token, "receiver-secret-0123456789");
+      const delivery = await publishTo(t, token, config.id);
+      const attempt = consume(DELIVERY_QUEUE, [{ id: `in-flight-${change}`, attempts: 1, body: await ticketFor(t.orgId, delivery) }]);
+      await held.arrived;
+      const res =
+        change === "deleted"
+          ? await api(t, token, `/v1/webhook-configurations/${config.id}`, "DELETE")
+          : await api(t, token, `/v1/webhook-configurations/${config.id}`, "PATCH", { status: "disabled" });
+      expect(res.status).toBe(200);
+      held.release();
+      await attempt;
+      expect(sent.filter((r) => r.url === WEBHOOK_URL)).toEqual([]);
+      expect(await lastAttempt(config.id, delivery)).toMatchObject({
+        step: "configuration",
+        error: `webhook configuration ${change === "deleted" ? "was deleted" : "is disabled"} before the webhook was sent`,
+      });
+    });
+  }
+
+  it("a 401 to the endpoint's cached token fetches no new token and sends nothing more once the configuration is deleted", async () => {
+    const ctx: { t?: Tenant; token?: string; configId?: string } = {};
+    const sent = fakeNetwork({
+      ...receiver(),
+      // The first webhook is taken; before answering the second 401, the receiver's owner deletes the configuration.
+      [WEBHOOK_URL]: async (_request, index) => {
+        if (index === 0) return new Response(null, { status: 204 });
+        const deleted = await api(ctx.t as Tenant, ctx.token as string, `/v1/webhook-configurations/${ctx.configId}`, "DELETE");
+        expect(deleted.status).toBe(200);
+        return new Response(null, { status: 401 });
+      },
+    });
+    const t = await createTenant();
+    const token = await issueToken(t);
+    const configId = (await createConfig(t, token, "receiver-secret-0123456789", { token_cache: true })).id;
+    Object.assign(ctx, { t, token, configId });
+    const first = await publishTo(t, token, configId);
+    await consume(DELIVERY_QUEUE, [{ id: "cached-1", attempts: 1, body: await ticketFor(t.orgId, first) }]);
+    const second = await publishTo(t, token, configId);
+    await consume(DELIVERY_QUEUE, [{ id: "cached-2", attempts: 1, body: await ticketFor(t.orgId, second) }]);
+    // One token (the first attempt's, shared by the second), two webhooks, and no refetch or re-send.
+    expect(sent.filter((r) => r.url === TOKEN_URL)).toHaveLength(1);
+    expect(sent.filter((r) => r.url === WEBHOOK_URL)).toHaveLength(2);
+    expect(await lastAttempt(configId, second)).toMatchObject({
+      step: "configuration",
+      error: "webhook configuration was deleted before the webhook was sent again",
+    });
+  });
+});
+
+async function endpointRowOf(configId: string): Promise<{ deleted: number }> {
+  return (await endpointRow(configId)) as { deleted: number };
+}
+
+const lastAttempt = (configId: string, delivery: string) =>
+  runInDurableObject(endpointOf(configId), (_i, state) =>
+    state.storage.sql
+      .exec<{ step: string; error: string | null; outcome: string }>(
+        "SELECT step, error, outcome FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT 1",
+        delivery,
+      )
+      .one(),
+  );

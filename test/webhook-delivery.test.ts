@@ -14,7 +14,7 @@ import type { AttemptReport, DeliveryTicket } from "../src/schemas/webhooks";
 import { DEAD_LETTER_QUEUE, DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { mentionsSecret } from "../src/webhooks/outbound";
 import { consume, fakeNetwork, type Handler, json, never, RECEIVER, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { createTenant, issueToken, type Tenant } from "./helpers";
+import { createTenant, issueToken, type Tenant, withObjectEnv } from "./helpers";
 import {
   api,
   attemptNow,
@@ -809,18 +809,6 @@ describe("the outbox: nothing published is lost", () => {
     const hang = { send: never, sendBatch: never } as unknown as Queue;
     return { WEBHOOK_QUEUE: hang, WEBHOOK_QUEUE_NEW: hang, WEBHOOK_QUEUE_SLOW: hang };
   };
-
-  /** Replaces bindings of one object instance (fault injection) until the returned function restores them. */
-  async function withObjectEnv(stub: DurableObjectStub<Rpc.DurableObjectBranded | undefined>, patch: Partial<Env>) {
-    await runInDurableObject(stub, (instance: unknown) => {
-      const self = instance as { env: Env };
-      Object.defineProperty(instance, "env", { value: { ...self.env, ...patch }, configurable: true });
-    });
-    return () =>
-      runInDurableObject(stub, (instance: unknown) => {
-        Object.defineProperty(instance, "env", { value: env, configurable: true });
-      });
-  }
 
   const publishEvent = (tenant: Tenant, bearer: string) =>
     api(tenant, bearer, "/v1/events", "POST", { type: "order.created", data: { n: 1 } }).then(

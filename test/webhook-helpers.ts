@@ -78,8 +78,11 @@ export interface DeliveryRow {
   wake_ms: number | null;
 }
 
-export const deliveryRow = async (orgId: string, id: string): Promise<DeliveryRow> =>
-  runInDurableObject(endpointOf(await configOf(orgId, id)), (_i, state) =>
+export const deliveryRow = async (orgId: string, id: string): Promise<DeliveryRow> => deliveryRowAt(await configOf(orgId, id), id);
+
+/** The delivery's row in its endpoint's object (also once its organization, and so the index, is gone). */
+export const deliveryRowAt = async (configId: string, id: string): Promise<DeliveryRow> =>
+  runInDurableObject(endpointOf(configId), (_i, state) =>
     state.storage.sql
       .exec<DeliveryRow & Record<string, SqlStorageValue>>(
         `SELECT status, series, series_attempts, attempts, due_ms, state, ticket, lane, queued_ms, redispatches, lease_until_ms, wake_ms

@@ -11,10 +11,14 @@ export type { Actor } from "../schemas/audit";
 
 /** The record of a change that every key object has applied, or a 503 saying it is on its way. */
 export function applied<T>(change: Propagated<T>, what: string): T {
-  if (change.pending === 0) return change.record;
+  if (change.pending === 0 && !change.webhooksPending) return change.record;
+  const places = [
+    ...(change.pending > 0 ? [`${change.pending} API key${change.pending === 1 ? "" : "s"}`] : []),
+    ...(change.webhooksPending ? ["the webhook configurations"] : []),
+  ];
   throw new ApiError(
     "service_unavailable",
-    `${what} is recorded and is still being applied to ${change.pending} API key${change.pending === 1 ? "" : "s"}; it is retried until it is. Repeat the request to confirm it is in effect.`,
+    `${what} is recorded and is still being applied to ${places.join(" and ")}; it is retried until it is. Repeat the request to confirm it is in effect.`,
     { headers: { "Retry-After": "1" } },
   );
 }

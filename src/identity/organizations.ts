@@ -4,7 +4,7 @@ import { notFound } from "../errors";
 import { ID_PATTERN, newOrganizationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
-import { directoryObject, organizationObject, reach, unwrap, webhookObject } from "../objects/stubs";
+import { directoryObject, organizationObject, reach, unwrap } from "../objects/stubs";
 import type { DeletedOrganizationView, UpdateOrganizationInput } from "../schemas/admin";
 import type { OrganizationRecord, OrgQuota } from "../schemas/records";
 import { type Actor, applied } from "./changes";
@@ -50,16 +50,15 @@ export function organization(deps: Deps, orgId: string) {
 
 /**
  * Deletes an organization (operator only): every API key, client credential, access token,
- * administrator token and manager session stops working on the very next request everywhere
- * (answered once every key object has the revocations, else 503 to repeat), then every webhook
- * configuration is deleted, so that each endpoint concludes its pending deliveries without a
- * request, recorded as failed because the configuration was deleted. Its data is erased
- * ERASE_AFTER_DAYS later; its audit log is kept for its retention. Repeatable until it answers 200.
+ * administrator token and manager session stops working on the very next request everywhere, and
+ * every webhook configuration is deleted, so that each endpoint concludes its pending deliveries
+ * without a request and sends nothing more, even for an attempt already under way. The deletion is
+ * recorded first; the organization's object then drives each part to its end (retried by its
+ * alarm), and the answer is 200 once all have landed, else 503 "recorded, still being applied".
+ * Repeating it answers the same while anything is pending, and 404 once the organization is gone.
+ * Its data is erased ERASE_AFTER_DAYS later; its audit log is kept for its retention.
  */
 export async function deleteOrganization(deps: Deps, orgId: string, actor: Actor): Promise<DeletedOrganizationView> {
   const org = organization(deps, orgId);
-  const now = deps.now();
-  const record = applied(unwrap(await reach("organization", () => org.deleteOrganization(actor, now))), "The deletion");
-  const webhooks = await reach("webhooks", () => webhookObject(deps, orgId).deleteAll(actor, now));
-  return { ...record, webhook_configurations_deleted: webhooks.deleted };
+  return applied(unwrap(await reach("organization", () => org.deleteOrganization(actor, deps.now()))), "The deletion");
 }

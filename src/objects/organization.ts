@@ -163,20 +163,26 @@ export class OrganizationObject extends DurableObject<Env> {
   }
 
   /**
-   * Deletes the organization in one transaction: every client credential, API key and
-   * administrator token revoked, every manager session ended, the organization marked deleted
-   * (every call but propagation then finds no organization), and its erasure set for
-   * ERASE_AFTER_DAYS later. Then the revocations are pushed to every key object like any other:
-   * answered once all have them, so the keys and tokens stop on the very next request everywhere.
-   * Idempotent while it is being applied: a repeat pushes again.
+   * Deletes the organization (issue 29: recorded first, then driven to its end). One transaction
+   * revokes every client credential, API key and administrator token, ends every manager session,
+   * marks the organization deleted (every call but propagation then finds no organization) and sets
+   * its erasure for ERASE_AFTER_DAYS later. Then propagation, retried by the alarm until each part
+   * has landed, pushes the revocations to every key object, has the WebhookObject delete every
+   * webhook configuration and each endpoint's object learn it, removes the KV lookups and drops
+   * the directory entry. Answered with what is still pending (the route's 503 "recorded, still
+   * being applied"); repeated while anything is pending it pushes again and answers the same;
+   * once everything has landed the organization is gone and a repeat finds nothing (404).
    */
   async deleteOrganization(
     actor: Actor,
     now: number,
-  ): Promise<Result<Propagated<OrganizationRecord & { deleted_at: string; erase_after: string | null }>>> {
+  ): Promise<
+    Result<Propagated<OrganizationRecord & { deleted_at: string; erase_after: string | null; webhook_configurations_deleted: number }>>
+  > {
     const row = orgRow(this.sql);
     if (row === null) return missing("Organization");
-    if (row.deleted_at === null) {
+    const first = row.deleted_at === null;
+    if (first) {
       const at = isoTime(now);
       this.ctx.storage.transactionSync(() => {
         const credentials = this.sql
@@ -197,14 +203,10 @@ export class OrganizationObject extends DurableObject<Env> {
       });
     }
     const pending = await this.propagation.run();
+    const webhooksPending = this.propagation.webhooksPending();
     const after = this.org();
-    try {
-      await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).unregister(after.id);
-    } catch (err) {
-      log.warn("directory unregistration failed; will retry", { organization: after.id, detail: describeError(err) });
-      this.propagation.schedule(Date.now() + 1_000);
-    }
     if (after.erase_after !== null) this.propagation.schedule(Date.parse(after.erase_after));
+    if (!first && pending === 0 && !webhooksPending) return missing("Organization");
     return ok({
       record: {
         id: after.id,
@@ -212,8 +214,10 @@ export class OrganizationObject extends DurableObject<Env> {
         created_at: after.created_at,
         deleted_at: after.deleted_at ?? isoTime(now),
         erase_after: after.erase_after,
+        webhook_configurations_deleted: after.webhooks_deleted ?? 0,
       },
       pending,
+      webhooksPending,
     });
   }
 
@@ -711,16 +715,18 @@ export class OrganizationObject extends DurableObject<Env> {
     const pending = await this.propagation.run();
     if (pending === 0) this.propagation.retries = 0;
     const row = orgRow(this.sql);
-    if (row?.deleted_at != null) {
-      // A deleted organization leaves the operator's listing at once, and is erased when due.
-      try {
-        await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).unregister(row.id);
-        if (row.erase_after !== null && Date.now() >= Date.parse(row.erase_after)) await this.erase(row);
-      } catch (err) {
-        log.warn("deleted organization's cleanup failed; will retry", { organization: row.id, detail: describeError(err) });
-        this.propagation.schedule(Date.now() + 60_000);
+    if (row?.deleted_at != null && row.erase_after !== null) {
+      // A deleted organization is erased when due (its deletion's propagation, above, goes first).
+      if (Date.now() >= Date.parse(row.erase_after)) {
+        try {
+          await this.erase(row);
+        } catch (err) {
+          log.warn("deleted organization's erasure failed; will retry", { organization: row.id, detail: describeError(err) });
+          this.propagation.schedule(Date.now() + 60_000);
+        }
+      } else {
+        this.propagation.schedule(Date.parse(row.erase_after));
       }
-      if (row.erase_after !== null) this.propagation.schedule(Date.parse(row.erase_after));
     }
     if (Date.now() >= this.housekeptAt + HOUSEKEEPING_INTERVAL_MS) this.housekeep();
     this.propagation.schedule(this.housekeptAt + HOUSEKEEPING_INTERVAL_MS);

@@ -184,7 +184,19 @@ async function runTicket(deps: Deps, ticket: DeliveryTicket, startedAt: number):
     });
     return;
   }
-  const { report, outcome } = await attempt(deps, ticket, begun);
+  const attempted = await attempt(deps, ticket, begun);
+  if ("stopped" in attempted) {
+    // The endpoint's object concluded the attempt itself: nothing was sent, nothing to report.
+    recordDeliveryAttempt(deps.metrics, {
+      ...record,
+      outcome: "skipped",
+      ...NO_ATTEMPT,
+      latencyMs: Date.now() - startedAt,
+      reason: attempted.stopped,
+    });
+    return;
+  }
+  const { report, outcome } = attempted;
   // Recorded as soon as it is known: the receiver has had it, whatever happens next.
   recordDeliveryAttempt(deps.metrics, {
     ...record,
@@ -234,10 +246,20 @@ interface Attempted {
   outcome: DeliveryOutcome;
 }
 
+/** An attempt the endpoint's object stopped before its webhook was sent (the configuration deleted or disabled meanwhile). */
+interface Stopped {
+  stopped: string;
+}
+
 type Go = Extract<Begun, { go: true }>;
 
-/** One attempt: the token (fetched, or the endpoint's), the rate limit's slot, then the signed webhook, under the lane's deadline. */
-async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted> {
+/**
+ * One attempt: the token (fetched, or the endpoint's), the rate limit's slot, then the signed
+ * webhook, under the lane's deadline. Whenever the attempt awaited something outside the endpoint's
+ * object since its last answer (a token request, a slot's wait), it asks the object once more
+ * (`proceed`) immediately before the POST: a configuration deleted or disabled meanwhile gets nothing.
+ */
+async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted | Stopped> {
   const config = begun.configuration;
   const startedAt = deps.now();
   const deadline = deadlineOf(deps, begun.deadline);
@@ -247,6 +269,8 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   let keptGeneration: number | null = null;
   let note: string | null = null;
   const fastLane = begun.lane !== "slow";
+  /** Something was awaited outside the endpoint's object since its last answer: check again before sending. */
+  let unchecked = false;
   const report = (
     step: "token" | "webhook",
     httpStatus: number | null,
@@ -290,6 +314,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   /** Fetches a token from the receiver; with `keep`, seals it for the endpoint and hands it over at once. */
   const fetchToken = async (keep: boolean): Promise<string> => {
     const t0 = deps.now();
+    unchecked = true;
     const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config), deadline);
     tokenMs = deps.now() - t0;
     keptToken = null;
@@ -329,10 +354,20 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
       retryAfter: (until - deps.now()) / 1000,
     });
   };
-  /** Sends the webhook unless the endpoint was just paused; remembers a pause the receiver asks for. */
+  /**
+   * Sends the webhook unless the endpoint was just paused, or its configuration was deleted or
+   * disabled while the attempt waited; remembers a pause the receiver asks for.
+   */
   const sendWebhook = async (token: string) => {
     const paused = pausedHere();
     if (paused !== null) return paused;
+    if (unchecked) {
+      const verdict = await reach("webhook endpoint", () =>
+        endpointOf(deps, ticket.configuration_id).proceed(refOf(ticket, begun), deps.now()),
+      );
+      if (!verdict.go) return { stopped: verdict.reason };
+      unchecked = false;
+    }
     const answer = await send(deps, ticket, begun, token, deadline);
     if (!(answer instanceof DeliveryFailure) && (answer.status === 429 || answer.status === 503) && answer.retryAfterSeconds !== null) {
       const until = deps.now() + Math.min(MAX_PAUSE_MS, answer.retryAfterSeconds * 1000);
@@ -344,7 +379,10 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   const awaitSlot = async (slot: { not_before: number; by: number } | null): Promise<Attempted | null> => {
     if (slot === null) return null;
     const wait = slot.not_before - deps.now();
-    if (wait > 0) await sleep(wait);
+    if (wait > 0) {
+      unchecked = true;
+      await sleep(wait);
+    }
     if (deps.now() <= slot.by) return null;
     return report(
       "token",
@@ -380,9 +418,10 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   if (sent.status === 401 && begun.token.mode === "cached") {
     // The receiver refused the endpoint's token: drop it, fetch the next one (one attempt does), send once more.
     const generation = begun.token.generation;
-    const { refetch, slot } = await reach("webhook endpoint", () =>
+    const { refetch, slot, stopped } = await reach("webhook endpoint", () =>
       endpointOf(deps, ticket.configuration_id).tokenRejected(refOf(ticket, begun), generation, deps.now()),
     );
+    if (stopped !== undefined) return { stopped };
     if (!refetch) {
       return report(
         "webhook",

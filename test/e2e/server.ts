@@ -288,7 +288,11 @@ export interface ScriptedReceiver {
  */
 export async function startScriptedReceiver(
   answer: (arrival: Arrival, index: number) => Answer,
-  options: { expiresIn?: number } = {},
+  options: {
+    expiresIn?: number;
+    /** Holds each token request open until the promise it returns settles (a receiver's slow OAuth server). */
+    holdToken?: () => Promise<void>;
+  } = {},
 ): Promise<ScriptedReceiver> {
   const arrivals: Arrival[] = [];
   let tokens = 0;
@@ -302,8 +306,14 @@ export async function startScriptedReceiver(
       if (req.url === "/token") {
         tokens++;
         arrivals.push({ kind: "token", at, webhookId: "", authorization: "", eventId: "", status: 200 });
-        res.writeHead(200, { "Content-Type": "application/json" });
-        res.end(JSON.stringify({ access_token: `tok-${tokens}`, token_type: "Bearer", expires_in: options.expiresIn ?? 300 }));
+        const issued = tokens;
+        const reply = () => {
+          if (res.destroyed) return;
+          res.writeHead(200, { "Content-Type": "application/json" });
+          res.end(JSON.stringify({ access_token: `tok-${issued}`, token_type: "Bearer", expires_in: options.expiresIn ?? 300 }));
+        };
+        if (options.holdToken) void options.holdToken().then(reply);
+        else reply();
         return;
       }
       let eventId = "";

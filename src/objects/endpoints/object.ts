@@ -86,6 +86,9 @@ export type Begun =
       slot: { not_before: number; by: number } | null;
     };
 
+/** What `proceed` answers: the webhook may be sent now, or not at all (and why). */
+export type Proceed = { go: true } | { go: false; reason: string };
+
 /** What the organization's object answers a request to disable a configuration. */
 export type DisableAnswer = "disabled" | "kept";
 
@@ -325,11 +328,15 @@ export class EndpointObject extends DurableObject<Env> {
     const config = this.configOf(ep);
     if (refused !== null || row === undefined) return { go: false, reason: refused ?? "unknown delivery" };
     if (ep === undefined || ep.organization_id !== ticket.organization_id) return { go: false, reason: "unknown delivery" };
-    if (ep.deleted === 1 || config === null || config.status !== "active") {
-      const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
-      failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
+    const error = stopped(ep, config);
+    if (error !== null || config === null) {
+      failWithoutRequest(this.db, row, error ?? "webhook configuration was deleted", now, {
+        ...this.concluding(),
+        by: "keyway",
+        counts: true,
+      });
       this.plan(now);
-      return { go: false, reason: error };
+      return { go: false, reason: error ?? "webhook configuration was deleted" };
     }
     // Not now: the ticket is dropped and the delivery waits here for a better moment.
     const refuse = async (reason: string): Promise<Begun> => {
@@ -372,6 +379,43 @@ export class EndpointObject extends DurableObject<Env> {
       token,
       slot,
     };
+  }
+
+  /**
+   * The check immediately before a webhook is sent, when the attempt awaited anything outside this
+   * object since it last answered (a token request, a rate-limit slot's wait): whether it may still
+   * go (issue 29). A configuration deleted or disabled meanwhile concludes the attempt here as failed
+   * without a request, so nothing is sent after the deletion's (or the disable's) answer; an
+   * attempt that is no longer the delivery's running one (its lease ran out and the alarm concluded
+   * it) does not send either. An attempt whose last word from this object came just before the
+   * POST (a cached token, no wait) needs no second call: `begin` was that check.
+   */
+  proceed(ref: TicketRef, now: number): Proceed {
+    const ep = this.endpoint();
+    const row = deliveryRow(this.db, ref.delivery_id);
+    if (ep === undefined || row === undefined || row.series !== ref.series || row.attempts !== ref.attempt || row.state !== "running") {
+      return { go: false, reason: "the attempt is no longer in flight" };
+    }
+    const error = stopped(ep, this.configOf(ep));
+    if (error !== null) {
+      this.stopAttempt(ref, `${error} before the webhook was sent`, now);
+      return { go: false, reason: error };
+    }
+    if ((row.lease_until_ms ?? 0) <= now) return { go: false, reason: "the attempt's lease ran out" };
+    return { go: true };
+  }
+
+  /** Concludes an attempt under way as failed without the webhook: its configuration is gone or disabled. */
+  private stopAttempt(ref: TicketRef, error: string, now: number): void {
+    this.db.txn(() => {
+      conclude(this.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: "failed", error }, now, {
+        ...this.concluding(),
+        by: "keyway",
+        counts: true,
+      });
+      this.releaseTokenLease(ref);
+    });
+    this.plan(now);
   }
 
   /** The consumer's report of an attempt `begin` started; a repeated or late report changes nothing. */
@@ -556,12 +600,18 @@ export class EndpointObject extends DurableObject<Env> {
     generation: number,
     now: number,
     wantRefetch = true,
-  ): { refetch: boolean; slot: { not_before: number; by: number } | null } {
+  ): { refetch: boolean; slot: { not_before: number; by: number } | null; stopped?: string } {
     const ep = this.endpoint();
     const config = this.configOf(ep);
     const row = deliveryRow(this.db, ref.delivery_id);
     const none = { refetch: false, slot: null };
     if (ep === undefined || config === null || row === undefined || row.state !== "running" || row.attempts !== ref.attempt) return none;
+    // Before the next token request: a configuration deleted or disabled meanwhile stops the attempt here.
+    const error = wantRefetch ? stopped(ep, config) : null;
+    if (error !== null) {
+      this.stopAttempt(ref, `${error} before the webhook was sent again`, now);
+      return { ...none, stopped: error };
+    }
     const owner = leaseOwner(ref.delivery_id, ref.attempt);
     let answer: { refetch: boolean; slot: { not_before: number; by: number } | null } = none;
     this.db.txn(() => {
@@ -656,8 +706,8 @@ export class EndpointObject extends DurableObject<Env> {
     const ep = this.endpoint();
     const config = this.configOf(ep);
     if (ep === undefined || (config === null && ep.deleted !== 1)) return;
-    if (ep.deleted === 1 || config === null || config.status !== "active") {
-      const error = ep.deleted === 1 ? "webhook configuration was deleted" : "webhook configuration is disabled";
+    const error = stopped(ep, config);
+    if (error !== null || config === null) {
       // A deleted configuration (its organization deleted, say) concludes every waiting delivery
       // now, not at its next due time: nothing will ever be sent for them. A disabled one fails
       // them as they fall due.
@@ -665,7 +715,8 @@ export class EndpointObject extends DurableObject<Env> {
         `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
         ep.deleted === 1 ? Number.MAX_SAFE_INTEGER : now,
       );
-      for (const row of due) failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: true });
+      const why = error ?? "webhook configuration was deleted";
+      for (const row of due) failWithoutRequest(this.db, row, why, now, { ...this.concluding(), by: "keyway", counts: true });
       this.plan(now);
       if (due.length === 100) this.setAlarm(Date.now()); // more to conclude: at once
       return;
@@ -749,6 +800,12 @@ export class EndpointObject extends DurableObject<Env> {
     // Column names come from this module's own objects, never from input.
     this.db.run(`UPDATE endpoint SET ${entries.map(([k]) => `${k} = ?`).join(", ")}`, ...entries.map(([, v]) => v as SqlStorageValue));
   }
+}
+
+/** Why nothing may be sent for this endpoint any more: its configuration deleted or disabled; null while it is active. */
+function stopped(ep: EndpointRow, config: WebhookConfigurationRecord | null): string | null {
+  if (ep.deleted === 1 || config === null) return "webhook configuration was deleted";
+  return config.status === "active" ? null : "webhook configuration is disabled";
 }
 
 function describePeriod(ms: number): string {

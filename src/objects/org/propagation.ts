@@ -4,11 +4,16 @@
  * - each API key's KeyObject gets the key's state and the organization's revocations (by
  *   revision), so the one Durable Object call of every /v1 request decides them;
  * - the credential lookup entries in KV (objects/lookup.ts) the token endpoint reads;
- * - the organization's entry in the DirectoryObject (operator listing).
+ * - the organization's entry in the DirectoryObject (operator listing): added once created,
+ *   dropped once deleted;
+ * - a deleted organization's webhook configurations: the WebhookObject deletes them all and
+ *   pushes each deletion to its endpoint's object (`deleteAll`), until it answers that every
+ *   endpoint has it (issue 29: a deletion answered 503 is finished here, whatever failed first).
  * `run` answers how many key objects still lack a change: a change that must take effect
  * everywhere (a revocation, new limits) is answered only once that is zero.
  */
 import { describeError, log } from "../../log";
+import type { Actor } from "../../schemas/audit";
 import type { KeySnapshot } from "../key";
 import { deleteCredentialLookup, writeCredentialLookup } from "../lookup";
 import { credentialRow, type KeyRow, keyRecord, type OrgRow, orgRow, quotaOf, SYNC_CONCURRENCY } from "./schema";
@@ -47,8 +52,8 @@ export class Propagation {
    */
   async run(): Promise<number> {
     if (orgRow(this.sql) === null) return 0;
-    const [pendingKeys, pendingOther] = await Promise.all([this.syncKeys(), this.writeDerived()]);
-    if (pendingKeys + pendingOther > 0) {
+    const [pendingKeys, pendingOther, pendingWebhooks] = await Promise.all([this.syncKeys(), this.writeDerived(), this.deleteWebhooks()]);
+    if (pendingKeys + pendingOther + pendingWebhooks > 0) {
       // 0.5 s, 1 s, 2 s ... at most 60 s, for as long as it takes.
       this.schedule(Date.now() + Math.min(60_000, 500 * 2 ** Math.min(this.retries, 7)));
       this.retries++;
@@ -168,20 +173,55 @@ export class Propagation {
           }
         }),
     );
-    if (org.in_directory === 0 && org.deleted_at === null) {
+    const listed = org.in_directory === 1;
+    if (listed === (org.deleted_at !== null)) {
+      // Created and not yet listed, or deleted and still listed (the operator's listing drops it at once).
+      const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory"));
       try {
-        await this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName("directory")).register({
-          id: org.id,
-          name: org.name,
-          created_at: org.created_at,
-        });
-        this.sql.exec("UPDATE organization SET in_directory = 1");
+        if (listed) await directory.unregister(org.id);
+        else await directory.register({ id: org.id, name: org.name, created_at: org.created_at });
+        this.sql.exec("UPDATE organization SET in_directory = ?", listed ? 0 : 1);
       } catch (err) {
         pending++;
-        log.warn("directory registration failed; will retry", { organization: org.id, detail: describeError(err) });
+        log.warn("directory entry not updated; will retry", { organization: org.id, detail: describeError(err) });
       }
     }
     return pending;
+  }
+
+  /**
+   * A deleted organization's webhooks: the WebhookObject records the deletion and deletes every
+   * configuration (by the actor who deleted the organization), then pushes each deletion to its
+   * endpoint's object; 1 until it answers that all of them have it, then never again.
+   */
+  private async deleteWebhooks(): Promise<number> {
+    const org = this.org();
+    if (org.deleted_at === null || org.webhooks_deleted !== null) return 0;
+    const actor = this.sql
+      .exec<{ actor: string }>("SELECT actor FROM audit_log WHERE action = 'organization.deleted' ORDER BY seq DESC LIMIT 1")
+      .toArray()[0];
+    try {
+      const answer = await this.env.WEBHOOKS.get(this.env.WEBHOOKS.idFromName(org.id)).deleteAll(
+        org.id,
+        actor === undefined ? { type: "system" } : (JSON.parse(actor.actor) as Actor),
+        Date.parse(org.deleted_at),
+      );
+      if (!answer.applied) throw new Error("an endpoint's object does not have its configuration's deletion yet");
+      this.sql.exec("UPDATE organization SET webhooks_deleted = ?", answer.deleted);
+      return 0;
+    } catch (err) {
+      log.warn("deleted organization's webhooks not yet deleted everywhere; will retry", {
+        organization: org.id,
+        detail: describeError(err),
+      });
+      return 1;
+    }
+  }
+
+  /** Whether a deleted organization's webhook configurations are still to be deleted everywhere. */
+  webhooksPending(): boolean {
+    const org = this.org();
+    return org.deleted_at !== null && org.webhooks_deleted === null;
   }
 
   /** Sets the alarm for `at` unless it is already set to go off sooner. */

@@ -110,6 +110,17 @@ export const MIGRATIONS: Migration[] = [
     version: 7,
     statements: ["ALTER TABLE organization ADD COLUMN quota TEXT", "ALTER TABLE api_keys ADD COLUMN credits TEXT"],
   },
+  {
+    // Issue 29: a deletion is driven to its end by the alarm. `webhooks_deleted` stays NULL until the
+    // WebhookObject has deleted every configuration and every endpoint's object has it (then: how
+    // many); `in_directory` goes back to 0 once the directory has dropped a deleted organization.
+    version: 8,
+    statements: [
+      "ALTER TABLE organization ADD COLUMN webhooks_deleted INTEGER",
+      // Organizations deleted before this version had their webhooks deleted by the request itself
+      // (as far as it got): the alarm finishes them too.
+    ],
+  },
 ];
 
 export type Row = Record<string, SqlStorageValue>;
@@ -189,6 +200,8 @@ export interface Propagated<T> {
   record: T;
   /** Key objects that have not applied the change yet (retried until they do). */
   pending: number;
+  /** A deletion: the webhook configurations are not yet deleted everywhere (retried until they are). */
+  webhooksPending?: boolean;
 }
 
 export interface SessionInfo {
@@ -205,12 +218,16 @@ export type OrgRow = OrganizationRecord & {
   erase_after: string | null;
   /** OrgQuota JSON (migration 7); null: no shared quota. */
   quota: string | null;
+  /** A deleted organization's webhook configurations deleted everywhere (how many); null until then (migration 8). */
+  webhooks_deleted: number | null;
 };
 
 export function orgRow(sql: SqlStorage): OrgRow | null {
   return (
     sql
-      .exec<OrgRow>("SELECT id, name, created_at, revision, in_directory, deleted_at, erase_after, quota FROM organization")
+      .exec<OrgRow>(
+        "SELECT id, name, created_at, revision, in_directory, deleted_at, erase_after, quota, webhooks_deleted FROM organization",
+      )
       .toArray()[0] ?? null
   );
 }

@@ -87,6 +87,8 @@ export class WebhookObject extends DurableObject<Env> {
     super(ctx, env);
     migrate(ctx.storage, MIGRATIONS_BEFORE_HANDOVER);
     this.db = new Db(ctx.storage);
+    // Later versions apply at once to an object with nothing left to hand over.
+    if (!hasLegacy(this.db)) migrate(ctx.storage, MIGRATIONS);
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
       // An object of the first layout hands its deliveries to the endpoints' objects before it
@@ -111,6 +113,14 @@ export class WebhookObject extends DurableObject<Env> {
     return this.db.value<string>("SELECT organization_id FROM meta") ?? "";
   }
 
+  /**
+   * The organization was deleted (`deleteAll`): every call is answered as for an organization
+   * that does not exist, whichever route or surface it comes from (issue 29).
+   */
+  private deleted(): boolean {
+    return this.db.value<number>("SELECT deleted_ms FROM meta") !== null;
+  }
+
   private auditFor(actor: Actor, now: number): Audit {
     return (entry) => {
       const full: AuditOutboxEntry = { ...entry, at: isoTime(now), actor: entry.actor ?? actor };
@@ -122,6 +132,7 @@ export class WebhookObject extends DurableObject<Env> {
   // Configurations
 
   async createConfiguration(org: string, input: NewConfiguration, actor: Actor, now: number): Promise<Result<WebhookConfigurationRecord>> {
+    if (this.deleted()) return missing("Organization");
     this.bind(org);
     const created = create(this.db, input, this.auditFor(actor, now), now);
     if (!created.ok) return created;
@@ -133,11 +144,13 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   configuration(id: string): Result<WebhookConfigurationRecord> {
+    if (this.deleted()) return missing("Organization");
     const row = configRow(this.db, id);
     return row ? ok(configRecord(row, this.orgId())) : missing("Webhook configuration");
   }
 
   listConfigurations(page: PageRequest): Result<Page<WebhookConfigurationRecord>> {
+    if (this.deleted()) return missing("Organization");
     const org = this.orgId();
     return pageOf(
       (after, limit) =>
@@ -149,6 +162,7 @@ export class WebhookObject extends DurableObject<Env> {
 
   /** Applies a change in one transaction, then pushes it to the endpoint's object. */
   async updateConfiguration(id: string, patch: ConfigurationPatch, actor: Actor, now: number): Promise<Result<Changed>> {
+    if (this.deleted()) return missing("Organization");
     const updated = update(this.db, id, patch, this.auditFor(actor, now), now);
     if (!updated.ok) return updated;
     return this.changed(id, now);
@@ -156,6 +170,7 @@ export class WebhookObject extends DurableObject<Env> {
 
   /** Deletes the configuration; its endpoint fails its open deliveries as they fall due. Repeated while not yet applied, it pushes again. */
   async deleteConfiguration(id: string, actor: Actor, now: number): Promise<Result<Changed>> {
+    if (this.deleted()) return missing("Organization");
     const tomb = this.db.first<{ record: string }>("SELECT record FROM deleted_configurations WHERE id = ? AND acked = 0", id);
     let record: WebhookConfigurationRecord;
     if (tomb !== undefined && configRow(this.db, id) === undefined) {
@@ -171,20 +186,28 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   /**
-   * The organization is deleted: every configuration is deleted as through the API, so each
-   * endpoint's object concludes its open deliveries without a request, each recorded as failed
-   * with keyway's reason (objects/endpoints). Answers how many were deleted; repeated, it pushes
-   * again whatever was not yet applied.
+   * The organization is deleted (driven by its OrganizationObject until this answers `applied`):
+   * the deletion is recorded here first, in one transaction with every configuration's removal
+   * (each leaves its tombstone and audit entry, by the actor who deleted the organization), so
+   * nothing of the organization is created, changed, published or listed here afterwards. Then
+   * each tombstone is pushed to its endpoint's object, which stops every delivery: waiting ones are
+   * concluded as failed without a request, and an attempt already under way is refused at its
+   * check before the webhook is sent (EndpointObject.proceed). `applied` once every endpoint's
+   * object has its tombstone; repeated, it pushes again whatever has not landed.
    */
-  async deleteAll(actor: Actor, now: number): Promise<{ deleted: number; applied: boolean }> {
-    const ids = this.db.all<{ id: string }>("SELECT id FROM configurations").map((r) => r.id);
-    const unacked = this.db.all<{ id: string }>("SELECT id FROM deleted_configurations WHERE acked = 0").map((r) => r.id);
-    let applied = true;
-    for (const id of [...ids, ...unacked.filter((id) => !ids.includes(id))]) {
-      const result = await this.deleteConfiguration(id, actor, now);
-      if (!result.ok || !result.value.applied) applied = false;
+  async deleteAll(org: string, actor: Actor, now: number): Promise<{ deleted: number; applied: boolean }> {
+    if (!this.deleted()) {
+      this.bind(org);
+      const audit = this.auditFor(actor, now);
+      this.db.txn(() => {
+        const ids = this.db.all<{ id: string }>("SELECT id FROM configurations").map((r) => r.id);
+        for (const id of ids) remove(this.db, id, org, audit, now);
+        this.db.run("UPDATE meta SET deleted_ms = ?, deleted_count = ?", now, ids.length);
+      });
+      this.plan(now);
     }
-    return { deleted: ids.length, applied };
+    await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit()]);
+    return { deleted: this.db.value<number>("SELECT deleted_count FROM meta") ?? 0, applied: unsynced(this.db).length === 0 };
   }
 
   /** Erases the organization's webhook data: every endpoint's object, then this one's storage. */
@@ -202,6 +225,7 @@ export class WebhookObject extends DurableObject<Env> {
     actor: Actor,
     now: number,
   ): Promise<Result<Changed>> {
+    if (this.deleted()) return missing("Organization");
     const rotated = rotateSigningSecret(this.db, id, secret, previousExpiresAt, this.auditFor(actor, now), now);
     if (!rotated.ok) return rotated;
     return this.changed(id, now);
@@ -251,6 +275,7 @@ export class WebhookObject extends DurableObject<Env> {
    * an Idempotency-Key seen in the last 24 hours it answers the original event instead.
    */
   async publish(org: string, request: PublishRequest, actor: Actor, now: number): Promise<Result<PublishedEventView>> {
+    if (this.deleted()) return missing("Organization");
     this.bind(org);
     if (request.idempotency !== undefined) {
       const replayed = replay(this.db, request.idempotency, now);
@@ -301,7 +326,7 @@ export class WebhookObject extends DurableObject<Env> {
 
   /** Which configuration a delivery belongs to (the delivery routes and the consumer's v2 tickets). */
   locate(deliveryId: string): string | null {
-    return locate(this.db, deliveryId);
+    return this.deleted() ? null : locate(this.db, deliveryId);
   }
 
   // -------------------------------------------------------------------------------------------

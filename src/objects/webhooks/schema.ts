@@ -100,10 +100,20 @@ const V3: Migration = {
   ],
 };
 
+/**
+ * Version 4 (issue 29): the organization's deletion, recorded here when the organization's object
+ * drives it (`deleteAll`): from then on this object answers every call as for an organization that
+ * does not exist, and `deleted_count` is how many configurations the deletion removed.
+ */
+const V4: Migration = {
+  version: 4,
+  statements: ["ALTER TABLE meta ADD COLUMN deleted_ms INTEGER", "ALTER TABLE meta ADD COLUMN deleted_count INTEGER NOT NULL DEFAULT 0"],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4];
 
 type Row = Record<string, SqlStorageValue>;
 

