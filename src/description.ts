@@ -5,7 +5,9 @@
  * routes call these methods over the DOCS service binding (Workers RPC, same thread, no network
  * hop) and answer with their usual headers. It is a Worker of its own so that the generator, the
  * renderer and zod's JSON Schema code, about 11 KiB gzipped that no API request needs, stay out of
- * the bundle behind every API call (docs/performance.md).
+ * the bundle behind every API call (docs/performance.md). Being deployed apart, it meets API
+ * Workers of the release before and after its own: its methods change only as docs/deploy.md,
+ * "The companions' contract", says (test/companions-contract.test.ts).
  */
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { renderDocsPage } from "./http/docs-page";

@@ -7,7 +7,9 @@
  * reaches the domain (graphql/backend.ts, answered by http/graphql-backend.ts). `cost` counts a
  * request's mutation fields before admission. It is a Worker of its own so that graphql-js and
  * the engine, about 42 KiB gzipped, stay out of the bundle behind every other API request
- * (docs/performance.md).
+ * (docs/performance.md). Being deployed apart, it meets API Workers of the release before and
+ * after its own: GraphQLCall, GraphQLAnswer, GraphQLRequest, ViewerData and the backend change
+ * only as docs/deploy.md, "The companions' contract", says (test/companions-contract.test.ts).
  */
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { GraphQLBackend } from "./graphql/backend";

@@ -10,26 +10,49 @@
  * An RPC call cannot carry an ApiError across (a thrown error arrives as a bare Error), so each
  * operation answers an Outcome: the value, or the error's public parts, which `unwrapOutcome` turns back
  * into the same ApiError on the engine's side.
+ *
+ * The two sides are deployed apart, so an engine of one release meets the backend of the release
+ * before or after it: these shapes change only as docs/deploy.md, "The companions' contract", says
+ * (new methods and optional fields only; a removal takes two releases; test/companions-contract.test.ts).
  */
-import { ApiError, type ErrorCode, type InvalidInput } from "../errors";
+import { ApiError, ERROR_CODES, type ErrorCode, type InvalidInput } from "../errors";
 import type { Page } from "../objects/sql";
 import type { DeliveryRecord, PublishedEventView, WebhookConfigurationView } from "../schemas/webhooks";
 
-/** An ApiError's public parts (never its internal `detail`, which the API Worker logs). */
+/**
+ * An ApiError's public parts (never its internal `detail`, which the API Worker logs). `code` may
+ * be one this engine does not know: the backend of a later release can refuse with a code added
+ * since. `status` is the HTTP status the code stands for, optional because backends before it
+ * did not send it.
+ */
 export interface SentError {
-  code: ErrorCode;
+  code: ErrorCode | (string & {});
   message: string;
   input?: InvalidInput;
   headers?: Record<string, string>;
+  status?: number;
 }
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: SentError };
 
-/** The value, or the ApiError the backend refused with. */
+const knownCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CODES, code);
+
+/**
+ * The value, or the ApiError the backend refused with. An unknown code cannot become an ApiError
+ * as it is (there is no status or user message for it here), and a field must not turn into an
+ * internal error because the backend is a release ahead: it keeps its message and its status
+ * class, as invalid_request for a 4xx and server_error otherwise, until this engine knows it.
+ */
 export function unwrapOutcome<T>(outcome: Outcome<T>): T {
   if (outcome.ok) return outcome.value;
-  const { code, message, input, headers } = outcome.error;
-  throw new ApiError(code, message, { ...(input ? { input } : {}), ...(headers ? { headers } : {}) });
+  const { code, message, input, headers, status } = outcome.error;
+  const options = { ...(input ? { input } : {}), ...(headers ? { headers } : {}) };
+  if (knownCode(code)) throw new ApiError(code, message, options);
+  const clientFault = status !== undefined && status >= 400 && status < 500;
+  throw new ApiError(clientFault ? "invalid_request" : "server_error", message, {
+    ...options,
+    status: clientFault ? status : ERROR_CODES.server_error.status,
+  });
 }
 
 /** `limit` and `cursor`, as REST's list query takes them. */

@@ -1,0 +1,384 @@
+/**
+ * The companions' contract (docs/deploy.md, "The companions' contract"). `wrangler versions` rolls
+ * the API Worker, keyway-graphql and keyway-docs out one by one, so for a while the API Worker of
+ * one release calls the companions of the release before or after it, and the engine calls back
+ * into that API Worker's backend. The fixtures (test/fixtures/companions/) are this release's
+ * calls and answers as recorded; each test holds one side as the code is now against the other
+ * side as the fixtures have it: as recorded, with a field it does not know added, and without an
+ * optional field, as a release ahead or behind sends them. The "still sends" tests fail when a
+ * change drops or retypes a field the other side's previous release reads; the others fail when
+ * a side stops taking the other's shapes.
+ */
+import { env, RpcTarget } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { depsFromEnv } from "../src/deps";
+import type { GraphQLBackend } from "../src/graphql/backend";
+import type { GraphQLAnswer, GraphQLCall } from "../src/graphql-worker";
+import { GraphQLBackendTarget } from "../src/http/graphql-backend";
+import { fakeNetwork, receiver } from "./fake-network";
+import { documents } from "./fixtures/companions/backend";
+import * as description from "./fixtures/companions/description";
+import * as graphql from "./fixtures/companions/graphql";
+import { authed, callAt, createTenant, issueToken, type Tenant } from "./helpers";
+
+/** What a release ahead adds: a field the other side has never heard of. */
+const PROBE = { added_by_a_later_release: true };
+
+const kind = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+
+/**
+ * Where `live` lacks a field of `recorded` or gives it another JSON type ("$.a.b: missing").
+ * Arrays are compared by their first element; extra fields in `live` are what a release may add.
+ */
+function lacking(live: unknown, recorded: unknown, path = "$"): string[] {
+  if (kind(live) !== kind(recorded)) return [`${path}: ${kind(recorded)} recorded, ${kind(live)} now`];
+  if (Array.isArray(recorded) && Array.isArray(live)) {
+    return recorded.length > 0 && live.length > 0 ? lacking(live[0], recorded[0], `${path}[0]`) : [];
+  }
+  if (kind(recorded) !== "object") return [];
+  const now = live as Record<string, unknown>;
+  return Object.entries(recorded as Record<string, unknown>).flatMap(([key, value]) =>
+    Object.hasOwn(now, key) ? lacking(now[key], value, `${path}.${key}`) : [`${path}.${key}: missing`],
+  );
+}
+
+/** A deep copy of `value` with the field at `path` (dot-separated) set to `field`, or left out without one. */
+function altered<T>(value: T, path: string, ...field: [unknown] | []): T {
+  const copy = structuredClone(value);
+  const keys = path.split(".");
+  const last = keys.pop() ?? "";
+  let at = copy as Record<string, unknown>;
+  for (const key of keys) at = at[key] as Record<string, unknown>;
+  if (field.length === 0) Reflect.deleteProperty(at, last);
+  else at[last] = field[0];
+  return copy;
+}
+
+/** How the route hands the backend to GraphQLEngine.run (an RPC stub on the engine's side). */
+type EngineBackend = Parameters<typeof env.GRAPHQL.run>[1];
+
+/**
+ * A backend of another release: each method it has answers the Outcome given for it, and every
+ * call is written down. A method it lacks is one that release did not have yet.
+ */
+function backendOf(answers: Record<string, unknown>, calls: { method: string; args: unknown[] }[] = []): EngineBackend {
+  class OtherRelease extends RpcTarget {}
+  for (const [method, outcome] of Object.entries(answers)) {
+    Object.defineProperty(OtherRelease.prototype, method, {
+      value: (...args: unknown[]) => {
+        calls.push({ method, args });
+        return outcome;
+      },
+    });
+  }
+  return new OtherRelease() as unknown as EngineBackend;
+}
+
+async function run(call: unknown, backend: EngineBackend) {
+  const answer: GraphQLAnswer = await env.GRAPHQL.run(call as GraphQLCall, backend);
+  return { status: answer.status, body: JSON.parse(answer.json) as unknown, allow: answer.allow };
+}
+
+const recorded = { status: graphql.answer.status, body: JSON.parse(graphql.answer.json) as unknown, allow: undefined };
+const recordedBackend = () => backendOf({ listWebhookConfigurations: graphql.listOutcome });
+
+/** The recorded call with another document; the viewer and the rest as recorded. */
+const callWith = (query: string, variables: Record<string, unknown>) => ({ ...graphql.call, request: { query, variables } });
+
+describe("the GraphQL engine of this release serves the API Worker of the release before or after it", () => {
+  it("answers the recorded call with the recorded answer, making the recorded backend call", async () => {
+    const calls: { method: string; args: unknown[] }[] = [];
+    expect(await run(graphql.call, backendOf({ listWebhookConfigurations: graphql.listOutcome }, calls))).toEqual(recorded);
+    expect(calls).toEqual([{ method: "listWebhookConfigurations", args: [{ limit: 1 }] }]);
+  });
+
+  it.each(["", "request.", "viewer.", "viewer.me.", "viewer.me.token.", "viewer.rate_limit.", "viewer.rate_limit.second."])(
+    "ignores a field it does not know in the call (at %s)",
+    async (where) => {
+      expect(await run(altered(graphql.call, `${where}added_by_a_later_release`, PROBE), recordedBackend())).toEqual(recorded);
+    },
+  );
+
+  // variables and operationName are optional in GraphQLRequest (the recorded ones are the
+  // defaults); quota and credits are fields the viewer gained later, nullable in the schema.
+  it.each(["request.variables", "request.operationName", "viewer.rate_limit.quota", "viewer.rate_limit.credits"])(
+    "answers a call without the optional %s as the recorded one",
+    async (path) => {
+      expect(await run(altered(graphql.call, path), recordedBackend())).toEqual(recorded);
+    },
+  );
+
+  it("counts the recorded request for cost, also with a field it does not know", async () => {
+    expect(await env.GRAPHQL.cost(graphql.costRequest)).toBe(graphql.cost);
+    expect(await env.GRAPHQL.cost({ ...graphql.costRequest, ...PROBE })).toBe(graphql.cost);
+    // operationName is optional: the recorded request has none.
+    expect(Object.hasOwn(graphql.costRequest, "operationName")).toBe(false);
+  });
+
+  it("reads a backend's Outcome with fields it does not know", async () => {
+    const outcome = graphql.listOutcome;
+    const item = outcome.value.items[0];
+    const richer = { ...outcome, ...PROBE, value: { ...outcome.value, ...PROBE, items: [{ ...item, ...PROBE }] } };
+    expect(await run(graphql.call, backendOf({ listWebhookConfigurations: richer }))).toEqual(recorded);
+  });
+
+  const oneConfiguration = callWith("query($id: ID!) { webhookConfiguration(id: $id) { id } }", { id: "whk_1" });
+  const fieldError = async (error: unknown) => {
+    const answer = await run(oneConfiguration, backendOf({ getWebhookConfiguration: { ok: false, error } }));
+    expect(answer.status).toBe(200);
+    return (answer.body as { errors: { message: string; extensions: unknown }[] }).errors[0];
+  };
+
+  it("reads an error Outcome without the optional input, headers and status", async () => {
+    expect(await fieldError({ code: "not_found", message: "Webhook configuration was not found." })).toMatchObject({
+      message: "Webhook configuration was not found.",
+      extensions: { code: "not_found", status: 404 },
+    });
+  });
+
+  it("keeps the message and the status class of an error code it does not know (a later backend's)", async () => {
+    const message = "The configuration is frozen by a later release's rule.";
+    expect(await fieldError({ code: "frozen_configuration", message, status: 423 })).toEqual(
+      expect.objectContaining({ message, extensions: { code: "invalid_request", status: 423 } }),
+    );
+    // A backend that sends no status: the engine cannot tell, so an error on the service's side.
+    expect(await fieldError({ code: "frozen_configuration", message })).toEqual(
+      expect.objectContaining({ message, extensions: { code: "server_error", status: 500 } }),
+    );
+  });
+
+  it("fails only the fields that need a method a previous backend lacks", async () => {
+    const query = "query($id: ID!) { viewer { organizationId } webhookConfiguration(id: $id) { id } }";
+    const answer = await run(callWith(query, { id: "whk_1" }), backendOf({}));
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      data: { viewer: { organizationId: graphql.call.viewer.me.organization_id }, webhookConfiguration: null },
+      errors: [{ path: ["webhookConfiguration"], extensions: { code: "server_error", status: 500 } }],
+    });
+  });
+
+  it.each(documents.map((d) => [d.calls.map((c) => c.method).join(", "), d] as const))(
+    "still makes the recorded backend calls (%s) with every recorded argument",
+    async (_methods, doc) => {
+      const calls: { method: string; args: unknown[] }[] = [];
+      const answers = Object.fromEntries(doc.calls.map((c) => [c.method, c.outcome]));
+      const answer = await run(callWith(doc.query, doc.variables ?? {}), backendOf(answers, calls));
+      expect((answer.body as { errors?: unknown }).errors).toBeUndefined();
+      // Fields of a query run concurrently: their calls are compared by method.
+      const byMethod = <T extends { method: string }>(list: T[]) => [...list].sort((a, b) => a.method.localeCompare(b.method));
+      expect(byMethod(calls).map((c) => c.method)).toEqual(byMethod(doc.calls).map((c) => c.method));
+      for (const [i, live] of byMethod(calls).entries()) {
+        const was = byMethod(doc.calls)[i]!;
+        expect(live.args.length, live.method).toBeGreaterThanOrEqual(was.args.length);
+        expect(
+          was.args.flatMap((arg, n) => lacking(live.args[n], arg, `$[${n}]`)),
+          live.method,
+        ).toEqual([]);
+      }
+    },
+  );
+});
+
+describe("the API Worker's backend of this release answers the engine of the release before or after it", () => {
+  let t: Tenant;
+  beforeAll(async () => {
+    fakeNetwork(receiver());
+    t = await createTenant();
+  });
+
+  const backend = () =>
+    new GraphQLBackendTarget(
+      depsFromEnv(env, () => Date.now()),
+      t.orgId,
+      { type: "api_client", id: t.clientId, api_key_id: t.apiKeyId },
+      { scopes: ["webhooks:read", "webhooks:write", "events:write", "graphql:mutate"], scheme: "Bearer" },
+    );
+  type Method = (...args: unknown[]) => Promise<{ ok: boolean; value?: unknown; error?: { code: string } }>;
+  const callOn = (target: GraphQLBackendTarget, method: string, args: unknown[]) =>
+    (target[method as keyof GraphQLBackend] as unknown as Method).apply(target, args);
+
+  it("answers every recorded call, in order, with an Outcome of the recorded shape", async () => {
+    const target = backend();
+    const ids: Record<string, string> = {};
+    const resolve = (value: unknown): unknown =>
+      JSON.parse(JSON.stringify(value).replace(/"\$(config|delivery)"/g, (m) => JSON.stringify(ids[m.slice(1, -1)])));
+    const seen = new Set<string>();
+    for (const { method, args, outcome } of documents.flatMap((d) => d.calls)) {
+      const answer = await callOn(target, method, resolve(args) as unknown[]);
+      expect(lacking(answer, outcome), `${method}: ${JSON.stringify(answer.error)}`).toEqual([]);
+      seen.add(method);
+      const value = answer.value as { config?: { id: string }; items?: { id: string }[] };
+      if (method === "createWebhookConfiguration") ids.$config = value.config!.id;
+      if (method === "listDeliveries") ids.$delivery = value.items![0]!.id;
+    }
+    // The recording covers every method of GraphQLBackend.
+    const methods = Object.getOwnPropertyNames(GraphQLBackendTarget.prototype).filter((m) => m !== "constructor" && m !== "need");
+    expect([...seen].sort()).toEqual(methods.sort());
+  });
+
+  it("takes the recorded calls with an argument and a PageArgs field it does not know", async () => {
+    const target = backend();
+    const listed = await callOn(target, "listWebhookConfigurations", [{ limit: 1, ...PROBE }, PROBE]);
+    expect(listed).toMatchObject({ ok: true });
+    expect((listed.value as { items: unknown[] }).items.length).toBeLessThanOrEqual(1); // the limit was read
+    const missing = await callOn(target, "getWebhookConfiguration", ["whk_unknown", PROBE]);
+    expect(missing).toMatchObject({ ok: false, error: { code: "not_found" } });
+  });
+
+  it("takes the recorded calls without their optional arguments", async () => {
+    const target = backend();
+    expect(await callOn(target, "listWebhookConfigurations", [{}])).toMatchObject({ ok: true });
+    const published = await callOn(target, "publishEvent", [{ type: "order.created", data: { n: 1 } }, undefined]);
+    expect(published).toMatchObject({ ok: true, value: { replayed: false } });
+  });
+
+  it("refuses an input field it does not know as REST does: inputs are the client's, checked once, here", async () => {
+    const create = documents.flatMap((d) => d.calls).find((c) => c.method === "createWebhookConfiguration")!;
+    const input = { ...(create.args[0] as Record<string, unknown>), ...PROBE };
+    expect(await callOn(backend(), "createWebhookConfiguration", [input])).toMatchObject({ ok: false, error: { code: "invalid_request" } });
+  });
+});
+
+describe("the API Worker of this release takes the answers of the GraphQL engine of the release before or after it", () => {
+  let t: Tenant;
+  let token: string;
+  beforeAll(async () => {
+    t = await createTenant();
+    token = await issueToken(t);
+  });
+
+  const engineAnswering = (answer: unknown, cost = 1) => {
+    const asked: { run: unknown[]; cost: unknown[] } = { run: [], cost: [] };
+    const engine = {
+      run: async (call: unknown) => {
+        asked.run.push(call);
+        return answer;
+      },
+      cost: async (request: unknown) => {
+        asked.cost.push(request);
+        return cost;
+      },
+    };
+    return { asked, bindings: { ...env, GRAPHQL: engine } as unknown as Env };
+  };
+  const post = (query: string, bindings: Env, variables?: unknown) =>
+    callAt(
+      Date.now(),
+      "/v1/graphql",
+      authed(t, token, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ query, variables }) }),
+      bindings,
+    );
+
+  it.each([
+    ["as recorded", graphql.answer],
+    ["with a field it does not know", { ...graphql.answer, ...PROBE }],
+  ])("answers with the engine's answer %s, and no Allow without `allow`", async (_name, answer) => {
+    const res = await post("{ viewer { organizationId } }", engineAnswering(answer).bindings);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    expect(res.headers.get("allow")).toBeNull();
+    expect(await res.text()).toBe(graphql.answer.json);
+  });
+
+  it("sets Allow from an answer's `allow` and leaves it out without one", async () => {
+    const query = `{ viewer { organizationId } }`;
+    const withAllow = await callAt(
+      Date.now(),
+      `/v1/graphql?query=${encodeURIComponent(query)}`,
+      authed(t, token),
+      engineAnswering(graphql.mutationOnGetAnswer).bindings,
+    );
+    expect(withAllow.status).toBe(405);
+    expect(withAllow.headers.get("allow")).toBe("POST");
+    const { allow: _, ...withoutAllow } = graphql.mutationOnGetAnswer;
+    const without = await callAt(
+      Date.now(),
+      `/v1/graphql?query=${encodeURIComponent(query)}`,
+      authed(t, token),
+      engineAnswering(withoutAllow).bindings,
+    );
+    expect(without.status).toBe(405);
+    expect(without.headers.get("allow")).toBeNull();
+    expect(await without.text()).toBe(withoutAllow.json);
+  });
+
+  it("still sends GraphQLEngine.run every field of the recorded call, and cost every field of the recorded request", async () => {
+    const { asked, bindings } = engineAnswering(graphql.answer, graphql.cost);
+    const { query, variables, operationName } = graphql.call.request;
+    const res = await callAt(
+      Date.now(),
+      "/v1/graphql",
+      authed(t, token, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ query, variables, operationName }),
+      }),
+      bindings,
+    );
+    expect(res.status).toBe(200);
+    expect(asked.run).toHaveLength(1);
+    expect(lacking(asked.run[0], graphql.call)).toEqual([]);
+    await post(graphql.costRequest.query, bindings, graphql.costRequest.variables);
+    expect(asked.cost).toHaveLength(1);
+    expect(lacking(asked.cost[0], graphql.costRequest)).toEqual([]);
+  });
+
+  it("still gets from the engine every field of the recorded answer", async () => {
+    const live = await env.GRAPHQL.run(graphql.call as GraphQLCall, recordedBackend());
+    expect(lacking(live, graphql.answer)).toEqual([]);
+    expect(lacking(JSON.parse(live.json), JSON.parse(graphql.answer.json))).toEqual([]);
+  });
+});
+
+// The API Worker keeps the OpenAPI document for its isolate's life (http/routes/index.ts), and
+// this file has an isolate of its own: the first test here is the only one that fetches it.
+describe("the API Worker and the description Worker, each of this release, take the other's previous shapes", () => {
+  const docsAnswering = (doc: unknown, page: string) => {
+    const asked: { method: string; args: unknown[] }[] = [];
+    const docs = {
+      openApiDocument: async (...args: unknown[]) => {
+        asked.push({ method: "openApiDocument", args });
+        return doc;
+      },
+      docsPage: async (...args: unknown[]) => {
+        asked.push({ method: "docsPage", args });
+        return page;
+      },
+    };
+    return { asked, bindings: { ...env, DOCS: docs } as unknown as Env };
+  };
+
+  it("serves a previous document with a field it does not know and without the optional ones, adding its own servers, and asks for it as recorded", async () => {
+    let doc: Record<string, unknown> = { ...description.document, ...PROBE };
+    for (const optional of ["tags", "webhooks", "components"]) doc = altered(doc, optional);
+    const { asked, bindings } = docsAnswering(doc, description.page);
+    const res = await callAt(Date.now(), "/v1/openapi.json", {}, bindings);
+    expect(res.status).toBe(200);
+    const served = (await res.json()) as Record<string, unknown>;
+    expect(served).toEqual({ ...doc, servers: [expect.objectContaining({ url: expect.any(String) })] });
+    expect(asked).toHaveLength(1);
+    expect(lacking(asked[0], description.calls[0])).toEqual([]);
+  });
+
+  it("serves a previous page as it came, asking for it with the nonce as recorded", async () => {
+    const { asked, bindings } = docsAnswering(description.document, description.page);
+    const res = await callAt(Date.now(), "/docs", {}, bindings);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(description.page);
+    expect(asked).toHaveLength(1);
+    expect(lacking(asked[0], description.calls[1])).toEqual([]);
+    expect((asked[0]!.args[0] as string).length).toBeGreaterThan(0);
+  });
+
+  it("the description Worker answers the recorded calls in the recorded shapes, also with an argument it does not know", async () => {
+    type Loose = { openApiDocument(...args: unknown[]): Promise<unknown>; docsPage(...args: unknown[]): Promise<string> };
+    const docs = env.DOCS as unknown as Loose;
+    const nonce = description.calls[1].args[0];
+    for (const extra of [[], [PROBE]]) {
+      expect(lacking(await docs.openApiDocument(...extra), description.document)).toEqual([]);
+      const page = await docs.docsPage(nonce, ...extra);
+      expect(page).toContain(`<script nonce="${nonce}">`);
+      expect(page).toContain(`<style nonce="${nonce}">`);
+    }
+  });
+});
