@@ -28,6 +28,8 @@ interface Org {
 
 let a: Org;
 let b: Org;
+/** An organization deleted in beforeAll, with every kind of resource it had. */
+let gone: Org;
 
 async function org(): Promise<Org> {
   const tenant = await createTenant();
@@ -62,6 +64,12 @@ beforeAll(async () => {
   fakeNetwork(receiver());
   a = await org();
   b = await org();
+  gone = await org();
+  const deleted = await call(`/admin/v1/organizations/${gone.ids.org}`, {
+    method: "DELETE",
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  expect(deleted.status).toBe(200);
 });
 
 /** Which entry of `ids` a path parameter takes: `{id}` is a delivery under /v1/deliveries, else a configuration. */
@@ -292,5 +300,33 @@ describe("the authorization matrix", () => {
     expect(adminToken.status).toBe("active");
     const user = await admin<{ id: string }>("GET", `/organizations/${a.ids.org}/users/${a.ids.user}`);
     expect(user.id).toBe(a.ids.user);
+  });
+});
+
+// Issue 29: once an organization is deleted, no route of it may create, change or list anything.
+// Every operator route under its path answers 404 (a second DELETE too), and every /v1 route
+// refuses its API key (401), whatever the method, with the route's own example body.
+describe("a deleted organization", () => {
+  const operatorRoutes = ROUTES.filter((r) => r.auth === "admin" && r.path.includes("{org}"));
+  it.each(operatorRoutes.map((r) => [name(r), r] as const))("%s answers 404 for it", async (_name, route) => {
+    const res = await request(route, pathOf(route, gone), { Authorization: `Bearer ${ADMIN_TOKEN}` });
+    expect(res.status).toBe(404);
+    expect(await errorCode(res)).toBe("not_found");
+  });
+
+  it.each([...withAuth("apiKey"), ...withAuth("client")])("%s refuses its API key (401)", async (_name, route) => {
+    const res = await request(route, pathOf(route, gone), {
+      "x-api-key": gone.tenant.apiKey,
+      Authorization: `Bearer ${gone.token}`,
+    });
+    expect(res.status).toBe(401);
+    expect(await errorCode(res)).toBe("invalid_api_key");
+  });
+
+  it("is not listed, and nothing was created under it by the calls above", async () => {
+    const listed = await admin<{ id: string }[]>("GET", "/organizations?limit=100");
+    expect(listed.map((o) => o.id)).not.toContain(gone.ids.org);
+    const res = await call(`/admin/v1/organizations/${gone.ids.org}/api-keys`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(res.status).toBe(404);
   });
 });

@@ -13,7 +13,19 @@ import { sha256Hex } from "../src/lib/crypto";
 import { ERASE_AFTER_DAYS } from "../src/objects/org/schema";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, json, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant, tokenRequest, withObjectEnv } from "./helpers";
+import {
+  ADMIN_TOKEN,
+  admin,
+  adminCall,
+  authed,
+  body,
+  call,
+  createTenant,
+  issueToken,
+  type Tenant,
+  tokenRequest,
+  withObjectEnv,
+} from "./helpers";
 import { Browser } from "./manager-helpers";
 import {
   api,
@@ -346,3 +358,56 @@ const lastAttempt = (configId: string, delivery: string) =>
       )
       .one(),
   );
+
+describe("the manager on a deleted organization (issue 29)", () => {
+  it("answers 404 to the operator for every page and form of it", async () => {
+    fakeNetwork(receiver());
+    const { t, config, delivery, minted } = await deletedOrganization();
+    const operator = await Browser.signedIn(ADMIN_TOKEN);
+    const csrf = await operator.csrfOf("/manager/organizations");
+    expect(csrf).not.toBe("");
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}`)).status).toBe(200);
+    const ids: Record<string, string> = {
+      org: t.orgId,
+      user: t.userId,
+      key: t.apiKeyId,
+      client: t.clientId,
+      token: minted.id,
+      id: config.id,
+      delivery,
+    };
+    const path = (template: string) => `/manager/organizations${template.replace(/:(\w+)/g, (_, p: string) => ids[p] ?? p)}`;
+    const pages = [
+      "/:org",
+      "/:org/users",
+      "/:org/api-keys",
+      "/:org/api-keys/:key",
+      "/:org/audit-log",
+      "/:org/webhooks",
+      "/:org/webhooks/:id",
+      "/:org/webhooks/:id/deliveries/:delivery",
+      "/:org/users/:user/client-credentials",
+      "/:org/users/:user/client-credentials/:client/edit",
+    ];
+    for (const page of pages) expect((await operator.get(path(page))).status, page).toBe(404);
+    const forms: [string, Record<string, string>][] = [
+      ["/:org/users", { name: "Late" }],
+      ["/:org/api-keys", { name: "late" }],
+      ["/:org/admin-tokens", { name: "late" }],
+      ["/:org/users/:user/client-credentials", { name: "late" }],
+      ["/:org/api-keys/:key/limits", { per_second: "5" }],
+      ["/:org/quota", { per_day: "5" }],
+      ["/:org/webhooks/:id/test", {}],
+      ["/:org/webhooks/:id/enable", {}],
+      ["/:org/webhooks/:id/rotate-signing-secret", {}],
+    ];
+    for (const [form, fields] of forms) expect((await operator.post(path(form), { csrf, ...fields })).status, form).toBe(404);
+    // Nothing was created by any of them.
+    const counts = await runInDurableObject(orgStub(t), (_i, state) => ({
+      users: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM users").one().n,
+      keys: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM api_keys").one().n,
+      credentials: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM client_credentials").one().n,
+    }));
+    expect(counts).toEqual({ users: 1, keys: 1, credentials: 1 });
+  });
+});

@@ -294,7 +294,7 @@ export class OrganizationObject extends DurableObject<Env> {
     credential: Omit<ClientCredentialRecord, "organization_id" | "last_used_at" | "revoked_at" | "version">,
     actor: Actor,
   ): Promise<Result<ClientCredentialRecord>> {
-    if (userRow(this.sql, credential.user_id) === undefined) return missing("User");
+    if (!this.exists() || userRow(this.sql, credential.user_id) === undefined) return missing("User");
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
         `INSERT INTO client_credentials (client_id, user_id, name, secret_hash, auth_method, jwks, scopes, dpop_bound, created_at)
@@ -324,7 +324,7 @@ export class OrganizationObject extends DurableObject<Env> {
   }
 
   listCredentials(userId: string, page: PageRequest): Result<Page<ClientCredentialRecord>> {
-    if (userRow(this.sql, userId) === undefined) return missing("User");
+    if (!this.exists() || userRow(this.sql, userId) === undefined) return missing("User");
     return pageOf(
       (after, limit) =>
         this.sql
@@ -702,8 +702,9 @@ export class OrganizationObject extends DurableObject<Env> {
     if (this.hasRow()) appendAudit(this.ctx.storage, entries);
   }
 
+  /** A deleted organization's log is kept for its retention (support reads it in storage) but listed to no one. */
   auditLog(page: PageRequest): Result<Page<AuditEntryView>> {
-    return this.hasRow() ? auditPage(this.sql, page) : missing("Organization");
+    return this.exists() ? auditPage(this.sql, page) : missing("Organization");
   }
 
   // -------------------------------------------------------------------------------------------
