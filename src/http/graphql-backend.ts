@@ -37,8 +37,12 @@ async function outcomeOf<T>(what: string, run: () => Promise<T> | T): Promise<Ou
   } catch (err) {
     if (err instanceof ApiError) {
       if (err.detail !== undefined) log.error("graphql field failed", { code: err.code, field: what, detail: err.detail });
-      const { code, developerMessage: message, input, headers } = err;
-      return { ok: false, error: { code, message, ...(input ? { input } : {}), ...(Object.keys(headers).length ? { headers } : {}) } };
+      const { code, developerMessage: message, input, headers, status } = err;
+      // `status` lets an engine of the previous release keep the class of a code it does not know (docs/deploy.md, the companions' contract).
+      return {
+        ok: false,
+        error: { code, message, status, ...(input ? { input } : {}), ...(Object.keys(headers).length ? { headers } : {}) },
+      };
     }
     log.error("graphql resolver failed", { field: what, detail: describeError(err) });
     return { ok: false, error: { code: "server_error", message: "An internal error occurred. It has been logged." } };
