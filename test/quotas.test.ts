@@ -16,6 +16,7 @@ import { provideDeps } from "../src/http/middleware/deps";
 import { envelopeRoute } from "../src/http/route";
 import { mountRoutes } from "../src/http/router";
 import { ROUTES } from "../src/http/routes";
+import { sha256Hex } from "../src/lib/crypto";
 import type { QuotaObject } from "../src/objects/quota";
 import { MAX_KEY_PER_SECOND } from "../src/schemas/records";
 import {
@@ -31,6 +32,7 @@ import {
   issueToken,
   type Tenant,
   tokenRequest,
+  withObjectEnv,
 } from "./helpers";
 
 describe("the ceiling of one API key's object", () => {
@@ -302,5 +304,121 @@ describe("the hot path with quotas and credits", () => {
       { window: "month", limit: 5000, used: 1 },
     ]);
     expect(json.data.viewer.rateLimit.credits).toEqual({ remaining: 9, refill: { amount: 10, interval: "month" } });
+  });
+});
+
+/** A gate a test opens: `wait()` resolves once `open()` is called. */
+function gate() {
+  let open: () => void = () => {};
+  const opened = new Promise<void>((done) => {
+    open = done;
+  });
+  return { open, wait: () => opened };
+}
+
+/**
+ * Fault injection in the key's object: its calls to the organization's QuotaObject go through a
+ * stub whose `take` first runs `before`, then reaches the real object, then runs `after` before
+ * its answer returns (`release` and `usage` pass straight through).
+ */
+async function wrapTake(t: Tenant, wrap: { before?: () => Promise<void>; after?: () => Promise<void> }) {
+  const key = env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
+  await withObjectEnv(key, (real) => ({
+    QUOTAS: {
+      ...real.QUOTAS,
+      idFromName: real.QUOTAS.idFromName.bind(real.QUOTAS),
+      get: (id: DurableObjectId) => {
+        const stub = real.QUOTAS.get(id);
+        return {
+          take: async (...args: Parameters<QuotaObject["take"]>) => {
+            await wrap.before?.();
+            const answer = await stub.take(...args);
+            await wrap.after?.();
+            return answer;
+          },
+          release: (id: string) => stub.release(id),
+          usage: (...args: Parameters<QuotaObject["usage"]>) => stub.usage(...args),
+        };
+      },
+    } as unknown as Env["QUOTAS"],
+  }));
+  return env.QUOTAS.get(env.QUOTAS.idFromName(t.orgId));
+}
+
+const quotaDayUsed = async (quota: DurableObjectStub<QuotaObject>) =>
+  (await quota.usage({ per_day: 1000 }, Date.now())).windows.find((w) => w.name === "org_day")?.used;
+
+describe("credits and quotas exact at their edges (issue 29)", () => {
+  it("a request the quota refuses gives nothing back to a balance reset while the quota was asked", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    await admin("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, { credits: { remaining: 10 } });
+    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1 } });
+    expect((await call("/v1/me", authed(t, bearer))).status).toBe(200); // the quota's one request
+    const asked = gate();
+    const answer = gate();
+    await wrapTake(t, {
+      before: async () => {
+        asked.open();
+        await answer.wait();
+      },
+    });
+    const pending = call("/v1/me", authed(t, bearer));
+    await asked.wait();
+    // While the quota is asked, an operator resets the credits to 5.
+    await admin("POST", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}/credits`, { set: 5 });
+    answer.open();
+    expect((await pending).status).toBe(429);
+    const key = await admin<{ usage: { credits: { remaining: number } } }>("GET", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
+    expect(key.usage.credits.remaining).toBe(5); // not 6: the refused request's credit was spent from the balance the reset replaced
+  });
+
+  it("a request the quota refuses gives its cost back to the same balance, topped up meanwhile", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    await admin("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, { credits: { remaining: 10 } });
+    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1 } });
+    expect((await call("/v1/me", authed(t, bearer))).status).toBe(200); // 9 left
+    const asked = gate();
+    const answer = gate();
+    await wrapTake(t, {
+      before: async () => {
+        asked.open();
+        await answer.wait();
+      },
+    });
+    const pending = call("/v1/me", authed(t, bearer)); // spends one: 8
+    await asked.wait();
+    await admin("POST", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}/credits`, { add: 2 }); // 10
+    answer.open();
+    expect((await pending).status).toBe(429);
+    const key = await admin<{ usage: { credits: { remaining: number } } }>("GET", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
+    expect(key.usage.credits.remaining).toBe(11); // 9 + 2: the refused request's credit came back
+  });
+
+  it("a take that lands after the key gave up (503) is not counted by the quota", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1000 } });
+    expect((await call("/v1/me", authed(t, bearer))).status).toBe(200);
+    const quota = await wrapTake(t, { before: () => new Promise((done) => setTimeout(done, 2_500)) });
+    const res = await call("/v1/me", authed(t, bearer));
+    expect(res.status).toBe(503);
+    await new Promise((done) => setTimeout(done, 1_000)); // the late take arrives, after its release
+    expect(await quotaDayUsed(quota)).toBe(1);
+  });
+
+  it("a take counted but answered after the key gave up (503) is taken back", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1000 } });
+    expect((await call("/v1/me", authed(t, bearer))).status).toBe(200);
+    const quota = await wrapTake(t, { after: () => new Promise((done) => setTimeout(done, 2_500)) });
+    const res = await call("/v1/me", authed(t, bearer));
+    expect(res.status).toBe(503);
+    await new Promise((done) => setTimeout(done, 1_000));
+    expect(await quotaDayUsed(quota)).toBe(1);
+    const key = await admin<{ usage: { day: { used: number } } }>("GET", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
+    expect(key.usage.day.used).toBe(2); // the token and the first /v1/me
   });
 });

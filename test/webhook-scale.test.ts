@@ -110,6 +110,7 @@ describe("an attempt's outcome is never lost between the receiver's answer and t
           begin: (...a: Parameters<typeof real.begin>) => real.begin(...a),
           storeToken: (...a: Parameters<typeof real.storeToken>) => real.storeToken(...a),
           tokenRejected: (...a: Parameters<typeof real.tokenRejected>) => real.tokenRejected(...a),
+          proceed: (...a: Parameters<typeof real.proceed>) => real.proceed(...a),
           finish: (...a: Parameters<typeof real.finish>) => {
             if (failed < failures) {
               failed++;

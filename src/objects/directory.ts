@@ -12,7 +12,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { isoTime } from "../lib/time";
 import type { OrganizationRecord } from "../schemas/records";
-import { type Migration, migrate, type Page, type PageRequest, pageOfTable, type Result } from "./sql";
+import { type Migration, migrate, type Page, type PageRequest, pageOfTable, pruneExpired, type Result } from "./sql";
 
 const MIGRATIONS: Migration[] = [
   {
@@ -23,7 +23,18 @@ const MIGRATIONS: Migration[] = [
         created_at TEXT NOT NULL, expires_at TEXT NOT NULL)`,
     ],
   },
+  {
+    // Issue 29: expired operator sessions are deleted through an index, a few at each sign-in.
+    version: 2,
+    statements: ["CREATE INDEX operator_sessions_by_expiry ON operator_sessions (expires_at)"],
+  },
 ];
+
+/**
+ * Expired sessions each sign-in deletes: more than one, so that they never accumulate; the table
+ * holds the sessions opened within their lifetime (8 hours, auth/sessions.ts SESSION_TTL_SECONDS) and a few expired ones.
+ */
+const SIGN_IN_PRUNE = 16;
 
 export interface OperatorSession {
   id_hash: string;
@@ -62,7 +73,7 @@ export class DirectoryObject extends DurableObject<Env> {
 
   startSession(session: OperatorSession): void {
     const sql = this.ctx.storage.sql;
-    sql.exec("DELETE FROM operator_sessions WHERE expires_at < ?", session.created_at);
+    pruneExpired(sql, "operator_sessions", "id_hash", "expires_at", session.created_at, SIGN_IN_PRUNE);
     sql.exec(
       "INSERT INTO operator_sessions (id_hash, csrf, admin_fingerprint, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
       session.id_hash,

@@ -40,7 +40,7 @@ import {
   type OrgQuota,
   QUOTA_CEILING_PER_SECOND,
 } from "../schemas/records";
-import { type Migration, migrate } from "./sql";
+import { type Migration, migrate, pruneExpired } from "./sql";
 
 /**
  * One revision of the organization since the key's: a credential revoked (no kind), a credential
@@ -167,6 +167,15 @@ const MIGRATIONS: Migration[] = [
         added INTEGER NOT NULL, refill TEXT, next_refill_ms INTEGER)`,
     ],
   },
+  {
+    // Issue 29: what expires is pruned by time, by the alarm, through these indexes (one more
+    // B-tree entry per DPoP proof, the price of a table that returns to its steady-state size).
+    version: 5,
+    statements: [
+      "CREATE INDEX proof_jtis_by_expiry ON proof_jtis (expires_ms)",
+      "CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_ms)",
+    ],
+  },
 ];
 
 /** How long the hourly traffic counts are kept: the 30 days the charts show, and one to spare. */
@@ -179,10 +188,18 @@ export interface TrafficRow extends Record<string, SqlStorageValue> {
 }
 
 /**
- * Seen DPoP proofs are pruned once every this many (a scan of at most what two minutes of
- * proofs left), and revoked tokens past their expiry with them.
+ * Expired rows (seen DPoP proofs, revoked tokens, flushed uses) are deleted by the alarm at most
+ * this often, PRUNE_BATCH per table and run (the alarm runs again at once while more are due): a
+ * proof's table so holds at most the proofs of its acceptance window plus this interval.
  */
-const PRUNE_EVERY = 10_000;
+export const PRUNE_INTERVAL_MS = 60_000;
+export const PRUNE_BATCH = 5_000;
+/**
+ * Revocation facts read from SQL are remembered in memory up to this many entries (then forgotten
+ * all at once and read again): the hot path reads SQL only for a credential or token this object
+ * has not met since it started, and a restart loads nothing proportional to history.
+ */
+const FACTS_CACHED = 10_000;
 
 /** The key's credits as its object holds them: the live balance, and the epoch and top-ups applied. */
 type KeyCreditsState = CreditsState & { epoch: number; added: number };
@@ -201,15 +218,14 @@ export class KeyObject extends DurableObject<Env> {
   private key: KeyRow | null = null;
   private windows: WindowState = EMPTY_STATE;
   /**
-   * The revoked client credentials, mirrored in memory so the hot path reads no SQL: the set only
-   * ever grows, and it is loaded from the table whenever the object starts.
+   * What the revocation tables say of a credential or token, remembered after the first read
+   * (FACTS_CACHED): `r:<client_id>` 1 when revoked, `c:<client_id>` the version below which its KV
+   * copy is stale, `t:<token_id>` until when it is revoked (0: it is not). `sync` writes what it
+   * commits; nothing is loaded when the object starts.
    */
-  private readonly revoked = new Set<string>();
-  /** Credentials whose facts changed, by version (a KV copy below it is stale). */
-  private readonly changed = new Map<string, number>();
-  /** Access tokens revoked one by one, until they expire (ms). */
-  private readonly revokedTokens = new Map<string, number>();
-  private proofsSincePrune = 0;
+  private readonly facts = new Map<string, number>();
+  /** When the alarm last pruned expired rows (memory: a restarted object prunes at its first alarm). */
+  private prunedAt = 0;
   /** The hour of the last traffic count (memory only: a restarted object prunes on its first request). */
   private trafficHour = 0;
   /** The organization's shared quota as of the key's revision; null: none, and no quota call. */
@@ -235,14 +251,8 @@ export class KeyObject extends DurableObject<Env> {
     this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").toArray()[0] ?? null;
     const w = sql.exec<{ second: number; second_count: number; day: number; day_count: number }>("SELECT * FROM windows").toArray()[0];
     if (w) this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
+    // Uses are pruned once flushed and a minute old (`prune`): this is the last minute's subjects.
     for (const u of sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses")) this.noted.set(u.subject, u.at);
-    for (const r of sql.exec<{ client_id: string }>("SELECT client_id FROM revoked_clients")) this.revoked.add(r.client_id);
-    for (const r of sql.exec<{ client_id: string; version: number }>("SELECT client_id, version FROM changed_clients")) {
-      this.changed.set(r.client_id, r.version);
-    }
-    for (const r of sql.exec<{ token_id: string; expires_ms: number }>("SELECT token_id, expires_ms FROM revoked_tokens")) {
-      this.revokedTokens.set(r.token_id, r.expires_ms);
-    }
     this.loadQuotaAndCredits();
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
@@ -262,12 +272,12 @@ export class KeyObject extends DurableObject<Env> {
     }
     const key = this.key;
     if (key.status !== "active") return { status: "revoked", keyId: key.id, organizationId: key.organization_id };
-    const clientRevoked = input.clientId !== undefined && this.revoked.has(input.clientId);
+    const clientRevoked = input.clientId !== undefined && this.clientRevoked(input.clientId);
     const clientStale =
-      input.clientId !== undefined && input.clientVersion !== undefined && (this.changed.get(input.clientId) ?? 0) > input.clientVersion;
-    const revokedToken = (id: string | undefined) => id !== undefined && (this.revokedTokens.get(id) ?? 0) > input.now;
+      input.clientId !== undefined && input.clientVersion !== undefined && this.changedVersion(input.clientId) > input.clientVersion;
+    const revokedToken = (id: string | undefined) => id !== undefined && this.tokenRevokedUntil(id) > input.now;
     // A proof is used once, admitted or not: the first use records it, every later one is a replay.
-    const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof, input.now);
+    const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof);
     const decision = await this.decide(input.now, input.cost ?? 1, input.defaults);
     if (decision === "unconfirmed") return { status: "unconfirmed" };
     this.countTraffic(input.now, decision.allowed);
@@ -284,7 +294,7 @@ export class KeyObject extends DurableObject<Env> {
       clientStale,
       tokenRevoked: revokedToken(input.tokenId),
       inspectedTokenRevoked:
-        input.inspect !== undefined && (revokedToken(input.inspect.tokenId) || this.revoked.has(input.inspect.clientId)),
+        input.inspect !== undefined && (revokedToken(input.inspect.tokenId) || this.clientRevoked(input.inspect.clientId)),
       proofReplayed,
     };
   }
@@ -320,16 +330,22 @@ export class KeyObject extends DurableObject<Env> {
     if (credits !== null) this.writeCredits(credits);
     const quota = this.quotaLimits();
     if (quota === null) return this.withExtras(decision, credits, now);
+    // The balance this request spent from: the same epoch (no reset since) and refill period.
+    const spentFrom = credits === null ? null : { epoch: credits.epoch, nextRefillMs: credits.nextRefillMs };
+    const quotaObject = this.quotaObject();
+    const takeId = crypto.randomUUID();
     let answer: QuotaDecision;
     try {
-      answer = await withTimeout(this.quotaObject().take(quota, now, cost), CONFIRM_TIMEOUT_MS, "the organization's quota");
+      answer = await withTimeout(quotaObject.take(quota, now, cost, takeId), CONFIRM_TIMEOUT_MS, "the organization's quota");
     } catch (err) {
       log.warn("organization quota unreachable; refusing", { key: this.key?.id, detail: describeError(err) });
-      this.giveBack(state, cost, before !== null);
+      this.giveBack(state, cost, spentFrom);
+      // Answered 503: the quota must not keep it, whether its take has landed, lands later or never.
+      quotaObject.release(takeId).catch((e: unknown) => log.warn("quota release failed", { key: this.key?.id, detail: describeError(e) }));
       return "unconfirmed";
     }
     if (!answer.allowed) {
-      this.giveBack(state, cost, before !== null);
+      this.giveBack(state, cost, spentFrom);
       return { ...this.withExtras(refusedBy(answer.exceeded), this.credits, now), quota: answer.windows };
     }
     return { ...this.withExtras(decision, credits, now), quota: answer.windows };
@@ -369,17 +385,23 @@ export class KeyObject extends DurableObject<Env> {
   }
 
   /**
-   * Takes back a request the quota refused: its cost leaves the windows it was counted in (if they
-   * are still the current ones) and returns to the credits it was spent from.
+   * Takes back a request the quota refused or did not answer: its cost leaves the windows it was
+   * counted in (if they are still the current ones) and returns to the balance it was spent from,
+   * if that is still the balance: a reset (a new epoch) or a refill (a new period) while the quota
+   * was asked replaced it, and the replacement gets nothing back (issue 29: else the key could
+   * spend one cost more than it was given). A top-up meanwhile only added to the same balance.
    */
-  private giveBack(counted: WindowState, cost: number, spentCredits: boolean): void {
+  private giveBack(counted: WindowState, cost: number, spentFrom: { epoch: number; nextRefillMs: number | null } | null): void {
     const w = this.windows;
     this.writeWindows({
       ...w,
       secondCount: w.second === counted.second ? Math.max(0, w.secondCount - cost) : w.secondCount,
       dayCount: w.day === counted.day ? Math.max(0, w.dayCount - cost) : w.dayCount,
     });
-    if (spentCredits && this.credits !== null) this.writeCredits({ ...this.credits, remaining: this.credits.remaining + cost });
+    const c = this.credits;
+    if (spentFrom !== null && c !== null && c.epoch === spentFrom.epoch && c.nextRefillMs === spentFrom.nextRefillMs) {
+      this.writeCredits({ ...c, remaining: c.remaining + cost });
+    }
   }
 
   /**
@@ -452,18 +474,87 @@ export class KeyObject extends DurableObject<Env> {
 
   /**
    * Records a DPoP proof's jti; false if it was recorded before (a replay). One statement: the
-   * primary key decides. Seen proofs are kept until they could no longer be accepted anyway.
+   * primary key decides. Seen proofs are kept until they could no longer be accepted anyway, then
+   * pruned by the alarm (`prune`), which this makes sure is set.
    */
-  private recordProof(proof: { jti: string; expiresMs: number }, now: number): boolean {
-    const sql = this.ctx.storage.sql;
-    const written = sql.exec("INSERT OR IGNORE INTO proof_jtis (jti, expires_ms) VALUES (?, ?)", proof.jti, proof.expiresMs).rowsWritten;
-    if (++this.proofsSincePrune >= PRUNE_EVERY) {
-      this.proofsSincePrune = 0;
-      sql.exec("DELETE FROM proof_jtis WHERE expires_ms < ?", now);
-      sql.exec("DELETE FROM revoked_tokens WHERE expires_ms < ?", now);
-      for (const [id, expires] of this.revokedTokens) if (expires < now) this.revokedTokens.delete(id);
-    }
+  private recordProof(proof: { jti: string; expiresMs: number }): boolean {
+    const written = this.ctx.storage.sql.exec(
+      "INSERT OR IGNORE INTO proof_jtis (jti, expires_ms) VALUES (?, ?)",
+      proof.jti,
+      proof.expiresMs,
+    ).rowsWritten;
+    this.schedule(Math.max(proof.expiresMs, this.prunedAt + PRUNE_INTERVAL_MS));
     return written > 0;
+  }
+
+  /** Whether the credential is revoked (the organization's revocations only ever add to this). */
+  private clientRevoked(clientId: string): boolean {
+    return (
+      this.fact(
+        `r:${clientId}`,
+        () => this.ctx.storage.sql.exec("SELECT 1 FROM revoked_clients WHERE client_id = ?", clientId).toArray().length,
+      ) > 0
+    );
+  }
+
+  /** The credential's version below which a KV copy of it is stale; 0 when it never changed. */
+  private changedVersion(clientId: string): number {
+    return this.fact(
+      `c:${clientId}`,
+      () =>
+        this.ctx.storage.sql.exec<{ version: number }>("SELECT version FROM changed_clients WHERE client_id = ?", clientId).toArray()[0]
+          ?.version ?? 0,
+    );
+  }
+
+  /** Until when the access token is revoked (RFC 7009); 0 when it is not. */
+  private tokenRevokedUntil(tokenId: string): number {
+    return this.fact(
+      `t:${tokenId}`,
+      () =>
+        this.ctx.storage.sql.exec<{ expires_ms: number }>("SELECT expires_ms FROM revoked_tokens WHERE token_id = ?", tokenId).toArray()[0]
+          ?.expires_ms ?? 0,
+    );
+  }
+
+  /** A revocation fact from memory, or read once and remembered (all forgotten past FACTS_CACHED). */
+  private fact(name: string, read: () => number): number {
+    const known = this.facts.get(name);
+    if (known !== undefined) return known;
+    if (this.facts.size >= FACTS_CACHED) this.facts.clear();
+    const value = read();
+    this.facts.set(name, value);
+    return value;
+  }
+
+  /**
+   * Deletes what has expired, PRUNE_BATCH rows per table through their expiry indexes: DPoP proofs
+   * past their acceptance window, tokens revoked one by one past their own expiry, and uses already
+   * flushed to the organization and older than USE_RESOLUTION_MS. True when more are due at once.
+   */
+  prune(now: number): boolean {
+    const sql = this.ctx.storage.sql;
+    let more = false;
+    this.ctx.storage.transactionSync(() => {
+      const proofs = pruneExpired(sql, "proof_jtis", "jti", "expires_ms", now, PRUNE_BATCH);
+      const tokens = pruneExpired(sql, "revoked_tokens", "token_id", "expires_ms", now, PRUNE_BATCH);
+      sql.exec("DELETE FROM uses WHERE flushed_at >= at AND at < ?", now - USE_RESOLUTION_MS);
+      more = proofs === PRUNE_BATCH || tokens === PRUNE_BATCH;
+    });
+    for (const [subject, at] of this.noted) if (at < now - USE_RESOLUTION_MS) this.noted.delete(subject);
+    this.prunedAt = now;
+    return more;
+  }
+
+  /** When the next expired row is due for pruning (indexed minimums), no sooner than PRUNE_INTERVAL_MS after the last run. */
+  private nextPrune(): number | null {
+    const sql = this.ctx.storage.sql;
+    const soonest = sql
+      .exec<{ t: number | null }>(
+        "SELECT min(t) AS t FROM (SELECT min(expires_ms) AS t FROM proof_jtis UNION ALL SELECT min(expires_ms) FROM revoked_tokens)",
+      )
+      .one().t;
+    return soonest === null ? null : Math.max(soonest, this.prunedAt + PRUNE_INTERVAL_MS);
   }
 
   /**
@@ -552,10 +643,12 @@ export class KeyObject extends DurableObject<Env> {
     this.loadQuotaAndCredits();
     // Only after the transaction committed: memory never holds what storage does not.
     for (const r of snapshot.revocations) {
-      if (r.kind === "changed") this.changed.set(r.client_id, Math.max(this.changed.get(r.client_id) ?? 0, r.version));
-      else if (r.kind === "token") this.revokedTokens.set(r.token_id, r.expires_ms);
-      else this.revoked.add(r.client_id);
+      if (r.kind === "changed") this.facts.set(`c:${r.client_id}`, Math.max(this.facts.get(`c:${r.client_id}`) ?? 0, r.version));
+      else if (r.kind === "token") this.facts.set(`t:${r.token_id}`, r.expires_ms);
+      else this.facts.set(`r:${r.client_id}`, 1);
     }
+    const tokenExpiries = snapshot.revocations.flatMap((r) => (r.kind === "token" ? [r.expires_ms] : []));
+    if (tokenExpiries.length > 0) this.schedule(Math.max(Math.min(...tokenExpiries), this.prunedAt + PRUNE_INTERVAL_MS));
     this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").one();
     this.confirmedAt = Date.now();
     return { version: this.key.version, revision: this.key.revision };
@@ -586,22 +679,29 @@ export class KeyObject extends DurableObject<Env> {
     this.key = null;
   }
 
-  /** Flushes noted uses to the organization (at most once a minute); retried until it lands. */
+  /**
+   * Flushes noted uses to the organization (at most once a minute; retried until it lands) and
+   * prunes what has expired, then sets itself for whichever is due next.
+   */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const key = this.key;
     if (key === null) return;
     const sql = this.ctx.storage.sql;
+    const more = this.prune(Date.now());
     const due = sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses WHERE at > flushed_at").toArray();
-    if (due.length === 0) return;
-    try {
-      const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
-      await org.recordUses(key.id, due);
-      for (const u of due) sql.exec("UPDATE uses SET flushed_at = ? WHERE subject = ?", u.at, u.subject);
-    } catch (err) {
-      log.warn("last-used flush failed; retrying", { key: key.id, detail: describeError(err) });
-      this.planFlush();
+    if (due.length > 0) {
+      try {
+        const org = this.env.ORGS.get(this.env.ORGS.idFromName(key.organization_id));
+        await org.recordUses(key.id, due);
+        for (const u of due) sql.exec("UPDATE uses SET flushed_at = ? WHERE subject = ?", u.at, u.subject);
+      } catch (err) {
+        log.warn("last-used flush failed; retrying", { key: key.id, detail: describeError(err) });
+        this.planFlush();
+      }
     }
+    const next = more ? Date.now() : this.nextPrune();
+    if (next !== null) this.schedule(next);
   }
 
   private noteUse(subject: string, now: number): void {
@@ -618,9 +718,14 @@ export class KeyObject extends DurableObject<Env> {
 
   /** Sets the flush alarm unless one is set: moving it on every use would postpone it for ever. */
   private planFlush(): void {
-    if (this.alarmAt !== null) return;
-    this.alarmAt = Date.now() + USE_RESOLUTION_MS;
-    void this.ctx.storage.setAlarm(this.alarmAt);
+    this.schedule(Date.now() + USE_RESOLUTION_MS);
+  }
+
+  /** Sets the alarm for `at` unless it is already set to go off no later. */
+  private schedule(at: number): void {
+    if (this.alarmAt !== null && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 
   /** The key's limits; a per-second limit stored before the ceiling is served at MAX_KEY_PER_SECOND. */

@@ -38,7 +38,7 @@ import type {
 } from "../schemas/records";
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import * as access from "./org/access";
-import { appendAudit, audit, auditPage, housekeep } from "./org/audit";
+import { appendAudit, audit, auditPage, housekeep, WRITE_PRUNE } from "./org/audit";
 import { Propagation } from "./org/propagation";
 import {
   type ClientFacts,
@@ -62,7 +62,7 @@ import {
   userRecord,
   userRow,
 } from "./org/schema";
-import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, type Result } from "./sql";
+import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, pruneExpired, type Result } from "./sql";
 import type { KeyedAuditEntry } from "./webhooks/audit";
 
 export {
@@ -449,6 +449,8 @@ export class OrganizationObject extends DurableObject<Env> {
     const verified = await verifyClientAssertion(assertion, keys, { clientId, audiences, nowMs: now });
     if (!verified.ok) return ok({ facts: null, reason: verified.reason });
     const jtiHash = await sha256Hex(`${clientId} ${verified.jti}`);
+    // An assertion lives minutes: each new one deletes a few expired ones (the daily housekeeping takes what a quiet spell leaves).
+    pruneExpired(this.sql, "assertion_jtis", "jti_hash", "expires_ms", now, WRITE_PRUNE);
     const first = this.sql.exec(
       "INSERT OR IGNORE INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)",
       jtiHash,
@@ -468,6 +470,7 @@ export class OrganizationObject extends DurableObject<Env> {
     const known = this.sql.exec("SELECT 1 FROM revocations WHERE kind = 'token' AND token_id = ?", tokenId).toArray().length > 0;
     if (!known) {
       this.ctx.storage.transactionSync(() => {
+        pruneExpired(this.sql, "revocations", "revision", "expires_ms", now, WRITE_PRUNE, "kind = 'token'");
         this.sql.exec("UPDATE organization SET revision = revision + 1");
         this.sql.exec(
           `INSERT INTO revocations (revision, client_id, revoked_at, kind, token_id, expires_ms)
@@ -729,8 +732,9 @@ export class OrganizationObject extends DurableObject<Env> {
         this.propagation.schedule(Date.parse(row.erase_after));
       }
     }
-    if (Date.now() >= this.housekeptAt + HOUSEKEEPING_INTERVAL_MS) this.housekeep();
-    this.propagation.schedule(this.housekeptAt + HOUSEKEEPING_INTERVAL_MS);
+    const more = Date.now() >= this.housekeptAt + HOUSEKEEPING_INTERVAL_MS && this.housekeep(Date.now());
+    // A table with more expired rows than one run deletes gets another run at once, not tomorrow.
+    this.propagation.schedule(more ? Date.now() : this.housekeptAt + HOUSEKEEPING_INTERVAL_MS);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -755,9 +759,10 @@ export class OrganizationObject extends DurableObject<Env> {
     );
   }
 
-  private housekeep(): void {
-    const now = Date.now();
-    housekeep(this.sql, now);
-    this.housekeptAt = now;
+  /** The alarm's housekeeping (org/audit.ts), at `now` (tests inject a clock); true when a table has more to prune. */
+  housekeep(now: number): boolean {
+    const more = this.ctx.storage.transactionSync(() => housekeep(this.sql, now));
+    this.housekeptAt = more ? 0 : now;
+    return more;
   }
 }

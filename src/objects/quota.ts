@@ -7,7 +7,12 @@
  *
  * Counting is exact: one call at a time, synchronous SQLite, the state written before the answer.
  * The key's object counts a request against its own limits before it asks and takes it back when
- * this object refuses or cannot be reached, so no request is ever admitted uncounted.
+ * this object refuses or cannot be reached, so no request is ever admitted uncounted. A key's
+ * object that gives up waiting (CONFIRM_TIMEOUT_MS) answers 503 and sends `release` with the
+ * take's id: a take counted here is taken back, and a take that arrives after its release is
+ * refused uncounted, so a request answered 503 does not spend the organization's quota (issue 29).
+ * What is remembered for that lives in memory for RELEASE_WINDOW_MS; a restart in between leaves
+ * the request counted (never too many admitted, one too few at worst).
  *
  * Load: every request of every key of one organization with a quota, so one object's ceiling
  * (about 1,000 calls/s, docs/storage.md) is the organization's: the API refuses an organization
@@ -16,7 +21,7 @@
  * shared quota"); not built. Rows: one.
  */
 import { DurableObject } from "cloudflare:workers";
-import { EMPTY_QUOTA, peekQuota, type QuotaDecision, type QuotaLimits, type QuotaState, takeQuota } from "../ratelimit/quota";
+import { EMPTY_QUOTA, peekQuota, type QuotaDecision, type QuotaLimits, type QuotaState, returnQuota, takeQuota } from "../ratelimit/quota";
 import { type Migration, migrate } from "./sql";
 
 const MIGRATIONS: Migration[] = [
@@ -38,8 +43,23 @@ interface WindowsRow extends Record<string, SqlStorageValue> {
   month_count: number;
 }
 
+/** How long a take can be released, and a release waits for its take: well past the key's CONFIRM_TIMEOUT_MS. */
+export const RELEASE_WINDOW_MS = 30_000;
+
+interface Taken {
+  second: number;
+  day: number;
+  month: number;
+  cost: number;
+  at: number;
+}
+
 export class QuotaObject extends DurableObject<Env> {
   private state: QuotaState = EMPTY_QUOTA;
+  /** Takes of the last RELEASE_WINDOW_MS by id, oldest first, with the windows they were counted in. */
+  private readonly taken = new Map<string, Taken>();
+  /** Releases whose take has not arrived (yet): id -> when it was released. */
+  private readonly released = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -61,23 +81,58 @@ export class QuotaObject extends DurableObject<Env> {
    * Counts a request of `cost` against the organization's `limits` (sent by the key's object, which
    * holds the organization's latest limits), or refuses it without counting.
    */
-  take(limits: QuotaLimits, now: number, cost: number): QuotaDecision {
+  take(limits: QuotaLimits, now: number, cost: number, id?: string): QuotaDecision {
+    this.forget(Date.now());
+    if (id !== undefined && this.released.delete(id)) {
+      // Its key's object already answered 503 and took it back: counted nowhere.
+      return { ...peekQuota(this.state, limits, now), allowed: false };
+    }
     const { state, decision } = takeQuota(this.state, limits, now, cost);
     if (decision.allowed) {
-      // Storage first: memory never counts a request that storage did not.
-      this.ctx.storage.sql.exec(
-        `INSERT INTO windows (one, second, second_count, day, day_count, month, month_count) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4, month = ?5, month_count = ?6`,
-        state.second,
-        state.secondCount,
-        state.day,
-        state.dayCount,
-        state.month,
-        state.monthCount,
-      );
-      this.state = state;
+      this.write(state);
+      if (id !== undefined) this.taken.set(id, { second: state.second, day: state.day, month: state.month, cost, at: Date.now() });
     }
     return decision;
+  }
+
+  /** A take its key's object gave up waiting for (and answered 503): taken back, or refused when it comes. */
+  release(id: string): void {
+    const now = Date.now();
+    this.forget(now);
+    const taken = this.taken.get(id);
+    if (taken === undefined) {
+      this.released.set(id, now);
+      return;
+    }
+    this.taken.delete(id);
+    this.write(returnQuota(this.state, taken, taken.cost));
+  }
+
+  /** Drops what is older than RELEASE_WINDOW_MS (both maps are in arrival order). */
+  private forget(now: number): void {
+    for (const [id, t] of this.taken) {
+      if (t.at >= now - RELEASE_WINDOW_MS) break;
+      this.taken.delete(id);
+    }
+    for (const [id, at] of this.released) {
+      if (at >= now - RELEASE_WINDOW_MS) break;
+      this.released.delete(id);
+    }
+  }
+
+  /** Storage first: memory never counts a request that storage did not. */
+  private write(state: QuotaState): void {
+    this.ctx.storage.sql.exec(
+      `INSERT INTO windows (one, second, second_count, day, day_count, month, month_count) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
+       ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4, month = ?5, month_count = ?6`,
+      state.second,
+      state.secondCount,
+      state.day,
+      state.dayCount,
+      state.month,
+      state.monthCount,
+    );
+    this.state = state;
   }
 
   /** Usage without counting (GET /v1/me, the operator API, the manager). */

@@ -26,6 +26,30 @@ export function migrate(storage: DurableObjectStorage, migrations: readonly Migr
   }
 }
 
+/**
+ * Deletes up to `limit` rows of `table` whose `expiry` is before `now`, oldest first, through the
+ * index on `expiry` (every table with an expiry has one: docs/storage.md, "What expires"), and
+ * answers how many went: a caller that got `limit` has more to delete. `filter` narrows the rows
+ * (a partial index's condition). Names come from the objects' own code, never from input.
+ */
+export function pruneExpired(
+  sql: SqlStorage,
+  table: string,
+  key: string,
+  expiry: string,
+  now: number | string,
+  limit: number,
+  filter = "1",
+): number {
+  return sql
+    .exec(
+      `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${filter} AND ${expiry} < ? ORDER BY ${expiry} LIMIT ?) RETURNING 1`,
+      now,
+      limit,
+    )
+    .toArray().length;
+}
+
 /** What an object method answers: a value, or an error the Worker turns into an ApiError. */
 export type Result<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string; input?: InvalidInput };
 

@@ -113,6 +113,20 @@ export function takeQuota(
   return { state: next, decision: { allowed: true, exceeded: null, windows: windowsOf(next, limits) } };
 }
 
+/**
+ * Takes back a request counted as `cost` in the windows `counted` held (issue 29: a key's object
+ * that gave up waiting for the answer refused the request, so it must not stay counted). Only the
+ * windows still current are changed: a window that has ended took its count with it.
+ */
+export function returnQuota(state: QuotaState, counted: Pick<QuotaState, "second" | "day" | "month">, cost: number): QuotaState {
+  return {
+    ...state,
+    secondCount: state.second === counted.second ? Math.max(0, state.secondCount - cost) : state.secondCount,
+    dayCount: state.day === counted.day ? Math.max(0, state.dayCount - cost) : state.dayCount,
+    monthCount: state.month === counted.month ? Math.max(0, state.monthCount - cost) : state.monthCount,
+  };
+}
+
 /** The quota's windows at `now`, without counting a request. */
 export function peekQuota(state: QuotaState, limits: QuotaLimits, now: number): QuotaDecision {
   return { allowed: true, exceeded: null, windows: windowsOf(current(state, now), limits) };

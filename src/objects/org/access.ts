@@ -7,8 +7,8 @@
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
 import type { OrgAdminTokenRecord } from "../../schemas/records";
-import { fail, missing, ok, type Page, type PageRequest, pageOfTable, type Result } from "../sql";
-import { audit } from "./audit";
+import { fail, missing, ok, type Page, type PageRequest, pageOfTable, pruneExpired, type Result } from "../sql";
+import { audit, WRITE_PRUNE } from "./audit";
 import { type AdminTokenRow, adminTokenRecord, adminTokenRow, type SessionInfo } from "./schema";
 
 export function mintAdminToken(
@@ -72,6 +72,8 @@ export function signIn(
   }
   const expires = token.expires_at < session.expires_at ? token.expires_at : session.expires_at;
   storage.transactionSync(() => {
+    // Each sign-in deletes a few expired sessions (the daily housekeeping takes what is left).
+    pruneExpired(storage.sql, "sessions", "id_hash", "expires_at", session.created_at, WRITE_PRUNE);
     storage.sql.exec(
       "INSERT INTO sessions (id_hash, admin_token_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
       session.id_hash,

@@ -7,7 +7,7 @@
  */
 import { isoTime } from "../../lib/time";
 import type { Actor, AuditEntryView } from "../../schemas/audit";
-import { type Page, type PageRequest, pageOf, type Result } from "../sql";
+import { type Page, type PageRequest, pageOf, pruneExpired, type Result } from "../sql";
 import type { KeyedAuditEntry } from "../webhooks/audit";
 import { AUDIT_RETENTION_DAYS, type AuditRow } from "./schema";
 
@@ -73,11 +73,24 @@ export function auditPage(sql: SqlStorage, page: PageRequest): Result<Page<Audit
   );
 }
 
-/** Prunes what has outlived its retention (daily, from the alarm). */
-export function housekeep(sql: SqlStorage, now: number): void {
-  sql.exec("DELETE FROM audit_log WHERE at < ?", isoTime(now - AUDIT_RETENTION_DAYS * 86_400_000));
-  sql.exec("DELETE FROM sessions WHERE expires_at < ?", isoTime(now));
-  // Used assertion ids and revoked tokens matter only until they expire.
-  sql.exec("DELETE FROM assertion_jtis WHERE expires_ms < ?", now);
-  sql.exec("DELETE FROM revocations WHERE kind = 'token' AND expires_ms < ?", now);
+/** Rows of each table the housekeeping deletes per run (it runs again at once while more are due). */
+export const HOUSEKEEPING_BATCH = 1_000;
+/** Rows a write path deletes of its own table's expired ones, each time it adds one. */
+export const WRITE_PRUNE = 16;
+
+/**
+ * Prunes what has outlived its retention or its expiry, HOUSEKEEPING_BATCH rows per table through
+ * their indexes (daily from the alarm, and again at once while a table had more): audit entries
+ * past AUDIT_RETENTION_DAYS, expired manager sessions, used client assertion ids and DPoP proof ids
+ * past their expiry, and revocations of single tokens whose token has expired. True when more remain.
+ */
+export function housekeep(sql: SqlStorage, now: number): boolean {
+  const counts = [
+    pruneExpired(sql, "audit_log", "seq", "at", isoTime(now - AUDIT_RETENTION_DAYS * 86_400_000), HOUSEKEEPING_BATCH),
+    pruneExpired(sql, "sessions", "id_hash", "expires_at", isoTime(now), HOUSEKEEPING_BATCH),
+    pruneExpired(sql, "assertion_jtis", "jti_hash", "expires_ms", now, HOUSEKEEPING_BATCH),
+    pruneExpired(sql, "token_proofs", "jti_hash", "expires_ms", now, HOUSEKEEPING_BATCH),
+    pruneExpired(sql, "revocations", "revision", "expires_ms", now, HOUSEKEEPING_BATCH, "kind = 'token'"),
+  ];
+  return counts.some((n) => n === HOUSEKEEPING_BATCH);
 }

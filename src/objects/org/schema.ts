@@ -111,14 +111,23 @@ export const MIGRATIONS: Migration[] = [
     statements: ["ALTER TABLE organization ADD COLUMN quota TEXT", "ALTER TABLE api_keys ADD COLUMN credits TEXT"],
   },
   {
-    // Issue 29: a deletion is driven to its end by the alarm. `webhooks_deleted` stays NULL until the
-    // WebhookObject has deleted every configuration and every endpoint's object has it (then: how
-    // many); `in_directory` goes back to 0 once the directory has dropped a deleted organization.
+    // Issue 29, endings.
     version: 8,
     statements: [
+      // A deletion is driven to its end by the alarm: NULL until the WebhookObject has deleted every
+      // configuration and every endpoint's object has it (then: how many). Organizations deleted
+      // before this version are finished by their next alarm too.
       "ALTER TABLE organization ADD COLUMN webhooks_deleted INTEGER",
-      // Organizations deleted before this version had their webhooks deleted by the request itself
-      // (as far as it got): the alarm finishes them too.
+      // Expired sessions are pruned through an index, on sign-in and daily.
+      "CREATE INDEX sessions_by_expiry ON sessions (expires_at)",
+      // DPoP proofs used at the token endpoint, whatever API key they came with (RFC 9449 11.1).
+      "CREATE TABLE token_proofs (jti_hash TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
+      "CREATE INDEX token_proofs_by_expiry ON token_proofs (expires_ms)",
+      // A key rotated with a grace period: its object keeps the name of its first secret
+      // (`object_hash`, NULL: `key_hash`), and the secret it replaced works until `previous_until_ms`.
+      "ALTER TABLE api_keys ADD COLUMN object_hash TEXT",
+      "ALTER TABLE api_keys ADD COLUMN previous_hash TEXT",
+      "ALTER TABLE api_keys ADD COLUMN previous_until_ms INTEGER",
     ],
   },
 ];

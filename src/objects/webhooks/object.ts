@@ -335,7 +335,13 @@ export class WebhookObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const now = Date.now();
-    const more = prune(this.db, now);
+    const { more, lost } = prune(this.db, now);
+    if (lost > 0) {
+      log.error("webhook deliveries never handed to their endpoint expired with their event", {
+        organization: this.orgId(),
+        deliveries: lost,
+      });
+    }
     await Promise.all([
       ...owedConfigurations(this.db).map((id) => this.fanOut(id)),
       ...unsynced(this.db).map((id) => this.sync(id)),

@@ -292,12 +292,16 @@ export function locate(db: Db, deliveryId: string): string | null {
 
 /**
  * Deletes what has outlived its retention, a batch at a time, and, while the events' rows hold more
- * than STORAGE_BUDGET_BYTES, the oldest events past the Idempotency-Key window; true if more remain.
+ * than STORAGE_BUDGET_BYTES, the oldest events past the Idempotency-Key window. `more`: more remain;
+ * `lost`: deliveries still owed to an endpoint whose event is gone (its object unreachable for the
+ * whole retention), which can never be handed over: deleted with their event, and counted so the
+ * object logs them as an error rather than waking every second for them for ever (issue 29).
  */
-export function prune(db: Db, now: number): boolean {
+export function prune(db: Db, now: number): { more: boolean; lost: number } {
   const over = (db.value<number>("SELECT stored_bytes FROM meta") ?? 0) > STORAGE_BUDGET_BYTES;
   const cutoff = over ? now - IDEMPOTENCY_WINDOW_MS : now - EVENT_RETENTION_DAYS * DAY_MS;
   let more = false;
+  let lost = 0;
   db.txn(() => {
     const events = db.all<{ id: string; bytes: number | null }>(
       "SELECT id, length(CAST(body AS BLOB)) AS bytes FROM events WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
@@ -324,9 +328,16 @@ export function prune(db: Db, now: number): boolean {
     db.run("DELETE FROM publish_summary WHERE hour < ? AND pushed >= count", now - 2 * DAY_MS);
     // A deleted configuration's tombstone goes with the last of its deliveries.
     db.run("DELETE FROM deleted_configurations WHERE deleted_ms < ? AND acked = 1", cutoff);
-    more = [events, fanout, keys].some((rows) => rows.length === RETENTION_BATCH);
+    // Owed rows are the outbox (normally none): those whose event is gone go too.
+    const orphans = db.all<{ seq: number }>(
+      "SELECT seq FROM fanout f WHERE handed = 0 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = f.event_id) LIMIT ?",
+      RETENTION_BATCH,
+    );
+    for (const o of orphans) db.run("DELETE FROM fanout WHERE seq = ?", o.seq);
+    lost = orphans.length;
+    more = [events, fanout, keys, orphans].some((rows) => rows.length === RETENTION_BATCH);
   });
-  return more;
+  return { more, lost };
 }
 
 /** When retention next has something to delete (indexed minimums). */
