@@ -146,7 +146,7 @@ describe("an organization's object", () => {
       state.storage.transactionSync(() => {
         for (let i = 0; i < 1_500; i++) {
           sql.exec("INSERT INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)", `a${i}`, past);
-          sql.exec("INSERT INTO token_proofs (jti_hash, expires_ms) VALUES (?, ?)", `p${i}`, past);
+          sql.exec("INSERT INTO token_proofs (jti, expires_ms) VALUES (?, ?)", `p${i}`, past);
           sql.exec(
             "INSERT INTO sessions (id_hash, admin_token_id, csrf, created_at, expires_at) VALUES (?, 'tok', 'c', ?, ?)",
             `s${i}`,

@@ -263,6 +263,36 @@ describe("DPoP (RFC 9449)", () => {
     });
   });
 
+  it("refuses a proof used once at the token endpoint whatever API key or endpoint it comes with next (RFC 9449 11.1)", async () => {
+    const other = await admin<{ api_key: string }>("POST", `/organizations/${t.orgId}/api-keys`, {
+      name: "second",
+      limits: { per_second: 1000, per_day: 100_000 },
+    });
+    const fields = { grant_type: "client_credentials", client_id: t.clientId, client_secret: t.clientSecret };
+    const used = await proof(pair, "POST", `${BASE}/v1/oauth/token`);
+    const first = await call("/v1/oauth/token", form(t, fields, { DPoP: used }));
+    expect(first.status).toBe(200);
+    for (const [name, apiKey] of [
+      ["the same API key", t.apiKey],
+      ["another API key of the organization", other.api_key],
+    ] as const) {
+      const again = await call("/v1/oauth/token", form({ ...t, apiKey }, fields, { DPoP: used }));
+      expect(again.status, name).toBe(400);
+      expect(await plainJson(again), name).toMatchObject({
+        error: "invalid_dpop_proof",
+        error_description: "The DPoP proof was already used.",
+      });
+    }
+    // A fresh proof used first with the other key is refused with the first.
+    const fresh = await proof(pair, "POST", `${BASE}/v1/oauth/token`);
+    expect((await call("/v1/oauth/token", form({ ...t, apiKey: other.api_key }, fields, { DPoP: fresh }))).status).toBe(200);
+    const { bindings, calls } = counting();
+    const replayed = await callAt(Date.now(), "/v1/oauth/token", form(t, fields, { DPoP: fresh }), bindings);
+    expect(replayed.status).toBe(400);
+    // The price: a DPoP token request whose client KV vouched for makes a second call, to the organization.
+    expect(calls).toEqual(["KEYS.admit", "ORGS.recordTokenProof"]);
+  });
+
   it("refuses the token as Bearer, without a proof, with a proof for another method or URL, without ath, of another key, or replayed", async () => {
     const ath = await athOf(token);
     const stranger = await es256();

@@ -11,6 +11,10 @@
  *   credential's registered public keys and records its jti, so that it is used once whatever API
  *   key or location it comes through. That is the one case where the request makes a second call:
  *   the key set and the ledger of used assertions live with the credential.
+ * A token request with a DPoP proof has the proof's id recorded by the organization's object too
+ * (RFC 9449 11.1), in the call that authenticates an assertion or a secret KV could not vouch for,
+ * else in a second call of its own: a proof id used once at the token endpoint is refused there
+ * whatever API key or location it comes through (issue 29).
  * Every failure is the same 401 invalid_client (RFC 6749 5.2); the logs say why.
  */
 import type { Deps } from "../deps";
@@ -20,7 +24,7 @@ import { CLIENT_ID_PATTERN } from "../lib/ids";
 import { assertedClientId, CLIENT_ASSERTION_TYPE } from "../lib/jwt";
 import { log } from "../log";
 import { readCredentialLookup } from "../objects/lookup";
-import type { ClientFacts } from "../objects/organization";
+import type { ClientFacts, TokenProof } from "../objects/organization";
 import { organizationObject, reach, unwrap } from "../objects/stubs";
 import { SecretCredentials } from "../schemas/oauth";
 import { parseInput } from "../schemas/validate";
@@ -38,13 +42,17 @@ export interface AuthenticatedClient {
   organizationId: string;
   facts: ClientFacts;
   admitted: Admitted;
+  /** The token request's DPoP proof had been used before, through any API key of the organization. */
+  proofReplayed: boolean;
 }
 
 export interface ClientAuthOptions {
   /** What a client assertion's `aud` may be: the issuer and the endpoint URLs (RFC 7523 3, point 3). */
   audiences: string[];
-  /** More for the key's object to decide in the same call (a DPoP proof, a token to inspect). */
+  /** More for the key's object to decide in the same call (a token to inspect). */
   presented?: Omit<Presented, "clientId" | "authenticated" | "clientVersion">;
+  /** A token request's DPoP proof, recorded by the organization's object once the client is authenticated. */
+  tokenProof?: TokenProof | undefined;
   /** The endpoint's own checks of the request (grant_type, say), run after admission and before authentication. */
   check?: (params: Record<string, unknown>) => void;
 }
@@ -104,13 +112,15 @@ export async function authenticateClient(
       throw fail();
     }
     const checked = unwrap(
-      await reach("organization", () => organizationObject(deps, org).authenticateAssertion(clientId, assertion, options.audiences, now)),
+      await reach("organization", () =>
+        organizationObject(deps, org).authenticateAssertion(clientId, assertion, options.audiences, now, options.tokenProof),
+      ),
     );
     if (checked.facts === null || !checked.facts.active || admitted.clientRevoked) {
       log.warn("client assertion refused", { client_id: clientId, reason: checked.reason ?? "revoked credential" });
       throw fail();
     }
-    return { clientId, organizationId: org, facts: checked.facts, admitted };
+    return { clientId, organizationId: org, facts: checked.facts, admitted, proofReplayed: checked.facts.proof_replayed === true };
   }
 
   const { client_id: presentedId, client_secret: secret } = parseInput(SecretCredentials, params);
@@ -124,7 +134,11 @@ export async function authenticateClient(
       dpop_bound: lookup.dpop_bound,
       version: lookup.version,
     };
-    return { clientId: presentedId, organizationId: org, facts, admitted };
+    const proof = options.tokenProof;
+    // The one case with a second call: a DPoP token request whose client KV vouched for.
+    const proofReplayed =
+      proof !== undefined && !(await reach("organization", () => organizationObject(deps, org).recordTokenProof(proof, now)));
+    return { clientId: presentedId, organizationId: org, facts, admitted, proofReplayed };
   }
   // Every other case takes one path, whatever the reason: KV has no entry (an unknown client_id,
   // or a credential created so recently that this location has no copy yet), an entry older than
@@ -134,8 +148,8 @@ export async function authenticateClient(
   // measurably slower (2.2 to 3.6 ms, issue 22), an oracle that confirms which client_ids exist.
   const hash = secretHash ?? (await sha256Hex(secret));
   const found = unwrap(
-    await reach("organization", () => organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now)),
+    await reach("organization", () => organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now, options.tokenProof)),
   );
   if (found === null || !found.active || admitted.clientRevoked) throw fail();
-  return { clientId: presentedId, organizationId: org, facts: found, admitted };
+  return { clientId: presentedId, organizationId: org, facts: found, admitted, proofReplayed: found.proof_replayed === true };
 }

@@ -65,7 +65,7 @@ export async function issueAccessToken(
   let requested: Scope[] | null = null;
   const client = await authenticateClient(deps, presentedKey, context.request, onAdmitted, {
     audiences: context.audiences,
-    presented: { proof: proof.kind === "valid" ? proof.proof.replay : undefined },
+    tokenProof: proof.kind === "valid" ? proof.proof.replay : undefined,
     check: (params) => {
       // RFC 6749 5.2: an unsupported grant is reported as such even if other fields are missing.
       const grantType = params.grant_type;
@@ -78,7 +78,7 @@ export async function issueAccessToken(
     },
   });
   if (proof.kind === "invalid") throw invalidProofAtTokenEndpoint(`The DPoP proof is not valid: ${proof.reason}.`);
-  if (proof.kind === "valid" && client.admitted.proofReplayed) throw invalidProofAtTokenEndpoint("The DPoP proof was already used.");
+  if (proof.kind === "valid" && client.proofReplayed) throw invalidProofAtTokenEndpoint("The DPoP proof was already used.");
   if (proof.kind === "none" && client.facts.dpop_bound) {
     throw invalidProofAtTokenEndpoint("This client's tokens must be DPoP-bound: send a DPoP proof (RFC 9449) with the token request.");
   }

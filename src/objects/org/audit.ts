@@ -89,7 +89,7 @@ export function housekeep(sql: SqlStorage, now: number): boolean {
     pruneExpired(sql, "audit_log", "seq", "at", isoTime(now - AUDIT_RETENTION_DAYS * 86_400_000), HOUSEKEEPING_BATCH),
     pruneExpired(sql, "sessions", "id_hash", "expires_at", isoTime(now), HOUSEKEEPING_BATCH),
     pruneExpired(sql, "assertion_jtis", "jti_hash", "expires_ms", now, HOUSEKEEPING_BATCH),
-    pruneExpired(sql, "token_proofs", "jti_hash", "expires_ms", now, HOUSEKEEPING_BATCH),
+    pruneExpired(sql, "token_proofs", "jti", "expires_ms", now, HOUSEKEEPING_BATCH),
     pruneExpired(sql, "revocations", "revision", "expires_ms", now, HOUSEKEEPING_BATCH, "kind = 'token'"),
   ];
   return counts.some((n) => n === HOUSEKEEPING_BATCH);
