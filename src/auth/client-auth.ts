@@ -148,7 +148,9 @@ export async function authenticateClient(
   // measurably slower (2.2 to 3.6 ms, issue 22), an oracle that confirms which client_ids exist.
   const hash = secretHash ?? (await sha256Hex(secret));
   const found = unwrap(
-    await reach("organization", () => organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now, options.tokenProof)),
+    await reach("organization", () =>
+      organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now, options.tokenProof),
+    ),
   );
   if (found === null || !found.active || admitted.clientRevoked) throw fail();
   return { clientId: presentedId, organizationId: org, facts: found, admitted, proofReplayed: found.proof_replayed === true };

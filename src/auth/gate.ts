@@ -9,10 +9,10 @@
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { sha256Hex } from "../lib/crypto";
-import { API_KEY_PATTERN } from "../lib/ids";
+import { API_KEY_PATTERN, apiKeyObjectId } from "../lib/ids";
 import { identifyRequest } from "../log";
 import type { Admission } from "../objects/key";
-import { keyObject, reach, unavailable } from "../objects/stubs";
+import { keyObject, keyObjectById, reach, unavailable } from "../objects/stubs";
 import { rateLimited } from "../ratelimit/service";
 import type { Decision } from "../ratelimit/windows";
 
@@ -64,10 +64,16 @@ export async function admit(deps: Deps, presented: string | undefined, client: P
   const key = presentedApiKey(presented);
   const hash = await sha256Hex(key);
   const now = deps.now();
+  // A first secret's hash names its object; a rotated secret carries its object's id (lib/ids.ts).
+  const objectId = apiKeyObjectId(key);
+  const object = objectId === null ? keyObject(deps, hash) : keyObjectById(deps, objectId);
+  if (object === null) throw invalidKey();
   const admission: Admission = await reach("API key object", () =>
-    keyObject(deps, hash).admit({
+    object.admit({
       now,
       defaults: deps.config.defaultLimits,
+      secretHash: hash,
+      routed: objectId !== null,
       clientId: client.clientId,
       clientAuthenticated: client.authenticated ?? false,
       cost,

@@ -31,6 +31,7 @@ export const API_KEY = {
   last_used_at: T1,
   revoked_at: null,
   credits: null,
+  previous_secret_expires_at: null,
 };
 export const usageWindow = (limit: number, used: number, resets_at: string) => ({ limit, used, remaining: limit - used, resets_at });
 export const CREDENTIAL = {

@@ -8,7 +8,7 @@
 import type { Deps } from "../deps";
 import { notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
-import { ID_PATTERN, newApiKeyId, newApiKeySecret } from "../lib/ids";
+import { apiKeyHint, ID_PATTERN, newApiKeyId, newApiKeySecret, newRotatedApiKeySecret } from "../lib/ids";
 import { seriesOf } from "../lib/series";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
@@ -42,7 +42,7 @@ export async function createApiKey(
     id: newApiKeyId(),
     name: input.name ?? null,
     key_hash: await sha256Hex(secret),
-    key_hint: secret.slice(-4),
+    key_hint: apiKeyHint(secret),
     limits: definedLimits(input.limits ?? {}),
     location_hint: input.location_hint ?? null,
     created_at: isoTime(deps.now()),
@@ -89,17 +89,48 @@ export async function revokeApiKey(deps: Deps, orgId: string, keyId: string, act
   return applied(change, "The revocation of the API key");
 }
 
+/**
+ * Rotates the key's secret (issue 29): the same key (id, limits, counters, credits, quota, traffic)
+ * answers to a new secret, shown only here; the one it replaces works for `graceSeconds` more, both
+ * counted against the key's one set of limits. The new secret carries the key's object's id, since
+ * that object stays named by the first secret's hash (lib/ids.ts). It is returned even while the
+ * key's object has still to learn it (the organization's alarm retries the push; until it lands the
+ * old secret works and the new one is refused), since it is shown only now; `applied` says which.
+ */
+export async function rotateApiKey(
+  deps: Deps,
+  orgId: string,
+  keyId: string,
+  graceSeconds: number,
+  actor: Actor,
+): Promise<{ record: ApiKeyRecord; secret: string; applied: boolean }> {
+  const current = await getApiKey(deps, orgId, keyId);
+  const secret = newRotatedApiKeySecret(deps.keys.idFromName(current.object_hash).toString());
+  const rotated = { hash: await sha256Hex(secret), hint: apiKeyHint(secret) };
+  const change = unwrap(
+    await reach("organization", () => organization(deps, orgId).rotateKey(keyId, rotated, graceSeconds * 1000, actor, deps.now())),
+  );
+  return { record: change.record, secret, applied: change.pending === 0 };
+}
+
+/** Ends a rotation's grace at once: the replaced secret is refused from its next request; answered once in effect. */
+export async function endRotationGrace(deps: Deps, orgId: string, keyId: string, actor: Actor): Promise<ApiKeyRecord> {
+  if (!ID_PATTERN.test(keyId)) throw notFound("API key");
+  const change = unwrap(await reach("organization", () => organization(deps, orgId).endRotationGrace(keyId, actor, deps.now())));
+  return applied(change, "The end of the previous secret's grace");
+}
+
 /** The key's requests over time (admitted and refused, by hour and by day), from its own object. */
-export async function keyTraffic(deps: Deps, key: Pick<ApiKeyRecord, "key_hash">): Promise<ApiKeyTrafficView> {
+export async function keyTraffic(deps: Deps, key: Pick<ApiKeyRecord, "object_hash">): Promise<ApiKeyTrafficView> {
   const now = deps.now();
-  const rows = await reach("API key object", () => keyObject(deps, key.key_hash).traffic());
+  const rows = await reach("API key object", () => keyObject(deps, key.object_hash).traffic());
   return seriesOf(rows, ["admitted", "refused"] as const, now);
 }
 
 /** The key's current usage, from its own object. */
-export async function keyUsage(deps: Deps, key: Pick<ApiKeyRecord, "key_hash">): Promise<Decision | null> {
+export async function keyUsage(deps: Deps, key: Pick<ApiKeyRecord, "object_hash">): Promise<Decision | null> {
   const now = deps.now();
-  return reach("API key object", () => keyObject(deps, key.key_hash).usage(deps.config.defaultLimits, now));
+  return reach("API key object", () => keyObject(deps, key.object_hash).usage(deps.config.defaultLimits, now));
 }
 
 /** The limits a key is served at (a per-second limit stored before the ceiling counts as MAX_KEY_PER_SECOND). */
@@ -110,7 +141,7 @@ export function effectiveLimits(record: ApiKeyRecord, defaults: Limits): Limits 
   };
 }
 
-export function apiKeyView(record: ApiKeyRecord, defaults: Limits): ApiKeyView {
+export function apiKeyView(record: ApiKeyRecord, defaults: Limits, now: number = Date.now()): ApiKeyView {
   return {
     id: record.id,
     organization_id: record.organization_id,
@@ -127,6 +158,11 @@ export function apiKeyView(record: ApiKeyRecord, defaults: Limits): ApiKeyView {
     last_used_at: record.last_used_at,
     revoked_at: record.revoked_at,
     credits: record.credits === null ? null : { refill: record.credits.refill },
+    // A grace that has ended is history (the audit log has it), not a state.
+    previous_secret_expires_at:
+      record.previous_secret_expires_at !== null && Date.parse(record.previous_secret_expires_at) > now
+        ? record.previous_secret_expires_at
+        : null,
   };
 }
 

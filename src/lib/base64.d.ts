@@ -10,4 +10,5 @@ interface Uint8ArrayConstructor {
     text: string,
     options?: { alphabet?: "base64" | "base64url"; lastChunkHandling?: "loose" | "strict" | "stop-before-partial" },
   ): Uint8Array<ArrayBuffer>;
+  fromHex(text: string): Uint8Array<ArrayBuffer>;
 }

@@ -4,6 +4,7 @@
  * patterns let the service reject malformed input before any storage read.
  */
 import { randomToken } from "./crypto";
+import { base64UrlDecode, base64UrlEncode, hex } from "./encoding";
 
 const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lower case
 
@@ -47,5 +48,23 @@ export const CLIENT_ID_PATTERN = /^kw_client_[A-Za-z0-9_-]{22}$/;
 
 /** Secrets: 256 random bits behind a scanner-friendly prefix; only their SHA-256 is stored. */
 export const newApiKeySecret = (): string => `kw_live_ak_${randomToken(32)}`;
-export const API_KEY_PATTERN = /^kw_live_ak_[A-Za-z0-9_-]{43}$/;
+/**
+ * A secret issued by rotating an API key (issue 29). The key keeps its Durable Object, which is
+ * named by the hash of the key's first secret; so a rotated secret carries that object's id (its
+ * 32 bytes as 43 base64url characters) after a dot, and the edge finds the object from the secret
+ * alone, as it does from a first secret's hash. The id is no secret: the object accepts a request
+ * only if the hash of the whole secret is one it holds (objects/key.ts).
+ */
+export const newRotatedApiKeySecret = (objectIdHex: string): string =>
+  `${newApiKeySecret()}.${base64UrlEncode(Uint8Array.fromHex(objectIdHex))}`;
+export const API_KEY_PATTERN = /^kw_live_ak_[A-Za-z0-9_-]{43}(?:\.[A-Za-z0-9_-]{43})?$/;
+/** The object id (hex) a rotated secret carries, or null for a first secret (its hash names its object). */
+export function apiKeyObjectId(secret: string): string | null {
+  const dot = secret.indexOf(".");
+  if (dot < 0) return null;
+  const bytes = base64UrlDecode(secret.slice(dot + 1));
+  return bytes === null ? null : hex(bytes);
+}
+/** The last characters of a secret's random part: enough to recognise it, useless to an attacker. */
+export const apiKeyHint = (secret: string): string => secret.slice("kw_live_ak_".length, "kw_live_ak_".length + 43).slice(-4);
 export const newClientSecret = (): string => `kw_live_cs_${randomToken(32)}`;

@@ -25,6 +25,7 @@
  * hourly traffic counts, one row of credits.
  */
 import { DurableObject } from "cloudflare:workers";
+import { digestsEqual } from "../lib/crypto";
 import { SingleFlight } from "../lib/flight";
 import { DAY_MS, hourOf } from "../lib/series";
 import { withTimeout } from "../lib/time";
@@ -65,6 +66,18 @@ export interface KeySnapshot {
   credits?: KeyCredits | null;
   /** The organization's shared quota at `revision`; null: none (no quota call). */
   quota?: OrgQuota | null;
+  /**
+   * The secrets the key answers to at `version` (issue 29), as hashes: the current one, and the one
+   * a rotation replaced with when its grace ends. Absent (an older organization object): the
+   * object's name, the hash of the key's only secret, is the check.
+   */
+  secrets?: KeySecrets;
+}
+
+export interface KeySecrets {
+  current: string;
+  previous: string | null;
+  previous_until_ms: number | null;
 }
 
 export interface SyncAck {
@@ -75,6 +88,10 @@ export interface SyncAck {
 export interface AdmitInput {
   now: number;
   defaults: Limits;
+  /** SHA-256 (hex) of the presented key: one of the secrets the key answers to, or the request is refused. */
+  secretHash?: string | undefined;
+  /** The presented key found this object by the id it carries (a rotated secret), not by its hash. */
+  routed?: boolean;
   /** The client credential the request presents (token endpoint) or its token was issued to. */
   clientId?: string | undefined;
   /** The presented client secret matched: a use of the credential to note. */
@@ -174,6 +191,11 @@ const MIGRATIONS: Migration[] = [
     statements: [
       "CREATE INDEX proof_jtis_by_expiry ON proof_jtis (expires_ms)",
       "CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_ms)",
+      // A key rotated with a grace period answers to two secrets for a while (KeySecrets); NULL
+      // (a key never told): the object's name, its first secret's hash, is the check.
+      "ALTER TABLE key ADD COLUMN secret_hash TEXT",
+      "ALTER TABLE key ADD COLUMN previous_hash TEXT",
+      "ALTER TABLE key ADD COLUMN previous_until_ms INTEGER",
     ],
   },
 ];
@@ -212,7 +234,12 @@ interface KeyRow extends Record<string, SqlStorageValue> {
   per_day: number | null;
   version: number;
   revision: number;
+  secret_hash: string | null;
+  previous_hash: string | null;
+  previous_until_ms: number | null;
 }
+
+const KEY_COLUMNS = "id, organization_id, status, per_second, per_day, version, revision, secret_hash, previous_hash, previous_until_ms";
 
 export class KeyObject extends DurableObject<Env> {
   private key: KeyRow | null = null;
@@ -248,7 +275,7 @@ export class KeyObject extends DurableObject<Env> {
     const sql = ctx.storage.sql;
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").toArray().length === 0) return;
     migrate(ctx.storage, MIGRATIONS);
-    this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").toArray()[0] ?? null;
+    this.key = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM key`).toArray()[0] ?? null;
     const w = sql.exec<{ second: number; second_count: number; day: number; day_count: number }>("SELECT * FROM windows").toArray()[0];
     if (w) this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
     // Uses are pruned once flushed and a minute old (`prune`): this is the last minute's subjects.
@@ -271,6 +298,7 @@ export class KeyObject extends DurableObject<Env> {
       }
     }
     const key = this.key;
+    if (!this.answersTo(key, input.secretHash, input.routed === true, input.now)) return { status: "unknown" };
     if (key.status !== "active") return { status: "revoked", keyId: key.id, organizationId: key.organization_id };
     const clientRevoked = input.clientId !== undefined && this.clientRevoked(input.clientId);
     const clientStale =
@@ -297,6 +325,19 @@ export class KeyObject extends DurableObject<Env> {
         input.inspect !== undefined && (revokedToken(input.inspect.tokenId) || this.clientRevoked(input.inspect.clientId)),
       proofReplayed,
     };
+  }
+
+  /**
+   * Whether the presented secret is one the key answers to now: the current one, or the one a
+   * rotation replaced, until its grace ends (compared in constant time). A key never rotated, or
+   * told by an organization object of the previous release, has no hashes here: the object's name
+   * is the hash of its only secret, so reaching it was the check (a rotated secret carries the
+   * object's id instead, and is never accepted without the hashes).
+   */
+  private answersTo(key: KeyRow, secretHash: string | undefined, routed: boolean, now: number): boolean {
+    if (key.secret_hash === null || secretHash === undefined) return !routed;
+    if (digestsEqual(secretHash, key.secret_hash)) return true;
+    return key.previous_hash !== null && (key.previous_until_ms ?? 0) > now && digestsEqual(secretHash, key.previous_hash);
   }
 
   /**
@@ -615,6 +656,14 @@ export class KeyObject extends DurableObject<Env> {
           snapshot.limits.per_day ?? null,
           snapshot.version,
         );
+        if (snapshot.secrets !== undefined) {
+          sql.exec(
+            "UPDATE key SET secret_hash = ?, previous_hash = ?, previous_until_ms = ?",
+            snapshot.secrets.current,
+            snapshot.secrets.previous,
+            snapshot.secrets.previous_until_ms,
+          );
+        }
       }
       for (const r of snapshot.revocations) {
         if (r.kind === "changed") {
@@ -649,7 +698,7 @@ export class KeyObject extends DurableObject<Env> {
     }
     const tokenExpiries = snapshot.revocations.flatMap((r) => (r.kind === "token" ? [r.expires_ms] : []));
     if (tokenExpiries.length > 0) this.schedule(Math.max(Math.min(...tokenExpiries), this.prunedAt + PRUNE_INTERVAL_MS));
-    this.key = sql.exec<KeyRow>("SELECT id, organization_id, status, per_second, per_day, version, revision FROM key").one();
+    this.key = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM key`).one();
     this.confirmedAt = Date.now();
     return { version: this.key.version, revision: this.key.revision };
   }

@@ -54,6 +54,7 @@ import {
   MAX_ACTIVE_API_KEYS,
   MIGRATIONS,
   type OrgRow,
+  objectHashOf,
   orgRow,
   type Propagated,
   quotaOf,
@@ -229,8 +230,8 @@ export class OrganizationObject extends DurableObject<Env> {
    * tombstone of the organization's id. Retried by the alarm until every step has landed.
    */
   private async erase(row: OrgRow): Promise<void> {
-    const keys = this.sql.exec<{ key_hash: string }>("SELECT key_hash FROM api_keys").toArray();
-    for (const { key_hash } of keys) await this.env.KEYS.get(this.env.KEYS.idFromName(key_hash)).erase();
+    const keys = this.sql.exec<{ key_hash: string; object_hash: string | null }>("SELECT key_hash, object_hash FROM api_keys").toArray();
+    for (const key of keys) await this.env.KEYS.get(this.env.KEYS.idFromName(objectHashOf(key))).erase();
     await this.env.WEBHOOKS.get(this.env.WEBHOOKS.idFromName(row.id)).erase();
     await this.env.QUOTAS.get(this.env.QUOTAS.idFromName(row.id)).erase();
     this.ctx.storage.transactionSync(() => {
@@ -438,7 +439,9 @@ export class OrganizationObject extends DurableObject<Env> {
     if (!this.exists()) return false;
     return this.ctx.storage.transactionSync(() => {
       pruneExpired(this.sql, "token_proofs", "jti", "expires_ms", now, WRITE_PRUNE);
-      return this.sql.exec("INSERT OR IGNORE INTO token_proofs (jti, expires_ms) VALUES (?, ?)", proof.jti, proof.expiresMs).rowsWritten > 0;
+      return (
+        this.sql.exec("INSERT OR IGNORE INTO token_proofs (jti, expires_ms) VALUES (?, ?)", proof.jti, proof.expiresMs).rowsWritten > 0
+      );
     });
   }
 
@@ -522,7 +525,7 @@ export class OrganizationObject extends DurableObject<Env> {
   // API keys
 
   async createKey(
-    key: Omit<ApiKeyRecord, "organization_id" | "last_used_at" | "revoked_at">,
+    key: Omit<ApiKeyRecord, "organization_id" | "last_used_at" | "revoked_at" | "object_hash" | "previous_secret_expires_at">,
     actor: Actor,
   ): Promise<Result<Propagated<ApiKeyRecord>>> {
     if (!this.exists()) return missing("Organization");
@@ -644,6 +647,62 @@ export class OrganizationObject extends DurableObject<Env> {
       this.ctx.storage.transactionSync(() => {
         this.sql.exec("UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id = ?", isoTime(now), keyId);
         audit(this.sql, actor, "api_key.revoked", "api_key", keyId, null);
+      });
+    }
+    const pending = await this.propagation.run();
+    return ok({ record: keyRecord(this.org().id, keyRow(this.sql, keyId) as KeyRow), pending });
+  }
+
+  /**
+   * Rotates the key's secret (issue 29; unkey's rotation with a grace period): the same record
+   * (id, limits, counters, credits, quota, traffic: all in the key's object, which keeps its name)
+   * gets `secretHash`; the secret it replaces keeps working until `now + graceMs` (0: not at all),
+   * and one replaced earlier stops now. Pushed to the key's object like a revocation. The caller
+   * shows the new secret whatever `pending` says: until the push lands the key's object still
+   * takes the old secret, and the alarm retries it.
+   */
+  async rotateKey(
+    keyId: string,
+    rotated: { hash: string; hint: string },
+    graceMs: number,
+    actor: Actor,
+    now: number,
+  ): Promise<Result<Propagated<ApiKeyRecord>>> {
+    const row = this.exists() ? keyRow(this.sql, keyId) : undefined;
+    if (row === undefined) return missing("API key");
+    if (row.revoked_at !== null) return fail("conflict", "The API key is revoked; issue a new one.");
+    const until = graceMs > 0 ? now + graceMs : null;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        `UPDATE api_keys SET object_hash = coalesce(object_hash, key_hash), previous_hash = ?, previous_until_ms = ?,
+           key_hash = ?, key_hint = ?, version = version + 1 WHERE id = ?`,
+        until === null ? null : row.key_hash,
+        until,
+        rotated.hash,
+        rotated.hint,
+        keyId,
+      );
+      audit(this.sql, actor, "api_key.rotated", "api_key", keyId, {
+        grace_seconds: Math.round(graceMs / 1000),
+        previous_secret_expires_at: until === null ? null : isoTime(until),
+        ...(row.previous_hash !== null && (row.previous_until_ms ?? 0) > now ? { earlier_secret_ended: true } : {}),
+      });
+    });
+    const pending = await this.propagation.run();
+    return ok({ record: keyRecord(this.org().id, keyRow(this.sql, keyId) as KeyRow), pending });
+  }
+
+  /** Ends a rotation's grace now: the replaced secret stops at its next request. Idempotent. */
+  async endRotationGrace(keyId: string, actor: Actor, now: number): Promise<Result<Propagated<ApiKeyRecord>>> {
+    const row = this.exists() ? keyRow(this.sql, keyId) : undefined;
+    if (row === undefined) return missing("API key");
+    if (row.previous_hash !== null) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("UPDATE api_keys SET previous_hash = NULL, previous_until_ms = NULL, version = version + 1 WHERE id = ?", keyId);
+        audit(this.sql, actor, "api_key.grace_ended", "api_key", keyId, {
+          was_until: row.previous_until_ms === null ? null : isoTime(row.previous_until_ms),
+          ended_at: isoTime(now),
+        });
       });
     }
     const pending = await this.propagation.run();

@@ -10,6 +10,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { derived, IsolateCache } from "../lib/cache";
 import { describeError, log } from "../log";
+import type { KeyObject } from "./key";
 import type { Result } from "./sql";
 
 /** Retry-After of the 503 answered when an object cannot be reached. */
@@ -30,6 +31,14 @@ function stub<T extends Rpc.DurableObjectBranded | undefined>(namespace: Durable
 
 export const organizationObject = (deps: Deps, orgId: string) => stub(deps.orgs, orgId);
 export const keyObject = (deps: Deps, keyHash: string) => stub(deps.keys, keyHash);
+/** A key's object by the id a rotated secret carries (lib/ids.ts); null for an id that is not one of this namespace's. */
+export function keyObjectById(deps: Deps, idHex: string): DurableObjectStub<KeyObject> | null {
+  try {
+    return deps.keys.get(deps.keys.idFromString(idHex));
+  } catch {
+    return null;
+  }
+}
 export const directoryObject = (deps: Deps) => stub(deps.directory, "directory");
 export const webhookObject = (deps: Deps, orgId: string) => stub(deps.webhooks, orgId);
 export const endpointObject = (deps: Deps, configurationId: string) => stub(deps.endpoints, configurationId);

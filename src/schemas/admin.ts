@@ -72,6 +72,21 @@ export const UpdateApiKeyInput = z.strictObject({
 });
 export type UpdateApiKeyInput = z.output<typeof UpdateApiKeyInput>;
 
+/** The longest grace a rotation gives the replaced secret: 7 days. */
+export const MAX_ROTATION_GRACE_SECONDS = 7 * 86_400;
+/**
+ * POST .../api-keys/{key}/rotate (issue 29): a new secret for the same key; the one it replaces
+ * keeps working for `grace_seconds` (0: it stops at once).
+ */
+export const RotateApiKeyInput = z.strictObject({
+  grace_seconds: z
+    .number({ error: "must be a number of seconds" })
+    .int({ error: "must be a whole number of seconds" })
+    .min(0, { error: "must be at least 0" })
+    .max(MAX_ROTATION_GRACE_SECONDS, { error: `must be at most ${MAX_ROTATION_GRACE_SECONDS} (7 days)` }),
+});
+export type RotateApiKeyInput = z.output<typeof RotateApiKeyInput>;
+
 /** Administrator tokens expire: 30 days unless `expires_in_days` says otherwise (1 to 365). */
 export const DEFAULT_ADMIN_TOKEN_DAYS = 30;
 export const MintOrgAdminTokenInput = z.strictObject({
@@ -200,6 +215,11 @@ export const ApiKeyView = z.object({
   revoked_at: Timestamp.nullable(),
   /** Credits: the refill; the balance is in `usage.credits` (it lives in the key's object). Null: unlimited. */
   credits: z.object({ refill: CreditsRefill.nullable() }).nullable(),
+  /**
+   * After a rotation with a grace period: until when the replaced secret still works (both count
+   * against this one key's limits); null when there is none, or its grace has ended.
+   */
+  previous_secret_expires_at: Timestamp.nullable(),
 });
 export type ApiKeyView = z.output<typeof ApiKeyView>;
 
@@ -248,6 +268,11 @@ export type ApiKeyTrafficView = z.output<typeof ApiKeyTrafficView>;
 
 /** Only the create response carries the secret. */
 export const CreatedApiKeyView = ApiKeyView.extend({ api_key: z.string() });
+/** A rotation's answer: the new secret (shown only here), and whether the key's object already takes it. */
+export const RotatedApiKeyView = CreatedApiKeyView.extend({
+  /** False while the key's object has still to learn the rotation (retried within seconds): until then the old secret works and the new one is refused. */
+  applied: z.boolean(),
+});
 
 export const ClientCredentialView = z.object({
   client_id: z.string(),
@@ -285,6 +310,7 @@ publicNames.add(ApiKeyView, { name: "ApiKeyView" });
 publicNames.add(ApiKeyWithUsageView, { name: "ApiKeyWithUsageView" });
 publicNames.add(ApiKeyTrafficView, { name: "ApiKeyTrafficView" });
 publicNames.add(CreatedApiKeyView, { name: "CreatedApiKeyView" });
+publicNames.add(RotatedApiKeyView, { name: "RotatedApiKeyView" });
 publicNames.add(ClientCredentialView, { name: "ClientCredentialView" });
 publicNames.add(CreatedClientCredentialView, { name: "CreatedClientCredentialView" });
 publicNames.add(OrgAdminTokenView, { name: "OrgAdminTokenView" });

@@ -94,6 +94,10 @@ export const ApiKeyRecord = z.object({
   name: z.string().nullable(),
   /** SHA-256 (hex) of the whole key; the key itself is never stored. */
   key_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The name of the key's object: the hash of its first secret (a rotation keeps the object). */
+  object_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** Until when the secret a rotation replaced still works (its grace); null: no such secret. */
+  previous_secret_expires_at: Timestamp.nullable().default(null),
   /** Last four characters, so people can tell keys apart in lists. */
   key_hint: z.string(),
   limits: LimitOverrides,

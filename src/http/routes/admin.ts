@@ -9,11 +9,13 @@ import {
   apiKeyView,
   changeCredits,
   createApiKey,
+  endRotationGrace,
   getApiKey,
   keyTraffic,
   keyUsage,
   listApiKeys,
   revokeApiKey,
+  rotateApiKey,
   updateApiKey,
 } from "../../identity/api-keys";
 import { auditLog } from "../../identity/audit";
@@ -50,9 +52,12 @@ import {
   CreateOrganizationInput,
   CreateUserInput,
   DeletedOrganizationView,
+  MAX_ROTATION_GRACE_SECONDS,
   MintOrgAdminTokenInput,
   OrgAdminTokenView,
   OrganizationView,
+  RotateApiKeyInput,
+  RotatedApiKeyView,
   UpdateApiKeyInput,
   UpdateClientCredentialInput,
   UpdateOrganizationInput,
@@ -359,6 +364,45 @@ export const adminRoutes: Route[] = [
       example: { ...API_KEY, limits: { per_second: 5, per_day: 1000 }, limit_overrides: { per_second: true, per_day: false } },
     },
     handle: async (c, input) => apiKeyView(await updateApiKey(deps(c), param(c, "org"), param(c, "key"), input, actor(c)), defaults(c)),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${KEYS}/{key}/rotate`,
+    operationId: "rotateApiKey",
+    summary: "Rotate an API key's secret, with a grace period for the old one",
+    description: `The same key (id, limits, counters, credits, quota, traffic) gets a new secret, \`api_key\`, shown only here. The secret it replaces keeps working for \`grace_seconds\` (0 to ${MAX_ROTATION_GRACE_SECONDS}, 7 days; 0: it stops at once), then is refused with 401 at every location on its next request; both count against the key's one set of limits meanwhile. A secret replaced by an earlier rotation stops now. \`previous_secret_expires_at\` says when the grace ends; \`DELETE .../previous-secret\` ends it early. \`applied\` is false while the key's object has still to learn the rotation (retried within seconds; the old secret works until then). Audited as \`api_key.rotated\`.`,
+    tag: keysTag,
+    auth: "admin",
+    body: { schema: RotateApiKeyInput, example: { grace_seconds: 3600 } },
+    // A revoked key is not rotated.
+    errors: [409],
+    response: {
+      schema: RotatedApiKeyView,
+      example: {
+        ...API_KEY,
+        hint: "kw_live_ak_...Q2xv",
+        api_key: "kw_live_ak_fYkL0n3r8Xq7TgM1a2b3c4d5e6f7g8h9i0j1k2l3Q2xv.zJUiHJUF5fAWwEKYTz9ol3Zg3Sg1wgIoQ8Y6lRKPqbM",
+        previous_secret_expires_at: "2026-06-01T13:00:00.000Z",
+        applied: true,
+      },
+    },
+    handle: async (c, input) => {
+      const { record, secret, applied } = await rotateApiKey(deps(c), param(c, "org"), param(c, "key"), input.grace_seconds, actor(c));
+      return { ...apiKeyView(record, defaults(c), deps(c).now()), api_key: secret, applied };
+    },
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: `${KEYS}/{key}/previous-secret`,
+    operationId: "endApiKeyRotationGrace",
+    summary: "End a rotation's grace now",
+    description:
+      "The secret the last rotation replaced is refused from its next request on, at every location (answered once the key's object has it; 503 to repeat otherwise). Idempotent: a key without a previous secret answers as it is. Audited as `api_key.grace_ended`.",
+    tag: keysTag,
+    auth: "admin",
+    response: { schema: ApiKeyView, example: API_KEY },
+    handle: async (c) =>
+      apiKeyView(await endRotationGrace(deps(c), param(c, "org"), param(c, "key"), actor(c)), defaults(c), deps(c).now()),
   }),
   envelopeRoute({
     method: "DELETE",

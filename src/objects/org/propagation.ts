@@ -16,7 +16,7 @@ import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
 import type { KeySnapshot } from "../key";
 import { deleteCredentialLookup, writeCredentialLookup } from "../lookup";
-import { credentialRow, type KeyRow, keyRecord, type OrgRow, orgRow, quotaOf, SYNC_CONCURRENCY } from "./schema";
+import { credentialRow, type KeyRow, keyRecord, type OrgRow, objectHashOf, orgRow, quotaOf, SYNC_CONCURRENCY } from "./schema";
 
 export class Propagation {
   /** When the alarm is set for, or null when none is. */
@@ -78,7 +78,7 @@ export class Propagation {
           try {
             // The first call creates the key's object: near the hinted region, else near this one.
             const hint = key.location_hint === null ? undefined : { locationHint: key.location_hint as DurableObjectLocationHint };
-            const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(key.key_hash), hint).sync(snapshot);
+            const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(objectHashOf(key)), hint).sync(snapshot);
             this.sql.exec(
               "UPDATE api_keys SET synced_version = max(synced_version, ?), synced_revision = max(synced_revision, ?) WHERE id = ?",
               ack.version,
@@ -108,6 +108,7 @@ export class Propagation {
       },
       version: key.version,
       revision: org.revision,
+      secrets: { current: key.key_hash, previous: key.previous_hash, previous_until_ms: key.previous_until_ms },
       credits: keyRecord(org.id, key).credits,
       quota: quotaOf(org),
       revocations: this.sql

@@ -4,6 +4,7 @@
  * module, so that every other part of the object (identity changes, propagation, access, the
  * audit log) reads the same shapes; objects/organization.ts is the object that uses them.
  */
+import { isoTime } from "../../lib/time";
 import type { Jwks } from "../../schemas/jose";
 import {
   type ApiKeyRecord,
@@ -172,7 +173,15 @@ export interface KeyRow extends Row {
   synced_revision: number;
   /** KeyCredits JSON (migration 7); null: no credits. */
   credits: string | null;
+  /** The key's object's name, the hash of its first secret (migration 8); null: `key_hash`. */
+  object_hash: string | null;
+  /** The secret a rotation replaced, and until when it still works (migration 8). */
+  previous_hash: string | null;
+  previous_until_ms: number | null;
 }
+
+/** The name of a key's object: the hash of its first secret (a rotation keeps the object). */
+export const objectHashOf = (row: Pick<KeyRow, "object_hash" | "key_hash">): string => row.object_hash ?? row.key_hash;
 export interface AdminTokenRow extends Row {
   rowid: number;
   id: string;
@@ -296,6 +305,8 @@ export function keyRecord(orgId: string, row: KeyRow): ApiKeyRecord {
     organization_id: orgId,
     name: row.name,
     key_hash: row.key_hash,
+    object_hash: objectHashOf(row),
+    previous_secret_expires_at: row.previous_hash === null || row.previous_until_ms === null ? null : isoTime(row.previous_until_ms),
     key_hint: row.key_hint,
     limits: {
       ...(row.per_second !== null ? { per_second: row.per_second } : {}),
