@@ -137,3 +137,41 @@ describe("nothing is sent after the answer", () => {
     expect(held.r.arrivals.filter((a) => a.kind === "webhook")).toEqual([]);
   });
 });
+
+describe("an API key rotated with a grace of a few seconds", () => {
+  it("admits both secrets within one set of limits during the grace, and refuses the old one with 401 after it", async () => {
+    const t = await tenant({ per_second: 1000, per_day: 6 });
+    const token = (apiKey: string) =>
+      fetch(`${keyway.baseUrl}/v1/oauth`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ client_id: t.clientId, client_secret: t.clientSecret, grant_type: "client_credentials" }),
+      });
+    // The tenant's own token request counted one of the key's six a day.
+    const graceSeconds = 3;
+    const rotatedAt = Date.now();
+    const rotated = await data<{ id: string; api_key: string; previous_secret_expires_at: string; applied: boolean }>(
+      await operator("POST", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}/rotate`, { grace_seconds: graceSeconds }),
+    );
+    expect(rotated).toMatchObject({ id: t.apiKeyId, applied: true });
+    const during = [];
+    for (let i = 0; i < 3; i++) during.push((await token(t.apiKey)).status, (await token(rotated.api_key)).status);
+    const duringMs = Date.now() - rotatedAt;
+    // Six a day in all: the one before, then five of these six; the sixth is refused by the same limit.
+    expect(duringMs).toBeLessThan(graceSeconds * 1000);
+    expect(during).toEqual([200, 200, 200, 200, 200, 429]);
+    const key = await data<{ usage: { day: { used: number } } }>(await operator("GET", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`));
+    expect(key.usage.day.used).toBe(6);
+    await operator("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, { limits: { per_day: 100 } });
+    await sleep(Math.max(0, Date.parse(rotated.previous_secret_expires_at) - Date.now()) + 100);
+    const old = await token(t.apiKey);
+    const oldBody = (await old.json()) as { error?: string };
+    const fresh = await token(rotated.api_key);
+    console.log(
+      `[endings] rotation with a ${graceSeconds} s grace: during it (${duringMs} ms) ${JSON.stringify(during)}; after it old ${old.status} ${oldBody.error}, new ${fresh.status}`,
+    );
+    expect(old.status).toBe(401);
+    expect(oldBody.error).toBe("invalid_api_key");
+    expect(fresh.status).toBe(200);
+  });
+});
