@@ -449,27 +449,34 @@ export async function rotate(list) {
 const PROOFS_PER_RUN = 8_000;
 
 /**
- * A GET target whose every request carries its own DPoP proof, made by `next` before the run.
+ * A target whose every request carries its own DPoP proof, made by `next` before the run.
  * @param {string} url
  * @param {Record<string, string>} headers
  * @param {() => string} next
+ * @param {{ method: "GET" | "POST", body?: string, apiKeys?: string[] }} [request] a GET without a body unless said; `apiKeys`: sent in turn
  * @returns {Target}
  */
-function dpopTarget(url, headers, next) {
+function dpopTarget(url, headers, next, request = { method: "GET" }) {
   /** @type {string[]} */
   let proofs = [];
+  let turn = 0;
+  const keys = request.apiKeys ?? [];
+  /** @returns {Record<string, string>} */
+  const keyHeader = () => (keys.length === 0 ? {} : { "x-api-key": keys[turn++ % keys.length] ?? "" });
   return {
     url,
     headers,
+    ...(request.method === "POST" ? { method: "POST", body: request.body } : {}),
     prepare: () => {
       proofs = Array.from({ length: PROOFS_PER_RUN }, next);
     },
     requests: [
       {
-        method: "GET",
+        method: request.method,
         path: new URL(url).pathname,
+        ...(request.body !== undefined ? { body: request.body } : {}),
         // A run that outlasts the pool signs the rest as it goes.
-        setupRequest: (req) => ({ ...req, headers: { ...req.headers, DPoP: proofs.pop() ?? next() } }),
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...keyHeader(), DPoP: proofs.pop() ?? next() } }),
       },
     ],
   };
@@ -479,7 +486,7 @@ function dpopTarget(url, headers, next) {
  * The measured requests, built on a seeded tenant: the runtime's floor and the scenarios.
  * @param {string} base
  * @param {Awaited<ReturnType<typeof seed>>} s
- * @returns {{ floor: Target, token: Target, me: Target, me_quota: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target }}
+ * @returns {{ floor: Target, token: Target, token_dpop: Target, me: Target, me_quota: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target }}
  */
 export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
@@ -504,6 +511,15 @@ export function scenarios(base, s) {
       body: s.tokenBody,
       requests: [{ method: "POST", path: "/v1/oauth", body: s.tokenBody, ...rotating({ "Content-Type": "application/json" }, false) }],
     },
+    // Issue 29: a token request with a DPoP proof (a new one per request), whose proof id the
+    // organization's object records: the token path's second Durable Object call. One key, one
+    // organization: every request meets the same organization object.
+    token_dpop: dpopTarget(
+      `${base}/v1/oauth`,
+      { "Content-Type": "application/json", "x-api-key": s.apiKey },
+      () => s.dpop.proof("POST", `${base}/v1/oauth`),
+      { method: "POST", body: s.tokenBody, apiKeys: s.pairs.map((p) => p.apiKey) },
+    ),
     me: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}) }] },
     // The same read by keys of an organization with a shared quota (issue 24).
     me_quota: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}, true, s.quotaPairs) }] },

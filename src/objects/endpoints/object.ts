@@ -328,15 +328,11 @@ export class EndpointObject extends DurableObject<Env> {
     const config = this.configOf(ep);
     if (refused !== null || row === undefined) return { go: false, reason: refused ?? "unknown delivery" };
     if (ep === undefined || ep.organization_id !== ticket.organization_id) return { go: false, reason: "unknown delivery" };
-    const error = stopped(ep, config);
-    if (error !== null || config === null) {
-      failWithoutRequest(this.db, row, error ?? "webhook configuration was deleted", now, {
-        ...this.concluding(),
-        by: "keyway",
-        counts: true,
-      });
+    const live = liveConfig(ep, config);
+    if (typeof live === "string") {
+      failWithoutRequest(this.db, row, live, now, { ...this.concluding(), by: "keyway", counts: true });
       this.plan(now);
-      return { go: false, reason: error ?? "webhook configuration was deleted" };
+      return { go: false, reason: live };
     }
     // Not now: the ticket is dropped and the delivery waits here for a better moment.
     const refuse = async (reason: string): Promise<Begun> => {
@@ -348,12 +344,12 @@ export class EndpointObject extends DurableObject<Env> {
     const paused = pausedNow(ep, now);
     if (paused !== null) return refuse(`endpoint paused: ${paused.reason}`);
     if (ep.lane === "slow" && ticket.lane !== "slow") return refuse("the endpoint moved to the slow lane");
-    const token = planToken(ep, config, now);
+    const token = planToken(ep, live, now);
     if (token.mode === "wait") return refuse("waiting for the endpoint's receiver token");
     let slot: { not_before: number; by: number } | null = null;
-    if (config.rate_limit !== null) {
-      const startAt = this.book.earliest(config.rate_limit, now);
-      if (!grantableAt(startAt, now)) return refuse(`rate limit of ${config.rate_limit}/s`);
+    if (live.rate_limit !== null) {
+      const startAt = this.book.earliest(live.rate_limit, now);
+      if (!grantableAt(startAt, now)) return refuse(`rate limit of ${live.rate_limit}/s`);
       slot = { not_before: startAt, by: startAt + slotLength(token.mode === "fetch", ep.token_ms) };
     }
     const laneMs = ticket.lane === "slow" ? this.config.webhookTimeoutMs : this.config.webhookFastLaneMs;
@@ -372,7 +368,7 @@ export class EndpointObject extends DurableObject<Env> {
       attempt: ticket.attempt,
       series: row.series,
       body,
-      configuration: config,
+      configuration: live,
       deadline,
       lane: ticket.lane,
       version: ep.version,
@@ -396,10 +392,10 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep === undefined || row === undefined || row.series !== ref.series || row.attempts !== ref.attempt || row.state !== "running") {
       return { go: false, reason: "the attempt is no longer in flight" };
     }
-    const error = stopped(ep, this.configOf(ep));
-    if (error !== null) {
-      this.stopAttempt(ref, `${error} before the webhook was sent`, now);
-      return { go: false, reason: error };
+    const live = liveConfig(ep, this.configOf(ep));
+    if (typeof live === "string") {
+      this.stopAttempt(ref, `${live} before the webhook was sent`, now);
+      return { go: false, reason: live };
     }
     if ((row.lease_until_ms ?? 0) <= now) return { go: false, reason: "the attempt's lease ran out" };
     return { go: true };
@@ -607,10 +603,10 @@ export class EndpointObject extends DurableObject<Env> {
     const none = { refetch: false, slot: null };
     if (ep === undefined || config === null || row === undefined || row.state !== "running" || row.attempts !== ref.attempt) return none;
     // Before the next token request: a configuration deleted or disabled meanwhile stops the attempt here.
-    const error = wantRefetch ? stopped(ep, config) : null;
-    if (error !== null) {
-      this.stopAttempt(ref, `${error} before the webhook was sent again`, now);
-      return { ...none, stopped: error };
+    const live = liveConfig(ep, config);
+    if (wantRefetch && typeof live === "string") {
+      this.stopAttempt(ref, `${live} before the webhook was sent again`, now);
+      return { ...none, stopped: live };
     }
     const owner = leaseOwner(ref.delivery_id, ref.attempt);
     let answer: { refetch: boolean; slot: { not_before: number; by: number } | null } = none;
@@ -706,8 +702,8 @@ export class EndpointObject extends DurableObject<Env> {
     const ep = this.endpoint();
     const config = this.configOf(ep);
     if (ep === undefined || (config === null && ep.deleted !== 1)) return;
-    const error = stopped(ep, config);
-    if (error !== null || config === null) {
+    const live = liveConfig(ep, config);
+    if (typeof live === "string") {
       // A deleted configuration (its organization deleted, say) concludes every waiting delivery
       // now, not at its next due time: nothing will ever be sent for them. A disabled one fails
       // them as they fall due.
@@ -715,13 +711,12 @@ export class EndpointObject extends DurableObject<Env> {
         `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
         ep.deleted === 1 ? Number.MAX_SAFE_INTEGER : now,
       );
-      const why = error ?? "webhook configuration was deleted";
-      for (const row of due) failWithoutRequest(this.db, row, why, now, { ...this.concluding(), by: "keyway", counts: true });
+      for (const row of due) failWithoutRequest(this.db, row, live, now, { ...this.concluding(), by: "keyway", counts: true });
       this.plan(now);
       if (due.length === 100) this.setAlarm(Date.now()); // more to conclude: at once
       return;
     }
-    const claimed = claim(this.db, ep, config, this.book, this.config.webhookRedispatchMs, now);
+    const claimed = claim(this.db, ep, live, this.book, this.config.webhookRedispatchMs, now);
     if (claimed !== null) {
       // The claim's wake time goes into the alarm in the same write batch as the claim, before the
       // send is awaited: an object that dies mid-send leaves the ticket to the alarm.
@@ -802,10 +797,10 @@ export class EndpointObject extends DurableObject<Env> {
   }
 }
 
-/** Why nothing may be sent for this endpoint any more: its configuration deleted or disabled; null while it is active. */
-function stopped(ep: EndpointRow, config: WebhookConfigurationRecord | null): string | null {
+/** The configuration while it is active; else why nothing may be sent for this endpoint any more (deleted or disabled). */
+function liveConfig(ep: EndpointRow, config: WebhookConfigurationRecord | null): WebhookConfigurationRecord | string {
   if (ep.deleted === 1 || config === null) return "webhook configuration was deleted";
-  return config.status === "active" ? null : "webhook configuration is disabled";
+  return config.status === "active" ? config : "webhook configuration is disabled";
 }
 
 function describePeriod(ms: number): string {
