@@ -20,9 +20,14 @@
  * live in this object; the quota is asked of the organization's QuotaObject (objects/quota.ts)
  * from inside this call, only for a key whose organization has one.
  *
+ * A rotated key (issue 29) keeps this object: it answers to the secrets the organization pushes
+ * (the current one, and the one a rotation replaced until its grace ends), whichever way the
+ * request found it (a first secret's hash names it, a rotated secret carries its id).
+ *
  * Load: the requests of one key (its per-second limit, at most MAX_KEY_PER_SECOND = 1,000/s, what
  * one object serves, docs/storage.md); rows: one per revoked credential of the organization, the
- * hourly traffic counts, one row of credits.
+ * hourly traffic counts, one row of credits, and what expires (seen DPoP proofs, tokens revoked one
+ * by one), pruned by time by the alarm (docs/storage.md, "What expires").
  */
 import { DurableObject } from "cloudflare:workers";
 import { digestsEqual } from "../lib/crypto";
