@@ -78,14 +78,18 @@ async function main(argv) {
     const notice = secret
       ? `The ${secret} above is shown only now: keyway keeps only its hash and cannot show it again. Store it safely.`
       : "";
+    const notes = command.notes?.(data, args) ?? [];
     if (json) {
       write(`${JSON.stringify(data, null, 2)}\n`);
       // stdout stays pure JSON for scripts; the warning still reaches the person running it.
       if (secret) process.stderr.write(`${notice.replace("above", `(data.${secret})`)}\n`);
+      for (const note of notes) process.stderr.write(`${note}\n`);
     } else {
       const { [secret ?? ""]: secretValue, ...rest } = data;
       write(record(secret ? rest : data));
       if (secret) write(`\n${record({ [secret]: secretValue })}${notice}\n`);
+      else if (notes.length > 0) write("\n");
+      for (const note of notes) write(`${note}\n`);
     }
     return 0;
   } catch (err) {

@@ -107,6 +107,8 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/api-keys": `${org}/api-keys`,
     "/manager/organizations/:org/api-keys/:key": `${org}/api-keys/${o.tenant.apiKeyId}`,
     "/manager/organizations/:org/api-keys/:key/revoke": `${org}/api-keys/${o.tenant.apiKeyId}/revoke`,
+    "/manager/organizations/:org/api-keys/:key/rotate": `${org}/api-keys/${o.tenant.apiKeyId}/rotate?grace=3600`,
+    "/manager/organizations/:org/api-keys/:key/end-grace": `${org}/api-keys/${o.tenant.apiKeyId}/end-grace`,
     "/manager/organizations/:org/webhooks": `${org}/webhooks`,
     "/manager/organizations/:org/webhooks/:id": webhook,
     "/manager/organizations/:org/webhooks/:id/disable": `${webhook}/disable`,
@@ -123,6 +125,8 @@ const OPERATOR_ONLY = new Set([
   "/manager/organizations/:org/api-keys",
   "/manager/organizations/:org/api-keys/:key",
   "/manager/organizations/:org/api-keys/:key/revoke",
+  "/manager/organizations/:org/api-keys/:key/rotate",
+  "/manager/organizations/:org/api-keys/:key/end-grace",
 ]);
 /** GET routes that answer a redirect, not a page. */
 const REDIRECTS = new Set(["/manager"]);

@@ -42,6 +42,7 @@ export const OPTIONS = /** @type {const} */ ({
   "event-id": { type: "string" },
   days: { type: "boolean" },
   out: { type: "string" },
+  grace: { type: "string" },
 });
 
 /**
@@ -233,6 +234,25 @@ export function refillFlag(flags) {
   const m = /^(\d+)\/(day|month)$/.exec(value);
   if (!m) throw new UsageError(`--refill must be AMOUNT/day or AMOUNT/month (e.g. 10000/month), got "${clean(value)}"`);
   return { amount: Number(m[1]), interval: /** @type {"day" | "month"} */ (m[2]) };
+}
+
+/** The longest grace a rotation gives the replaced secret (the API's MAX_ROTATION_GRACE_SECONDS): 7 days. */
+export const MAX_GRACE_SECONDS = 7 * 86_400;
+
+/**
+ * `keys rotate --grace SECONDS`: how long the replaced secret keeps working, 0 to 7 days. Absent: 0,
+ * the old secret stops at once (the API needs the field; docs/operator-cli.md says why 0).
+ * @param {Flags} flags
+ */
+export function graceSeconds(flags) {
+  const value = flags.grace;
+  if (value === undefined) return 0;
+  if (typeof value !== "string" || !/^\d+$/.test(value) || Number(value) > MAX_GRACE_SECONDS) {
+    throw new UsageError(
+      `--grace must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (7 days), e.g. 3600 for an hour; got "${clean(String(value))}"`,
+    );
+  }
+  return Number(value);
 }
 
 /**

@@ -5,7 +5,19 @@
  * (webhooks show, deliveries show, keys traffic, orgs export).
  */
 import { writeFileSync } from "node:fs";
-import { amount, count, countOrDefault, countOrNone, defined, flagText, jwksFile, onOff, refillFlag, scopeList } from "./args.mjs";
+import {
+  amount,
+  count,
+  countOrDefault,
+  countOrNone,
+  defined,
+  flagText,
+  graceSeconds,
+  jwksFile,
+  onOff,
+  refillFlag,
+  scopeList,
+} from "./args.mjs";
 import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
 import { readList, send } from "./http.mjs";
 import { field, isObject, nested, record, show, table } from "./output.mjs";
@@ -70,6 +82,8 @@ export const KEY_COLUMNS = [
   { header: "LOCATION", value: field("location_hint") },
   { header: "STATUS", value: field("status") },
   { header: "LAST USED", value: field("last_used_at") },
+  // After `keys rotate --grace`: until when the replaced secret works.
+  { header: "OLD SECRET UNTIL", value: field("previous_secret_expires_at") },
 ];
 
 /** @type {Column[]} */
@@ -359,6 +373,24 @@ export const COMMANDS = [
     call: (a) => ({ method: "DELETE", path: `${keysPath(a)}/${enc(a.id ?? "")}` }),
   },
   {
+    words: ["keys", "rotate"],
+    args: ["org", "id"],
+    flags: ["grace"],
+    summary:
+      "give an API key a new secret (api_key shown once), keeping its id, limits, counts and credits; the old secret works --grace SECONDS more (default 0: it stops now)",
+    call: (a, f) => ({ method: "POST", path: `${keysPath(a)}/${enc(a.id ?? "")}/rotate`, body: { grace_seconds: graceSeconds(f) } }),
+    secret: "api_key",
+    notes: rotationNotes,
+  },
+  {
+    words: ["keys", "end-grace"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "end a rotation's grace now: the previous secret is refused (401) from its next request on (idempotent)",
+    call: (a) => ({ method: "DELETE", path: `${keysPath(a)}/${enc(a.id ?? "")}/previous-secret` }),
+    notes: () => ["The previous secret, if the key had one, is refused (401) from its next request on, at every location."],
+  },
+  {
     words: ["keys", "credits"],
     args: ["org", "id"],
     flags: ["add", "set"],
@@ -569,6 +601,29 @@ export async function exportOrganization(client, a) {
     webhook_configurations: webhooks,
     audit_log: audit,
   };
+}
+
+/**
+ * What a rotation's answer means for the two secrets: until when the old one works (or that it has
+ * stopped), and, when the key's object has still to learn the rotation, that the new one is refused
+ * until it does (keyway retries within seconds).
+ * @param {Item} data the rotation's answer
+ * @param {Record<string, string>} a
+ * @returns {string[]}
+ */
+export function rotationNotes(data, a) {
+  const until = typeof data.previous_secret_expires_at === "string" ? show(data.previous_secret_expires_at) : null;
+  const notes = [
+    until === null
+      ? "The previous secret no longer works."
+      : `The previous secret works until ${until}; both count against this key's one set of limits. \`keys end-grace ${show(a.org)} ${show(a.id)}\` ends it sooner.`,
+  ];
+  if (data.applied === false) {
+    notes.push(
+      "Not applied yet: the key's object has still to learn the new secret (keyway retries within seconds). Until it does, the previous secret works and the new one is refused with 401.",
+    );
+  }
+  return notes;
 }
 
 /**

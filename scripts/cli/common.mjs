@@ -35,6 +35,8 @@ export const AUDIT_DEFAULT_LIMIT = 50;
  * @property {Column[]} [columns]
  * @property {string} [noun] what a list holds, for "(no ...)"
  * @property {string} [secret] the field of the answer holding a secret shown only this once
+ * @property {(data: Item, a: Record<string, string>) => string[]} [notes] lines that say what the answer means (after the
+ *   record; on stderr with --json)
  * @property {number} [defaultLimit] lists: how many items without --limit/--all (default: all)
  * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<void>} [check] run before the call; throws a UsageError to stop it
  * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<Shown>} [run] a command of several calls, or with its own output

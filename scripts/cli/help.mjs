@@ -42,6 +42,9 @@ export const GROUPS = {
       "                     update: sets the balance, `none` removes credits",
       "--refill N/day       with --credits: set the balance back to N at each UTC day (or N/month) boundary",
       "--add N / --set N    keys credits: top up by N, or make the balance exactly N",
+      "--grace SECONDS      keys rotate: how long the replaced secret keeps working, 0..604800 (7 days), e.g. 3600;",
+      "                     default 0: it stops at once (the safe choice when a secret may have leaked); give a grace",
+      "                     for a planned switch-over, and `keys end-grace` once every client has the new secret",
     ],
   },
   "admin-tokens": {
@@ -85,8 +88,9 @@ Exit status
   0 done; 1 the request failed (keyway's message and error code on stderr) or keyway could not be
   reached; 2 nothing was sent: unknown command, missing argument, bad number, bad URL, no ADMIN_TOKEN.
 
-Secrets (api_key, client_secret, token) are printed only by the command that creates them: keyway
-keeps only their hashes and never shows them again. Lists and gets never include them.
+Secrets (api_key, client_secret, token) are printed only by the command that creates them (and a
+key's new api_key by \`keys rotate\`): keyway keeps only their hashes and never shows them again.
+Lists and gets never include them.
 `;
 
 /**
@@ -132,6 +136,7 @@ export function commandRows(group) {
         "event-id": "E",
         out: "FILE",
         refill: "N/day|N/month",
+        grace: "SECONDS",
       };
       const metavar = metavars[flag] ?? "N";
       return `[--${flag} ${metavar}]`;

@@ -527,6 +527,79 @@ describe("operator CLI", () => {
     expect(audit).toContain("organization.quota_changed");
   });
 
+  it("rotates an API key with a grace: both secrets get a token, end-grace refuses the old one (keys rotate, keys end-grace)", async () => {
+    const orgId = value((await admin("orgs", "create", "Rotate Corp")).stdout, "id");
+    const userId = value((await admin("users", "create", orgId, "Rita")).stdout, "id");
+    const credential = await admin("credentials", "create", orgId, userId);
+    const [clientId, clientSecret] = [value(credential.stdout, "client_id"), value(credential.stdout, "client_secret")];
+    const key = await admin("keys", "create", orgId, "--name", "rotating", "--per-second", "50");
+    const [keyId, oldSecret] = [value(key.stdout, "id"), value(key.stdout, "api_key")];
+    expect(value((await admin("keys", "get", orgId, keyId)).stdout, "previous_secret_expires_at")).toBe("-");
+    const tokenWith = async (apiKey: string) =>
+      (
+        await fetch(`${keyway.baseUrl}/v1/oauth`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", "x-api-key": apiKey },
+          body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" }),
+        })
+      ).status;
+
+    // The new secret once, the same key, and until when the old secret works.
+    const rotated = await admin("keys", "rotate", orgId, keyId, "--grace", "3600");
+    expect(rotated, rotated.stderr).toMatchObject({ code: 0, stderr: "" });
+    const newSecret = value(rotated.stdout, "api_key");
+    expect(newSecret).toMatch(/^kw_live_ak_/);
+    expect(newSecret).not.toBe(oldSecret);
+    expect(value(rotated.stdout, "id")).toBe(keyId);
+    expect(value(rotated.stdout, "applied")).toBe("true");
+    const until = value(rotated.stdout, "previous_secret_expires_at");
+    expect(Date.parse(until) - Date.now()).toBeGreaterThan(3_500_000);
+    expect(rotated.stdout).toMatch(/api_key above is shown only now/);
+    expect(rotated.stdout).toContain(`The previous secret works until ${until};`);
+    expect(rotated.stdout).toContain(`\`keys end-grace ${orgId} ${keyId}\` ends it sooner.`);
+    expect([await tokenWith(newSecret), await tokenWith(oldSecret)]).toEqual([200, 200]);
+
+    // get and list show the grace's end, never a secret.
+    const got = await admin("keys", "get", orgId, keyId);
+    expect(value(got.stdout, "previous_secret_expires_at")).toBe(until);
+    const list = await admin("keys", "list", orgId);
+    expect(list.stdout).toMatch(/ STATUS +LAST USED +OLD SECRET UNTIL\n/);
+    expect(list.stdout).toMatch(new RegExp(`^${keyId} .* ${until.replace(/\./g, "\\.")}$`, "m"));
+    for (const text of [got.stdout, list.stdout]) for (const secret of [newSecret, oldSecret]) expect(text).not.toContain(secret);
+
+    // Ending the grace: the old secret is refused, the new one works on; idempotent.
+    const ended = await admin("keys", "end-grace", orgId, keyId);
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(value(ended.stdout, "previous_secret_expires_at")).toBe("-");
+    expect(ended.stdout).toMatch(/previous secret, if the key had one, is refused \(401\) from its next request on/);
+    expect(await tokenWith(oldSecret)).toBe(401);
+    expect(await tokenWith(newSecret)).toBe(200);
+    expect((await admin("keys", "end-grace", orgId, keyId)).code).toBe(0);
+
+    // Without --grace the old secret stops at once; --json: data on stdout, the notices on stderr.
+    const json = await admin("keys", "rotate", orgId, keyId, "--json");
+    expect(json.code, json.stderr).toBe(0);
+    const data = JSON.parse(json.stdout) as { id: string; api_key: string; applied: boolean; previous_secret_expires_at: string | null };
+    expect(data).toMatchObject({ id: keyId, applied: true, previous_secret_expires_at: null });
+    expect(json.stderr).toMatch(/api_key \(data\.api_key\) is shown only now/);
+    expect(json.stderr).toMatch(/The previous secret no longer works\./);
+    expect([await tokenWith(newSecret), await tokenWith(data.api_key)]).toEqual([401, 200]);
+
+    // A --grace that is not whole seconds from 0 to 7 days is refused before anything is sent.
+    for (const bad of ["1.5", "-1", "604801", "1h", ""]) {
+      const run = await admin("keys", "rotate", orgId, keyId, `--grace=${bad}`);
+      expect(run.code, bad).toBe(2);
+      expect(run.stderr.split("\n")[0], bad).toBe(
+        `admin: --grace must be a whole number of seconds from 0 to 604800 (7 days), e.g. 3600 for an hour; got "${bad}"`,
+      );
+    }
+    expect(await tokenWith(data.api_key)).toBe(200);
+    const actions = (await admin("audit", orgId)).stdout;
+    expect(actions.match(/ api_key\.rotated /g)).toHaveLength(2);
+    expect(actions.match(/ api_key\.grace_ended /g)?.length).toBeGreaterThanOrEqual(1);
+    for (const secret of [oldSecret, newSecret, data.api_key]) expect(actions).not.toContain(secret);
+  });
+
   it("prints data as parseable JSON with --json, and --limit caps a list with a note on stderr", async () => {
     const org = await admin("orgs", "create", "JSON Corp", "--json");
     expect(org.code, org.stderr).toBe(0);
@@ -648,6 +721,9 @@ describe("operator CLI", () => {
       [["crendentials", "list", "o", "u"], 'did you mean "credentials"?'],
       [["keys", "crate", "o"], 'did you mean "keys create"?'],
       [["keys", "create", "o", "--per-secnd", "3"], 'did you mean "--per-second"?'],
+      [["keys", "rotte", "o", "k"], 'did you mean "keys rotate"?'],
+      [["keys", "end-grce", "o", "k"], 'did you mean "keys end-grace"?'],
+      [["keys", "rotate", "o", "k", "--grce", "60"], 'did you mean "--grace"?'],
     ] as const) {
       const run = await admin(...args);
       expect(run.code, args.join(" ")).toBe(2);
@@ -674,7 +750,20 @@ describe("operator CLI", () => {
     const keys = await admin("keys", "--help");
     expect(keys.code).toBe(0);
     expect(keys.stdout).toContain("keys update <org> <id>");
+    expect(keys.stdout).toContain("\n  keys rotate <org> <id> [--grace SECONDS]\n");
+    expect(keys.stdout).toContain("\n  keys end-grace <org> <id>\n");
+    expect(keys.stdout).toMatch(/--grace SECONDS +keys rotate: how long the replaced secret keeps working, 0\.\.604800/);
     expect(keys.stdout).not.toContain("orgs create");
+    const rotate = await admin("keys", "rotate", "--help");
+    expect(rotate.code).toBe(0);
+    expect(rotate.stdout).toMatch(/^Usage: npm run admin -- keys rotate <org> <id> \[--grace SECONDS\]/);
+    expect(rotate.stdout).toMatch(/default 0: it stops at once/);
+    expect(rotate.stdout).not.toContain("--per-second");
+    const endGrace = await admin("keys", "end-grace", "--help");
+    expect(endGrace.code).toBe(0);
+    expect(endGrace.stdout).toMatch(/^Usage: npm run admin -- keys end-grace <org> <id> \[--url URL\]/);
+    expect(endGrace.stdout).toMatch(/refused \(401\) from its next request on/);
+    expect(endGrace.stdout).not.toContain("--grace");
   });
 
   it("names the URL in one line, exit 1, when nothing listens there", async () => {

@@ -6,8 +6,9 @@ import type { FC } from "hono/jsx";
 import type { AdminTokenView, ApiKeyView, ClientCredentialView } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import type { DeliveryRecord, WebhookConfigurationRecord } from "../../../schemas/webhooks";
-import { Field, PostForm } from "../views";
+import { Field, PostForm, when } from "../views";
 import type { Org } from "./common";
+import { duration } from "./keys";
 import { resendEffect } from "./webhooks";
 
 /** What a confirmation says: the question naming the thing (the page's title) and what follows. */
@@ -21,6 +22,8 @@ export interface Confirmation {
   typeToConfirm?: { label: string; expected: string };
   /** After a failed confirmation, why. */
   error?: string;
+  /** What the page before chose, posted again with the confirmation (e.g. a rotation's grace). */
+  hidden?: Record<string, string>;
 }
 
 /** A name in curly quotes when there is one, for a confirmation's question. */
@@ -66,6 +69,36 @@ export const confirmations = {
     button: "Revoke API key",
     danger: true,
   }),
+  /** `until`: when the grace would end if confirmed now; the current grace's end, if one is running. */
+  rotateApiKey: (
+    k: Pick<ApiKeyView, "id" | "name" | "hint" | "previous_secret_expires_at">,
+    graceSeconds: number,
+    until: string,
+  ): Confirmation => ({
+    title: `Rotate the secret of API key ${quoted(k.name)}(${k.id}, ${k.hint})?`,
+    consequence:
+      "A new secret is made and shown once; the key keeps its id, limits, counts and credits. " +
+      (graceSeconds === 0
+        ? "The current secret stops working at once, at every location: its clients fail until they have the new one."
+        : `The current secret keeps working for ${duration(graceSeconds)} more (until about ${when(until)}), both counting against this key's limits, so its clients can switch; then it is refused.`) +
+      (k.previous_secret_expires_at !== null
+        ? ` The secret an earlier rotation replaced, still working until ${when(k.previous_secret_expires_at)}, stops at once.`
+        : ""),
+    button: "Rotate secret",
+    // Without a grace, it stops something at once.
+    danger: graceSeconds === 0,
+    hidden: { grace_seconds: String(graceSeconds) },
+  }),
+  endApiKeyGrace: (k: Pick<ApiKeyView, "id" | "name" | "hint" | "previous_secret_expires_at">): Confirmation => ({
+    title: `End the grace of the previous secret of API key ${quoted(k.name)}(${k.id}, ${k.hint})?`,
+    consequence:
+      (k.previous_secret_expires_at === null
+        ? "This key has no previous secret working now; nothing changes. "
+        : `The secret the last rotation replaced works until ${when(k.previous_secret_expires_at)}; once confirmed it is refused with 401 from its next request on, at every location, and clients still using it fail. `) +
+      "The current secret keeps working. This cannot be undone.",
+    button: "End grace now",
+    danger: true,
+  }),
   disableWebhook: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
     title: `Disable webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
     consequence:
@@ -96,6 +129,9 @@ export const confirmations = {
 
 export const Confirm: FC<Confirmation & { action: string; csrf: string; cancel: string }> = (p) => (
   <PostForm action={p.action} csrf={p.csrf} label={p.title}>
+    {Object.entries(p.hidden ?? {}).map(([name, value]) => (
+      <input type="hidden" name={name} value={value} />
+    ))}
     <p class="warning">{p.consequence}</p>
     {p.typeToConfirm && <Field id="confirm" label={p.typeToConfirm.label} required error={p.error} />}
     <button type="submit" class={p.danger ? "danger" : undefined}>

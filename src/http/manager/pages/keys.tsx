@@ -1,5 +1,5 @@
 /**
- * The manager's API keys (operators only): the list with today's use, the form to issue one, the one-time display of its secret, and a key's page with its limits and traffic. Plain data in, markup out (no request, no storage); routes load the
+ * The manager's API keys (operators only): the list with today's use, the form to issue one, the one-time display of its secret, and a key's page with its limits, traffic and secret rotation (the new secret shown once, the old one's grace). Plain data in, markup out (no request, no storage); routes load the
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
@@ -22,6 +22,29 @@ const LOCATION_HINTS: [string, string][] = [
   ["afr", "Africa"],
   ["me", "Middle East"],
 ];
+/** The rotation form's grace choices (seconds); any other number of seconds up to 7 days goes in the field beside them. */
+export const GRACE_CHOICES: [string, string][] = [
+  ["0", "None: it stops at once"],
+  ["3600", "1 hour"],
+  ["86400", "24 hours"],
+  ["604800", "7 days"],
+  ["seconds", "A number of seconds (below)"],
+];
+
+/** A grace in words, as the choices say it: "1 hour", "24 hours", "7 days", "90 seconds". */
+export function duration(seconds: number): string {
+  // Days from two on: a day is "24 hours", as in the choices.
+  const units: [number, string, number][] = [
+    [86_400, "day", 2 * 86_400],
+    [3600, "hour", 3600],
+    [60, "minute", 60],
+  ];
+  for (const [size, unit, from] of units) {
+    if (seconds >= from && seconds % size === 0) return `${seconds / size} ${unit}${seconds === size ? "" : "s"}`;
+  }
+  return `${seconds} second${seconds === 1 ? "" : "s"}`;
+}
+
 type Usage = { second: { limit: number; used: number; remaining: number }; day: { limit: number; used: number; remaining: number } };
 
 export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | null }[]; defaults: Limits; csrf: string }> = ({
@@ -100,6 +123,39 @@ export const ApiKeyIssued: FC<{ org: Org; secret: string }> = ({ org, secret }) 
   </>
 );
 
+/** A rotation's new secret, shown once, and what happens to the one it replaced. */
+export const ApiKeyRotated: FC<{ base: string; apiKey: ApiKeyView; secret: string; applied: boolean }> = ({
+  base,
+  apiKey,
+  secret,
+  applied,
+}) => (
+  <>
+    <SecretOnce id="api-key" label="API key" value={secret} />
+    <p>
+      This is the new secret of {apiKey.name ? `“${apiKey.name}” ` : ""}
+      <code>{apiKey.id}</code>: same id, limits, counts and credits. If it is lost, rotate again.
+    </p>
+    {apiKey.previous_secret_expires_at === null ? (
+      <p>The previous secret no longer works.</p>
+    ) : (
+      <p>
+        Previous secret works until <strong>{when(apiKey.previous_secret_expires_at)}</strong>; both count against this key's limits. Once
+        every client has the new secret, <a href={`${base}/end-grace`}>end the grace now</a>.
+      </p>
+    )}
+    {!applied && (
+      <p class="warning" role="status">
+        Not applied yet: the key's object has still to learn the new secret (keyway retries within seconds). Until it does, the previous
+        secret works and the new one is refused.
+      </p>
+    )}
+    <p>
+      <a href={base}>Back to the API key</a>
+    </p>
+  </>
+);
+
 export const ApiKeyDetail: FC<{
   base: string;
   apiKey: ApiKeyView;
@@ -114,6 +170,12 @@ export const ApiKeyDetail: FC<{
     <p>
       <CopyId value={apiKey.id} label="API key id" /> <code>{apiKey.hint}</code> <Status value={apiKey.status} />
     </p>
+    {apiKey.previous_secret_expires_at !== null && (
+      <p>
+        Previous secret works until <strong>{when(apiKey.previous_secret_expires_at)}</strong> (replaced by a rotation; both count against
+        this key's limits).
+      </p>
+    )}
     <p>
       Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(resetsAt)}).
     </p>
@@ -183,6 +245,26 @@ export const ApiKeyDetail: FC<{
     </PostForm>
     {apiKey.status === "active" && (
       <>
+        <h2>Rotate secret</h2>
+        <p>
+          A new secret for this key, shown once; its id, limits, counts and credits stay. The current secret can keep working for a grace
+          period while its clients switch. You confirm on the next page.
+        </p>
+        {apiKey.previous_secret_expires_at !== null && (
+          <p>
+            The previous secret works until {when(apiKey.previous_secret_expires_at)}. <a href={`${base}/end-grace`}>End grace now</a>
+          </p>
+        )}
+        <form method="get" action={`${base}/rotate`} class="card" aria-label="Rotate secret">
+          <label for="grace">Grace period for the current secret</label>
+          <select id="grace" name="grace">
+            {GRACE_CHOICES.map(([value, label]) => (
+              <option value={value}>{label}</option>
+            ))}
+          </select>
+          <Field id="grace_seconds" label="Seconds" type="number" min={0} hint="0 to 604800 (7 days), when chosen above" />
+          <button type="submit">Rotate secret</button>
+        </form>
         <h2>Revoke</h2>
         <p>Every request with this key is refused from then on. This cannot be undone.</p>
         <p>
