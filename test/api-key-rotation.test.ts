@@ -10,7 +10,19 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
 import { API_KEY_PATTERN, apiKeyObjectId } from "../src/lib/ids";
-import { admin, adminCall, body, call, callAt, counting, createTenant, type Tenant, tokenRequest, withObjectEnv } from "./helpers";
+import {
+  admin,
+  adminCall,
+  body,
+  call,
+  callAt,
+  counting,
+  createTenant,
+  type Tenant,
+  tokenRequest,
+  unreachable,
+  withObjectEnv,
+} from "./helpers";
 
 interface Rotated {
   id: string;
@@ -137,13 +149,7 @@ describe("POST /admin/v1/organizations/{org}/api-keys/{key}/rotate", () => {
   it("answers the new secret with applied: false when the key's object missed the push; the old works until the retry lands", async () => {
     const t = await createTenant();
     const org = env.ORGS.get(env.ORGS.idFromName(t.orgId));
-    const restore = await withObjectEnv(org, (real) => ({
-      KEYS: {
-        ...real.KEYS,
-        idFromName: real.KEYS.idFromName.bind(real.KEYS),
-        get: () => ({ sync: () => Promise.reject(new Error("unreachable")) }),
-      } as unknown as Env["KEYS"],
-    }));
+    const restore = await withObjectEnv(org, (real) => unreachable(real, "KEYS", "sync"));
     const rotated = await rotate(t, 0);
     expect(rotated.applied).toBe(false);
     expect((await tokenWith(t, t.apiKey)).status).toBe(200);

@@ -14,7 +14,7 @@ import { type KeyObject, PRUNE_BATCH } from "../src/objects/key";
 import { HOUSEKEEPING_BATCH, WRITE_PRUNE } from "../src/objects/org/audit";
 import type { OrganizationObject } from "../src/objects/organization";
 import { fakeNetwork, receiver } from "./fake-network";
-import { authed, call, createTenant, issueToken, type Tenant, withObjectEnv } from "./helpers";
+import { authed, call, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
 import { createConfig, endpointOf, inWebhooks, webhooksOf } from "./webhook-helpers";
 
 const HOUR = 3_600_000;
@@ -218,13 +218,7 @@ describe("an organization's webhook object", () => {
     const t = await createTenant();
     const bearer = await issueToken(t);
     const config = await createConfig(t, bearer, "receiver-secret-0123456789");
-    const restore = await withObjectEnv(webhooksOf(t.orgId), (real) => ({
-      ENDPOINTS: {
-        ...real.ENDPOINTS,
-        idFromName: real.ENDPOINTS.idFromName.bind(real.ENDPOINTS),
-        get: () => ({ accept: () => Promise.reject(new Error("endpoint unreachable")) }),
-      } as unknown as Env["ENDPOINTS"],
-    }));
+    const restore = await withObjectEnv(webhooksOf(t.orgId), (real) => unreachable(real, "ENDPOINTS", "accept"));
     const res = await call(
       "/v1/events",
       authed(t, bearer, {

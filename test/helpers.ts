@@ -162,3 +162,15 @@ export async function withObjectEnv(
       Object.defineProperty(instance, "env", { value: env, configurable: true });
     });
 }
+
+type Namespaces = { [K in keyof Env]: Env[K] extends DurableObjectNamespace<infer _T> ? K : never }[keyof Env];
+
+/**
+ * Fault injection with withObjectEnv: the namespace `binding` whose objects cannot be reached by
+ * the named methods (each call rejects, as a transport failure would); `real` is the object's own env.
+ */
+export function unreachable(real: Env, binding: Namespaces, ...methods: string[]): Partial<Env> {
+  const namespace = real[binding] as unknown as DurableObjectNamespace;
+  const stub = Object.fromEntries(methods.map((m) => [m, () => Promise.reject(new Error(`${binding}.${m} unreachable`))]));
+  return { [binding]: { ...namespace, idFromName: namespace.idFromName.bind(namespace), get: () => stub } } as Partial<Env>;
+}

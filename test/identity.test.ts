@@ -28,6 +28,7 @@ import {
   issueToken,
   type Tenant,
   tokenRequest,
+  unreachable,
   withObjectEnv,
 } from "./helpers";
 import { Browser, SESSION } from "./manager-helpers";
@@ -37,13 +38,7 @@ const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha2
 const lookupKey = (t: Tenant) => `client:${t.clientId}`;
 const credentialPath = (t: Tenant) => `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`;
 
-const unreachableKeys = (real: Env): Partial<Env> => ({
-  KEYS: {
-    ...real.KEYS,
-    idFromName: real.KEYS.idFromName.bind(real.KEYS),
-    get: () => ({ sync: () => Promise.reject(new Error("unreachable")) }),
-  } as unknown as Env["KEYS"],
-});
+const unreachableKeys = (real: Env): Partial<Env> => unreachable(real, "KEYS", "sync");
 
 /** Makes the key's object treat its copy as unconfirmed, as it does once KEY_LEASE_MS has passed. */
 const lapseLease = (key: DurableObjectStub<KeyObject>) =>
@@ -357,13 +352,7 @@ describe("a revocation push that fails", () => {
     const t = await createTenant();
     const token = await issueToken(t);
     const key = await keyStub(t);
-    const restore = await withObjectEnv(key, (real) => ({
-      ORGS: {
-        ...real.ORGS,
-        idFromName: real.ORGS.idFromName.bind(real.ORGS),
-        get: () => ({ confirmKey: () => Promise.reject(new Error("unreachable")) }),
-      } as unknown as Env["ORGS"],
-    }));
+    const restore = await withObjectEnv(key, (real) => unreachable(real, "ORGS", "confirmKey"));
     await lapseLease(key);
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     const res = await call("/v1/me", authed(t, token));

@@ -24,6 +24,7 @@ import {
   issueToken,
   type Tenant,
   tokenRequest,
+  unreachable,
   withObjectEnv,
 } from "./helpers";
 import { Browser } from "./manager-helpers";
@@ -186,21 +187,13 @@ function heldTokenEndpoint() {
   return { routes, arrived, release };
 }
 
-const unreachable = (what: string) => () => Promise.reject(new Error(`${what} unreachable`));
-
 describe("a deletion on a bad day (issue 29)", () => {
   it("answered 503 because a key object was unreachable, it still deletes every webhook configuration at once", async () => {
     const sent = fakeNetwork(receiver({ webhookStatus: 503 }));
     const { t, delivery } = await deletedOrganization();
     const configId = await configOf(t.orgId, delivery);
     const ticket = await ticketFor(t.orgId, delivery);
-    const restore = await withObjectEnv(orgStub(t), (real) => ({
-      KEYS: {
-        ...real.KEYS,
-        idFromName: real.KEYS.idFromName.bind(real.KEYS),
-        get: () => ({ sync: unreachable("key") }),
-      } as unknown as Env["KEYS"],
-    }));
+    const restore = await withObjectEnv(orgStub(t), (real) => unreachable(real, "KEYS", "sync"));
     const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
     expect(res.status).toBe(503);
     expect((await body(res)).developer_message).toContain("still being applied to 1 API key");
@@ -222,13 +215,7 @@ describe("a deletion on a bad day (issue 29)", () => {
     const { t, delivery } = await deletedOrganization();
     const configId = await configOf(t.orgId, delivery);
     const ticket = await ticketFor(t.orgId, delivery);
-    const restore = await withObjectEnv(orgStub(t), (real) => ({
-      WEBHOOKS: {
-        ...real.WEBHOOKS,
-        idFromName: real.WEBHOOKS.idFromName.bind(real.WEBHOOKS),
-        get: () => ({ deleteAll: unreachable("webhooks") }),
-      } as unknown as Env["WEBHOOKS"],
-    }));
+    const restore = await withObjectEnv(orgStub(t), (real) => unreachable(real, "WEBHOOKS", "deleteAll"));
     const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
     expect(res.status).toBe(503);
     expect((await body(res)).developer_message).toContain("the webhook configurations");
@@ -254,13 +241,7 @@ describe("a deletion on a bad day (issue 29)", () => {
   it("is not answered 200 while an endpoint's object lacks the deletion (deleteAll's applied: false)", async () => {
     fakeNetwork(receiver());
     const { t, config } = await deletedOrganization();
-    const restore = await withObjectEnv(webhooksOf(t.orgId), (real) => ({
-      ENDPOINTS: {
-        ...real.ENDPOINTS,
-        idFromName: real.ENDPOINTS.idFromName.bind(real.ENDPOINTS),
-        get: () => ({ sync: unreachable("endpoint") }),
-      } as unknown as Env["ENDPOINTS"],
-    }));
+    const restore = await withObjectEnv(webhooksOf(t.orgId), (real) => unreachable(real, "ENDPOINTS", "sync"));
     const res = await adminCall("DELETE", `/organizations/${t.orgId}`);
     expect(res.status).toBe(503);
     expect((await endpointRowOf(config.id)).deleted).toBe(0);

@@ -396,27 +396,19 @@ describe("credits and quotas exact at their edges (issue 29)", () => {
     expect(key.usage.credits.remaining).toBe(11); // 9 + 2: the refused request's credit came back
   });
 
-  it("a take that lands after the key gave up (503) is not counted by the quota", async () => {
+  const late = () => new Promise<void>((done) => setTimeout(done, 2_500));
+  it.each([
+    ["a take that lands after the key gave up (503) is not counted by the quota", { before: late }],
+    ["a take counted but answered after the key gave up (503) is taken back", { after: late }],
+  ])("%s", async (_name, wrap) => {
     const t = await createTenant();
     const bearer = await issueToken(t);
     await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1000 } });
     expect((await call("/v1/me", authed(t, bearer))).status).toBe(200);
-    const quota = await wrapTake(t, { before: () => new Promise((done) => setTimeout(done, 2_500)) });
+    const quota = await wrapTake(t, wrap);
     const res = await call("/v1/me", authed(t, bearer));
     expect(res.status).toBe(503);
-    await new Promise((done) => setTimeout(done, 1_000)); // the late take arrives, after its release
-    expect(await quotaDayUsed(quota)).toBe(1);
-  });
-
-  it("a take counted but answered after the key gave up (503) is taken back", async () => {
-    const t = await createTenant();
-    const bearer = await issueToken(t);
-    await admin("PATCH", `/organizations/${t.orgId}`, { limits: { per_day: 1000 } });
-    expect((await call("/v1/me", authed(t, bearer))).status).toBe(200);
-    const quota = await wrapTake(t, { after: () => new Promise((done) => setTimeout(done, 2_500)) });
-    const res = await call("/v1/me", authed(t, bearer));
-    expect(res.status).toBe(503);
-    await new Promise((done) => setTimeout(done, 1_000));
+    await new Promise((done) => setTimeout(done, 1_000)); // the late take or answer has come, and the release
     expect(await quotaDayUsed(quota)).toBe(1);
     const key = await admin<{ usage: { day: { used: number } } }>("GET", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`);
     expect(key.usage.day.used).toBe(2); // the token and the first /v1/me
