@@ -8,13 +8,14 @@
  */
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
 import { type KeyObject, PRUNE_BATCH } from "../src/objects/key";
 import { HOUSEKEEPING_BATCH, WRITE_PRUNE } from "../src/objects/org/audit";
 import type { OrganizationObject } from "../src/objects/organization";
 import { fakeNetwork, receiver } from "./fake-network";
-import { authed, call, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
+import { admin, authed, BASE, call, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
 import { createConfig, endpointOf, inWebhooks, webhooksOf } from "./webhook-helpers";
 
 const HOUR = 3_600_000;
@@ -186,29 +187,68 @@ describe("an organization's object", () => {
     expect(first.sizes.assertion_jtis).toBe(1_500 - HOUSEKEEPING_BATCH);
   });
 
-  it("deletes a few expired rows of a table each time it adds one (WRITE_PRUNE), so no quiet day is needed", async () => {
+  it("deletes a few expired rows of a table each time it adds one (WRITE_PRUNE): assertions, token proofs, token revocations", async () => {
     const t = await createTenant();
     const org = orgStub(t);
+    // 40 expired rows in each table, as a busy hour would leave them.
     await runInDurableObject(org, (_i: OrganizationObject, state) => {
+      const sql = state.storage.sql;
+      const past = Date.now() - HOUR;
       for (let i = 0; i < 40; i++) {
-        state.storage.sql.exec(
+        sql.exec(
           "INSERT INTO revocations (revision, client_id, revoked_at, kind, token_id, expires_ms) VALUES (?, 'c', 'x', 'token', ?, ?)",
           200_000 + i,
           `t${i}`,
-          Date.now() - HOUR,
+          past,
         );
+        sql.exec("INSERT INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)", `a${i}`, past);
+        sql.exec("INSERT INTO token_proofs (jti, expires_ms) VALUES (?, ?)", `p${i}`, past);
       }
     });
-    const token = await issueToken(t);
-    expect((await revoke(t, token)).status).toBe(200);
-    const left = await runInDurableObject(
-      org,
-      (_i: OrganizationObject, state) =>
-        state.storage.sql
-          .exec<{ n: number }>("SELECT count(*) AS n FROM revocations WHERE kind = 'token' AND expires_ms < ?", Date.now())
-          .one().n,
-    );
-    expect(left).toBe(40 - WRITE_PRUNE);
+    // One of each write: a token revoked, a private_key_jwt assertion used with a DPoP proof.
+    expect((await revoke(t, await issueToken(t))).status).toBe(200);
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const client = await admin<{ client_id: string }>("POST", `/organizations/${t.orgId}/users/${t.userId}/client-credentials`, {
+      token_endpoint_auth_method: "private_key_jwt",
+      jwks: { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "ES256" }] },
+    });
+    const assertion = await new SignJWT({ jti: crypto.randomUUID() })
+      .setProtectedHeader({ alg: "ES256", kid: "k1" })
+      .setIssuer(client.client_id)
+      .setSubject(client.client_id)
+      .setAudience(BASE)
+      .setIssuedAt()
+      .setExpirationTime("1m")
+      .sign(pair.privateKey);
+    const proof = await new SignJWT({
+      htm: "POST",
+      htu: `${BASE}/v1/oauth/token`,
+      jti: crypto.randomUUID(),
+      iat: Math.floor(Date.now() / 1000),
+    })
+      .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(pair.publicKey) })
+      .sign(pair.privateKey);
+    const issued = await call("/v1/oauth/token", {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", "x-api-key": t.apiKey, DPoP: proof },
+      body: new URLSearchParams({
+        grant_type: "client_credentials",
+        client_id: client.client_id,
+        client_assertion_type: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        client_assertion: assertion,
+      }).toString(),
+    });
+    expect(issued.status).toBe(200);
+    const left = await runInDurableObject(org, (_i: OrganizationObject, state) => {
+      const expired = (table: string, filter = "1") =>
+        state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE ${filter} AND expires_ms < ?`, Date.now()).one().n;
+      return {
+        revocations: expired("revocations", "kind = 'token'"),
+        assertion_jtis: expired("assertion_jtis"),
+        token_proofs: expired("token_proofs"),
+      };
+    });
+    expect(left).toEqual({ revocations: 40 - WRITE_PRUNE, assertion_jtis: 40 - WRITE_PRUNE, token_proofs: 40 - WRITE_PRUNE });
   });
 });
 
