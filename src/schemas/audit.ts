@@ -8,7 +8,8 @@ import * as z from "zod";
 import { publicNames, Timestamp } from "./common";
 
 /**
- * Who made a change: the operator, an organization administrator's token, an API client, or
+ * Who made a change: the operator, an organization administrator's token, an API client, a
+ * webhook receiver in its portal session, or
  * keyway itself (a webhook configuration disabled because its receiver answered 410 Gone, or
  * failed every attempt for the whole period).
  */
@@ -18,6 +19,8 @@ export const Actor = z.discriminatedUnion("type", [
   z.object({ type: z.literal("admin_token"), id: z.string() }),
   /** An API client: its client_id, and the API key it called with. */
   z.object({ type: z.literal("api_client"), id: z.string(), api_key_id: z.string() }),
+  /** A webhook receiver in its portal session (issue 30): the session's id and the one configuration it reaches. */
+  z.object({ type: z.literal("receiver"), id: z.string(), webhook_configuration_id: z.string() }),
 ]);
 export type Actor = z.output<typeof Actor>;
 

@@ -110,10 +110,36 @@ const V4: Migration = {
   statements: ["ALTER TABLE meta ADD COLUMN deleted_ms INTEGER", "ALTER TABLE meta ADD COLUMN deleted_count INTEGER NOT NULL DEFAULT 0"],
 };
 
+/**
+ * Version 5 (issue 30): what receivers are offered. The event-type catalog (each type's JSON
+ * Schema for `data` and its examples, stored as saved: they are validated and bounded before they
+ * are written, webhooks/event-schema.ts), the organization's webhook settings (whether a publish
+ * of a type outside the catalog is refused; the origins that may frame the portal), and the
+ * portal's single-use links and sessions, each stored as the SHA-256 of its secret, each with an
+ * expiry pruned by time (docs/storage.md, "What expires").
+ */
+const V5: Migration = {
+  version: 5,
+  statements: [
+    `CREATE TABLE event_types (name TEXT PRIMARY KEY, description TEXT, schema TEXT, examples TEXT NOT NULL,
+        deprecated INTEGER NOT NULL DEFAULT 0, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL)`,
+    "ALTER TABLE meta ADD COLUMN refuse_unknown_types INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE meta ADD COLUMN portal_frame_origins TEXT NOT NULL DEFAULT '[]'",
+    `CREATE TABLE portal_links (hash TEXT PRIMARY KEY, configuration_id TEXT NOT NULL, created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL, used_ms INTEGER, created_by TEXT NOT NULL)`,
+    "CREATE INDEX portal_links_by_expiry ON portal_links (expires_ms)",
+    `CREATE TABLE portal_sessions (id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, configuration_id TEXT NOT NULL,
+        created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, ended_ms INTEGER, last_seen_ms INTEGER NOT NULL,
+        created_by TEXT NOT NULL)`,
+    "CREATE INDEX portal_sessions_by_expiry ON portal_sessions (expires_ms)",
+    "CREATE INDEX portal_sessions_by_configuration ON portal_sessions (configuration_id, created_ms)",
+  ],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5];
 
 type Row = Record<string, SqlStorageValue>;
 

@@ -13,7 +13,9 @@ const actorText = (a: AuditEntryView["actor"]): string =>
       ? "keyway (automatic)"
       : a.type === "admin_token"
         ? `administrator (${a.id})`
-        : `API client ${a.id} (key ${a.api_key_id})`;
+        : a.type === "api_client"
+          ? `API client ${a.id} (key ${a.api_key_id})`
+          : `webhook receiver in portal session ${a.id} (configuration ${a.webhook_configuration_id})`;
 
 export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   <>
