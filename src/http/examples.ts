@@ -174,3 +174,19 @@ export const WEBHOOK_TRAFFIC = {
     { start: "2026-06-01T00:00:00.000Z", succeeded: 118, failed: 3, latency_ms_avg: 84 },
   ],
 };
+
+/** A portal link (issue 30): its token is 256 random bits and the organization id (webhooks/portal.ts). */
+export const PORTAL_LINK = {
+  url: `https://keyway.example/portal/open?token=kw_portal_Yk3vJ0pQz8rT1uWx5bN7mC2dF6gH9jK4lP0sR3tV8wZ.${ORG_ID}`,
+  webhook_configuration_id: CONFIG_ID,
+  expires_at: "2026-06-01T12:10:00.000Z",
+};
+export const PORTAL_SESSION = {
+  id: "pts_8k2m4n6p8q0r2s4t6v8w0x2y4z",
+  webhook_configuration_id: CONFIG_ID,
+  status: "active" as const,
+  created_at: T0,
+  last_seen_at: T1,
+  expires_at: "2026-06-01T20:00:00.000Z",
+  ended_at: null,
+};

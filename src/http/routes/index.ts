@@ -16,6 +16,7 @@ import { adminRoutes } from "./admin";
 import { graphqlRoutes } from "./graphql";
 import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
+import { portalRoutes } from "./portal";
 import { serviceRoutes } from "./service";
 import { operatorWebhookRoutes, webhookRoutes } from "./webhooks";
 
@@ -78,6 +79,7 @@ export const ROUTES: readonly Route[] = [
   ...oauthRoutes,
   ...meRoutes,
   ...webhookRoutes,
+  ...portalRoutes,
   ...graphqlRoutes,
   ...adminRoutes,
   ...operatorWebhookRoutes,

@@ -1,0 +1,151 @@
+/**
+ * The portal for each webhook endpoint (issue 30 item 2; product brief, "Webhook receivers' way
+ * in"): an organization makes a single-use link for one configuration and hands it to the
+ * receiver; opening it starts a session that reaches that configuration alone. This module makes
+ * and reads the two secrets and asks the organization's WebhookObject (objects/webhooks/portal.ts)
+ * to record, open, check, list and end them. No Hono here: the REST routes (http/routes/portal.ts)
+ * and the portal's pages (http/portal) are adapters over these functions.
+ *
+ * The secrets' format (docs/receivers.md, "The portal"): a link token is
+ * `kw_portal_<43 base64url>.<organization id>` and a session cookie's value
+ * `kw_portal_session_<43 base64url>.<organization id>`. The 43 characters are 256 random bits
+ * (lib/crypto.ts `randomToken(32)`); the organization id after the dot says which organization's
+ * WebhookObject to ask, as a rotated API key names its object (lib/ids.ts). The id is no secret
+ * and grants nothing: the object finds the link or session by the SHA-256 of the whole value, so a
+ * token edited to name another organization finds nothing there. The prefixes make both
+ * recognisable to secret scanners and keep one from passing as the other.
+ */
+import type { Deps } from "../deps";
+import { notFound } from "../errors";
+import type { Actor } from "../identity/changes";
+import { randomToken, sha256Hex } from "../lib/crypto";
+import { base64UrlEncode, encodeUtf8 } from "../lib/encoding";
+import { ID_PATTERN } from "../lib/ids";
+import type { Page, PageRequest } from "../objects/sql";
+import { reach, unwrap, webhookObject } from "../objects/stubs";
+import type { OpenRefusal } from "../objects/webhooks/portal";
+import {
+  type CreatePortalLinkInput,
+  PORTAL_LINK_DEFAULT_SECONDS,
+  PORTAL_SESSION_SECONDS,
+  type PortalLinkView,
+  type PortalSessionView,
+} from "../schemas/receivers";
+
+const LINK_PREFIX = "kw_portal_";
+const SESSION_PREFIX = "kw_portal_session_";
+/** Where a link opens; the query's token is consumed by the POST of that page (http/portal). */
+export const PORTAL_OPEN_PATH = "/portal/open";
+
+const ORG_ID = "org_[0-9a-hjkmnp-tv-z]{26}";
+const LINK_PATTERN = new RegExp(`^${LINK_PREFIX}[A-Za-z0-9_-]{43}\\.(${ORG_ID})$`);
+const SESSION_PATTERN = new RegExp(`^${SESSION_PREFIX}[A-Za-z0-9_-]{43}\\.(${ORG_ID})$`);
+/** Portal session ids: public (listed, in audit entries), 130 random bits like every keyway id. */
+const SESSION_ID_PATTERN = /^pts_[0-9a-hjkmnp-tv-z]{26}$/;
+const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+
+function newPortalSessionId(): string {
+  let out = "pts_";
+  for (const byte of crypto.getRandomValues(new Uint8Array(26))) out += ID_ALPHABET[byte % 32];
+  return out;
+}
+
+/** The organization a link token or session cookie names, or null when it is not one. */
+const orgOf = (value: string, pattern: RegExp): string | null => pattern.exec(value)?.[1] ?? null;
+
+/** A live portal session, as each portal request sees it. */
+export interface PortalSession {
+  id: string;
+  orgId: string;
+  configurationId: string;
+  /** Origins allowed to frame the portal (CSP frame-ancestors); empty means none. */
+  frameOrigins: string[];
+  /** Every POST form of the session echoes it (derived from the cookie: nothing more is stored). */
+  csrf: string;
+}
+
+/** Who the session's changes are attributed to: the receiver, by its session, with its one configuration. */
+export const receiverActor = (s: PortalSession): Actor => ({ type: "receiver", id: s.id, webhook_configuration_id: s.configurationId });
+
+/**
+ * The session's CSRF token: the SHA-256 of a fixed label and the cookie's secret. Only the holder
+ * of the cookie (HttpOnly, so not even a script on the page) can compute it, it is stable for the
+ * session's life (forms in several tabs keep working), and it reveals nothing of the secret.
+ */
+async function csrfOf(secret: string): Promise<string> {
+  return base64UrlEncode(new Uint8Array(await crypto.subtle.digest("SHA-256", encodeUtf8(`keyway:portal-csrf:${secret}`))));
+}
+
+/** A single-use link for one configuration, on `origin` (the request's); the token is shown only here. */
+export async function createPortalLink(
+  deps: Deps,
+  orgId: string,
+  configId: string,
+  input: CreatePortalLinkInput,
+  actor: Actor,
+  origin: string,
+): Promise<PortalLinkView> {
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  const now = deps.now();
+  const token = `${LINK_PREFIX}${randomToken(32)}.${orgId}`;
+  const hash = await sha256Hex(token);
+  const expiresMs = now + (input.expires_in ?? PORTAL_LINK_DEFAULT_SECONDS) * 1000;
+  const created = unwrap(await reach("webhooks", () => webhookObject(deps, orgId).createPortalLink(configId, hash, expiresMs, actor, now)));
+  return { url: `${origin}${PORTAL_OPEN_PATH}?token=${token}`, webhook_configuration_id: configId, expires_at: created.expires_at };
+}
+
+export type OpenedPortal = { ok: true; cookie: string; session: PortalSessionView } | { ok: false; reason: OpenRefusal };
+
+/** Opens a link (once): a new session and the cookie value that carries it. */
+export async function openPortal(deps: Deps, token: string): Promise<OpenedPortal> {
+  const orgId = orgOf(token, LINK_PATTERN);
+  if (orgId === null) return { ok: false, reason: "unknown" };
+  const now = deps.now();
+  const cookie = `${SESSION_PREFIX}${randomToken(32)}.${orgId}`;
+  const [linkHash, sessionHash] = await Promise.all([sha256Hex(token), sha256Hex(cookie)]);
+  const id = newPortalSessionId();
+  const expiresMs = now + PORTAL_SESSION_SECONDS * 1000;
+  const opened = await reach("webhooks", () => webhookObject(deps, orgId).openPortalLink(linkHash, id, sessionHash, expiresMs, now));
+  return opened.ok ? { ok: true, cookie, session: opened.session } : opened;
+}
+
+/** The live session a cookie carries, or null when absent, malformed, unknown, ended or expired. */
+export async function resolveSession(deps: Deps, cookie: string | undefined): Promise<PortalSession | null> {
+  if (cookie === undefined) return null;
+  const orgId = orgOf(cookie, SESSION_PATTERN);
+  if (orgId === null) return null;
+  const hash = await sha256Hex(cookie);
+  const live = await reach("webhooks", () => webhookObject(deps, orgId).portalSession(hash, deps.now()));
+  if (live === null) return null;
+  return { id: live.id, orgId, configurationId: live.configuration_id, frameOrigins: live.frame_origins, csrf: await csrfOf(cookie) };
+}
+
+/** The frame origins of the organization a link token names (the open page is framed as the portal is). */
+export async function frameOriginsForLink(deps: Deps, token: string): Promise<string[]> {
+  const orgId = orgOf(token, LINK_PATTERN);
+  return orgId === null ? [] : reach("webhooks", () => webhookObject(deps, orgId).portalFrameOrigins());
+}
+
+export async function listPortalSessions(deps: Deps, orgId: string, configId: string, page: PageRequest): Promise<Page<PortalSessionView>> {
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).listPortalSessions(configId, page, deps.now())));
+}
+
+/** Ends a session of the configuration: every copy of its cookie stops working at once. */
+export async function endPortalSession(
+  deps: Deps,
+  orgId: string,
+  configId: string,
+  sessionId: string,
+  actor: Actor,
+): Promise<PortalSessionView> {
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  if (!SESSION_ID_PATTERN.test(sessionId)) throw notFound("Portal session");
+  const now = deps.now();
+  return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).endPortalSession(configId, sessionId, actor, now)));
+}
+
+/** The receiver signs out: its own session ends, audited as the receiver. */
+export async function signOutPortal(deps: Deps, session: PortalSession): Promise<void> {
+  await endPortalSession(deps, session.orgId, session.configurationId, session.id, receiverActor(session));
+}
