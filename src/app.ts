@@ -12,6 +12,7 @@ import { managerApp } from "./http/manager/routes";
 import { provideDeps } from "./http/middleware/deps";
 import { noSniff } from "./http/middleware/headers";
 import { observeRequests } from "./http/middleware/observe";
+import { portalApp } from "./http/portal/routes";
 import { mountRoutes } from "./http/router";
 import { ROUTES } from "./http/routes";
 
@@ -35,5 +36,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   mountRoutes(app, ROUTES, provideDeps(now));
   // The manager app has its own sessions, HTML error pages and security headers.
   app.route("/", managerApp(now));
+  // The portal app (webhook receivers' sessions): its own cookies, pages and framing policy.
+  app.route("/", portalApp(now));
   return app;
 }

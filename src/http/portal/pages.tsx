@@ -1,0 +1,279 @@
+/**
+ * The portal's pages (issue 30 item 2): the link's "Open the portal" page and its refusal, the
+ * endpoint's page (its settings as the receiver knows them, health and traffic charts, test event,
+ * pause and resume), the deliveries list (filters, search and paging as in the manager) and the
+ * settings form (URLs, receiver credentials with the secret write-only, event types). Plain data in,
+ * markup out; routes.tsx loads the data. The charts, fields, tables and badges are the manager's
+ * own components (http/manager/charts.tsx, views.tsx), shown read-only where the manager offers
+ * operator-only actions.
+ */
+import type { FC } from "hono/jsx";
+import type { DeliveryFilter, DeliveryRecord, WebhookConfiguration, WebhookTrafficView } from "../../schemas/webhooks";
+import { TrafficCharts } from "../manager/charts";
+import { lastAttempt } from "../manager/pages/webhooks";
+import { CopyId, Field, PostForm, Status, TableRegion, when } from "../manager/views";
+
+/** The link's page: one button, so that a link scanner's GET does not use the link up. */
+export const OpenPage: FC<{ token: string; formCsrf: string }> = ({ token, formCsrf }) => (
+  <PostForm action="/portal/open" csrf={formCsrf} label="Open the webhook portal">
+    <input type="hidden" name="token" value={token} />
+    <p>
+      This link opens a portal for one webhook endpoint: its deliveries and their attempts, re-sends, test events, the signing secret, its
+      URLs and credentials. It opens <strong>once</strong>; the session it starts lasts up to 8 hours in this browser.
+    </p>
+    <button type="submit">Open the portal</button>
+  </PostForm>
+);
+
+/** Why a link did not open, and what to do. */
+export const REFUSALS = {
+  used: "This portal link has already been opened. A link opens once; ask the provider of the webhooks for a new one.",
+  expired: "This portal link has expired. Links are valid for minutes; ask the provider of the webhooks for a new one.",
+  unknown:
+    "This portal link cannot be opened: it has already been used, has expired, or is not a portal link. Ask the provider of the webhooks for a new one.",
+  form: "The page could not be verified (it may be too old). Open the link again from where you received it.",
+  session: "Your portal session has ended or expired. Ask the provider of the webhooks for a new portal link.",
+} as const;
+
+export const Refused: FC<{ message: string }> = ({ message }) => (
+  <p class="warning" role="alert">
+    {message}
+  </p>
+);
+
+/** Health in words, as the manager says it. */
+export const health = (w: WebhookConfiguration): string =>
+  w.state.pause_reason !== null
+    ? `paused${w.state.paused_until ? ` until ${when(w.state.paused_until)}` : ""}: ${w.state.pause_reason}`
+    : w.state.failing_since !== null
+      ? `every attempt has failed since ${when(w.state.failing_since)}`
+      : w.state.last_delivered_at !== null
+        ? `healthy; last delivered ${when(w.state.last_delivered_at)}`
+        : "no deliveries yet";
+
+const LANES = {
+  fast: "fast lane (answers in time)",
+  new: "new lane (no deliveries yet)",
+  slow: "slow lane (did not answer within the fast lane's deadline)",
+} as const;
+
+const percent = (rate: number | null) => (rate === null ? "-" : `${Math.round(rate * 1000) / 10}%`);
+
+export const HomePage: FC<{ config: WebhookConfiguration; traffic: WebhookTrafficView; csrf: string }> = ({ config, traffic, csrf }) => (
+  <>
+    <dl class="facts">
+      <dt>Webhook URL</dt>
+      <dd>
+        <code class="wrap">{config.url}</code>
+      </dd>
+      <dt>Token URL</dt>
+      <dd>
+        <code class="wrap">{config.oauth.token_url}</code>
+      </dd>
+      <dt>Client id at the receiver</dt>
+      <dd>
+        <code class="wrap">{config.oauth.client_id}</code>
+      </dd>
+      <dt>Event types</dt>
+      <dd>{config.events ? config.events.join(", ") : "all"}</dd>
+      <dt>Configuration</dt>
+      <dd>
+        <CopyId value={config.id} label="configuration id" />
+      </dd>
+      <dt>Signing secret rotated</dt>
+      <dd>{when(config.signing_secrets[0]?.created_at ?? config.created_at)}</dd>
+    </dl>
+    <section class="card" aria-labelledby="health">
+      <h2 id="health">Health</h2>
+      <p>
+        <Status value={config.status} />
+        {config.state.pause_reason !== null && (
+          <>
+            {" "}
+            <Status value="paused" />
+          </>
+        )}
+        {config.disabled_reason ? ` (${config.disabled_reason})` : ""} {health(config)}.
+      </p>
+      <div class="stats">
+        <div>
+          Success rate, 24 h<strong>{percent(traffic.last_24h.success_rate)}</strong>
+        </div>
+        <div>
+          Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
+        </div>
+        <div>
+          Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
+        </div>
+        <div>
+          Mean latency, 24 h<strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
+        </div>
+      </div>
+      <p>
+        Delivery: {LANES[config.state.lane]};{" "}
+        {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
+        {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`}.
+      </p>
+      {config.status === "active" ? (
+        <>
+          <PostForm action="/portal/test" csrf={csrf} class="inline" label="Send a test event">
+            <button type="submit" class="secondary">
+              Send test event
+            </button>
+          </PostForm>{" "}
+          <PostForm action="/portal/pause" csrf={csrf} class="inline" label="Pause deliveries">
+            <button type="submit" class="secondary">
+              Pause deliveries
+            </button>
+          </PostForm>
+          <p class="hint">While paused nothing is sent to this endpoint, and events published meanwhile are not delivered to it.</p>
+        </>
+      ) : (
+        <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
+          <p>Deliveries are paused. Resuming sends new events again and resets the health count.</p>
+          <button type="submit">Resume deliveries</button>
+        </PostForm>
+      )}
+    </section>
+    <h2>Traffic</h2>
+    <TrafficCharts
+      id="attempts"
+      what="Attempts"
+      hours={traffic.hours}
+      days={traffic.days}
+      series={[
+        { key: "succeeded", label: "Succeeded", tone: "good" },
+        { key: "failed", label: "Failed", tone: "bad" },
+      ]}
+    />
+    <h2>Signing secret</h2>
+    <p>
+      Rotate it when it may have leaked, or on a schedule. The current secret keeps signing beside the new one for 24 hours.{" "}
+      <a href="/portal/rotate-signing-secret">Rotate the signing secret</a>
+    </p>
+  </>
+);
+
+/** What the deliveries list is narrowed to (routes.tsx `deliveryQuery`). */
+export interface DeliveryQuery {
+  filter: DeliveryFilter;
+  q: string;
+  search?: { kind: "delivery" | "event"; id: string } | undefined;
+  cursor?: string;
+}
+
+const STATUSES = ["pending", "retrying", "delivered", "failed"] as const;
+export const DELIVERIES_PAGE = 25;
+
+function listHref(query: DeliveryQuery, cursor?: string): string {
+  const params = new URLSearchParams();
+  if (query.filter.status) params.set("status", query.filter.status);
+  if (query.filter.event_type) params.set("event_type", query.filter.event_type);
+  if (query.q) params.set("q", query.q);
+  if (cursor) params.set("cursor", cursor);
+  const text = params.toString();
+  return `/portal/deliveries${text ? `?${text}` : ""}`;
+}
+
+export const DeliveriesPage: FC<{ deliveries: DeliveryRecord[]; query: DeliveryQuery; next: string | null }> = ({
+  deliveries,
+  query,
+  next,
+}) => {
+  const filtered = query.filter.status !== undefined || query.filter.event_type !== undefined || query.q !== "";
+  return (
+    <>
+      <form class="filters" method="get" action="/portal/deliveries" aria-label="Filter deliveries">
+        <div>
+          <label for="status">Status</label>
+          <select id="status" name="status">
+            <option value="" selected={query.filter.status === undefined}>
+              any
+            </option>
+            {STATUSES.map((st) => (
+              <option value={st} selected={query.filter.status === st}>
+                {st}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="event_type">Event type</label>
+          <input id="event_type" name="event_type" type="text" value={query.filter.event_type ?? ""} placeholder="order.created" />
+        </div>
+        <div>
+          <label for="q">Event id or webhook-id</label>
+          <input id="q" name="q" type="search" value={query.q} placeholder="evt_... or msg_..." />
+        </div>
+        <button type="submit">Filter</button>
+        {filtered && (
+          <a class="button secondary" href="/portal/deliveries">
+            Clear
+          </a>
+        )}
+      </form>
+      {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this endpoint.</p>}
+      {deliveries.length > 0 && (
+        <TableRegion label="Deliveries">
+          <table class="wide">
+            <caption class="hint">
+              Newest first, {DELIVERIES_PAGE} a page{filtered ? ", filtered" : ""}
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Delivery (webhook-id)</th>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last attempt</th>
+              </tr>
+            </thead>
+            <tbody>
+              {deliveries.map((d) => (
+                <tr>
+                  <td>
+                    <a href={`/portal/deliveries/${d.id}`}>
+                      <code>{d.id}</code>
+                    </a>
+                  </td>
+                  <td>
+                    {d.event_type}
+                    <br />
+                    <code class="hint">{d.event_id}</code>
+                  </td>
+                  <td>
+                    <Status value={d.status} />
+                  </td>
+                  <td>{lastAttempt(d)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableRegion>
+      )}
+      {deliveries.length === 0 && query.search?.kind !== "delivery" && <p>{filtered ? "No delivery matches." : "No deliveries yet."}</p>}
+      {(next !== null || query.cursor !== undefined) && (
+        <nav class="pager" aria-label="Deliveries pages">
+          {query.cursor !== undefined && <a href={listHref(query)}>First page</a>}
+          {next !== null && <a href={listHref(query, next)}>Next page</a>}
+        </nav>
+      )}
+    </>
+  );
+};
+
+/** The receiver's settings: URLs, credentials (the secret write-only), event types. */
+export const SettingsPage: FC<{ config: WebhookConfiguration; csrf: string }> = ({ config, csrf }) => (
+  <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
+    <Field id="url" label="Webhook URL" value={config.url} required />
+    <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
+    <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
+    <Field
+      id="client_secret"
+      type="password"
+      label="Client secret at the receiver"
+      hint="never shown; empty keeps the stored one; required when either URL moves to another origin"
+    />
+    <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
+    <button type="submit">Save</button>
+  </PostForm>
+);

@@ -1,0 +1,410 @@
+/**
+ * The portal app at /portal (issue 30 item 2): a webhook receiver's way in to its one endpoint.
+ * `GET /portal/open?token=` shows one button and `POST /portal/open` uses the single-use link up,
+ * starts the session and sets its cookie; every other page needs that session and reaches only
+ * its configuration: any other delivery or configuration id answers 404, whatever the URL or form
+ * says. Actions call the same domain functions as the REST API (webhooks/configurations.ts,
+ * webhooks/deliveries.ts: the SSRF guard included), audited as the receiver. Security headers are
+ * middleware/html.ts's, with a CSP whose `frame-ancestors` are the organization's
+ * `portal_frame_origins` (none by default), computed per request since they depend on the session.
+ */
+import { type Context, Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { Child } from "hono/jsx";
+import { ApiError } from "../../errors";
+import { constantTimeEqual } from "../../lib/crypto";
+import { describeError, log } from "../../log";
+import { PORTAL_SESSION_SECONDS } from "../../schemas/receivers";
+import { parseInput } from "../../schemas/validate";
+import { DeliveryFilter, UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
+import { getWebhookConfiguration, rotateSigningSecret, updateWebhookConfiguration } from "../../webhooks/configurations";
+import { webhookHeaders } from "../../webhooks/consumer";
+import {
+  canResend,
+  getDelivery,
+  getDeliveryWithBody,
+  listDeliveries,
+  retryDelivery,
+  sendTestEvent,
+  webhookTraffic,
+} from "../../webhooks/deliveries";
+import { frameOriginsForLink, openPortal, type PortalSession, receiverActor, resolveSession, signOutPortal } from "../../webhooks/portal";
+import { readFields } from "../body";
+import type { AppEnv } from "../context";
+import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
+import { Confirm, confirmations } from "../manager/pages/confirm";
+import { DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
+import { provideDeps } from "../middleware/deps";
+import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
+import { PortalPage, type PortalPageProps } from "./layout";
+import { DELIVERIES_PAGE, DeliveriesPage, type DeliveryQuery, HomePage, OpenPage, REFUSALS, Refused, SettingsPage } from "./pages";
+
+export type PortalEnv = {
+  Bindings: AppEnv["Bindings"];
+  /** `portal`: the live session (absent on the open pages and once refused); `form`: a POST's fields, read once. */
+  Variables: AppEnv["Variables"] & { portal?: PortalSession; form: Record<string, unknown> };
+};
+type C = Context<PortalEnv>;
+
+/**
+ * The session cookie. `__Host-` (RFC 6265bis section 4.1.3.2): stored only from a secure origin,
+ * with Secure, Path=/ and no Domain, so a sibling subdomain cannot plant or overwrite it; HttpOnly
+ * keeps it from scripts. SameSite=None because the portal may be shown in an iframe on the API
+ * provider's dashboard: there the request is cross-site (the top-level site is the dashboard's),
+ * and a Lax or Strict cookie would not be sent (RFC 6265bis section 5.6.7.1), so the session would
+ * be lost on every click. Cross-site requests carrying the cookie are why every POST form checks
+ * the session's CSRF token. Partitioned (CHIPS, draft-cutler-httpbis-partitioned-cookies): the
+ * cookie is kept per top-level site, so browsers that block third-party cookies still keep it
+ * inside the frame, and the copy set in one dashboard's frame is never sent under another
+ * site's. Chromium treats http://127.0.0.1 as potentially trustworthy, so local runs keep working.
+ */
+export const PORTAL_COOKIE = "__Host-kw_portal";
+/** The link page's double-submit cookie (manager/login-csrf.ts), set with the same attributes. */
+export const PORTAL_OPEN_COOKIE = "__Host-kw_portal_open";
+const COOKIE = { httpOnly: true, secure: true, sameSite: "None", partitioned: true, path: "/" } as const;
+
+/** Forms post to this origin only; the one style and script carry the response's nonce; framing as the organization lists. */
+const cspFor = (frameOrigins: string[]): Csp => ({
+  defaultSrc: ["'none'"],
+  styleSrc: [NONCE],
+  scriptSrc: [NONCE],
+  formAction: ["'self'"],
+  frameAncestors: frameOrigins.length > 0 ? frameOrigins : ["'none'"],
+  baseUri: ["'none'"],
+});
+
+const NOTICES: Record<string, string> = {
+  saved: "Saved; the next delivery follows the new settings.",
+  paused: "Deliveries paused: nothing is sent to this endpoint until they are resumed.",
+  resumed: "Deliveries resumed; the health count starts again.",
+  "test-sent": "Test event published; its delivery is listed below.",
+  resent: "Re-sent; the new attempt appears here once it is made.",
+};
+
+export function portalApp(now: () => number): Hono<PortalEnv> {
+  const app = new Hono<PortalEnv>();
+  app.use("/portal/*", provideDeps(now) as never);
+
+  // The session (or, on the link's pages, the link's organization) decides which origins may
+  // frame the answer, so the CSP is built per request. X-Frame-Options has no allow-list (RFC
+  // 7034 allows DENY or SAMEORIGIN only), and a browser that sees DENY refuses the frame whatever
+  // the CSP says in some versions: it is dropped when origins are listed (frame-ancestors
+  // supersedes it, CSP Level 3 section 6.4.2).
+  app.use("/portal/*", async (c, next) => {
+    const deps = c.get("deps");
+    let origins: string[];
+    if (c.req.path === "/portal/open") {
+      const token = c.req.method === "POST" ? String((await form(c)).token ?? "") : (c.req.query("token") ?? "");
+      origins = await frameOriginsForLink(deps, token);
+    } else {
+      const session = await resolveSession(deps, getCookie(c, PORTAL_COOKIE));
+      if (session !== null) c.set("portal", session);
+      origins = session?.frameOrigins ?? [];
+    }
+    await htmlSecurity<PortalEnv>(cspFor(origins))(c, next);
+    if (origins.length > 0) {
+      c.res = new Response(c.res.body, c.res);
+      c.res.headers.delete("X-Frame-Options");
+    }
+  });
+
+  app.onError((err, c) => {
+    const e = err instanceof ApiError ? err : null;
+    if (!e || e.detail !== undefined) log.error("portal error", { path: c.req.path, detail: describeError(err) });
+    const status = e?.status ?? 500;
+    // One sentence for every id this session does not reach: which kind it was is not said.
+    const message =
+      status === 404 ? "There is no such page." : e ? e.developerMessage : "Something went wrong on our side. It has been logged.";
+    return html(c, status === 404 ? "Not found" : "That did not work", <Refused message={message} />, status as 400);
+  });
+
+  // The link's page: one button. Link scanners and previews GET links; only the POST uses it up.
+  app.get("/portal/open", async (c) => {
+    const deps = c.get("deps");
+    const { nonce, token } = await issueLoginCsrf(deps.config.signingKeys, deps.now());
+    setCookie(c, PORTAL_OPEN_COOKIE, nonce, { ...COOKIE, maxAge: LOGIN_CSRF_TTL_SECONDS });
+    return html(c, "Open the webhook portal", <OpenPage token={c.req.query("token") ?? ""} formCsrf={token} />);
+  });
+
+  // The open: a double-submit pair against login CSRF (someone else's link opened in this browser
+  // by a forged form), then the link, once. A second open is 410 Gone (RFC 9110 section 15.5.11:
+  // the link existed and will never work again; nothing the visitor can do would make it work,
+  // unlike the 403 of a refused form, which opening the link again fixes).
+  app.post("/portal/open", async (c) => {
+    const deps = c.get("deps");
+    const fields = await form(c);
+    const check = await checkLoginCsrf(deps.config.signingKeys, deps.now(), getCookie(c, PORTAL_OPEN_COOKIE), fields.csrf);
+    if (check !== "ok") return html(c, "The portal could not be opened", <Refused message={REFUSALS.form} />, 403);
+    const opened = await openPortal(deps, String(fields.token ?? ""));
+    if (!opened.ok) return html(c, "The portal could not be opened", <Refused message={REFUSALS[opened.reason]} />, 410);
+    deleteCookie(c, PORTAL_OPEN_COOKIE, COOKIE);
+    setCookie(c, PORTAL_COOKIE, opened.cookie, { ...COOKIE, maxAge: PORTAL_SESSION_SECONDS });
+    return c.redirect("/portal", 303);
+  });
+
+  // Everything below needs a live session; every POST its CSRF token.
+  app.use("/portal/*", async (c, next) => {
+    const session = c.get("portal");
+    if (session === undefined) return html(c, "Session ended", <Refused message={REFUSALS.session} />, 403);
+    if (c.req.method === "POST") {
+      const fields = await form(c);
+      if (!(await constantTimeEqual(String(fields.csrf ?? ""), session.csrf))) {
+        throw new ApiError("forbidden", "The form could not be verified (missing or stale CSRF token). Reload the page and try again.");
+      }
+    }
+    await next();
+  });
+
+  app.post("/portal/sign-out", async (c) => {
+    await signOutPortal(c.get("deps"), portal(c));
+    deleteCookie(c, PORTAL_COOKIE, COOKIE);
+    c.set("portal", undefined);
+    return html(
+      c,
+      "Signed out",
+      <p>The portal session has ended. To come back, ask the provider of the webhooks for a new portal link.</p>,
+    );
+  });
+
+  app.get("/portal", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const [config, traffic] = await Promise.all([
+      getWebhookConfiguration(deps, s.orgId, s.configurationId),
+      webhookTraffic(deps, s.orgId, s.configurationId),
+    ]);
+    return page(c, "Endpoint", "home", <HomePage config={config} traffic={traffic} csrf={s.csrf} />, endpointName(config));
+  });
+
+  app.get("/portal/deliveries", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const query = deliveryQuery(c);
+    // A search for a webhook-id (what the receiver saw) opens that delivery, if it is this endpoint's.
+    if (query.search?.kind === "delivery") {
+      const found = await deliveryOrNull(c, query.search.id);
+      if (found !== null) return c.redirect(`/portal/deliveries/${found.id}`, 303);
+    }
+    const [config, deliveries] = await Promise.all([
+      getWebhookConfiguration(deps, s.orgId, s.configurationId),
+      query.search?.kind === "delivery"
+        ? { items: [], next_cursor: null }
+        : listDeliveries(deps, s.orgId, s.configurationId, { limit: DELIVERIES_PAGE, cursor: query.cursor }, query.filter),
+    ]);
+    return page(
+      c,
+      "Deliveries",
+      "deliveries",
+      <DeliveriesPage deliveries={deliveries.items} query={query} next={deliveries.next_cursor} />,
+      endpointName(config),
+    );
+  });
+
+  app.get("/portal/deliveries/:delivery", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const { delivery, body } = await getDeliveryWithBody(deps, s.orgId, c.req.param("delivery"));
+    if (delivery.webhook_configuration_id !== s.configurationId) throw notHere();
+    const config = await getWebhookConfiguration(deps, s.orgId, s.configurationId);
+    return page(
+      c,
+      `Delivery of ${delivery.event_type}`,
+      "deliveries",
+      <DeliveryDetail
+        base={`/portal/deliveries/${delivery.id}`}
+        config={config}
+        delivery={delivery}
+        body={body}
+        sentHeaders={maskedHeaders(delivery.id)}
+        resendable={canResend(deps, config, delivery)}
+      />,
+      endpointName(config),
+    );
+  });
+
+  app.get("/portal/deliveries/:delivery/resend", async (c) => {
+    const { config, delivery } = await deliveryFor(c);
+    const base = `/portal/deliveries/${delivery.id}`;
+    const confirmation = confirmations.resendDelivery(delivery, config);
+    return page(
+      c,
+      confirmation.title,
+      "deliveries",
+      <Confirm {...confirmation} action={`${base}/resend`} cancel={base} csrf={portal(c).csrf} />,
+      endpointName(config),
+    );
+  });
+
+  app.post("/portal/deliveries/:delivery/resend", async (c) => {
+    const { delivery } = await deliveryFor(c);
+    const s = portal(c);
+    await retryDelivery(c.get("deps"), s.orgId, delivery.id, receiverActor(s));
+    return c.redirect(`/portal/deliveries/${delivery.id}?notice=resent`, 303);
+  });
+
+  app.post("/portal/test", async (c) => {
+    const s = portal(c);
+    await sendTestEvent(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
+    return c.redirect("/portal/deliveries?notice=test-sent", 303);
+  });
+
+  app.get("/portal/rotate-signing-secret", async (c) => {
+    const s = portal(c);
+    const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+    const confirmation = confirmations.rotateSigningSecret(config);
+    return page(
+      c,
+      confirmation.title,
+      "home",
+      <Confirm {...confirmation} action="/portal/rotate-signing-secret" cancel="/portal" csrf={s.csrf} />,
+      endpointName(config),
+    );
+  });
+
+  // The new secret is shown once, on this answer to the POST (never behind a GET that could be replayed).
+  app.post("/portal/rotate-signing-secret", async (c) => {
+    const s = portal(c);
+    const rotated = await rotateSigningSecret(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
+    return page(
+      c,
+      "New signing secret",
+      "home",
+      <SigningSecretRotated base="/portal" secret={rotated.signingSecret} previousExpiresAt={rotated.previousExpiresAt} />,
+      endpointName(rotated.config),
+    );
+  });
+
+  app.get("/portal/settings", async (c) => {
+    const s = portal(c);
+    const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+    return page(c, "Settings", "settings", <SettingsPage config={config} csrf={s.csrf} />, endpointName(config));
+  });
+
+  // URLs go through the API's SSRF guard (webhooks/configurations.ts): a private address is a 400 naming the field.
+  app.post("/portal/settings", async (c) => {
+    const s = portal(c);
+    const fields = await form(c);
+    const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string).trim() : "");
+    const events = text("events")
+      .split(",")
+      .map((e) => e.trim())
+      .filter((e) => e !== "");
+    const input = parseInput(UpdateWebhookConfigurationInput, {
+      url: text("url"),
+      oauth: {
+        token_url: text("token_url"),
+        client_id: text("client_id"),
+        ...(text("client_secret") !== "" ? { client_secret: text("client_secret") } : {}),
+      },
+      events: events.length === 0 ? null : events,
+    });
+    await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s));
+    return c.redirect("/portal/settings?notice=saved", 303);
+  });
+
+  // Pause and resume are the configuration's status (PATCH `status` in the API).
+  for (const [path, status, notice] of [
+    ["/portal/pause", "disabled", "paused"],
+    ["/portal/resume", "active", "resumed"],
+  ] as const) {
+    app.post(path, async (c) => {
+      const s = portal(c);
+      await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, { status }, receiverActor(s));
+      return c.redirect(`/portal?notice=${notice}`, 303);
+    });
+  }
+
+  app.all("/portal/*", () => {
+    throw notHere();
+  });
+  return app;
+}
+
+const notHere = () => new ApiError("not_found", "There is no such page.");
+
+/** The session of a request past the session check. */
+function portal(c: C): PortalSession {
+  const s = c.get("portal");
+  if (s === undefined) throw new ApiError("forbidden", REFUSALS.session);
+  return s;
+}
+
+async function form(c: C): Promise<Record<string, unknown>> {
+  const cached = c.get("form");
+  if (cached) return cached;
+  const fields = await readFields(c.req.raw, ["form"], 16 * 1024);
+  c.set("form", fields);
+  return fields;
+}
+
+const endpointName = (config: { description: string | null; url: string }) => config.description ?? config.url;
+
+/** A page of the layout; in a session with its navigation and sign-out form. */
+function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 410 = 200, extra: Partial<PortalPageProps> = {}) {
+  const s = c.get("portal");
+  return c.html(
+    <PortalPage title={title} nonce={pageNonce(c)} {...(s ? { csrf: s.csrf } : {})} {...extra}>
+      {body}
+    </PortalPage>,
+    status,
+  );
+}
+
+function page(c: C, title: string, section: PortalPageProps["section"], body: Child, endpoint: string) {
+  const notice = NOTICES[c.req.query("notice") ?? ""];
+  return html(c, title, body, 200, { section, endpoint, ...(notice ? { notice } : {}) });
+}
+
+/** A delivery of the session's configuration; any other (another endpoint's, another organization's) is a 404. */
+async function deliveryFor(c: C) {
+  const s = portal(c);
+  const deps = c.get("deps");
+  const delivery = await getDelivery(deps, s.orgId, c.req.param("delivery") ?? "");
+  if (delivery.webhook_configuration_id !== s.configurationId) throw notHere();
+  return { config: await getWebhookConfiguration(deps, s.orgId, s.configurationId), delivery };
+}
+
+async function deliveryOrNull(c: C, id: string) {
+  const s = portal(c);
+  try {
+    const d = await getDelivery(c.get("deps"), s.orgId, id);
+    return d.webhook_configuration_id === s.configurationId ? d : null;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return null;
+    throw err;
+  }
+}
+
+/** The filters, as the manager reads them (manager/webhooks.tsx): status, event type, an event id or webhook-id, the cursor. */
+function deliveryQuery(c: C): DeliveryQuery {
+  const raw = (name: string) => (c.req.query(name) ?? "").trim();
+  const q = raw("q");
+  let search: DeliveryQuery["search"];
+  if (q !== "") {
+    if (/^msg_[0-9a-z]{26}$/.test(q)) search = { kind: "delivery", id: q };
+    else if (/^evt_[0-9a-z]{26}$/.test(q)) search = { kind: "event", id: q };
+    else throw new ApiError("invalid_request", "The search must be an event id (evt_...) or a webhook-id (msg_...).");
+  }
+  const filter = parseInput(
+    DeliveryFilter,
+    {
+      ...(raw("status") !== "" ? { status: raw("status") } : {}),
+      ...(raw("event_type") !== "" ? { event_type: raw("event_type") } : {}),
+      ...(search?.kind === "event" ? { event_id: search.id } : {}),
+    },
+    "filters",
+  );
+  const cursor = raw("cursor");
+  return { filter, q, search, ...(cursor !== "" ? { cursor } : {}) };
+}
+
+/** The headers each attempt sends, with what is secret or per attempt masked (as the manager shows them). */
+const maskedHeaders = (deliveryId: string): [string, string][] =>
+  Object.entries(
+    webhookHeaders({
+      accessToken: "•••• (the receiver's access token, fetched for this attempt)",
+      deliveryId,
+      timestamp: "(the attempt's time, Unix seconds)",
+      signature: "v1,•••• (HMAC-SHA256 with each live signing secret)",
+    }),
+  );

@@ -1,0 +1,339 @@
+/**
+ * The portal for each webhook endpoint (issue 30 item 2), in workerd: a link opens once (a GET of
+ * the link's page does not use it up; a second open is 410), within its expiry; the session's
+ * cookie and its flags; every portal route with an id of another configuration or organization
+ * answers 404 (the routes are read from the portal app's own route table, so a new route is
+ * covered the moment it is added); an ended or expired session is refused; POSTs without the
+ * session's CSRF token are refused; actions are audited as the receiver; frame-ancestors follows
+ * the organization's portal_frame_origins; no secret appears on any page but the one-time ones;
+ * the SSRF guard refuses a private URL entered in the portal; the organization lists and ends
+ * sessions over REST.
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { portalApp } from "../src/http/portal/routes";
+import { fakeNetwork, RECEIVER, receiver } from "./fake-network";
+import { ADMIN_TOKEN, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { Browser, setCookies } from "./manager-helpers";
+import { api, attemptNow, createConfig, webhooksOf } from "./webhook-helpers";
+
+const RECEIVER_SECRET = "receiver-client-secret-portal-0123456789";
+const PORTAL_COOKIE = "__Host-kw_portal";
+
+interface Org {
+  t: Tenant;
+  bearer: string;
+  configs: { id: string; signing_secret: string }[];
+  /** One delivery per configuration, in the same order. */
+  deliveries: string[];
+}
+
+/** An organization with `n` configurations and one event delivered to each. */
+async function org(n = 2): Promise<Org> {
+  fakeNetwork(receiver());
+  const t = await createTenant();
+  const bearer = await issueToken(t);
+  const configs = [];
+  for (let i = 0; i < n; i++) configs.push(await createConfig(t, bearer, RECEIVER_SECRET, { description: `endpoint ${i}` }));
+  const event = await body<{ deliveries: { id: string; webhook_configuration_id: string }[] }>(
+    await api(t, bearer, "/v1/events", "POST", { type: "order.created", data: { n: 1 } }),
+  );
+  const deliveries = configs.map((c) => event.data.deliveries.find((d) => d.webhook_configuration_id === c.id)?.id ?? "");
+  return { t, bearer, configs, deliveries };
+}
+
+async function link(o: Org, config = 0, payload: unknown = {}): Promise<{ url: string; token: string; expires_at: string }> {
+  const res = await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[config]?.id}/portal-links`, "POST", payload);
+  const json = await body<{ url: string; expires_at: string; webhook_configuration_id: string }>(res);
+  expect(res.status, JSON.stringify(json)).toBe(201);
+  expect(json.data.webhook_configuration_id).toBe(o.configs[config]?.id);
+  return { ...json.data, token: new URL(json.data.url).searchParams.get("token") ?? "" };
+}
+
+/** Opens a link the way a browser does: GET its page, POST its one form. */
+async function open(b: Browser, url: string, now?: number): Promise<Response> {
+  const path = url.slice(BASE.length);
+  const page = await b.get(path, now);
+  expect(page.status).toBe(200);
+  const html = await page.text();
+  const token = new URL(url).searchParams.get("token") ?? "";
+  return b.post("/portal/open", { csrf: Browser.csrf(html), token }, now);
+}
+
+async function session(o: Org, config = 0): Promise<{ b: Browser; csrf: string; link: Awaited<ReturnType<typeof link>> }> {
+  const l = await link(o, config);
+  const b = new Browser();
+  const res = await open(b, l.url);
+  expect(res.status).toBe(303);
+  expect(res.headers.get("location")).toBe("/portal");
+  return { b, csrf: await b.csrfOf("/portal"), link: l };
+}
+
+async function auditOf(orgId: string) {
+  const res = await call(`/admin/v1/organizations/${orgId}/audit-log`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+  return (await body<{ action: string; actor: Record<string, string>; resource: { type: string; id: string } }[]>(res)).data;
+}
+
+describe("portal links", () => {
+  it("are made over REST on the request's origin, open once from a POST (a GET does not use them), and refuse a second open with 410", async () => {
+    const o = await org(1);
+    const l = await link(o);
+    expect(l.url).toMatch(new RegExp(`^${BASE}/portal/open\\?token=kw_portal_[A-Za-z0-9_-]{43}\\.${o.t.orgId}$`));
+    expect(Date.parse(l.expires_at) - Date.now()).toBeGreaterThan(590_000);
+    // A link scanner fetches the page: the link still opens afterwards.
+    const scanner = await call(l.url.slice(BASE.length));
+    expect(scanner.status).toBe(200);
+    expect(await scanner.text()).toMatch(/Open the portal/);
+    const b = new Browser();
+    const res = await open(b, l.url);
+    expect(res.status).toBe(303);
+    const cookie = setCookies(res).find((c) => c.startsWith(`${PORTAL_COOKIE}=`)) ?? "";
+    expect(cookie).toMatch(new RegExp(`^${PORTAL_COOKIE}=kw_portal_session_[A-Za-z0-9_-]{43}\\.${o.t.orgId};`));
+    for (const flag of [/; Max-Age=28800/, /; Path=\//, /; HttpOnly/, /; Secure/, /; SameSite=None/, /; Partitioned/])
+      expect(cookie).toMatch(flag);
+    expect(cookie).not.toMatch(/Domain=/i);
+    expect((await b.get("/portal")).status).toBe(200);
+    // Opened again, in this browser or another: refused for good.
+    for (const again of [b, new Browser()]) {
+      const second = await open(again, l.url);
+      expect(second.status).toBe(410);
+      expect(await second.text()).toMatch(/already been opened/);
+    }
+  });
+
+  it("expire: past expires_in the link does not open, and a session ends after 8 hours", async () => {
+    const o = await org(1);
+    const l = await link(o, 0, { expires_in: 60 });
+    const late = await open(new Browser(), l.url, Date.now() + 61_000);
+    expect(late.status).toBe(410);
+    expect(await late.text()).toMatch(/expired/);
+    const { b } = await session(o);
+    expect((await b.get("/portal", Date.now() + 7 * 3600_000)).status).toBe(200);
+    expect((await b.get("/portal", Date.now() + 8 * 3600_000 + 1000)).status).toBe(403);
+  });
+
+  it("refuse an open without the link page's form token, a malformed token, and a token naming another organization", async () => {
+    const o = await org(1);
+    const other = await org(1);
+    const l = await link(o);
+    const b = new Browser();
+    await b.get(l.url.slice(BASE.length));
+    expect((await b.post("/portal/open", { token: l.token })).status).toBe(403);
+    expect((await b.post("/portal/open", { token: l.token, csrf: "forged" })).status).toBe(403);
+    const swapped = l.url.replace(o.t.orgId, other.t.orgId);
+    expect((await open(new Browser(), swapped)).status).toBe(410);
+    expect((await open(new Browser(), `${BASE}/portal/open?token=kw_portal_nope`)).status).toBe(410);
+    // The refusals did not use it up.
+    expect((await open(new Browser(), l.url)).status).toBe(303);
+  });
+
+  it("answer 404 for another organization's configuration, and are validated", async () => {
+    const o = await org(1);
+    const other = await org(1);
+    const res = await api(o.t, o.bearer, `/v1/webhook-configurations/${other.configs[0]?.id}/portal-links`, "POST", {});
+    expect(res.status).toBe(404);
+    const bad = await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}/portal-links`, "POST", { expires_in: 7200 });
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe("a portal session", () => {
+  it("reaches its one configuration: every portal route with another endpoint's or organization's id answers 404", async () => {
+    const o = await org(2);
+    const other = await org(1);
+    const { b, csrf } = await session(o, 0);
+    const routes = portalApp(() => Date.now()).routes.filter((r) => r.method !== "ALL" && r.path.includes("/:"));
+    expect(routes.length).toBeGreaterThanOrEqual(3);
+    const foreign = [o.deliveries[1], other.deliveries[0], o.configs[1]?.id, other.configs[0]?.id, "msg_00000000000000000000000000"];
+    for (const route of routes) {
+      for (const id of foreign) {
+        const path = route.path.replace(/:\w+/g, id ?? "");
+        const res = route.method === "GET" ? await b.get(path) : await b.post(path, { csrf });
+        expect(res.status, `${route.method} ${path}`).toBe(404);
+        const text = await res.text();
+        expect(text).toMatch(/There is no such page/);
+        expect(text).not.toContain("endpoint 1");
+      }
+      // The same route with the session's own delivery is served (so the 404s above are about the id).
+      const own = route.path.replace(/:\w+/g, o.deliveries[0] ?? "");
+      if (route.method === "GET") expect((await b.get(own)).status, own).toBe(200);
+    }
+    // Searching another endpoint's webhook-id finds nothing; the list shows this endpoint's only.
+    const search = await (await b.get(`/portal/deliveries?q=${o.deliveries[1]}`)).text();
+    expect(search).toMatch(/No delivery/);
+    const list = await (await b.get("/portal/deliveries")).text();
+    expect(list).toContain(o.deliveries[0]);
+    expect(list).not.toContain(o.deliveries[1]);
+    expect((await b.get(`/portal/deliveries?q=${o.deliveries[0]}`)).headers.get("location")).toBe(`/portal/deliveries/${o.deliveries[0]}`);
+  });
+
+  it("shows the endpoint, its deliveries with attempts and masked headers, and can resend, send a test event and rotate the secret, audited as the receiver", async () => {
+    const o = await org(1);
+    fakeNetwork(receiver());
+    await attemptNow(o.t, o.bearer, o.deliveries[0] ?? "");
+    const { b, csrf, link: l } = await session(o);
+    const home = await (await b.get("/portal")).text();
+    expect(home).toContain(`${RECEIVER}/webhooks`);
+    expect(home).toContain(`${RECEIVER}/oauth/token`);
+    expect(home).toMatch(/Attempts, last 24 hours/);
+    const detail = await (await b.get(`/portal/deliveries/${o.deliveries[0]}`)).text();
+    expect(detail).toMatch(/v1,•••• \(HMAC-SHA256/);
+    expect(detail).toMatch(/webhook-id/);
+    const resent = await b.post(`/portal/deliveries/${o.deliveries[0]}/resend`, { csrf });
+    expect(resent.status).toBe(303);
+    expect((await b.post("/portal/test", { csrf })).status).toBe(303);
+    const rotated = await b.post("/portal/rotate-signing-secret", { csrf });
+    expect(rotated.status).toBe(200);
+    const secretPage = await rotated.text();
+    const secret = /id="signing-secret" class="secret" type="text" readonly="" value="([^"]+)"/.exec(secretPage)?.[1] ?? "";
+    expect(secret).toMatch(/^whsec_/);
+    // Shown once: no later page has it.
+    for (const path of ["/portal", "/portal/deliveries", "/portal/settings"])
+      expect(await (await b.get(path)).text()).not.toContain(secret);
+    const entries = await auditOf(o.t.orgId);
+    const opened = entries.find((e) => e.action === "portal_session.opened");
+    expect(opened?.actor).toMatchObject({ type: "receiver", webhook_configuration_id: o.configs[0]?.id });
+    const sessionId = opened?.actor.id ?? "";
+    expect(sessionId).toMatch(/^pts_/);
+    const created = entries.find((e) => e.action === "webhook_configuration.portal_link_created");
+    expect(created?.actor).toMatchObject({ type: "api_client" });
+    const byReceiver = entries.filter((e) => e.actor.type === "receiver" && e.actor.id === sessionId).map((e) => e.action);
+    expect(byReceiver).toEqual(expect.arrayContaining(["portal_session.opened", "webhook_configuration.signing_secret_rotated"]));
+    expect(JSON.stringify(entries)).not.toContain(l.token);
+  });
+
+  it("never shows a secret: the receiver's client secret, the signing secret, the link or the session cookie", async () => {
+    const o = await org(1);
+    const { b, link: l } = await session(o);
+    const cookie = b.cookies.get(PORTAL_COOKIE) ?? "";
+    expect(cookie).not.toBe("");
+    for (const path of [
+      "/portal",
+      "/portal/deliveries",
+      `/portal/deliveries/${o.deliveries[0]}`,
+      `/portal/deliveries/${o.deliveries[0]}/resend`,
+      "/portal/settings",
+      "/portal/rotate-signing-secret",
+    ]) {
+      const res = await b.get(path);
+      expect(res.status, path).toBe(200);
+      const html = await res.text();
+      for (const secret of [RECEIVER_SECRET, o.configs[0]?.signing_secret ?? "", l.token, cookie]) expect(html, path).not.toContain(secret);
+    }
+  });
+
+  it("refuses POSTs without the session's CSRF token, and changes nothing", async () => {
+    const o = await org(1);
+    const { b } = await session(o);
+    for (const fields of [{}, { csrf: "forged" }] as Record<string, string>[]) {
+      for (const path of [
+        "/portal/test",
+        "/portal/pause",
+        "/portal/rotate-signing-secret",
+        `/portal/deliveries/${o.deliveries[0]}/resend`,
+      ]) {
+        expect((await b.post(path, fields)).status, path).toBe(403);
+      }
+    }
+    const config = await body<{ status: string }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`));
+    expect(config.data.status).toBe("active");
+  });
+
+  it("edits the URLs and events through the SSRF guard, pauses and resumes", async () => {
+    const o = await org(1);
+    const { b, csrf } = await session(o);
+    const fields = { csrf, url: `${RECEIVER}/webhooks`, token_url: `${RECEIVER}/oauth/token`, client_id: "keyway-at-receiver", events: "" };
+    const refused = await b.post("/portal/settings", { ...fields, url: "https://10.0.0.1/hook" });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/url/);
+    const saved = await b.post("/portal/settings", { ...fields, url: `${RECEIVER}/v2/webhooks`, events: "order.created, order.paid" });
+    expect(saved.status).toBe(303);
+    const view = await body<{ url: string; events: string[]; status: string }>(
+      await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`),
+    );
+    expect(view.data.url).toBe(`${RECEIVER}/v2/webhooks`);
+    expect(view.data.events).toEqual(["order.created", "order.paid"]);
+    expect((await b.post("/portal/pause", { csrf })).status).toBe(303);
+    const status = async () =>
+      (await body<{ status: string }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`))).data.status;
+    expect(await status()).toBe("disabled");
+    expect((await b.post("/portal/resume", { csrf })).status).toBe(303);
+    expect(await status()).toBe("active");
+    const updates = (await auditOf(o.t.orgId)).filter((e) => e.action === "webhook_configuration.updated");
+    expect(updates.every((e) => e.actor.type === "receiver")).toBe(true);
+  });
+
+  it("is listed and ended by the organization over REST, and by signing out; an ended session is refused", async () => {
+    const o = await org(1);
+    const first = await session(o);
+    const second = await session(o);
+    const path = `/v1/webhook-configurations/${o.configs[0]?.id}/portal-sessions`;
+    const listed = await body<{ id: string; status: string }[]>(await api(o.t, o.bearer, path));
+    expect(listed.data.map((s) => s.status)).toEqual(["active", "active"]);
+    const [a] = listed.data;
+    const ended = await api(o.t, o.bearer, `${path}/${a?.id}`, "DELETE");
+    expect(ended.status).toBe(200);
+    expect((await body<{ status: string; ended_at: string }>(ended)).data.status).toBe("ended");
+    const refused = await first.b.get("/portal");
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toMatch(/session has ended/);
+    expect((await second.b.get("/portal")).status).toBe(200);
+    expect((await second.b.post("/portal/sign-out", { csrf: second.csrf })).status).toBe(200);
+    expect((await second.b.get("/portal")).status).toBe(403);
+    const after = await body<{ status: string }[]>(await api(o.t, o.bearer, path));
+    expect(after.data.map((s) => s.status)).toEqual(["ended", "ended"]);
+    const actions = (await auditOf(o.t.orgId)).filter((e) => e.action === "portal_session.ended");
+    expect(actions.map((e) => e.actor.type).sort()).toEqual(["api_client", "receiver"]);
+    // Another organization's session id, or one of another configuration: 404.
+    const other = await org(1);
+    const foreign = await api(
+      other.t,
+      other.bearer,
+      `/v1/webhook-configurations/${other.configs[0]?.id}/portal-sessions/${a?.id}`,
+      "DELETE",
+    );
+    expect(foreign.status).toBe(404);
+  });
+
+  it("ends with its configuration's deletion", async () => {
+    const o = await org(1);
+    const { b } = await session(o);
+    expect((await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`, "DELETE")).status).toBe(200);
+    expect((await b.get("/portal")).status).toBe(403);
+  });
+});
+
+describe("framing", () => {
+  const csp = (res: Response) => res.headers.get("content-security-policy") ?? "";
+
+  it("is refused by default (frame-ancestors 'none', X-Frame-Options DENY)", async () => {
+    const o = await org(1);
+    const l = await link(o);
+    const { b } = await session(o);
+    for (const res of [await call(l.url.slice(BASE.length)), await b.get("/portal"), await new Browser().get("/portal")]) {
+      expect(csp(res)).toMatch(/frame-ancestors 'none'/);
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+      expect(res.headers.get("cache-control")).toBe("no-store");
+    }
+  });
+
+  it("is allowed from the organization's portal_frame_origins only, on the link's page and in the session", async () => {
+    const o = await org(1);
+    await runInDurableObject(webhooksOf(o.t.orgId), (_i, state) => {
+      state.storage.sql.exec(
+        "UPDATE meta SET portal_frame_origins = ?",
+        JSON.stringify(["https://dashboard.example", "https://admin.example:8443"]),
+      );
+    });
+    const l = await link(o);
+    const { b } = await session(o);
+    for (const res of [await call(l.url.slice(BASE.length)), await b.get("/portal"), await b.get("/portal/deliveries")]) {
+      expect(csp(res)).toMatch(/frame-ancestors https:\/\/dashboard\.example https:\/\/admin\.example:8443;/);
+      expect(res.headers.get("x-frame-options")).toBeNull();
+    }
+    // Another organization's session is not framed by them.
+    const other = await org(1);
+    const theirs = await session(other);
+    expect(csp(await theirs.b.get("/portal"))).toMatch(/frame-ancestors 'none'/);
+  });
+});
