@@ -1,14 +1,19 @@
 /**
- * The manager's Webhook configurations and deliveries: the list with health, a configuration's
- * page (health, traffic charts, deliveries filtered and paged, edits, test events, signing-secret
- * rotation, disable and re-enable) and a delivery's full story with its re-send. Mounted under
- * /manager/organizations by routes.tsx, behind its session and CSRF checks; the markup is in
- * pages/webhooks.tsx.
+ * The manager's Webhook configurations and deliveries: the list with health, creating a
+ * configuration (its signing secret shown once), a configuration's page (health, traffic charts,
+ * deliveries filtered and paged, test events, signing-secret rotation, disable and re-enable), its
+ * edit form (the receiver's client secret write-only), its deletion (confirmed first) and a
+ * delivery's full story with its re-send. A refused create or edit answers with the form again:
+ * the values as entered (never the secret), keyway's message and each field's. Actions call the
+ * same domain functions as the REST routes (webhooks/configurations.ts), as the session's actor.
+ * Mounted under /manager/organizations by routes.tsx, behind its session and CSRF checks; the
+ * markup is in pages/webhooks.tsx.
  */
 import { Hono } from "hono";
-import { ApiError, invalidInput } from "../../errors";
+import { ApiError, type InputIssue, invalidInput } from "../../errors";
 import { parseInput } from "../../schemas/validate";
 import {
+  CreateWebhookConfigurationInput,
   DeliveryFilter,
   type DeliveryRecord,
   UpdateWebhookConfigurationInput,
@@ -16,6 +21,8 @@ import {
   type WebhookTrafficView,
 } from "../../schemas/webhooks";
 import {
+  createWebhookConfiguration,
+  deleteWebhookConfiguration,
   getWebhookConfiguration,
   listWebhookConfigurations,
   rotateSigningSecret,
@@ -35,9 +42,18 @@ import { confirmations } from "./pages/confirm";
 import {
   DeliveryDetail,
   type DeliveryQuery,
+  deleteWebhookConfirmation,
+  EMPTY_WEBHOOK_FORM,
+  formValuesOf,
   SigningSecretRotated,
+  WEBHOOK_FIELD_LABELS,
+  WebhookConfigurationCreated,
   WebhookConfigurationDetail,
+  WebhookConfigurationForm,
   WebhookConfigurations,
+  type WebhookField,
+  type WebhookFormErrors,
+  type WebhookFormValues,
 } from "./pages/webhooks";
 import { actor, type C, confirmPage, csrf, form, type ManagerEnv, notices, orgCrumbs, orgFor, PAGE_SIZE, page } from "./shared";
 import type { Crumb } from "./views";
@@ -59,7 +75,44 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         base={`/manager/organizations/${org.id}/webhooks`}
         configs={configs.items.map((config, i) => ({ config, last24h: (traffic[i] as WebhookTrafficView).last_24h }))}
       />,
+      WEBHOOK_NOTICES[c.req.query("notice") ?? ""],
     );
+  });
+
+  // A new configuration: the form, then the signing secret shown once (or the form again, with why).
+  // Declared before "/:org/webhooks/:id", which would otherwise take "new" for an id.
+  app.get("/:org/webhooks/new", async (c) => {
+    const org = await orgFor(c);
+    return newWebhookPage(c, org, EMPTY_WEBHOOK_FORM);
+  });
+
+  app.post("/:org/webhooks", async (c) => {
+    const org = await orgFor(c);
+    const posted = postedWebhookForm(await form(c));
+    const { values, secret, events } = posted;
+    try {
+      const input = parseInput(CreateWebhookConfigurationInput, {
+        url: values.url,
+        oauth: { token_url: values.token_url, client_id: values.client_id, client_secret: secret },
+        ...(events.length > 0 ? { events } : {}),
+        ...(values.description !== "" ? { description: values.description } : {}),
+        ...(values.rate_limit !== "" ? { rate_limit: Number(values.rate_limit) } : {}),
+        ordered: values.ordered,
+        token_cache: values.token_cache,
+      });
+      const { config, signingSecret } = await createWebhookConfiguration(c.get("deps"), org.id, input, actor(c));
+      return page(
+        c,
+        "New webhook configuration",
+        [...webhookCrumbs(c, org, config), { label: "Signing secret" }],
+        <WebhookConfigurationCreated base={webhookPath(org.id, config.id)} config={config} secret={signingSecret} />,
+      );
+    } catch (err) {
+      const errors = formErrors(err);
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return newWebhookPage(c, org, values, errors);
+    }
   });
 
   // A configuration: health and charts, its deliveries (filtered, searched, paged), edits.
@@ -96,31 +149,57 @@ export function webhookRoutes(): Hono<ManagerEnv> {
     );
   });
 
+  // The edit form on its own page; it posts to the configuration's own URL.
+  app.get("/:org/webhooks/:id/edit", async (c) => {
+    const { org, config } = await webhookFor(c);
+    return editWebhookPage(c, org, config, formValuesOf(config));
+  });
+
   app.post("/:org/webhooks/:id", async (c) => {
     const { org, config } = await webhookFor(c);
-    const fields = await form(c);
-    const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string).trim() : "");
-    const events = text("events")
-      .split(",")
-      .map((e) => e.trim())
-      .filter((e) => e !== "");
-    // No status here: disabling goes through its confirmation, re-enabling through its button.
-    const input = parseInput(UpdateWebhookConfigurationInput, {
-      url: text("url"),
-      oauth: {
-        token_url: text("token_url"),
-        client_id: text("client_id"),
-        ...(text("client_secret") !== "" ? { client_secret: text("client_secret") } : {}),
-      },
-      events: events.length === 0 ? null : events,
-      description: text("description") === "" ? null : text("description"),
-      // A number field posts text; parseInput's schema says what a valid limit is.
-      rate_limit: text("rate_limit") === "" ? null : Number(text("rate_limit")),
-      ordered: fields.ordered === "on",
-      token_cache: fields.token_cache === "on",
-    });
-    await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
+    const { values, secret, events } = postedWebhookForm(await form(c));
+    try {
+      // No status here: disabling goes through its confirmation, re-enabling through its button.
+      // An empty secret field is left out, which keeps the stored secret (unless a URL moves to
+      // another origin: then the domain refuses it, naming the secret field).
+      const input = parseInput(UpdateWebhookConfigurationInput, {
+        url: values.url,
+        oauth: {
+          token_url: values.token_url,
+          client_id: values.client_id,
+          ...(secret !== "" ? { client_secret: secret } : {}),
+        },
+        events: events.length === 0 ? null : events,
+        description: values.description === "" ? null : values.description,
+        // A number field posts text; parseInput's schema says what a valid limit is.
+        rate_limit: values.rate_limit === "" ? null : Number(values.rate_limit),
+        ordered: values.ordered,
+        token_cache: values.token_cache,
+      });
+      await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
+    } catch (err) {
+      const errors = formErrors(err);
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return editWebhookPage(c, org, config, values, errors);
+    }
     return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-saved`, 303);
+  });
+
+  // Deleting: a confirmation naming the configuration, then only its form deletes.
+  app.get("/:org/webhooks/:id/delete", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const base = webhookPath(org.id, config.id);
+    return confirmPage(c, webhookCrumbs(c, org, config), deleteWebhookConfirmation(config), {
+      action: `${base}/delete`,
+      cancel: base,
+    });
+  });
+
+  app.post("/:org/webhooks/:id/delete", async (c) => {
+    const { org, config } = await webhookFor(c);
+    await deleteWebhookConfiguration(c.get("deps"), org.id, config.id, actor(c));
+    return c.redirect(`/manager/organizations/${org.id}/webhooks?notice=webhook-deleted`, 303);
   });
 
   app.get("/:org/webhooks/:id/disable", async (c) => {
@@ -218,6 +297,90 @@ export function webhookRoutes(): Hono<ManagerEnv> {
 }
 
 const webhookPath = (orgId: string, id: string) => `/manager/organizations/${orgId}/webhooks/${id}`;
+
+/** Notices of this sub-app's own actions (shared.tsx has the others'). */
+const WEBHOOK_NOTICES: Record<string, string> = {
+  "webhook-deleted": "Webhook configuration deleted; nothing more is sent to it.",
+};
+
+type OrgRef = { id: string; name: string };
+
+function newWebhookPage(c: C, org: OrgRef, values: WebhookFormValues, errors?: WebhookFormErrors) {
+  const list = `/manager/organizations/${org.id}/webhooks`;
+  return page(
+    c,
+    "New webhook configuration",
+    [...webhookCrumbs(c, org), { label: "New" }],
+    <WebhookConfigurationForm mode="create" action={list} cancel={list} values={values} errors={errors} csrf={csrf(c)} />,
+  );
+}
+
+function editWebhookPage(c: C, org: OrgRef, config: WebhookConfiguration, values: WebhookFormValues, errors?: WebhookFormErrors) {
+  const base = webhookPath(org.id, config.id);
+  return page(
+    c,
+    `Edit ${webhookTitle(config)}`,
+    [...webhookCrumbs(c, org, config), { label: "Edit" }],
+    <WebhookConfigurationForm mode="edit" action={base} cancel={base} values={values} errors={errors} csrf={csrf(c)} />,
+  );
+}
+
+/**
+ * The create and edit forms as posted: text trimmed, boxes on or off, the event types split at
+ * commas and spaces. The client secret is kept apart from the values, which go back into the page
+ * after a refusal; it never does.
+ */
+function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFormValues; secret: string; events: string[] } {
+  const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string).trim() : "");
+  const values: WebhookFormValues = {
+    url: text("url"),
+    description: text("description"),
+    events: text("events"),
+    token_url: text("token_url"),
+    client_id: text("client_id"),
+    rate_limit: text("rate_limit"),
+    ordered: fields.ordered === "on",
+    token_cache: fields.token_cache === "on",
+  };
+  const events = values.events.split(/[\s,]+/).filter((e) => e !== "");
+  return { values, secret: text("client_secret"), events };
+}
+
+/**
+ * A refusal the person can correct in the form: invalid input (the schema's or the domain's, such
+ * as the client secret a move to another origin needs) and a conflict (the organization has its
+ * 20 configurations). Anything else (not found, unavailable) is the error page's: null.
+ */
+function formErrors(err: unknown): (WebhookFormErrors & { status: 400 | 409 }) | null {
+  if (!(err instanceof ApiError)) return null;
+  if (err.code === "conflict") return { message: err.developerMessage, fields: {}, status: 409 };
+  if (err.code !== "invalid_request") return null;
+  const fields: WebhookFormErrors["fields"] = {};
+  for (const issue of err.input?.issues ?? []) {
+    const field = formField(issue.path);
+    if (field !== null && fields[field] === undefined) fields[field] = fieldMessage(field, issue);
+  }
+  return { message: err.developerMessage, fields, status: 400 };
+}
+
+/** The form field an input path names (`oauth.token_url` is the token_url field), or null. */
+function formField(path: string[]): WebhookField | null {
+  const name = path[0] === "oauth" ? path[1] : path[0];
+  return name !== undefined && Object.hasOwn(WEBHOOK_FIELD_LABELS, name) ? (name as WebhookField) : null;
+}
+
+/** A field's message, starting with its label; the secret's origin rule said in full. */
+function fieldMessage(field: WebhookField, issue: InputIssue): string {
+  const label = WEBHOOK_FIELD_LABELS[field];
+  if (!("text" in issue)) return `${label} is invalid`;
+  if (field === "client_secret" && issue.text.includes("moves to another origin")) {
+    const moved = issue.text.includes("token_url") ? "token URL" : "webhook URL";
+    return `${label} is needed again: the ${moved} moves to another origin, and the stored secret is only ever sent where it was given for. Enter the receiver's client secret, or keep the ${moved}'s origin.`;
+  }
+  // An event type's problem names its place in the list (the issue's path is events.<index>).
+  const index = field === "events" && issue.path[1] !== undefined ? Number(issue.path[1]) : Number.NaN;
+  return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
+}
 
 async function webhookFor(c: C) {
   const org = await orgFor(c);

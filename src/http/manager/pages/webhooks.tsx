@@ -1,11 +1,12 @@
 /**
- * The manager's Webhook configurations and deliveries: the list with health, a configuration's page (health, charts, deliveries with filters, edits, test events, signing-secret rotation) and a delivery's full story (payload, the request we sent, each attempt and the receiver's answer, re-send). Plain data in, markup out (no request, no storage); routes load the
+ * The manager's Webhook configurations and deliveries: the list with health, the form that creates a configuration or edits one (the receiver's client secret write-only) and the new signing secret shown once, a configuration's page (health, charts, deliveries with filters, test events, signing-secret rotation), its deletion's confirmation, and a delivery's full story (payload, the request we sent, each attempt and the receiver's answer, re-send). Plain data in, markup out (no request, no storage); routes load the
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
 import type { DeliveryFilter, DeliveryRecord, WebhookConfiguration, WebhookTrafficView } from "../../../schemas/webhooks";
 import { TrafficCharts } from "../charts";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import type { Confirmation } from "./confirm";
 
 /** Health in words: paused and why, failing since when, or when the last delivery succeeded. */
 const health = (w: WebhookConfiguration): string =>
@@ -49,7 +50,16 @@ export const WebhookConfigurations: FC<{ base: string; configs: { config: Webhoo
   configs,
 }) => (
   <>
-    {configs.length === 0 && <p>No webhook configurations. They are created through the API.</p>}
+    {configs.length === 0 ? (
+      <p>
+        No webhook configurations yet. A configuration says where this organization's events go and how keyway signs in to the receiver.{" "}
+        <a href={`${base}/new`}>Create the first webhook configuration</a> (or create one through the API).
+      </p>
+    ) : (
+      <p>
+        <a href={`${base}/new`}>New webhook configuration</a>
+      </p>
+    )}
     {configs.length > 0 && (
       <TableRegion label="Webhook configurations">
         <table class="wide">
@@ -274,41 +284,15 @@ export const WebhookConfigurationDetail: FC<{
       <p>
         <a href={`${base}/rotate-signing-secret`}>Rotate the signing secret</a>
       </p>
-      <h2>Edit</h2>
-      <PostForm action={base} csrf={csrf} label="Edit the webhook configuration">
-        <Field id="url" label="Webhook URL" value={config.url} required />
-        <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
-        <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
-        <Field
-          id="client_secret"
-          type="password"
-          label="Client secret at the receiver"
-          hint="empty keeps the stored one; required when either URL moves to another origin"
-        />
-        <Field
-          id="events"
-          label="Event types"
-          value={config.events ? config.events.join(", ") : ""}
-          hint="comma-separated; empty for all"
-        />
-        <Field id="description" label="Description" value={config.description ?? ""} hint="optional" />
-        <Field
-          id="rate_limit"
-          type="number"
-          min={1}
-          label="Rate limit (deliveries per second)"
-          value={config.rate_limit === null ? "" : String(config.rate_limit)}
-          hint="empty for none; excess deliveries wait"
-        />
-        <Checkbox id="ordered" label="Ordered" checked={config.ordered} hint="one at a time, in publish order" />
-        <Checkbox
-          id="token_cache"
-          label="Share one receiver token"
-          checked={config.token_cache}
-          hint="reused until 60 s before it expires"
-        />
-        <button type="submit">Save</button>
-      </PostForm>
+      <h2>Change or delete</h2>
+      <ul class="links">
+        <li>
+          <a href={`${base}/edit`}>Edit the webhook configuration</a> (its URL, the receiver's OAuth client, event types and pacing)
+        </li>
+        <li>
+          <a href={`${base}/delete`}>Delete this webhook configuration</a> (nothing more is sent to it; this cannot be undone)
+        </li>
+      </ul>
     </>
   );
 };
@@ -487,3 +471,211 @@ export const resendEffect = (d: Pick<DeliveryRecord, "status" | "in_flight_until
     : d.in_flight_until !== null
       ? "Its attempt in flight reported no outcome before its deadline; re-sending records that attempt as a failed try on our side and makes a new one now, with the same webhook-id."
       : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
+
+/** The create and edit forms' fields, named as they are posted. */
+export type WebhookField = "url" | "description" | "events" | "token_url" | "client_id" | "client_secret" | "rate_limit";
+
+/**
+ * What the create and edit forms show: the stored values, or after a refusal the values as
+ * entered. The receiver's client secret is not here: it is write-only, never put in a page.
+ */
+export interface WebhookFormValues {
+  url: string;
+  description: string;
+  /** As typed: event types separated by commas or spaces; empty for every event. */
+  events: string;
+  token_url: string;
+  client_id: string;
+  rate_limit: string;
+  ordered: boolean;
+  token_cache: boolean;
+}
+
+export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
+  url: "",
+  description: "",
+  events: "",
+  token_url: "",
+  client_id: "",
+  rate_limit: "",
+  ordered: false,
+  token_cache: false,
+};
+
+/** A stored configuration as the edit form shows it. */
+export const formValuesOf = (config: WebhookConfiguration): WebhookFormValues => ({
+  url: config.url,
+  description: config.description ?? "",
+  events: config.events ? config.events.join(", ") : "",
+  token_url: config.oauth.token_url,
+  client_id: config.oauth.client_id,
+  rate_limit: config.rate_limit === null ? "" : String(config.rate_limit),
+  ordered: config.ordered,
+  token_cache: config.token_cache,
+});
+
+/** The fields' labels, which the error messages beside them start with too. */
+export const WEBHOOK_FIELD_LABELS: Record<WebhookField, string> = {
+  url: "Webhook URL",
+  description: "Description",
+  events: "Event types",
+  token_url: "Token URL",
+  client_id: "Client id at the receiver",
+  client_secret: "Client secret at the receiver",
+  rate_limit: "Rate limit (deliveries per second)",
+};
+
+/** Why the form was refused: keyway's message as the API words it, and each field's own message. */
+export interface WebhookFormErrors {
+  message: string;
+  fields: Partial<Record<WebhookField, string>>;
+}
+
+/**
+ * The form that creates a configuration or edits one: where webhooks go, how keyway signs in to
+ * the receiver (its OAuth token URL and client credentials) and how deliveries are paced. After a
+ * refusal it comes back with the values as entered, keyway's message above it and each field's
+ * message beside that field (the field described by it and focused); the client secret field is
+ * always empty, since a secret is never written into a page.
+ */
+export const WebhookConfigurationForm: FC<{
+  mode: "create" | "edit";
+  action: string;
+  cancel: string;
+  values: WebhookFormValues;
+  errors?: WebhookFormErrors | undefined;
+  csrf: string;
+}> = ({ mode, action, cancel, values, errors, csrf }) => {
+  const err = (field: WebhookField) => errors?.fields[field];
+  const listed = Object.entries(errors?.fields ?? {}) as [WebhookField, string][];
+  return (
+    <>
+      {errors && (
+        <div class="warning" id="form-errors">
+          <p>
+            <strong>{mode === "create" ? "Nothing was created." : "Nothing was changed."}</strong> {errors.message}
+          </p>
+          {listed.length > 0 && (
+            <ul>
+              {listed.map(([field, message]) => (
+                <li>
+                  <a href={`#${field}`}>{message}</a>
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      <PostForm action={action} csrf={csrf} label={mode === "create" ? "New webhook configuration" : "Edit the webhook configuration"}>
+        <fieldset>
+          <legend>Where webhooks go</legend>
+          <Field
+            id="url"
+            label={WEBHOOK_FIELD_LABELS.url}
+            hint="a public https: URL; keyway POSTs each event to it"
+            value={values.url}
+            required
+            error={err("url")}
+          />
+          <Field
+            id="description"
+            label={WEBHOOK_FIELD_LABELS.description}
+            hint="optional; names it in lists"
+            value={values.description}
+            error={err("description")}
+          />
+          <Field
+            id="events"
+            label={WEBHOOK_FIELD_LABELS.events}
+            hint="separated by commas or spaces, e.g. order.created, order.paid; empty for every event"
+            value={values.events}
+            error={err("events")}
+          />
+        </fieldset>
+        <fieldset>
+          <legend>How keyway signs in to the receiver (OAuth client credentials)</legend>
+          <Field
+            id="token_url"
+            label={WEBHOOK_FIELD_LABELS.token_url}
+            hint="the receiver's OAuth token endpoint, a public https: URL"
+            value={values.token_url}
+            required
+            error={err("token_url")}
+          />
+          <Field id="client_id" label={WEBHOOK_FIELD_LABELS.client_id} value={values.client_id} required error={err("client_id")} />
+          <Field
+            id="client_secret"
+            type="password"
+            label={WEBHOOK_FIELD_LABELS.client_secret}
+            hint={
+              mode === "create"
+                ? "stored encrypted; never shown again"
+                : "write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin"
+            }
+            required={mode === "create"}
+            error={err("client_secret")}
+          />
+          <Checkbox
+            id="token_cache"
+            label="Share one receiver token"
+            checked={values.token_cache}
+            hint="reused until 60 s before it expires; otherwise a token request before each webhook"
+          />
+        </fieldset>
+        <fieldset>
+          <legend>Pacing</legend>
+          <Checkbox id="ordered" label="Ordered" checked={values.ordered} hint="one at a time, in publish order" />
+          <Field
+            id="rate_limit"
+            type="number"
+            min={1}
+            label={WEBHOOK_FIELD_LABELS.rate_limit}
+            value={values.rate_limit}
+            hint="1 to 1000; empty for none; excess deliveries wait"
+            error={err("rate_limit")}
+          />
+        </fieldset>
+        <button type="submit">{mode === "create" ? "Create webhook configuration" : "Save"}</button>{" "}
+        <a href={cancel} class="button secondary">
+          Cancel
+        </a>
+      </PostForm>
+    </>
+  );
+};
+
+/** A new configuration: its signing secret, shown this once, and what the receiver does with it. */
+export const WebhookConfigurationCreated: FC<{ base: string; config: WebhookConfiguration; secret: string }> = ({
+  base,
+  config,
+  secret,
+}) => (
+  <>
+    <p>
+      <CopyId value={config.id} label="configuration id" /> sends {config.events ? config.events.join(", ") : "every event"} to{" "}
+      <code class="wrap">{config.url}</code>.
+    </p>
+    <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
+    <p>
+      Give it to the receiver: it checks each webhook's <code>webhook-signature</code> header (HMAC-SHA256 over the webhook-id, the
+      timestamp and the body) with it, and refuses a webhook whose signature does not match.
+    </p>
+    <p>
+      <a href={base}>Go to the webhook configuration</a>
+    </p>
+  </>
+);
+
+/**
+ * Deleting a configuration, asked first (the confirmation page of confirm.tsx), naming it as the
+ * list does: description, id and URL.
+ */
+export const deleteWebhookConfirmation = (w: Pick<WebhookConfiguration, "id" | "url" | "description">): Confirmation => ({
+  title: `Delete webhook configuration ${w.description ? `“${w.description}” ` : ""}(${w.id}, ${w.url})?`,
+  consequence:
+    "Nothing more is sent to it: its deliveries still pending or waiting for a retry end failed, without a request, and events " +
+    "published from now on are not sent there. This cannot be undone; to send webhooks to that receiver again, create a new " +
+    "configuration (it gets a new signing secret).",
+  button: "Delete webhook configuration",
+  danger: true,
+});
