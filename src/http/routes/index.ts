@@ -17,7 +17,6 @@ import { graphqlRoutes } from "./graphql";
 import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
 import { portalRoutes } from "./portal";
-import { portalRoutes } from "./portal";
 import { serviceRoutes } from "./service";
 import { operatorWebhookRoutes, webhookRoutes } from "./webhooks";
 
@@ -80,7 +79,6 @@ export const ROUTES: readonly Route[] = [
   ...oauthRoutes,
   ...meRoutes,
   ...webhookRoutes,
-  ...portalRoutes,
   ...portalRoutes,
   ...graphqlRoutes,
   ...adminRoutes,

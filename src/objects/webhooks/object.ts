@@ -47,7 +47,6 @@ import {
 } from "./configurations";
 import { handOver, hasLegacy } from "./legacy";
 import { createLink, endSession, frameOrigins, listSessions, liveSession, openLink, type PortalStore, prunePortal } from "./portal";
-import { createLink, endSession, frameOrigins, listSessions, liveSession, openLink, type PortalStore, prunePortal } from "./portal";
 import {
   FANOUT_BATCH,
   handed,
@@ -386,67 +385,12 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Portal: single-use links and the sessions they open, each stored as the SHA-256 of its
-  // secret (portal.ts holds the rules; webhooks/portal.ts makes the secrets).
-
-  private get portalStore(): PortalStore {
-    return { db: this.db, sql: this.ctx.storage.sql };
-  }
-
-  async createPortalLink(configId: string, hash: string, expiresMs: number, actor: Actor, now: number) {
-    if (this.deleted()) return missing("Organization");
-    const created = createLink(this.portalStore, configId, hash, expiresMs, actor, this.auditFor(actor, now), now);
-    this.plan(now);
-    await this.pushAudit();
-    return created;
-  }
-
-  /** Opens a link once (marks it used and creates the session in one transaction); the org's deletion refuses it. */
-  async openPortalLink(linkHash: string, sessionId: string, sessionHash: string, sessionExpiresMs: number, now: number) {
-    if (this.deleted()) return { ok: false as const, reason: "unknown" as const };
-    const opened = openLink(
-      this.portalStore,
-      linkHash,
-      { id: sessionId, hash: sessionHash, expiresMs: sessionExpiresMs },
-      this.auditFor({ type: "system" }, now),
-      now,
-    );
-    if (opened.ok) {
-      this.plan(now);
-      await this.pushAudit();
-    }
-    return opened;
-  }
-
-  portalSession(sessionHash: string, now: number) {
-    return this.deleted() ? null : liveSession(this.portalStore, sessionHash, now);
-  }
-
-  portalFrameOrigins(): string[] {
-    return this.deleted() ? [] : frameOrigins(this.db);
-  }
-
-  listPortalSessions(configId: string, page: PageRequest, now: number) {
-    if (this.deleted()) return missing("Organization");
-    return listSessions(this.portalStore, configId, page, now);
-  }
-
-  async endPortalSession(configId: string, id: string, actor: Actor, now: number) {
-    if (this.deleted()) return missing("Organization");
-    const ended = endSession(this.portalStore, configId, id, this.auditFor(actor, now), now);
-    this.plan(now);
-    await this.pushAudit();
-    return ended;
-  }
-
-  // -------------------------------------------------------------------------------------------
   // The outbox, recovery and housekeeping
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const now = Date.now();
     const { more, lost } = prune(this.db, now);
-    prunePortal(this.portalStore, now);
     prunePortal(this.portalStore, now);
     if (lost > 0) {
       log.error("webhook deliveries never handed to their endpoint expired with their event", {
