@@ -1,0 +1,178 @@
+/**
+ * The portal (issue 30 item 2) in a real browser: Debian's Chromium, driven by playwright-core,
+ * against a real `npm start` (server.ts). Through the API an organization gets two webhook
+ * configurations pointing at a loopback receiver (server.ts `startReceiver`), publishes an event
+ * that reaches both, and makes a portal link for the first. Chromium opens the link (the page's
+ * one button), sees that endpoint's delivery and not the other's, gets 404 for the other
+ * configuration's delivery URL, re-sends its delivery (which reaches the receiver again) and
+ * rotates the signing secret; opening the link again is refused (410). Every portal page is
+ * checked with axe-core at 1280 px and at 390 px, where the page must not scroll sideways. Each
+ * step leaves a screenshot in test-results/portal-<step>.png. Without /usr/bin/chromium the suite
+ * is skipped with a one-line notice.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { axeViolations, chromiumInstalled, launchChromium } from "./browser";
+import { type Keyway, type Receiver, ROOT, sleep, startKeyway, startReceiver } from "./server";
+
+const SCREENSHOTS = join(ROOT, "test-results");
+const WIDE = { width: 1280, height: 800 };
+const NARROW = { width: 390, height: 844 };
+
+const hasChromium = chromiumInstalled();
+if (!hasChromium) console.warn("portal browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
+
+interface Envelope<T> {
+  data?: T;
+}
+
+async function json<T>(url: string, init: RequestInit): Promise<{ status: number; data: T }> {
+  const res = await fetch(url, init);
+  const body = (await res.json()) as Envelope<T>;
+  return { status: res.status, data: body.data as T };
+}
+
+/** No axe-core violation at 1280 and 390 px, and no sideways scrolling at 390 px; screenshots of both. */
+async function expectAccessible(page: Page, step: string): Promise<void> {
+  await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}.png`), fullPage: true });
+  expect(await axeViolations(page), `axe-core on ${step}`).toEqual([]);
+  await page.setViewportSize(NARROW);
+  try {
+    const width = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
+    expect(width.page, `${step}: page width at ${NARROW.width} px`).toBeLessThanOrEqual(width.window);
+    expect(await axeViolations(page), `axe-core on ${step} at ${NARROW.width} px`).toEqual([]);
+    await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}-390.png`), fullPage: true });
+  } finally {
+    await page.setViewportSize(WIDE);
+  }
+}
+
+describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => {
+  let keyway: Keyway | undefined;
+  let browser: Browser | undefined;
+  let receiver: Receiver | undefined;
+
+  beforeAll(async () => {
+    await mkdir(SCREENSHOTS, { recursive: true });
+    keyway = await startKeyway();
+    browser = await launchChromium();
+    receiver = await startReceiver();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await keyway?.stop();
+  });
+
+  it("opens a link once, shows that endpoint's deliveries only, re-sends and rotates, and passes axe at 390 and 1280 px", async () => {
+    if (!keyway || !browser || !receiver) throw new Error("setup failed");
+    const base = keyway.baseUrl;
+    const { demo, adminToken } = keyway;
+    const hook = receiver;
+
+    // A key that allows a burst, a token, two configurations and an event that reaches both.
+    const key = await json<{ api_key: string }>(`${base}/admin/v1/organizations/${demo.organizationId}/api-keys`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "Portal walk", limits: { per_second: 50, per_day: 1000 } }),
+    });
+    expect(key.status).toBe(201);
+    const token = await json<{ access_token: string }>(`${base}/v1/oauth`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "x-api-key": key.data.api_key },
+      body: JSON.stringify({ client_id: demo.clientId, client_secret: demo.clientSecret, grant_type: "client_credentials" }),
+    });
+    expect(token.status).toBe(200);
+    const headers = {
+      "Content-Type": "application/json",
+      "x-api-key": key.data.api_key,
+      Authorization: `Bearer ${token.data.access_token}`,
+    };
+    const post = <T>(path: string, payload: unknown) =>
+      json<T>(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(payload) });
+    const configs: string[] = [];
+    for (const name of ["Portal endpoint", "Other endpoint"]) {
+      const created = await post<{ id: string }>("/v1/webhook-configurations", {
+        url: `${hook.url}/${name === "Portal endpoint" ? "hook" : "other"}`,
+        description: name,
+        oauth: { token_url: `${hook.url}/token`, client_id: "keyway", client_secret: "portal-walk-receiver-secret" },
+      });
+      expect(created.status).toBe(201);
+      configs.push(created.data.id);
+    }
+    const event = await post<{ deliveries: { id: string; webhook_configuration_id: string }[] }>("/v1/events", {
+      type: "order.created",
+      data: { order: 1 },
+    });
+    expect(event.status).toBe(202);
+    const mine = event.data.deliveries.find((d) => d.webhook_configuration_id === configs[0])?.id ?? "";
+    const theirs = event.data.deliveries.find((d) => d.webhook_configuration_id === configs[1])?.id ?? "";
+    // Both deliveries reach the real receiver.
+    for (let i = 0; i < 100 && !(hook.ids.has(mine) && hook.ids.has(theirs)); i++) await sleep(100);
+    expect(hook.ids.get(mine)).toBe(1);
+    const link = await post<{ url: string }>(`/v1/webhook-configurations/${configs[0]}/portal-links`, {});
+    expect(link.status).toBe(201);
+    expect(link.data.url.startsWith(`${base}/portal/open?token=kw_portal_`)).toBe(true);
+
+    const context = await browser.newContext({ viewport: WIDE });
+    const page = await context.newPage();
+    await page.goto(link.data.url);
+    await expectAccessible(page, "open");
+    await page.getByRole("button", { name: "Open the portal" }).click();
+    await page.waitForURL(`${base}/portal`);
+    expect((await context.cookies()).find((c) => c.name === "__Host-kw_portal")?.httpOnly).toBe(true);
+    await expectAccessible(page, "home");
+
+    await page.getByRole("link", { name: "Deliveries" }).click();
+    await page.waitForURL(`${base}/portal/deliveries`);
+    expect(await page.content()).toContain(mine);
+    expect(await page.content()).not.toContain(theirs);
+    await expectAccessible(page, "deliveries");
+
+    // Another configuration's delivery: not found.
+    const other = await page.goto(`${base}/portal/deliveries/${theirs}`);
+    expect(other?.status()).toBe(404);
+    await expectAccessible(page, "not-found");
+
+    await page.goto(`${base}/portal/deliveries/${mine}`);
+    await expectAccessible(page, "delivery");
+    await page.getByRole("link", { name: "Re-send this delivery" }).click();
+    await expectAccessible(page, "resend-confirm");
+    await page.getByRole("button", { name: "Re-send delivery" }).click();
+    await page.waitForURL(`${base}/portal/deliveries/${mine}?notice=resent`);
+    for (let i = 0; i < 100 && hook.ids.get(mine) !== 2; i++) await sleep(100);
+    expect(hook.ids.get(mine)).toBe(2);
+
+    await page.goto(`${base}/portal/settings`);
+    await expectAccessible(page, "settings");
+
+    await page.goto(`${base}/portal/rotate-signing-secret`);
+    await expectAccessible(page, "rotate-confirm");
+    await page.getByRole("button", { name: "Rotate signing secret" }).click();
+    await page.getByRole("heading", { level: 1, name: "New signing secret" }).waitFor();
+    expect(await page.getByLabel("signing secret").inputValue()).toMatch(/^whsec_/);
+    await expectAccessible(page, "rotated");
+
+    // The link again, in a fresh browser context: refused for good.
+    const again = await browser.newContext({ viewport: WIDE });
+    const second = await again.newPage();
+    await second.goto(link.data.url);
+    const [refused] = await Promise.all([
+      second.waitForResponse((res) => res.request().method() === "POST" && new URL(res.url()).pathname === "/portal/open"),
+      second.getByRole("button", { name: "Open the portal" }).click(),
+    ]);
+    expect(refused.status()).toBe(410);
+    await expectAccessible(second, "refused");
+    await again.close();
+
+    await page.goto(`${base}/portal`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { level: 1, name: "Signed out" }).waitFor();
+    await expectAccessible(page, "signed-out");
+    expect((await page.goto(`${base}/portal`))?.status()).toBe(403);
+    await context.close();
+  }, 180_000);
+});
