@@ -38,7 +38,7 @@ export function respondPage(c: Context<AppEnv>, page: { items: unknown[]; next_c
   return respond(c, page.items, { next });
 }
 
-/** 201 with a Location header for the created resource, which `_links.self` names too (not the collection it was posted to). */
-export function created(c: Context<AppEnv>, data: unknown, location: string): Response {
-  return respond(c, data, { status: 201, headers: { Location: location }, self: new URL(location, c.req.url).href });
+/** 201 with a Location header for the created resource (202: an accepted job, its progress there), which `_links.self` names too (not the collection it was posted to). */
+export function created(c: Context<AppEnv>, data: unknown, location: string, status: 201 | 202 = 201): Response {
+  return respond(c, data, { status, headers: { Location: location }, self: new URL(location, c.req.url).href });
 }

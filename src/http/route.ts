@@ -31,6 +31,8 @@ export const TAGS = {
   "Access tokens": "Exchange client credentials for an access token (spec 4.1), and inspect it.",
   "Webhook configurations": "Where and how events are delivered; scoped to the access token's organization.",
   "Events and deliveries": "Publish events and follow (or re-send) each delivery.",
+  "Event types":
+    "The organization's event catalog: each type's JSON Schema for `data` and examples, checked when a client publishes; served to receivers as an OpenAPI 3.1 `webhooks` document. Also the organization's webhook settings.",
   GraphQL: "The same data and operations as REST, behind the same credentials.",
   "Operator: organizations and users": "Operator API; `Authorization: Bearer <ADMIN_TOKEN>`.",
   "Operator: API keys": "Operator API. The secret `api_key` is shown only in the creation response.",
@@ -146,7 +148,8 @@ export function envelopeRoute(
     async serve(c) {
       const input = parsed ? await jsonBody(c, parsed.schema, parsed.maxBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
       const data = spec.response.schema.parse(await handle(c, input));
-      if (location) return created(c, data, location(data, c));
+      // 201 for a created resource; 202 for a job accepted, whose progress is at Location.
+      if (location) return created(c, data, location(data, c), status === 202 ? 202 : 201);
       return respond(c, data, { status: status as ContentfulStatusCode, ...(headers ? { headers } : {}) });
     },
   };
@@ -157,7 +160,7 @@ type EnvelopeDoc<R extends z.ZodType> = Doc & {
   response: { schema: R; example: z.output<R> };
   /** Headers every answer of the route carries (e.g. `Pragma: no-cache` on tokens). */
   headers?: Record<string, string>;
-  /** For 201: where the created resource lives. */
+  /** For 201: where the created resource lives; for 202, where the accepted job's progress is read. */
   location?(data: z.output<R>, c: C): string;
 };
 

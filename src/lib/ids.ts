@@ -28,6 +28,8 @@ export const newApiKeyId = (): string => randomId("key");
 export const newTokenId = (): string => randomId("tok");
 export const newWebhookConfigurationId = (): string => randomId("whk");
 export const newEventId = (): string => randomId("evt");
+/** A recovery of an endpoint's failed deliveries (issue 30), found at its endpoint's object. */
+export const newRecoveryId = (): string => randomId("rcv");
 /** How many characters of its configuration's id a delivery id starts with. */
 export const DELIVERY_ROUTE_CHARS = 8;
 /**

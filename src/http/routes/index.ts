@@ -13,6 +13,7 @@ import { NONCE, pageNonce } from "../middleware/html";
 import type { OpenApiDocument } from "../openapi";
 import { type Route, rawRoute } from "../route";
 import { adminRoutes } from "./admin";
+import { eventTypeRoutes } from "./event-types";
 import { graphqlRoutes } from "./graphql";
 import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
@@ -80,6 +81,7 @@ export const ROUTES: readonly Route[] = [
   ...meRoutes,
   ...webhookRoutes,
   ...portalRoutes,
+  ...eventTypeRoutes,
   ...graphqlRoutes,
   ...adminRoutes,
   ...operatorWebhookRoutes,

@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { getOrganization } from "../../identity/organizations";
+import { RecoverInput, RecoveryView } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
 import {
   CreatedWebhookConfigurationView,
@@ -40,8 +41,9 @@ import {
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
+import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import type { AppEnv } from "../context";
-import { CONFIG, DELIVERY, EVENT_ID, EVENT_INPUT, PUBLISHED, SIGNING_SECRET, T1, WEBHOOK_INPUT, WEBHOOK_TRAFFIC } from "../examples";
+import { CONFIG, DELIVERY, EVENT_ID, EVENT_INPUT, PUBLISHED, SIGNING_SECRET, T0, T1, WEBHOOK_INPUT, WEBHOOK_TRAFFIC } from "../examples";
 import { envelopeRoute, listRoute, param, type QueryParam, type Route } from "../route";
 
 const CONFIGS = "/v1/webhook-configurations";
@@ -66,6 +68,18 @@ const DELIVERY_QUERY: QueryParam[] = [
 const deps = (c: Context<AppEnv>) => c.get("deps");
 const actor = (c: Context<AppEnv>) => c.get("actor");
 const configTag = "Webhook configurations";
+const RECOVERY = {
+  id: "rcv_3kq0x9h2m4n6p8r0s2t4v6w8y0",
+  webhook_configuration_id: CONFIG.id,
+  since: T0,
+  until: T1,
+  status: "running" as const,
+  found: 120,
+  resent: 40,
+  skipped: 0,
+  created_at: T1,
+  finished_at: null,
+};
 const eventsTag = "Events and deliveries";
 
 export const webhookRoutes: Route[] = [
@@ -257,19 +271,62 @@ export const webhookRoutes: Route[] = [
     errors: [409],
     handle: (c) => retryDelivery(deps(c), orgOf(c), param(c, "id"), actor(c)),
   }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/recover`,
+    operationId: "recoverDeliveries",
+    scope: "webhooks:write",
+    summary: "Re-send every delivery that failed in a window",
+    description:
+      "After an outage: every delivery of this configuration created in `[since, until)` (until defaults to now) whose status is `failed` is re-sent (a new series of attempts, same `webhook-id`), as a background job run by the endpoint's own object: paced by its window and `rate_limit`, in publish order for `ordered` endpoints, never delaying another endpoint. Each delivery is re-sent once: a second call over an overlapping window re-sends nothing a recovery already re-sent. Follow its progress at `Location` (`found`, `resent`, `status`). 409 while the configuration is disabled.",
+    tag: eventsTag,
+    auth: "client",
+    status: 202,
+    body: { schema: RecoverInput, example: { since: T0 } },
+    response: { schema: RecoveryView, example: RECOVERY },
+    errors: [409],
+    handle: (c, input) => recoverDeliveries(deps(c), orgOf(c), param(c, "id"), input, actor(c)),
+    location: (data) => `${CONFIGS}/${data.webhook_configuration_id}/recoveries/${data.id}`,
+  }),
+  listRoute({
+    method: "GET",
+    path: `${CONFIG_PATH}/recoveries`,
+    operationId: "listRecoveries",
+    scope: "webhooks:read",
+    summary: "List a configuration's recoveries, newest first",
+    tag: eventsTag,
+    auth: "client",
+    response: { schema: RecoveryView, example: [RECOVERY] },
+    handle: (c, query) => listRecoveries(deps(c), orgOf(c), param(c, "id"), query),
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: `${CONFIG_PATH}/recoveries/{recovery}`,
+    operationId: "getRecovery",
+    scope: "webhooks:read",
+    summary: "A recovery's progress",
+    tag: eventsTag,
+    auth: "client",
+    response: { schema: RecoveryView, example: RECOVERY },
+    handle: (c) => getRecovery(deps(c), orgOf(c), param(c, "id"), param(c, "recovery")),
+  }),
 ];
 
 /**
  * The operator's view of an organization's webhooks (the CLI's `webhooks` and `deliveries`
  * commands): the same routes under `/admin/v1/organizations/{org}`, with the operator token,
- * declared once above and mirrored here so both sides run the same handler. Reading, pausing
- * and resuming (PATCH `status`), test events, traffic and re-sends; creating configurations and
- * publishing events stay with the organization's own clients.
+ * declared once above and mirrored here so both sides run the same handler. Creating, reading,
+ * editing (pausing and resuming are PATCH `status`), deleting and rotating the signing secret of
+ * configurations (an operator sets one up for a customer, as the manager app lets them), test
+ * events, traffic and re-sends; publishing events stays with the organization's own clients.
  */
 const OPERATOR_MIRRORED = new Set([
+  "createWebhookConfiguration",
   "listWebhookConfigurations",
   "getWebhookConfiguration",
   "updateWebhookConfiguration",
+  "deleteWebhookConfiguration",
+  "rotateSigningSecret",
   "sendTestEvent",
   "listDeliveries",
   "getWebhookTraffic",
@@ -285,10 +342,11 @@ export const operatorWebhookRoutes: Route[] = webhookRoutes
     operationId: `operator${r.operationId[0]?.toUpperCase()}${r.operationId.slice(1)}`,
     tag: "Operator: webhooks",
     auth: "admin",
-    // An unknown (or deleted) organization is 404, not an empty list. The other routes name a
-    // configuration or a delivery, which such an organization does not have: 404 as well, after
-    // the body is checked, in the order the description documents.
-    serve: r.list
+    // An unknown (or deleted) organization is 404, not an empty list, nor a configuration created
+    // for an organization that does not exist. The other routes name a configuration or a
+    // delivery, which such an organization does not have: 404 as well, after the body is checked,
+    // in the order the description documents.
+    serve: r.list || r.operationId === "createWebhookConfiguration"
       ? async (c) => {
           await getOrganization(deps(c), param(c, "org"));
           return r.serve(c);

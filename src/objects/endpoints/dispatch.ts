@@ -195,6 +195,10 @@ export function prune(db: Db, ep: EndpointRow, retentionDays: number, now: numbe
 export interface Owed {
   audit: number | null;
   disable: number | null;
+  /** Operational events not yet handed to the organization (their push's failures), issue 30. */
+  notices?: number | null;
+  /** A recovery's step stopped at its batch, not at the backlog: the next runs at once. */
+  recovery?: boolean;
 }
 
 /**
@@ -221,6 +225,8 @@ export function nextAlarm(
   if (ep.stored_bytes > STORAGE_BUDGET_BYTES) times.push(now + 60_000);
   if (owed.audit !== null) times.push(now + backoff(owed.audit));
   if (owed.disable !== null) times.push(now + backoff(owed.disable));
+  if (owed.notices != null) times.push(now + backoff(owed.notices));
+  if (owed.recovery === true) times.push(now);
   const dispatch = nextDispatch(db, ep, config, book, now);
   if (dispatch !== null) times.push(dispatch);
   return times.length === 0 ? null : Math.min(...times);

@@ -21,6 +21,7 @@ import { SingleFlight } from "../../lib/flight";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
+import type { RecoveryView } from "../../schemas/receivers";
 import type {
   AttemptReport,
   DeliveryFilter,
@@ -54,7 +55,18 @@ import {
 import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } from "./dispatch";
 import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
 import { importDeliveries, type LegacyDelivery } from "./legacy";
+import { announceDisabled, announceExhausted, announcePause, announceRecovered, pendingNotices } from "./notices";
 import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength, TOKEN_REUSE_MARGIN_MS } from "./policy";
+import {
+  listRecoveries,
+  pruneRecoveries,
+  recovering,
+  recoveryRow,
+  recoveryView,
+  startRecovery,
+  stepRecovery,
+  stopRecoveries,
+} from "./recovery";
 import { DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type EndpointRow, endpointRow, type HourlyRow, MIGRATIONS } from "./schema";
 import { grantableAt, SlotBook } from "./slots";
 import { fetching, leaseOwner, planToken, type TokenPlan, tokenKey } from "./token";
@@ -109,7 +121,13 @@ export class EndpointObject extends DurableObject<Env> {
   private alarmAt: number | null = null;
   private auditFailures = 0;
   private disableFailures = 0;
+  private noticeFailures = 0;
   private readonly auditPush = new SingleFlight();
+  private readonly noticePush = new SingleFlight();
+  /** Whether a recovery is running (null: not read yet); kept so a pump without one reads nothing for it. */
+  private recoveryRunning: boolean | null = null;
+  /** The last recovery step stopped at its batch: the alarm runs the next at once. */
+  private recoveryMore = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -167,6 +185,12 @@ export class EndpointObject extends DurableObject<Env> {
     const prev = this.configOf(ep);
     const next = snapshot.configuration;
     const change: Record<string, SqlStorageValue> = { version: snapshot.version };
+    if (next === null || next.status === "disabled") {
+      stopRecoveries(this.db, Date.now());
+      this.recoveryRunning = false;
+    }
+    if (next !== null && prev !== null && prev.status === "active" && next.status === "disabled")
+      announceDisabled(this.db, ep, next, Date.now());
     if (next === null) {
       Object.assign(change, {
         deleted: 1,
@@ -310,6 +334,56 @@ export class EndpointObject extends DurableObject<Env> {
     });
     await Promise.all([this.pump(now), this.pushAudit()]);
     return ok(this.record(this.endpoint() as EndpointRow, deliveryRow(this.db, id) as DeliveryRow));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Recovery after an outage (recovery.ts)
+
+  /**
+   * Starts re-sending the failed deliveries of [since, until), a batch at a time as the endpoint
+   * takes them; refused when the configuration is deleted or disabled (nothing could be sent).
+   */
+  async recover(org: string, since: number, until: number, actor: Actor, now: number): Promise<Result<RecoveryView>> {
+    const ep = this.endpoint();
+    if (ep === undefined || ep.organization_id !== org) return missing("Webhook configuration");
+    const live = liveConfig(ep, this.configOf(ep));
+    if (live === "webhook configuration was deleted") return missing("Webhook configuration");
+    if (typeof live === "string")
+      return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
+    const job = this.db.txn(() => {
+      const row = startRecovery(this.db, since, until, actor, now);
+      this.audit(actor, "webhook_configuration.recovery_started", "webhook_configuration", ep.configuration_id, now, {
+        recovery_id: row.id,
+        since: isoTime(since),
+        until: isoTime(until),
+        found: row.found,
+      });
+      return row;
+    });
+    this.recoveryRunning = null;
+    await Promise.all([this.pump(now), this.pushAudit()]);
+    return ok(recoveryView(recoveryRow(this.db, job.id) ?? job, ep.configuration_id));
+  }
+
+  recovery(org: string, id: string): Result<RecoveryView> {
+    const ep = this.endpoint();
+    const row = recoveryRow(this.db, id);
+    return ep && ep.organization_id === org && row ? ok(recoveryView(row, ep.configuration_id)) : missing("Recovery");
+  }
+
+  recoveries(org: string, page: PageRequest): Result<Page<RecoveryView>> {
+    const ep = this.endpoint();
+    if (ep === undefined || ep.organization_id !== org) return missing("Webhook configuration");
+    return listRecoveries(this.db, page, ep.configuration_id);
+  }
+
+  /** The running recovery's next step, if there is one (a pump without one reads nothing for it). */
+  private stepRecovery(now: number): void {
+    if (this.recoveryRunning === null) this.recoveryRunning = recovering(this.db);
+    if (!this.recoveryRunning) return;
+    const step = stepRecovery(this.db, now);
+    this.recoveryMore = step.more;
+    this.recoveryRunning = recovering(this.db);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -470,6 +544,7 @@ export class EndpointObject extends DurableObject<Env> {
       this.releaseTokenLease(ref);
       const timing = { fastLaneMs: this.config.webhookFastLaneMs, disableAfterMs: this.config.webhookDisableAfterMs };
       change = afterAttempt(ep, { report, outcome: done.outcome }, timing, now);
+      this.announce(ep, ref, done, change, report.gone ? null : error, now);
       const since = failingTooLong(ep, change, timing, now);
       const config = this.configOf(ep);
       if (since !== null && config !== null && config.status === "active" && ep.owed_disable === null) {
@@ -482,6 +557,26 @@ export class EndpointObject extends DurableObject<Env> {
       }
       this.updateEndpoint(change);
     });
+  }
+
+  /** The operational events a concluded attempt calls for (notices.ts), in its transaction. */
+  private announce(
+    ep: EndpointRow,
+    ref: TicketRef,
+    done: { outcome: "delivered" | "retry" | "failed"; moved: boolean },
+    change: EndpointChange,
+    /** The attempt's error; null for a 410, whose delivery ends with the endpoint's disable (announced as that). */
+    error: string | null,
+    now: number,
+  ): void {
+    const config = this.configOf(ep);
+    if (config === null) return;
+    if (done.outcome === "delivered") announceRecovered(this.db, ep, config, now);
+    else announcePause(this.db, ep, change, config, now);
+    if (done.moved && done.outcome === "failed" && error !== null) {
+      const row = deliveryRow(this.db, ref.delivery_id);
+      if (row !== undefined) announceExhausted(this.db, ep, row, error, now);
+    }
   }
 
   /**
@@ -688,7 +783,9 @@ export class EndpointObject extends DurableObject<Env> {
     }
     const ep = this.endpoint();
     const pruning = ep !== undefined && prune(this.db, ep, EVENT_RETENTION_DAYS, now);
-    await Promise.all([this.settleOwed(now), this.pushAudit()]);
+    pruneRecoveries(this.db, now - EVENT_RETENTION_DAYS * 86_400_000);
+    this.recoveryMore = false;
+    await Promise.all([this.settleOwed(now), this.pushAudit(), this.pushNotices()]);
     await this.pump(Date.now());
     // More rows due than one run takes: run again at once.
     if (recovered.more || pruning) this.setAlarm(Date.now());
@@ -716,6 +813,8 @@ export class EndpointObject extends DurableObject<Env> {
       if (due.length === 100) this.setAlarm(Date.now()); // more to conclude: at once
       return;
     }
+    this.stepRecovery(now);
+    if (this.db.first("SELECT 1 AS x FROM notices LIMIT 1") !== undefined) void this.pushNotices();
     const claimed = claim(this.db, ep, live, this.book, this.config.webhookRedispatchMs, now);
     if (claimed !== null) {
       // The claim's wake time goes into the alarm in the same write batch as the claim, before the
@@ -740,6 +839,8 @@ export class EndpointObject extends DurableObject<Env> {
     const owed = {
       audit: this.db.first("SELECT 1 AS x FROM audit_outbox LIMIT 1") ? this.auditFailures : null,
       disable: ep.owed_disable !== null ? this.disableFailures : null,
+      notices: this.db.first("SELECT 1 AS x FROM notices LIMIT 1") ? this.noticeFailures : null,
+      recovery: this.recoveryMore,
     };
     this.setAlarm(nextAlarm(this.db, ep, this.configOf(ep), this.book, EVENT_RETENTION_DAYS, owed, now));
   }
@@ -753,6 +854,42 @@ export class EndpointObject extends DurableObject<Env> {
     if (this.alarmAt === at) return;
     this.alarmAt = at;
     void this.ctx.storage.setAlarm(at);
+  }
+
+  /**
+   * Operational events (notices.ts) go to the organization's WebhookObject, which publishes each
+   * once (its key is the notice's, so a push repeated after a lost answer publishes nothing
+   * twice); one push at a time, retried by the alarm.
+   */
+  private pushNotices(): Promise<void> {
+    return this.noticePush.run(async () => {
+      try {
+        for (;;) {
+          const notices = pendingNotices(this.db, 20);
+          const ep = this.endpoint();
+          if (notices.length === 0 || ep === undefined) return;
+          const org = this.env.WEBHOOKS.get(this.env.WEBHOOKS.idFromName(ep.organization_id));
+          for (const n of notices) {
+            const key = `notice:${ep.configuration_id}:${n.seq}`;
+            await org.publishOperational(
+              ep.organization_id,
+              n.type,
+              JSON.parse(n.data) as Record<string, unknown>,
+              ep.configuration_id,
+              key,
+              n.at_ms,
+            );
+            this.db.run("DELETE FROM notices WHERE seq = ?", n.seq);
+          }
+          this.noticeFailures = 0;
+        }
+      } catch (err) {
+        this.noticeFailures++;
+        log.warn("operational events not yet handed to the organization; the alarm retries", { detail: describeError(err) });
+      } finally {
+        this.plan(Date.now());
+      }
+    });
   }
 
   /** Audit entries go to the organization's log, keyed so a repeated push adds nothing; one push at a time. */

@@ -62,6 +62,26 @@ export const MIGRATIONS: Migration[] = [
         latency_ms_sum INTEGER NOT NULL DEFAULT 0)`,
     ],
   },
+  {
+    // Issue 30. Recoveries: a window of failed deliveries re-sent as a background job of this
+    // object (recovery.ts), each delivery once: `recovered_series` is the series a recovery
+    // started, which no later recovery re-sends. Operational events (notices.ts): what this
+    // endpoint has announced (`announced`: paused or disabled, until a delivery succeeds) and the
+    // outbox of events owed to the organization's WebhookObject, written with the change they
+    // announce.
+    version: 4,
+    statements: [
+      `CREATE TABLE recoveries (id TEXT PRIMARY KEY, since_ms INTEGER NOT NULL, until_ms INTEGER NOT NULL, status TEXT NOT NULL,
+        found INTEGER NOT NULL, resent INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0, cursor_seq INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL, finished_ms INTEGER, actor TEXT NOT NULL)`,
+      "CREATE INDEX recoveries_running ON recoveries (created_ms) WHERE status = 'running'",
+      "CREATE INDEX recoveries_by_created ON recoveries (created_ms)",
+      "ALTER TABLE deliveries ADD COLUMN recovered_series INTEGER",
+      "CREATE INDEX deliveries_failed ON deliveries (seq) WHERE status = 'failed'",
+      "ALTER TABLE endpoint ADD COLUMN announced TEXT",
+      "CREATE TABLE notices (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, data TEXT NOT NULL, at_ms INTEGER NOT NULL)",
+    ],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -111,6 +131,8 @@ export interface EndpointRow extends Row {
   dispatch_failures: number;
   /** What the deliveries' rows hold, counted as they are written and deleted (STORAGE_BUDGET_BYTES). */
   stored_bytes: number;
+  /** The trouble last announced by an operational event (migration 4): a delivery's success announces the recovery. */
+  announced: "paused" | "disabled" | null;
 }
 
 export type DeliveryState = "waiting" | "queued" | "running";

@@ -18,9 +18,17 @@
 import { DurableObject } from "cloudflare:workers";
 import { Coalescer } from "../../lib/coalesce";
 import { SingleFlight } from "../../lib/flight";
+import { newEventId } from "../../lib/ids";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
+import type {
+  CreateEventTypeInput,
+  EventTypeView,
+  UpdateEventTypeInput,
+  UpdateWebhookSettingsInput,
+  WebhookSettingsView,
+} from "../../schemas/receivers";
 import type { PublishedEventView, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import { Db } from "../db";
 import type { EndpointObject } from "../endpoints/object";
@@ -45,6 +53,7 @@ import {
   unsynced,
   update,
 } from "./configurations";
+import { createType, deleteType, getType, listTypes, PublishCheck, settings, updateSettings, updateType } from "./event-types";
 import { handOver, hasLegacy } from "./legacy";
 import { createLink, endSession, frameOrigins, listSessions, liveSession, openLink, type PortalStore, prunePortal } from "./portal";
 import {
@@ -83,6 +92,7 @@ export class WebhookObject extends DurableObject<Env> {
   private readonly fanouts = new Coalescer();
   private readonly syncs = new Coalescer();
   private readonly auditPush = new SingleFlight();
+  private readonly publishCheck = new PublishCheck();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -268,6 +278,57 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   // -------------------------------------------------------------------------------------------
+  // The event-type catalog and the organization's webhook settings (event-types.ts)
+
+  async createEventType(org: string, input: CreateEventTypeInput, actor: Actor, now: number): Promise<Result<EventTypeView>> {
+    if (this.deleted()) return missing("Organization");
+    this.bind(org);
+    return this.audited(createType(this.db, input, this.auditFor(actor, now), now), now);
+  }
+
+  eventType(name: string): Result<EventTypeView> {
+    return this.deleted() ? missing("Organization") : getType(this.db, name);
+  }
+
+  eventTypes(): Result<EventTypeView[]> {
+    return this.deleted() ? missing("Organization") : ok(listTypes(this.db));
+  }
+
+  async updateEventType(name: string, patch: UpdateEventTypeInput, actor: Actor, now: number): Promise<Result<EventTypeView>> {
+    if (this.deleted()) return missing("Organization");
+    return this.audited(updateType(this.db, name, patch, this.auditFor(actor, now), now), now);
+  }
+
+  async deleteEventType(name: string, actor: Actor, now: number): Promise<Result<EventTypeView>> {
+    if (this.deleted()) return missing("Organization");
+    return this.audited(deleteType(this.db, name, this.auditFor(actor, now)), now);
+  }
+
+  webhookSettings(): Result<WebhookSettingsView> {
+    return this.deleted() ? missing("Organization") : ok(settings(this.db));
+  }
+
+  async updateWebhookSettings(
+    org: string,
+    patch: UpdateWebhookSettingsInput,
+    actor: Actor,
+    now: number,
+  ): Promise<Result<WebhookSettingsView>> {
+    if (this.deleted()) return missing("Organization");
+    this.bind(org);
+    return this.audited(ok(updateSettings(this.db, patch, this.auditFor(actor, now))), now);
+  }
+
+  /** A change's answer once its audit entry is on its way to the organization's log. */
+  private async audited<T>(result: Result<T>, now: number): Promise<Result<T>> {
+    if (result.ok) {
+      this.plan(now);
+      await this.pushAudit();
+    }
+    return result;
+  }
+
+  // -------------------------------------------------------------------------------------------
   // Publishing
 
   /**
@@ -282,6 +343,14 @@ export class WebhookObject extends DurableObject<Env> {
       const replayed = replay(this.db, request.idempotency, now);
       if (replayed !== null) return replayed;
     }
+    const event = request.event;
+    const allowed = this.publishCheck.check(
+      this.db,
+      event.type,
+      () => (JSON.parse(event.body) as { data: unknown }).data,
+      request.only !== undefined || request.operational !== undefined,
+    );
+    if (!allowed.ok) return allowed;
     const to = targets(request, this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations ORDER BY rowid`));
     if (!to.ok) return to;
     const { answer, opened } = record(this.db, request, to.value, actor, now);
@@ -293,6 +362,28 @@ export class WebhookObject extends DurableObject<Env> {
     // A new hour's summary shows at once; later publishes update it at most once a second.
     if (opened || Date.now() - this.lastAuditPush >= AUDIT_PUSH_INTERVAL_MS) void this.pushAudit();
     return ok(answer);
+  }
+
+  /**
+   * An operational event an endpoint's object announces about itself (objects/endpoints/notices.ts):
+   * published like any event, by keyway, to the configurations whose `events` name its type, never
+   * to the endpoint it is about. `key` is the endpoint's notice, used as the Idempotency-Key, so a
+   * push repeated after a lost answer publishes nothing twice.
+   */
+  async publishOperational(
+    org: string,
+    type: string,
+    data: Record<string, unknown>,
+    about: string,
+    key: string,
+    at: number,
+  ): Promise<Result<PublishedEventView>> {
+    if (this.deleted()) return missing("Organization");
+    const id = newEventId();
+    const createdAt = isoTime(at);
+    const body = JSON.stringify({ id, type, created_at: createdAt, data });
+    const event = { id, type, body, created_at: createdAt };
+    return this.publish(org, { event, operational: { about }, idempotency: { key, hash: type } }, { type: "system" }, Date.now());
   }
 
   /** Hands a configuration's owed deliveries to its endpoint, in publish order; one hand-over at a time per endpoint. */

@@ -34,6 +34,12 @@ export interface PublishRequest {
   /** `webhook.test` to one configuration, whatever its event filter. */
   only?: string | undefined;
   idempotency?: { key: string; hash: string } | undefined;
+  /**
+   * An operational event keyway publishes about one of the organization's endpoints (issue 30):
+   * it goes only to configurations whose `events` name its type (never to "every event"), and
+   * never to the endpoint it is about, so its own trouble is never what it is sent.
+   */
+  operational?: { about: string } | undefined;
 }
 
 const DAY_MS = 86_400_000;
@@ -76,8 +82,13 @@ export function targets(request: PublishRequest, configs: ConfigRow[]): Result<C
       return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
     return ok([only]);
   }
+  const about = request.operational?.about;
   return ok(
-    configs.filter((c) => c.status === "active" && (c.events === null || (JSON.parse(c.events) as string[]).includes(request.event.type))),
+    configs.filter((c) => {
+      if (c.status !== "active") return false;
+      if (c.events === null) return about === undefined;
+      return (JSON.parse(c.events) as string[]).includes(request.event.type) && c.id !== about;
+    }),
   );
 }
 

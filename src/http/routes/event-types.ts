@@ -1,0 +1,183 @@
+/**
+ * The event-type catalog and the organization's webhook settings over REST (issue 30; product
+ * brief, "Webhook receivers' way in"). Scoped to the access token's organization; handlers only
+ * parse input and shape output: the rules live in webhooks/event-types.ts and the organization's
+ * WebhookObject.
+ */
+import type { Context } from "hono";
+import * as z from "zod";
+import { publicBaseUrl } from "../../config";
+import {
+  CreateEventTypeInput,
+  EventTypeView,
+  UpdateEventTypeInput,
+  UpdateWebhookSettingsInput,
+  WebhookSettingsView,
+} from "../../schemas/receivers";
+import {
+  createEventType,
+  deleteEventType,
+  eventCatalog,
+  getEventType,
+  listEventTypes,
+  updateEventType,
+  updateWebhookSettings,
+  getWebhookSettings as webhookSettings,
+} from "../../webhooks/event-types";
+import type { AppEnv } from "../context";
+import { EVENT_INPUT, T0, T1 } from "../examples";
+import { envelopeRoute, listRoute, param, type Route, rawRoute } from "../route";
+
+const TYPES = "/v1/event-types";
+const TYPE_PATH = `${TYPES}/{name}`;
+const tag = "Event types";
+const deps = (c: Context<AppEnv>) => c.get("deps");
+const actor = (c: Context<AppEnv>) => c.get("actor");
+const orgOf = (c: Context<AppEnv>) => c.get("principal").organizationId;
+
+const ORDER_SCHEMA = {
+  type: "object",
+  required: ["order_id", "total"],
+  properties: { order_id: { type: "string" }, total: { type: "number", minimum: 0 } },
+  additionalProperties: false,
+};
+const TYPE_INPUT = {
+  name: EVENT_INPUT.type,
+  description: "An order was placed.",
+  schema: ORDER_SCHEMA,
+  examples: [EVENT_INPUT.data],
+};
+const TYPE_VIEW = {
+  ...TYPE_INPUT,
+  deprecated: false,
+  operational: false,
+  created_at: T0,
+  updated_at: T0,
+};
+
+/** The catalog document's outer shape (webhooks/catalog.ts builds the rest). */
+const CatalogDocument = z.looseObject({
+  openapi: z.literal("3.1.0"),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  webhooks: z.record(z.string(), z.unknown()),
+});
+
+export const eventTypeRoutes: Route[] = [
+  envelopeRoute({
+    method: "POST",
+    path: TYPES,
+    operationId: "createEventType",
+    scope: "webhooks:write",
+    summary: "Create an event type",
+    description:
+      "A name `group.event`, a description, a JSON Schema (draft 2020-12) for the event's `data` and examples (each validated against the schema; 400 naming the failing path). The schema is bounded: at most 64 KiB and 32 levels deep, `$ref` only within itself (nothing is fetched), no `pattern` that could backtrack without end. Once a type has a schema, `POST /v1/events` of that type validates `data` (400 naming the failing path). Names starting `webhook.` are keyway's own (409). At most 250 types (409 beyond).",
+    tag,
+    auth: "client",
+    status: 201,
+    body: { schema: CreateEventTypeInput, example: TYPE_INPUT },
+    response: { schema: EventTypeView, example: TYPE_VIEW },
+    errors: [409],
+    handle: (c, input) => createEventType(deps(c), orgOf(c), input, actor(c)),
+    location: (data) => `${TYPES}/${data.name}`,
+  }),
+  listRoute({
+    method: "GET",
+    path: TYPES,
+    operationId: "listEventTypes",
+    scope: "webhooks:read",
+    summary: "List the event catalog",
+    description: "By name: the organization's types and keyway's operational ones (`operational: true`, read-only).",
+    tag,
+    auth: "client",
+    response: { schema: EventTypeView, example: [TYPE_VIEW] },
+    handle: (c, query) => listEventTypes(deps(c), orgOf(c), query),
+  }),
+  rawRoute({
+    method: "GET",
+    path: "/v1/event-catalog",
+    operationId: "getEventCatalog",
+    scope: "webhooks:read",
+    summary: "The event catalog as an OpenAPI 3.1 document",
+    description:
+      "Not enveloped: an OpenAPI 3.1 document whose `webhooks` object has one entry per event type (its payload schema and examples, the Standard Webhooks headers, and the receiver token request that precedes each webhook), for a receiver's code generators (openapi-typescript and the like).",
+    tag,
+    auth: "client",
+    response: {
+      schema: CatalogDocument,
+      example: { openapi: "3.1.0", info: { title: "Acme webhooks", version: T1 }, webhooks: { "order.created": {} } },
+    },
+    wire: "json",
+    reply: async (c) => c.json(await eventCatalog(deps(c), orgOf(c), publicBaseUrl(c.env).url ?? new URL(c.req.url).origin)),
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: TYPE_PATH,
+    operationId: "getEventType",
+    scope: "webhooks:read",
+    summary: "Get an event type",
+    tag,
+    auth: "client",
+    response: { schema: EventTypeView, example: TYPE_VIEW },
+    handle: (c) => getEventType(deps(c), orgOf(c), param(c, "name")),
+  }),
+  envelopeRoute({
+    method: "PATCH",
+    path: TYPE_PATH,
+    operationId: "updateEventType",
+    scope: "webhooks:write",
+    summary: "Update an event type",
+    description:
+      "Absent fields are unchanged; `schema: null` removes the schema. The examples (the new ones, or those kept) are validated against the schema that results. keyway's operational types cannot be changed (409).",
+    tag,
+    auth: "client",
+    body: { schema: UpdateEventTypeInput, example: { deprecated: true } },
+    response: { schema: EventTypeView, example: { ...TYPE_VIEW, deprecated: true, updated_at: T1 } },
+    errors: [409],
+    handle: (c, input) => updateEventType(deps(c), orgOf(c), param(c, "name"), input, actor(c)),
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: TYPE_PATH,
+    operationId: "deleteEventType",
+    scope: "webhooks:write",
+    summary: "Delete an event type",
+    description:
+      "Publishes of the type are no longer validated (and are refused when the settings refuse unknown types); configurations subscribed to it keep their subscription. Prefer `deprecated: true` while receivers still expect it.",
+    tag,
+    auth: "client",
+    response: { schema: EventTypeView, example: TYPE_VIEW },
+    errors: [409],
+    handle: (c) => deleteEventType(deps(c), orgOf(c), param(c, "name"), actor(c)),
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: "/v1/webhook-settings",
+    operationId: "getWebhookSettings",
+    scope: "webhooks:read",
+    summary: "Get the organization's webhook settings",
+    tag,
+    auth: "client",
+    response: { schema: WebhookSettingsView, example: { refuse_unknown_event_types: false, portal_frame_origins: [] } },
+    handle: (c) => webhookSettings(deps(c), orgOf(c)),
+  }),
+  envelopeRoute({
+    method: "PATCH",
+    path: "/v1/webhook-settings",
+    operationId: "updateWebhookSettings",
+    scope: "webhooks:write",
+    summary: "Update the organization's webhook settings",
+    description:
+      "`refuse_unknown_event_types: true` makes `POST /v1/events` refuse (400) a type that is not in the catalog. `portal_frame_origins` lists the origins that may show the receivers' portal in an iframe (CSP `frame-ancestors`); none by default.",
+    tag,
+    auth: "client",
+    body: {
+      schema: UpdateWebhookSettingsInput,
+      example: { refuse_unknown_event_types: true, portal_frame_origins: ["https://dashboard.example.com"] },
+    },
+    response: {
+      schema: WebhookSettingsView,
+      example: { refuse_unknown_event_types: true, portal_frame_origins: ["https://dashboard.example.com"] },
+    },
+    handle: (c, input) => updateWebhookSettings(deps(c), orgOf(c), input, actor(c)),
+  }),
+];
