@@ -98,6 +98,9 @@ export const webhookRoutes: Route[] = [
     response: { schema: CreatedWebhookConfigurationView, example: { ...CONFIG, signing_secret: SIGNING_SECRET } },
     errors: [409],
     handle: async (c, input) => {
+      // On the operator's mirror the path names the organization: one that does not exist is 404
+      // (after the body is checked, as on the mirror's other routes), not a configuration for nobody.
+      if (c.req.param("org") !== undefined) await getOrganization(deps(c), orgOf(c));
       const { config, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
       return { ...webhookConfigurationView(config), signing_secret: signingSecret };
     },
@@ -342,11 +345,11 @@ export const operatorWebhookRoutes: Route[] = webhookRoutes
     operationId: `operator${r.operationId[0]?.toUpperCase()}${r.operationId.slice(1)}`,
     tag: "Operator: webhooks",
     auth: "admin",
-    // An unknown (or deleted) organization is 404, not an empty list, nor a configuration created
-    // for an organization that does not exist. The other routes name a configuration or a
-    // delivery, which such an organization does not have: 404 as well, after the body is checked,
-    // in the order the description documents.
-    serve: r.list || r.operationId === "createWebhookConfiguration"
+    // An unknown (or deleted) organization is 404, not an empty list. The other routes name a
+    // configuration or a delivery, which such an organization does not have: 404 as well, after
+    // the body is checked, in the order the description documents (creating checks it in its
+    // handler, after the body).
+    serve: r.list
       ? async (c) => {
           await getOrganization(deps(c), param(c, "org"));
           return r.serve(c);
