@@ -15,7 +15,8 @@ import type { Route } from "../src/http/route";
 import { ROUTES } from "../src/http/routes";
 import { ALL_SCOPES } from "../src/schemas/scopes";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, authed, basic, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, admin, authed, BASE, basic, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { Browser } from "./manager-helpers";
 
 interface Org {
   tenant: Tenant;
@@ -43,6 +44,10 @@ async function org(): Promise<Org> {
     oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: "receiver-secret" },
   });
   const event = await post("/v1/events", { type: "order.created", data: {} });
+  // A name of this organization's own, so another organization's token asking for it is refused for the right reason.
+  const eventType = `matrix.${tenant.orgId.slice(4, 14)}`;
+  await post("/v1/event-types", { name: eventType });
+  const recovery = await post(`/v1/webhook-configurations/${config.id}/recover`, { since: new Date(Date.now() - 60_000).toISOString() });
   const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${tenant.orgId}/admin-tokens`, { name: "matrix" });
   return {
     tenant,
@@ -56,8 +61,26 @@ async function org(): Promise<Org> {
       config: config.id,
       delivery: event.deliveries[0]?.id ?? "",
       token: minted.id,
+      name: eventType,
+      recovery: recovery.id,
+      session: await portalSession(post, config.id, headers),
     },
   };
+}
+
+/** A portal session of the configuration, opened as a receiver's browser does (GET the link's page, POST its form). */
+async function portalSession(
+  post: (path: string, payload: unknown) => Promise<{ id: string }>,
+  configId: string,
+  headers: Record<string, string>,
+): Promise<string> {
+  const link = (await post(`/v1/webhook-configurations/${configId}/portal-links`, {})) as unknown as { url: string };
+  const browser = new Browser();
+  const page = await (await browser.get(link.url.slice(BASE.length))).text();
+  const opened = await browser.post("/portal/open", { csrf: Browser.csrf(page), token: new URL(link.url).searchParams.get("token") ?? "" });
+  expect(opened.status).toBe(303);
+  const sessions = await body<{ id: string }[]>(await call(`/v1/webhook-configurations/${configId}/portal-sessions`, { headers }));
+  return sessions.data[0]?.id ?? "";
 }
 
 beforeAll(async () => {

@@ -38,8 +38,8 @@ function registeredRoutes(): Set<string> {
   return new Set(
     createApp()
       // "ALL" entries are middleware and the 405 fallbacks of http/route.ts, not operations;
-      // /manager is the HTML manager app, not part of the REST API.
-      .routes.filter((r) => r.method !== "ALL" && !r.path.startsWith("/manager"))
+      // /manager is the HTML manager app and /portal the receivers' portal, not part of the REST API.
+      .routes.filter((r) => r.method !== "ALL" && !r.path.startsWith("/manager") && !r.path.startsWith("/portal"))
       .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`),
   );
 }

@@ -13,6 +13,7 @@ export const CLIENT_ID = "kw_client_8vYosraje_sknw5qe9bqOQ";
 export const CONFIG_ID = "whk_xevbgd907xwyy2z907sxd2vm7b";
 export const EVENT_ID = "evt_50vvhbyxb086rgxkmsp0wjsmfa";
 export const DELIVERY_ID = "msg_age6xqxzvpe76kqhjkas8kqhe0";
+export const RECOVERY_ID = "rcv_3kq0x9h2m4n6p8r0s2t4v6w8y0";
 export const ACCESS_TOKEN =
   "kw_at_k1.eyJ2IjoxLCJvcmciOiJvcmdfeXE2eW10cXc1MmJwcDh0bmQ4am13OTFyMDYifQ.Jm0lq3cOTEqYv1p6Xn0aQ2d8kV4sH7bZ9yR5tW1uE3g";
 

@@ -28,7 +28,9 @@ import {
   EXAMPLE_ORIGIN,
   KEY_ID,
   ORG_ID,
+  PORTAL_SESSION,
   RECEIVER_TOKEN_REQUEST,
+  RECOVERY_ID,
   USER_ID,
   WEBHOOK_HEADERS,
 } from "./examples";
@@ -44,6 +46,9 @@ const PATH_PARAMS: Record<string, { description: string; example: string }> = {
   client: { description: "Client id (`kw_client_...`).", example: CLIENT_ID },
   id: { description: "Webhook configuration id (`whk_...`).", example: CONFIG_ID },
   token: { description: "Administrator token id (`oat_...`), not the token.", example: ADMIN_TOKEN_ID },
+  name: { description: "Event type name (`group.event`).", example: "order.created" },
+  recovery: { description: "Recovery id (`rcv_...`).", example: RECOVERY_ID },
+  session: { description: "Portal session id (`pts_...`).", example: PORTAL_SESSION.id },
 };
 const DELIVERY_PARAM = { description: "Delivery id (`msg_...`), also the `webhook-id` the receiver sees.", example: DELIVERY_ID };
 
@@ -260,8 +265,9 @@ function toJsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
 
 function createdIdOf(example: unknown): string | null {
   if (typeof example !== "object" || example === null) return null;
-  const { client_id, id } = example as { client_id?: unknown; id?: unknown };
-  return typeof client_id === "string" ? client_id : typeof id === "string" ? id : null;
+  // A client credential is named by its client_id, an event type by its name, everything else by its id.
+  const { client_id, id, name } = example as { client_id?: unknown; id?: unknown; name?: unknown };
+  return typeof client_id === "string" ? client_id : typeof id === "string" ? id : typeof name === "string" ? name : null;
 }
 
 function envelopeExample(status: number, data: unknown, path: string, error?: ErrorCode, message?: string): unknown {

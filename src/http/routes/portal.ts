@@ -5,7 +5,9 @@
  * organization's ids are not found); handlers only parse and shape, the rules are in
  * webhooks/portal.ts. The portal itself is an HTML app (http/portal), not part of the API.
  */
+
 import type { Context } from "hono";
+import { publicBaseUrl } from "../../config";
 import { CreatePortalLinkInput, PortalLinkView, PortalSessionView } from "../../schemas/receivers";
 import { createPortalLink, endPortalSession, listPortalSessions } from "../../webhooks/portal";
 import type { AppEnv } from "../context";
@@ -27,10 +29,11 @@ export const portalRoutes: Route[] = [
       "A single-use link, on this service's origin, to hand to the receiver of this configuration: opening it (within `expires_in` seconds, 600 by default, at most 3600) starts a portal session for this configuration alone, where the receiver sees its deliveries and their attempts, re-sends them, sends a test event, rotates the signing secret, edits its URLs, receiver credentials and event types, and pauses or resumes deliveries, every action audited as the receiver. The link is shown only in this answer (keyway keeps its SHA-256); a second opening is refused. The portal may be framed only by the organization's `portal_frame_origins`.",
     tag: "Webhook configurations",
     auth: "client",
-    status: 201,
+    // 200, not 201: a link is not a resource with an address of its own (nothing can GET it again).
     body: { schema: CreatePortalLinkInput, example: { expires_in: 600 }, optional: true },
     response: { schema: PortalLinkView, example: PORTAL_LINK },
-    handle: (c, input) => createPortalLink(deps(c), org(c), param(c, "id"), input, c.get("actor"), new URL(c.req.url).origin),
+    handle: (c, input) =>
+      createPortalLink(deps(c), org(c), param(c, "id"), input, c.get("actor"), publicBaseUrl(c.env).url ?? new URL(c.req.url).origin),
   }),
   listRoute({
     method: "GET",

@@ -43,7 +43,19 @@ import {
 } from "../../webhooks/deliveries";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import type { AppEnv } from "../context";
-import { CONFIG, DELIVERY, EVENT_ID, EVENT_INPUT, PUBLISHED, SIGNING_SECRET, T0, T1, WEBHOOK_INPUT, WEBHOOK_TRAFFIC } from "../examples";
+import {
+  CONFIG,
+  DELIVERY,
+  EVENT_ID,
+  EVENT_INPUT,
+  PUBLISHED,
+  RECOVERY_ID,
+  SIGNING_SECRET,
+  T0,
+  T1,
+  WEBHOOK_INPUT,
+  WEBHOOK_TRAFFIC,
+} from "../examples";
 import { envelopeRoute, listRoute, param, type QueryParam, type Route } from "../route";
 
 const CONFIGS = "/v1/webhook-configurations";
@@ -69,7 +81,7 @@ const deps = (c: Context<AppEnv>) => c.get("deps");
 const actor = (c: Context<AppEnv>) => c.get("actor");
 const configTag = "Webhook configurations";
 const RECOVERY = {
-  id: "rcv_3kq0x9h2m4n6p8r0s2t4v6w8y0",
+  id: RECOVERY_ID,
   webhook_configuration_id: CONFIG.id,
   since: T0,
   until: T1,
