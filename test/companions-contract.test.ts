@@ -192,6 +192,7 @@ describe("the API Worker's backend of this release answers the engine of the rel
       t.orgId,
       { type: "api_client", id: t.clientId, api_key_id: t.apiKeyId },
       { scopes: ["webhooks:read", "webhooks:write", "events:write", "graphql:mutate"], scheme: "Bearer" },
+      () => "https://keyway.test",
     );
   type Method = (...args: unknown[]) => Promise<{ ok: boolean; value?: unknown; error?: { code: string } }>;
   const callOn = (target: GraphQLBackendTarget, method: string, args: unknown[]) =>

@@ -17,6 +17,7 @@
  */
 import { ApiError, ERROR_CODES, type ErrorCode, type InvalidInput } from "../errors";
 import type { Page } from "../objects/sql";
+import type { EventTypeView, PortalLinkView, PortalSessionView, RecoveryView, WebhookSettingsView } from "../schemas/receivers";
 import type { DeliveryRecord, PublishedEventView, WebhookConfigurationView } from "../schemas/webhooks";
 
 /**
@@ -74,4 +75,24 @@ export interface GraphQLBackend {
   publishEvent(input: { type: unknown; data: unknown }, idempotencyKey: string | undefined): Promise<Outcome<PublishedEventView>>;
   sendTestEvent(configurationId: string): Promise<Outcome<PublishedEventView>>;
   retryDelivery(id: string): Promise<Outcome<DeliveryRecord>>;
+
+  // Issue 30, the receivers' features. Methods added after the first recorded release: an API
+  // Worker of that release lacks them, and then only the GraphQL fields that need them fail
+  // (docs/deploy.md, "The companions' contract", rule 4).
+  listEventTypes(page: PageArgs): Promise<Outcome<Page<EventTypeView>>>;
+  /** `name` as the caller gave it: one that cannot be a type is not found, as in REST's path. */
+  getEventType(name: string): Promise<Outcome<EventTypeView>>;
+  createEventType(input: unknown): Promise<Outcome<EventTypeView>>;
+  updateEventType(name: string, input: unknown): Promise<Outcome<EventTypeView>>;
+  deleteEventType(name: string): Promise<Outcome<EventTypeView>>;
+  getWebhookSettings(): Promise<Outcome<WebhookSettingsView>>;
+  updateWebhookSettings(input: unknown): Promise<Outcome<WebhookSettingsView>>;
+  /** `input` is REST's body of POST .../recover: `{ since, until? }`. */
+  recoverDeliveries(configurationId: string, input: unknown): Promise<Outcome<RecoveryView>>;
+  getRecovery(configurationId: string, id: string): Promise<Outcome<RecoveryView>>;
+  listRecoveries(configurationId: string, page: PageArgs): Promise<Outcome<Page<RecoveryView>>>;
+  /** `input` is REST's body of POST .../portal-links: `{ expires_in? }`; the link is on the API Worker's origin. */
+  createPortalLink(configurationId: string, input: unknown): Promise<Outcome<PortalLinkView>>;
+  listPortalSessions(configurationId: string, page: PageArgs): Promise<Outcome<Page<PortalSessionView>>>;
+  endPortalSession(configurationId: string, id: string): Promise<Outcome<PortalSessionView>>;
 }

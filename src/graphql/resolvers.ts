@@ -44,11 +44,37 @@ function withoutNulls(value: unknown): unknown {
 
 const page = (args: Args): PageArgs => ({ limit: args.first, ...(typeof args.after === "string" ? { cursor: args.after } : {}) });
 
-function connection(result: { items: unknown[]; next_cursor: string | null }) {
-  return { nodes: result.items.map(camelize), pageInfo: { hasNextPage: result.next_cursor !== null, endCursor: result.next_cursor } };
+function connection<T>(result: { items: T[]; next_cursor: string | null }, node: (item: T) => unknown = camelize) {
+  return {
+    nodes: result.items.map((item) => node(item)),
+    pageInfo: { hasNextPage: result.next_cursor !== null, endCursor: result.next_cursor },
+  };
 }
 
 const id = (args: Args, name = "id") => String(args[name]);
+
+/**
+ * The caller's JSON (event data, a JSON Schema, examples) as plain JSON: graphql-js builds the
+ * objects of a literal without a prototype, which an RPC call cannot carry. Its keys are the
+ * caller's own and are never renamed.
+ */
+const plainJson = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
+
+/**
+ * An event type's input in REST's shape: its own fields renamed (all single words today, but a
+ * field added later may not be), `schema` and `examples` passed through untouched, since a JSON
+ * Schema's keywords (`additionalProperties`, `$ref`) and an example's keys are the caller's.
+ */
+function eventTypeInput(input: unknown): Record<string, unknown> {
+  const fields = Object.entries((input ?? {}) as Args).map(([k, v]) => [toSnake(k), k === "schema" || k === "examples" ? plainJson(v) : v]);
+  return Object.fromEntries(fields);
+}
+
+/** An event type's view with its own fields in camelCase; `schema` and `examples` are the caller's JSON, as saved. */
+const camelEventType = (view: object): Record<string, unknown> => Object.fromEntries(Object.entries(view).map(([k, v]) => [toCamel(k), v]));
+
+/** The configuration and the record of a path below it (recoveries, portal sessions). */
+const scoped = (args: Args) => [id(args, "webhookConfigurationId"), id(args)] as const;
 
 export const rootValue = {
   // Known from the admitted request: no call at all.
@@ -93,11 +119,54 @@ export const rootValue = {
     // `data` is the caller's JSON, passed through untouched (no key renaming); as plain JSON,
     // because graphql-js builds objects without a prototype, which an RPC call cannot carry.
     const idempotencyKey = typeof args.idempotencyKey === "string" ? args.idempotencyKey : undefined;
-    const data: unknown = args.data === undefined ? undefined : JSON.parse(JSON.stringify(args.data));
+    const data = plainJson(args.data);
     return camelize(unwrapOutcome(await ctx.backend.publishEvent({ type: args.type, data }, idempotencyKey)));
   },
 
   sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.sendTestEvent(id(args)))),
 
   retryDelivery: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.retryDelivery(id(args)))),
+
+  // The receivers' features (issue 30), over the same domain functions as REST's routes.
+
+  eventTypes: async (args: Args, ctx: GraphQLContext) =>
+    connection(unwrapOutcome(await ctx.backend.listEventTypes(page(args))), camelEventType),
+
+  eventType: async (args: Args, ctx: GraphQLContext) => camelEventType(unwrapOutcome(await ctx.backend.getEventType(id(args, "name")))),
+
+  createEventType: async (args: Args, ctx: GraphQLContext) =>
+    // On create, an explicit null is the same as leaving a field out (as createWebhookConfiguration).
+    camelEventType(unwrapOutcome(await ctx.backend.createEventType(withoutNulls(eventTypeInput(args.input))))),
+
+  updateEventType: async (args: Args, ctx: GraphQLContext) =>
+    camelEventType(unwrapOutcome(await ctx.backend.updateEventType(id(args, "name"), eventTypeInput(args.input)))),
+
+  deleteEventType: async (args: Args, ctx: GraphQLContext) =>
+    camelEventType(unwrapOutcome(await ctx.backend.deleteEventType(id(args, "name")))),
+
+  webhookSettings: async (_args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.getWebhookSettings())),
+
+  updateWebhookSettings: async (args: Args, ctx: GraphQLContext) =>
+    camelize(unwrapOutcome(await ctx.backend.updateWebhookSettings(renameKeys(args.input, toSnake)))),
+
+  recoverDeliveries: async (args: Args, ctx: GraphQLContext) => {
+    // REST's body: `until` left out when not given (null included), so it defaults to now.
+    const input = { since: args.since, ...(args.until != null ? { until: args.until } : {}) };
+    return camelize(unwrapOutcome(await ctx.backend.recoverDeliveries(id(args, "webhookConfigurationId"), input)));
+  },
+
+  recovery: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.getRecovery(...scoped(args)))),
+
+  recoveries: async (args: Args, ctx: GraphQLContext) =>
+    connection(unwrapOutcome(await ctx.backend.listRecoveries(id(args, "webhookConfigurationId"), page(args)))),
+
+  createPortalLink: async (args: Args, ctx: GraphQLContext) => {
+    const input = args.expiresIn != null ? { expires_in: args.expiresIn } : {};
+    return camelize(unwrapOutcome(await ctx.backend.createPortalLink(id(args, "webhookConfigurationId"), input)));
+  },
+
+  portalSessions: async (args: Args, ctx: GraphQLContext) =>
+    connection(unwrapOutcome(await ctx.backend.listPortalSessions(id(args, "webhookConfigurationId"), page(args)))),
+
+  endPortalSession: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.endPortalSession(...scoped(args)))),
 };

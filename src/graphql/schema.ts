@@ -6,7 +6,7 @@
 import { buildSchema } from "graphql";
 
 export const SDL = /* GraphQL */ `
-"""Any JSON value (event data)."""
+"""Any JSON value (event data, an event type's JSON Schema and examples), passed through as it is."""
 scalar JSON
 """ISO 8601 UTC timestamp."""
 scalar DateTime
@@ -18,6 +18,15 @@ type Query {
   webhookConfiguration(id: ID!): WebhookConfiguration
   deliveries(webhookConfigurationId: ID!, first: Int = 50, after: String): DeliveryConnection!
   delivery(id: ID!): Delivery
+  """The event catalog by name: the organization's types and keyway's operational ones."""
+  eventTypes(first: Int = 50, after: String): EventTypeConnection!
+  eventType(name: String!): EventType
+  webhookSettings: WebhookSettings!
+  """A configuration's recoveries, newest first."""
+  recoveries(webhookConfigurationId: ID!, first: Int = 50, after: String): RecoveryConnection!
+  recovery(webhookConfigurationId: ID!, id: ID!): Recovery
+  """A configuration's portal sessions, oldest first; ended and expired ones stay listed for a day."""
+  portalSessions(webhookConfigurationId: ID!, first: Int = 50, after: String): PortalSessionConnection!
 }
 
 type Mutation {
@@ -33,6 +42,24 @@ type Mutation {
   publishEvent(type: String!, data: JSON!, idempotencyKey: String): PublishedEvent!
   sendTestEvent(id: ID!): PublishedEvent!
   retryDelivery(id: ID!): Delivery!
+  """
+  An event type: a JSON Schema for its data and examples validated against it. Once a type has a
+  schema, publishEvent of that type validates data. Names starting webhook. are keyway's own.
+  """
+  createEventType(input: CreateEventTypeInput!): EventType!
+  """Absent fields are unchanged; schema: null removes the schema."""
+  updateEventType(name: String!, input: UpdateEventTypeInput!): EventType!
+  deleteEventType(name: String!): EventType!
+  updateWebhookSettings(input: UpdateWebhookSettingsInput!): WebhookSettings!
+  """
+  Re-sends, each once, every delivery of the configuration that failed among those created in
+  [since, until) (until defaults to now), as a background job; follow it with recovery(...).
+  """
+  recoverDeliveries(webhookConfigurationId: ID!, since: DateTime!, until: DateTime): Recovery!
+  """A single-use link to hand to the configuration's receiver; url is shown only here. expiresIn: 60 to 3600 seconds, default 600."""
+  createPortalLink(webhookConfigurationId: ID!, expiresIn: Int): PortalLink!
+  """Its cookie stops working at once. Ending an ended session changes nothing."""
+  endPortalSession(webhookConfigurationId: ID!, id: ID!): PortalSession!
 }
 
 type Viewer {
@@ -206,6 +233,103 @@ type PublishedEvent {
   deliveries: [PublishedDelivery!]!
   """True when an idempotencyKey answered an earlier event (REST: the Idempotent-Replayed header)."""
   replayed: Boolean!
+}
+
+type EventType {
+  """group.event, e.g. order.created"""
+  name: String!
+  description: String
+  """The JSON Schema (draft 2020-12) of the event's data; null when any data is accepted."""
+  schema: JSON
+  """Example data payloads, each valid against schema."""
+  examples: [JSON]!
+  deprecated: Boolean!
+  """Published by keyway about the webhooks themselves; read-only."""
+  operational: Boolean!
+  createdAt: DateTime!
+  updatedAt: DateTime!
+}
+
+type EventTypeConnection {
+  nodes: [EventType!]!
+  pageInfo: PageInfo!
+}
+
+type WebhookSettings {
+  """When true, publishing an event whose type is not in the catalog is refused."""
+  refuseUnknownEventTypes: Boolean!
+  """Origins that may show the portal in an iframe (CSP frame-ancestors)."""
+  portalFrameOrigins: [String!]!
+}
+
+type Recovery {
+  id: ID!
+  webhookConfigurationId: ID!
+  since: DateTime!
+  until: DateTime!
+  """running, done or stopped (the configuration was disabled or deleted before the end)"""
+  status: String!
+  """Failed deliveries of the window when the recovery started."""
+  found: Int!
+  """Deliveries re-sent so far."""
+  resent: Int!
+  """Deliveries of the window no longer failed when their turn came."""
+  skipped: Int!
+  createdAt: DateTime!
+  finishedAt: DateTime
+}
+
+type RecoveryConnection {
+  nodes: [Recovery!]!
+  pageInfo: PageInfo!
+}
+
+type PortalLink {
+  """Open once, before expiresAt: a portal session for this configuration alone. Shown only here."""
+  url: String!
+  webhookConfigurationId: ID!
+  expiresAt: DateTime!
+}
+
+type PortalSession {
+  id: ID!
+  webhookConfigurationId: ID!
+  """active, ended or expired"""
+  status: String!
+  createdAt: DateTime!
+  lastSeenAt: DateTime!
+  expiresAt: DateTime!
+  endedAt: DateTime
+}
+
+type PortalSessionConnection {
+  nodes: [PortalSession!]!
+  pageInfo: PageInfo!
+}
+
+input CreateEventTypeInput {
+  name: String!
+  description: String
+  """A JSON Schema (draft 2020-12) for the event's data: at most 64 KiB, 32 levels deep, $ref only within itself."""
+  schema: JSON
+  """At most 10, each validated against schema."""
+  examples: [JSON]
+  deprecated: Boolean
+}
+
+input UpdateEventTypeInput {
+  """null removes the description"""
+  description: String
+  """null removes the schema: any data is then accepted"""
+  schema: JSON
+  examples: [JSON]
+  deprecated: Boolean
+}
+
+input UpdateWebhookSettingsInput {
+  refuseUnknownEventTypes: Boolean
+  """https origins, at most 10"""
+  portalFrameOrigins: [String!]
 }
 
 input OAuthCredentialsInput {

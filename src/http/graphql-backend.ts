@@ -1,7 +1,8 @@
 /**
  * The GraphQL engine's way into the service (graphql/backend.ts), on the API Worker's side: a
  * Workers RPC target the /v1/graphql route hands to the engine with each admitted request, bound
- * to that request's organization, actor, clock and token scopes. Each method needs the scope of its
+ * to that request's organization, actor, clock, token scopes and origin (where a portal link
+ * points, as REST's route makes it). Each method needs the scope of its
  * REST operation (auth/scopes.ts), and every mutation `graphql:mutate` too; without them the field
  * fails with insufficient_scope (403 in extensions) and the others still run. Each method is the domain function REST's
  * handler calls, with the same view; inputs arrive as the caller gave them and are parsed here with
@@ -17,6 +18,13 @@ import type { GraphQLBackend, Outcome, PageArgs } from "../graphql/backend";
 import { describeError, log } from "../log";
 import type { Actor } from "../schemas/audit";
 import { ListQuery } from "../schemas/common";
+import {
+  CreateEventTypeInput,
+  CreatePortalLinkInput,
+  RecoverInput,
+  UpdateEventTypeInput,
+  UpdateWebhookSettingsInput,
+} from "../schemas/receivers";
 import { parseInput } from "../schemas/validate";
 import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
 import {
@@ -29,6 +37,17 @@ import {
   webhookConfigurationView,
 } from "../webhooks/configurations";
 import { getDelivery, idempotencyKeyOf, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
+import {
+  createEventType,
+  deleteEventType,
+  getEventType,
+  getWebhookSettings,
+  listEventTypes,
+  updateEventType,
+  updateWebhookSettings,
+} from "../webhooks/event-types";
+import { createPortalLink, endPortalSession, listPortalSessions } from "../webhooks/portal";
+import { getRecovery, listRecoveries, recoverDeliveries } from "../webhooks/recovery";
 
 /** Runs one operation; an error becomes the Outcome the engine turns back into it. */
 async function outcomeOf<T>(what: string, run: () => Promise<T> | T): Promise<Outcome<T>> {
@@ -55,6 +74,8 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     private readonly orgId: string,
     private readonly actor: Actor,
     private readonly token: { scopes: readonly Scope[]; scheme: "Bearer" | "DPoP" },
+    /** Where portal links point (`https://host`): asked only when one is made. */
+    private readonly origin: () => string,
   ) {
     super();
   }
@@ -146,6 +167,102 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("retryDelivery", () => {
       this.need("graphql:mutate", "webhooks:write");
       return retryDelivery(this.deps, this.orgId, id, this.actor);
+    });
+  }
+
+  // The receivers' features (issue 30): the scopes and parsing of the REST routes in
+  // http/routes/event-types.ts, webhooks.ts (recover, recoveries) and portal.ts.
+
+  listEventTypes(page: PageArgs) {
+    return outcomeOf("eventTypes", () => {
+      this.need("webhooks:read");
+      return listEventTypes(this.deps, this.orgId, parseInput(ListQuery, page, "arguments"));
+    });
+  }
+
+  getEventType(name: string) {
+    return outcomeOf("eventType", () => {
+      this.need("webhooks:read");
+      return getEventType(this.deps, this.orgId, name);
+    });
+  }
+
+  createEventType(input: unknown) {
+    return outcomeOf("createEventType", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return createEventType(this.deps, this.orgId, parseInput(CreateEventTypeInput, input), this.actor);
+    });
+  }
+
+  updateEventType(name: string, input: unknown) {
+    return outcomeOf("updateEventType", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return updateEventType(this.deps, this.orgId, name, parseInput(UpdateEventTypeInput, input), this.actor);
+    });
+  }
+
+  deleteEventType(name: string) {
+    return outcomeOf("deleteEventType", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return deleteEventType(this.deps, this.orgId, name, this.actor);
+    });
+  }
+
+  getWebhookSettings() {
+    return outcomeOf("webhookSettings", () => {
+      this.need("webhooks:read");
+      return getWebhookSettings(this.deps, this.orgId);
+    });
+  }
+
+  updateWebhookSettings(input: unknown) {
+    return outcomeOf("updateWebhookSettings", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return updateWebhookSettings(this.deps, this.orgId, parseInput(UpdateWebhookSettingsInput, input), this.actor);
+    });
+  }
+
+  recoverDeliveries(configurationId: string, input: unknown) {
+    return outcomeOf("recoverDeliveries", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return recoverDeliveries(this.deps, this.orgId, configurationId, parseInput(RecoverInput, input), this.actor);
+    });
+  }
+
+  getRecovery(configurationId: string, id: string) {
+    return outcomeOf("recovery", () => {
+      this.need("webhooks:read");
+      return getRecovery(this.deps, this.orgId, configurationId, id);
+    });
+  }
+
+  listRecoveries(configurationId: string, page: PageArgs) {
+    return outcomeOf("recoveries", () => {
+      this.need("webhooks:read");
+      return listRecoveries(this.deps, this.orgId, configurationId, parseInput(ListQuery, page, "arguments"));
+    });
+  }
+
+  createPortalLink(configurationId: string, input: unknown) {
+    return outcomeOf("createPortalLink", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      // REST's body is optional: none is the same as {} (the default lifetime).
+      const parsed = parseInput(CreatePortalLinkInput, input ?? {});
+      return createPortalLink(this.deps, this.orgId, configurationId, parsed, this.actor, this.origin());
+    });
+  }
+
+  listPortalSessions(configurationId: string, page: PageArgs) {
+    return outcomeOf("portalSessions", () => {
+      this.need("webhooks:read");
+      return listPortalSessions(this.deps, this.orgId, configurationId, parseInput(ListQuery, page, "arguments"));
+    });
+  }
+
+  endPortalSession(configurationId: string, id: string) {
+    return outcomeOf("endPortalSession", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return endPortalSession(this.deps, this.orgId, configurationId, id, this.actor);
     });
   }
 }

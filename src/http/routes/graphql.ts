@@ -10,7 +10,7 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { meView } from "../../auth/tokens";
-import { telemetrySettings } from "../../config";
+import { publicBaseUrl, telemetrySettings } from "../../config";
 import { ApiError } from "../../errors";
 import type { GraphQLRequest as Request } from "../../graphql/execute";
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../../lib/json";
@@ -37,10 +37,15 @@ async function answer(c: Context<AppEnv>, request: Request, method: "GET" | "POS
     requestId: currentRequestId() ?? "",
     logFormat: telemetrySettings(c.env).logFormat,
   };
-  const backend = new GraphQLBackendTarget(deps, principal.organizationId, c.get("actor"), {
-    scopes: principal.scopes,
-    scheme: principal.jkt === null ? "Bearer" : "DPoP",
-  });
+  const backend = new GraphQLBackendTarget(
+    deps,
+    principal.organizationId,
+    c.get("actor"),
+    { scopes: principal.scopes, scheme: principal.jkt === null ? "Bearer" : "DPoP" },
+    // Portal links are made on the origin REST's route makes them on (http/routes/portal.ts); asked
+    // only when a link is made, so a bad PUBLIC_BASE_URL fails that field alone, as it fails that route.
+    () => publicBaseUrl(c.env).url ?? new URL(c.req.url).origin,
+  );
   const ran = await reach(ENGINE, () => c.env.GRAPHQL.run(call, backend));
   return c.body(ran.json, ran.status, { "Content-Type": "application/json", ...(ran.allow ? { Allow: ran.allow } : {}) });
 }
