@@ -1,9 +1,11 @@
 /**
  * The operator CLI's command line: the flags it knows (node:util parseArgs), picking the command
- * from the words given, with the closest command or flag suggested for a typo, and the small
- * parsers of flag values (counts, `default`, on/off, scopes, a JWK Set file).
+ * from the words given, with the closest command or flag suggested for a typo, a flag that would
+ * put a secret in argv refused with the way that does not, and the small parsers of flag values
+ * (counts, `default`, on/off, scopes, a JWK Set file, event types, a secret from stdin or a file).
  */
 import { readFileSync } from "node:fs";
+import process from "node:process";
 import { parseArgs } from "node:util";
 import { COMMANDS } from "./commands.mjs";
 import { UsageError } from "./common.mjs";
@@ -43,7 +45,28 @@ export const OPTIONS = /** @type {const} */ ({
   days: { type: "boolean" },
   out: { type: "string" },
   grace: { type: "string" },
+  "webhook-url": { type: "string" },
+  "token-url": { type: "string" },
+  "client-id": { type: "string" },
+  "client-secret-stdin": { type: "boolean" },
+  "client-secret-file": { type: "string" },
+  events: { type: "string" },
+  description: { type: "string" },
+  ordered: { type: "boolean" },
+  "no-ordered": { type: "boolean" },
+  "token-cache": { type: "boolean" },
+  "no-token-cache": { type: "boolean" },
+  "rate-limit": { type: "string" },
+  yes: { type: "boolean" },
 });
+
+/**
+ * Flags that would carry a secret in argv, where shell history and `ps` keep it: refused with
+ * the way that does not (like ADMIN_TOKEN, which is only ever read from the environment).
+ */
+const SECRET_FLAGS = {
+  "client-secret": "--client-secret-stdin (the secret piped in) or --client-secret-file FILE",
+};
 
 /**
  * What the command line asks for: help (on a group, or `""` for all), or a command with its
@@ -58,6 +81,12 @@ export function parseCommandLine(argv) {
     if (word === "--") break;
     if (!word.startsWith("--")) continue;
     const flag = word.slice(2).split("=")[0] ?? "";
+    if (Object.hasOwn(SECRET_FLAGS, flag)) {
+      throw new UsageError(
+        `--${flag} is not taken on the command line, where shell history and \`ps\` would keep the secret; give ${SECRET_FLAGS[/** @type {keyof typeof SECRET_FLAGS} */ (flag)]}`,
+        argv.find((w) => !w.startsWith("-")),
+      );
+    }
     if (!Object.hasOwn(OPTIONS, flag)) {
       const group = argv.find((w) => !w.startsWith("-"));
       throw new UsageError(
@@ -138,6 +167,7 @@ export function parseCommandLine(argv) {
   try {
     if (command.list) count(flags, "limit");
     else command.call?.(args, flags);
+    command.validate?.(args, flags);
   } catch (err) {
     if (err instanceof UsageError) err.group = first;
     throw err;
@@ -326,4 +356,77 @@ export function defined(object) {
  */
 export function flagText(value) {
   return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * `--events "a.b,c.d"` (commas or spaces): the event types; on update `all` means every event (null).
+ * @param {string | boolean | undefined} value
+ * @param {boolean} update
+ * @returns {string[] | null | undefined}
+ */
+export function eventList(value, update) {
+  if (value === undefined || typeof value === "boolean") return undefined;
+  if (update && value.trim() === "all") return null;
+  const events = value.split(/[\s,]+/).filter((e) => e !== "");
+  if (events.length === 0) throw new UsageError(`--events needs event types, e.g. order.created,order.paid${update ? " (or `all`)" : ""}`);
+  return events;
+}
+
+/**
+ * A yes/no setting from a pair of flags (`--ordered` / `--no-ordered`): true, false, or undefined
+ * when neither is given.
+ * @param {Flags} flags
+ * @param {string} name
+ * @returns {boolean | undefined}
+ */
+export function toggle(flags, name) {
+  const on = flags[name] === true;
+  const off = flags[`no-${name}`] === true;
+  if (on && off) throw new UsageError(`give --${name} or --no-${name}, not both`);
+  return on ? true : off ? false : undefined;
+}
+
+/** The secret read from stdin, once: the command line is checked before it runs, and both read it. */
+/** @type {string | undefined} */
+let stdinSecret;
+
+/**
+ * The receiver's client secret, from stdin (`--client-secret-stdin`, e.g. piped from a password
+ * manager) or a file (`--client-secret-file FILE`), never from argv. One trailing newline is
+ * dropped (what `echo` and most editors add); an empty secret is refused. Undefined when neither
+ * flag is given.
+ * @param {Flags} flags
+ * @returns {string | undefined}
+ */
+export function clientSecret(flags) {
+  const file = flags["client-secret-file"];
+  const stdin = flags["client-secret-stdin"] === true;
+  if (file !== undefined && stdin) throw new UsageError("give --client-secret-stdin or --client-secret-file, not both");
+  /** @type {string} */
+  let text;
+  if (stdin) {
+    if (stdinSecret === undefined) {
+      // Typed at a terminal it would be echoed: the secret comes through a pipe or a redirect.
+      if (process.stdin.isTTY) {
+        throw new UsageError(
+          "--client-secret-stdin reads the secret from a pipe or a redirect (e.g. `< secret.txt`), not from the terminal, where it would be shown",
+        );
+      }
+      try {
+        stdinSecret = readFileSync(0, "utf8");
+      } catch {
+        throw new UsageError("--client-secret-stdin: cannot read stdin");
+      }
+    }
+    text = stdinSecret;
+  } else if (typeof file === "string") {
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      throw new UsageError(`--client-secret-file: cannot read ${clean(file)}`);
+    }
+  } else return undefined;
+  const secret = text.replace(/\r?\n$/, "");
+  if (secret === "") throw new UsageError(`the client secret ${stdin ? "on stdin" : "file"} is empty`);
+  return secret;
 }

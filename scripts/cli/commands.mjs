@@ -2,25 +2,30 @@
  * The operator CLI's commands: one table, each entry one route of the operator API
  * (src/http/routes/admin.ts and the operator's mirror of the webhook routes) with its positional
  * arguments, flags, path, body and output columns, plus the commands that make several calls
- * (webhooks show, deliveries show, keys traffic, orgs export).
+ * or print their own way (webhooks show, webhooks create and rotate-secret with the signing
+ * secret shown once, deliveries show, keys traffic, orgs export).
  */
 import { writeFileSync } from "node:fs";
+import process from "node:process";
 import {
   amount,
+  clientSecret,
   count,
   countOrDefault,
   countOrNone,
   defined,
+  eventList,
   flagText,
   graceSeconds,
   jwksFile,
   onOff,
   refillFlag,
   scopeList,
+  toggle,
 } from "./args.mjs";
 import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
 import { readList, send } from "./http.mjs";
-import { field, isObject, nested, record, show, table } from "./output.mjs";
+import { clean, field, isObject, nested, record, show, table } from "./output.mjs";
 /** @typedef {import("./common.mjs").Item} Item */
 /** @typedef {import("./common.mjs").Column} Column */
 /** @typedef {import("./common.mjs").Command} Command */
@@ -447,6 +452,95 @@ export const COMMANDS = [
     },
   },
   {
+    words: ["webhooks", "create"],
+    args: ["org"],
+    flags: [
+      "webhook-url",
+      "token-url",
+      "client-id",
+      "client-secret-stdin",
+      "client-secret-file",
+      "events",
+      "description",
+      "ordered",
+      "rate-limit",
+      "token-cache",
+    ],
+    summary:
+      "create a webhook configuration: where events go and how keyway signs in to the receiver (signing_secret shown once); the receiver's client secret from stdin or a file",
+    required: ["webhook-url", "token-url", "client-id"],
+    validate: (a, f) => void createWebhookCall(a, f),
+    run: async (client, a, f) => shownOnce(await send(client, createWebhookCall(a, f)), f),
+  },
+  {
+    words: ["webhooks", "update"],
+    args: ["org", "id"],
+    flags: [
+      "webhook-url",
+      "token-url",
+      "client-id",
+      "client-secret-stdin",
+      "client-secret-file",
+      "events",
+      "description",
+      "ordered",
+      "no-ordered",
+      "rate-limit",
+      "token-cache",
+      "no-token-cache",
+    ],
+    summary:
+      "change a webhook configuration (only what is given); moving --webhook-url or --token-url to another origin needs the client secret again",
+    call: (a, f) => {
+      const secret = clientSecret(f);
+      const oauth = defined({ token_url: flagText(f["token-url"]), client_id: flagText(f["client-id"]), client_secret: secret });
+      const description = flagText(f.description);
+      const body = defined({
+        url: flagText(f["webhook-url"]),
+        oauth: Object.keys(oauth).length > 0 ? oauth : undefined,
+        events: eventList(f.events, true),
+        description: description === undefined ? undefined : description.trim() === "" ? null : description,
+        rate_limit: countOrNone(f, "rate-limit"),
+        ordered: toggle(f, "ordered"),
+        token_cache: toggle(f, "token-cache"),
+      });
+      if (Object.keys(body).length === 0) throw new UsageError("webhooks update: nothing to change; give at least one flag", "webhooks");
+      return { method: "PATCH", path: webhookPath(a), body };
+    },
+  },
+  {
+    words: ["webhooks", "delete"],
+    args: ["org", "id"],
+    flags: ["yes"],
+    summary: "delete a webhook configuration: nothing more is sent to it, its open deliveries fail (--yes to confirm)",
+    // Irreversible: without --yes it names what would be deleted and sends nothing.
+    check: async (client, a, f) => {
+      if (f.yes === true) return;
+      const config = await send(client, { method: "GET", path: webhookPath(a) });
+      const view = isObject(config) ? config : {};
+      const name = typeof view.description === "string" ? `“${clean(view.description)}” ` : "";
+      throw new UsageError(
+        `webhooks delete stops every delivery to ${name}(${clean(String(view.id ?? a.id))}, ${clean(String(view.url ?? ""))}): its pending deliveries fail and it cannot be undone; to confirm, add --yes`,
+        "webhooks",
+      );
+    },
+    call: (a) => ({ method: "DELETE", path: webhookPath(a) }),
+    notes: () => ["Deleted: nothing more is sent to it, and its open deliveries ended failed."],
+  },
+  {
+    words: ["webhooks", "rotate-secret"],
+    args: ["org", "id"],
+    flags: [],
+    summary: "a new signing secret (shown once); the current one keeps signing beside it for 24 hours",
+    run: async (client, a, f) => {
+      const data = await send(client, { method: "POST", path: `${webhookPath(a)}/rotate-signing-secret` });
+      const until = isObject(data) ? show(data.previous_secret_expires_at) : "-";
+      return shownOnce(data, f, [
+        `Until ${until} each webhook carries two signatures, with the new secret and the previous one, so the receiver can switch in that time.`,
+      ]);
+    },
+  },
+  {
     words: ["webhooks", "pause"],
     args: ["org", "id"],
     flags: [],
@@ -639,4 +733,59 @@ function creditsBody(f) {
     return undefined;
   }
   return defined({ remaining, refill });
+}
+
+/**
+ * `webhooks create`: the body of POST .../webhook-configurations from the flags. The URL of the
+ * webhooks is --webhook-url (--url is keyway's own address, a flag of every command); the
+ * receiver's client secret comes from stdin or a file (args.mjs clientSecret), never from argv.
+ * @param {Record<string, string>} a
+ * @param {Flags} f
+ * @returns {import("./common.mjs").Call}
+ */
+export function createWebhookCall(a, f) {
+  /** @type {string[]} */
+  const missing = [];
+  const url = flagText(f["webhook-url"]);
+  const tokenUrl = flagText(f["token-url"]);
+  const clientId = flagText(f["client-id"]);
+  const secret = clientSecret(f);
+  if (url === undefined) missing.push("--webhook-url URL");
+  if (tokenUrl === undefined) missing.push("--token-url URL");
+  if (clientId === undefined) missing.push("--client-id ID");
+  if (secret === undefined) missing.push("--client-secret-stdin or --client-secret-file FILE");
+  if (missing.length > 0) throw new UsageError(`webhooks create: give ${missing.join("; ")}`, "webhooks");
+  return {
+    method: "POST",
+    path: webhooksPath(a),
+    body: defined({
+      url,
+      oauth: { token_url: tokenUrl, client_id: clientId, client_secret: secret },
+      events: eventList(f.events, false),
+      description: flagText(f.description),
+      rate_limit: count(f, "rate-limit"),
+      ordered: f.ordered === true ? true : undefined,
+      token_cache: f["token-cache"] === true ? true : undefined,
+    }),
+  };
+}
+
+/**
+ * A configuration's answer with its new signing secret: the record, then the secret apart with
+ * the warning that this is the only time it is shown (keyway keeps it encrypted, to sign with; it
+ * never returns it). With --json, stdout stays the JSON and the warning goes to stderr.
+ * @param {unknown} data
+ * @param {Flags} f
+ * @param {string[]} [notes]
+ * @returns {import("./common.mjs").Shown}
+ */
+export function shownOnce(data, f, notes = []) {
+  const view = isObject(data) ? data : {};
+  const { signing_secret: secret, ...rest } = view;
+  const warning = `The signing_secret ${f.json === true ? "(data.signing_secret)" : "above"} is shown only now: keyway keeps it encrypted to sign with and never shows it again (\`webhooks rotate-secret\` makes a new one). Give it to the receiver, which verifies each webhook's signature with it.`;
+  if (f.json === true) {
+    for (const line of [warning, ...notes]) process.stderr.write(`${line}\n`);
+    return { data };
+  }
+  return { data, text: `${record(rest)}\n${record({ signing_secret: secret })}${warning}\n${notes.map((n) => `${n}\n`).join("")}` };
 }

@@ -39,6 +39,9 @@ export const AUDIT_DEFAULT_LIMIT = 50;
  *   record; on stderr with --json)
  * @property {number} [defaultLimit] lists: how many items without --limit/--all (default: all)
  * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<void>} [check] run before the call; throws a UsageError to stop it
+ * @property {string[]} [required] flags the command cannot do without (its synopsis shows them without brackets)
+ * @property {(a: Record<string, string>, f: Flags) => void} [validate] checks the flags when the command line is read, before
+ *   anything is sent (a `run` command's own; a `call` is checked by building it)
  * @property {(client: Client, a: Record<string, string>, f: Flags) => Promise<Shown>} [run] a command of several calls, or with its own output
  */
 

@@ -53,8 +53,25 @@ export const GROUPS = {
   },
   audit: { title: "Audit log", notes: ["--limit N       at most N entries", "--all           every entry (follows every page)"] },
   webhooks: {
-    title: "Webhook configurations (created by the organization's API clients; operators look in and pause)",
-    notes: ["<id>            a configuration's id (whk_...), the ID column of `webhooks list`"],
+    title: "Webhook configurations (where an organization's events go, and how keyway signs in to each receiver)",
+    notes: [
+      "<id>            a configuration's id (whk_...), the ID column of `webhooks list`",
+      "--webhook-url URL      where keyway POSTs the events: a public https: URL (--url is keyway's own address)",
+      "--token-url URL        the receiver's OAuth token endpoint, where keyway gets its access token (https:)",
+      "--client-id ID         keyway's client id at the receiver",
+      "--client-secret-stdin  read keyway's client secret at the receiver from stdin (a pipe or `< FILE`);",
+      "--client-secret-file FILE  or from FILE. Never a plain flag: shell history and `ps` would keep it.",
+      "                       One trailing newline is dropped. Update: needed again when --webhook-url or",
+      "                       --token-url moves to another origin; without it the stored secret is kept",
+      "--events T,T..         event types, separated by commas or spaces (e.g. order.created,order.paid);",
+      "                       create: without it, every event; update: `all` for every event",
+      '--description D        a name for lists; update: "" removes it',
+      "--ordered              one delivery at a time, in publish order (update: --no-ordered turns it off)",
+      "--rate-limit N         at most N deliveries per second, 1..1000; update: `none` removes the limit",
+      "--token-cache          one shared receiver token, reused until 60 s before it expires (update:",
+      "                       --no-token-cache: a token request before each webhook, the default)",
+      "--yes                  webhooks delete: confirms it (without it, nothing is sent but a look-up)",
+    ],
   },
   deliveries: {
     title: "Deliveries",
@@ -90,7 +107,9 @@ Exit status
 
 Secrets (api_key, client_secret, token) are printed only by the command that creates them (and a
 key's new api_key by \`keys rotate\`): keyway keeps only their hashes and never shows them again.
-Lists and gets never include them.
+A webhook configuration's signing_secret is printed by \`webhooks create\` and \`webhooks
+rotate-secret\` only: keyway keeps it encrypted, to sign with. Lists and gets never include them.
+Secrets given to keyway (a receiver's client secret) are read from stdin or a file, never argv.
 `;
 
 /**
@@ -117,6 +136,19 @@ export function commandHelp(words) {
   return lines.join("\n");
 }
 
+/** Flags that take no value: shown in a synopsis as `[--flag]`. */
+const BOOLEAN_FLAGS = new Set([
+  "all",
+  "days",
+  "clear",
+  "client-secret-stdin",
+  "ordered",
+  "no-ordered",
+  "token-cache",
+  "no-token-cache",
+  "yes",
+]);
+
 /**
  * One help row per command of a group: its synopsis (words, <arguments>, [flags]) and summary.
  * @param {string} group
@@ -125,7 +157,7 @@ export function commandHelp(words) {
 export function commandRows(group) {
   return COMMANDS.filter((c) => c.words[0] === group).map((command) => {
     const flags = command.flags.map((flag) => {
-      if (flag === "all" || flag === "days" || flag === "clear") return `[--${flag}]`;
+      if (BOOLEAN_FLAGS.has(flag)) return `[--${flag}]`;
       /** @type {Record<string, string>} */
       const metavars = {
         email: "E",
@@ -137,9 +169,15 @@ export function commandRows(group) {
         out: "FILE",
         refill: "N/day|N/month",
         grace: "SECONDS",
+        "webhook-url": "URL",
+        "token-url": "URL",
+        "client-id": "ID",
+        "client-secret-file": "FILE",
+        events: "T,T..",
+        description: "D",
       };
       const metavar = metavars[flag] ?? "N";
-      return `[--${flag} ${metavar}]`;
+      return command.required?.includes(flag) ? `--${flag} ${metavar}` : `[--${flag} ${metavar}]`;
     });
     return [[...command.words, ...command.args.map((arg) => `<${arg}>`), ...flags].join(" "), command.summary];
   });

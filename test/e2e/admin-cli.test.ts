@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
+import { freePort, type Keyway, ROOT, sleep, startKeyway, startReceiver } from "./server";
 
 const CLI = join(ROOT, "scripts", "admin.mjs");
 
@@ -24,17 +24,21 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI with `env` on top of a clean environment (no ADMIN_TOKEN, KEYWAY_URL or PORT from the caller). */
-function cli(args: string[], env: Record<string, string>, cwd = ROOT): Promise<Run> {
+/**
+ * Runs the CLI with `env` on top of a clean environment (no ADMIN_TOKEN, KEYWAY_URL or PORT from
+ * the caller); `input`, if given, is piped to its stdin (a secret, as an operator would pipe it).
+ */
+function cli(args: string[], env: Record<string, string>, cwd = ROOT, input?: string): Promise<Run> {
   const base = { ...process.env };
   delete base.ADMIN_TOKEN;
   delete base.KEYWAY_URL;
   delete base.PORT;
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env: { ...base, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { cwd, env: { ...base, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === "number" ? err.code : -1;
       resolve({ code, stdout, stderr });
     });
+    if (input !== undefined) child.stdin?.end(input);
   });
 }
 
@@ -486,6 +490,151 @@ describe("operator CLI", () => {
     }
   });
 
+  it("creates, changes and deletes a webhook configuration, the receiver's secret from stdin or a file and never from argv", async () => {
+    const first = await startReceiver();
+    const second = await startReceiver();
+    const dir = await mkdtemp(join(tmpdir(), "keyway-webhook-secret-"));
+    try {
+      const orgId = value((await admin("orgs", "create", "Setup Corp")).stdout, "id");
+      const where = ["--webhook-url", `${first.url}/hook`, "--token-url", `${first.url}/token`, "--client-id", "keyway"];
+
+      // A secret in argv is refused before anything is sent, naming the ways that keep it out.
+      const inArgv = await admin("webhooks", "create", orgId, ...where, "--client-secret", "argv-secret");
+      expect(inArgv.code).toBe(2);
+      expect(inArgv.stderr.split("\n")[0]).toMatch(
+        /--client-secret is not taken on the command line.*--client-secret-stdin.*--client-secret-file FILE/,
+      );
+      const without = await admin("webhooks", "create", orgId, ...where);
+      expect(without.code).toBe(2);
+      expect(without.stderr.split("\n")[0]).toBe("admin: webhooks create: give --client-secret-stdin or --client-secret-file FILE");
+      expect((await admin("webhooks", "list", orgId)).stdout).toBe("(no webhook configurations)\n");
+
+      const created = await cli(
+        [
+          "webhooks",
+          "create",
+          orgId,
+          ...where,
+          "--client-secret-stdin",
+          "--events",
+          "order.created,order.paid",
+          "--description",
+          "Setup receiver",
+          "--rate-limit",
+          "5",
+          "--ordered",
+        ],
+        env,
+        ROOT,
+        "stdin-receiver-secret\n",
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const id = value(created.stdout, "id");
+      expect(id).toMatch(/^whk_/);
+      const signingSecret = value(created.stdout, "signing_secret");
+      expect(signingSecret).toMatch(/^whsec_/);
+      expect(created.stdout).toMatch(/signing_secret above is shown only now/);
+      expect(created.stdout).not.toContain("stdin-receiver-secret");
+      type View = { url: string; description: string | null; events: string[] | null; rate_limit: number | null; ordered: boolean };
+      const show = async () => JSON.parse((await admin("webhooks", "show", orgId, id, "--json")).stdout) as View;
+      expect(await show()).toMatchObject({
+        url: `${first.url}/hook`,
+        description: "Setup receiver",
+        events: ["order.created", "order.paid"],
+        rate_limit: 5,
+        ordered: true,
+      });
+      const shown = (await admin("webhooks", "show", orgId, id)).stdout;
+      expect(shown).not.toContain(signingSecret);
+      expect(shown).not.toContain("stdin-receiver-secret");
+
+      // Changes: only what is given; `all`, `none` and --no-ordered undo the settings.
+      const changed = await admin(
+        "webhooks",
+        "update",
+        orgId,
+        id,
+        "--events",
+        "all",
+        "--rate-limit",
+        "none",
+        "--no-ordered",
+        "--description",
+        "Setup v2",
+      );
+      expect(changed.code, changed.stderr).toBe(0);
+      expect(value(changed.stdout, "description")).toBe("Setup v2");
+      expect(await show()).toMatchObject({ url: `${first.url}/hook`, events: null, rate_limit: null, ordered: false });
+      expect((await admin("webhooks", "update", orgId, id)).code).toBe(2);
+
+      // Another origin needs the secret again: keyway's message, nothing changed; then from a file.
+      const moved = await admin("webhooks", "update", orgId, id, "--webhook-url", `${second.url}/hook`);
+      expect(moved.code).toBe(1);
+      expect(moved.stderr).toMatch(/oauth\.client_secret is required when url moves to another origin\. \(invalid_request, HTTP 400\)/);
+      expect((await show()).url).toBe(`${first.url}/hook`);
+      const secretFile = join(dir, "receiver-secret");
+      await writeFile(secretFile, "file-receiver-secret\n", { mode: 0o600 });
+      const withFile = await admin(
+        "webhooks",
+        "update",
+        orgId,
+        id,
+        "--webhook-url",
+        `${second.url}/hook`,
+        "--client-secret-file",
+        secretFile,
+      );
+      expect(withFile.code, withFile.stderr).toBe(0);
+      expect((await show()).url).toBe(`${second.url}/hook`);
+
+      // A new signing secret, shown once; with --json the warning goes to stderr.
+      const rotated = await admin("webhooks", "rotate-secret", orgId, id, "--json");
+      expect(rotated.code, rotated.stderr).toBe(0);
+      const rotatedView = JSON.parse(rotated.stdout) as { signing_secret: string; previous_secret_expires_at: string };
+      expect(rotatedView.signing_secret).toMatch(/^whsec_/);
+      expect(rotatedView.signing_secret).not.toBe(signingSecret);
+      expect(rotated.stderr).toMatch(/signing_secret \(data\.signing_secret\) is shown only now/);
+
+      // Deleting asks first: without --yes it names the configuration and sends nothing else.
+      const asked = await admin("webhooks", "delete", orgId, id);
+      expect(asked.code).toBe(2);
+      expect(asked.stderr.split("\n")[0]).toBe(
+        `admin: webhooks delete stops every delivery to “Setup v2” (${id}, ${second.url}/hook): its pending deliveries fail and it cannot be undone; to confirm, add --yes`,
+      );
+      expect((await admin("webhooks", "list", orgId)).stdout).toContain(id);
+      const deleted = await admin("webhooks", "delete", orgId, id, "--yes");
+      expect(deleted.code, deleted.stderr).toBe(0);
+      expect(value(deleted.stdout, "id")).toBe(id);
+      expect((await admin("webhooks", "list", orgId)).stdout).toBe("(no webhook configurations)\n");
+      const gone = await admin("webhooks", "show", orgId, id);
+      expect(gone.code).toBe(1);
+      expect(gone.stderr).toMatch(/HTTP 404/);
+      // An organization that does not exist gets no configuration.
+      const nowhere = await cli(
+        ["webhooks", "create", "org_00000000000000000000000000", ...where, "--client-secret-stdin"],
+        env,
+        ROOT,
+        "x\n",
+      );
+      expect(nowhere.code).toBe(1);
+      expect(nowhere.stderr).toMatch(/HTTP 404/);
+
+      // The audit log has each step, by the operator, and no secret anywhere.
+      const audit = await admin("audit", orgId, "--json");
+      const actions = (JSON.parse(audit.stdout) as { action: string }[]).map((e) => e.action);
+      expect(actions).toEqual(
+        expect.arrayContaining(["webhook_configuration.created", "webhook_configuration.updated", "webhook_configuration.deleted"]),
+      );
+      for (const secret of ["stdin-receiver-secret", "file-receiver-secret", signingSecret, rotatedView.signing_secret]) {
+        expect(audit.stdout).not.toContain(secret);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await first.close();
+      await second.close();
+    }
+  });
+
   it("sells a prepaid key and sets an organization's shared quota: keys create --credits, keys credits, orgs limits", async () => {
     const orgId = value((await admin("orgs", "create", "Prepaid Corp")).stdout, "id");
     const userId = value((await admin("users", "create", orgId, "Pia")).stdout, "id");
@@ -724,6 +873,8 @@ describe("operator CLI", () => {
       [["keys", "rotte", "o", "k"], 'did you mean "keys rotate"?'],
       [["keys", "end-grce", "o", "k"], 'did you mean "keys end-grace"?'],
       [["keys", "rotate", "o", "k", "--grce", "60"], 'did you mean "--grace"?'],
+      [["webhooks", "delte", "o", "w"], 'did you mean "webhooks delete"?'],
+      [["webhooks", "create", "o", "--token-ur", "x"], 'did you mean "--token-url"?'],
     ] as const) {
       const run = await admin(...args);
       expect(run.code, args.join(" ")).toBe(2);
@@ -764,6 +915,11 @@ describe("operator CLI", () => {
     expect(endGrace.stdout).toMatch(/^Usage: npm run admin -- keys end-grace <org> <id> \[--url URL\]/);
     expect(endGrace.stdout).toMatch(/refused \(401\) from its next request on/);
     expect(endGrace.stdout).not.toContain("--grace");
+    const webhooks = await admin("webhooks", "--help");
+    expect(webhooks.code).toBe(0);
+    expect(webhooks.stdout).toContain("\n  webhooks create <org> --webhook-url URL --token-url URL --client-id ID [--client-secret-stdin]");
+    expect(webhooks.stdout).toContain("\n  webhooks delete <org> <id> [--yes]\n");
+    expect(webhooks.stdout).toMatch(/Never a plain flag: shell history and `ps` would keep it/);
   });
 
   it("names the URL in one line, exit 1, when nothing listens there", async () => {
