@@ -2,7 +2,9 @@
  * The GraphQL schema against the zod views and inputs REST uses: every GraphQL type that mirrors
  * a REST shape has exactly that shape's fields (camelCase), with the same nullability, list-ness
  * and kind of scalar, recursively. Resolvers return the REST views (camelized), so a field added
- * to a view without its GraphQL twin, or the reverse, fails here rather than in a client.
+ * to a view without its GraphQL twin, or the reverse, fails here rather than in a client. A
+ * mutation that takes REST's body as arguments (recoverDeliveries, createPortalLink) has its
+ * arguments compared with that body's schema.
  */
 import {
   type GraphQLField,
@@ -22,6 +24,18 @@ import { toCamel } from "../src/graphql/resolvers";
 import { schema } from "../src/graphql/schema";
 import { ApiKeyUsage } from "../src/schemas/admin";
 import { MeView } from "../src/schemas/oauth";
+import {
+  CreateEventTypeInput,
+  CreatePortalLinkInput,
+  EventTypeView,
+  PortalLinkView,
+  PortalSessionView,
+  RecoverInput,
+  RecoveryView,
+  UpdateEventTypeInput,
+  UpdateWebhookSettingsInput,
+  WebhookSettingsView,
+} from "../src/schemas/receivers";
 import {
   CreateWebhookConfigurationInput,
   DeliveryAttempt,
@@ -62,6 +76,8 @@ function zodShape(field: z.ZodType): Shape {
     unknown: "json",
     string: "string",
     enum: "string",
+    // A record of arbitrary keys (an event type's JSON Schema) has no GraphQL object type: it is JSON.
+    record: "json",
   };
   const kind = KINDS[type];
   // A kind this comparison does not know (a union, a record, a literal) must be taught, not guessed.
@@ -96,7 +112,26 @@ function graphqlShape(type: GraphQLType): Shape & { named: GraphQLType } {
 function compare(typeName: string, view: z.ZodObject, extra: string[] = [], path = typeName, out: string[] = []): string[] {
   const type = schema.getType(typeName) as GraphQLObjectType | GraphQLInputObjectType | undefined;
   if (type === undefined) return [...out, `${path}: no GraphQL type ${typeName}`];
-  const fields = type.getFields() as Record<string, GraphQLField<unknown, unknown> | GraphQLInputField>;
+  return compareFields(type.getFields() as Record<string, GraphQLField<unknown, unknown> | GraphQLInputField>, view, extra, path, out);
+}
+
+/**
+ * The same for a mutation whose REST body is spread over its arguments (recoverDeliveries'
+ * `since` and `until`): the arguments against the body's schema, `extra` naming those of the path.
+ */
+function compareArguments(mutation: string, input: z.ZodObject, extra: string[]): string[] {
+  const field = schema.getMutationType()?.getFields()[mutation];
+  if (field === undefined) return [`Mutation.${mutation}: no such field`];
+  return compareFields(Object.fromEntries(field.args.map((arg) => [arg.name, arg])), input, extra, `Mutation.${mutation}`, []);
+}
+
+function compareFields(
+  fields: Record<string, { type: GraphQLType }>,
+  view: z.ZodObject,
+  extra: string[],
+  path: string,
+  out: string[],
+): string[] {
   const viewFields = new Map(Object.entries(view.shape as Record<string, z.ZodType>).map(([k, v]) => [toCamel(k), v]));
   for (const name of Object.keys(fields)) {
     if (!viewFields.has(name) && !extra.includes(name)) out.push(`${path}.${name}: in GraphQL, not in the view`);
@@ -126,8 +161,23 @@ describe("the GraphQL schema matches the REST views", () => {
     ["RateLimitUsage", ApiKeyUsage],
     ["CreateWebhookConfigurationInput", CreateWebhookConfigurationInput],
     ["UpdateWebhookConfigurationInput", UpdateWebhookConfigurationInput],
+    ["EventType", EventTypeView],
+    ["CreateEventTypeInput", CreateEventTypeInput],
+    ["UpdateEventTypeInput", UpdateEventTypeInput],
+    ["WebhookSettings", WebhookSettingsView],
+    ["UpdateWebhookSettingsInput", UpdateWebhookSettingsInput],
+    ["Recovery", RecoveryView],
+    ["PortalLink", PortalLinkView],
+    ["PortalSession", PortalSessionView],
   ] as const)("%s, field by field", (typeName, view) => {
     expect(compare(typeName, view as z.ZodObject)).toEqual([]);
+  });
+
+  it.each([
+    ["recoverDeliveries", RecoverInput],
+    ["createPortalLink", CreatePortalLinkInput],
+  ] as const)("%s's arguments, with the configuration's id of REST's path, against REST's body", (mutation, input) => {
+    expect(compareArguments(mutation, input as z.ZodObject, ["webhookConfigurationId"])).toEqual([]);
   });
 
   it("Viewer, with rateLimit resolved from the rate limiter on demand", () => {
