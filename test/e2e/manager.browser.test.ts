@@ -8,7 +8,8 @@
  * the one-time secret page is checked with and without JavaScript (Copy button, clipboard). One
  * walk visits every page of the app (sign-in with and without an error, every list, every
  * one-time secret, every confirmation, the webhook pages with a real delivery to a loopback
- * receiver, the error pages) and requires axe-core to find nothing at any impact, at 1280 px and
+ * receiver, a webhook configuration's new and edit forms with a refused form's messages, the
+ * error pages) and requires axe-core to find nothing at any impact, at 1280 px and
  * at a phone's 390 px, where the page must not scroll sideways either (wide tables scroll inside
  * their own region instead).
  * Locators are the accessible names of src/http/manager/views.tsx and routes.tsx, so the tests
@@ -413,6 +414,42 @@ function focused(page: Page): Promise<string> {
       await check(page, "walk-confirm-resend");
       await page.goto(webhook);
       await check(page, "walk-webhook");
+      // Its edit form (the client secret field empty: write-only) and its deletion's confirmation.
+      await page.getByRole("link", { name: "Edit the webhook configuration" }).click();
+      await page.getByRole("heading", { level: 1, name: "Edit Webhook: Walk receiver" }).waitFor();
+      expect(await page.getByLabel(/^Client secret at the receiver/).inputValue()).toBe("");
+      await check(page, "walk-edit-webhook");
+      await page.goto(webhook);
+      await page.getByRole("link", { name: "Delete this webhook configuration" }).click();
+      await page.getByRole("heading", { level: 1, name: /^Delete webhook configuration “Walk receiver” \(whk_/ }).waitFor();
+      await check(page, "walk-confirm-delete-webhook");
+      // A new configuration: the form, refused (the messages beside the fields, the values kept),
+      // then created, its signing secret shown once.
+      await page.goto(`${org}/webhooks/new`);
+      await check(page, "walk-new-webhook");
+      await page.locator("#url").fill(`${receiver.url}/second`);
+      await page.locator("#token_url").fill(`${receiver.url}/token`);
+      await page.locator("#client_id").fill("keyway");
+      await page.locator("#client_secret").fill("walk-second-secret");
+      await page.locator("#events").fill("order.created Not-An-Event");
+      const [refusedForm] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Create webhook configuration" }).click(),
+      ]);
+      expect(refusedForm.status()).toBe(400);
+      await page.locator("#events-error").waitFor();
+      expect(await page.locator("#events").getAttribute("aria-describedby")).toBe("events-error");
+      expect(await page.locator("#url").inputValue()).toBe(`${receiver.url}/second`);
+      expect(await page.locator("#client_secret").inputValue()).toBe("");
+      expect(await page.content()).not.toContain("walk-second-secret");
+      await check(page, "walk-new-webhook-error");
+      await page.locator("#client_secret").fill("walk-second-secret");
+      await page.locator("#events").fill("order.created");
+      await page.getByRole("button", { name: "Create webhook configuration" }).click();
+      await page.getByRole("heading", { level: 1, name: "New webhook configuration" }).waitFor();
+      expect(await page.getByLabel("signing secret", { exact: true }).inputValue()).toMatch(/^whsec_/);
+      await check(page, "walk-new-webhook-secret");
+      await page.goto(webhook);
       await page.getByRole("link", { name: "Disable this webhook configuration" }).click();
       await page.getByRole("heading", { level: 1, name: /^Disable webhook configuration “Walk receiver” \(whk_/ }).waitFor();
       await check(page, "walk-confirm-disable-webhook");
@@ -437,7 +474,7 @@ function focused(page: Page): Promise<string> {
       await receiver.close();
       console.info(`manager pages checked with axe-core at 1280 and 390 px: ${checked.join(", ")}`);
     }
-    expect(checked).toHaveLength(23);
+    expect(checked).toHaveLength(28);
   });
 
   it("looks into a healthy and a failing endpoint: health, charts, filters, paging, a delivery's story, rotation, an API key's traffic", async () => {
