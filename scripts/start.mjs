@@ -9,7 +9,9 @@
  * forwarded, and this process exits with wrangler's status.
  *
  * Environment: PORT (default 8787), KEYWAY_PERSIST_DIR (default .wrangler/state),
- * KEYWAY_SEED=0 to skip the demo data.
+ * KEYWAY_SEED=0 to skip the demo data, and KEYWAY_VAR_<NAME>=<value> to set any of wrangler.toml's
+ * vars for this run (e.g. KEYWAY_VAR_WEBHOOK_RETRY_SCHEDULE=1s to watch a delivery exhaust its
+ * retries in seconds; docs/configuration.md).
  */
 import { spawn } from "node:child_process";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
@@ -112,6 +114,19 @@ function assertPortFree(port) {
  * @param {number} port
  * @param {string} persistDir
  */
+/**
+ * `KEYWAY_VAR_<NAME>=<value>` in the environment becomes `--var <NAME>:<value>` (after the
+ * defaults above, so it wins): a local run can shorten the retry schedule or the disable period
+ * without editing wrangler.toml. Names are checked (upper-case vars only); values are passed as given.
+ * @param {NodeJS.ProcessEnv} env
+ */
+function varOverrides(env) {
+  return Object.entries(env).flatMap(([key, value]) => {
+    const name = /^KEYWAY_VAR_([A-Z][A-Z0-9_]*)$/.exec(key)?.[1];
+    return name === undefined || value === undefined ? [] : ["--var", `${name}:${value}`];
+  });
+}
+
 function spawnWrangler(port, persistDir) {
   const [bin, args] = wranglerCommand([
     "dev",
@@ -135,6 +150,7 @@ function spawnWrangler(port, persistDir) {
     // template, the error code, the API key and organization, and the request id.
     "--var",
     "LOG_FORMAT:pretty",
+    ...varOverrides(process.env),
     "--show-interactive-dev-session=false",
   ]);
   const proc = spawn(bin, args, {

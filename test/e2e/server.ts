@@ -113,12 +113,13 @@ export function parseDemo(output: string): Demo {
  * `persistDir`, the local state lives there and outlives stop() (the caller removes it): a
  * second start on it is a restart of the same deployment.
  */
-export async function startKeyway(options: { persistDir?: string } = {}): Promise<Keyway> {
-  return launch(options.persistDir, await exists(DEV_VARS));
+/** `vars`: wrangler.toml vars set for this run (npm start's KEYWAY_VAR_<NAME>), e.g. a short retry schedule. */
+export async function startKeyway(options: { persistDir?: string; vars?: Record<string, string> } = {}): Promise<Keyway> {
+  return launch(options.persistDir, await exists(DEV_VARS), options.vars ?? {});
 }
 
 /** One run of npm start; `devVarsExisted` is carried over by restart() from the first run. */
-async function launch(givenPersistDir: string | undefined, devVarsExisted: boolean): Promise<Keyway> {
+async function launch(givenPersistDir: string | undefined, devVarsExisted: boolean, vars: Record<string, string> = {}): Promise<Keyway> {
   const options = { persistDir: givenPersistDir };
   const port = await freePort();
   const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "keyway-e2e-")));
@@ -137,6 +138,7 @@ async function launch(givenPersistDir: string | undefined, devVarsExisted: boole
       WRANGLER_SEND_METRICS: "false",
       CLOUDFLARE_CF_FETCH_ENABLED: "false",
       WRANGLER_HIDE_BANNER: "true",
+      ...Object.fromEntries(Object.entries(vars).map(([name, value]) => [`KEYWAY_VAR_${name}`, value])),
     },
   });
   const exited = new Promise<void>((done) => proc.once("exit", () => done()));
@@ -180,7 +182,7 @@ async function launch(givenPersistDir: string | undefined, devVarsExisted: boole
   };
   const restart = async (restartOptions: { crash?: boolean } = {}): Promise<Keyway> => {
     await (restartOptions.crash === true ? crash() : end());
-    return launch(persistDir, devVarsExisted);
+    return launch(persistDir, devVarsExisted, vars);
   };
 
   try {
@@ -262,6 +264,11 @@ export interface Arrival {
   authorization: string;
   /** The event's id (from the body), for webhooks. */
   eventId: string;
+  /** The event's type (from the body), for webhooks. */
+  eventType?: string;
+  /** The raw body and the headers (Standard Webhooks verification), for webhooks. */
+  body?: string;
+  headers?: Record<string, string>;
   /** What the receiver answered. */
   status: number;
 }
@@ -317,8 +324,11 @@ export async function startScriptedReceiver(
         return;
       }
       let eventId = "";
+      let eventType = "";
       try {
-        eventId = String((JSON.parse(body) as { id?: unknown }).id ?? "");
+        const parsed = JSON.parse(body) as { id?: unknown; type?: unknown };
+        eventId = String(parsed.id ?? "");
+        eventType = String(parsed.type ?? "");
       } catch {
         // not an event: recorded without its id
       }
@@ -328,6 +338,9 @@ export async function startScriptedReceiver(
         webhookId: String(req.headers["webhook-id"] ?? ""),
         authorization: String(req.headers.authorization ?? ""),
         eventId,
+        eventType,
+        body,
+        headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
         status: 0,
       };
       const reply = answer(arrival, webhooks++);
