@@ -42,7 +42,7 @@ export const GRAPHQL_LIMITS = {
   maxDepth: 8,
   /** Data fields as executed: aliases included, a fragment's fields counted at every spread. */
   maxFields: 200,
-  /** Fields the document's introspection returns (the standard introspection query: about 2,200). */
+  /** Fields the document's introspection returns (the standard introspection query with every option: about 3,700). */
   maxIntrospectionFields: 5_000,
   /** Selections (fields, fragments) visited to count them, across the whole document. */
   maxIntrospectionSteps: 20_000,
