@@ -8,7 +8,7 @@
 import { build } from "esbuild";
 
 const { outputFiles } = await build({
-  entryPoints: [new URL("../src/webhooks/event-schema.ts", import.meta.url).pathname],
+  entryPoints: [new URL("../src/lib/json-schema.ts", import.meta.url).pathname],
   bundle: true,
   write: false,
   format: "esm",

@@ -6,9 +6,10 @@
  */
 import { validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
+import { checkSchema, compileSchema } from "../src/lib/json-schema";
+import { OPERATIONAL_SCHEMAS } from "../src/schemas/operational";
 import type { EventTypeView } from "../src/schemas/receivers";
-import { catalogDocument, OPERATIONAL_SCHEMAS } from "../src/webhooks/catalog";
-import { compileSchema } from "../src/webhooks/event-schema";
+import { catalogDocument } from "../src/webhooks/catalog";
 
 const T0 = "2025-01-01T00:00:00.000Z";
 const type = (name: string, more: Partial<EventTypeView> = {}): EventTypeView => ({
@@ -75,7 +76,11 @@ describe("the catalog document", () => {
   });
 
   it("the operational schemas are valid schemas their own examples pass", () => {
-    const disabled = compileSchema(OPERATIONAL_SCHEMAS["webhook.endpoint.disabled"]);
+    for (const [name, entry] of Object.entries(OPERATIONAL_SCHEMAS)) {
+      expect(checkSchema(entry.schema), name).toEqual({ ok: true });
+      expect(compileSchema(entry.schema).validate(entry.example), name).toEqual({ ok: true });
+    }
+    const disabled = compileSchema(OPERATIONAL_SCHEMAS["webhook.endpoint.disabled"].schema);
     expect(disabled.validate({ webhook_configuration_id: "whc_1", url: "https://r.example/h", reason: "gone_410", at: T0 })).toEqual({
       ok: true,
     });

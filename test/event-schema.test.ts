@@ -4,7 +4,7 @@
  * here proves the validator needs no eval.
  */
 import { describe, expect, it } from "vitest";
-import { checkExamples, checkSchema, compileSchema, patternRisk, schemaError } from "../src/webhooks/event-schema";
+import { checkExamples, checkSchema, compileSchema, patternRisk, pointerSegments } from "../src/lib/json-schema";
 
 const ORDER = {
   type: "object",
@@ -164,7 +164,7 @@ describe("compileSchema", () => {
   });
 });
 
-describe("checkExamples and schemaError", () => {
+describe("checkExamples and pointerSegments", () => {
   it("names the example's index and the path in it", () => {
     expect(checkExamples(ORDER, [{ id: "ord_12345678", items: [] }])).toEqual({ ok: true });
     const r = checkExamples(ORDER, [
@@ -174,12 +174,10 @@ describe("checkExamples and schemaError", () => {
     expect(r).toMatchObject({ ok: false, path: "/1/items/0/price" });
   });
 
-  it("builds the 400 invalid_request naming the field and the path", () => {
-    const err = schemaError("examples", { path: "/1/items/0/price", message: "is required" });
-    expect(err.code).toBe("invalid_request");
-    expect(err.status).toBe(400);
-    expect(err.input?.issues).toEqual([{ path: ["examples", "1", "items", "0", "price"], text: " is required" }]);
-    expect(err.developerMessage).toBe("Invalid request body: examples.1.items.0.price is required.");
+  it("turns a pointer into the segments an input issue names (RFC 6901 escapes undone)", () => {
+    expect(pointerSegments("/1/items/0/price")).toEqual(["1", "items", "0", "price"]);
+    expect(pointerSegments("/a~1b/c~0d")).toEqual(["a/b", "c~d"]);
+    expect(pointerSegments("")).toEqual([]);
   });
 });
 

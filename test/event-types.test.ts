@@ -95,7 +95,7 @@ describe("event types", () => {
     expect(patched.status).toBe(400);
   });
 
-  it("refuse a hostile schema when saved: remote $ref, a catastrophic pattern, depth, size", async () => {
+  it("refuse a hostile schema when saved: remote $ref, a catastrophic pattern, depth, size (lib/json-schema.ts has the full list)", async () => {
     const hostile: Record<string, unknown>[] = [
       { $ref: "https://evil.example/schema.json" },
       { type: "string", pattern: "^(a+)+$" },
@@ -107,6 +107,9 @@ describe("event types", () => {
       expect(res.status, JSON.stringify(schema).slice(0, 80)).toBe(400);
       expect((await body(res)).developer_message).toContain("schema");
     }
+    // Past the route's body limit: 413 before anything is parsed.
+    const huge = await post("/v1/event-types", { name: "hostile.case", schema: { type: "object", description: "x".repeat(140 * 1024) } });
+    expect(huge.status).toBe(413);
   });
 
   it("keep webhook. names for keyway: not created, not changed, not published by a client", async () => {

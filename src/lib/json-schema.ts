@@ -4,7 +4,8 @@
  * so that validating a publish against it (`compileSchema`) is bounded and never throws. Validation
  * is @cfworker/json-schema, an interpreter (Workers forbid eval and `new Function`, so code-
  * generating validators cannot run). Pure: no bindings, no Hono. Every refusal is a value naming the
- * JSON pointer (RFC 6901) of the part at fault; `schemaError` turns it into the 400 the routes send.
+ * JSON pointer (RFC 6901) of the part at fault; the WebhookObject turns it into the 400 naming the
+ * field and that path (objects/webhooks/event-types.ts).
  *
  * What a saved schema may not do, and why:
  * - exceed 64 KiB serialized or 32 levels of nesting (bounded work to check, store and serve it);
@@ -24,7 +25,6 @@
  * pass `patternRisk` still cost O(n^2) over an unanchored search, 1000^2 steps being ~2 ms.
  */
 import { Validator } from "@cfworker/json-schema";
-import { type ApiError, invalidInput } from "../errors";
 
 export type Result = { ok: true } | { ok: false; path: string; message: string };
 export interface CompiledSchema {
@@ -816,16 +816,14 @@ export function checkExamples(schema: Record<string, unknown>, examples: unknown
 }
 
 /**
- * The 400 for a refused `schema`, `examples` or `data`: invalid_request whose input issue names the
- * field and, within it, the pointer's segments (errors.ts `InputIssue`), so routes pass it on as is.
+ * A JSON pointer (RFC 6901) as path segments, `~1` and `~0` undone: the input issue's path under
+ * the field at fault (`["data", "items", "0", "price"]`), which each surface names its way.
  */
-export function schemaError(field: "schema" | "examples" | "data", result: { path: string; message: string }): ApiError {
-  const segments =
-    result.path === ""
-      ? []
-      : result.path
-          .slice(1)
-          .split("/")
-          .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
-  return invalidInput({ label: "request body", issues: [{ path: [field, ...segments], text: ` ${result.message}` }] });
+export function pointerSegments(pointer: string): string[] {
+  return pointer === ""
+    ? []
+    : pointer
+        .slice(1)
+        .split("/")
+        .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
 }

@@ -4,68 +4,14 @@
  * the body being what keyway sends (webhooks/deliveries.ts `eventBody`: `{id, type, created_at,
  * data}`) with the type's schema as `data`, the Standard Webhooks headers, and the OAuth 2.0
  * client-credentials request keyway makes to the receiver's token URL before each webhook (RFC
- * 6749 4.4). keyway's own operational types are in every catalog, with the schemas defined here.
+ * 6749 4.4). keyway's own operational types are in every catalog, with their schemas from
+ * schemas/operational.ts.
  * Pure: it builds a value; the route serves it.
  */
 
+import { OPERATIONAL_SCHEMAS } from "../schemas/operational";
 import type { EventTypeView } from "../schemas/receivers";
-import { OPERATIONAL_EVENT_TYPES, type OperationalEventType } from "../schemas/receivers";
-
-/** `data` of webhook.endpoint.disabled / paused / recovered. */
-export interface EndpointStateData {
-  webhook_configuration_id: string;
-  url: string;
-  reason: string;
-  at: string;
-}
-/** `data` of webhook.delivery.exhausted: a delivery that used every retry. */
-export interface DeliveryExhaustedData {
-  delivery_id: string;
-  webhook_configuration_id: string;
-  event_id: string;
-  event_type: string;
-  attempts: number;
-  last_error: string;
-}
-
-const endpointState = (what: string): Record<string, unknown> => ({
-  type: "object",
-  description: `The webhook configuration ${what}.`,
-  required: ["webhook_configuration_id", "url", "reason", "at"],
-  properties: {
-    webhook_configuration_id: { type: "string", description: "The configuration (`whc_...`)." },
-    url: { type: "string", format: "uri", description: "Its webhook URL." },
-    reason: { type: "string", description: "Why, in keyway's words (e.g. `gone_410`, `manual`, `retry_after`)." },
-    at: { type: "string", format: "date-time", description: "When the state changed." },
-  },
-});
-
-/** The JSON Schemas (2020-12) of the operational types' `data`; later fields may be added. */
-export const OPERATIONAL_SCHEMAS: Record<OperationalEventType, Record<string, unknown>> = {
-  "webhook.endpoint.disabled": endpointState("was disabled: nothing is sent to it until it is enabled again"),
-  "webhook.endpoint.paused": endpointState("was paused: deliveries wait until it resumes"),
-  "webhook.endpoint.recovered": endpointState("answers again after failures"),
-  "webhook.delivery.exhausted": {
-    type: "object",
-    description: "A delivery failed on its last scheduled attempt; it can still be re-sent by hand or by a recovery.",
-    required: ["delivery_id", "webhook_configuration_id", "event_id", "event_type", "attempts", "last_error"],
-    properties: {
-      delivery_id: { type: "string" },
-      webhook_configuration_id: { type: "string" },
-      event_id: { type: "string" },
-      event_type: { type: "string" },
-      attempts: { type: "integer", minimum: 1 },
-      last_error: { type: "string", description: "The last attempt's outcome, e.g. `http_503`, `timeout`, `token_401`." },
-    },
-  },
-};
-
-const OPERATIONAL_DESCRIPTIONS: Record<OperationalEventType, string> = {
-  "webhook.endpoint.disabled": "A webhook configuration was disabled.",
-  "webhook.endpoint.paused": "A webhook configuration was paused.",
-  "webhook.endpoint.recovered": "A webhook configuration answers again after failures.",
-  "webhook.delivery.exhausted": "A delivery used its last retry.",
-};
+import { OPERATIONAL_EVENT_TYPES } from "../schemas/receivers";
 
 const HEADERS = [
   {
@@ -147,9 +93,9 @@ export function catalogDocument(
   for (const name of OPERATIONAL_EVENT_TYPES) {
     const known = all.get(name);
     all.set(name, {
-      description: known?.description ?? OPERATIONAL_DESCRIPTIONS[name],
-      schema: known?.schema ?? OPERATIONAL_SCHEMAS[name],
-      examples: known?.examples ?? [],
+      description: known?.description ?? OPERATIONAL_SCHEMAS[name].description,
+      schema: known?.schema ?? OPERATIONAL_SCHEMAS[name].schema,
+      examples: known?.examples ?? [OPERATIONAL_SCHEMAS[name].example],
       deprecated: known?.deprecated ?? false,
     });
   }

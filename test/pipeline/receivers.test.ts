@@ -8,7 +8,9 @@
  */
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import type { RecoveryView } from "../../src/schemas/receivers";
+import { compileSchema } from "../../src/lib/json-schema";
+import { OPERATIONAL_SCHEMAS } from "../../src/schemas/operational";
+import type { OperationalEventType, RecoveryView } from "../../src/schemas/receivers";
 import type { DeliveryRecord } from "../../src/schemas/webhooks";
 import { fakeNetwork, RECEIVER, receiver, type Sent } from "../fake-network";
 import { body, createTenant, issueToken, type Tenant } from "../helpers";
@@ -192,6 +194,11 @@ describe("operational webhooks", () => {
       delivery_id: exhaustedId,
     });
     expect(atOps.length).toBeGreaterThan(0);
+    // Their data is what the catalog says it is.
+    for (const s of [...disabled, ...exhausted]) {
+      const event = JSON.parse(s.body) as { type: OperationalEventType; data: unknown };
+      expect(compileSchema(OPERATIONAL_SCHEMAS[event.type].schema).validate(event.data), event.type).toEqual({ ok: true });
+    }
     // "Every event" is every event of the organization's, not keyway's own.
     expect(
       webhooksTo(sent, "/everything")

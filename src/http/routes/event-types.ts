@@ -29,11 +29,17 @@ import { EVENT_INPUT, T0, T1 } from "../examples";
 import { envelopeRoute, listRoute, param, type Route, rawRoute } from "../route";
 
 const TYPES = "/v1/event-types";
+/** A schema (at most 64 KiB) and its examples (at most 64 KiB together), with room for the rest. */
+const MAX_EVENT_TYPE_BYTES = 136 * 1024;
 const TYPE_PATH = `${TYPES}/{name}`;
 const tag = "Event types";
 const deps = (c: Context<AppEnv>) => c.get("deps");
 const actor = (c: Context<AppEnv>) => c.get("actor");
-const orgOf = (c: Context<AppEnv>) => c.get("principal").organizationId;
+/**
+ * The organization a request acts in: the access token's, or on the operator's mirror of these
+ * routes (operatorMirror in routes/webhooks.ts) the `{org}` of the path.
+ */
+const orgOf = (c: Context<AppEnv>) => c.req.param("org") ?? c.get("principal").organizationId;
 
 const ORDER_SCHEMA = {
   type: "object",
@@ -74,7 +80,7 @@ export const eventTypeRoutes: Route[] = [
     tag,
     auth: "client",
     status: 201,
-    body: { schema: CreateEventTypeInput, example: TYPE_INPUT },
+    body: { schema: CreateEventTypeInput, example: TYPE_INPUT, maxBytes: MAX_EVENT_TYPE_BYTES },
     response: { schema: EventTypeView, example: TYPE_VIEW },
     errors: [409],
     handle: (c, input) => createEventType(deps(c), orgOf(c), input, actor(c)),
@@ -130,7 +136,7 @@ export const eventTypeRoutes: Route[] = [
       "Absent fields are unchanged; `schema: null` removes the schema. The examples (the new ones, or those kept) are validated against the schema that results. keyway's operational types cannot be changed (409).",
     tag,
     auth: "client",
-    body: { schema: UpdateEventTypeInput, example: { deprecated: true } },
+    body: { schema: UpdateEventTypeInput, example: { deprecated: true }, maxBytes: MAX_EVENT_TYPE_BYTES },
     response: { schema: EventTypeView, example: { ...TYPE_VIEW, deprecated: true, updated_at: T1 } },
     errors: [409],
     handle: (c, input) => updateEventType(deps(c), orgOf(c), param(c, "name"), input, actor(c)),

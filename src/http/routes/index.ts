@@ -19,7 +19,7 @@ import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
 import { portalRoutes } from "./portal";
 import { serviceRoutes } from "./service";
-import { operatorWebhookRoutes, webhookRoutes } from "./webhooks";
+import { operatorMirror, operatorWebhookRoutes, webhookRoutes } from "./webhooks";
 
 const OpenApiDocumentShape = z.looseObject({
   openapi: z.literal("3.1.0"),
@@ -85,6 +85,11 @@ export const ROUTES: readonly Route[] = [
   ...graphqlRoutes,
   ...adminRoutes,
   ...operatorWebhookRoutes,
+  // The operator's mirrors of the event catalog, the webhook settings and portal links and
+  // sessions, under /admin/v1/organizations/{org} (the CLI's event-types, webhook-settings and
+  // webhooks portal-* commands), by the one mechanism that mirrors the webhook routes.
+  ...operatorMirror(eventTypeRoutes),
+  ...operatorMirror(portalRoutes),
 ];
 
 const DESCRIPTION = "API description";

@@ -16,7 +16,11 @@ import { envelopeRoute, listRoute, param, type Route } from "../route";
 
 const CONFIG_PATH = "/v1/webhook-configurations/{id}";
 const deps = (c: Context<AppEnv>) => c.get("deps");
-const org = (c: Context<AppEnv>) => c.get("principal").organizationId;
+/**
+ * The organization a request acts in: the access token's, or on the operator's mirror of these
+ * routes (operatorMirror in routes/webhooks.ts) the `{org}` of the path.
+ */
+const org = (c: Context<AppEnv>) => c.req.param("org") ?? c.get("principal").organizationId;
 
 export const portalRoutes: Route[] = [
   envelopeRoute({

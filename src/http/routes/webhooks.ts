@@ -42,6 +42,7 @@ import {
   webhookTraffic,
 } from "../../webhooks/deliveries";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
+import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import {
   CONFIG,
@@ -110,9 +111,7 @@ export const webhookRoutes: Route[] = [
     response: { schema: CreatedWebhookConfigurationView, example: { ...CONFIG, signing_secret: SIGNING_SECRET } },
     errors: [409],
     handle: async (c, input) => {
-      // On the operator's mirror the path names the organization: one that does not exist is 404
-      // (after the body is checked, as on the mirror's other routes), not a configuration for nobody.
-      if (c.req.param("org") !== undefined) await getOrganization(deps(c), orgOf(c));
+      // On the operator's mirror, operatorMirror has already found the path's organization.
       const { config, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
       return { ...webhookConfigurationView(config), signing_secret: signingSecret };
     },
@@ -328,14 +327,17 @@ export const webhookRoutes: Route[] = [
 ];
 
 /**
- * The operator's view of an organization's webhooks (the CLI's `webhooks` and `deliveries`
- * commands): the same routes under `/admin/v1/organizations/{org}`, with the operator token,
- * declared once above and mirrored here so both sides run the same handler. Creating, reading,
- * editing (pausing and resuming are PATCH `status`), deleting and rotating the signing secret of
- * configurations (an operator sets one up for a customer, as the manager app lets them), test
- * events, traffic and re-sends; publishing events stays with the organization's own clients.
+ * The operator's view of an organization's webhooks (the CLI's `webhooks`, `deliveries`,
+ * `event-types` and `webhook-settings` commands, the manager's peers): the same routes under
+ * `/admin/v1/organizations/{org}`, with the operator token, declared once under /v1 and mirrored
+ * by `operatorMirror` so both sides run the same handler. Creating, reading, editing (pausing and
+ * resuming are PATCH `status`), deleting and rotating the signing secret of configurations (an
+ * operator sets one up for a customer, as the manager app lets them), test events, traffic,
+ * re-sends and recoveries; publishing events stays with the organization's own clients. The
+ * event catalog, the webhook settings and portal links and sessions are mirrored the same way
+ * (routes/index.ts registers those mirrors).
  */
-const OPERATOR_MIRRORED = new Set([
+const OPERATOR_MIRRORED = [
   "createWebhookConfiguration",
   "listWebhookConfigurations",
   "getWebhookConfiguration",
@@ -347,24 +349,46 @@ const OPERATOR_MIRRORED = new Set([
   "getWebhookTraffic",
   "getDelivery",
   "retryDelivery",
-]);
+  "recoverDeliveries",
+  "listRecoveries",
+  "getRecovery",
+];
 
-export const operatorWebhookRoutes: Route[] = webhookRoutes
-  .filter((r) => OPERATOR_MIRRORED.has(r.operationId))
-  .map(({ scope: _scope, ...r }) => ({
+/** A generous cap for reading a mirrored body early: each route enforces its own cap when it runs. */
+const EARLY_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Mirrors /v1 routes under `/admin/v1/organizations/{org}` for the operator (auth "admin", no
+ * scope, operationId `operator<Name>`, tag "Operator: webhooks"); `only` picks routes by
+ * operationId (every one when absent), and naming one that is not there throws at startup, so a
+ * renamed route cannot silently drop out of the operator API. The handlers read the organization
+ * with `c.req.param("org")` (each file's `orgOf`).
+ *
+ * An unknown or deleted organization is 404 on every mirror, also on the routes that name nothing
+ * under it (a list, the catalog, the settings), and whatever its objects still hold until they
+ * are erased. The check runs after the request body is checked, so a
+ * malformed body is 415 or 400 whatever the path names (the order the description documents):
+ * the body is read from a copy of the request, and the route reads it again when it runs.
+ */
+export function operatorMirror(routes: readonly Route[], only?: readonly string[]): Route[] {
+  const picked = only === undefined ? [...routes] : only.map((id) => routes.find((r) => r.operationId === id));
+  const missing = only?.filter((_, i) => picked[i] === undefined) ?? [];
+  if (missing.length > 0) throw new Error(`operatorMirror: no route ${missing.join(", ")} to mirror`);
+  return (picked as Route[]).map(({ scope: _scope, ...r }) => ({
     ...r,
     path: `/admin/v1/organizations/{org}${r.path.slice("/v1".length)}`,
     operationId: `operator${r.operationId[0]?.toUpperCase()}${r.operationId.slice(1)}`,
     tag: "Operator: webhooks",
     auth: "admin",
-    // An unknown (or deleted) organization is 404, not an empty list. The other routes name a
-    // configuration or a delivery, which such an organization does not have: 404 as well, after
-    // the body is checked, in the order the description documents (creating checks it in its
-    // handler, after the body).
-    serve: r.list
-      ? async (c) => {
-          await getOrganization(deps(c), param(c, "org"));
-          return r.serve(c);
-        }
-      : r.serve,
+    serve: async (c) => {
+      if (r.body !== undefined && r.body.form !== true) {
+        const fields = await readFields(c.req.raw.clone(), ["json"], EARLY_BODY_BYTES);
+        parseInput(r.body.schema, fields);
+      }
+      await getOrganization(deps(c), param(c, "org"));
+      return r.serve(c);
+    },
   }));
+}
+
+export const operatorWebhookRoutes: Route[] = operatorMirror(webhookRoutes, OPERATOR_MIRRORED);

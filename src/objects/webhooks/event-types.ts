@@ -8,7 +8,7 @@
  * publish's one call, against a validator compiled once per schema version and kept in memory.
  * keyway's own operational types are in every catalog and cannot be written.
  */
-import { type CompiledSchema, checkExamples, checkSchema, compileSchema } from "../../lib/json-schema";
+import { type CompiledSchema, checkExamples, checkSchema, compileSchema, pointerSegments } from "../../lib/json-schema";
 import { isoTime } from "../../lib/time";
 import { OPERATIONAL_SCHEMAS } from "../../schemas/operational";
 import {
@@ -26,6 +26,8 @@ import type { Audit } from "./configurations";
 
 /** Types an organization may define: a catalog is read whole (the OpenAPI document), so it is bounded. */
 export const MAX_EVENT_TYPES = 250;
+/** A type's examples, serialized together (the schema has its own bound, lib/json-schema.ts). */
+export const MAX_EXAMPLES_BYTES = 64 * 1024;
 
 interface EventTypeRow extends Record<string, SqlStorageValue> {
   name: string;
@@ -80,11 +82,13 @@ function reserved(name: string): Result<never> | null {
 
 /** The schema and its examples, checked as one (each example against the schema that will be stored). */
 function checked(schema: Record<string, unknown> | null, examples: unknown[]): Result<void> {
+  const size = new TextEncoder().encode(JSON.stringify(examples)).byteLength;
+  if (size > MAX_EXAMPLES_BYTES) return invalid(["examples"], ` are ${size} bytes serialized; at most ${MAX_EXAMPLES_BYTES} are kept`);
   if (schema !== null) {
     const problem = checkSchema(schema);
-    if (problem !== null) return invalid(["schema", ...problem.path], ` ${problem.message}`);
+    if (!problem.ok) return invalid(["schema", ...pointerSegments(problem.path)], ` ${problem.message}`);
     const bad = checkExamples(schema, examples);
-    if (bad !== null) return invalid(["examples", String(bad.index), ...bad.path], ` ${bad.message}`);
+    if (!bad.ok) return invalid(["examples", ...pointerSegments(bad.path)], ` ${bad.message}`);
   }
   return ok(undefined);
 }
@@ -229,7 +233,7 @@ export class PublishCheck {
     if (found.schema === null) return ok(undefined);
     const schema = this.validator(type, found.updated_ms, found.schema);
     const answer = schema.validate(body());
-    return answer.ok ? ok(undefined) : invalid(["data", ...answer.path], ` ${answer.message} (the schema of ${type})`);
+    return answer.ok ? ok(undefined) : invalid(["data", ...pointerSegments(answer.path)], ` ${answer.message} (the schema of ${type})`);
   }
 
   private validator(type: string, version: number, text: string): CompiledSchema {
