@@ -111,10 +111,6 @@ function assertPortFree(port) {
 }
 
 /**
- * @param {number} port
- * @param {string} persistDir
- */
-/**
  * `KEYWAY_VAR_<NAME>=<value>` in the environment becomes `--var <NAME>:<value>` (after the
  * defaults above, so it wins): a local run can shorten the retry schedule or the disable period
  * without editing wrangler.toml. Names are checked (upper-case vars only); values are passed as given.
@@ -127,6 +123,10 @@ function varOverrides(env) {
   });
 }
 
+/**
+ * @param {number} port
+ * @param {string} persistDir
+ */
 function spawnWrangler(port, persistDir) {
   const [bin, args] = wranglerCommand([
     "dev",
