@@ -7,7 +7,8 @@
  * session's CSRF token are refused; actions are audited as the receiver; frame-ancestors follows
  * the organization's portal_frame_origins; no secret appears on any page but the one-time ones;
  * the SSRF guard refuses a private URL entered in the portal; the organization lists and ends
- * sessions over REST.
+ * sessions over REST; a recovery started from the portal (its window's refusals said on the form)
+ * and followed there; the event catalog with schemas, its OpenAPI document, and subscribing from it.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -15,7 +16,7 @@ import { portalApp } from "../src/http/portal/routes";
 import { fakeNetwork, RECEIVER, receiver } from "./fake-network";
 import { ADMIN_TOKEN, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser, setCookies } from "./manager-helpers";
-import { api, attemptNow, createConfig, webhooksOf } from "./webhook-helpers";
+import { api, attemptNow, createConfig, endpointAlarm, inEndpoint, webhooksOf } from "./webhook-helpers";
 
 const RECEIVER_SECRET = "receiver-client-secret-portal-0123456789";
 const PORTAL_COOKIE = "__Host-kw_portal";
@@ -67,6 +68,26 @@ async function session(o: Org, config = 0): Promise<{ b: Browser; csrf: string; 
   expect(res.status).toBe(303);
   expect(res.headers.get("location")).toBe("/portal");
   return { b, csrf: await b.csrfOf("/portal"), link: l };
+}
+
+/** Starts a recovery of the last hour over REST; returns its id. */
+async function recover(o: Org, config = 0): Promise<string> {
+  const since = new Date(Date.now() - 3600_000).toISOString();
+  const res = await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[config]?.id}/recover`, "POST", { since });
+  const json = await body<{ id: string }>(res);
+  expect(res.status, JSON.stringify(json)).toBe(202);
+  return json.data.id;
+}
+
+async function eventType(o: Org, payload: Record<string, unknown>): Promise<void> {
+  const res = await api(o.t, o.bearer, "/v1/event-types", "POST", payload);
+  expect(res.status, await res.clone().text()).toBe(201);
+}
+
+async function configView(o: Org, config = 0) {
+  return (
+    await body<{ events: string[] | null; status: string }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[config]?.id}`))
+  ).data;
 }
 
 async function auditOf(orgId: string) {
@@ -143,8 +164,24 @@ describe("a portal session", () => {
     const other = await org(1);
     const { b, csrf } = await session(o, 0);
     const routes = portalApp(() => Date.now()).routes.filter((r) => r.method !== "ALL" && r.path.includes("/:"));
-    expect(routes.length).toBeGreaterThanOrEqual(3);
-    const foreign = [o.deliveries[1], other.deliveries[0], o.configs[1]?.id, other.configs[0]?.id, "msg_00000000000000000000000000"];
+    expect(routes.length).toBeGreaterThanOrEqual(6);
+    // An event type only the other organization has; recoveries of the other configuration (kept
+    // by its own endpoint object) and of the other organization.
+    await eventType(o, { name: "order.created" });
+    await eventType(other, { name: "other.only" });
+    const foreign = [
+      o.deliveries[1],
+      other.deliveries[0],
+      o.configs[1]?.id,
+      other.configs[0]?.id,
+      "msg_00000000000000000000000000",
+      await recover(o, 1),
+      await recover(other, 0),
+      "rcv_00000000000000000000000000",
+      "other.only",
+    ];
+    // Each parameter's id of the session's own configuration: a new parameter must be named here.
+    const own: Record<string, string> = { delivery: o.deliveries[0] ?? "", recovery: await recover(o, 0), name: "order.created" };
     for (const route of routes) {
       for (const id of foreign) {
         const path = route.path.replace(/:\w+/g, id ?? "");
@@ -154,9 +191,12 @@ describe("a portal session", () => {
         expect(text).toMatch(/There is no such page/);
         expect(text).not.toContain("endpoint 1");
       }
-      // The same route with the session's own delivery is served (so the 404s above are about the id).
-      const own = route.path.replace(/:\w+/g, o.deliveries[0] ?? "");
-      if (route.method === "GET") expect((await b.get(own)).status, own).toBe(200);
+      // The same route with the session's own ids is served (so the 404s above are about the id).
+      const path = route.path.replace(/:(\w+)/g, (_, param: string) => {
+        expect(own[param], `an own id for :${param}`).toBeDefined();
+        return own[param] ?? "";
+      });
+      if (route.method === "GET") expect((await b.get(path)).status, path).toBe(200);
     }
     // Searching another endpoint's webhook-id finds nothing; the list shows this endpoint's only.
     const search = await (await b.get(`/portal/deliveries?q=${o.deliveries[1]}`)).text();
@@ -214,6 +254,9 @@ describe("a portal session", () => {
       `/portal/deliveries/${o.deliveries[0]}/resend`,
       "/portal/settings",
       "/portal/rotate-signing-secret",
+      "/portal/recover",
+      "/portal/catalog",
+      "/portal/event-types/webhook.endpoint.disabled",
     ]) {
       const res = await b.get(path);
       expect(res.status, path).toBe(200);
@@ -300,6 +343,171 @@ describe("a portal session", () => {
     const { b } = await session(o);
     expect((await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`, "DELETE")).status).toBe(200);
     expect((await b.get("/portal")).status).toBe(403);
+  });
+});
+
+describe("recovery from the portal", () => {
+  it("starts a recovery of a window, shows its progress and lists it, audited as the receiver", async () => {
+    const o = await org(1);
+    const configId = o.configs[0]?.id ?? "";
+    // The delivery failed for good (as after its last retry): what a recovery re-sends.
+    await inEndpoint(configId, "UPDATE deliveries SET status = 'failed', state = NULL, due_ms = NULL WHERE id = ?", o.deliveries[0] ?? "");
+    const { b, csrf } = await session(o);
+    const form = await (await b.get("/portal/recover")).text();
+    expect(form).toMatch(/<a href="\/portal\/recover" aria-current="page">Recover<\/a>/);
+    expect(form).toMatch(/<a href="\/portal\/catalog">Event catalog<\/a>/);
+    expect(form).toMatch(/read as UTC/);
+    expect(form).toMatch(/type="datetime-local"/);
+    expect(form).toMatch(/No recovery yet/);
+    // As a datetime-local input sends it: no zone (read as UTC), no seconds.
+    const since = new Date(Date.now() - 3600_000).toISOString().slice(0, 16);
+    const res = await b.post("/portal/recover", { csrf, since, until: "" });
+    expect(res.status).toBe(303);
+    const location = res.headers.get("location") ?? "";
+    const id = /^\/portal\/recoveries\/(rcv_[0-9a-z]+)\?notice=recovery-started$/.exec(location)?.[1] ?? "";
+    expect(id, location).not.toBe("");
+    const rest = async () =>
+      (
+        await body<{ since: string; found: number; resent: number; skipped: number; status: string }>(
+          await api(o.t, o.bearer, `/v1/webhook-configurations/${configId}/recoveries/${id}`),
+        )
+      ).data;
+    const started = await rest();
+    expect(started).toMatchObject({ since: `${since}:00.000Z`, found: 1 });
+    const detail = await (await b.get(location)).text();
+    expect(detail).toMatch(/Recovery started/);
+    expect(detail).toMatch(/<dt>Failed deliveries found<\/dt>\s*<dd>1<\/dd>/);
+    expect(detail).toContain(`${since.replace("T", " ")}:00 UTC`);
+    // Reloading follows the job as the endpoint's object runs it.
+    await endpointAlarm(configId);
+    const now = await rest();
+    const reloaded = await (await b.get(`/portal/recoveries/${id}`)).text();
+    expect(reloaded).toContain(`<span class="badge status-${now.status}">${now.status}</span>`);
+    expect(reloaded).toMatch(new RegExp(`<dt>Re-sent</dt>\\s*<dd>${now.resent}</dd>`));
+    const list = await (await b.get("/portal/recover")).text();
+    expect(list).toContain(`href="/portal/recoveries/${id}"`);
+    expect(list).toMatch(/<th scope="col">Found<\/th>/);
+    const started_ = (await auditOf(o.t.orgId)).find((e) => e.action === "webhook_configuration.recovery_started");
+    expect(started_?.actor).toMatchObject({ type: "receiver", webhook_configuration_id: configId });
+    expect(started_?.actor.id).toMatch(/^pts_/);
+  });
+
+  it("says what is wrong with a window on the form, the values kept; a paused endpoint is a 409 in words", async () => {
+    const o = await org(1);
+    const { b, csrf } = await session(o);
+    const cases: [Record<string, string>, RegExp, string][] = [
+      [{ since: "" }, /Since is required/, "since"],
+      [{ since: "yesterday" }, /Since must be a date and time in UTC/, "since"],
+      [{ since: "2030-01-01T00:00", until: "2029-01-01T00:00" }, /Until must be after since/, "until"],
+      [{ since: "2001-01-01T00:00", until: "2001-01-02T00:00" }, /Until is before the oldest delivery kept/, "until"],
+      [{ since: "2099-01-01T00:00" }, /Since must be before until \(or now\)/, "since"],
+    ];
+    for (const [fields, message, field] of cases) {
+      const res = await b.post("/portal/recover", { csrf, until: "", ...fields });
+      expect(res.status, JSON.stringify(fields)).toBe(400);
+      const html = await res.text();
+      expect(html, JSON.stringify(fields)).toMatch(/No recovery was started/);
+      expect(html).toMatch(message);
+      expect(html).toContain(`aria-describedby="${field}-error"`);
+      expect(html).toContain(`aria-invalid="true"`);
+      for (const value of Object.values(fields)) if (value !== "") expect(html).toContain(`value="${value}"`);
+    }
+    expect((await b.post("/portal/pause", { csrf })).status).toBe(303);
+    const since = new Date(Date.now() - 3600_000).toISOString().slice(0, 16);
+    const paused = await b.post("/portal/recover", { csrf, since, until: "" });
+    expect(paused.status).toBe(409);
+    const html = await paused.text();
+    expect(html).toMatch(/Deliveries to this endpoint are paused/);
+    expect(html).toContain(`value="${since}"`);
+    const list = await body<unknown[]>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}/recoveries`));
+    expect(list.data).toEqual([]);
+    // Without the session's CSRF token nothing starts.
+    expect((await b.post("/portal/recover", { since })).status).toBe(403);
+  });
+});
+
+describe("the event catalog in the portal", () => {
+  const SCHEMA = {
+    type: "object",
+    required: ["order_id"],
+    properties: { order_id: { type: "string", pattern: "^ord_" }, total: { type: "integer" } },
+  };
+
+  async function catalogOrg(): Promise<Org> {
+    const o = await org(1);
+    await eventType(o, {
+      name: "order.created",
+      description: "An order was placed.",
+      schema: SCHEMA,
+      examples: [{ order_id: "ord_1", total: 42 }],
+    });
+    await eventType(o, { name: "order.legacy", description: "The old shape.", deprecated: true });
+    return o;
+  }
+
+  it("lists each type with its description, deprecation, subscription, schema and examples, and serves the OpenAPI document", async () => {
+    const o = await catalogOrg();
+    const { b } = await session(o);
+    const res = await b.get("/portal/catalog");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toMatch(/<a href="\/portal\/catalog" aria-current="page">Event catalog<\/a>/);
+    for (const name of ["order.created", "order.legacy", "webhook.endpoint.disabled", "webhook.delivery.exhausted"])
+      expect(html).toContain(`href="/portal/event-types/${name}"`);
+    expect(html).toContain("An order was placed.");
+    expect(html).toMatch(/<span class="badge status-deprecated">deprecated<\/span>/);
+    // The schema and the example, pretty-printed (Hono escapes the quotes).
+    expect(html).toContain("&quot;required&quot;: [\n    &quot;order_id&quot;\n  ]");
+    expect(html).toContain("&quot;order_id&quot;: &quot;ord_1&quot;");
+    // Every event: the organization's types are received, keyway's operational ones are not.
+    const section = (name: string) => html.slice(html.indexOf(`id="type-${name.replaceAll(".", "-")}"`)).split("</section>")[0] ?? "";
+    expect(section("order.created")).toMatch(/<strong>Subscribed<\/strong>/);
+    expect(section("webhook.endpoint.disabled")).toMatch(/<strong>Not subscribed<\/strong>/);
+    expect(html).toContain('href="/portal/catalog/openapi.json"');
+    const one = await (await b.get("/portal/event-types/order.created")).text();
+    expect(one).toContain("&quot;pattern&quot;: &quot;^ord_&quot;");
+    expect((await b.get("/portal/event-types/order.unknown")).status).toBe(404);
+
+    const doc = await b.get("/portal/catalog/openapi.json");
+    expect(doc.status).toBe(200);
+    expect(doc.headers.get("content-type")).toMatch(/^application\/json/);
+    const json = (await doc.json()) as { openapi: string; webhooks: Record<string, unknown> };
+    expect(json.openapi).toMatch(/^3\.1\./);
+    expect(Object.keys(json.webhooks)).toEqual(expect.arrayContaining(["order.created", "order.legacy", "webhook.endpoint.disabled"]));
+    // The same document as the API's.
+    const rest = await api(o.t, o.bearer, "/v1/event-catalog");
+    expect(json).toEqual(await rest.json());
+  });
+
+  it("subscribes and unsubscribes a type with a button, through the configuration's events, audited as the receiver", async () => {
+    const o = await catalogOrg();
+    const { b, csrf } = await session(o);
+    expect((await configView(o)).events).toBeNull();
+    // From every event, an operational type is named: the catalog's types are listed with it.
+    const on = await b.post("/portal/event-types/webhook.endpoint.disabled/subscribe", { csrf });
+    expect(on.status).toBe(303);
+    expect(on.headers.get("location")).toBe("/portal/event-types/webhook.endpoint.disabled?notice=subscribed");
+    expect((await configView(o)).events).toEqual(["order.created", "order.legacy", "webhook.endpoint.disabled"]);
+    expect(await (await b.get(on.headers.get("location") ?? "")).text()).toMatch(/Subscribed; the next events/);
+    const off = await b.post("/portal/event-types/order.legacy/unsubscribe", { csrf });
+    expect(off.status).toBe(303);
+    expect((await configView(o)).events).toEqual(["order.created", "webhook.endpoint.disabled"]);
+    // Subscribing again what is subscribed changes nothing.
+    expect((await b.post("/portal/event-types/order.created/subscribe", { csrf })).status).toBe(303);
+    expect((await configView(o)).events).toEqual(["order.created", "webhook.endpoint.disabled"]);
+    expect((await b.post("/portal/event-types/webhook.endpoint.disabled/unsubscribe", { csrf })).status).toBe(303);
+    // The last named type cannot be unsubscribed (an empty list is not "none"): said, and nothing changes.
+    const page = await (await b.get("/portal/catalog")).text();
+    expect(page).toMatch(/The only type this endpoint is subscribed to/);
+    const last = await b.post("/portal/event-types/order.created/unsubscribe", { csrf });
+    expect(last.status).toBe(400);
+    expect(await last.text()).toMatch(/would leave this endpoint subscribed to no event type/);
+    expect((await configView(o)).events).toEqual(["order.created"]);
+    // Without the CSRF token: refused.
+    expect((await b.post("/portal/event-types/order.legacy/subscribe", {})).status).toBe(403);
+    const updates = (await auditOf(o.t.orgId)).filter((e) => e.action === "webhook_configuration.updated");
+    expect(updates).toHaveLength(3);
+    expect(updates.every((e) => e.actor.type === "receiver")).toBe(true);
   });
 });
 

@@ -5,7 +5,9 @@
  * that reaches both, and makes a portal link for the first. Chromium opens the link (the page's
  * one button), sees that endpoint's delivery and not the other's, gets 404 for the other
  * configuration's delivery URL, re-sends its delivery (which reaches the receiver again) and
- * rotates the signing secret; opening the link again is refused (410). Every portal page is
+ * rotates the signing secret; starts a recovery (a refused window first, said on the form) and
+ * follows it; reads the event catalog (a type with a schema and examples), subscribes to an
+ * operational type and fetches the OpenAPI document; opening the link again is refused (410). Every portal page is
  * checked with axe-core at 1280 px and at 390 px, where the page must not scroll sideways. Each
  * step leaves a screenshot in test-results/portal-<step>.png. Without /usr/bin/chromium the suite
  * is skipped with a one-line notice.
@@ -148,6 +150,44 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
 
     await page.goto(`${base}/portal/settings`);
     await expectAccessible(page, "settings");
+
+    // Recover: a window in the future is refused on the form, then the last hour is recovered.
+    await page.getByRole("link", { name: "Recover" }).click();
+    await page.waitForURL(`${base}/portal/recover`);
+    await expectAccessible(page, "recover");
+    await page.getByLabel("Since").fill("2099-01-01T00:00");
+    await page.getByRole("button", { name: "Recover failed deliveries" }).click();
+    await page.getByText("No recovery was started.").waitFor();
+    expect(await page.getByLabel("Since").inputValue()).toBe("2099-01-01T00:00");
+    await expectAccessible(page, "recover-refused");
+    await page.getByLabel("Since").fill(new Date(Date.now() - 3600_000).toISOString().slice(0, 16));
+    await page.getByRole("button", { name: "Recover failed deliveries" }).click();
+    await page.waitForURL(/\/portal\/recoveries\/rcv_[0-9a-z]+\?notice=recovery-started$/);
+    await expectAccessible(page, "recovery");
+    await page.goto(`${base}/portal/recover`);
+    expect(await page.getByRole("region", { name: "Recoveries" }).count()).toBe(1);
+    await expectAccessible(page, "recoveries");
+
+    // The event catalog: a type with a schema and an example, keyway's operational types beside it.
+    const type = await post<{ name: string }>("/v1/event-types", {
+      name: "order.created",
+      description: "An order was placed.",
+      schema: { type: "object", required: ["order"], properties: { order: { type: "integer", description: "The order's number." } } },
+      examples: [{ order: 1 }],
+    });
+    expect(type.status).toBe(201);
+    await page.getByRole("link", { name: "Event catalog" }).click();
+    await page.waitForURL(`${base}/portal/catalog`);
+    await expectAccessible(page, "catalog");
+    await page.getByRole("button", { name: "Subscribe webhook.endpoint.disabled" }).click();
+    await page.waitForURL(`${base}/portal/event-types/webhook.endpoint.disabled?notice=subscribed`);
+    await expectAccessible(page, "event-type");
+    await page.goto(`${base}/portal/event-types/order.created`);
+    expect(await page.locator("pre").first().textContent()).toContain('"required": [');
+    await expectAccessible(page, "event-type-schema");
+    const catalog = await page.request.get(`${base}/portal/catalog/openapi.json`);
+    expect(catalog.status()).toBe(200);
+    expect(Object.keys(((await catalog.json()) as { webhooks: Record<string, unknown> }).webhooks)).toContain("order.created");
 
     await page.goto(`${base}/portal/rotate-signing-secret`);
     await expectAccessible(page, "rotate-confirm");

@@ -5,8 +5,8 @@
  * (copied here: views.tsx does not export it, and the portal must not change with the manager's
  * chrome) plus the navigation's few rules. Server-rendered, usable without JavaScript; the only
  * script is the optional copy button, allowed by the page's CSP nonce. Hono JSX escapes every
- * interpolated value. Two entries of the navigation are placeholders for pages added later
- * ("Recover", "Event catalog"): each is rendered only when its href is given.
+ * interpolated value. Two entries of the navigation, "Recover" and "Event catalog", are rendered
+ * only when their href is given (routes.tsx gives both; a page without a session has no nav).
  */
 import { raw } from "hono/html";
 import type { Child, FC } from "hono/jsx";
@@ -81,6 +81,12 @@ pre.payload { background:#fff; border:1px solid var(--line); border-radius:8px; 
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
 nav.portal ul { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-wrap:wrap; gap:.25rem 1rem; }
 nav.portal a[aria-current=page] { font-weight:700; color:var(--fg); }
+/* The portal's own pages (recover.tsx, catalog.tsx): the window's inputs, a recovery's and a type's states, folded schemas. */
+input[type=datetime-local] { display:block; width:100%; max-width:20rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
+fieldset { border:1px solid var(--line); border-radius:6px; margin:.5rem 0; padding:.5rem 1rem 1rem; min-width:0; } legend { font-weight:600; padding:0 .25rem; }
+.status-done { color: var(--ok); } .status-running { color: var(--warn); } .status-stopped, .status-deprecated { color: var(--bad); }
+details { margin:.5rem 0; } summary { cursor:pointer; color:var(--accent); font-weight:600; }
+h2 code { font-size:1em; } .card > h2:first-child { margin-top:0; }
 `;
 
 /** Copy buttons (views.tsx's SecretOnce and CopyId): hidden in the markup, shown when scripts run. */
@@ -111,8 +117,8 @@ document.querySelectorAll("[data-copy-text]").forEach(function (button) {
 export type PortalSection = "home" | "deliveries" | "settings" | "recover" | "catalog" | null;
 
 /**
- * Places for pages another change adds (issue 30 items 1 and 3): give the href and the entry
- * appears; until then nothing is rendered, so no link leads nowhere.
+ * The entries of the pages added with issue 30 items 1 and 3 (routes.tsx passes both in a
+ * session): an entry without its href is not rendered, so no link leads nowhere.
  */
 export interface PortalExtras {
   /** "Recover": re-send every failed delivery of a time window (issue 30 item 3). */

@@ -2,8 +2,9 @@
  * The portal app at /portal (issue 30 item 2): a webhook receiver's way in to its one endpoint.
  * `GET /portal/open?token=` shows one button and `POST /portal/open` uses the single-use link up,
  * starts the session and sets its cookie; every other page needs that session and reaches only
- * its configuration: any other delivery or configuration id answers 404, whatever the URL or form
- * says. Actions call the same domain functions as the REST API (webhooks/configurations.ts,
+ * its configuration: any other delivery, recovery or configuration id answers 404, whatever the
+ * URL or form says. Besides the endpoint, its deliveries and settings, the session recovers a
+ * window (recover.tsx) and reads the organization's event catalog, subscribing from it (catalog.tsx). Actions call the same domain functions as the REST API (webhooks/configurations.ts,
  * webhooks/deliveries.ts: the SSRF guard included), audited as the receiver. Security headers are
  * middleware/html.ts's, with a CSP whose `frame-ancestors` are the organization's
  * `portal_frame_origins` (none by default), computed per request since they depend on the session.
@@ -11,10 +12,13 @@
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
+import { publicBaseUrl } from "../../config";
 import { ApiError } from "../../errors";
 import { constantTimeEqual } from "../../lib/crypto";
 import { describeError, log } from "../../log";
-import { PORTAL_SESSION_SECONDS } from "../../schemas/receivers";
+import { MAX_EVENT_TYPES } from "../../objects/webhooks/event-types";
+import { EVENT_RETENTION_DAYS } from "../../objects/webhooks/limits";
+import { OPERATIONAL_EVENT_TYPES, PORTAL_SESSION_SECONDS, RecoverInput } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
 import { DeliveryFilter, UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
 import { getWebhookConfiguration, rotateSigningSecret, updateWebhookConfiguration } from "../../webhooks/configurations";
@@ -28,7 +32,9 @@ import {
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
+import { eventCatalog, getEventType, listEventTypes } from "../../webhooks/event-types";
 import { frameOriginsForLink, openPortal, type PortalSession, receiverActor, resolveSession, signOutPortal } from "../../webhooks/portal";
+import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
@@ -36,8 +42,18 @@ import { Confirm, confirmations } from "../manager/pages/confirm";
 import { DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
+import { CATALOG_PAGE, CatalogPage, EventTypeEntry, subscribed, typeHref } from "./catalog";
 import { PortalPage, type PortalPageProps } from "./layout";
 import { DELIVERIES_PAGE, DeliveriesPage, type DeliveryQuery, HomePage, OpenPage, REFUSALS, Refused, SettingsPage } from "./pages";
+import {
+  RECOVER_LABELS,
+  RECOVERIES_PAGE,
+  type RecoverErrors,
+  type RecoverField,
+  RecoverPage,
+  type RecoverValues,
+  RecoveryDetail,
+} from "./recover";
 
 export type PortalEnv = {
   Bindings: AppEnv["Bindings"];
@@ -79,7 +95,13 @@ const NOTICES: Record<string, string> = {
   resumed: "Deliveries resumed; the health count starts again.",
   "test-sent": "Test event published; its delivery is listed below.",
   resent: "Re-sent; the new attempt appears here once it is made.",
+  "recovery-started": "Recovery started: failed deliveries of the window are being re-sent. Reload this page to follow its progress.",
+  subscribed: "Subscribed; the next events of this type are sent to this endpoint.",
+  unsubscribed: "Unsubscribed; events of this type are no longer sent to this endpoint.",
 };
+
+/** The whole catalog in one page: the organization's types (at most MAX_EVENT_TYPES) and keyway's operational ones. */
+const WHOLE_CATALOG = MAX_EVENT_TYPES + OPERATIONAL_EVENT_TYPES.length;
 
 export function portalApp(now: () => number): Hono<PortalEnv> {
   const app = new Hono<PortalEnv>();
@@ -314,6 +336,128 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
     });
   }
 
+  app.get("/portal/recover", (c) => recoverPage(c, { since: "", until: "" }));
+
+  // A refusal the receiver can correct (a bad window: 400; deliveries paused: 409) comes back on
+  // the form with the values as entered; anything else is the error page's.
+  app.post("/portal/recover", async (c) => {
+    const s = portal(c);
+    const fields = await form(c);
+    const values: RecoverValues = { since: field(fields, "since"), until: field(fields, "until") };
+    try {
+      const input = parseInput(RecoverInput, windowInput(values));
+      const started = await recoverDeliveries(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s));
+      return c.redirect(`/portal/recoveries/${started.id}?notice=recovery-started`, 303);
+    } catch (err) {
+      const errors = recoverErrors(err);
+      if (errors === null) throw err;
+      return recoverPage(c, values, errors);
+    }
+  });
+
+  // Recoveries are kept by the endpoint's own object, found through the session's configuration:
+  // another configuration's recovery id is not there, so it is a 404 like any unknown id.
+  app.get("/portal/recoveries/:recovery", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const [config, recovery] = await Promise.all([
+      getWebhookConfiguration(deps, s.orgId, s.configurationId),
+      getRecovery(deps, s.orgId, s.configurationId, c.req.param("recovery")),
+    ]);
+    return page(c, "Recovery", "recover", <RecoveryDetail recovery={recovery} />, endpointName(config));
+  });
+
+  app.get("/portal/catalog", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const cursor = (c.req.query("cursor") ?? "").trim();
+    const [config, types, whole] = await Promise.all([
+      getWebhookConfiguration(deps, s.orgId, s.configurationId),
+      listEventTypes(deps, s.orgId, { limit: CATALOG_PAGE, ...(cursor !== "" ? { cursor } : {}) }),
+      listEventTypes(deps, s.orgId, { limit: WHOLE_CATALOG }),
+    ]);
+    const names = new Set(whole.items.map((t) => t.name));
+    return page(
+      c,
+      "Event catalog",
+      "catalog",
+      <CatalogPage
+        types={types.items}
+        events={config.events}
+        csrf={s.csrf}
+        cursor={cursor !== "" ? cursor : undefined}
+        next={types.next_cursor}
+        uncatalogued={(config.events ?? []).filter((e) => !names.has(e))}
+      />,
+      endpointName(config),
+    );
+  });
+
+  // The catalog as the REST API serves it (GET /v1/event-catalog), on the same origin.
+  app.get("/portal/catalog/openapi.json", async (c) => {
+    const s = portal(c);
+    return c.json(await eventCatalog(c.get("deps"), s.orgId, publicBaseUrl(c.env).url ?? new URL(c.req.url).origin));
+  });
+
+  app.get("/portal/event-types/:name", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const [config, type] = await Promise.all([
+      getWebhookConfiguration(deps, s.orgId, s.configurationId),
+      getEventType(deps, s.orgId, c.req.param("name")),
+    ]);
+    return page(
+      c,
+      `Event type ${type.name}`,
+      "catalog",
+      <>
+        <p>
+          <a href="/portal/catalog">All event types</a>
+        </p>
+        <EventTypeEntry type={type} events={config.events} csrf={s.csrf} open={true} heading={null} />
+      </>,
+      endpointName(config),
+    );
+  });
+
+  // Subscribing changes the configuration's `events` through the settings page's domain function
+  // (so the same rules and audit hold). `events` null is every event but keyway's operational
+  // ones, which are received only when named: a change from "every event" names the catalog's
+  // other types (the page says so before the button is pressed). Unsubscribing from the only
+  // named type would leave an empty list, which the API refuses (it would not mean "none").
+  for (const [action, on] of [
+    ["subscribe", true],
+    ["unsubscribe", false],
+  ] as const) {
+    app.post(`/portal/event-types/:name/${action}`, async (c) => {
+      const s = portal(c);
+      const deps = c.get("deps");
+      const [config, type] = await Promise.all([
+        getWebhookConfiguration(deps, s.orgId, s.configurationId),
+        getEventType(deps, s.orgId, c.req.param("name")),
+      ]);
+      const back = `${typeHref(type.name)}?notice=${action}d`;
+      if (subscribed(config.events, type) === on) return c.redirect(back, 303);
+      let events: string[];
+      if (config.events === null) {
+        const whole = await listEventTypes(deps, s.orgId, { limit: WHOLE_CATALOG });
+        const every = whole.items.filter((t) => !t.operational).map((t) => t.name);
+        events = on ? [...every, type.name] : every.filter((name) => name !== type.name);
+      } else {
+        events = on ? [...config.events, type.name] : config.events.filter((name) => name !== type.name);
+      }
+      if (events.length === 0) {
+        throw new ApiError(
+          "invalid_request",
+          `Unsubscribing from ${type.name} would leave this endpoint subscribed to no event type, which is not a setting: pause deliveries on the Endpoint page to receive nothing, or empty the event types on the Settings page to receive every event.`,
+        );
+      }
+      const input = parseInput(UpdateWebhookConfigurationInput, { events });
+      await updateWebhookConfiguration(deps, s.orgId, s.configurationId, input, receiverActor(s));
+      return c.redirect(back, 303);
+    });
+  }
+
   app.all("/portal/*", () => {
     throw notHere();
   });
@@ -340,19 +484,98 @@ async function form(c: C): Promise<Record<string, unknown>> {
 const endpointName = (config: { description: string | null; url: string }) => config.description ?? config.url;
 
 /** A page of the layout; in a session with its navigation and sign-out form. */
-function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 410 = 200, extra: Partial<PortalPageProps> = {}) {
+function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 409 | 410 = 200, extra: Partial<PortalPageProps> = {}) {
   const s = c.get("portal");
   return c.html(
-    <PortalPage title={title} nonce={pageNonce(c)} {...(s ? { csrf: s.csrf } : {})} {...extra}>
+    <PortalPage title={title} nonce={pageNonce(c)} {...(s ? { csrf: s.csrf, ...NAV } : {})} {...extra}>
       {body}
     </PortalPage>,
     status,
   );
 }
 
-function page(c: C, title: string, section: PortalPageProps["section"], body: Child, endpoint: string) {
-  const notice = NOTICES[c.req.query("notice") ?? ""];
-  return html(c, title, body, 200, { section, endpoint, ...(notice ? { notice } : {}) });
+/** Every session page has the whole navigation, "Recover" and "Event catalog" included. */
+const NAV = { recoverHref: "/portal/recover", catalogHref: "/portal/catalog" } as const;
+
+function page(c: C, title: string, section: PortalPageProps["section"], body: Child, endpoint: string, status: 200 | 400 | 409 = 200) {
+  const notice = status === 200 ? NOTICES[c.req.query("notice") ?? ""] : undefined;
+  return html(c, title, body, status, { section, endpoint, ...(notice ? { notice } : {}) });
+}
+
+const field = (fields: Record<string, unknown>, name: string): string =>
+  typeof fields[name] === "string" ? (fields[name] as string).trim() : "";
+
+/**
+ * The window as the API takes it. A `datetime-local` input sends `2025-03-01T14:30` (seconds
+ * when given), with no zone: it is read as UTC, as the page says, so `Z` is appended (a space
+ * for the `T`, as a person types it where the input is plain text, is accepted too). Anything
+ * else is passed as typed, for RecoverInput to refuse or accept (a full ISO time with `Z`).
+ */
+function windowInput(values: RecoverValues): Record<string, string> {
+  const utc = (value: string) => {
+    const m = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(:\d{2}(\.\d{1,3})?)?Z?$/.exec(value);
+    return m ? `${m[1]}T${m[2]}${m[3] ?? ":00"}Z` : value;
+  };
+  return { ...(values.since !== "" ? { since: utc(values.since) } : {}), ...(values.until !== "" ? { until: utc(values.until) } : {}) };
+}
+
+/** A refusal of the recover form in words, each field's message naming the field; null for any other error. */
+function recoverErrors(err: unknown): (RecoverErrors & { status: 400 | 409 }) | null {
+  if (!(err instanceof ApiError)) return null;
+  if (err.code === "conflict") {
+    return {
+      message:
+        "Deliveries to this endpoint are paused, so nothing can be re-sent. Resume them on the Endpoint page, then start the recovery.",
+      fields: {},
+      status: 409,
+    };
+  }
+  if (err.code !== "invalid_request") return null;
+  const fields: RecoverErrors["fields"] = {};
+  for (const issue of err.input?.issues ?? []) {
+    const name = issue.path[0];
+    if (name !== "since" && name !== "until") continue;
+    fields[name] ??= recoverMessage(name, "text" in issue ? issue.text : "");
+  }
+  const named = Object.values(fields);
+  return { message: named.length > 0 ? "The time window needs correcting." : err.developerMessage, fields, status: 400 };
+}
+
+/** The text of an input issue (" is required", " is invalid", the domain's " must be before until (or now)") as a sentence. */
+function recoverMessage(name: RecoverField, text: string): string {
+  const label = RECOVER_LABELS[name];
+  if (text === " is required") return `${label} is required: the start of the window, in UTC.`;
+  // RecoverInput's refinement (until after since) has a message zod's phrase does not keep.
+  if (text === " is invalid" && name === "until") return `${label} must be after since.`;
+  if (text === " is invalid" || text === "") return `${label} must be a date and time in UTC, such as 2025-03-01 14:30.`;
+  return `${label}${text}.`;
+}
+
+async function recoverPage(c: C, values: RecoverValues, errors?: RecoverErrors & { status: 400 | 409 }) {
+  const s = portal(c);
+  const deps = c.get("deps");
+  const cursor = (c.req.query("cursor") ?? "").trim();
+  const [config, recoveries] = await Promise.all([
+    getWebhookConfiguration(deps, s.orgId, s.configurationId),
+    listRecoveries(deps, s.orgId, s.configurationId, { limit: RECOVERIES_PAGE, ...(cursor !== "" ? { cursor } : {}) }),
+  ]);
+  return page(
+    c,
+    "Recover failed deliveries",
+    "recover",
+    <RecoverPage
+      csrf={s.csrf}
+      values={values}
+      errors={errors}
+      paused={config.status !== "active"}
+      retentionDays={EVENT_RETENTION_DAYS}
+      recoveries={recoveries.items}
+      cursor={cursor !== "" ? cursor : undefined}
+      next={recoveries.next_cursor}
+    />,
+    endpointName(config),
+    errors?.status ?? 200,
+  );
 }
 
 /** A delivery of the session's configuration; any other (another endpoint's, another organization's) is a 404. */
