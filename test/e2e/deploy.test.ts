@@ -238,8 +238,10 @@ describe("the repository's wrangler.toml", () => {
     }
     expect(output).toContain("warning: before the first deploy: PUBLIC_BASE_URL is empty in [env.production.vars]");
     expect(output).not.toContain("error:");
-    // wrangler 4.155 bundled the description Worker, the GraphQL Worker, then the API Worker, each
-    // within the budget of 150 KiB gzipped (README, "Performance"). The runs are one after the
+    // wrangler 4.155 bundled the description Worker, the GraphQL Worker, then the API Worker, the
+    // companions each within 150 KiB gzipped and the API Worker within 200 KiB (README,
+    // "Performance"; docs/performance.md: issue 30's receivers' portal, event-type schemas and
+    // their validator took it from 147 to 184 KiB). The runs are one after the
     // other, so wrangler's own lines come in that order: the companions have no bindings; the API
     // Worker has its DOCS and GRAPHQL bindings to them.
     expect(output).toMatch(
@@ -247,9 +249,10 @@ describe("the repository's wrangler.toml", () => {
     );
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
-    for (const gzipKiB of uploads) {
+    const budgets = [150, 150, 200];
+    for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
-      expect(gzipKiB).toBeLessThanOrEqual(150);
+      expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
     }
   }, 120_000);
 
