@@ -1,8 +1,9 @@
 /**
  * Security headers on every page of the manager app (src/http/manager/routes.tsx): each HTML page
  * a GET reaches (the sign-in page; as the operator and as an organization administrator, every
- * page their role may see, the webhook configuration, delivery and confirmation pages included;
- * and the HTML error page) answers with a Content-Security-Policy whose nonce is new on every
+ * page their role may see, the webhook configuration, delivery and confirmation pages, the event
+ * types, webhook settings, recoveries and the end of a portal session included; and the HTML
+ * error page) answers with a Content-Security-Policy whose nonce is new on every
  * response, with the other secure headers (nosniff, framing refused, no referrer, HSTS, no-store),
  * and carries that nonce on every <script> and <style> it contains. The walk is checked against
  * the manager app's own GET routes, so a new page is covered or the run fails. Then isolation of
@@ -14,7 +15,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { managerApp } from "../src/http/manager/routes";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, admin, authed, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser } from "./manager-helpers";
 import { attemptNow, configInput, createConfig } from "./webhook-helpers";
 
@@ -65,6 +66,10 @@ interface Org {
   delivery: string;
   adminTokenId: string;
   adminToken: string;
+  /** An event type of the organization's, a recovery and a portal session of its configuration. */
+  eventType: string;
+  recovery: string;
+  session: string;
 }
 
 /** An organization with a webhook configuration (described `description`), a delivery to it with one attempt, and an administrator token. */
@@ -84,7 +89,28 @@ async function organization(description: string): Promise<Org> {
   expect(delivery).toMatch(/^msg_/);
   await attemptNow(tenant, bearer, delivery);
   const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${tenant.orgId}/admin-tokens`, { name: description });
-  return { tenant, bearer, config: config.id, delivery, adminTokenId: minted.id, adminToken: minted.token };
+  const eventType = `${description.replace(/-/g, "_")}.placed`;
+  await admin("POST", `/organizations/${tenant.orgId}/event-types`, { name: eventType, description });
+  const webhookApi = `/organizations/${tenant.orgId}/webhook-configurations/${config.id}`;
+  const recovery = await admin<{ id: string }>("POST", `${webhookApi}/recover`, { since: new Date(Date.now() - 3600_000).toISOString() });
+  // A portal session, opened as the receiver's browser opens its link.
+  const link = await admin<{ url: string }>("POST", `${webhookApi}/portal-links`, {});
+  const receiverBrowser = new Browser();
+  const openPage = await (await receiverBrowser.get(link.url.slice(BASE.length))).text();
+  const token = new URL(link.url).searchParams.get("token") ?? "";
+  expect((await receiverBrowser.post("/portal/open", { csrf: Browser.csrf(openPage), token })).status).toBe(303);
+  const [session] = await admin<{ id: string }[]>("GET", `${webhookApi}/portal-sessions`);
+  return {
+    tenant,
+    bearer,
+    config: config.id,
+    delivery,
+    adminTokenId: minted.id,
+    adminToken: minted.token,
+    eventType,
+    recovery: recovery.id,
+    session: session?.id ?? "",
+  };
 }
 
 /** Each manager page pattern (as routes.tsx declares it) with the concrete path for `o`. */
@@ -118,6 +144,14 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/webhooks/:id/rotate-signing-secret": `${webhook}/rotate-signing-secret`,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery": delivery,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend": `${delivery}/resend`,
+    "/manager/organizations/:org/webhooks/:id/recoveries": `${webhook}/recoveries`,
+    "/manager/organizations/:org/webhooks/:id/recoveries/:recovery": `${webhook}/recoveries/${o.recovery}`,
+    "/manager/organizations/:org/webhooks/:id/portal-sessions/:session/end": `${webhook}/portal-sessions/${o.session}/end`,
+    "/manager/organizations/:org/event-types": `${org}/event-types`,
+    "/manager/organizations/:org/event-types/new": `${org}/event-types/new`,
+    "/manager/organizations/:org/event-types/:name": `${org}/event-types/${o.eventType}`,
+    "/manager/organizations/:org/event-types/:name/delete": `${org}/event-types/${o.eventType}/delete`,
+    "/manager/organizations/:org/webhook-settings": `${org}/webhook-settings`,
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The manager app at /manager (spec 2.1, 5.3): sign-in and sign-out, the session and CSRF checks
  * every other page passes, the error page, and the resources' sub-apps mounted with app.route():
- * organizations.tsx, users.tsx, keys.tsx, webhooks.tsx, audit.tsx (each with its markup in
- * pages/). Whatever removes or stops something (revocations, removing a user, disabling a
+ * organizations.tsx, users.tsx, keys.tsx, webhooks.tsx, receivers.tsx (recoveries and portal
+ * links), event-types.tsx (the event catalog and webhook settings), audit.tsx (each with its
+ * markup in pages/). Whatever removes or stops something (revocations, removing a user, disabling a
  * webhook configuration) and re-sends go through a confirmation page (a GET) that names the
  * thing; only its form POSTs. A failed sign-in answers with the sign-in form again and the reason.
  * Every page gets the security headers of middleware/html.ts (a nonce-based CSP); every POST
@@ -20,10 +21,12 @@ import { describeError, log } from "../../log";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { auditRoutes } from "./audit";
+import { eventTypeRoutes } from "./event-types";
 import { keyRoutes } from "./keys";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_COOKIE, LOGIN_CSRF_TTL_SECONDS } from "./login-csrf";
 import { organizationRoutes } from "./organizations";
 import { ErrorMessage, SIGN_IN_ERRORS, SignInForm } from "./pages/sign-in";
+import { receiverRoutes } from "./receivers";
 import { type C, form, home, type ManagerEnv, who } from "./shared";
 import { userRoutes } from "./users";
 import { Page } from "./views";
@@ -125,6 +128,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.route("/manager/organizations", userRoutes());
   app.route("/manager/organizations", keyRoutes());
   app.route("/manager/organizations", webhookRoutes());
+  app.route("/manager/organizations", receiverRoutes());
+  app.route("/manager/organizations", eventTypeRoutes());
 
   app.all("/manager/*", () => {
     throw new ApiError("not_found", "There is no such page.");

@@ -55,14 +55,27 @@ export const notices: Record<string, string> = {
   "webhook-enabled": "Webhook configuration re-enabled; its health count starts again.",
   "test-sent": "Test event published; its delivery is listed below.",
   resent: "Re-sent; the new attempt appears here once it is made.",
+  "event-type-saved": "Event type saved; publishes of this type are checked against its schema from now on.",
+  "event-type-deleted": "Event type deleted; publishes of it are no longer checked against a schema.",
+  "settings-saved": "Webhook settings saved.",
+  "recovery-started":
+    "Recovery started: every delivery of the window that failed is re-sent in the background, paced by this endpoint. Reload this page to follow it.",
+  "portal-session-ended": "Portal session ended: its cookie stopped working at once, wherever it is.",
 };
 
 export const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" : `/manager/organizations/${s.org}`);
 
+/**
+ * The largest form the manager reads. An event type's form carries its JSON Schema (at most 64
+ * KiB) and examples, which URL-encoding can more than double; every other form is far smaller.
+ * Only a signed-in session's POST is read this far (routes.tsx checks the session first).
+ */
+const MAX_FORM_BYTES = 256 * 1024;
+
 export async function form(c: C): Promise<Record<string, unknown>> {
   const cached = c.get("form");
   if (cached) return cached;
-  const fields = await readFields(c.req.raw, ["form"], 16 * 1024);
+  const fields = await readFields(c.req.raw, ["form"], MAX_FORM_BYTES);
   c.set("form", fields);
   return fields;
 }

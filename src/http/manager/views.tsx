@@ -59,7 +59,7 @@ code { font-family: ui-monospace, monospace; font-size:.9em; word-break: break-a
 form.card, .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
 .check { display:flex; gap:.5rem; align-items:baseline; } .check input { width:auto; }
-input[type=text], input[type=email], input[type=password], input[type=number] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
+input[type=text], input[type=email], input[type=password], input[type=number], input[type=datetime-local] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
 select { display:block; max-width:100%; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; background:#fff; }
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary, .button.secondary { background:#fff; color:var(--accent); } button.danger, .button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
@@ -67,12 +67,14 @@ button.secondary, .button.secondary { background:#fff; color:var(--accent); } bu
 pre.excerpt { white-space:pre-wrap; overflow-wrap:anywhere; max-width:32rem; max-height:12rem; overflow:auto; margin:.25rem 0 0; font-size:.85em; }
 .notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
+textarea { display:block; width:100%; max-width:48rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:.9rem/1.4 ui-monospace, monospace; }
+textarea[aria-invalid=true] { border:2px solid var(--bad); } select[aria-invalid=true] { border:2px solid var(--bad); }
 .field-error { color: var(--bad); font-weight:600; margin:.25rem 0; } input[aria-invalid=true] { border:2px solid var(--bad); }
 input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 /* Status badges: a word in a pill; the colour repeats what the word says. */
 .badge { display:inline-block; padding:0 .55rem; border-radius:999px; font-size:.85rem; font-weight:600; border:1px solid currentColor; white-space:nowrap; background:#fff; }
-.status-active, .status-delivered { color: var(--ok); } .status-revoked, .status-failed, .status-disabled, .status-expired { color: var(--bad); }
-.status-pending, .status-retrying, .status-in_flight, .status-retry, .status-paused { color: var(--warn); }
+.status-active, .status-delivered, .status-done { color: var(--ok); } .status-revoked, .status-failed, .status-disabled, .status-expired, .status-stopped, .status-ended { color: var(--bad); }
+.status-pending, .status-retrying, .status-in_flight, .status-retry, .status-paused, .status-running, .status-deprecated { color: var(--warn); }
 .copy { margin:0 0 0 .35rem; padding:0 .5rem; font-size:.8rem; vertical-align:baseline; }
 .id { white-space:nowrap; } .nowrap { white-space:nowrap; }
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
@@ -220,6 +222,39 @@ export const Field: FC<{
         aria-describedby={p.error ? errorId : undefined}
         autofocus={p.error ? true : undefined}
       />
+    </>
+  );
+};
+
+/**
+ * A labelled multi-line input (JSON, one value a line), with its error message placed, announced
+ * and attached as Field does it. `rows` sets its height; it grows with the page, not beyond it.
+ */
+export const TextArea: FC<{ id: string; label: string; hint?: string; value?: string; rows?: number; error?: string | undefined }> = (
+  p,
+) => {
+  const errorId = `${p.id}-error`;
+  return (
+    <>
+      <label for={p.id}>
+        {p.label} {p.hint && <span class="hint">({p.hint})</span>}
+      </label>
+      {p.error && (
+        <p id={errorId} class="field-error" role="alert">
+          {p.error}
+        </p>
+      )}
+      <textarea
+        id={p.id}
+        name={p.id}
+        rows={p.rows ?? 8}
+        spellcheck={false}
+        aria-invalid={p.error ? "true" : undefined}
+        aria-describedby={p.error ? errorId : undefined}
+        autofocus={p.error ? true : undefined}
+      >
+        {p.value ?? ""}
+      </textarea>
     </>
   );
 };

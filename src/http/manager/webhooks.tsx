@@ -1,7 +1,8 @@
 /**
  * The manager's Webhook configurations and deliveries: the list with health, creating a
  * configuration (its signing secret shown once), a configuration's page (health, traffic charts,
- * deliveries filtered and paged, test events, signing-secret rotation, disable and re-enable), its
+ * deliveries filtered and paged, test events, signing-secret rotation, disable and re-enable, and
+ * the forms and lists of its recoveries and portal sessions, whose routes are in receivers.tsx), its
  * edit form (the receiver's client secret write-only), its deletion (confirmed first) and a
  * delivery's full story with its re-send. A refused create or edit answers with the form again:
  * the values as entered (never the secret), keyway's message and each field's. Actions call the
@@ -10,6 +11,7 @@
  * markup is in pages/webhooks.tsx.
  */
 import { Hono } from "hono";
+import type { Child } from "hono/jsx";
 import { ApiError, type InputIssue, invalidInput } from "../../errors";
 import { parseInput } from "../../schemas/validate";
 import {
@@ -38,7 +40,10 @@ import {
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
+import { listPortalSessions } from "../../webhooks/portal";
+import { listRecoveries } from "../../webhooks/recovery";
 import { confirmations } from "./pages/confirm";
+import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
 import {
   DeliveryDetail,
   type DeliveryQuery,
@@ -126,11 +131,12 @@ export function webhookRoutes(): Hono<ManagerEnv> {
       const found = await findDelivery(c, org.id, query.search.id);
       if (found?.webhook_configuration_id === config.id) return c.redirect(`${base}/deliveries/${found.id}`, 303);
     }
-    const [deliveries, traffic] = await Promise.all([
+    const [deliveries, traffic, receivers] = await Promise.all([
       query.search?.kind === "delivery"
         ? { items: [], next_cursor: null }
         : listDeliveries(deps, org.id, config.id, { limit: DELIVERIES_PAGE, cursor: query.cursor }, query.filter),
       webhookTraffic(deps, org.id, config.id),
+      receiverSections(c, org.id, config),
     ]);
     return page(
       c,
@@ -144,7 +150,9 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         query={query}
         next={deliveries.next_cursor}
         csrf={csrf(c)}
-      />,
+      >
+        {receivers}
+      </WebhookConfigurationDetail>,
       notices[c.req.query("notice") ?? ""],
     );
   });
@@ -296,7 +304,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   return app;
 }
 
-const webhookPath = (orgId: string, id: string) => `/manager/organizations/${orgId}/webhooks/${id}`;
+export const webhookPath = (orgId: string, id: string) => `/manager/organizations/${orgId}/webhooks/${id}`;
 
 /** Notices of this sub-app's own actions (shared.tsx has the others'). */
 const WEBHOOK_NOTICES: Record<string, string> = {
@@ -382,9 +390,42 @@ function fieldMessage(field: WebhookField, issue: InputIssue): string {
   return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
 }
 
-async function webhookFor(c: C) {
+export async function webhookFor(c: C) {
   const org = await orgFor(c);
   return { org, config: await getWebhookConfiguration(c.get("deps"), org.id, c.req.param("id") ?? "") };
+}
+
+/** Recoveries shown on the configuration's page; the rest are on its recoveries page (receivers.tsx). */
+const RECENT_RECOVERIES = 10;
+
+/**
+ * What the configuration's page shows of recovery and the portal: the recover form (since an
+ * hour ago, by default), the newest recoveries, the portal link form and the portal sessions.
+ */
+async function receiverSections(c: C, orgId: string, config: WebhookConfiguration): Promise<Child> {
+  const deps = c.get("deps");
+  const base = webhookPath(orgId, config.id);
+  const [recoveries, sessions] = await Promise.all([
+    listRecoveries(deps, orgId, config.id, { limit: RECENT_RECOVERIES }),
+    listPortalSessions(deps, orgId, config.id, { limit: 100 }),
+  ]);
+  const hourAgo = new Date(deps.now() - 3600_000).toISOString().slice(0, 16);
+  return (
+    <>
+      <h2 id="recovery">Recovery after an outage</h2>
+      <RecoverForm action={`${base}/recover`} csrf={csrf(c)} values={{ since: hourAgo, until: "" }} />
+      <Recoveries base={base} recoveries={recoveries.items} caption={`The ${RECENT_RECOVERIES} newest, newest first`} />
+      {recoveries.items.length > 0 && (
+        <p>
+          <a href={`${base}/recoveries`}>Every recovery of this configuration</a>
+        </p>
+      )}
+      <h2 id="portal">Receiver's portal</h2>
+      <PortalLinkForm action={`${base}/portal-links`} csrf={csrf(c)} />
+      <h3>Portal sessions</h3>
+      <PortalSessions base={base} sessions={sessions.items} />
+    </>
+  );
 }
 
 /** A delivery of the configuration in the URL; one of another configuration is not found here. */
@@ -395,7 +436,7 @@ async function deliveryFor(c: C) {
   return { org, config, delivery };
 }
 
-function webhookCrumbs(c: C, org: { id: string; name: string }, config?: WebhookConfiguration): Crumb[] {
+export function webhookCrumbs(c: C, org: { id: string; name: string }, config?: WebhookConfiguration): Crumb[] {
   return [
     ...orgCrumbs(c, org, true),
     { label: "Webhook configurations", href: `/manager/organizations/${org.id}/webhooks` },

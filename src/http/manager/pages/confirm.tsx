@@ -7,24 +7,11 @@ import type { AdminTokenView, ApiKeyView, ClientCredentialView } from "../../../
 import type { UserRecord } from "../../../schemas/records";
 import type { DeliveryRecord, WebhookConfigurationRecord } from "../../../schemas/webhooks";
 import { Field, PostForm, when } from "../views";
-import type { Org } from "./common";
+import type { Confirmation, Org } from "./common";
 import { duration } from "./keys";
 import { resendEffect } from "./webhooks";
 
-/** What a confirmation says: the question naming the thing (the page's title) and what follows. */
-export interface Confirmation {
-  title: string;
-  consequence: string;
-  button: string;
-  /** A red button, for what removes or stops something. */
-  danger: boolean;
-  /** For what cannot be undone at scale: the person types this (a name) to confirm. */
-  typeToConfirm?: { label: string; expected: string };
-  /** After a failed confirmation, why. */
-  error?: string;
-  /** What the page before chose, posted again with the confirmation (e.g. a rotation's grace). */
-  hidden?: Record<string, string>;
-}
+export type { Confirmation } from "./common";
 
 /** A name in curly quotes when there is one, for a confirmation's question. */
 const quoted = (name: string | null | undefined): string => (name ? `“${name}” ` : "");

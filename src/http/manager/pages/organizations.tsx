@@ -69,6 +69,10 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
           <a href={`${base}/webhooks`}>Webhook configurations</a> and recent deliveries
         </li>
         <li>
+          <a href={`${base}/event-types`}>Event types</a>: the event catalog with schemas, and the{" "}
+          <a href={`${base}/webhook-settings`}>webhook settings</a>
+        </li>
+        <li>
           <a href={`${base}/audit-log`}>Audit log</a>: every change, who made it and when
         </li>
       </ul>

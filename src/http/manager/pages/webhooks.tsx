@@ -2,11 +2,11 @@
  * The manager's Webhook configurations and deliveries: the list with health, the form that creates a configuration or edits one (the receiver's client secret write-only) and the new signing secret shown once, a configuration's page (health, charts, deliveries with filters, test events, signing-secret rotation), its deletion's confirmation, and a delivery's full story (payload, the request we sent, each attempt and the receiver's answer, re-send). Plain data in, markup out (no request, no storage); routes load the
  * data. Hono JSX escapes every interpolated value.
  */
-import type { FC } from "hono/jsx";
+import type { Child, FC } from "hono/jsx";
 import type { DeliveryFilter, DeliveryRecord, WebhookConfiguration, WebhookTrafficView } from "../../../schemas/webhooks";
 import { TrafficCharts } from "../charts";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
-import type { Confirmation } from "./confirm";
+import type { Confirmation } from "./common";
 
 /** Health in words: paused and why, failing since when, or when the last delivery succeeded. */
 const health = (w: WebhookConfiguration): string =>
@@ -132,7 +132,9 @@ export const WebhookConfigurationDetail: FC<{
   /** The cursor of the next page of deliveries, or null on the last. */
   next: string | null;
   csrf: string;
-}> = ({ base, config, traffic, deliveries, query, next, csrf }) => {
+  /** Recovery and the receiver's portal (webhooks.tsx `receiverSections`), before the signing secret. */
+  children?: Child;
+}> = ({ base, config, traffic, deliveries, query, next, csrf, children }) => {
   const filtered = query.filter.status !== undefined || query.filter.event_type !== undefined || query.q !== "";
   return (
     <>
@@ -276,6 +278,7 @@ export const WebhookConfigurationDetail: FC<{
           {next !== null && <a href={listHref(base, query, next)}>Next page</a>}
         </nav>
       )}
+      {children}
       <h2>Signing secret</h2>
       <p>
         Rotate the signing secret when it may have leaked, or on a schedule. The current secret keeps signing beside the new one for 24

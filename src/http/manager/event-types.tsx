@@ -1,0 +1,296 @@
+/**
+ * The manager's Event types and webhook settings (issue 30 items 1 and 5): the organization's
+ * event catalog, creating, editing and deleting (confirmed first) a type with its JSON Schema and
+ * examples, and the settings (refusing unknown types, the portal's frame origins). A refused form
+ * answers with the form again: the text as entered, keyway's message and each field's, the
+ * domain's 400 (which names a path inside `schema` or `examples`) beside the field it is about.
+ * Actions call the same domain functions as the REST routes (webhooks/event-types.ts), as the
+ * session's actor. Mounted under /manager/organizations by routes.tsx, behind its session and
+ * CSRF checks; the markup is in pages/event-types.tsx.
+ */
+import { Hono } from "hono";
+import { ApiError, invalidInput } from "../../errors";
+import { CreateEventTypeInput, UpdateEventTypeInput, UpdateWebhookSettingsInput } from "../../schemas/receivers";
+import { parseInput } from "../../schemas/validate";
+import {
+  createEventType,
+  deleteEventType,
+  getEventType,
+  getWebhookSettings,
+  listEventTypes,
+  updateEventType,
+  updateWebhookSettings,
+} from "../../webhooks/event-types";
+import {
+  deleteEventTypeConfirmation,
+  EMPTY_EVENT_TYPE_FORM,
+  EVENT_TYPE_FIELD_LABELS,
+  EventTypeFacts,
+  type EventTypeField,
+  EventTypeForm,
+  type EventTypeFormValues,
+  EventTypes,
+  eventTypeFormValues,
+  type FormErrors,
+  OperationalEventType,
+  type SettingsField,
+  type SettingsFormValues,
+  settingsFormValues,
+  WebhookSettingsForm,
+} from "./pages/event-types";
+import { actor, type C, confirmPage, csrf, form, type ManagerEnv, notices, orgCrumbs, orgFor, page } from "./shared";
+import type { Crumb } from "./views";
+
+type OrgRef = { id: string; name: string };
+
+/** The catalog holds at most 250 organization types and keyway's few: every one fits in this many pages of 100. */
+const MAX_CATALOG_PAGES = 4;
+
+export function eventTypeRoutes(): Hono<ManagerEnv> {
+  const app = new Hono<ManagerEnv>();
+
+  app.get("/:org/event-types", async (c) => {
+    const org = await orgFor(c);
+    const types = [];
+    let cursor: string | undefined;
+    // The whole catalog on one page (it is bounded), so every type is one look away.
+    for (let i = 0; i < MAX_CATALOG_PAGES; i++) {
+      const page = await listEventTypes(c.get("deps"), org.id, cursor === undefined ? { limit: 100 } : { limit: 100, cursor });
+      types.push(...page.items);
+      if (page.next_cursor === null) break;
+      cursor = page.next_cursor;
+    }
+    return page(
+      c,
+      "Event types",
+      [...orgCrumbs(c, org, true), { label: "Event types" }],
+      <EventTypes base={typesPath(org.id)} settings={settingsPath(org.id)} types={types} />,
+      notices[c.req.query("notice") ?? ""],
+    );
+  });
+
+  // Declared before "/:org/event-types/:name", which would otherwise take "new" for a name.
+  app.get("/:org/event-types/new", async (c) => {
+    const org = await orgFor(c);
+    return newTypePage(c, org, EMPTY_EVENT_TYPE_FORM);
+  });
+
+  app.post("/:org/event-types", async (c) => {
+    const org = await orgFor(c);
+    const values = postedTypeForm(await form(c));
+    try {
+      const input = parseInput(CreateEventTypeInput, {
+        name: values.name,
+        ...(values.description !== "" ? { description: values.description } : {}),
+        ...jsonFields(values, false),
+        deprecated: values.deprecated,
+      });
+      const created = await createEventType(c.get("deps"), org.id, input, actor(c));
+      return c.redirect(`${typesPath(org.id)}/${created.name}?notice=event-type-saved`, 303);
+    } catch (err) {
+      const errors = typeFormErrors(err);
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return newTypePage(c, org, values, errors);
+    }
+  });
+
+  app.get("/:org/event-types/:name", async (c) => {
+    const { org, type } = await typeFor(c);
+    if (type.operational) {
+      return page(
+        c,
+        `Event type ${type.name}`,
+        [...typeCrumbs(c, org), { label: type.name }],
+        <>
+          <EventTypeFacts type={type} />
+          <OperationalEventType type={type} back={typesPath(org.id)} />
+        </>,
+      );
+    }
+    return editTypePage(c, org, type.name, eventTypeFormValues(type), undefined, notices[c.req.query("notice") ?? ""]);
+  });
+
+  app.post("/:org/event-types/:name", async (c) => {
+    const { org, type } = await typeFor(c);
+    const values = { ...postedTypeForm(await form(c)), name: type.name };
+    try {
+      // Every field is in the form, so each is set: empty text removes the description, the schema or the examples.
+      const input = parseInput(UpdateEventTypeInput, {
+        description: values.description === "" ? null : values.description,
+        ...jsonFields(values, true),
+        deprecated: values.deprecated,
+      });
+      await updateEventType(c.get("deps"), org.id, type.name, input, actor(c));
+    } catch (err) {
+      const errors = typeFormErrors(err);
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return editTypePage(c, org, type.name, values, errors);
+    }
+    return c.redirect(`${typesPath(org.id)}/${type.name}?notice=event-type-saved`, 303);
+  });
+
+  app.get("/:org/event-types/:name/delete", async (c) => {
+    const { org, type } = await typeFor(c);
+    const base = `${typesPath(org.id)}/${type.name}`;
+    return confirmPage(c, [...typeCrumbs(c, org), { label: type.name, href: base }], deleteEventTypeConfirmation(type), {
+      action: `${base}/delete`,
+      cancel: base,
+    });
+  });
+
+  app.post("/:org/event-types/:name/delete", async (c) => {
+    const { org, type } = await typeFor(c);
+    await deleteEventType(c.get("deps"), org.id, type.name, actor(c));
+    return c.redirect(`${typesPath(org.id)}?notice=event-type-deleted`, 303);
+  });
+
+  app.get("/:org/webhook-settings", async (c) => {
+    const org = await orgFor(c);
+    const settings = await getWebhookSettings(c.get("deps"), org.id);
+    return settingsPage(c, org, settingsFormValues(settings), undefined, notices[c.req.query("notice") ?? ""]);
+  });
+
+  app.post("/:org/webhook-settings", async (c) => {
+    const org = await orgFor(c);
+    const fields = await form(c);
+    const values: SettingsFormValues = {
+      refuse_unknown_event_types: fields.refuse_unknown_event_types === "on",
+      portal_frame_origins: typeof fields.portal_frame_origins === "string" ? fields.portal_frame_origins : "",
+    };
+    const origins = values.portal_frame_origins
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== "");
+    try {
+      const input = parseInput(UpdateWebhookSettingsInput, {
+        refuse_unknown_event_types: values.refuse_unknown_event_types,
+        portal_frame_origins: origins,
+      });
+      await updateWebhookSettings(c.get("deps"), org.id, input, actor(c));
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.code !== "invalid_request") throw err;
+      const fields: FormErrors<SettingsField>["fields"] = {};
+      const issue = err.input?.issues.find((i) => i.path[0] === "portal_frame_origins");
+      if (issue !== undefined) {
+        const line = Number(issue.path[1]);
+        fields.portal_frame_origins = `Portal frame origins: ${Number.isInteger(line) ? `line ${line + 1} (${origins[line] ?? ""}) ` : ""}${"text" in issue ? issue.text.trim() : "is invalid"}`;
+      }
+      c.status(400);
+      return settingsPage(c, org, values, { message: err.developerMessage, fields });
+    }
+    return c.redirect(`${settingsPath(org.id)}?notice=settings-saved`, 303);
+  });
+
+  return app;
+}
+
+const typesPath = (orgId: string) => `/manager/organizations/${orgId}/event-types`;
+const settingsPath = (orgId: string) => `/manager/organizations/${orgId}/webhook-settings`;
+
+function typeCrumbs(c: C, org: OrgRef): Crumb[] {
+  return [...orgCrumbs(c, org, true), { label: "Event types", href: typesPath(org.id) }];
+}
+
+/** The organization in the URL (the session's own for an administrator) and the type named there. */
+async function typeFor(c: C) {
+  const org = await orgFor(c);
+  return { org, type: await getEventType(c.get("deps"), org.id, c.req.param("name") ?? "") };
+}
+
+function newTypePage(c: C, org: OrgRef, values: EventTypeFormValues, errors?: FormErrors<EventTypeField>) {
+  const list = typesPath(org.id);
+  return page(
+    c,
+    "New event type",
+    [...typeCrumbs(c, org), { label: "New" }],
+    <EventTypeForm mode="create" action={list} cancel={list} values={values} errors={errors} csrf={csrf(c)} />,
+  );
+}
+
+function editTypePage(c: C, org: OrgRef, name: string, values: EventTypeFormValues, errors?: FormErrors<EventTypeField>, notice?: string) {
+  const base = `${typesPath(org.id)}/${name}`;
+  return page(
+    c,
+    `Event type ${name}`,
+    [...typeCrumbs(c, org), { label: name }],
+    <>
+      <EventTypeForm mode="edit" action={base} cancel={typesPath(org.id)} values={values} errors={errors} csrf={csrf(c)} />
+      <h2>Delete</h2>
+      <p>
+        <a href={`${base}/delete`}>Delete event type {name}</a> (publishes of it are no longer checked; consider marking it deprecated)
+      </p>
+    </>,
+    notice,
+  );
+}
+
+function settingsPage(c: C, org: OrgRef, values: SettingsFormValues, errors?: FormErrors<SettingsField>, notice?: string) {
+  const path = settingsPath(org.id);
+  return page(
+    c,
+    "Webhook settings",
+    [...orgCrumbs(c, org, true), { label: "Event types", href: typesPath(org.id) }, { label: "Webhook settings" }],
+    <WebhookSettingsForm action={path} cancel={typesPath(org.id)} values={values} errors={errors} csrf={csrf(c)} />,
+    notice,
+  );
+}
+
+/** The form as posted: text trimmed (the JSON fields as typed), the box on or off. */
+function postedTypeForm(fields: Record<string, unknown>): EventTypeFormValues {
+  const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string) : "");
+  return {
+    name: text("name").trim(),
+    description: text("description").trim(),
+    schema: text("schema"),
+    examples: text("examples"),
+    deprecated: fields.deprecated === "on",
+  };
+}
+
+/**
+ * The schema and examples from their JSON text. Empty means none: absent on create, removed
+ * (schema null, examples []) on update. Text that is not JSON is refused here, naming the field,
+ * as the domain names a path inside them.
+ */
+function jsonFields(values: EventTypeFormValues, update: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const issues: { path: string[]; text: string }[] = [];
+  for (const field of ["schema", "examples"] as const) {
+    const text = values[field].trim();
+    if (text === "") {
+      if (update) out[field] = field === "schema" ? null : [];
+      continue;
+    }
+    try {
+      out[field] = JSON.parse(text);
+    } catch (err) {
+      issues.push({ path: [field], text: ` is not valid JSON (${err instanceof Error ? err.message : "unreadable"})` });
+    }
+  }
+  if (issues.length > 0) throw invalidInput({ label: "form", issues });
+  return out;
+}
+
+/**
+ * A refusal the person can correct in the form: invalid input (the schema's, or the domain's,
+ * which names a path such as `schema.properties.total.minimum` or `examples.0.total`) and a
+ * conflict (the name is taken or reserved, or the catalog is full). Anything else is the error
+ * page's: null.
+ */
+function typeFormErrors(err: unknown): (FormErrors<EventTypeField> & { status: 400 | 409 }) | null {
+  if (!(err instanceof ApiError)) return null;
+  if (err.code === "conflict") return { message: err.developerMessage, fields: {}, status: 409 };
+  if (err.code !== "invalid_request") return null;
+  const fields: FormErrors<EventTypeField>["fields"] = {};
+  for (const issue of err.input?.issues ?? []) {
+    const field = issue.path[0];
+    if (field === undefined || !Object.hasOwn(EVENT_TYPE_FIELD_LABELS, field)) continue;
+    const name = field as EventTypeField;
+    if (fields[name] !== undefined) continue;
+    const where = issue.path.length > 1 ? ` at ${issue.path.join(".")}` : "";
+    fields[name] = `${EVENT_TYPE_FIELD_LABELS[name]}${where}:${"text" in issue ? issue.text.replace(/^:?/, "") : " is invalid"}`;
+  }
+  return { message: err.developerMessage, fields, status: 400 };
+}

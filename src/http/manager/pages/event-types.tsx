@@ -1,0 +1,295 @@
+/**
+ * The manager's Event types (issue 30 item 1): the organization's event catalog (its own types
+ * and keyway's operational ones, read-only), the form that creates or edits a type (a JSON Schema
+ * for `data` and examples as JSON text), the confirmation of a deletion, and the organization's
+ * webhook settings (refusing unknown types, the origins that may frame the receivers' portal).
+ * A refused form comes back with the values as entered and each field's message beside it (the
+ * domain's 400 names a path inside `schema` or `examples`). Plain data in, markup out; routes
+ * load the data (event-types.tsx). Hono JSX escapes every interpolated value.
+ */
+import type { FC } from "hono/jsx";
+import type { EventTypeView, WebhookSettingsView } from "../../../schemas/receivers";
+import { Checkbox, Field, PostForm, Status, TableRegion, TextArea, when } from "../views";
+import type { Confirmation } from "./common";
+
+/** What `refused` said about a form: keyway's message, and each field's own. */
+export interface FormErrors<F extends string> {
+  message: string;
+  fields: Partial<Record<F, string>>;
+}
+
+/** The summary above a refused form: what happened, then each field's message linking to it. */
+export const FormRefused: FC<{ errors: FormErrors<string> | undefined; what: string }> = ({ errors, what }) => {
+  if (!errors) return null;
+  const listed = Object.entries(errors.fields).filter((e): e is [string, string] => e[1] !== undefined);
+  return (
+    <div class="warning" id="form-errors">
+      <p>
+        <strong>{what}</strong> {errors.message}
+      </p>
+      {listed.length > 0 && (
+        <ul>
+          {listed.map(([field, message]) => (
+            <li>
+              <a href={`#${field}`}>{message}</a>
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+};
+
+export const EventTypes: FC<{ base: string; settings: string; types: EventTypeView[] }> = ({ base, settings, types }) => {
+  const own = types.filter((t) => !t.operational);
+  return (
+    <>
+      <p>
+        The event catalog says which event types this organization publishes and what their <code>data</code> looks like. A type with a JSON
+        Schema is checked when it is published (400 naming the failing field); receivers read the catalog, with its examples, in their
+        portal.
+      </p>
+      <ul class="links">
+        <li>
+          <a href={`${base}/new`}>New event type</a>
+        </li>
+        <li>
+          <a href={settings}>Webhook settings</a>: refusing unknown event types, and the sites that may show the receivers' portal in a
+          frame
+        </li>
+      </ul>
+      {own.length === 0 && <p>No event types of this organization yet: any type may be published, and none is checked.</p>}
+      <TableRegion label="Event types">
+        <table class="stack">
+          <caption class="hint">By name: this organization's types, then keyway's own (read-only)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Deprecated</th>
+              <th scope="col">Schema</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...own, ...types.filter((t) => t.operational)].map((t) => (
+              <tr>
+                <td data-label="Name">
+                  <a href={`${base}/${t.name}`}>
+                    <code>{t.name}</code>
+                  </a>
+                  {t.operational && (
+                    <>
+                      {" "}
+                      <span class="hint">(keyway's own)</span>
+                    </>
+                  )}
+                </td>
+                <td data-label="Description">{t.description ?? "-"}</td>
+                <td data-label="Deprecated">{t.deprecated ? <Status value="deprecated" /> : "no"}</td>
+                <td data-label="Schema">{t.schema === null ? "none (any data)" : "yes"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+    </>
+  );
+};
+
+/** The event type form's fields, named as they are posted. */
+export type EventTypeField = "name" | "description" | "schema" | "examples";
+
+export const EVENT_TYPE_FIELD_LABELS: Record<EventTypeField, string> = {
+  name: "Name",
+  description: "Description",
+  schema: "Schema",
+  examples: "Examples",
+};
+
+/** The form's values: the stored type's, or after a refusal the text as entered. */
+export interface EventTypeFormValues {
+  name: string;
+  description: string;
+  /** JSON text; empty for no schema. */
+  schema: string;
+  /** JSON text of an array; empty for none. */
+  examples: string;
+  deprecated: boolean;
+}
+
+export const EMPTY_EVENT_TYPE_FORM: EventTypeFormValues = { name: "", description: "", schema: "", examples: "", deprecated: false };
+
+const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+export const eventTypeFormValues = (t: EventTypeView): EventTypeFormValues => ({
+  name: t.name,
+  description: t.description ?? "",
+  schema: t.schema === null ? "" : json(t.schema),
+  examples: t.examples.length === 0 ? "" : json(t.examples),
+  deprecated: t.deprecated,
+});
+
+/**
+ * Creating a type (its name given here, and fixed after) or editing one. The schema and the
+ * examples are JSON text: a schema (draft 2020-12) for the event's `data`, and an array of
+ * example `data` values, each checked against the schema when saved.
+ */
+export const EventTypeForm: FC<{
+  mode: "create" | "edit";
+  action: string;
+  cancel: string;
+  values: EventTypeFormValues;
+  errors?: FormErrors<EventTypeField> | undefined;
+  csrf: string;
+}> = ({ mode, action, cancel, values, errors, csrf }) => (
+  <>
+    <FormRefused errors={errors} what={mode === "create" ? "Nothing was created." : "Nothing was changed."} />
+    <PostForm action={action} csrf={csrf} label={mode === "create" ? "New event type" : `Edit event type ${values.name}`}>
+      {mode === "create" ? (
+        <Field
+          id="name"
+          label={EVENT_TYPE_FIELD_LABELS.name}
+          hint="group.event in lower case, e.g. order.created; it cannot be changed later"
+          value={values.name}
+          required
+          error={errors?.fields.name}
+        />
+      ) : (
+        <p>
+          <strong>Name:</strong> <code>{values.name}</code>
+        </p>
+      )}
+      <Field
+        id="description"
+        label={EVENT_TYPE_FIELD_LABELS.description}
+        hint="optional; what happened, for the receivers"
+        value={values.description}
+        error={errors?.fields.description}
+      />
+      <TextArea
+        id="schema"
+        label={EVENT_TYPE_FIELD_LABELS.schema}
+        hint={`a JSON Schema (draft 2020-12) for the event's data, as JSON; empty: any data is accepted${mode === "edit" ? " (emptying it removes the schema)" : ""}`}
+        value={values.schema}
+        rows={12}
+        error={errors?.fields.schema}
+      />
+      <TextArea
+        id="examples"
+        label={EVENT_TYPE_FIELD_LABELS.examples}
+        hint="a JSON array of example data values, each checked against the schema; empty for none"
+        value={values.examples}
+        rows={6}
+        error={errors?.fields.examples}
+      />
+      <Checkbox
+        id="deprecated"
+        label="Deprecated"
+        checked={values.deprecated}
+        hint="still accepted; receivers see that it is on its way out"
+      />
+      <button type="submit">{mode === "create" ? "Create event type" : "Save"}</button>{" "}
+      <a href={cancel} class="button secondary">
+        Cancel
+      </a>
+    </PostForm>
+  </>
+);
+
+/** An event type's page: its facts, then its form (the organization's own) or its schema (keyway's, read-only). */
+export const EventTypeFacts: FC<{ type: EventTypeView }> = ({ type }) => (
+  <dl class="facts">
+    <dt>Name</dt>
+    <dd>
+      <code>{type.name}</code>
+    </dd>
+    <dt>Created</dt>
+    <dd>{when(type.created_at)}</dd>
+    <dt>Last changed</dt>
+    <dd>{when(type.updated_at)}</dd>
+  </dl>
+);
+
+/** keyway's own (operational) type: read-only, its schema and examples shown as they are. */
+export const OperationalEventType: FC<{ type: EventTypeView; back: string }> = ({ type, back }) => (
+  <>
+    <p>
+      keyway publishes this event itself, about the webhooks themselves; it cannot be changed or deleted. A webhook configuration receives
+      it only when its event types name it.
+    </p>
+    <p>{type.description}</p>
+    <section aria-labelledby="schema-heading">
+      <h2 id="schema-heading">Schema of data</h2>
+      <pre class="payload" tabindex={0}>
+        {json(type.schema)}
+      </pre>
+    </section>
+    {type.examples.length > 0 && (
+      <section aria-labelledby="examples-heading">
+        <h2 id="examples-heading">Examples</h2>
+        <pre class="payload" tabindex={0}>
+          {json(type.examples)}
+        </pre>
+      </section>
+    )}
+    <p>
+      <a href={back}>Back to the event types</a>
+    </p>
+  </>
+);
+
+export const deleteEventTypeConfirmation = (t: Pick<EventTypeView, "name" | "description">): Confirmation => ({
+  title: `Delete event type ${t.name}${t.description ? ` (“${t.description}”)` : ""}?`,
+  consequence:
+    "Publishes of this type are no longer checked against its schema (and are refused when the webhook settings refuse unknown types); " +
+    "receivers no longer find it in the catalog. Webhook configurations subscribed to it keep their subscription. To keep it listed while " +
+    "receivers move on, mark it deprecated instead. This cannot be undone.",
+  button: "Delete event type",
+  danger: true,
+});
+
+/** The settings form's fields, named as they are posted. */
+export type SettingsField = "portal_frame_origins";
+
+export interface SettingsFormValues {
+  refuse_unknown_event_types: boolean;
+  /** One origin a line, as typed. */
+  portal_frame_origins: string;
+}
+
+export const settingsFormValues = (s: WebhookSettingsView): SettingsFormValues => ({
+  refuse_unknown_event_types: s.refuse_unknown_event_types,
+  portal_frame_origins: s.portal_frame_origins.join("\n"),
+});
+
+export const WebhookSettingsForm: FC<{
+  action: string;
+  cancel: string;
+  values: SettingsFormValues;
+  errors?: FormErrors<SettingsField> | undefined;
+  csrf: string;
+}> = ({ action, cancel, values, errors, csrf }) => (
+  <>
+    <FormRefused errors={errors} what="Nothing was changed." />
+    <PostForm action={action} csrf={csrf} label="Webhook settings">
+      <Checkbox
+        id="refuse_unknown_event_types"
+        label="Refuse unknown event types"
+        checked={values.refuse_unknown_event_types}
+        hint="publishing an event whose type is not in the catalog answers 400; otherwise it is sent"
+      />
+      <TextArea
+        id="portal_frame_origins"
+        label="Portal frame origins"
+        hint="one https origin a line, e.g. https://dashboard.example.com, at most 10: the sites that may show the receivers' portal in an iframe; none by default"
+        value={values.portal_frame_origins}
+        rows={4}
+        error={errors?.fields.portal_frame_origins}
+      />
+      <button type="submit">Save settings</button>{" "}
+      <a href={cancel} class="button secondary">
+        Cancel
+      </a>
+    </PostForm>
+  </>
+);
