@@ -279,6 +279,50 @@ export function dpopKey() {
   return { proof };
 }
 
+/** The order `publish` and `publish_schema` send (10 fields, a nested customer, five lines). */
+const ORDER_DATA = {
+  id: "ord_AbCdEf123456",
+  status: "paid",
+  currency: "EUR",
+  total: 5100,
+  discount: 0,
+  note: "leave at the door",
+  created_at: "2025-01-01T12:00:00Z",
+  paid: true,
+  customer: { id: "cus_1", email: "ada@example.com", name: "Ada" },
+  items: [0, 1, 2, 3, 4].map((i) => ({ sku: `SKU-${i}`, quantity: i + 1, price: 1000 + i })),
+};
+/** Its JSON Schema, as bench/schema-validation.mjs measures it alone. */
+const ORDER_SCHEMA = {
+  type: "object",
+  required: ["id", "status", "currency", "total", "items", "customer", "created_at"],
+  properties: {
+    id: { type: "string", pattern: "^ord_[A-Za-z0-9]{8,32}$" },
+    status: { enum: ["pending", "paid", "shipped", "cancelled"] },
+    currency: { type: "string", minLength: 3, maxLength: 3 },
+    total: { type: "integer", minimum: 0 },
+    discount: { type: "integer", minimum: 0 },
+    note: { type: "string", maxLength: 500 },
+    created_at: { type: "string", format: "date-time" },
+    paid: { type: "boolean" },
+    customer: {
+      type: "object",
+      required: ["id", "email"],
+      properties: { id: { type: "string" }, email: { type: "string", format: "email" }, name: { type: "string" } },
+    },
+    items: {
+      type: "array",
+      minItems: 1,
+      maxItems: 100,
+      items: {
+        type: "object",
+        required: ["sku", "quantity", "price"],
+        properties: { sku: { type: "string" }, quantity: { type: "integer", minimum: 1 }, price: { type: "integer", minimum: 0 } },
+      },
+    },
+  },
+};
+
 /** How many API keys (each with its own token) the scenarios spread their requests over. */
 const KEYS = 2;
 
@@ -329,6 +373,17 @@ export async function seed(/** @type {string} */ base) {
       JSON.parse(tokenBody),
     )
   ).access_token;
+  // Issue 30: an event type with a schema (a typical order), for `publish_schema` beside `publish`.
+  await api(
+    "POST",
+    `${base}/v1/event-types`,
+    { "x-api-key": need(key.api_key, "api_key"), Authorization: `Bearer ${token}` },
+    {
+      name: "bench.validated",
+      schema: ORDER_SCHEMA,
+      examples: [ORDER_DATA],
+    },
+  );
   return {
     apiKey: need(key.api_key, "api_key"),
     token: need(token, "access_token"),
@@ -486,7 +541,7 @@ function dpopTarget(url, headers, next, request = { method: "GET" }) {
  * The measured requests, built on a seeded tenant: the runtime's floor and the scenarios.
  * @param {string} base
  * @param {Awaited<ReturnType<typeof seed>>} s
- * @returns {{ floor: Target, token: Target, token_dpop: Target, me: Target, me_quota: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target }}
+ * @returns {{ floor: Target, token: Target, token_dpop: Target, me: Target, me_quota: Target, me_dpop: Target, graphql_viewer: Target, webhook_list: Target, publish: Target, publish_schema: Target }}
  */
 export function scenarios(base, s) {
   const bearer = { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` };
@@ -528,6 +583,10 @@ export function scenarios(base, s) {
     me_dpop: dpopTarget(`${base}/v1/me`, { "x-api-key": s.apiKey, Authorization: `DPoP ${s.dpopToken}` }, () =>
       s.dpop.proof("GET", `${base}/v1/me`, s.dpopToken),
     ),
+    // Issue 30: a publish (no configuration subscribes, so it records the event only), and the
+    // same order as an event type with a schema, whose data the organization's object validates.
+    publish: publishTarget(base, bearer, rotating, "bench.plain"),
+    publish_schema: publishTarget(base, bearer, rotating, "bench.validated"),
     webhook_list: {
       url: `${base}/v1/webhook-configurations`,
       headers: bearer,
@@ -547,6 +606,26 @@ export function scenarios(base, s) {
         },
       ],
     },
+  };
+}
+
+/**
+ * POST /v1/events of the bench order as `type`.
+ * @param {string} base
+ * @param {Record<string, string>} bearer
+ * @param {(extra: Record<string, string>) => object} rotating
+ * @param {string} type
+ * @returns {Target}
+ */
+function publishTarget(base, bearer, rotating, type) {
+  const body = JSON.stringify({ type, data: ORDER_DATA });
+  const headers = { "Content-Type": "application/json" };
+  return {
+    url: `${base}/v1/events`,
+    method: "POST",
+    headers: { ...bearer, ...headers },
+    body,
+    requests: [{ method: "POST", path: "/v1/events", body, ...rotating(headers) }],
   };
 }
 

@@ -136,6 +136,13 @@ async function main() {
       `token_dpop vs token: ${tokenDpop.throughput_ratio} of the plain token request's throughput, ${tokenDpop.cpu_ms_per_req_delta} ms CPU/req more (${tokenDpop.worker_process_cpu_ms_per_req_delta} in keyway's process)`,
     );
   }
+  // Issue 30: what validating a publish's data against its type's schema costs.
+  const schema = names.includes("publish") && names.includes("publish_schema") ? measured.pair("publish", "publish_schema") : null;
+  if (schema) {
+    console.log(
+      `publish_schema vs publish: ${schema.throughput_ratio} of the plain publish's throughput, ${schema.cpu_ms_per_req_delta} ms CPU/req more (${schema.worker_process_cpu_ms_per_req_delta} in keyway's process)`,
+    );
+  }
   // Issue 24: what a shared quota costs (the key's object asks the organization's QuotaObject).
   const quota = names.includes("me") && names.includes("me_quota") ? measured.pair("me", "me_quota") : null;
   if (quota) {
@@ -205,6 +212,7 @@ async function main() {
     dpop_vs_plain: dpop,
     quota_vs_plain: quota,
     token_dpop_vs_token: tokenDpop,
+    publish_schema_vs_publish: schema,
     peer: peerResult,
     webhooks,
     duration_s: round((performance.now() - t0) / 1000, 0),
@@ -246,6 +254,8 @@ const LABELS = {
   me_quota: "GET /v1/me, organization with a shared quota (one more object call, inside the key's)",
   graphql_viewer: "POST /v1/graphql { viewer }",
   webhook_list: "GET /v1/webhook-configurations (two objects)",
+  publish: "POST /v1/events (an order; no configuration subscribes: the event is recorded)",
+  publish_schema: "POST /v1/events, the order's type with a JSON Schema (its data validated in the organization's object)",
 };
 /** Targets of issue 15, as ratios of the design's floor. */
 const TARGETS = { token: 0.9, me: 0.95, graphql_viewer: 0.85 };
@@ -294,6 +304,9 @@ function table(r) {
     `DPoP-bound GET /v1/me: ${r.dpop_vs_plain.throughput_ratio} of the plain read's throughput (target >= 0.9: ${r.dpop_vs_plain.throughput_ratio >= 0.9 ? "met" : "missed"}), ${r.dpop_vs_plain.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.dpop_vs_plain.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's ES256 check and its jti's row in the key's object, which is still the request's one Durable Object call (test/oauth-standards.test.ts counts them). The load generator signs each proof too.`,
     r.token_dpop_vs_token
       ? `POST /v1/oauth with a DPoP proof: ${r.token_dpop_vs_token.throughput_ratio} of the plain token request's throughput, ${r.token_dpop_vs_token.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.token_dpop_vs_token.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's check and a second Durable Object call, the organization's, which records the proof's id so that it is refused with any other API key (RFC 9449 11.1). Every DPoP token request of the organization meets that one object.`
+      : "",
+    r.publish_schema_vs_publish
+      ? `POST /v1/events of a type with a JSON Schema: ${r.publish_schema_vs_publish.throughput_ratio} of a plain publish's throughput, ${r.publish_schema_vs_publish.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.publish_schema_vs_publish.worker_process_cpu_ms_per_req_delta} in keyway's process): the organization's WebhookObject parses the event's body and validates its data (lib/json-schema.ts) within the publish's one call; a type without a schema reads one row more than before.`
       : "",
     r.quota_vs_plain
       ? `GET /v1/me by a key of an organization with a shared quota: ${r.quota_vs_plain.throughput_ratio} of the plain read's throughput, ${r.quota_vs_plain.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.quota_vs_plain.worker_process_cpu_ms_per_req_delta} in keyway's process): the key's object asks the organization's QuotaObject within the request's one call from the Worker. A key without a quota makes no such call (the plain read above).`

@@ -16,7 +16,8 @@ import { envelopeRoute, listRoute, type Route } from "../src/http/route";
 import { mountRoutes } from "../src/http/router";
 import { ROUTES } from "../src/http/routes";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, authed, body, call, createTenant, issueToken } from "./helpers";
+import { ADMIN_TOKEN, admin, authed, BASE, body, call, createTenant, issueToken } from "./helpers";
+import { Browser } from "./manager-helpers";
 
 const SECRET = "kw_live_cs_this-must-never-be-sent";
 const HASH = "a".repeat(64);
@@ -196,7 +197,21 @@ describe("the real routes", () => {
     });
     const event = await post<{ deliveries: { id: string }[] }>("/v1/events", { type: "order.created", data: {} });
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, {});
+    // Issue 30: an event type, a recovery and a portal session (opened as a browser does).
+    await post("/v1/event-types", { name: "order.created", schema: { type: "object" } });
+    const recovery = await post<{ id: string }>(`/v1/webhook-configurations/${config.id}/recover`, {
+      since: new Date(Date.now() - 60_000).toISOString(),
+    });
+    const link = await post<{ url: string }>(`/v1/webhook-configurations/${config.id}/portal-links`, {});
+    const browser = new Browser();
+    const page = await (await browser.get(link.url.slice(BASE.length))).text();
+    const linkToken = new URL(link.url).searchParams.get("token") ?? "";
+    expect((await browser.post("/portal/open", { csrf: Browser.csrf(page), token: linkToken })).status).toBe(303);
+    const sessions = await call(`/v1/webhook-configurations/${config.id}/portal-sessions`, { headers: client });
     const ids: Record<string, string> = {
+      name: "order.created",
+      recovery: recovery.id,
+      session: (await body<{ id: string }[]>(sessions)).data[0]?.id ?? "",
       org: t.orgId,
       user: t.userId,
       key: t.apiKeyId,
@@ -205,7 +220,16 @@ describe("the real routes", () => {
       config: config.id,
       delivery: event.deliveries[0]?.id ?? "",
     };
-    const secrets = [t.clientSecret, t.apiKey, token, minted.token, config.signing_secret, receiverSecret];
+    const secrets = [
+      t.clientSecret,
+      t.apiKey,
+      token,
+      minted.token,
+      config.signing_secret,
+      receiverSecret,
+      linkToken,
+      linkToken.split(".")[0] ?? "",
+    ];
 
     for (const route of enveloped) {
       const where = `${route.method} ${route.path}`;

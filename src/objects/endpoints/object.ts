@@ -796,6 +796,8 @@ export class EndpointObject extends DurableObject<Env> {
    * configuration still owes, and sets the next alarm.
    */
   private async pump(now: number): Promise<void> {
+    // Operational events owed (a disable announces one, and a disabled endpoint pumps no further).
+    if (this.db.first("SELECT 1 AS x FROM notices LIMIT 1") !== undefined) void this.pushNotices();
     const ep = this.endpoint();
     const config = this.configOf(ep);
     if (ep === undefined || (config === null && ep.deleted !== 1)) return;
@@ -814,7 +816,6 @@ export class EndpointObject extends DurableObject<Env> {
       return;
     }
     this.stepRecovery(now);
-    if (this.db.first("SELECT 1 AS x FROM notices LIMIT 1") !== undefined) void this.pushNotices();
     const claimed = claim(this.db, ep, live, this.book, this.config.webhookRedispatchMs, now);
     if (claimed !== null) {
       // The claim's wake time goes into the alarm in the same write batch as the claim, before the

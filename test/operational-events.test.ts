@@ -1,0 +1,121 @@
+/**
+ * Operational webhooks, one per change of state (issue 30, item 4): an endpoint whose circuit
+ * opens announces `webhook.endpoint.paused` once, however often it re-opens after a failed probe;
+ * its first success afterwards announces `webhook.endpoint.recovered` once; a Retry-After shorter
+ * than the notice threshold announces nothing; an operator's disable announces
+ * `webhook.endpoint.disabled`, and a push the organization's object did not answer is retried
+ * without publishing twice. Attempts are made one by one through the consumer (the pacing is
+ * lifted between them: test/webhook-helpers.ts `attemptNow`); the announcements are read as the
+ * deliveries they became at the subscribed configuration.
+ */
+
+import { runInDurableObject } from "cloudflare:test";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { CIRCUIT_THRESHOLD } from "../src/objects/endpoints/policy";
+import type { DeliveryRecord } from "../src/schemas/webhooks";
+import { fakeNetwork, json, RECEIVER, TOKEN_URL } from "./fake-network";
+import { body, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
+import { api, attemptNow, createConfig, endpointAlarm, endpointOf } from "./webhook-helpers";
+
+const SECRET = "receiver-secret";
+let t: Tenant;
+let token: string;
+
+beforeAll(async () => {
+  vi.spyOn(console, "warn").mockImplementation(() => {});
+  vi.spyOn(console, "error").mockImplementation(() => {});
+  t = await createTenant();
+  token = await issueToken(t);
+});
+
+/** The operational events delivered (or owed) to a subscriber, oldest first. */
+async function announced(subscriberId: string): Promise<{ type: string; id: string }[]> {
+  const res = await api(t, token, `/v1/webhook-configurations/${subscriberId}/deliveries?limit=100`);
+  const list = (await body<DeliveryRecord[]>(res)).data;
+  return list.map((d) => ({ type: d.event_type, id: d.id })).reverse();
+}
+
+async function publishTo(configId: string): Promise<string> {
+  const res = await api(t, token, "/v1/events", "POST", { type: "order.created", data: { n: 1 } });
+  const json = await body<{ deliveries: { id: string; webhook_configuration_id: string }[] }>(res);
+  return json.data.deliveries.find((d) => d.webhook_configuration_id === configId)?.id ?? "";
+}
+
+/** Operational events the endpoint's object still owes the organization's. */
+const notices = (configId: string) =>
+  runInDurableObject(
+    endpointOf(configId),
+    (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM notices").one().n,
+  );
+
+describe("operational webhooks, once per change of state", () => {
+  it("a circuit that opens and re-opens announces one pause; the first success after it one recovery", async () => {
+    let status = 500;
+    fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: "tok", token_type: "Bearer", expires_in: 300 }),
+      [`${RECEIVER}/flaky`]: () => new Response(null, { status }),
+      [`${RECEIVER}/ops`]: () => new Response(null, { status: 204 }),
+    });
+    const ops = await createConfig(t, token, SECRET, {
+      url: `${RECEIVER}/ops`,
+      events: ["webhook.endpoint.paused", "webhook.endpoint.recovered", "webhook.endpoint.disabled"],
+    });
+    const flaky = await createConfig(t, token, SECRET, { url: `${RECEIVER}/flaky`, events: ["order.created"] });
+    const id = await publishTo(flaky.id);
+
+    // Enough failures to open the circuit, then more: every attempt after the threshold re-opens it.
+    for (let i = 0; i < CIRCUIT_THRESHOLD + 3; i++) await attemptNow(t, token, id);
+    expect((await announced(ops.id)).map((e) => e.type)).toEqual(["webhook.endpoint.paused"]);
+
+    status = 204;
+    await attemptNow(t, token, id);
+    const second = await publishTo(flaky.id);
+    await attemptNow(t, token, second);
+    expect((await announced(ops.id)).map((e) => e.type)).toEqual(["webhook.endpoint.paused", "webhook.endpoint.recovered"]);
+    // The subscriber is not the endpoint the events are about, and the endpoint gets none of them.
+    const own = (await body<DeliveryRecord[]>(await api(t, token, `/v1/webhook-configurations/${flaky.id}/deliveries`))).data;
+    expect(own.every((d) => d.event_type === "order.created")).toBe(true);
+  });
+
+  it("a short Retry-After pause announces nothing; an operator's disable announces it once", async () => {
+    fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: "tok", token_type: "Bearer", expires_in: 300 }),
+      [`${RECEIVER}/busy`]: () => new Response(null, { status: 429, headers: { "Retry-After": "30" } }),
+      [`${RECEIVER}/ops2`]: () => new Response(null, { status: 204 }),
+    });
+    const ops = await createConfig(t, token, SECRET, {
+      url: `${RECEIVER}/ops2`,
+      events: ["webhook.endpoint.paused", "webhook.endpoint.disabled"],
+    });
+    const busy = await createConfig(t, token, SECRET, { url: `${RECEIVER}/busy`, events: ["order.created"] });
+    const id = await publishTo(busy.id);
+    await attemptNow(t, token, id);
+    expect(await announced(ops.id)).toEqual([]);
+
+    await api(t, token, `/v1/webhook-configurations/${busy.id}`, "PATCH", { status: "disabled" });
+    await api(t, token, `/v1/webhook-configurations/${busy.id}`, "PATCH", { description: "still disabled" });
+    const events = await announced(ops.id);
+    expect(events.map((e) => e.type)).toEqual(["webhook.endpoint.disabled"]);
+  });
+
+  it("an announcement the organization's object did not take is kept and published once when the alarm retries", async () => {
+    fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: "tok", token_type: "Bearer", expires_in: 300 }),
+      [`${RECEIVER}/ops3`]: () => new Response(null, { status: 204 }),
+      [`${RECEIVER}/later`]: () => new Response(null, { status: 204 }),
+    });
+    const ops = await createConfig(t, token, SECRET, { url: `${RECEIVER}/ops3`, events: ["webhook.endpoint.disabled"] });
+    const target = await createConfig(t, token, SECRET, { url: `${RECEIVER}/later`, events: ["order.created"] });
+    // The endpoint's object cannot reach the organization's WebhookObject to hand its notice over.
+    const restore = await withObjectEnv(endpointOf(target.id), (real) => unreachable(real, "WEBHOOKS", "publishOperational"));
+    await api(t, token, `/v1/webhook-configurations/${target.id}`, "PATCH", { status: "disabled" });
+    expect(await notices(target.id)).toBe(1);
+    expect(await announced(ops.id)).toEqual([]);
+
+    await restore();
+    await endpointAlarm(target.id);
+    await endpointAlarm(target.id);
+    expect(await notices(target.id)).toBe(0);
+    expect((await announced(ops.id)).map((e) => e.type)).toEqual(["webhook.endpoint.disabled"]);
+  });
+});
