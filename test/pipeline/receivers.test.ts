@@ -146,8 +146,51 @@ describe("recovery after an outage", () => {
   });
 });
 
+describe("recovery of an ordered endpoint, asked twice at once", () => {
+  it("re-sends in publish order, each delivery once: the second job finds them taken", async () => {
+    let down = true;
+    const sent = fakeNetwork({ ...receiver(), [`${RECEIVER}/ordered`]: () => new Response(null, { status: down ? 503 : 204 }) });
+    const config = await createConfig(t, token, SECRET, { url: `${RECEIVER}/ordered`, ordered: true });
+    const since = new Date(Date.now() - 1000).toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(...(await publish("order.created", { n: i }, config.id)));
+    await allFailed(config.id, ids);
+    down = false;
+    await closeCircuit(config.id);
+    const before = webhooksTo(sent, "/ordered").length;
+    const path = `/v1/webhook-configurations/${config.id}/recover`;
+    const [first, second] = await Promise.all([
+      body<RecoveryView>(await api(t, token, path, "POST", { since })),
+      body<RecoveryView>(await api(t, token, path, "POST", { since })),
+    ]);
+    for (const id of ids)
+      await eventually(
+        () => getDelivery(t, token, id),
+        (d) => d.status === "delivered",
+        id,
+      );
+    const done = async (id: string) =>
+      eventually(
+        async () => (await body<RecoveryView>(await api(t, token, `/v1/webhook-configurations/${config.id}/recoveries/${id}`))).data,
+        (r) => r.status === "done",
+        `recovery ${id}`,
+      );
+    const [a, b] = [await done(first!.data.id), await done(second!.data.id)];
+    expect(a.resent + b.resent).toBe(4);
+    await sleep(1500);
+    const after = webhooksTo(sent, "/ordered")
+      .slice(before)
+      .map((s) => s.headers["webhook-id"]);
+    // Once each, and in the order they were published.
+    expect(after).toEqual(ids);
+  }, 90_000);
+});
+
 describe("operational webhooks", () => {
   it("a 410 produces one webhook.endpoint.disabled, exhausted retries one webhook.delivery.exhausted, only at subscribers", async () => {
+    // An organization of its own: the endpoints the tests above left failing are another's.
+    t = await createTenant({ per_second: 1000 });
+    token = await issueToken(t);
     const sent = fakeNetwork({
       ...receiver(),
       [`${RECEIVER}/ops`]: () => new Response(null, { status: 204 }),
