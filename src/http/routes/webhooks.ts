@@ -103,7 +103,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Create webhook configuration",
     description:
-      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type. The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond). Each configuration is an independent delivery lane: a slow, hanging, failing or throttled receiver delays only its own deliveries. `ordered`, `rate_limit` and `token_cache` set how its deliveries are paced; a 429 or 503 with Retry-After pauses the endpoint (at most 1 hour), and repeated failures open a circuit (one probe at a time until one succeeds). The answer's `lane`, `paused_until` and `pause_reason` say where it stands.",
+      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type of the organization's (keyway's operational `webhook.*` events only when `events` names them). The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond). Each configuration is an independent delivery lane: a slow, hanging, failing or throttled receiver delays only its own deliveries. `ordered`, `rate_limit` and `token_cache` set how its deliveries are paced; a 429 or 503 with Retry-After pauses the endpoint (at most 1 hour), and repeated failures open a circuit (one probe at a time until one succeeds). The answer's `lane`, `paused_until` and `pause_reason` say where it stands.",
     tag: configTag,
     auth: "client",
     status: 201,
@@ -241,7 +241,7 @@ export const webhookRoutes: Route[] = [
     scope: "events:write",
     summary: "Publish an event to every matching configuration",
     description:
-      "The body may be at most 100 KiB serialized (413 otherwise). Answers with one pending delivery per matching active configuration. With an `Idempotency-Key` header (printable ASCII, at most 255 characters) a repeat within 24 hours answers the original event, creates no deliveries and carries `Idempotent-Replayed: true`; the same key with a different body is refused with 422.",
+      "The body may be at most 100 KiB serialized (413 otherwise). A type with a JSON Schema in the event catalog has its `data` validated (400 naming the first failing path, e.g. `data.items.0.price`); with the `refuse_unknown_event_types` setting, a type outside the catalog is 400; types starting `webhook.` are keyway's own (400). Answers with one pending delivery per matching active configuration. With an `Idempotency-Key` header (printable ASCII, at most 255 characters) a repeat within 24 hours answers the original event, creates no deliveries and carries `Idempotent-Replayed: true`; the same key with a different body is refused with 422.",
     tag: eventsTag,
     auth: "client",
     status: 202,
