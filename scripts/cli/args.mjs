@@ -58,6 +58,18 @@ export const OPTIONS = /** @type {const} */ ({
   "no-token-cache": { type: "boolean" },
   "rate-limit": { type: "string" },
   yes: { type: "boolean" },
+  "schema-file": { type: "string" },
+  "examples-file": { type: "string" },
+  "no-schema": { type: "boolean" },
+  deprecated: { type: "boolean" },
+  "no-deprecated": { type: "boolean" },
+  since: { type: "string" },
+  until: { type: "string" },
+  "expires-in": { type: "string" },
+  "refuse-unknown-types": { type: "boolean" },
+  "no-refuse-unknown-types": { type: "boolean" },
+  // Given once per origin; the values reach the command joined by newlines (an origin has none).
+  "frame-origin": { type: "string", multiple: true },
 });
 
 /**
@@ -98,12 +110,15 @@ export function parseCommandLine(argv) {
   /** @type {{ values: Flags, positionals: string[] }} */
   let parsed;
   try {
-    parsed = parseArgs({
+    const raw = parseArgs({
       args: argv,
       allowPositionals: true,
       strict: true,
       options: OPTIONS,
     });
+    // A flag given several times (--frame-origin) becomes one string, so every flag value stays a string or a boolean.
+    const values = Object.fromEntries(Object.entries(raw.values).map(([k, v]) => [k, Array.isArray(v) ? v.join("\n") : v]));
+    parsed = { values, positionals: raw.positionals };
   } catch (err) {
     // node:util's messages name the option and say what is wrong with it.
     const group = argv.find((word) => !word.startsWith("-"));
@@ -145,14 +160,18 @@ export function parseCommandLine(argv) {
 
   const given = positionals.slice(command.words.length);
   const name = command.words.join(" ");
+  const optional = command.optional ?? [];
   if (given.length < command.args.length) {
     throw new UsageError(`${name}: missing <${command.args.slice(given.length).join("> <")}>`, first);
   }
-  if (given.length > command.args.length) throw new UsageError(`${name}: unexpected argument "${given[command.args.length]}"`, first);
+  if (given.length > command.args.length + optional.length) {
+    throw new UsageError(`${name}: unexpected argument "${given[command.args.length + optional.length]}"`, first);
+  }
   /** @type {Record<string, string>} */
   const args = {};
-  command.args.forEach((arg, i) => {
-    args[arg] = given[i] ?? "";
+  [...command.args, ...optional].forEach((arg, i) => {
+    // An optional argument not given is absent, not empty.
+    if (i < command.args.length || given[i] !== undefined) args[arg] = given[i] ?? "";
   });
   for (const [arg, value] of Object.entries(args)) {
     if (value.trim() === "") throw new UsageError(`${name}: <${arg}> must not be empty`, first);
@@ -370,6 +389,47 @@ export function eventList(value, update) {
   const events = value.split(/[\s,]+/).filter((e) => e !== "");
   if (events.length === 0) throw new UsageError(`--events needs event types, e.g. order.created,order.paid${update ? " (or `all`)" : ""}`);
   return events;
+}
+
+/**
+ * The JSON in the file a flag names (`--schema-file`, `--examples-file`); keyway checks what it
+ * holds and says what is wrong, naming the path inside it.
+ * @param {Flags} flags
+ * @param {string} name
+ * @returns {unknown}
+ */
+export function jsonFile(flags, name) {
+  const path = flags[name];
+  if (path === undefined) return undefined;
+  if (typeof path !== "string") throw new UsageError(`--${name} needs a file name`);
+  let text;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    throw new UsageError(`--${name}: cannot read ${clean(path)}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--${name}: ${clean(path)} is not JSON (${err instanceof Error ? clean(err.message) : "unreadable"})`);
+  }
+}
+
+/**
+ * `--since` / `--until`: a moment with its zone (`Z` or an offset), so a local clock cannot shift
+ * the window; sent as UTC.
+ * @param {Flags} flags
+ * @param {string} name
+ */
+export function instant(flags, name) {
+  const value = flags[name];
+  if (value === undefined) return undefined;
+  const text = typeof value === "string" ? value.trim() : "";
+  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    throw new UsageError(`--${name} must be a date and time with its zone, e.g. 2026-06-01T09:00:00Z (UTC); got "${clean(String(value))}"`);
+  }
+  return new Date(ms).toISOString();
 }
 
 /**

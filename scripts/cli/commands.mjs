@@ -3,7 +3,9 @@
  * (src/http/routes/admin.ts and the operator's mirror of the webhook routes) with its positional
  * arguments, flags, path, body and output columns, plus the commands that make several calls
  * or print their own way (webhooks show, webhooks create and rotate-secret with the signing
- * secret shown once, deliveries show, keys traffic, orgs export).
+ * secret shown once, webhooks recoveries, event-types show, deliveries show, keys traffic, orgs
+ * export). The event catalog, the webhook settings, recoveries and portal links and sessions go
+ * to the operator's mirror of their /v1 routes (src/http/routes/webhooks.ts `operatorMirror`).
  */
 import { writeFileSync } from "node:fs";
 import process from "node:process";
@@ -17,6 +19,8 @@ import {
   eventList,
   flagText,
   graceSeconds,
+  instant,
+  jsonFile,
   jwksFile,
   onOff,
   refillFlag,
@@ -49,6 +53,12 @@ export const webhooksPath = (/** @type {Record<string, string>} */ a) => `${orgP
 export const webhookPath = (/** @type {Record<string, string>} */ a) => `${webhooksPath(a)}/${enc(a.id ?? "")}`;
 
 export const deliveryPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/deliveries/${enc(a.id ?? "")}`;
+
+export const eventTypesPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/event-types`;
+
+export const eventTypePath = (/** @type {Record<string, string>} */ a) => `${eventTypesPath(a)}/${enc(a.name ?? "")}`;
+
+export const settingsPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/webhook-settings`;
 
 /** @type {Column[]} */
 export const ORG_COLUMNS = [
@@ -155,6 +165,39 @@ export const ATTEMPT_COLUMNS = [
     header: "ANSWER",
     value: (item) => (isObject(item.response) ? (item.response.body_withheld ? "(withheld)" : item.response.body_excerpt) : undefined),
   },
+];
+
+/** @type {Column[]} */
+export const EVENT_TYPE_COLUMNS = [
+  { header: "NAME", value: field("name") },
+  { header: "DESCRIPTION", value: field("description") },
+  { header: "DEPRECATED", value: (item) => (item.deprecated === true ? "yes" : "no") },
+  { header: "SCHEMA", value: (item) => (isObject(item.schema) ? "yes" : "no") },
+  { header: "EXAMPLES", value: (item) => (Array.isArray(item.examples) ? item.examples.length : 0) },
+  { header: "OWNER", value: (item) => (item.operational === true ? "keyway" : "organization") },
+];
+
+/** @type {Column[]} */
+export const RECOVERY_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "SINCE", value: field("since") },
+  { header: "UNTIL", value: field("until") },
+  { header: "STATUS", value: field("status") },
+  { header: "FOUND", value: field("found") },
+  { header: "RESENT", value: field("resent") },
+  { header: "SKIPPED", value: field("skipped") },
+  { header: "CREATED", value: field("created_at") },
+  { header: "FINISHED", value: field("finished_at") },
+];
+
+/** @type {Column[]} */
+export const PORTAL_SESSION_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "STATUS", value: field("status") },
+  { header: "OPENED", value: field("created_at") },
+  { header: "LAST SEEN", value: field("last_seen_at") },
+  { header: "EXPIRES", value: field("expires_at") },
+  { header: "ENDED", value: field("ended_at") },
 ];
 
 /** @param {string[]} fields @returns {Column[]} */
@@ -564,6 +607,186 @@ export const COMMANDS = [
       const deliveries = isObject(data) && Array.isArray(data.deliveries) ? data.deliveries.filter(isObject) : [];
       const ids = deliveries.map((d) => `delivery  ${show(d.id)} (${show(d.status)})\n`).join("");
       return { data, text: `${record(isObject(data) ? { id: data.id, type: data.type, created_at: data.created_at } : {})}${ids}` };
+    },
+  },
+
+  {
+    words: ["webhooks", "recover"],
+    args: ["org", "id"],
+    flags: ["since", "until"],
+    required: ["since"],
+    summary:
+      "re-send every delivery of the configuration that failed in [--since, --until) (until: now), as a background job paced by the endpoint; each delivery once",
+    call: (a, f) => {
+      const since = instant(f, "since");
+      if (since === undefined) throw new UsageError("webhooks recover: give --since, e.g. --since 2026-06-01T09:00:00Z", "webhooks");
+      return { method: "POST", path: `${webhookPath(a)}/recover`, body: defined({ since, until: instant(f, "until") }) };
+    },
+    notes: (data, a) => [
+      `Started. Follow it with \`webhooks recoveries ${show(a.org)} ${show(a.id)} ${show(data.id)}\` (found, resent, status).`,
+    ],
+  },
+  {
+    words: ["webhooks", "recoveries"],
+    args: ["org", "id"],
+    optional: ["recovery"],
+    flags: [],
+    summary: "a configuration's recoveries, newest first; with a recovery id, that one's progress",
+    run: async (client, a) => {
+      if (a.recovery !== undefined) {
+        const data = await send(client, { method: "GET", path: `${webhookPath(a)}/recoveries/${enc(a.recovery)}` });
+        return { data };
+      }
+      const { items } = await readList(client, `${webhookPath(a)}/recoveries`, Number.POSITIVE_INFINITY);
+      return { data: items, text: items.length === 0 ? "(no recoveries)\n" : table(items, RECOVERY_COLUMNS) };
+    },
+  },
+  {
+    words: ["webhooks", "portal-link"],
+    args: ["org", "id"],
+    flags: ["expires-in"],
+    summary:
+      "a single-use link to the receiver's portal for this configuration (shown once; opens once, within --expires-in seconds, default 600)",
+    call: (a, f) => ({
+      method: "POST",
+      path: `${webhookPath(a)}/portal-links`,
+      body: defined({ expires_in: count(f, "expires-in") }),
+    }),
+    secret: "url",
+    notes: (data) => [
+      `It is single-use: the first opening starts the receiver's portal session (8 hours) and any later one is refused; unopened, it expires at ${show(data.expires_at)}. Give it to the receiver over a channel you trust.`,
+    ],
+  },
+  {
+    words: ["webhooks", "portal-sessions"],
+    args: ["org", "id"],
+    flags: ["limit"],
+    summary: "the configuration's portal sessions, oldest first (ended and expired ones stay listed a day)",
+    list: (a) => `${webhookPath(a)}/portal-sessions`,
+    columns: PORTAL_SESSION_COLUMNS,
+    noun: "portal sessions",
+  },
+  {
+    words: ["webhooks", "end-portal-session"],
+    args: ["org", "id", "session"],
+    flags: ["yes"],
+    summary: "end a portal session: its cookie stops working at once, wherever it is (--yes to confirm)",
+    check: async (_client, a, f) => {
+      if (f.yes === true) return;
+      throw new UsageError(
+        `webhooks end-portal-session ends the receiver's portal session ${clean(a.session ?? "")} of ${clean(a.id ?? "")} at once: the receiver sees and changes nothing more until it gets a new link; to confirm, add --yes`,
+        "webhooks",
+      );
+    },
+    call: (a) => ({ method: "DELETE", path: `${webhookPath(a)}/portal-sessions/${enc(a.session ?? "")}` }),
+  },
+
+  {
+    words: ["event-types", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "the organization's event catalog, by name (keyway's own operational types included, read-only)",
+    list: eventTypesPath,
+    columns: EVENT_TYPE_COLUMNS,
+    noun: "event types",
+  },
+  {
+    words: ["event-types", "show"],
+    args: ["org", "name"],
+    flags: [],
+    summary: "an event type with its JSON Schema and examples",
+    run: async (client, a) => {
+      const data = await send(client, { method: "GET", path: eventTypePath(a) });
+      const { schema, examples, ...rest } = isObject(data) ? data : {};
+      // Indented JSON; each line cleaned, so the indentation's newlines stay newlines.
+      const pretty = (/** @type {unknown} */ v) => `${(JSON.stringify(v, null, 2) ?? "null").split("\n").map(clean).join("\n")}\n`;
+      return {
+        data,
+        text: `${record(rest)}\nSchema\n${schema === null ? "(none: any data)\n" : pretty(schema)}\nExamples\n${pretty(examples)}`,
+      };
+    },
+  },
+  {
+    words: ["event-types", "create"],
+    args: ["org", "name"],
+    flags: ["description", "schema-file", "examples-file", "deprecated"],
+    summary:
+      "add an event type (name group.event): a JSON Schema for its data from --schema-file, examples (a JSON array) from --examples-file, each checked",
+    call: (a, f) => ({
+      method: "POST",
+      path: eventTypesPath(a),
+      body: defined({
+        name: a.name,
+        description: flagText(f.description),
+        schema: jsonFile(f, "schema-file"),
+        examples: jsonFile(f, "examples-file"),
+        deprecated: f.deprecated === true ? true : undefined,
+      }),
+    }),
+  },
+  {
+    words: ["event-types", "update"],
+    args: ["org", "name"],
+    flags: ["description", "schema-file", "no-schema", "examples-file", "deprecated", "no-deprecated"],
+    summary: "change an event type (only what is given); --no-schema removes its schema",
+    call: (a, f) => {
+      if (f["no-schema"] === true && f["schema-file"] !== undefined)
+        throw new UsageError("give --schema-file or --no-schema, not both", "event-types");
+      const description = flagText(f.description);
+      const body = defined({
+        description: description === undefined ? undefined : description.trim() === "" ? null : description,
+        schema: f["no-schema"] === true ? null : jsonFile(f, "schema-file"),
+        examples: jsonFile(f, "examples-file"),
+        deprecated: toggle(f, "deprecated"),
+      });
+      if (Object.keys(body).length === 0)
+        throw new UsageError("event-types update: nothing to change; give at least one flag", "event-types");
+      return { method: "PATCH", path: eventTypePath(a), body };
+    },
+  },
+  {
+    words: ["event-types", "delete"],
+    args: ["org", "name"],
+    flags: ["yes"],
+    summary: "delete an event type: publishes of it are no longer checked (--yes to confirm; consider --deprecated instead)",
+    check: async (client, a, f) => {
+      if (f.yes === true) return;
+      const type = await send(client, { method: "GET", path: eventTypePath(a) });
+      const view = isObject(type) ? type : {};
+      throw new UsageError(
+        `event-types delete removes ${clean(String(view.name ?? a.name))} from the catalog: publishes of it are no longer checked against its schema and receivers no longer see it; to confirm, add --yes`,
+        "event-types",
+      );
+    },
+    call: (a) => ({ method: "DELETE", path: eventTypePath(a) }),
+  },
+
+  {
+    words: ["webhook-settings", "show"],
+    args: ["org"],
+    flags: [],
+    summary: "the organization's webhook settings",
+    call: (a) => ({ method: "GET", path: settingsPath(a) }),
+  },
+  {
+    words: ["webhook-settings", "update"],
+    args: ["org"],
+    flags: ["refuse-unknown-types", "no-refuse-unknown-types", "frame-origin"],
+    summary:
+      "whether publishing an unknown event type is refused, and the origins that may frame the receivers' portal (--frame-origin once per origin; `none` for none)",
+    call: (a, f) => {
+      const origins = flagText(f["frame-origin"]);
+      const body = defined({
+        refuse_unknown_event_types: toggle(f, "refuse-unknown-types"),
+        portal_frame_origins: origins === undefined ? undefined : origins === "none" ? [] : origins.split("\n"),
+      });
+      if (Object.keys(body).length === 0) {
+        throw new UsageError(
+          "webhook-settings update: nothing to change; give --refuse-unknown-types, --no-refuse-unknown-types or --frame-origin",
+          "webhook-settings",
+        );
+      }
+      return { method: "PATCH", path: settingsPath(a), body };
     },
   },
 

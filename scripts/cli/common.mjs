@@ -28,6 +28,7 @@ export const AUDIT_DEFAULT_LIMIT = 50;
  * @typedef {object} Command
  * @property {string[]} words
  * @property {string[]} args
+ * @property {string[]} [optional] positional parameters after `args` that may be left out (absent from `a` then)
  * @property {string[]} flags
  * @property {string} summary
  * @property {(a: Record<string, string>, f: Flags) => Call} [call]

@@ -70,7 +70,35 @@ export const GROUPS = {
       "--rate-limit N         at most N deliveries per second, 1..1000; update: `none` removes the limit",
       "--token-cache          one shared receiver token, reused until 60 s before it expires (update:",
       "                       --no-token-cache: a token request before each webhook, the default)",
-      "--yes                  webhooks delete: confirms it (without it, nothing is sent but a look-up)",
+      "--yes                  webhooks delete, end-portal-session: confirms it (without it, nothing is sent but a look-up)",
+      "--since TIME           webhooks recover: the window's start, with its zone, e.g. 2026-06-01T09:00:00Z (UTC)",
+      "--until TIME           webhooks recover: the window's end (default: now)",
+      "<recovery>             webhooks recoveries: one recovery (rcv_...) to show; without it, every recovery",
+      "--expires-in SECONDS   webhooks portal-link: how long the link may be opened in, 60..3600 (default 600);",
+      "                       the link is printed once and opens once (single-use); keyway keeps only its hash",
+      "<session>              webhooks end-portal-session: the ID column of `webhooks portal-sessions` (pts_...)",
+    ],
+  },
+  "event-types": {
+    title: "Event types (the organization's event catalog: a JSON Schema and examples for each type's data)",
+    notes: [
+      "<name>                 group.event in lower case, e.g. order.created",
+      '--description D        what happened, for the receivers; update: "" removes it',
+      "--schema-file FILE     a JSON file holding a JSON Schema (draft 2020-12) for the event's data; publishes of",
+      "                       the type are checked against it (400 naming the failing path)",
+      "--no-schema            update: remove the schema (any data is accepted)",
+      "--examples-file FILE   a JSON file holding an array of example data values, each checked against the schema",
+      "--deprecated           still accepted, marked as on its way out (update: --no-deprecated undoes it)",
+      "--yes                  event-types delete: confirms it (without it, nothing is sent but a look-up)",
+    ],
+  },
+  "webhook-settings": {
+    title: "Webhook settings (one set per organization)",
+    notes: [
+      "--refuse-unknown-types     publishing an event type that is not in the catalog answers 400",
+      "--no-refuse-unknown-types  such events are sent (the default)",
+      "--frame-origin O           an https origin that may show the receivers' portal in an iframe; give it once per",
+      "                           origin (the list replaces the current one), or `none` for none",
     ],
   },
   deliveries: {
@@ -147,6 +175,11 @@ const BOOLEAN_FLAGS = new Set([
   "token-cache",
   "no-token-cache",
   "yes",
+  "no-schema",
+  "deprecated",
+  "no-deprecated",
+  "refuse-unknown-types",
+  "no-refuse-unknown-types",
 ]);
 
 /**
@@ -175,11 +208,18 @@ export function commandRows(group) {
         "client-secret-file": "FILE",
         events: "T,T..",
         description: "D",
+        "schema-file": "FILE",
+        "examples-file": "FILE",
+        since: "TIME",
+        until: "TIME",
+        "expires-in": "SECONDS",
+        "frame-origin": "O",
       };
       const metavar = metavars[flag] ?? "N";
       return command.required?.includes(flag) ? `--${flag} ${metavar}` : `[--${flag} ${metavar}]`;
     });
-    return [[...command.words, ...command.args.map((arg) => `<${arg}>`), ...flags].join(" "), command.summary];
+    const optional = (command.optional ?? []).map((arg) => `[<${arg}>]`);
+    return [[...command.words, ...command.args.map((arg) => `<${arg}>`), ...optional, ...flags].join(" "), command.summary];
   });
 }
 

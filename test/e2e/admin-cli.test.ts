@@ -635,6 +635,160 @@ describe("operator CLI", () => {
     }
   });
 
+  it("keeps the event catalog and the webhook settings, recovers failed deliveries, and hands a receiver a portal link", async () => {
+    const receiver = await startReceiver();
+    const dir = await mkdtemp(join(tmpdir(), "keyway-event-types-"));
+    try {
+      const orgId = value((await admin("orgs", "create", "Catalog Corp")).stdout, "id");
+      const created = await cli(
+        [
+          "webhooks",
+          "create",
+          orgId,
+          "--webhook-url",
+          `${receiver.url}/hook`,
+          "--token-url",
+          `${receiver.url}/token`,
+          "--client-id",
+          "kw",
+          "--client-secret-stdin",
+        ],
+        env,
+        ROOT,
+        "catalog-receiver-secret\n",
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const configId = value(created.stdout, "id");
+
+      // Event types: the schema and examples from files; an example that breaks the schema is refused naming its path.
+      const schema = { type: "object", required: ["total"], properties: { total: { type: "number", minimum: 0 } } };
+      const schemaFile = join(dir, "schema.json");
+      const badExamples = join(dir, "bad-examples.json");
+      const goodExamples = join(dir, "examples.json");
+      await writeFile(schemaFile, JSON.stringify(schema));
+      await writeFile(badExamples, JSON.stringify([{ total: -1 }]));
+      await writeFile(goodExamples, JSON.stringify([{ total: 12.5 }]));
+      const typeArgs = ["--description", "An order was placed.", "--schema-file", schemaFile];
+      const refused = await admin("event-types", "create", orgId, "order.created", ...typeArgs, "--examples-file", badExamples);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/examples\.0\.total.*\(invalid_request, HTTP 400\)/);
+      const notJson = join(dir, "not.json");
+      await writeFile(notJson, "{nope");
+      const unreadable = await admin("event-types", "create", orgId, "order.created", "--schema-file", notJson);
+      expect(unreadable.code).toBe(2);
+      expect(unreadable.stderr.split("\n")[0]).toMatch(/^admin: --schema-file: .*not\.json is not JSON/);
+
+      const made = await admin("event-types", "create", orgId, "order.created", ...typeArgs, "--examples-file", goodExamples);
+      expect(made.code, made.stderr).toBe(0);
+      expect(value(made.stdout, "name")).toBe("order.created");
+      const shown = await admin("event-types", "show", orgId, "order.created");
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(value(shown.stdout, "description")).toBe("An order was placed.");
+      expect(shown.stdout).toMatch(/\nSchema\n\{\n/);
+      expect(shown.stdout).toContain('"minimum": 0');
+      expect(shown.stdout).toMatch(/\nExamples\n\[\n/);
+      const asJson = JSON.parse((await admin("event-types", "show", orgId, "order.created", "--json")).stdout) as Record<string, unknown>;
+      expect(asJson).toMatchObject({ name: "order.created", schema, examples: [{ total: 12.5 }], deprecated: false });
+      const list = (await admin("event-types", "list", orgId)).stdout;
+      expect(list).toMatch(/^order\.created +An order was placed\. +no +yes +1 +organization$/m);
+      expect(list).toMatch(/^webhook\.endpoint\.disabled .* keyway$/m);
+      const deprecated = await admin("event-types", "update", orgId, "order.created", "--deprecated", "--no-schema");
+      expect(deprecated.code, deprecated.stderr).toBe(0);
+      expect(value(deprecated.stdout, "deprecated")).toBe("true");
+
+      const asked = await admin("event-types", "delete", orgId, "order.created");
+      expect(asked.code).toBe(2);
+      expect(asked.stderr.split("\n")[0]).toMatch(/^admin: event-types delete removes order\.created .*to confirm, add --yes$/);
+      expect((await admin("event-types", "delete", orgId, "order.created", "--yes")).code).toBe(0);
+      const gone = await admin("event-types", "show", orgId, "order.created");
+      expect(gone.code).toBe(1);
+      expect(gone.stderr).toMatch(/HTTP 404/);
+
+      // Webhook settings: each --frame-origin once; the list replaces the current one.
+      const settings = await admin(
+        "webhook-settings",
+        "update",
+        orgId,
+        "--refuse-unknown-types",
+        "--frame-origin",
+        "https://dashboard.example.com",
+        "--frame-origin",
+        "https://admin.example.com",
+      );
+      expect(settings.code, settings.stderr).toBe(0);
+      expect(JSON.parse((await admin("webhook-settings", "show", orgId, "--json")).stdout)).toEqual({
+        refuse_unknown_event_types: true,
+        portal_frame_origins: ["https://dashboard.example.com", "https://admin.example.com"],
+      });
+      await admin("webhook-settings", "update", orgId, "--no-refuse-unknown-types", "--frame-origin", "none");
+      expect(JSON.parse((await admin("webhook-settings", "show", orgId, "--json")).stdout)).toEqual({
+        refuse_unknown_event_types: false,
+        portal_frame_origins: [],
+      });
+
+      // Recovery: started over a window with its zone, then listed and shown.
+      const local = await admin("webhooks", "recover", orgId, configId, "--since", "2026-06-01T09:00");
+      expect(local.code).toBe(2);
+      expect(local.stderr.split("\n")[0]).toMatch(/--since must be a date and time with its zone/);
+      const since = new Date(Date.now() - 3600_000).toISOString();
+      const recovered = await admin("webhooks", "recover", orgId, configId, "--since", since);
+      expect(recovered.code, recovered.stderr).toBe(0);
+      const recoveryId = value(recovered.stdout, "id");
+      expect(recoveryId).toMatch(/^rcv_/);
+      expect(value(recovered.stdout, "since")).toBe(since);
+      expect(recovered.stdout).toContain(`webhooks recoveries ${orgId} ${configId} ${recoveryId}`);
+      const recoveries = await admin("webhooks", "recoveries", orgId, configId);
+      expect(recoveries.stdout.split("\n")[0]).toMatch(/^ID +SINCE +UNTIL +STATUS +FOUND +RESENT +SKIPPED +CREATED +FINISHED$/);
+      expect(recoveries.stdout).toContain(recoveryId);
+      const one = await admin("webhooks", "recoveries", orgId, configId, recoveryId, "--json");
+      expect(one.code, one.stderr).toBe(0);
+      expect(JSON.parse(one.stdout)).toMatchObject({ id: recoveryId, webhook_configuration_id: configId, since });
+
+      // A portal link: printed once, single-use; the receiver opens it, and the session is ended.
+      const link = await admin("webhooks", "portal-link", orgId, configId, "--expires-in", "300");
+      expect(link.code, link.stderr).toBe(0);
+      const url = value(link.stdout, "url");
+      expect(url).toMatch(/\/portal\/open\?token=kw_portal_[A-Za-z0-9_-]{43}\.org_/);
+      expect(link.stdout).toMatch(/The url above is shown only now/);
+      expect(link.stdout).toMatch(/single-use/);
+      expect((await admin("webhooks", "portal-sessions", orgId, configId)).stdout).toBe("(no portal sessions)\n");
+      // Opened as a browser does (its page, then its one form), at this run's address.
+      const openPage = await fetch(`${keyway.baseUrl}${new URL(url).pathname}${new URL(url).search}`);
+      const cookie = openPage.headers
+        .getSetCookie()
+        .map((line) => line.split(";")[0])
+        .join("; ");
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await openPage.text())?.[1] ?? "";
+      const opened = await fetch(`${keyway.baseUrl}/portal/open`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { Cookie: cookie, "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ csrf, token: new URL(url).searchParams.get("token") ?? "" }).toString(),
+      });
+      expect(opened.status).toBe(303);
+      const sessions = JSON.parse((await admin("webhooks", "portal-sessions", orgId, configId, "--json")).stdout) as {
+        id: string;
+        status: string;
+      }[];
+      expect(sessions.map((x) => x.status)).toEqual(["active"]);
+      const session = sessions[0]?.id ?? "";
+      const notYet = await admin("webhooks", "end-portal-session", orgId, configId, session);
+      expect(notYet.code).toBe(2);
+      expect(notYet.stderr.split("\n")[0]).toMatch(/to confirm, add --yes$/);
+      const ended = await admin("webhooks", "end-portal-session", orgId, configId, session, "--yes");
+      expect(ended.code, ended.stderr).toBe(0);
+      expect(value(ended.stdout, "status")).toBe("ended");
+
+      // The audit log has no link or session secret.
+      const audit = await admin("audit", orgId, "--json");
+      expect(audit.stdout).not.toContain(new URL(url).searchParams.get("token") ?? "");
+      expect(audit.stdout).not.toContain("catalog-receiver-secret");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await receiver.close();
+    }
+  });
+
   it("sells a prepaid key and sets an organization's shared quota: keys create --credits, keys credits, orgs limits", async () => {
     const orgId = value((await admin("orgs", "create", "Prepaid Corp")).stdout, "id");
     const userId = value((await admin("users", "create", orgId, "Pia")).stdout, "id");
@@ -890,7 +1044,18 @@ describe("operator CLI", () => {
   it("prints help on stdout with exit 0, for everything and for one group", async () => {
     const all = await admin("--help");
     expect(all.code).toBe(0);
-    for (const group of ["orgs", "users", "credentials", "keys", "admin-tokens", "audit", "webhooks", "deliveries"])
+    for (const group of [
+      "orgs",
+      "users",
+      "credentials",
+      "keys",
+      "admin-tokens",
+      "audit",
+      "webhooks",
+      "deliveries",
+      "event-types",
+      "webhook-settings",
+    ])
       expect(all.stdout).toContain(`\n  ${group} `);
     expect(all.stdout).toMatch(/\.dev\.vars/);
     const one = await admin("keys", "create", "--help");
@@ -919,6 +1084,8 @@ describe("operator CLI", () => {
     expect(webhooks.code).toBe(0);
     expect(webhooks.stdout).toContain("\n  webhooks create <org> --webhook-url URL --token-url URL --client-id ID [--client-secret-stdin]");
     expect(webhooks.stdout).toContain("\n  webhooks delete <org> <id> [--yes]\n");
+    expect(webhooks.stdout).toContain("\n  webhooks recoveries <org> <id> [<recovery>]\n");
+    expect(webhooks.stdout).toContain("\n  webhooks recover <org> <id> --since TIME [--until TIME]\n");
     expect(webhooks.stdout).toMatch(/Never a plain flag: shell history and `ps` would keep it/);
   });
 
