@@ -87,7 +87,7 @@ describe("event types in the manager", () => {
     const refusedHtml = await refused.text();
     expect(refusedHtml).toMatch(/Nothing was created\./);
     expect(refusedHtml).toMatch(
-      /<p id="examples-error" class="field-error" role="alert">Examples at examples\.0\.total:[^<]*<\/p>\s*<textarea id="examples"[^>]*aria-invalid="true"/,
+      /<p id="examples-error" class="field-error" role="alert">Examples: examples\.0\.total [^<]*<\/p>\s*<textarea id="examples"[^>]*aria-invalid="true"/,
     );
     expect(textarea(refusedHtml, "examples")).toBe(escaped(badExamples));
     expect(textarea(refusedHtml, "schema")).toBe(escaped(schemaText));
@@ -98,7 +98,7 @@ describe("event types in the manager", () => {
     // A schema that is not JSON is named on its own field.
     const notJson = await b.post(typesPath(o), { csrf, name: "order.created", schema: "{type: object" });
     expect(notJson.status).toBe(400);
-    expect(await notJson.text()).toMatch(/<p id="schema-error" class="field-error" role="alert">Schema: is not valid JSON/);
+    expect(await notJson.text()).toMatch(/<p id="schema-error" class="field-error" role="alert">Schema is not valid JSON/);
 
     const created = await b.post(typesPath(o), {
       csrf,
@@ -145,7 +145,7 @@ describe("event types in the manager", () => {
     const badEdit = await b.post(`${typesPath(o)}/order.created`, { csrf, description: "x", schema: schemaText, examples: "[{}]" });
     expect(badEdit.status).toBe(400);
     const badEditHtml = await badEdit.text();
-    expect(badEditHtml).toMatch(/id="examples-error"[^>]*>Examples at examples\.0/);
+    expect(badEditHtml).toMatch(/id="examples-error"[^>]*>Examples: examples\.0\b/);
     expect(textarea(badEditHtml, "examples")).toBe("[{}]");
 
     // Deleting: a confirmation naming it, then only its form deletes.

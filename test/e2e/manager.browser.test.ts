@@ -449,6 +449,98 @@ function focused(page: Page): Promise<string> {
       await page.getByRole("heading", { level: 1, name: "New webhook configuration" }).waitFor();
       expect(await page.getByLabel("signing secret", { exact: true }).inputValue()).toMatch(/^whsec_/);
       await check(page, "walk-new-webhook-secret");
+      // Recovery from the configuration's page: refused (until before since), then started and
+      // followed on its own page; the list of recoveries.
+      await page.goto(webhook);
+      await page.locator("#since").fill("2030-01-02T00:00");
+      await page.locator("#until").fill("2030-01-01T00:00");
+      const [refusedRecovery] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Recover failed deliveries" }).click(),
+      ]);
+      expect(refusedRecovery.status()).toBe(400);
+      await page.locator("#until-error").waitFor();
+      expect(await page.locator("#since").inputValue()).toBe("2030-01-02T00:00");
+      await check(page, "walk-recover-error");
+      await page.goto(webhook);
+      await page.getByRole("button", { name: "Recover failed deliveries" }).click();
+      await page.waitForURL(/\/recoveries\/rcv_[0-9a-z]+\?notice=recovery-started$/);
+      await page.getByRole("heading", { level: 1, name: /^Recovery rcv_/ }).waitFor();
+      await check(page, "walk-recovery");
+      await page.goto(`${webhook}/recoveries`);
+      await check(page, "walk-recoveries");
+      // A portal link, shown once; the receiver opens it (its page, then its one form); the
+      // configuration's page lists the session, which is ended through its confirmation.
+      await page.goto(webhook);
+      await page.getByRole("button", { name: "Create portal link" }).click();
+      await page.getByRole("heading", { level: 1, name: "Portal link" }).waitFor();
+      const portalLink = await page.getByLabel("Portal link", { exact: true }).inputValue();
+      expect(portalLink).toMatch(/\/portal\/open\?token=kw_portal_/);
+      await check(page, "walk-portal-link");
+      const openUrl = new URL(portalLink);
+      const openPage = await fetch(`${base}${openUrl.pathname}${openUrl.search}`);
+      const openCookie = openPage.headers
+        .getSetCookie()
+        .map((line) => line.split(";")[0])
+        .join("; ");
+      const openCsrf = /name="csrf" value="([^"]+)"/.exec(await openPage.text())?.[1] ?? "";
+      const opened = await fetch(`${base}/portal/open`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { Cookie: openCookie, "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ csrf: openCsrf, token: openUrl.searchParams.get("token") ?? "" }).toString(),
+      });
+      expect(opened.status).toBe(303);
+      await page.goto(webhook);
+      expect(await page.content()).not.toContain(openUrl.searchParams.get("token") ?? "");
+      await check(page, "walk-webhook-receivers");
+      await page.getByRole("link", { name: /^End session pts_/ }).click();
+      await page.getByRole("heading", { level: 1, name: /^End portal session pts_/ }).waitFor();
+      await check(page, "walk-confirm-end-portal-session");
+      await page.getByRole("button", { name: "End portal session" }).click();
+      await page.waitForURL(`${webhook}?notice=portal-session-ended#portal`);
+
+      // Event types: the catalog, a new type refused (an example breaking its schema, named beside
+      // the field, the text kept), then created; its page, its deletion's confirmation, one of
+      // keyway's own types; the webhook settings, refused and as saved.
+      await page.goto(`${org}/event-types`);
+      await check(page, "walk-event-types");
+      await page.getByRole("link", { name: "New event type" }).click();
+      await page.getByRole("heading", { level: 1, name: "New event type" }).waitFor();
+      await check(page, "walk-new-event-type");
+      await page.locator("#name").fill("walk.placed");
+      await page.locator("#description").fill("A walk was placed.");
+      await page.locator("#schema").fill('{"type": "object", "properties": {"steps": {"type": "integer", "minimum": 1}}}');
+      await page.locator("#examples").fill('[{"steps": 0}]');
+      const [refusedType] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Create event type" }).click(),
+      ]);
+      expect(refusedType.status()).toBe(400);
+      await page.locator("#examples-error").waitFor();
+      expect(await page.locator("#examples").getAttribute("aria-describedby")).toBe("examples-error");
+      expect(await page.locator("#examples").inputValue()).toBe('[{"steps": 0}]');
+      await check(page, "walk-new-event-type-error");
+      await page.locator("#examples").fill('[{"steps": 3}]');
+      await page.getByRole("button", { name: "Create event type" }).click();
+      await page.waitForURL(`${org}/event-types/walk.placed?notice=event-type-saved`);
+      await check(page, "walk-event-type");
+      await page.getByRole("link", { name: "Delete event type walk.placed" }).click();
+      await page.getByRole("heading", { level: 1, name: /^Delete event type walk\.placed/ }).waitFor();
+      await check(page, "walk-confirm-delete-event-type");
+      await page.goto(`${org}/event-types/webhook.endpoint.disabled`);
+      await check(page, "walk-operational-event-type");
+      await page.goto(`${org}/webhook-settings`);
+      await check(page, "walk-webhook-settings");
+      await page.locator("#portal_frame_origins").fill("https://dashboard.example.com\nftp://nope");
+      const [refusedSettings] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Save settings" }).click(),
+      ]);
+      expect(refusedSettings.status()).toBe(400);
+      await page.locator("#portal_frame_origins-error").waitFor();
+      await check(page, "walk-webhook-settings-error");
+
       await page.goto(webhook);
       await page.getByRole("link", { name: "Disable this webhook configuration" }).click();
       await page.getByRole("heading", { level: 1, name: /^Disable webhook configuration “Walk receiver” \(whk_/ }).waitFor();
@@ -474,7 +566,7 @@ function focused(page: Page): Promise<string> {
       await receiver.close();
       console.info(`manager pages checked with axe-core at 1280 and 390 px: ${checked.join(", ")}`);
     }
-    expect(checked).toHaveLength(28);
+    expect(checked).toHaveLength(42);
   });
 
   it("looks into a healthy and a failing endpoint: health, charts, filters, paging, a delivery's story, rotation, an API key's traffic", async () => {

@@ -289,8 +289,12 @@ function typeFormErrors(err: unknown): (FormErrors<EventTypeField> & { status: 4
     if (field === undefined || !Object.hasOwn(EVENT_TYPE_FIELD_LABELS, field)) continue;
     const name = field as EventTypeField;
     if (fields[name] !== undefined) continue;
-    const where = issue.path.length > 1 ? ` at ${issue.path.join(".")}` : "";
-    fields[name] = `${EVENT_TYPE_FIELD_LABELS[name]}${where}:${"text" in issue ? issue.text.replace(/^:?/, "") : " is invalid"}`;
+    // "Examples: examples.0.total is less than 0": the path inside the JSON, then keyway's words about it.
+    const text = "text" in issue ? issue.text : " is invalid";
+    fields[name] =
+      issue.path.length > 1
+        ? `${EVENT_TYPE_FIELD_LABELS[name]}: ${issue.path.join(".")}${text}`
+        : `${EVENT_TYPE_FIELD_LABELS[name]}${text}`;
   }
   return { message: err.developerMessage, fields, status: 400 };
 }
