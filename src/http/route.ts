@@ -38,7 +38,7 @@ export const TAGS = {
   "Operator: API keys": "Operator API. The secret `api_key` is shown only in the creation response.",
   "Operator: client credentials": "Operator API. The `client_secret` is shown only in the creation response.",
   "Operator: webhooks":
-    "Operator API: an organization's webhook configurations and deliveries, as its clients see them under /v1 (read, pause and resume, test, re-send).",
+    "Operator API: an organization's webhook configurations, deliveries, event types, webhook settings, recoveries and portal links and sessions, as its clients see them under /v1 (create, read, change, pause and resume, test, re-send, recover).",
   Service: "Unauthenticated service routes: liveness, OAuth discovery and this description.",
 } as const;
 export type TagName = keyof typeof TAGS;
