@@ -43,6 +43,12 @@ async function org(): Promise<Org> {
     url: WEBHOOK_URL,
     oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: "receiver-secret" },
   });
+  // A private_key_jwt configuration (issue 31): the organization then publishes its keys (GET /v1/receiver-jwks/{org}).
+  await post("/v1/webhook-configurations", {
+    url: `${WEBHOOK_URL}/jwt`,
+    events: ["never.sent"],
+    oauth: { token_url: TOKEN_URL, client_id: "kw", auth_method: "private_key_jwt" },
+  });
   const event = await post("/v1/events", { type: "order.created", data: {} });
   // A name of this organization's own, so another organization's token asking for it is refused for the right reason.
   const eventType = `matrix.${tenant.orgId.slice(4, 14)}`;
@@ -162,6 +168,8 @@ describe("the authorization matrix", () => {
       "GET /.well-known/oauth-authorization-server",
       "GET /v1/openapi.json",
       "GET /docs",
+      // Issue 31: keyway's public keys, which receivers' OAuth servers fetch as its jwks_uri.
+      "GET /v1/receiver-jwks/{org}",
     ]);
     for (const route of ROUTES) {
       if (route.path.startsWith("/admin/")) expect(route.auth, name(route)).toBe("admin");

@@ -25,11 +25,75 @@ const RateLimit = z
   .min(1, { error: "must be at least 1" })
   .max(MAX_RATE_LIMIT, { error: `must be at most ${MAX_RATE_LIMIT}` });
 
+/**
+ * How keyway authenticates at the receiver's token endpoint (issue 31): spec 4.3's form body
+ * (`client_secret_post`, RFC 6749 2.3.1, the default), HTTP Basic (`client_secret_basic`, the same
+ * section, id and secret form-urlencoded first), or an assertion keyway signs (`private_key_jwt`,
+ * RFC 7523 2.2; OpenID Connect Core 9), whose public keys are at `/v1/receiver-jwks/{org}`.
+ */
+export const ReceiverAuthMethod = z.enum(["client_secret_post", "client_secret_basic", "private_key_jwt"]);
+export type ReceiverAuthMethod = z.output<typeof ReceiverAuthMethod>;
+/** RFC 6749 3.3: scope tokens (NQCHAR) separated by single spaces. */
+const Scope = z
+  .string()
+  .max(1000, { error: "must be at most 1000 characters" })
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/, {
+    error: "must be scope tokens separated by single spaces (RFC 6749 3.3)",
+  });
+/** RFC 8707 2: an absolute URI without a fragment. */
+const ResourceUri = z
+  .string()
+  .max(2048, { error: "must be at most 2048 characters" })
+  .refine((v) => URL.canParse(v) && !v.includes("#"), { error: "must be an absolute URI without a fragment (RFC 8707)" });
+const Resources = z.array(ResourceUri).min(1, { error: "must not be empty (omit it to send none)" }).max(5);
+const Audience = z.string().min(1, { error: "must not be empty" }).max(512, { error: "must be at most 512 characters" });
+const AssertionAudience = z
+  .string()
+  .max(2048, { error: "must be at most 2048 characters" })
+  .refine((v) => URL.canParse(v), { error: "must be the receiver's issuer or token endpoint URL" });
+
+const OAUTH_DESCRIPTIONS = {
+  auth_method:
+    "How keyway authenticates at the token URL: `client_secret_post` (the default: spec 4.3's form body), `client_secret_basic` (HTTP Basic), or `private_key_jwt` (an ES256 assertion keyway signs; register `/v1/receiver-jwks/{organization_id}` as the client's `jwks_uri`; no `client_secret`).",
+  scope: "Sent as `scope` in the token request (space-separated, RFC 6749 3.3).",
+  resource: "Each sent as a `resource` parameter in the token request (RFC 8707).",
+  audience: "Sent as `audience` in the token request (the parameter Auth0-style servers take).",
+  assertion_audience:
+    "private_key_jwt only: the assertion's `aud` (the receiver's issuer, if its server wants that); default the token URL (RFC 7523 3).",
+  dpop: "Ask for DPoP-bound tokens (RFC 9449): a proof with each token request, and each webhook sent with `Authorization: DPoP <token>` and a fresh proof of keyway's key for this configuration; a `use_dpop_nonce` challenge is answered once.",
+} as const;
+
+/** The receiver's OAuth settings as a configuration is created with them; `client_secret` unless private_key_jwt. */
+const CreateOAuthInput = z
+  .strictObject({
+    token_url: TargetUrl,
+    client_id: ClientId,
+    client_secret: ClientSecret.optional(),
+    auth_method: ReceiverAuthMethod.optional().describe(OAUTH_DESCRIPTIONS.auth_method),
+    scope: Scope.optional().describe(OAUTH_DESCRIPTIONS.scope),
+    resource: Resources.optional().describe(OAUTH_DESCRIPTIONS.resource),
+    audience: Audience.optional().describe(OAUTH_DESCRIPTIONS.audience),
+    assertion_audience: AssertionAudience.optional().describe(OAUTH_DESCRIPTIONS.assertion_audience),
+    dpop: z.boolean().optional().describe(OAUTH_DESCRIPTIONS.dpop),
+  })
+  .superRefine((o, ctx) => {
+    const jwt = o.auth_method === "private_key_jwt";
+    if (!jwt && o.client_secret === undefined) {
+      ctx.addIssue({ code: "custom", path: ["client_secret"], message: "is required (unless auth_method is private_key_jwt)" });
+    }
+    if (jwt && o.client_secret !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["client_secret"], message: "is not used with private_key_jwt: keyway signs an assertion instead" });
+    }
+    if (!jwt && o.assertion_audience !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["assertion_audience"], message: "is used only with auth_method private_key_jwt" });
+    }
+  });
+
 export const CreateWebhookConfigurationInput = z.strictObject({
   url: TargetUrl,
   events: Events.optional(),
   description: DisplayName.optional(),
-  oauth: z.strictObject({ token_url: TargetUrl, client_id: ClientId, client_secret: ClientSecret }),
+  oauth: CreateOAuthInput,
   token_cache: z
     .boolean()
     .optional()
@@ -53,7 +117,17 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
   events: Events.nullable().optional(),
   description: DisplayName.nullable().optional(),
   oauth: z
-    .strictObject({ token_url: TargetUrl.optional(), client_id: ClientId.optional(), client_secret: ClientSecret.optional() })
+    .strictObject({
+      token_url: TargetUrl.optional(),
+      client_id: ClientId.optional(),
+      client_secret: ClientSecret.optional(),
+      auth_method: ReceiverAuthMethod.optional().describe(OAUTH_DESCRIPTIONS.auth_method),
+      scope: Scope.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.scope} \`null\` sends none.`),
+      resource: Resources.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.resource} \`null\` sends none.`),
+      audience: Audience.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.audience} \`null\` sends none.`),
+      assertion_audience: AssertionAudience.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.assertion_audience} \`null\`: the token URL.`),
+      dpop: z.boolean().optional().describe(OAUTH_DESCRIPTIONS.dpop),
+    })
     .optional(),
   token_cache: z.boolean().optional(),
   ordered: z.boolean().optional(),
@@ -77,7 +151,22 @@ export const WebhookConfigurationRecord = z.object({
   url: z.string(),
   events: z.array(z.string()).nullable(),
   description: z.string().nullable(),
-  oauth: z.object({ token_url: z.string(), client_id: z.string(), client_secret: Sealed }),
+  oauth: z.object({
+    token_url: z.string(),
+    client_id: z.string(),
+    /** Null with private_key_jwt. */
+    client_secret: Sealed.nullable(),
+    /** Issue 31; a copy from before it has none of these: read it through `receiverOAuth`. */
+    auth_method: ReceiverAuthMethod.optional(),
+    scope: z.string().nullable().optional(),
+    resource: z.array(z.string()).nullable().optional(),
+    audience: z.string().nullable().optional(),
+    assertion_audience: z.string().nullable().optional(),
+    /** private_key_jwt: the organization's current assertion key (kid, the private JWK sealed). */
+    assertion_key: z.object({ kid: z.string(), private_key: Sealed }).nullable().optional(),
+    /** DPoP-bound tokens: this configuration's key (its RFC 7638 thumbprint, the private JWK sealed). */
+    dpop_key: z.object({ jkt: z.string(), private_key: Sealed }).nullable().optional(),
+  }),
   token_cache: z.boolean(),
   ordered: z.boolean(),
   rate_limit: z.number().int().nullable(),
@@ -91,6 +180,24 @@ export const WebhookConfigurationRecord = z.object({
   updated_at: Timestamp,
 });
 export type WebhookConfigurationRecord = z.output<typeof WebhookConfigurationRecord>;
+
+/** The receiver's OAuth settings with issue 31's defaults filled in (an endpoint's copy from before it has none). */
+export function receiverOAuth(config: Pick<WebhookConfigurationRecord, "oauth">) {
+  const o = config.oauth;
+  return {
+    token_url: o.token_url,
+    client_id: o.client_id,
+    client_secret: o.client_secret,
+    auth_method: o.auth_method ?? "client_secret_post",
+    scope: o.scope ?? null,
+    resource: o.resource ?? null,
+    audience: o.audience ?? null,
+    assertion_audience: o.assertion_audience ?? null,
+    assertion_key: o.assertion_key ?? null,
+    dpop_key: o.dpop_key ?? null,
+  } satisfies Record<string, unknown>;
+}
+export type ReceiverOAuth = ReturnType<typeof receiverOAuth>;
 
 /**
  * The queues an endpoint's attempts go through (docs/webhooks.md, "Lanes"): `fast` for endpoints
@@ -125,7 +232,18 @@ export const WebhookConfigurationView = z.object({
   url: z.string(),
   events: z.array(z.string()).nullable(),
   description: z.string().nullable(),
-  oauth: z.object({ token_url: z.string(), client_id: z.string() }),
+  oauth: z.object({
+    token_url: z.string(),
+    client_id: z.string(),
+    auth_method: ReceiverAuthMethod.describe(OAUTH_DESCRIPTIONS.auth_method),
+    scope: z.string().nullable(),
+    resource: z.array(z.string()).nullable(),
+    audience: z.string().nullable(),
+    assertion_audience: z.string().nullable(),
+    dpop: z.boolean().describe(OAUTH_DESCRIPTIONS.dpop),
+    dpop_jkt: z.string().nullable().describe("The RFC 7638 thumbprint of keyway's DPoP key for this configuration (`cnf.jkt` of its tokens)."),
+    jwks_uri: z.string().nullable().describe("private_key_jwt: where keyway's public keys are, to register as the client's `jwks_uri`."),
+  }),
   token_cache: z.boolean(),
   ordered: z.boolean().describe("Delivered one at a time, in publish order."),
   rate_limit: z.number().int().nullable().describe("At most this many webhook requests in any one-second window; null for no limit."),
@@ -397,6 +515,53 @@ export const WebhookEvent = z.object({
   created_at: Timestamp.describe("When the event was published."),
   data: z.unknown().describe("The `data` the client published, as it was published."),
 });
+/** After `POST /v1/webhook-settings/rotate-assertion-key` (issue 31). */
+export const AssertionKeyRotationView = z.object({
+  kid: z.string().describe("The key that signs assertions from now."),
+  previous_kid: z.string().nullable(),
+  previous_expires_at: Timestamp.nullable().describe("Until then the previous key stays published."),
+});
+/**
+ * What `POST /v1/webhook-configurations/{id}/test-connection` found (issue 31): a token request
+ * only, with the configuration's method, told in keyway's words. Nothing of the token itself and
+ * no free text of the receiver's.
+ */
+export const ConnectionOutcome = z.enum([
+  "token_issued",
+  "refused_by_ssrf_guard",
+  "dns_failure",
+  "connection_refused",
+  "tls_failure",
+  "timeout",
+  "network_error",
+  "redirect_refused",
+  "http_error",
+  "not_json",
+  "no_access_token",
+]);
+export type ConnectionOutcome = z.output<typeof ConnectionOutcome>;
+export const ConnectionTestView = z.object({
+  webhook_configuration_id: z.string(),
+  ok: z.boolean().describe("Whether an access token came back."),
+  outcome: ConnectionOutcome,
+  message: z.string().describe("What happened, in keyway's words."),
+  reached: z.boolean().describe("Whether the token endpoint answered at all (an HTTP status came back)."),
+  http_status: z.number().int().nullable(),
+  error: z.string().nullable().describe("The RFC 6749 5.2 error code the answer carried, when it is a registered one."),
+  token_type: z.string().nullable().describe("The answer's `token_type` (`Bearer`, `DPoP`), when a token came back."),
+  expires_in: z.number().nullable().describe("The answer's `expires_in`, when a token came back."),
+  auth_method: ReceiverAuthMethod,
+  dpop: z.boolean(),
+  latency_ms: z.number().int(),
+});
+export type ConnectionTestView = z.output<typeof ConnectionTestView>;
+publicNames.add(ConnectionTestView, { name: "ConnectionTestView" });
+
+/** A JWK Set (RFC 7517 5) of public keys. */
+export const Jwks = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
+publicNames.add(AssertionKeyRotationView, { name: "AssertionKeyRotationView" });
+publicNames.add(Jwks, { name: "Jwks" });
+
 /** The client-credentials grant keyway sends to a receiver's token_url (RFC 6749 4.4.2, client_secret_post). */
 export const ReceiverTokenRequest = z.object({
   client_id: z.string(),

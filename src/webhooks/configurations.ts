@@ -17,15 +17,17 @@ import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, UNAVAILABLE_RETRY_AFTER_SECONDS, unwrap, webhookObject } from "../objects/stubs";
-import type { ConfigurationPatch } from "../objects/webhooks/configurations";
+import type { AssertionKeyCandidate, ConfigurationPatch } from "../objects/webhooks/configurations";
 import type { Changed } from "../objects/webhooks/object";
-import type {
-  CreateWebhookConfigurationInput,
-  UpdateWebhookConfigurationInput,
-  WebhookConfiguration,
-  WebhookConfigurationRecord,
-  WebhookConfigurationView,
+import {
+  type CreateWebhookConfigurationInput,
+  receiverOAuth,
+  type UpdateWebhookConfigurationInput,
+  type WebhookConfiguration,
+  type WebhookConfigurationRecord,
+  type WebhookConfigurationView,
 } from "../schemas/webhooks";
+import { newAssertionKey, newDpopKey } from "./receiver-keys";
 import { newSigningSecret } from "./signature";
 import { checkTarget } from "./ssrf";
 
@@ -72,6 +74,8 @@ export async function createWebhookConfiguration(
   const now = deps.now();
   const owner = { organization_id: orgId, id };
   const signingSecret = newSigningSecret();
+  const o = input.oauth;
+  const jwt = o.auth_method === "private_key_jwt";
   const configuration = {
     id,
     url,
@@ -79,8 +83,15 @@ export async function createWebhookConfiguration(
     description: input.description ?? null,
     oauth: {
       token_url: tokenUrl,
-      client_id: input.oauth.client_id,
-      client_secret: await seal(deps.config.encryptionKeys, input.oauth.client_secret, aad(owner, "oauth_client_secret")),
+      client_id: o.client_id,
+      client_secret:
+        o.client_secret === undefined || jwt ? null : await seal(deps.config.encryptionKeys, o.client_secret, aad(owner, "oauth_client_secret")),
+      auth_method: o.auth_method ?? "client_secret_post",
+      scope: o.scope ?? null,
+      resource: o.resource ?? null,
+      audience: o.audience ?? null,
+      assertion_audience: o.assertion_audience ?? null,
+      dpop_key: o.dpop ? await newDpopKey(deps, orgId, id) : null,
     },
     token_cache: input.token_cache ?? false,
     ordered: input.ordered ?? false,
@@ -91,7 +102,11 @@ export async function createWebhookConfiguration(
       expires_at: null,
     },
   };
-  const record = unwrap(await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now)));
+  // The organization's assertion key, should it have none yet (the object keeps its own if it has one).
+  const assertionKey = jwt ? await newAssertionKey(deps, orgId) : undefined;
+  const record = unwrap(
+    await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now, assertionKey)),
+  );
   return { config: await withState(deps, record), signingSecret };
 }
 
@@ -134,17 +149,30 @@ export async function updateWebhookConfiguration(
     ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
     ...(input.status !== undefined ? { status: input.status } : {}),
   };
+  let assertionKey: AssertionKeyCandidate | undefined;
   if (input.oauth !== undefined) {
+    const o = input.oauth;
     patch.oauth = {
-      ...(input.oauth.token_url !== undefined ? { token_url: validTarget(deps, "oauth.token_url", input.oauth.token_url) } : {}),
-      ...(input.oauth.client_id !== undefined ? { client_id: input.oauth.client_id } : {}),
-      ...(input.oauth.client_secret !== undefined
-        ? { client_secret: await seal(deps.config.encryptionKeys, input.oauth.client_secret, aad(owner, "oauth_client_secret")) }
+      ...(o.token_url !== undefined ? { token_url: validTarget(deps, "oauth.token_url", o.token_url) } : {}),
+      ...(o.client_id !== undefined ? { client_id: o.client_id } : {}),
+      ...(o.client_secret !== undefined
+        ? { client_secret: await seal(deps.config.encryptionKeys, o.client_secret, aad(owner, "oauth_client_secret")) }
         : {}),
+      ...(o.auth_method !== undefined ? { auth_method: o.auth_method } : {}),
+      ...(o.scope !== undefined ? { scope: o.scope } : {}),
+      ...(o.resource !== undefined ? { resource: o.resource } : {}),
+      ...(o.audience !== undefined ? { audience: o.audience } : {}),
+      ...(o.assertion_audience !== undefined ? { assertion_audience: o.assertion_audience } : {}),
+      // Turning DPoP on makes a new key (so tokens bound to an earlier one are not reused); off drops it.
+      ...(o.dpop === true ? { dpop_key: await newDpopKey(deps, orgId, id) } : o.dpop === false ? { dpop_key: null } : {}),
     };
+    if (o.auth_method === "private_key_jwt") assertionKey = await newAssertionKey(deps, orgId);
   }
   const now = deps.now();
-  return applied(deps, unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now))));
+  return applied(
+    deps,
+    unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now, assertionKey))),
+  );
 }
 
 /** Deletes it; its endpoint's open deliveries end `failed` (nothing more is sent once this answers). */
@@ -186,9 +214,14 @@ export async function liveSigningSecrets(deps: Deps, record: WebhookConfiguratio
   return Promise.all(live.map((s) => open(deps.config.encryptionKeys, s.secret, aad(record, "signing_secret"))));
 }
 
-export function receiverClientSecret(deps: Deps, record: WebhookConfigurationRecord): Promise<string> {
-  return open(deps.config.encryptionKeys, record.oauth.client_secret, aad(record, "oauth_client_secret"));
+/** The receiver's client secret; "" with private_key_jwt, which has none. */
+export async function receiverClientSecret(deps: Deps, record: WebhookConfigurationRecord): Promise<string> {
+  const sealed = record.oauth.client_secret;
+  return sealed === null ? "" : open(deps.config.encryptionKeys, sealed, aad(record, "oauth_client_secret"));
 }
+
+/** Where a receiver's OAuth server finds keyway's public keys for private_key_jwt (its `jwks_uri`), on keyway's origin. */
+export const receiverJwksPath = (orgId: string) => `/v1/receiver-jwks/${orgId}`;
 
 /** The endpoint's shared receiver token (token_cache) is kept sealed like the client secret, bound to its configuration. */
 export function sealReceiverToken(deps: Deps, record: WebhookConfigurationRecord, token: string): Promise<SealedValue> {
@@ -199,6 +232,23 @@ export function openReceiverToken(deps: Deps, record: WebhookConfigurationRecord
   return open(deps.config.encryptionKeys, sealed, aad(record, "receiver_token"));
 }
 
+/** The receiver's OAuth settings as surfaces show them: never a secret or a private key. */
+function oauthView(config: WebhookConfiguration): WebhookConfigurationView["oauth"] {
+  const o = receiverOAuth(config);
+  return {
+    token_url: o.token_url,
+    client_id: o.client_id,
+    auth_method: o.auth_method,
+    scope: o.scope,
+    resource: o.resource,
+    audience: o.audience,
+    assertion_audience: o.assertion_audience,
+    dpop: o.dpop_key !== null,
+    dpop_jkt: o.dpop_key?.jkt ?? null,
+    jwks_uri: o.auth_method === "private_key_jwt" ? receiverJwksPath(config.organization_id) : null,
+  };
+}
+
 export function webhookConfigurationView(config: WebhookConfiguration): WebhookConfigurationView {
   return {
     id: config.id,
@@ -206,7 +256,7 @@ export function webhookConfigurationView(config: WebhookConfiguration): WebhookC
     url: config.url,
     events: config.events,
     description: config.description,
-    oauth: { token_url: config.oauth.token_url, client_id: config.oauth.client_id },
+    oauth: oauthView(config),
     token_cache: config.token_cache,
     ordered: config.ordered,
     rate_limit: config.rate_limit,

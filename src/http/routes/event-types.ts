@@ -7,6 +7,8 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { publicBaseUrl } from "../../config";
+import { depsFromEnv } from "../../deps";
+import { notFound } from "../../errors";
 import {
   CreateEventTypeInput,
   EventTypeView,
@@ -14,6 +16,7 @@ import {
   UpdateWebhookSettingsInput,
   WebhookSettingsView,
 } from "../../schemas/receivers";
+import { AssertionKeyRotationView, Jwks } from "../../schemas/webhooks";
 import {
   createEventType,
   deleteEventType,
@@ -24,8 +27,9 @@ import {
   updateWebhookSettings,
   getWebhookSettings as webhookSettings,
 } from "../../webhooks/event-types";
+import { receiverJwks, rotateAssertionKey } from "../../webhooks/receiver-keys";
 import type { AppEnv } from "../context";
-import { EVENT_INPUT, T0, T1 } from "../examples";
+import { EVENT_INPUT, ORG_ID, T0, T1 } from "../examples";
 import { envelopeRoute, listRoute, param, type Route, rawRoute } from "../route";
 
 const TYPES = "/v1/event-types";
@@ -185,5 +189,48 @@ export const eventTypeRoutes: Route[] = [
       example: { refuse_unknown_event_types: true, portal_frame_origins: ["https://dashboard.example.com"] },
     },
     handle: (c, input) => updateWebhookSettings(deps(c), orgOf(c), input, actor(c)),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: "/v1/webhook-settings/rotate-assertion-key",
+    operationId: "rotateAssertionKey",
+    scope: "webhooks:write",
+    summary: "Rotate the key that signs private_key_jwt assertions",
+    description:
+      "Issue 31: the organization's assertion key (ES256) signs the client assertions keyway sends to receivers' token endpoints with `oauth.auth_method: private_key_jwt`. A new key signs from now; the previous one stays published at `/v1/receiver-jwks/{organization_id}` until `previous_expires_at` (24 h), so a receiver's server that cached the JWKS keeps verifying. Private keys are never shown.",
+    tag,
+    auth: "client",
+    response: {
+      schema: AssertionKeyRotationView,
+      example: { kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk", previous_kid: null, previous_expires_at: null },
+    },
+    handle: (c) => rotateAssertionKey(deps(c), orgOf(c), actor(c)),
+  }),
+];
+
+/**
+ * The organization's assertion keys as a JWKS (RFC 7517 5), public: what a receiver's OAuth server
+ * registers as keyway's `jwks_uri` for private_key_jwt (RFC 7523; issue 31). An organization
+ * without keys (or unknown) has an empty set.
+ */
+export const receiverJwksRoutes: Route[] = [
+  rawRoute({
+    method: "GET",
+    path: "/v1/receiver-jwks/{org}",
+    operationId: "getReceiverJwks",
+    summary: "keyway's public keys for private_key_jwt at receivers (JWKS)",
+    description:
+      "No credentials; cacheable for 5 minutes. Register this URL as the client's `jwks_uri` at your OAuth server when your webhook configuration uses `oauth.auth_method: private_key_jwt`. Keys are ES256 with `kid`; a rotated-out key stays listed for 24 hours. 404 for an organization with no keys (none of its configurations has used private_key_jwt).",
+    tag: "Service",
+    auth: "none",
+    response: { schema: Jwks, example: { keys: [{ kty: "EC", crv: "P-256", x: "...", y: "...", kid: "...", alg: "ES256", use: "sig" }] } },
+    wire: "json",
+    errors: [404],
+    // Public routes are mounted before the API's middleware: this one makes its own deps.
+    reply: async (c) => {
+      const jwks = await receiverJwks(depsFromEnv(c.env, Date.now), param(c, "org"));
+      if (jwks.keys.length === 0) throw notFound("Key set");
+      return c.json(jwks, 200, { "Cache-Control": "public, max-age=300", "Content-Type": "application/jwk-set+json" });
+    },
   }),
 ];

@@ -13,7 +13,7 @@ import { NONCE, pageNonce } from "../middleware/html";
 import type { OpenApiDocument } from "../openapi";
 import { type Route, rawRoute } from "../route";
 import { adminRoutes } from "./admin";
-import { eventTypeRoutes } from "./event-types";
+import { eventTypeRoutes, receiverJwksRoutes } from "./event-types";
 import { graphqlRoutes } from "./graphql";
 import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
@@ -82,6 +82,7 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...portalRoutes,
   ...eventTypeRoutes,
+  ...receiverJwksRoutes,
   ...graphqlRoutes,
   ...adminRoutes,
   ...operatorWebhookRoutes,

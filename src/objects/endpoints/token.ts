@@ -14,13 +14,21 @@
  * Without token_cache every attempt fetches its own token first (spec section 6).
  */
 import type { SealedValue as Sealed } from "../../lib/aead";
-import type { WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { receiverOAuth, type WebhookConfigurationRecord } from "../../schemas/webhooks";
 import { TOKEN_REUSE_MARGIN_MS } from "./policy";
 import type { EndpointRow } from "./schema";
 
 /** Which credentials a token was issued for: the token URL, the client id and the sealed secret. */
-export const tokenKey = (config: WebhookConfigurationRecord): string =>
-  JSON.stringify([config.oauth.token_url, config.oauth.client_id, config.oauth.client_secret.kid, config.oauth.client_secret.ct]);
+export const tokenKey = (config: WebhookConfigurationRecord): string => {
+  const o = receiverOAuth(config);
+  const base = [o.token_url, o.client_id, o.client_secret?.kid ?? null, o.client_secret?.ct ?? null];
+  // Issue 31: a token asked for with other parameters, another method, or for another DPoP key is
+  // another token. The spec's default request keeps the key it always had (no cached token is lost
+  // by the upgrade).
+  const extra = [o.auth_method, o.scope, o.resource, o.audience, o.assertion_audience, o.assertion_key?.kid ?? null, o.dpop_key?.jkt ?? null];
+  const plain = o.auth_method === "client_secret_post" && extra.slice(1).every((v) => v === null);
+  return JSON.stringify(plain ? base : [...base, ...extra]);
+};
 
 /** How an attempt gets its token. */
 export type TokenPlan =

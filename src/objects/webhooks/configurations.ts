@@ -9,13 +9,14 @@
  */
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
-import type { WebhookConfigurationRecord } from "../../schemas/webhooks";
+import type { SealedValue } from "../../lib/aead";
+import type { ReceiverAuthMethod, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import type { EndpointSnapshot } from "../endpoints/object";
 import { fail, invalid, missing, ok, type Result } from "../sql";
 import { type AuditOutboxEntry, redactUrl } from "./audit";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "./limits";
-import { CONFIG_COLUMNS, type ConfigRow } from "./schema";
+import type { ConfigRow } from "./schema";
 
 /** A new configuration, its secrets already sealed by the Worker. */
 export interface NewConfiguration {
@@ -23,29 +24,39 @@ export interface NewConfiguration {
   url: string;
   events: string[] | null;
   description: string | null;
-  oauth: WebhookConfigurationRecord["oauth"];
+  oauth: { token_url: string; client_id: string; client_secret: SealedValue | null } & ReceiverAuth;
   token_cache: boolean;
   ordered: boolean;
   rate_limit: number | null;
   signing_secret: WebhookConfigurationRecord["signing_secrets"][number];
 }
 
-/** A change to a configuration; absent fields are kept. */
+/** A change to a configuration; absent fields are kept (null clears an optional one). */
 export interface ConfigurationPatch {
   url?: string | undefined;
   events?: string[] | null | undefined;
   description?: string | null | undefined;
   oauth?:
-    | {
+    | ({
         token_url?: string | undefined;
         client_id?: string | undefined;
-        client_secret?: WebhookConfigurationRecord["oauth"]["client_secret"] | undefined;
-      }
+        client_secret?: SealedValue | undefined;
+      } & { [K in keyof ReceiverAuth]?: ReceiverAuth[K] | undefined })
     | undefined;
   token_cache?: boolean | undefined;
   ordered?: boolean | undefined;
   rate_limit?: number | null | undefined;
   status?: "active" | "disabled" | undefined;
+}
+
+/**
+ * An assertion key the Worker generated for private_key_jwt (issue 31): stored only when the
+ * organization has no current one (the first configuration that needs it), else dropped.
+ */
+export interface AssertionKeyCandidate {
+  kid: string;
+  private_key: SealedValue;
+  public_jwk: Record<string, unknown>;
 }
 
 /** A disable the endpoint's object asks for (a 410, or a receiver failing for the whole period). */
@@ -66,8 +77,49 @@ export interface DisableRequest {
  */
 export type Audit = (entry: Omit<AuditOutboxEntry, "at" | "actor"> & { actor?: Actor }) => void;
 
-export const configRow = (db: Db, id: string): ConfigRow | undefined =>
-  db.first<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations WHERE id = ?`, id);
+/**
+ * Every column the table has: the legacy hand-over (legacy.ts) reads configurations before the
+ * later versions' columns exist (`receiver_auth` is then undefined, read as the default request).
+ */
+export const configRow = (db: Db, id: string): ConfigRow | undefined => db.first<ConfigRow>("SELECT rowid, * FROM configurations WHERE id = ?", id);
+
+/**
+ * What a configuration adds to spec 4.3's default request (issue 31), stored as one JSON column;
+ * absent fields are the default's. The DPoP key is this configuration's, sealed by the Worker.
+ */
+export interface ReceiverAuth {
+  auth_method?: ReceiverAuthMethod;
+  scope?: string | null;
+  resource?: string[] | null;
+  audience?: string | null;
+  assertion_audience?: string | null;
+  dpop_key?: { jkt: string; private_key: SealedValue } | null;
+}
+
+const receiverAuthOf = (row: ConfigRow): ReceiverAuth => (row.receiver_auth ? (JSON.parse(row.receiver_auth) as ReceiverAuth) : {});
+
+/** The JSON column for `auth`: NULL when it is the default request. */
+const RECEIVER_AUTH_FIELDS = ["auth_method", "scope", "resource", "audience", "assertion_audience", "dpop_key"] as const;
+
+function receiverAuthColumn(auth: ReceiverAuth): string | null {
+  const kept = Object.fromEntries(
+    RECEIVER_AUTH_FIELDS.map((k) => [k, auth[k]] as const).filter(
+      ([k, v]) => v !== null && v !== undefined && !(k === "auth_method" && v === "client_secret_post"),
+    ),
+  );
+  return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
+}
+
+/**
+ * The organization's current assertion key (private_key_jwt), as the endpoint's copy carries it;
+ * a configuration's copy has it only when it uses private_key_jwt.
+ */
+export const currentAssertionKey = (db: Db): { kid: string; private_key: SealedValue } | null => {
+  const row = db.first<{ kid: string; private_key: string }>(
+    "SELECT kid, private_key FROM assertion_keys WHERE retires_ms IS NULL ORDER BY created_ms DESC LIMIT 1",
+  );
+  return row === undefined ? null : { kid: row.kid, private_key: JSON.parse(row.private_key) as SealedValue };
+};
 
 export function configRecord(row: ConfigRow, organizationId: string): WebhookConfigurationRecord {
   return {
@@ -80,6 +132,7 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
       token_url: row.token_url,
       client_id: row.client_id,
       client_secret: JSON.parse(row.client_secret) as WebhookConfigurationRecord["oauth"]["client_secret"],
+      ...receiverAuthOf(row),
     },
     token_cache: row.token_cache === 1,
     ordered: row.ordered === 1,
@@ -105,7 +158,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
   db.txn(() => {
     db.run(
       `INSERT INTO configurations (id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit,
-        signing_secrets, status, version, status_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?)`,
+        signing_secrets, status, version, status_version, receiver_auth, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?)`,
       input.id,
       input.url,
       input.events === null ? null : JSON.stringify(input.events),
@@ -117,6 +171,7 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
       input.ordered ? 1 : 0,
       input.rate_limit,
       JSON.stringify([input.signing_secret]),
+      receiverAuthColumn(input.oauth),
       at,
       at,
     );
@@ -130,10 +185,23 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
         events: input.events,
         ordered: input.ordered,
         rate_limit: input.rate_limit,
+        auth_method: input.oauth.auth_method ?? "client_secret_post",
+        dpop: input.oauth.dpop_key != null,
       },
     });
   });
   return ok(undefined);
+}
+
+/** The stored additions with a patch's applied: undefined keeps a field, null clears it. */
+function mergeAuth(current: ReceiverAuth, patch: ConfigurationPatch["oauth"]): ReceiverAuth {
+  const next: ReceiverAuth = { ...current };
+  for (const field of RECEIVER_AUTH_FIELDS) {
+    const value = patch?.[field];
+    if (value !== undefined) (next as Record<string, unknown>)[field] = value;
+  }
+  if (next.auth_method !== "private_key_jwt") delete next.assertion_audience;
+  return next;
 }
 
 function originOf(url: string): string {
@@ -148,7 +216,14 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
   const current = configRow(db, id);
   if (current === undefined) return missing("Webhook configuration");
   const newSecret = patch.oauth?.client_secret !== undefined;
-  if (!newSecret) {
+  const auth = mergeAuth(receiverAuthOf(current), patch.oauth);
+  const method = auth.auth_method ?? "client_secret_post";
+  const jwt = method === "private_key_jwt";
+  // With private_key_jwt nothing secret goes to the token URL (an assertion for its audience only).
+  if (!newSecret && !jwt) {
+    if (current.client_secret === "null") {
+      return invalid(["oauth", "client_secret"], ` is required: auth_method ${method} sends a client secret, and none is stored`);
+    }
     if (patch.oauth?.token_url !== undefined && originOf(patch.oauth.token_url) !== originOf(current.token_url)) {
       return invalid(["oauth", "client_secret"], " is required when oauth.token_url moves to another origin");
     }
@@ -156,12 +231,17 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
       return invalid(["oauth", "client_secret"], " is required when url moves to another origin");
     }
   }
+  if (jwt && newSecret) return invalid(["oauth", "client_secret"], " is not used with private_key_jwt: keyway signs an assertion instead");
+  if (!jwt && auth.assertion_audience != null) {
+    return invalid(["oauth", "assertion_audience"], " is used only with auth_method private_key_jwt");
+  }
+  const clientSecret = jwt ? "null" : newSecret ? JSON.stringify(patch.oauth?.client_secret) : current.client_secret;
   const status = patch.status ?? current.status;
   const statusChanged = status !== current.status;
   db.txn(() => {
     db.run(
       `UPDATE configurations SET url = ?, events = ?, description = ?, token_url = ?, client_id = ?, client_secret = ?, token_cache = ?,
-        ordered = ?, rate_limit = ?, status = ?, disabled_reason = ?, version = version + 1,
+        ordered = ?, rate_limit = ?, status = ?, disabled_reason = ?, receiver_auth = ?, version = version + 1,
         status_version = CASE WHEN ? THEN version + 1 ELSE status_version END,
         url_version = CASE WHEN ? THEN version + 1 ELSE url_version END, updated_at = ? WHERE id = ?`,
       patch.url ?? current.url,
@@ -169,12 +249,13 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
       patch.description === undefined ? current.description : patch.description,
       patch.oauth?.token_url ?? current.token_url,
       patch.oauth?.client_id ?? current.client_id,
-      newSecret ? JSON.stringify(patch.oauth?.client_secret) : current.client_secret,
+      clientSecret,
       patch.token_cache === undefined ? current.token_cache : patch.token_cache ? 1 : 0,
       patch.ordered === undefined ? current.ordered : patch.ordered ? 1 : 0,
       patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
       status,
       status === "active" ? null : patch.status === "disabled" && statusChanged ? "disabled through the API" : current.disabled_reason,
+      receiverAuthColumn(auth),
       statusChanged ? 1 : 0,
       patch.url !== undefined && patch.url !== current.url ? 1 : 0,
       isoTime(now),
@@ -188,6 +269,8 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
         fields: Object.keys(patch),
         ...(patch.url !== undefined ? { url: redactUrl(patch.url) } : {}),
         ...(patch.oauth?.token_url !== undefined ? { token_url: redactUrl(patch.oauth.token_url) } : {}),
+        ...(patch.oauth?.auth_method !== undefined ? { auth_method: method } : {}),
+        ...(patch.oauth?.dpop_key !== undefined ? { dpop: auth.dpop_key != null } : {}),
         status,
       },
     });
@@ -275,6 +358,73 @@ export function disable(db: Db, id: string, request: DisableRequest, audit: Audi
   return "disabled";
 }
 
+/** A private_key_jwt configuration's copy carries the organization's current assertion key (sealed). */
+function withAssertionKey(db: Db, record: WebhookConfigurationRecord): WebhookConfigurationRecord {
+  if (record.oauth.auth_method !== "private_key_jwt") return record;
+  return { ...record, oauth: { ...record.oauth, assertion_key: currentAssertionKey(db) } };
+}
+
+/** Keeps the Worker's candidate as the organization's assertion key when it has none yet. */
+export function ensureAssertionKey(db: Db, candidate: AssertionKeyCandidate, now: number): void {
+  if (currentAssertionKey(db) !== null) return;
+  db.run(
+    "INSERT OR IGNORE INTO assertion_keys (kid, private_key, public_jwk, created_ms) VALUES (?, ?, ?, ?)",
+    candidate.kid,
+    JSON.stringify(candidate.private_key),
+    JSON.stringify(candidate.public_jwk),
+    now,
+  );
+}
+
+/**
+ * Rotation (issue 31; like signing secrets): the new key signs from now; the previous one stays
+ * published until `retiresAt`, so a receiver's server that cached the JWKS still verifies what
+ * was signed just before. Every private_key_jwt configuration gets a new version (its endpoint's
+ * copy then carries the new key). Keys retired past their overlap are deleted.
+ */
+export function rotateAssertionKey(
+  db: Db,
+  candidate: AssertionKeyCandidate,
+  retiresAt: number,
+  audit: Audit,
+  now: number,
+): { kid: string; previous: string | null } {
+  const previous = currentAssertionKey(db)?.kid ?? null;
+  db.txn(() => {
+    db.run("DELETE FROM assertion_keys WHERE retires_ms IS NOT NULL AND retires_ms <= ?", now);
+    db.run("UPDATE assertion_keys SET retires_ms = ? WHERE retires_ms IS NULL", retiresAt);
+    db.run(
+      "INSERT INTO assertion_keys (kid, private_key, public_jwk, created_ms) VALUES (?, ?, ?, ?)",
+      candidate.kid,
+      JSON.stringify(candidate.private_key),
+      JSON.stringify(candidate.public_jwk),
+      now,
+    );
+    db.run(
+      `UPDATE configurations SET version = version + 1, updated_at = ? WHERE receiver_auth IS NOT NULL
+        AND json_extract(receiver_auth, '$.auth_method') = 'private_key_jwt'`,
+      isoTime(now),
+    );
+    audit({
+      action: "webhook_settings.assertion_key_rotated",
+      resource_type: "webhook_settings",
+      resource_id: "webhooks",
+      detail: { kid: candidate.kid, previous_kid: previous, previous_retires_at: previous === null ? null : isoTime(retiresAt) },
+    });
+  });
+  return { kid: candidate.kid, previous };
+}
+
+/** The public keys a receiver's server verifies assertions with: the current one and those within their overlap. */
+export function publishedAssertionKeys(db: Db, now: number): Record<string, unknown>[] {
+  return db
+    .all<{ public_jwk: string }>(
+      "SELECT public_jwk FROM assertion_keys WHERE retires_ms IS NULL OR retires_ms > ? ORDER BY created_ms DESC",
+      now,
+    )
+    .map((r) => JSON.parse(r.public_jwk) as Record<string, unknown>);
+}
+
 /** What the endpoint's object should hold now: the configuration, or its tombstone; null if neither exists. */
 export function snapshotOf(db: Db, id: string, organizationId: string): EndpointSnapshot | null {
   const row = configRow(db, id);
@@ -283,7 +433,7 @@ export function snapshotOf(db: Db, id: string, organizationId: string): Endpoint
       organization_id: organizationId,
       configuration_id: id,
       version: row.version,
-      configuration: configRecord(row, organizationId),
+      configuration: withAssertionKey(db, configRecord(row, organizationId)),
     };
   }
   const tomb = db.first<{ version: number }>("SELECT version FROM deleted_configurations WHERE id = ? AND acked = 0", id);

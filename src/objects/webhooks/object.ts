@@ -36,6 +36,7 @@ import { backoff } from "../endpoints/policy";
 import { migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
 import type { AuditOutboxEntry, KeyedAuditEntry } from "./audit";
 import {
+  type AssertionKeyCandidate,
   type Audit,
   type ConfigurationPatch,
   configRecord,
@@ -44,9 +45,12 @@ import {
   type DisableRequest,
   deletionApplied,
   disable,
+  ensureAssertionKey,
   isSynced,
   type NewConfiguration,
+  publishedAssertionKeys,
   remove,
+  rotateAssertionKey,
   rotateSigningSecret,
   snapshotOf,
   synced,
@@ -142,9 +146,17 @@ export class WebhookObject extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------------
   // Configurations
 
-  async createConfiguration(org: string, input: NewConfiguration, actor: Actor, now: number): Promise<Result<WebhookConfigurationRecord>> {
+  /** `assertionKey`: for private_key_jwt, the key the Worker generated in case the organization has none yet. */
+  async createConfiguration(
+    org: string,
+    input: NewConfiguration,
+    actor: Actor,
+    now: number,
+    assertionKey?: AssertionKeyCandidate,
+  ): Promise<Result<WebhookConfigurationRecord>> {
     if (this.deleted()) return missing("Organization");
     this.bind(org);
+    if (assertionKey !== undefined) ensureAssertionKey(this.db, assertionKey, now);
     const created = create(this.db, input, this.auditFor(actor, now), now);
     if (!created.ok) return created;
     const record = configRecord(configRow(this.db, input.id) as ConfigRow, org);
@@ -172,9 +184,16 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   /** Applies a change in one transaction, then pushes it to the endpoint's object. */
-  async updateConfiguration(id: string, patch: ConfigurationPatch, actor: Actor, now: number): Promise<Result<Changed>> {
+  async updateConfiguration(
+    id: string,
+    patch: ConfigurationPatch,
+    actor: Actor,
+    now: number,
+    assertionKey?: AssertionKeyCandidate,
+  ): Promise<Result<Changed>> {
     if (this.deleted()) return missing("Organization");
     const updated = update(this.db, id, patch, this.auditFor(actor, now), now);
+    if (updated.ok && assertionKey !== undefined) ensureAssertionKey(this.db, assertionKey, now);
     if (!updated.ok) return updated;
     return this.changed(id, now);
   }
@@ -240,6 +259,27 @@ export class WebhookObject extends DurableObject<Env> {
     const rotated = rotateSigningSecret(this.db, id, secret, previousExpiresAt, this.auditFor(actor, now), now);
     if (!rotated.ok) return rotated;
     return this.changed(id, now);
+  }
+
+  /** A new assertion key for private_key_jwt (issue 31); the previous one stays published until `retiresAt`. */
+  async rotateAssertionKey(
+    org: string,
+    candidate: AssertionKeyCandidate,
+    retiresAt: number,
+    actor: Actor,
+    now: number,
+  ): Promise<Result<{ kid: string; previous: string | null }>> {
+    if (this.deleted()) return missing("Organization");
+    this.bind(org);
+    const rotated = rotateAssertionKey(this.db, candidate, retiresAt, this.auditFor(actor, now), now);
+    this.plan(now);
+    await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit()]);
+    return ok(rotated);
+  }
+
+  /** The organization's published assertion keys (its JWKS); none when it has none, or is deleted. */
+  assertionKeys(now: number): Record<string, unknown>[] {
+    return this.deleted() ? [] : publishedAssertionKeys(this.db, now);
   }
 
   private async changed(id: string, now: number): Promise<Result<Changed>> {

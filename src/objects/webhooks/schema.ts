@@ -136,10 +136,27 @@ const V5: Migration = {
   ],
 };
 
+/**
+ * Version 6 (issue 31): how keyway authenticates at each receiver's token endpoint. `receiver_auth`
+ * holds what spec 4.3's default request does not have (the method, scope, resource, audience, the
+ * assertion's audience, the configuration's DPoP key, sealed); NULL is the default request, and
+ * `client_secret` holds the JSON `null` for private_key_jwt. `assertion_keys` are the organization's
+ * ES256 keys that sign private_key_jwt assertions (the private JWK sealed, the public one served at
+ * `/v1/receiver-jwks/{org}`); a rotated-out key stays published until `retires_ms`.
+ */
+const V6: Migration = {
+  version: 6,
+  statements: [
+    "ALTER TABLE configurations ADD COLUMN receiver_auth TEXT",
+    `CREATE TABLE assertion_keys (kid TEXT PRIMARY KEY, private_key TEXT NOT NULL, public_jwk TEXT NOT NULL, created_ms INTEGER NOT NULL,
+        retires_ms INTEGER)`,
+  ],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6];
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -162,6 +179,8 @@ export interface ConfigRow extends Row {
   status_version: number;
   url_version: number;
   synced_version: number;
+  /** Issue 31: ReceiverAuth JSON (configurations.ts); NULL for spec 4.3's default request. */
+  receiver_auth: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -177,4 +196,4 @@ export interface FanoutRow extends Row {
 
 /** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
 export const CONFIG_COLUMNS =
-  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, created_at, updated_at";
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, created_at, updated_at";

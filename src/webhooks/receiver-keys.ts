@@ -1,0 +1,106 @@
+/**
+ * The keys keyway holds to speak OAuth to receivers (issue 31), all ES256 (P-256, RFC 7518 3.4),
+ * generated with WebCrypto and kept only sealed (AES-256-GCM, lib/aead.ts, bound to their owner and
+ * purpose): the organization's **assertion keys**, which sign private_key_jwt client assertions
+ * (RFC 7523 2.2) and whose public halves are the JWKS at `/v1/receiver-jwks/{org}` a receiver's
+ * OAuth server registers as the client's `jwks_uri`; and each configuration's **DPoP key**
+ * (RFC 9449), whose thumbprint (RFC 7638) is the `cnf.jkt` of the tokens the receiver issues for
+ * it. Private keys are never shown, logged or returned; an opened key is kept per isolate by the
+ * sealed value it came from (immutable), so an attempt does not decrypt and import it again.
+ */
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
+import type { Deps } from "../deps";
+import { open, type SealedValue, seal } from "../lib/aead";
+import { IsolateCache } from "../lib/cache";
+import type { Actor } from "../identity/changes";
+import { ID_PATTERN } from "../lib/ids";
+import { isoTime } from "../lib/time";
+import { reach, unwrap, webhookObject } from "../objects/stubs";
+import type { AssertionKeyCandidate } from "../objects/webhooks/configurations";
+
+const ALG = "ES256";
+
+/** What seals a key: an assertion key belongs to the organization, a DPoP key to one configuration. */
+const assertionAad = (orgId: string, kid: string) => `${orgId}:assertion_key:${kid}`;
+const dpopAad = (orgId: string, configId: string) => `${orgId}:${configId}:dpop_key`;
+
+async function newKeyPair(): Promise<{ privateJwk: JWK; publicJwk: JWK; thumbprint: string }> {
+  const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
+  const [privateJwk, publicJwk] = await Promise.all([exportJWK(privateKey), exportJWK(publicKey)]);
+  return { privateJwk, publicJwk, thumbprint: await calculateJwkThumbprint(publicJwk) };
+}
+
+/** A new assertion key for the organization, its kid the public key's thumbprint. */
+export async function newAssertionKey(deps: Deps, orgId: string): Promise<AssertionKeyCandidate> {
+  const { privateJwk, publicJwk, thumbprint } = await newKeyPair();
+  return {
+    kid: thumbprint,
+    private_key: await seal(deps.config.encryptionKeys, JSON.stringify(privateJwk), assertionAad(orgId, thumbprint)),
+    public_jwk: { ...publicJwk, kid: thumbprint, alg: ALG, use: "sig" },
+  };
+}
+
+/** A new DPoP key for a configuration: its thumbprint (`jkt`) and the sealed private JWK. */
+export async function newDpopKey(deps: Deps, orgId: string, configId: string): Promise<{ jkt: string; private_key: SealedValue }> {
+  const { privateJwk, thumbprint } = await newKeyPair();
+  return { jkt: thumbprint, private_key: await seal(deps.config.encryptionKeys, JSON.stringify(privateJwk), dpopAad(orgId, configId)) };
+}
+
+export interface OpenedKey {
+  key: CryptoKey;
+  /** The public JWK (for a DPoP proof's header; RFC 9449 4.2). */
+  publicJwk: JWK;
+}
+
+/** Opened keys by their sealed value (which never changes for a key): bounded, per isolate. */
+const opened = new IsolateCache<Promise<OpenedKey>>({ maxEntries: 200 });
+
+async function openKey(deps: Deps, sealed: SealedValue, aad: string): Promise<OpenedKey> {
+  const cacheKey = `${aad}:${sealed.kid}:${sealed.ct}`;
+  const hit = opened.get(cacheKey);
+  if (hit !== undefined) return hit;
+  const loading = (async () => {
+    const jwk = JSON.parse(await open(deps.config.encryptionKeys, sealed, aad)) as JWK;
+    const { d: _d, ...publicJwk } = jwk;
+    const key = (await importJWK(jwk, ALG)) as CryptoKey;
+    return { key, publicJwk };
+  })();
+  opened.set(cacheKey, loading);
+  // A failure is not kept: the next attempt opens the key again.
+  loading.catch(() => opened.delete(cacheKey));
+  return loading;
+}
+
+export const openAssertionKey = (deps: Deps, orgId: string, key: { kid: string; private_key: SealedValue }) =>
+  openKey(deps, key.private_key, assertionAad(orgId, key.kid));
+
+export const openDpopKey = (deps: Deps, orgId: string, configId: string, key: { private_key: SealedValue }) =>
+  openKey(deps, key.private_key, dpopAad(orgId, configId));
+
+/** How long a rotated-out assertion key stays published (a receiver's server may cache the JWKS). */
+export const ASSERTION_KEY_OVERLAP_MS = 24 * 3600 * 1000;
+
+/**
+ * A new assertion key signs from now; the previous one stays in the JWKS for 24 hours. The
+ * organization's private_key_jwt endpoints get the new key with their next copy (pushed at once).
+ */
+export async function rotateAssertionKey(
+  deps: Deps,
+  orgId: string,
+  actor: Actor,
+): Promise<{ kid: string; previous_kid: string | null; previous_expires_at: string | null }> {
+  const now = deps.now();
+  const candidate = await newAssertionKey(deps, orgId);
+  const retiresAt = now + ASSERTION_KEY_OVERLAP_MS;
+  const rotated = unwrap(
+    await reach("webhooks", () => webhookObject(deps, orgId).rotateAssertionKey(orgId, candidate, retiresAt, actor, now)),
+  );
+  return { kid: rotated.kid, previous_kid: rotated.previous, previous_expires_at: rotated.previous === null ? null : isoTime(retiresAt) };
+}
+
+/** The organization's published assertion keys (RFC 7517 5): what its receivers' servers verify assertions with. */
+export async function receiverJwks(deps: Deps, orgId: string): Promise<{ keys: Record<string, unknown>[] }> {
+  if (!ID_PATTERN.test(orgId)) return { keys: [] };
+  const keys = await reach("webhooks", () => webhookObject(deps, orgId).assertionKeys(deps.now()));
+  return { keys: keys as Record<string, unknown>[] };
+}
