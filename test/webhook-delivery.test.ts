@@ -170,11 +170,14 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
       null,
     ],
     [
-      "an unreachable host",
+      "a host that refuses the connection (the runtime's own words for it)",
       () => Promise.reject(new TypeError("Network connection lost.")),
-      /could not be reached \(network error\)/,
+      /refused or dropped the connection/,
       null,
     ],
+    ["a host whose name does not resolve", () => Promise.reject(new TypeError("DNS lookup failed")), /could not be resolved \(DNS\)/, null],
+    ["a failed TLS handshake", () => Promise.reject(new TypeError("TLS peer's certificate is not trusted")), /TLS handshake .* failed/, null],
+    ["an unreachable host", () => Promise.reject(new TypeError("internal error")), /could not be reached \(network error\)/, null],
   ])("%s", async (_name, handler, error, httpStatus) => {
     const sent = fakeNetwork(tokenRoute(handler));
     const id = await publish(configId);

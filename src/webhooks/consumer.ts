@@ -30,9 +30,13 @@ import {
   type FetchedToken,
   type LegacyTicket,
   type ReportMessage,
+  receiverOAuth,
+  type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
 import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
-import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, requestReceiverToken } from "./outbound";
+import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, requestReceiverToken, type TokenCredentials } from "./outbound";
+import { dpopProof } from "./receiver-auth";
+import { openAssertionKey, openDpopKey } from "./receiver-keys";
 import { signatureHeader } from "./signature";
 
 /** The local (top-level) queue names; each deployed environment has its own (wrangler.toml). */
@@ -315,7 +319,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   const fetchToken = async (keep: boolean): Promise<string> => {
     const t0 = deps.now();
     unchecked = true;
-    const token = await requestReceiverToken(deps, config, await receiverClientSecret(deps, config), deadline);
+    const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline);
     tokenMs = deps.now() - t0;
     keptToken = null;
     keptGeneration = null;
@@ -478,15 +482,31 @@ export function webhookHeaders(p: {
   deliveryId: string;
   timestamp: string;
   signature: string;
+  /** A DPoP proof (issue 31): the token then goes as `DPoP <token>` (RFC 9449 7.1). */
+  dpopProof?: string | undefined;
 }): Record<string, string> {
   return {
     "Content-Type": "application/json",
-    Authorization: `Bearer ${p.accessToken}`,
+    Authorization: p.dpopProof === undefined ? `Bearer ${p.accessToken}` : `DPoP ${p.accessToken}`,
+    ...(p.dpopProof === undefined ? {} : { DPoP: p.dpopProof }),
     "webhook-id": p.deliveryId,
     "webhook-timestamp": p.timestamp,
     "webhook-signature": p.signature,
     "User-Agent": "keyway-webhooks/1",
   };
+}
+
+/** What a token request of this configuration needs: its client secret ("" for private_key_jwt) and opened keys. */
+export async function tokenCredentials(deps: Deps, config: WebhookConfigurationRecord): Promise<TokenCredentials> {
+  const o = receiverOAuth(config);
+  const [clientSecret, assertionKey, dpopKey] = await Promise.all([
+    receiverClientSecret(deps, config),
+    o.auth_method === "private_key_jwt" && o.assertion_key !== null
+      ? openAssertionKey(deps, config.organization_id, o.assertion_key).then((k) => ({ ...k, kid: o.assertion_key?.kid ?? "" }))
+      : null,
+    o.dpop_key !== null ? openDpopKey(deps, config.organization_id, config.id, o.dpop_key) : null,
+  ]);
+  return { clientSecret, assertionKey, dpopKey };
 }
 
 /** Signs (with this moment's timestamp) and POSTs the webhook; a failure to get an answer is a DeliveryFailure value. */
@@ -504,16 +524,35 @@ async function send(
     timestamp,
     begun.body,
   );
-  const headers = webhookHeaders({ accessToken, deliveryId: ticket.delivery_id, timestamp: String(timestamp), signature });
+  const dpop = receiverOAuth(begun.configuration).dpop_key;
+  const dpopKey = dpop === null ? null : await openDpopKey(deps, begun.configuration.organization_id, begun.configuration.id, dpop);
+  // What the excerpt of a failed answer must not reveal: the token sent, the receiver's client
+  // secret, the signing secrets (opened only if there is an excerpt to check).
+  const secrets = async () => [
+    accessToken,
+    await receiverClientSecret(deps, begun.configuration),
+    ...(await liveSigningSecrets(deps, begun.configuration, deps.now())),
+  ];
   try {
-    // What the excerpt of a failed answer must not reveal: the token sent, the receiver's client
-    // secret, the signing secrets (opened only if there is an excerpt to check).
-    const secrets = async () => [
-      accessToken,
-      await receiverClientSecret(deps, begun.configuration),
-      ...(await liveSigningSecrets(deps, begun.configuration, deps.now())),
-    ];
-    return await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline, secrets);
+    let nonce: string | null = null;
+    for (let round = 0; ; round++) {
+      const proof =
+        dpopKey === null ? undefined : await dpopProof(dpopKey, "POST", begun.configuration.url, deps.now(), { accessToken, nonce });
+      const headers = webhookHeaders({
+        accessToken,
+        deliveryId: ticket.delivery_id,
+        timestamp: String(timestamp),
+        signature,
+        dpopProof: proof,
+      });
+      const answer = await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline, secrets);
+      // A DPoP nonce challenge (RFC 9449 9) is answered once, with a new proof carrying the nonce.
+      if (answer.dpopNonce !== null && round === 0) {
+        nonce = answer.dpopNonce;
+        continue;
+      }
+      return answer;
+    }
   } catch (err) {
     if (err instanceof DeliveryFailure) return err;
     throw err;

@@ -17,17 +17,28 @@
 import type { Deps } from "../deps";
 import { base64Encode, base64UrlEncode, encodeUtf8, hex } from "../lib/encoding";
 import { readCapped } from "../lib/streams";
-import type { AttemptResponse, DeliveryAttempt, ReceiverTokenRequestBody, WebhookConfigurationRecord } from "../schemas/webhooks";
+import {
+  type AttemptResponse,
+  type ConnectionOutcome,
+  type DeliveryAttempt,
+  receiverOAuth,
+  type WebhookConfigurationRecord,
+} from "../schemas/webhooks";
+import { dpopProof, nonceAsked, type TokenRequestParts, tokenRequest } from "./receiver-auth";
+import type { OpenedKey } from "./receiver-keys";
 import { checkTarget } from "./ssrf";
 
 export const MAX_REDIRECTS = 5;
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 const FORM = "application/x-www-form-urlencoded";
 /**
- * The error codes a token endpoint may answer (RFC 6749 5.2), and the two RFC 6749 4.1.2.1 codes
- * servers also use there: only these are kept, as our own words.
+ * The error codes a token endpoint may answer (RFC 6749 5.2), the two RFC 6749 4.1.2.1 codes
+ * servers also use there, and RFC 9449's two (`invalid_dpop_proof`, `use_dpop_nonce`): only these
+ * are kept, as our own words.
  */
 const REGISTERED_ERRORS = new Set([
+  "invalid_dpop_proof",
+  "use_dpop_nonce",
   "invalid_request",
   "invalid_client",
   "invalid_grant",
@@ -53,6 +64,10 @@ export class DeliveryFailure extends Error {
     message: string,
     /** Seconds the receiver asked us to wait (429/503 Retry-After). */
     readonly retryAfterSeconds: number | null = null,
+    /** What kind of failure, for the connection test (issue 31). */
+    readonly outcome: ConnectionOutcome = httpStatus === null ? "network_error" : "http_error",
+    /** The token endpoint's RFC 6749 error code, when registered. */
+    readonly errorCode: string | null = null,
   ) {
     super(message);
     this.name = "DeliveryFailure";
@@ -63,6 +78,15 @@ export interface ReceiverToken {
   accessToken: string;
   /** From the token response's expires_in, when it gives one. */
   expiresInSeconds: number | null;
+  /** The answer's token_type, as sent (`Bearer`, `DPoP`). */
+  tokenType: string | null;
+}
+
+/** What signs and authenticates a token request: the client secret (or ""), the opened keys it needs. */
+export interface TokenCredentials {
+  clientSecret: string;
+  assertionKey: (OpenedKey & { kid: string }) | null;
+  dpopKey: OpenedKey | null;
 }
 
 /** The attempt's deadline, shared by every request and read of the attempt. */
@@ -83,17 +107,68 @@ export function deadlineOf(deps: Deps, deadlineMs: number): Deadline {
 const what = (step: Step) => (step === "token" ? "token endpoint" : "webhook URL");
 
 function timedOut(step: Step, deadline: Deadline, status: number | null, phase: string): DeliveryFailure {
-  return new DeliveryFailure(step, status, `the attempt's ${deadline.seconds} s deadline passed ${phase} the ${what(step)}`);
+  return new DeliveryFailure(
+    step,
+    status,
+    `the attempt's ${deadline.seconds} s deadline passed ${phase} the ${what(step)}`,
+    null,
+    "timeout",
+  );
 }
 
 async function timedFetch(step: Step, url: URL, init: RequestInit, deadline: Deadline): Promise<Response> {
   try {
     return await fetch(url, { ...init, redirect: "manual", signal: deadline.signal });
-  } catch {
+  } catch (err) {
     if (deadline.signal.aborted) throw timedOut(step, deadline, null, "waiting for");
-    throw new DeliveryFailure(step, null, `${what(step)} could not be reached (network error)`);
+    throw unreachable(step, url, err);
   }
 }
+
+/**
+ * Why a request got no answer, in keyway's words (issue 31: "network error" said nothing). The
+ * runtime's errors carry no code, only a message: a refused or dropped connection is "Network
+ * connection lost", a name that does not resolve or a TLS handshake that fails say so when the
+ * runtime does (DNS, certificate, TLS, SSL). Nothing of the message is kept beyond the kind.
+ */
+function unreachable(step: Step, url: URL, err: unknown): DeliveryFailure {
+  const message = err instanceof Error ? err.message : String(err);
+  const host = url.hostname;
+  if (/dns|resolve|lookup|ENOTFOUND|name not known/i.test(message)) {
+    return new DeliveryFailure(step, null, `${what(step)}'s host ${host} could not be resolved (DNS)`, null, "dns_failure");
+  }
+  if (/tls|ssl|certificate|handshake/i.test(message)) {
+    return new DeliveryFailure(step, null, `${what(step)}: the TLS handshake with ${host} failed`, null, "tls_failure");
+  }
+  if (/connection lost|refused|ECONNREFUSED|ECONNRESET|reset|closed/i.test(message)) {
+    return new DeliveryFailure(
+      step,
+      null,
+      `${what(step)} at ${host} refused or dropped the connection (nothing listening, or a firewall)`,
+      null,
+      "connection_refused",
+    );
+  }
+  return new DeliveryFailure(step, null, `${what(step)} at ${host} could not be reached (network error)`);
+}
+
+/**
+ * Cloudflare's own answers when it could not reach an origin on the Worker's behalf (its 52x and
+ * 530 statuses), said in words beside the status: the receiver did not send them.
+ */
+const EDGE_STATUS: Record<number, { words: string; outcome: ConnectionOutcome }> = {
+  521: { words: "the origin refused the connection", outcome: "connection_refused" },
+  522: { words: "the connection to the origin timed out", outcome: "timeout" },
+  523: { words: "the origin is unreachable", outcome: "network_error" },
+  524: { words: "the origin did not answer in time", outcome: "timeout" },
+  525: { words: "the TLS handshake with the origin failed", outcome: "tls_failure" },
+  526: { words: "the origin's TLS certificate is invalid", outcome: "tls_failure" },
+  530: { words: "the origin's host could not be resolved or reached", outcome: "dns_failure" },
+};
+const edgeWords = (status: number): string => {
+  const edge = EDGE_STATUS[status];
+  return edge === undefined ? "" : ` (Cloudflare: ${edge.words})`;
+};
 
 /** Reads at most `max` bytes of a body as text, within the deadline; larger bodies are a failure. */
 async function readText(res: Response, max: number, step: Step, deadline: Deadline): Promise<string> {
@@ -110,53 +185,109 @@ async function readText(res: Response, max: number, step: Step, deadline: Deadli
 
 function guard(deps: Deps, step: Step, url: URL | string): URL {
   const check = checkTarget(url, { allowInsecure: deps.config.allowInsecureTargets });
-  if (!check.ok) throw new DeliveryFailure(step, null, `${what(step)} refused: ${check.reason}`);
+  if (!check.ok) throw new DeliveryFailure(step, null, `${what(step)} refused: ${check.reason}`, null, "refused_by_ssrf_guard");
   return check.url;
 }
 
+/**
+ * The client-credentials grant at the receiver's token URL with the configuration's method
+ * (receiver-auth.ts; spec 4.3's form by default), with a DPoP proof when the configuration asks
+ * for DPoP-bound tokens: a `use_dpop_nonce` answer (RFC 9449 8) is answered once, with the nonce.
+ */
 export async function requestReceiverToken(
   deps: Deps,
   config: WebhookConfigurationRecord,
-  clientSecret: string,
+  credentials: TokenCredentials,
   deadline: Deadline,
 ): Promise<ReceiverToken> {
-  // Field order as in spec 4.3's table.
-  const fields: ReceiverTokenRequestBody = {
-    client_id: config.oauth.client_id,
-    client_secret: clientSecret,
-    grant_type: "client_credentials",
-  };
-  const form = new URLSearchParams(fields).toString();
-  let url = guard(deps, "token", config.oauth.token_url);
+  const o = receiverOAuth(config);
+  let nonce: string | null = null;
+  for (let round = 0; ; round++) {
+    const parts = await tokenRequest(o, credentials.clientSecret, credentials.assertionKey, deps.now());
+    const proof = credentials.dpopKey === null ? null : await dpopProof(credentials.dpopKey, "POST", o.token_url, deps.now(), { nonce });
+    try {
+      const token = await tokenExchange(deps, o.token_url, parts, proof, deadline);
+      if (credentials.dpopKey !== null && token.tokenType?.toLowerCase() !== "dpop") {
+        throw new DeliveryFailure(
+          "token",
+          200,
+          `token endpoint issued a ${token.tokenType ?? "token without token_type"} token, not a DPoP-bound one (the configuration asks for DPoP)`,
+          null,
+          "http_error",
+        );
+      }
+      return token;
+    } catch (err) {
+      if (err instanceof NonceAsked && round === 0 && credentials.dpopKey !== null) {
+        nonce = err.nonce;
+        continue;
+      }
+      if (err instanceof NonceAsked) throw err.failure;
+      throw err;
+    }
+  }
+}
+
+/** A token endpoint that asked for a DPoP nonce: the request is made once more with it. */
+class NonceAsked extends Error {
+  constructor(
+    readonly nonce: string,
+    readonly failure: DeliveryFailure,
+  ) {
+    super("use_dpop_nonce");
+  }
+}
+
+async function tokenExchange(
+  deps: Deps,
+  tokenUrl: string,
+  parts: TokenRequestParts,
+  proof: string | null,
+  deadline: Deadline,
+): Promise<ReceiverToken> {
+  let url = guard(deps, "token", tokenUrl);
   const origin = url.origin;
   let withCredentials = true;
 
   for (let hop = 0; ; hop++) {
+    const headers: Record<string, string> = withCredentials
+      ? { "Content-Type": FORM, Accept: "application/json" }
+      : { Accept: "application/json" };
+    if (withCredentials && parts.authorization !== null) headers.Authorization = parts.authorization;
+    if (withCredentials && proof !== null) headers.DPoP = proof;
     const res = await timedFetch(
       "token",
       url,
-      {
-        method: withCredentials ? "POST" : "GET",
-        headers: withCredentials ? { "Content-Type": FORM, Accept: "application/json" } : { Accept: "application/json" },
-        ...(withCredentials ? { body: form } : {}),
-      },
+      { method: withCredentials ? "POST" : "GET", headers, ...(withCredentials ? { body: parts.form } : {}) },
       deadline,
     );
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location !== null) {
       await res.body?.cancel();
       if (hop === MAX_REDIRECTS)
-        throw new DeliveryFailure("token", res.status, `token endpoint redirected more than ${MAX_REDIRECTS} times`);
+        throw new DeliveryFailure(
+          "token",
+          res.status,
+          `token endpoint redirected more than ${MAX_REDIRECTS} times`,
+          null,
+          "redirect_refused",
+        );
       let next: URL;
       try {
         next = new URL(location, url);
       } catch {
-        throw new DeliveryFailure("token", res.status, "token endpoint redirected to an invalid URL");
+        throw new DeliveryFailure("token", res.status, "token endpoint redirected to an invalid URL", null, "redirect_refused");
       }
       if (res.status === 307 || res.status === 308) {
         // These repeat the POST with its body: the credentials must stay with the origin they were meant for.
         if (withCredentials && next.origin !== origin) {
-          throw new DeliveryFailure("token", res.status, "token endpoint redirected to another origin; credentials are not forwarded");
+          throw new DeliveryFailure(
+            "token",
+            res.status,
+            "token endpoint redirected to another origin; credentials are not forwarded",
+            null,
+            "redirect_refused",
+          );
         }
       } else {
         withCredentials = false; // RFC 9110 15.4: 301/302/303 after POST continue as GET, without the body
@@ -174,17 +305,36 @@ export async function requestReceiverToken(
     }
     const body = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : null;
     if (!res.ok) {
-      throw new DeliveryFailure("token", res.status, `token endpoint answered ${res.status}${receiverSaid(body)}`, retryAfter(res));
+      const code = registeredError(body);
+      const failure = new DeliveryFailure(
+        "token",
+        res.status,
+        `token endpoint answered ${res.status}${edgeWords(res.status)}${code === null ? "" : ` (error: ${code})`}`,
+        retryAfter(res),
+        EDGE_STATUS[res.status]?.outcome ?? "http_error",
+        code,
+      );
+      const nonce = proof === null ? null : nonceAsked(res.status, res.headers, typeof body?.error === "string" ? body.error : null);
+      if (nonce !== null) throw new NonceAsked(nonce, failure);
+      throw failure;
     }
-    if (body === null) throw new DeliveryFailure("token", res.status, "token endpoint did not answer a JSON object");
+    if (body === null) throw new DeliveryFailure("token", res.status, "token endpoint did not answer a JSON object", null, "not_json");
     const accessToken = body.access_token;
     if (typeof accessToken !== "string" || accessToken === "") {
-      throw new DeliveryFailure("token", res.status, "token endpoint answered without a non-empty string access_token");
+      throw new DeliveryFailure(
+        "token",
+        res.status,
+        "token endpoint answered without a non-empty string access_token",
+        null,
+        "no_access_token",
+      );
     }
     const expiresIn = body.expires_in;
+    const tokenType = body.token_type;
     return {
       accessToken,
       expiresInSeconds: typeof expiresIn === "number" && Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : null,
+      tokenType: typeof tokenType === "string" && /^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(tokenType) ? tokenType : null,
     };
   }
 }
@@ -197,26 +347,28 @@ export async function postWebhook(
   body: string,
   deadline: Deadline,
   secrets: () => Promise<string[]>,
-): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptResponse | null }> {
+): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptResponse | null; dpopNonce: string | null }> {
   const url = guard(deps, "webhook", target);
   const res = await timedFetch("webhook", url, { method: "POST", headers, body }, deadline);
   if (res.status >= 200 && res.status < 300) {
     // Delivered: the body is not wanted, so it is not waited for (a receiver that stalls it after
     // a 2xx has still received the webhook).
     await res.body?.cancel().catch(() => undefined);
-    return { status: res.status, retryAfterSeconds: retryAfter(res), response: null };
+    return { status: res.status, retryAfterSeconds: retryAfter(res), response: null, dpopNonce: null };
   }
-  return { status: res.status, retryAfterSeconds: retryAfter(res), response: await responseOf(res, secrets, deadline) };
+  // A resource server's nonce challenge (RFC 9449 9) to a DPoP-bound webhook: answered once by the caller.
+  const dpopNonce = "DPoP" in headers ? nonceAsked(res.status, res.headers, null) : null;
+  return { status: res.status, retryAfterSeconds: retryAfter(res), response: await responseOf(res, secrets, deadline), dpopNonce };
 }
 
 /**
- * ` (error: invalid_client)` from a token endpoint's error body: its `error` only when it is a
- * registered code (a code made up to carry the secret, `invalid_client_<secret>`, is not). Nothing
- * else of the body is kept.
+ * `invalid_client` from a token endpoint's error body: its `error` only when it is a registered
+ * code (a code made up to carry the secret, `invalid_client_<secret>`, is not). Nothing else of
+ * the body is kept.
  */
-function receiverSaid(body: Record<string, unknown> | null): string {
+function registeredError(body: Record<string, unknown> | null): string | null {
   const code = body?.error;
-  return typeof code === "string" && REGISTERED_ERRORS.has(code) ? ` (error: ${code})` : "";
+  return typeof code === "string" && REGISTERED_ERRORS.has(code) ? code : null;
 }
 
 /**

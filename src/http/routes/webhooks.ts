@@ -9,6 +9,7 @@ import { getOrganization } from "../../identity/organizations";
 import { RecoverInput, RecoveryView } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
 import {
+  ConnectionTestView,
   CreatedWebhookConfigurationView,
   CreateWebhookConfigurationInput,
   DeliveryFilter,
@@ -31,6 +32,7 @@ import {
   updateWebhookConfiguration,
   webhookConfigurationView,
 } from "../../webhooks/configurations";
+import { testConnection } from "../../webhooks/connection-test";
 import {
   getDelivery,
   idempotencyKeyOf,
@@ -81,6 +83,20 @@ const DELIVERY_QUERY: QueryParam[] = [
 const deps = (c: Context<AppEnv>) => c.get("deps");
 const actor = (c: Context<AppEnv>) => c.get("actor");
 const configTag = "Webhook configurations";
+const CONNECTION_TEST = {
+  webhook_configuration_id: CONFIG.id,
+  ok: true,
+  outcome: "token_issued" as const,
+  message: "the token endpoint issued a Bearer valid 3600 s",
+  reached: true,
+  http_status: 200,
+  error: null,
+  token_type: "Bearer",
+  expires_in: 3600,
+  auth_method: "client_secret_basic" as const,
+  dpop: false,
+  latency_ms: 84,
+};
 const RECOVERY = {
   id: RECOVERY_ID,
   webhook_configuration_id: CONFIG.id,
@@ -193,6 +209,19 @@ export const webhookRoutes: Route[] = [
       const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"), actor(c));
       return { ...webhookConfigurationView(config), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
     },
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/test-connection`,
+    operationId: "testWebhookConnection",
+    scope: "webhooks:write",
+    summary: "Fetch a token from the receiver, and say what happened",
+    description:
+      "Issue 31: a token request only, made exactly as before a webhook (the configuration's `auth_method`, `scope`, `resource`, `audience`, DPoP proof and nonce; the SSRF guard on every hop), answered 200 whatever happened, in keyway's words: `outcome` (`token_issued`, `refused_by_ssrf_guard`, `dns_failure`, `connection_refused`, `tls_failure`, `timeout`, `network_error`, `redirect_refused`, `http_error`, `not_json`, `no_access_token`), the HTTP status, the RFC 6749 `error` code when the answer carried a registered one, and for a token its `token_type` and `expires_in`. Nothing of the token, and no free text of the receiver's, is answered.",
+    tag: configTag,
+    auth: "client",
+    response: { schema: ConnectionTestView, example: CONNECTION_TEST },
+    handle: (c) => testConnection(deps(c), orgOf(c), param(c, "id"), actor(c)),
   }),
   envelopeRoute({
     method: "POST",

@@ -7,9 +7,10 @@
  * in the same change (product brief): no stored secret, and no token the receiver's server minted,
  * is sent to an origin the caller did not vouch for with it.
  */
+
+import type { SealedValue } from "../../lib/aead";
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
-import type { SealedValue } from "../../lib/aead";
 import type { ReceiverAuthMethod, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import type { EndpointSnapshot } from "../endpoints/object";
@@ -81,7 +82,8 @@ export type Audit = (entry: Omit<AuditOutboxEntry, "at" | "actor"> & { actor?: A
  * Every column the table has: the legacy hand-over (legacy.ts) reads configurations before the
  * later versions' columns exist (`receiver_auth` is then undefined, read as the default request).
  */
-export const configRow = (db: Db, id: string): ConfigRow | undefined => db.first<ConfigRow>("SELECT rowid, * FROM configurations WHERE id = ?", id);
+export const configRow = (db: Db, id: string): ConfigRow | undefined =>
+  db.first<ConfigRow>("SELECT rowid, * FROM configurations WHERE id = ?", id);
 
 /**
  * What a configuration adds to spec 4.3's default request (issue 31), stored as one JSON column;
@@ -359,7 +361,7 @@ export function disable(db: Db, id: string, request: DisableRequest, audit: Audi
 }
 
 /** A private_key_jwt configuration's copy carries the organization's current assertion key (sealed). */
-function withAssertionKey(db: Db, record: WebhookConfigurationRecord): WebhookConfigurationRecord {
+export function withAssertionKey(db: Db, record: WebhookConfigurationRecord): WebhookConfigurationRecord {
   if (record.oauth.auth_method !== "private_key_jwt") return record;
   return { ...record, oauth: { ...record.oauth, assertion_key: currentAssertionKey(db) } };
 }

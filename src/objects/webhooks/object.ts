@@ -56,6 +56,7 @@ import {
   synced,
   unsynced,
   update,
+  withAssertionKey,
 } from "./configurations";
 import { createType, deleteType, getType, listTypes, PublishCheck, settings, updateSettings, updateType } from "./event-types";
 import { handOver, hasLegacy } from "./legacy";
@@ -170,6 +171,13 @@ export class WebhookObject extends DurableObject<Env> {
     if (this.deleted()) return missing("Organization");
     const row = configRow(this.db, id);
     return row ? ok(configRecord(row, this.orgId())) : missing("Webhook configuration");
+  }
+
+  /** The configuration as its endpoint's copy has it (with the assertion key, sealed): the connection test's token request. */
+  configurationForToken(id: string): Result<WebhookConfigurationRecord> {
+    if (this.deleted()) return missing("Organization");
+    const row = configRow(this.db, id);
+    return row ? ok(withAssertionKey(this.db, configRecord(row, this.orgId()))) : missing("Webhook configuration");
   }
 
   listConfigurations(page: PageRequest): Result<Page<WebhookConfigurationRecord>> {

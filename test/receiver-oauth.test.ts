@@ -1,0 +1,246 @@
+/**
+ * The receiver's token endpoint as receivers run it (issue 31), both sides asserted with jose:
+ * spec 4.3's default request unchanged byte for byte; client_secret_basic with the id and secret
+ * form-urlencoded (RFC 6749 2.3.1); private_key_jwt assertions (RFC 7523) that verify with the
+ * JWKS keyway publishes, across a key rotation; scope, resource and audience in the request;
+ * DPoP-bound tokens (RFC 9449): a proof with the token request, a nonce challenge answered once
+ * at the token endpoint and at the webhook URL, the webhook sent as `DPoP <token>` with a proof
+ * whose `ath`, `htu` and key match; and the connection test's answers (a token, a 401
+ * invalid_client, a refused connection, a timeout, the SSRF guard on a redirect).
+ */
+import { env } from "cloudflare:workers";
+import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, type JWK, jwtVerify } from "jose";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { base64UrlEncode, encodeUtf8 } from "../src/lib/encoding";
+import type { ConnectionTestView, WebhookConfigurationView } from "../src/schemas/webhooks";
+import { fakeNetwork, json, never, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { body, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
+import { api, attemptNow, createConfig } from "./webhook-helpers";
+
+let t: Tenant;
+let token: string;
+
+beforeAll(async () => {
+  vi.spyOn(console, "warn").mockImplementation(() => {});
+  t = await createTenant();
+  token = await issueToken(t);
+});
+
+const tokenOk =
+  (type = "Bearer") =>
+  () =>
+    json({ access_token: `at-${type}`, token_type: type, expires_in: 300 });
+const form = (s: Sent) => new URLSearchParams(s.body);
+const tokenRequests = (sent: Sent[]) => sent.filter((s) => s.url === TOKEN_URL);
+const webhooks = (sent: Sent[]) => sent.filter((s) => s.url === WEBHOOK_URL);
+
+async function deliver(configId: string): Promise<void> {
+  const res = await api(t, token, `/v1/webhook-configurations/${configId}/test`, "POST");
+  const id = (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "";
+  await attemptNow(t, token, id);
+}
+
+async function view(configId: string): Promise<WebhookConfigurationView> {
+  return (await body<WebhookConfigurationView>(await api(t, token, `/v1/webhook-configurations/${configId}`))).data;
+}
+
+async function jwks(orgId: string): Promise<{ keys: JWK[] }> {
+  const res = await call(`/v1/receiver-jwks/${orgId}`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toContain("application/jwk-set+json");
+  return (await res.json()) as { keys: JWK[] };
+}
+
+describe("the token request", () => {
+  it("is spec 4.3's form, byte for byte, when no method is chosen", async () => {
+    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const config = await createConfig(t, token, "plain secret+/=");
+    await deliver(config.id);
+    const [request] = tokenRequests(sent);
+    expect(request?.body).toBe("client_id=keyway-at-receiver&client_secret=plain+secret%2B%2F%3D&grant_type=client_credentials");
+    expect(request?.headers.authorization).toBeUndefined();
+    expect(request?.headers.dpop).toBeUndefined();
+    expect(webhooks(sent)[0]?.headers.authorization).toBe("Bearer at-Bearer");
+    expect((await view(config.id)).oauth).toMatchObject({ auth_method: "client_secret_post", dpop: false, jwks_uri: null });
+  });
+
+  it("client_secret_basic: the id and secret form-urlencoded, then base64 (RFC 6749 2.3.1); scope, resource and audience in the form", async () => {
+    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const config = await createConfig(t, token, "s3cr:t+ /é", {
+      oauth: {
+        token_url: TOKEN_URL,
+        client_id: "id with:colon",
+        client_secret: "s3cr:t+ /é",
+        auth_method: "client_secret_basic",
+        scope: "webhooks:receive orders.read",
+        resource: ["https://api.receiver.example/", "https://other.receiver.example/"],
+        audience: "https://receiver.example/api",
+      },
+    });
+    await deliver(config.id);
+    const [request] = tokenRequests(sent);
+    const basic = atob((request?.headers.authorization ?? "").replace(/^Basic /, ""));
+    expect(basic).toBe("id+with%3Acolon:s3cr%3At%2B+%2F%C3%A9");
+    const f = form(request as Sent);
+    expect([...f.keys()]).toEqual(["grant_type", "scope", "resource", "resource", "audience"]);
+    expect(f.get("scope")).toBe("webhooks:receive orders.read");
+    expect(f.getAll("resource")).toEqual(["https://api.receiver.example/", "https://other.receiver.example/"]);
+    expect(f.get("audience")).toBe("https://receiver.example/api");
+    expect(f.has("client_secret")).toBe(false);
+  });
+
+  it("private_key_jwt: an assertion that verifies with keyway's published keys, before and after a rotation", async () => {
+    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const res = await api(t, token, "/v1/webhook-configurations", "POST", {
+      url: WEBHOOK_URL,
+      oauth: { token_url: TOKEN_URL, client_id: "keyway-jwt", auth_method: "private_key_jwt" },
+    });
+    const config = (await body<WebhookConfigurationView & { signing_secret: string }>(res)).data;
+    expect(res.status).toBe(201);
+    expect(config.oauth).toMatchObject({ auth_method: "private_key_jwt", jwks_uri: `/v1/receiver-jwks/${t.orgId}` });
+    await deliver(config.id);
+    const verify = async (s: Sent, keys: { keys: JWK[] }) => {
+      const f = form(s);
+      expect(f.get("client_assertion_type")).toBe("urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+      expect(f.has("client_secret")).toBe(false);
+      const assertion = f.get("client_assertion") ?? "";
+      const { payload, protectedHeader } = await jwtVerify(assertion, createLocalJWKSet(keys), {
+        issuer: "keyway-jwt",
+        subject: "keyway-jwt",
+        audience: TOKEN_URL,
+        algorithms: ["ES256"],
+      });
+      expect(payload.jti).toEqual(expect.any(String));
+      expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBeLessThanOrEqual(60);
+      return protectedHeader.kid;
+    };
+    const before = await jwks(t.orgId);
+    const firstKid = await verify(tokenRequests(sent)[0] as Sent, before);
+
+    const rotated = await body<{ kid: string; previous_kid: string }>(
+      await api(t, token, "/v1/webhook-settings/rotate-assertion-key", "POST"),
+    );
+    expect(rotated.data.previous_kid).toBe(firstKid);
+    const after = await jwks(t.orgId);
+    expect(after.keys.map((k) => k.kid)).toEqual([rotated.data.kid, firstKid]);
+    await deliver(config.id);
+    expect(await verify(tokenRequests(sent)[1] as Sent, after)).toBe(rotated.data.kid);
+    // Never a private key in the published set.
+    for (const key of after.keys) expect(key.d).toBeUndefined();
+    // A secret is refused with private_key_jwt, and another method needs one.
+    const refused = await api(t, token, `/v1/webhook-configurations/${config.id}`, "PATCH", {
+      oauth: { auth_method: "client_secret_basic" },
+    });
+    expect(refused.status).toBe(400);
+    expect((await body(refused)).developer_message).toContain("client_secret");
+  });
+});
+
+describe("DPoP-bound webhooks (RFC 9449)", () => {
+  it("proves the key at the token endpoint and with each webhook, answering each nonce challenge once", async () => {
+    let tokenCalls = 0;
+    let hookCalls = 0;
+    const sent = fakeNetwork({
+      [TOKEN_URL]: () =>
+        ++tokenCalls === 1
+          ? json({ error: "use_dpop_nonce" }, 400, { "DPoP-Nonce": "token-nonce-1" })
+          : json({ access_token: "bound-token", token_type: "DPoP", expires_in: 300 }),
+      [WEBHOOK_URL]: () =>
+        ++hookCalls === 1
+          ? new Response(null, {
+              status: 401,
+              headers: { "WWW-Authenticate": 'DPoP error="use_dpop_nonce"', "DPoP-Nonce": "hook-nonce-1" },
+            })
+          : new Response(null, { status: 204 }),
+    });
+    const config = await createConfig(t, token, "dpop-secret", {
+      oauth: { token_url: TOKEN_URL, client_id: "keyway", client_secret: "dpop-secret", dpop: true },
+    });
+    const jkt = (await view(config.id)).oauth.dpop_jkt;
+    expect(jkt).toEqual(expect.any(String));
+    await deliver(config.id);
+
+    const proofOf = async (s: Sent) => {
+      const proof = s.headers.dpop ?? "";
+      const header = decodeProtectedHeader(proof);
+      expect(header.typ).toBe("dpop+jwt");
+      const { payload } = await jwtVerify(proof, async () => header.jwk as JWK as never, { typ: "dpop+jwt", algorithms: ["ES256"] });
+      expect(await calculateJwkThumbprint(header.jwk as JWK)).toBe(jkt);
+      return payload;
+    };
+    const [first, second] = tokenRequests(sent);
+    expect(await proofOf(first as Sent)).toMatchObject({ htm: "POST", htu: TOKEN_URL });
+    expect((await proofOf(first as Sent)).nonce).toBeUndefined();
+    expect(await proofOf(second as Sent)).toMatchObject({ htm: "POST", htu: TOKEN_URL, nonce: "token-nonce-1" });
+
+    const [hook1, hook2] = webhooks(sent);
+    expect(hook2?.headers.authorization).toBe("DPoP bound-token");
+    const ath = base64UrlEncode(new Uint8Array(await crypto.subtle.digest("SHA-256", encodeUtf8("bound-token"))));
+    expect(await proofOf(hook1 as Sent)).toMatchObject({ htm: "POST", htu: WEBHOOK_URL, ath });
+    expect(await proofOf(hook2 as Sent)).toMatchObject({ htm: "POST", htu: WEBHOOK_URL, ath, nonce: "hook-nonce-1" });
+    expect(webhooks(sent)).toHaveLength(2);
+  });
+
+  it("refuses a Bearer token when DPoP was asked for, in words", async () => {
+    fakeNetwork({ [TOKEN_URL]: tokenOk("Bearer"), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const config = await createConfig(t, token, "s", { oauth: { token_url: TOKEN_URL, client_id: "k", client_secret: "s", dpop: true } });
+    const res = await api(t, token, `/v1/webhook-configurations/${config.id}/test-connection`, "POST");
+    const answer = (await body<ConnectionTestView>(res)).data;
+    expect(answer).toMatchObject({ ok: false, dpop: true, http_status: 200 });
+    expect(answer.message).toContain("not a DPoP-bound one");
+  });
+});
+
+describe("the connection test", () => {
+  const test = async (configId: string, bindings?: Env) => {
+    const init = {
+      method: "POST",
+      headers: { "x-api-key": t.apiKey, Authorization: `Bearer ${token}` },
+    };
+    const path = `/v1/webhook-configurations/${configId}/test-connection`;
+    const res = bindings === undefined ? await call(path, init) : await callAt(Date.now(), path, init, bindings);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    return { answer: (JSON.parse(text) as { data: ConnectionTestView }).data, text };
+  };
+
+  it("says a token came back, a 401 invalid_client, a refused connection, a timeout and the SSRF guard apart", async () => {
+    const config = await createConfig(t, token, "connection-secret");
+    fakeNetwork({ [TOKEN_URL]: () => json({ access_token: "the-token-itself", token_type: "Bearer", expires_in: 3600 }) });
+    const ok = await test(config.id);
+    expect(ok.answer).toMatchObject({ ok: true, outcome: "token_issued", reached: true, token_type: "Bearer", expires_in: 3600 });
+    expect(ok.text).not.toContain("the-token-itself");
+
+    fakeNetwork({ [TOKEN_URL]: () => json({ error: "invalid_client", error_description: "secret connection-secret is wrong" }, 401) });
+    const refusedClient = await test(config.id);
+    expect(refusedClient.answer).toMatchObject({
+      ok: false,
+      outcome: "http_error",
+      http_status: 401,
+      error: "invalid_client",
+      reached: true,
+    });
+    expect(refusedClient.text).not.toContain("connection-secret");
+
+    fakeNetwork({}); // nothing listens: the runtime's "Network connection lost."
+    expect((await test(config.id)).answer).toMatchObject({ ok: false, outcome: "connection_refused", reached: false, http_status: null });
+
+    fakeNetwork({ [TOKEN_URL]: never });
+    const slow = await test(config.id, { ...env, WEBHOOK_TIMEOUT_SECONDS: "1" } as Env);
+    expect(slow.answer).toMatchObject({ ok: false, outcome: "timeout", reached: false });
+
+    // A 302 continues as a GET without the credentials, to a private address: the guard refuses the hop.
+    fakeNetwork({ [TOKEN_URL]: () => new Response(null, { status: 302, headers: { Location: "https://10.0.0.1/token" } }) });
+    const guarded = await test(config.id);
+    expect(guarded.answer).toMatchObject({ ok: false, outcome: "refused_by_ssrf_guard" });
+    expect(guarded.answer.message).toContain("refused");
+  });
+
+  it("is the organization's own: another organization's configuration is not found", async () => {
+    const config = await createConfig(t, token, "mine");
+    const other = await createTenant();
+    const otherToken = await issueToken(other);
+    const res = await api(other, otherToken, `/v1/webhook-configurations/${config.id}/test-connection`, "POST");
+    expect(res.status).toBe(404);
+  });
+});
