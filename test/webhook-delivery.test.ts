@@ -176,7 +176,12 @@ describe("token endpoint failures are recorded, retried by the schedule, and nev
       null,
     ],
     ["a host whose name does not resolve", () => Promise.reject(new TypeError("DNS lookup failed")), /could not be resolved \(DNS\)/, null],
-    ["a failed TLS handshake", () => Promise.reject(new TypeError("TLS peer's certificate is not trusted")), /TLS handshake .* failed/, null],
+    [
+      "a failed TLS handshake",
+      () => Promise.reject(new TypeError("TLS peer's certificate is not trusted")),
+      /TLS handshake .* failed/,
+      null,
+    ],
     ["an unreachable host", () => Promise.reject(new TypeError("internal error")), /could not be reached \(network error\)/, null],
   ])("%s", async (_name, handler, error, httpStatus) => {
     const sent = fakeNetwork(tokenRoute(handler));
