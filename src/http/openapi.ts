@@ -588,7 +588,7 @@ function outboundWebhooks(ref: (schema: z.ZodType, io: "input" | "output") => Js
         operationId: "requestReceiverToken",
         summary: "keyway asks the receiver's token endpoint for an access token",
         description:
-          "Sent to the configuration's `oauth.token_url` before each event (or, with `token_cache: true`, when the cached token is within 60 s of expiry), with `Accept: application/json`. The client authenticates with `client_id` and `client_secret` in the body (RFC 6749 2.3.1). Any failure is recorded as a `token` step and the attempt is retried by the schedule.",
+          "Sent to the configuration's `oauth.token_url` before each event (or, with `token_cache: true`, when the cached token is within 60 s of expiry), with `Accept: application/json`. By default (`oauth.auth_method: client_secret_post`, spec 4.3) the client authenticates with `client_id` and `client_secret` in the body, exactly as below. A configuration may instead choose `client_secret_basic` (HTTP Basic with the id and secret form-urlencoded, RFC 6749 2.3.1; the body then has `grant_type` only) or `private_key_jwt` (`client_id`, `client_assertion_type` and an ES256 `client_assertion` keyed at `/v1/receiver-jwks/{organization_id}`, RFC 7523), and may add `scope`, `resource` (RFC 8707, repeated) and `audience`; with `oauth.dpop` the request carries a `DPoP` proof (RFC 9449) and a `use_dpop_nonce` answer is answered once (docs/receiver-oauth.md). Any failure is recorded as a `token` step and the attempt is retried by the schedule.",
         tags: [WEBHOOKS_TAG.name],
         // The client credentials are in the body, so the request carries no other credential.
         security: [],
