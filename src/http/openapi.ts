@@ -238,7 +238,7 @@ const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {
     type: "http",
     scheme: "bearer",
     description:
-      "On webhooks keyway sends: the access token the receiver's own token endpoint (the configuration's `oauth.token_url`) issued to keyway just before, by the `receiverToken` request.",
+      "On webhooks keyway sends: the access token the receiver's own token endpoint (the configuration's `oauth.token_url`) issued to keyway just before, by the `receiverToken` request. With `oauth.dpop` the token is DPoP-bound and goes as `Authorization: DPoP <token>` with a `DPoP` proof (`htm` POST, `htu` the webhook URL, `ath`, a fresh `jti`) of the configuration's key, whose thumbprint is the view's `oauth.dpop_jkt` (RFC 9449 7.1); a 401 `use_dpop_nonce` with `DPoP-Nonce` is answered once.",
   },
 };
 
