@@ -35,7 +35,7 @@ import {
   startKeyway,
   WARMUP_S,
 } from "./lib.mjs";
-import { firstDelivery, isolation, throughput, tokens } from "./webhooks.mjs";
+import { firstDelivery, isolation, receiverAuthCost, throughput, tokens } from "./webhooks.mjs";
 
 /** One Worker's bundle as wrangler uploads it. @param {string} config its wrangler configuration */
 async function bundleSize(config) {
@@ -73,7 +73,11 @@ async function main() {
       };
   const kw = await startKeyway();
   if (only?.includes("webhooks")) {
-    console.log(JSON.stringify(await webhookScenarios(kw.base), null, 2));
+    console.log(JSON.stringify(await webhookScenarios(kw.base, kw.server), null, 2));
+    return;
+  }
+  if (only?.includes("receiver_auth")) {
+    console.log(JSON.stringify(await receiverAuthCost(kw.base, kw.server), null, 2));
     return;
   }
   const floorWorker = await startFloorWorker();
@@ -193,7 +197,7 @@ async function main() {
     `peer node-oidc-provider: ${theirs.rps} req/s, ${theirs.cpu_ms_per_req} ms CPU/token; keyway CPU/token beyond the design floor ${peerResult.keyway_cpu_ms_per_token_beyond_design_floor} ms (beyond the runtime's ${peerResult.keyway_worker_cpu_ms_per_token} ms)`,
   );
 
-  const webhooks = await webhookScenarios(kw.base);
+  const webhooks = await webhookScenarios(kw.base, kw.server);
 
   const results = {
     machine,
@@ -225,8 +229,12 @@ async function main() {
   console.log(`\n${md}`);
 }
 
-/** The webhook scenarios (bench/webhooks.mjs), each printed as it finishes. @param {string} base */
-async function webhookScenarios(base) {
+/**
+ * The webhook scenarios (bench/webhooks.mjs), each printed as it finishes.
+ * @param {string} base
+ * @param {import("./lib.mjs").Server} server
+ */
+async function webhookScenarios(base, server) {
   const first = await firstDelivery(base);
   console.log(
     `webhooks, first delivery: ${first.received}/${first.events}, publish answer to receipt p50 ${first.publish_to_receipt_p50_ms} ms, p99 ${first.publish_to_receipt_p99_ms} ms`,
@@ -243,7 +251,9 @@ async function webhookScenarios(base) {
   }
   const tok = await tokens(base);
   console.log(`webhooks, token requests per delivery: ${JSON.stringify(tok)}`);
-  return { first_delivery: first, isolation: iso, throughput: rates, tokens: tok };
+  const auth = await receiverAuthCost(base, server);
+  console.log(`webhooks, receiver authentication against the default: ${JSON.stringify(auth)}`);
+  return { first_delivery: first, isolation: iso, throughput: rates, tokens: tok, receiver_auth: auth };
 }
 
 const LABELS = {

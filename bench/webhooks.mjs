@@ -5,12 +5,13 @@
  * - isolation: two organizations' healthy endpoints alone, then beside an endpoint that answers 503
  *   after 8 s and one that fails at once; the ratio of beside to alone is the isolation figure;
  * - throughput: deliveries per second with 1, 10 and 20 endpoints of one organization;
- * - tokens: token requests per delivery, with and without `token_cache`.
+ * - tokens: token requests per delivery, with and without `token_cache`;
+ * - receiver auth (issue 31): each way of authenticating at the receiver's token endpoint against the default.
  * Latencies are measured on one clock (performance.now() in this process) from the moment the
  * publish's answer arrived to the moment the receiver had the webhook's body.
  */
 import { createServer } from "node:http";
-import { api, cleanups, freePort, need, QUICK, round, seed, sleep } from "./lib.mjs";
+import { api, cleanups, cpuMs, freePort, need, QUICK, round, seed, sleep } from "./lib.mjs";
 
 /**
  * A receiver on loopback: `/token` issues tokens (counted); any other path is the webhook, answered
@@ -211,4 +212,109 @@ export async function tokens(base) {
     };
   }
   return out;
+}
+
+/**
+ * Issue 31: what a delivery costs with each way of authenticating at the receiver's token
+ * endpoint, against spec 4.3's default: `client_secret_post` (the default), `client_secret_basic`,
+ * `private_key_jwt` (an ES256 assertion signed per token request) and `dpop` (a proof signed for
+ * the token request and another for the webhook). Each mode has its own endpoint and receiver (its
+ * token endpoint answers `token_type` DPoP for the DPoP one); events go one at a time, and the
+ * modes take turns in rounds, their order rotated, so drift falls on all alike. Reported per
+ * mode: publish request to receipt (p50, p99) and keyway's CPU per delivery (the whole delivery:
+ * the publish request, the endpoint's calls, the token request and the webhook), and each mode's
+ * ratio to the default.
+ * @param {string} base
+ * @param {import("./lib.mjs").Server} server
+ */
+export async function receiverAuthCost(base, server) {
+  const c = client(base, await seed(base));
+  const modes = /** @type {const} */ (["client_secret_post", "client_secret_basic", "private_key_jwt", "dpop"]);
+  /** @type {Record<string, { r: Awaited<ReturnType<typeof receiver>>, type: string, latencies: number[], cpu: number, n: number }>} */
+  const runs = {};
+  for (const mode of modes) {
+    const r = await receiverWithTokenType(mode === "dpop" ? "DPoP" : "Bearer");
+    const type = `bench.${mode.replaceAll("_", "")}`;
+    const oauth =
+      mode === "private_key_jwt"
+        ? { token_url: `${r.url}/token`, client_id: "bench", auth_method: "private_key_jwt" }
+        : {
+            token_url: `${r.url}/token`,
+            client_id: "bench",
+            client_secret: "bench-secret",
+            ...(mode === "client_secret_basic" ? { auth_method: "client_secret_basic" } : {}),
+            ...(mode === "dpop" ? { dpop: true } : {}),
+          };
+    await c.config(r, { events: [type], oauth });
+    runs[mode] = { r, type, latencies: [], cpu: 0, n: 0 };
+  }
+  const rounds = QUICK ? 2 : 5;
+  const perTurn = QUICK ? 5 : 10;
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < modes.length; i++) {
+      const mode = modes[(i + round) % modes.length] ?? "client_secret_post";
+      const run = runs[mode];
+      if (run === undefined) continue;
+      for (let k = 0; k < perTurn; k++) {
+        const before = cpuMs(server.pids);
+        // From the publish request's start: locally the webhook can arrive before the publish's answer.
+        const started = performance.now();
+        const e = await c.publish(run.type);
+        await until(() => run.r.receipts.has(e.id), 10_000);
+        await sleep(20); // the report after the receipt is the delivery's too
+        run.cpu += cpuMs(server.pids) - before;
+        run.n++;
+        const at = run.r.receipts.get(e.id);
+        if (at !== undefined) run.latencies.push(at - started);
+      }
+    }
+  }
+  const base0 = runs.client_secret_post;
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  for (const mode of modes) {
+    const run = runs[mode];
+    if (run === undefined || base0 === undefined) continue;
+    const p50 = pct(run.latencies, 50);
+    const cpu = round(run.cpu / Math.max(1, run.n), 2);
+    out[mode] = {
+      deliveries: run.latencies.length,
+      publish_start_to_receipt_p50_ms: p50,
+      publish_start_to_receipt_p99_ms: pct(run.latencies, 99),
+      cpu_ms_per_delivery: cpu,
+      p50_vs_default: round(p50 / Math.max(1, pct(base0.latencies, 50)), 2),
+      cpu_vs_default: round(cpu / Math.max(0.01, base0.cpu / Math.max(1, base0.n)), 2),
+    };
+  }
+  return out;
+}
+
+/** A receiver like `receiver()` whose token endpoint answers `token_type` as given. @param {string} tokenType */
+async function receiverWithTokenType(tokenType) {
+  const r = await receiver();
+  if (tokenType === "Bearer") return r;
+  // The DPoP one: a server of its own, whose token answer says DPoP (keyway refuses a Bearer token when it asked for DPoP).
+  /** @type {Map<string, number>} */
+  const receipts = new Map();
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      if (req.url === "/token") {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ access_token: "bench-dpop", token_type: tokenType, expires_in: 3600 }));
+        return;
+      }
+      const id = /** @type {{ id: string }} */ (JSON.parse(body)).id;
+      if (!receipts.has(id)) receipts.set(id, performance.now());
+      res.writeHead(204).end();
+    });
+  });
+  const port = await freePort();
+  await new Promise((done) => server.listen(port, "127.0.0.1", () => done(undefined)));
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${port}`, receipts, tokens: () => 0, webhooks: () => receipts.size };
 }
