@@ -85,7 +85,9 @@ export async function createWebhookConfiguration(
       token_url: tokenUrl,
       client_id: o.client_id,
       client_secret:
-        o.client_secret === undefined || jwt ? null : await seal(deps.config.encryptionKeys, o.client_secret, aad(owner, "oauth_client_secret")),
+        o.client_secret === undefined || jwt
+          ? null
+          : await seal(deps.config.encryptionKeys, o.client_secret, aad(owner, "oauth_client_secret")),
       auth_method: o.auth_method ?? "client_secret_post",
       scope: o.scope ?? null,
       resource: o.resource ?? null,

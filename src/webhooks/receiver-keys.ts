@@ -10,9 +10,9 @@
  */
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
 import type { Deps } from "../deps";
+import type { Actor } from "../identity/changes";
 import { open, type SealedValue, seal } from "../lib/aead";
 import { IsolateCache } from "../lib/cache";
-import type { Actor } from "../identity/changes";
 import { ID_PATTERN } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
