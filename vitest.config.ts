@@ -64,7 +64,7 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**", "test/pipeline/**", "test/catalog.test.ts"],
+          exclude: ["test/e2e/**", "test/pipeline/**", "test/catalog.test.ts", "test/oidc-receiver.test.ts"],
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
@@ -90,8 +90,9 @@ export default defineConfig({
         },
       },
       {
-        // Pure modules checked with Node-only tools (the OpenAPI parser compiles with new Function).
-        test: { name: "node", include: ["test/catalog.test.ts"], environment: "node" },
+        // Node-only tools: the OpenAPI parser (compiles with new Function) and issue 31's receiver
+        // harness (node-oidc-provider and node:http, test/e2e/oidc-receiver.ts).
+        test: { name: "node", include: ["test/catalog.test.ts", "test/oidc-receiver.test.ts"], environment: "node" },
       },
       {
         test: {
