@@ -15,7 +15,7 @@ import { base64UrlEncode, encodeUtf8 } from "../src/lib/encoding";
 import type { ConnectionTestView, WebhookConfigurationView } from "../src/schemas/webhooks";
 import { fakeNetwork, json, never, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { body, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
-import { api, attemptNow, createConfig } from "./webhook-helpers";
+import { api, attemptNow, createConfig, inEndpoint } from "./webhook-helpers";
 
 let t: Tenant;
 let token: string;
@@ -117,14 +117,24 @@ describe("the token request", () => {
     const before = await jwks(t.orgId);
     const firstKid = await verify(tokenRequests(sent)[0] as Sent, before);
 
-    const rotated = await body<{ kid: string; previous_kid: string }>(
+    const rotated = await body<{ kid: string; activates_at: string; previous_kid: string }>(
       await api(t, token, "/v1/webhook-settings/rotate-assertion-key", "POST"),
     );
     expect(rotated.data.previous_kid).toBe(firstKid);
+    expect(Date.parse(rotated.data.activates_at) - Date.now()).toBeGreaterThan(9 * 60_000);
+    // Published at once, both of them; the old key still signs until the new one's activation.
     const after = await jwks(t.orgId);
-    expect(after.keys.map((k) => k.kid)).toEqual([rotated.data.kid, firstKid]);
+    expect(after.keys.map((k) => k.kid).sort()).toEqual([rotated.data.kid, firstKid].sort());
     await deliver(config.id);
-    expect(await verify(tokenRequests(sent)[1] as Sent, after)).toBe(rotated.data.kid);
+    expect(await verify(tokenRequests(sent)[1] as Sent, after)).toBe(firstKid);
+    // Its time comes (moved here to now, in the endpoint's copy only): the endpoint switches by itself, with no new copy.
+    await inEndpoint(
+      config.id,
+      "UPDATE endpoint SET config = json_set(config, '$.oauth.next_assertion_key.activates_ms', ?)",
+      Date.now() - 1,
+    );
+    await deliver(config.id);
+    expect(await verify(tokenRequests(sent)[2] as Sent, after)).toBe(rotated.data.kid);
     // Never a private key in the published set.
     for (const key of after.keys) expect(key.d).toBeUndefined();
     // A secret is refused with private_key_jwt, and another method needs one.

@@ -82,7 +82,11 @@ const CreateOAuthInput = z
       ctx.addIssue({ code: "custom", path: ["client_secret"], message: "is required (unless auth_method is private_key_jwt)" });
     }
     if (jwt && o.client_secret !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["client_secret"], message: "is not used with private_key_jwt: keyway signs an assertion instead" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["client_secret"],
+        message: "is not used with private_key_jwt: keyway signs an assertion instead",
+      });
     }
     if (!jwt && o.assertion_audience !== undefined) {
       ctx.addIssue({ code: "custom", path: ["assertion_audience"], message: "is used only with auth_method private_key_jwt" });
@@ -125,7 +129,9 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
       scope: Scope.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.scope} \`null\` sends none.`),
       resource: Resources.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.resource} \`null\` sends none.`),
       audience: Audience.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.audience} \`null\` sends none.`),
-      assertion_audience: AssertionAudience.nullable().optional().describe(`${OAUTH_DESCRIPTIONS.assertion_audience} \`null\`: the token URL.`),
+      assertion_audience: AssertionAudience.nullable()
+        .optional()
+        .describe(`${OAUTH_DESCRIPTIONS.assertion_audience} \`null\`: the token URL.`),
       dpop: z.boolean().optional().describe(OAUTH_DESCRIPTIONS.dpop),
     })
     .optional(),
@@ -164,6 +170,8 @@ export const WebhookConfigurationRecord = z.object({
     assertion_audience: z.string().nullable().optional(),
     /** private_key_jwt: the organization's current assertion key (kid, the private JWK sealed). */
     assertion_key: z.object({ kid: z.string(), private_key: Sealed }).nullable().optional(),
+    /** A rotated-in assertion key and when it starts signing (the endpoint switches by itself). */
+    next_assertion_key: z.object({ kid: z.string(), private_key: Sealed, activates_ms: z.number() }).nullable().optional(),
     /** DPoP-bound tokens: this configuration's key (its RFC 7638 thumbprint, the private JWK sealed). */
     dpop_key: z.object({ jkt: z.string(), private_key: Sealed }).nullable().optional(),
   }),
@@ -194,6 +202,7 @@ export function receiverOAuth(config: Pick<WebhookConfigurationRecord, "oauth">)
     audience: o.audience ?? null,
     assertion_audience: o.assertion_audience ?? null,
     assertion_key: o.assertion_key ?? null,
+    next_assertion_key: o.next_assertion_key ?? null,
     dpop_key: o.dpop_key ?? null,
   } satisfies Record<string, unknown>;
 }
@@ -241,7 +250,10 @@ export const WebhookConfigurationView = z.object({
     audience: z.string().nullable(),
     assertion_audience: z.string().nullable(),
     dpop: z.boolean().describe(OAUTH_DESCRIPTIONS.dpop),
-    dpop_jkt: z.string().nullable().describe("The RFC 7638 thumbprint of keyway's DPoP key for this configuration (`cnf.jkt` of its tokens)."),
+    dpop_jkt: z
+      .string()
+      .nullable()
+      .describe("The RFC 7638 thumbprint of keyway's DPoP key for this configuration (`cnf.jkt` of its tokens)."),
     jwks_uri: z.string().nullable().describe("private_key_jwt: where keyway's public keys are, to register as the client's `jwks_uri`."),
   }),
   token_cache: z.boolean(),
@@ -517,7 +529,8 @@ export const WebhookEvent = z.object({
 });
 /** After `POST /v1/webhook-settings/rotate-assertion-key` (issue 31). */
 export const AssertionKeyRotationView = z.object({
-  kid: z.string().describe("The key that signs assertions from now."),
+  kid: z.string().describe("The new key: published at once, signing assertions from `activates_at`."),
+  activates_at: Timestamp.describe("When the new key starts signing (receivers' servers have fetched the JWKS again by then)."),
   previous_kid: z.string().nullable(),
   previous_expires_at: Timestamp.nullable().describe("Until then the previous key stays published."),
 });

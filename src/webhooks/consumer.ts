@@ -499,10 +499,13 @@ export function webhookHeaders(p: {
 /** What a token request of this configuration needs: its client secret ("" for private_key_jwt) and opened keys. */
 export async function tokenCredentials(deps: Deps, config: WebhookConfigurationRecord): Promise<TokenCredentials> {
   const o = receiverOAuth(config);
+  // A rotated-in key signs from its activation time on (objects/webhooks/configurations.ts rotateAssertionKey).
+  const next = o.next_assertion_key;
+  const signing = next !== null && deps.now() >= next.activates_ms ? next : o.assertion_key;
   const [clientSecret, assertionKey, dpopKey] = await Promise.all([
     receiverClientSecret(deps, config),
-    o.auth_method === "private_key_jwt" && o.assertion_key !== null
-      ? openAssertionKey(deps, config.organization_id, o.assertion_key).then((k) => ({ ...k, kid: o.assertion_key?.kid ?? "" }))
+    o.auth_method === "private_key_jwt" && signing !== null
+      ? openAssertionKey(deps, config.organization_id, signing).then((k) => ({ ...k, kid: signing.kid }))
       : null,
     o.dpop_key !== null ? openDpopKey(deps, config.organization_id, config.id, o.dpop_key) : null,
   ]);

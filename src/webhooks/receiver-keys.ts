@@ -77,25 +77,38 @@ export const openAssertionKey = (deps: Deps, orgId: string, key: { kid: string; 
 export const openDpopKey = (deps: Deps, orgId: string, configId: string, key: { private_key: SealedValue }) =>
   openKey(deps, key.private_key, dpopAad(orgId, configId));
 
-/** How long a rotated-out assertion key stays published (a receiver's server may cache the JWKS). */
+/**
+ * How long a rotated-in key is published before it signs: the JWKS's max-age (5 minutes) twice
+ * over, since a receiver's server may have fetched it just before the rotation and, like
+ * node-oidc-provider, not fetch it again for an unknown kid.
+ */
+export const ASSERTION_KEY_LEAD_MS = 10 * 60 * 1000;
+/** How long a rotated-out key stays published after the new one starts signing. */
 export const ASSERTION_KEY_OVERLAP_MS = 24 * 3600 * 1000;
 
 /**
- * A new assertion key signs from now; the previous one stays in the JWKS for 24 hours. The
- * organization's private_key_jwt endpoints get the new key with their next copy (pushed at once).
+ * A new assertion key, published at once and signing 10 minutes later; the previous one stays in
+ * the JWKS 24 hours past that. The organization's private_key_jwt endpoints get both keys and the
+ * switch time with their next copy (pushed at once), and switch by themselves.
  */
 export async function rotateAssertionKey(
   deps: Deps,
   orgId: string,
   actor: Actor,
-): Promise<{ kid: string; previous_kid: string | null; previous_expires_at: string | null }> {
+): Promise<{ kid: string; activates_at: string; previous_kid: string | null; previous_expires_at: string | null }> {
   const now = deps.now();
   const candidate = await newAssertionKey(deps, orgId);
-  const retiresAt = now + ASSERTION_KEY_OVERLAP_MS;
+  const activatesAt = now + ASSERTION_KEY_LEAD_MS;
+  const retiresAt = activatesAt + ASSERTION_KEY_OVERLAP_MS;
   const rotated = unwrap(
-    await reach("webhooks", () => webhookObject(deps, orgId).rotateAssertionKey(orgId, candidate, retiresAt, actor, now)),
+    await reach("webhooks", () => webhookObject(deps, orgId).rotateAssertionKey(orgId, candidate, activatesAt, retiresAt, actor, now)),
   );
-  return { kid: rotated.kid, previous_kid: rotated.previous, previous_expires_at: rotated.previous === null ? null : isoTime(retiresAt) };
+  return {
+    kid: rotated.kid,
+    activates_at: isoTime(activatesAt),
+    previous_kid: rotated.previous,
+    previous_expires_at: rotated.previous === null ? null : isoTime(retiresAt),
+  };
 }
 
 /** The organization's published assertion keys (RFC 7517 5): what its receivers' servers verify assertions with. */

@@ -197,12 +197,17 @@ export const eventTypeRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Rotate the key that signs private_key_jwt assertions",
     description:
-      "Issue 31: the organization's assertion key (ES256) signs the client assertions keyway sends to receivers' token endpoints with `oauth.auth_method: private_key_jwt`. A new key signs from now; the previous one stays published at `/v1/receiver-jwks/{organization_id}` until `previous_expires_at` (24 h), so a receiver's server that cached the JWKS keeps verifying. Private keys are never shown.",
+      "Issue 31: the organization's assertion key (ES256) signs the client assertions keyway sends to receivers' token endpoints with `oauth.auth_method: private_key_jwt`. The new key is published at `/v1/receiver-jwks/{organization_id}` at once and signs from `activates_at` (10 minutes later: a receiver's server that cached the JWKS, which is cacheable for 5 minutes, has fetched it again by then); the previous one stays published until `previous_expires_at` (24 h after that). Private keys are never shown.",
     tag,
     auth: "client",
     response: {
       schema: AssertionKeyRotationView,
-      example: { kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk", previous_kid: null, previous_expires_at: null },
+      example: {
+        kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk",
+        activates_at: "2026-06-01T12:10:05.000Z",
+        previous_kid: "n0Vq4Rk2p8sX1yT6wZ3bC5dF7gH9jK0mL2nP4qR6sT8",
+        previous_expires_at: "2026-06-02T12:10:05.000Z",
+      },
     },
     handle: (c) => rotateAssertionKey(deps(c), orgOf(c), actor(c)),
   }),

@@ -116,11 +116,23 @@ function receiverAuthColumn(auth: ReceiverAuth): string | null {
  * The organization's current assertion key (private_key_jwt), as the endpoint's copy carries it;
  * a configuration's copy has it only when it uses private_key_jwt.
  */
-export const currentAssertionKey = (db: Db): { kid: string; private_key: SealedValue } | null => {
+export const currentAssertionKey = (db: Db, now: number): { kid: string; private_key: SealedValue } | null => {
   const row = db.first<{ kid: string; private_key: string }>(
-    "SELECT kid, private_key FROM assertion_keys WHERE retires_ms IS NULL ORDER BY created_ms DESC LIMIT 1",
+    "SELECT kid, private_key FROM assertion_keys WHERE activates_ms <= ? ORDER BY activates_ms DESC, created_ms DESC LIMIT 1",
+    now,
   );
   return row === undefined ? null : { kid: row.kid, private_key: JSON.parse(row.private_key) as SealedValue };
+};
+
+/** A rotated-in key not signing yet, with the moment it starts: endpoints carry it so they switch on time by themselves. */
+const nextAssertionKey = (db: Db, now: number): { kid: string; private_key: SealedValue; activates_ms: number } | null => {
+  const row = db.first<{ kid: string; private_key: string; activates_ms: number }>(
+    "SELECT kid, private_key, activates_ms FROM assertion_keys WHERE activates_ms > ? ORDER BY activates_ms DESC LIMIT 1",
+    now,
+  );
+  return row === undefined
+    ? null
+    : { kid: row.kid, private_key: JSON.parse(row.private_key) as SealedValue, activates_ms: row.activates_ms };
 };
 
 export function configRecord(row: ConfigRow, organizationId: string): WebhookConfigurationRecord {
@@ -361,46 +373,55 @@ export function disable(db: Db, id: string, request: DisableRequest, audit: Audi
 }
 
 /** A private_key_jwt configuration's copy carries the organization's current assertion key (sealed). */
-export function withAssertionKey(db: Db, record: WebhookConfigurationRecord): WebhookConfigurationRecord {
+export function withAssertionKey(db: Db, record: WebhookConfigurationRecord, now = Date.now()): WebhookConfigurationRecord {
   if (record.oauth.auth_method !== "private_key_jwt") return record;
-  return { ...record, oauth: { ...record.oauth, assertion_key: currentAssertionKey(db) } };
+  return {
+    ...record,
+    oauth: { ...record.oauth, assertion_key: currentAssertionKey(db, now), next_assertion_key: nextAssertionKey(db, now) },
+  };
 }
 
 /** Keeps the Worker's candidate as the organization's assertion key when it has none yet. */
 export function ensureAssertionKey(db: Db, candidate: AssertionKeyCandidate, now: number): void {
-  if (currentAssertionKey(db) !== null) return;
+  if (db.first("SELECT 1 AS x FROM assertion_keys LIMIT 1") !== undefined) return;
+  // The first key signs at once: no receiver can have cached a set without it.
   db.run(
-    "INSERT OR IGNORE INTO assertion_keys (kid, private_key, public_jwk, created_ms) VALUES (?, ?, ?, ?)",
+    "INSERT OR IGNORE INTO assertion_keys (kid, private_key, public_jwk, created_ms, activates_ms) VALUES (?, ?, ?, ?, ?)",
     candidate.kid,
     JSON.stringify(candidate.private_key),
     JSON.stringify(candidate.public_jwk),
+    now,
     now,
   );
 }
 
 /**
- * Rotation (issue 31; like signing secrets): the new key signs from now; the previous one stays
- * published until `retiresAt`, so a receiver's server that cached the JWKS still verifies what
- * was signed just before. Every private_key_jwt configuration gets a new version (its endpoint's
- * copy then carries the new key). Keys retired past their overlap are deleted.
+ * Rotation (issue 31; like signing secrets, but announced first): the new key is published at once
+ * and signs from `activatesAt`, so a receiver's server that cached the JWKS (for up to its
+ * max-age, and node-oidc-provider does not fetch it again for an unknown kid) has it before any
+ * assertion uses it; the keys it replaces stay published until `retiresAt`. Every private_key_jwt
+ * configuration gets a new version, whose copy carries both keys and the switch time. Keys past
+ * their overlap are deleted.
  */
 export function rotateAssertionKey(
   db: Db,
   candidate: AssertionKeyCandidate,
+  activatesAt: number,
   retiresAt: number,
   audit: Audit,
   now: number,
 ): { kid: string; previous: string | null } {
-  const previous = currentAssertionKey(db)?.kid ?? null;
+  const previous = currentAssertionKey(db, now)?.kid ?? null;
   db.txn(() => {
     db.run("DELETE FROM assertion_keys WHERE retires_ms IS NOT NULL AND retires_ms <= ?", now);
     db.run("UPDATE assertion_keys SET retires_ms = ? WHERE retires_ms IS NULL", retiresAt);
     db.run(
-      "INSERT INTO assertion_keys (kid, private_key, public_jwk, created_ms) VALUES (?, ?, ?, ?)",
+      "INSERT INTO assertion_keys (kid, private_key, public_jwk, created_ms, activates_ms) VALUES (?, ?, ?, ?, ?)",
       candidate.kid,
       JSON.stringify(candidate.private_key),
       JSON.stringify(candidate.public_jwk),
       now,
+      activatesAt,
     );
     db.run(
       `UPDATE configurations SET version = version + 1, updated_at = ? WHERE receiver_auth IS NOT NULL
@@ -411,7 +432,7 @@ export function rotateAssertionKey(
       action: "webhook_settings.assertion_key_rotated",
       resource_type: "webhook_settings",
       resource_id: "webhooks",
-      detail: { kid: candidate.kid, previous_kid: previous, previous_retires_at: previous === null ? null : isoTime(retiresAt) },
+      detail: { kid: candidate.kid, activates_at: isoTime(activatesAt), previous_kid: previous, previous_retires_at: isoTime(retiresAt) },
     });
   });
   return { kid: candidate.kid, previous };

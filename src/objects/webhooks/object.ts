@@ -269,17 +269,18 @@ export class WebhookObject extends DurableObject<Env> {
     return this.changed(id, now);
   }
 
-  /** A new assertion key for private_key_jwt (issue 31); the previous one stays published until `retiresAt`. */
+  /** A new assertion key for private_key_jwt (issue 31): published now, signing from `activatesAt`; the previous ones published until `retiresAt`. */
   async rotateAssertionKey(
     org: string,
     candidate: AssertionKeyCandidate,
+    activatesAt: number,
     retiresAt: number,
     actor: Actor,
     now: number,
   ): Promise<Result<{ kid: string; previous: string | null }>> {
     if (this.deleted()) return missing("Organization");
     this.bind(org);
-    const rotated = rotateAssertionKey(this.db, candidate, retiresAt, this.auditFor(actor, now), now);
+    const rotated = rotateAssertionKey(this.db, candidate, activatesAt, retiresAt, this.auditFor(actor, now), now);
     this.plan(now);
     await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit()]);
     return ok(rotated);

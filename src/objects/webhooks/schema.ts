@@ -142,14 +142,16 @@ const V5: Migration = {
  * assertion's audience, the configuration's DPoP key, sealed); NULL is the default request, and
  * `client_secret` holds the JSON `null` for private_key_jwt. `assertion_keys` are the organization's
  * ES256 keys that sign private_key_jwt assertions (the private JWK sealed, the public one served at
- * `/v1/receiver-jwks/{org}`); a rotated-out key stays published until `retires_ms`.
+ * `/v1/receiver-jwks/{org}`). A rotated-in key is published at once but signs only from
+ * `activates_ms` (receivers' servers cache the JWKS, and some, node-oidc-provider among them, do
+ * not fetch it again for an unknown kid); a rotated-out key stays published until `retires_ms`.
  */
 const V6: Migration = {
   version: 6,
   statements: [
     "ALTER TABLE configurations ADD COLUMN receiver_auth TEXT",
     `CREATE TABLE assertion_keys (kid TEXT PRIMARY KEY, private_key TEXT NOT NULL, public_jwk TEXT NOT NULL, created_ms INTEGER NOT NULL,
-        retires_ms INTEGER)`,
+        activates_ms INTEGER NOT NULL, retires_ms INTEGER)`,
   ],
 };
 
