@@ -29,7 +29,7 @@ import {
 } from "../../webhooks/event-types";
 import { receiverJwks, rotateAssertionKey } from "../../webhooks/receiver-keys";
 import type { AppEnv } from "../context";
-import { EVENT_INPUT, ORG_ID, T0, T1 } from "../examples";
+import { EVENT_INPUT, T0, T1 } from "../examples";
 import { envelopeRoute, listRoute, param, type Route, rawRoute } from "../route";
 
 const TYPES = "/v1/event-types";
