@@ -25,7 +25,15 @@ export const tokenKey = (config: WebhookConfigurationRecord): string => {
   // Issue 31: a token asked for with other parameters, another method, or for another DPoP key is
   // another token. The spec's default request keeps the key it always had (no cached token is lost
   // by the upgrade).
-  const extra = [o.auth_method, o.scope, o.resource, o.audience, o.assertion_audience, o.assertion_key?.kid ?? null, o.dpop_key?.jkt ?? null];
+  const extra = [
+    o.auth_method,
+    o.scope,
+    o.resource,
+    o.audience,
+    o.assertion_audience,
+    o.assertion_key?.kid ?? null,
+    o.dpop_key?.jkt ?? null,
+  ];
   const plain = o.auth_method === "client_secret_post" && extra.slice(1).every((v) => v === null);
   return JSON.stringify(plain ? base : [...base, ...extra]);
 };
