@@ -369,3 +369,46 @@ export async function startScriptedReceiver(
       }),
   };
 }
+
+/** An organization's client against a running keyway: its id, and requests with its API key and access token. */
+export interface E2eTenant {
+  orgId: string;
+  api(path: string, init?: RequestInit): Promise<Response>;
+}
+
+/** A new organization with a user, a client credential, an API key (high limits) and an access token, made through the operator API. */
+export async function tenantOn(keyway: Keyway, name = "E2E"): Promise<E2eTenant> {
+  const operator = async <T>(path: string, body: unknown): Promise<T> => {
+    const res = await fetch(`${keyway.baseUrl}/admin/v1${path}`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${keyway.adminToken}`, "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as { data: T };
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json.data;
+  };
+  const org = await operator<{ id: string }>("/organizations", { name });
+  const user = await operator<{ id: string }>(`/organizations/${org.id}/users`, { name: "Ada" });
+  const cred = await operator<{ client_id: string; client_secret: string }>(
+    `/organizations/${org.id}/users/${user.id}/client-credentials`,
+    {},
+  );
+  const key = await operator<{ api_key: string }>(`/organizations/${org.id}/api-keys`, {
+    limits: { per_second: 1000, per_day: 1_000_000 },
+  });
+  const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "x-api-key": key.api_key },
+    body: JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" }),
+  });
+  const token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+  return {
+    orgId: org.id,
+    api: (path, init = {}) =>
+      fetch(`${keyway.baseUrl}${path}`, {
+        ...init,
+        headers: { "x-api-key": key.api_key, Authorization: `Bearer ${token}`, "Content-Type": "application/json", ...init.headers },
+      }),
+  };
+}
