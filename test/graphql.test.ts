@@ -35,7 +35,7 @@ async function gql(query: string, variables?: Record<string, unknown>, tenant = 
 
 const rest = async (path: string, init: RequestInit = {}) => (await body<unknown>(await call(path, authed(t, token, init)))).data;
 
-const CONFIG_FIELDS = `id organizationId url events description oauth { tokenUrl clientId } tokenCache ordered rateLimit status disabledReason lane pausedUntil pauseReason failingSince lastDeliveredAt signingSecretRotatedAt createdAt updatedAt`;
+const CONFIG_FIELDS = `id organizationId url events description oauth { tokenUrl clientId authMethod scope resource audience assertionAudience dpop dpopJkt jwksUri } tokenCache ordered rateLimit status disabledReason lane pausedUntil pauseReason failingSince lastDeliveredAt signingSecretRotatedAt createdAt updatedAt`;
 const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number series at step httpStatus latencyMs outcome error note } nextAttemptAt inFlightUntil createdAt updatedAt`;
 const oauthInput = { tokenUrl: TOKEN_URL, clientId: "kw", clientSecret: "receiver-secret" };
 
@@ -134,6 +134,30 @@ describe("every operation returns what REST returns", () => {
     // A value of the wrong type never reaches the resolver: GraphQL's own variable coercion refuses it.
     const typed = await gql(update, { id, input: { rateLimit: "5" } });
     expect(typed.status).toBe(400);
+  });
+
+  it("takes and shows the receiver's token endpoint settings of issue 31 as REST does", async () => {
+    const created = await createViaGraphQL({
+      oauth: {
+        tokenUrl: TOKEN_URL,
+        clientId: "kw-jwt",
+        authMethod: "private_key_jwt",
+        scope: "a b",
+        resource: ["https://r.example/"],
+        dpop: true,
+      },
+    });
+    const config = created.webhookConfiguration as unknown as { id: string; oauth: Record<string, unknown> };
+    expect(config).toEqual(camelize(await rest(`/v1/webhook-configurations/${config.id}`)));
+    expect(config.oauth).toMatchObject({ authMethod: "private_key_jwt", scope: "a b", resource: ["https://r.example/"], dpop: true });
+    expect(config.oauth.dpopJkt).toEqual(expect.any(String));
+    const patched = await gql(
+      `mutation($id: ID!, $input: UpdateWebhookConfigurationInput!) { updateWebhookConfiguration(id: $id, input: $input) { oauth { authMethod dpop scope } } }`,
+      { id: config.id, input: { oauth: { authMethod: "client_secret_basic", clientSecret: "now-a-secret", dpop: false, scope: null } } },
+    );
+    expect(patched.json.data?.updateWebhookConfiguration).toEqual({
+      oauth: { authMethod: "client_secret_basic", dpop: false, scope: null },
+    });
   });
 
   it("paginates with first/after like REST's limit/cursor", async () => {

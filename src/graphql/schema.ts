@@ -122,6 +122,22 @@ type RateLimitWindow {
 type OAuthTarget {
   tokenUrl: String!
   clientId: String!
+  """How keyway authenticates at the token URL: client_secret_post (spec 4.3, the default), client_secret_basic or private_key_jwt."""
+  authMethod: String!
+  """Sent as scope in the token request (RFC 6749 3.3)."""
+  scope: String
+  """Each sent as a resource parameter (RFC 8707)."""
+  resource: [String!]
+  """Sent as audience in the token request."""
+  audience: String
+  """private_key_jwt: the assertion's aud (default the token URL)."""
+  assertionAudience: String
+  """DPoP-bound receiver tokens and webhooks (RFC 9449)."""
+  dpop: Boolean!
+  """The RFC 7638 thumbprint of keyway's DPoP key for this configuration."""
+  dpopJkt: String
+  """private_key_jwt: where keyway's public keys are (the client's jwks_uri), on keyway's origin."""
+  jwksUri: String
 }
 
 type WebhookConfiguration {
@@ -339,13 +355,30 @@ input UpdateWebhookSettingsInput {
 input OAuthCredentialsInput {
   tokenUrl: String!
   clientId: String!
-  clientSecret: String!
+  """Required unless authMethod is private_key_jwt."""
+  clientSecret: String
+  authMethod: String
+  scope: String
+  resource: [String!]
+  audience: String
+  assertionAudience: String
+  dpop: Boolean
 }
 
 input OAuthCredentialsPatch {
   tokenUrl: String
   clientId: String
   clientSecret: String
+  authMethod: String
+  """null sends none"""
+  scope: String
+  """null sends none"""
+  resource: [String!]
+  """null sends none"""
+  audience: String
+  """null: the token URL"""
+  assertionAudience: String
+  dpop: Boolean
 }
 
 input CreateWebhookConfigurationInput {
