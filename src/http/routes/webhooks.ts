@@ -373,6 +373,7 @@ const OPERATOR_MIRRORED = [
   "updateWebhookConfiguration",
   "deleteWebhookConfiguration",
   "rotateSigningSecret",
+  "testWebhookConnection",
   "sendTestEvent",
   "listDeliveries",
   "getWebhookTraffic",
