@@ -177,6 +177,38 @@ describe("the GraphQL engine of this release serves the API Worker of the releas
     ]);
   });
 
+  it("against an API Worker from before issue 31, answers its views' oauth without the new fields and fails only the new mutations", async () => {
+    // That backend's configuration views have only tokenUrl and clientId in oauth, and it lacks the two methods.
+    const view = documents.flatMap((d) => d.calls).find((c) => c.method === "getWebhookConfiguration")?.outcome;
+    const fields = "tokenUrl clientId authMethod scope resource audience assertionAudience dpop dpopJkt jwksUri";
+    const read = await run(
+      callWith(`query($id: ID!) { webhookConfiguration(id: $id) { id oauth { ${fields} } } }`, { id: "whk_1" }),
+      backendOf({ getWebhookConfiguration: view }),
+    );
+    expect((read.body as { errors?: unknown }).errors).toBeUndefined();
+    expect((read.body as { data: { webhookConfiguration: { oauth: Record<string, unknown> } } }).data.webhookConfiguration.oauth).toEqual({
+      tokenUrl: "https://receiver.example/oauth/token",
+      clientId: "kw",
+      authMethod: null,
+      scope: null,
+      resource: null,
+      audience: null,
+      assertionAudience: null,
+      dpop: null,
+      dpopJkt: null,
+      jwksUri: null,
+    });
+    const mutation = 'mutation { rotateAssertionKey { kid } testWebhookConnection(id: "whk_1") { ok } }';
+    const answer = await run(callWith(mutation, {}), backendOf({}));
+    expect(answer.status).toBe(200);
+    const body = answer.body as { data: Record<string, unknown>; errors: { path: string[]; extensions: unknown }[] };
+    expect(body.data).toEqual({ rotateAssertionKey: null, testWebhookConnection: null });
+    expect(body.errors.map((e) => [e.path, e.extensions]).sort()).toEqual([
+      [["rotateAssertionKey"], { code: "server_error", status: 500 }],
+      [["testWebhookConnection"], { code: "server_error", status: 500 }],
+    ]);
+  });
+
   it.each(documents.map((d) => [d.calls.map((c) => c.method).join(", "), d] as const))(
     "still makes the recorded backend calls (%s) with every recorded argument",
     async (_methods, doc) => {

@@ -248,6 +248,114 @@ describe("portal", () => {
   });
 });
 
+describe("the receiver's token endpoint (issue 31)", () => {
+  const OAUTH_FIELDS = "tokenUrl clientId authMethod scope resource audience assertionAudience dpop dpopJkt jwksUri";
+  const create = (oauth: Record<string, unknown>) =>
+    gql(
+      `mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { webhookConfiguration { id oauth { ${OAUTH_FIELDS} } } } }`,
+      {
+        input: {
+          url: "https://receiver.example/webhooks",
+          oauth: { tokenUrl: "https://receiver.example/oauth/token", clientId: "kw", ...oauth },
+        },
+      },
+    );
+  type Created = { createWebhookConfiguration: { webhookConfiguration: { id: string; oauth: Record<string, unknown> } } };
+
+  it.each([
+    ["client_secret_post", { clientSecret: "s-post" }],
+    [
+      "client_secret_basic",
+      { authMethod: "client_secret_basic", clientSecret: "s-basic", scope: "read write", audience: "https://api.receiver.example" },
+    ],
+    [
+      "private_key_jwt",
+      {
+        authMethod: "private_key_jwt",
+        assertionAudience: "https://receiver.example",
+        resource: ["https://receiver.example/hooks"],
+        dpop: true,
+      },
+    ],
+  ] as const)("creates a configuration with %s and its settings, shown as REST shows them", async (method, oauth) => {
+    const { json } = await create(oauth);
+    expect(json.errors, JSON.stringify(json.errors)).toBeUndefined();
+    const config = (json.data as Created).createWebhookConfiguration.webhookConfiguration;
+    expect(config.oauth.authMethod).toBe(method);
+    expect(config.oauth).toEqual(camelize((await rest(`/v1/webhook-configurations/${config.id}`)).oauth));
+    expect(config.oauth.jwksUri).toBe(method === "private_key_jwt" ? `/v1/receiver-jwks/${a.t.orgId}` : null);
+    expect(config.oauth.dpop).toBe(method === "private_key_jwt");
+    expect(typeof config.oauth.dpopJkt).toBe(method === "private_key_jwt" ? "string" : "object");
+  });
+
+  it("refuses a secret with private_key_jwt, and none with client_secret_basic, naming the field", async () => {
+    for (const [oauth, said] of [
+      [{ authMethod: "private_key_jwt", clientSecret: "not-used" }, "oauth.clientSecret is not used with private_key_jwt"],
+      [{ authMethod: "client_secret_basic" }, "oauth.clientSecret is required"],
+    ] as const) {
+      const { json } = await create(oauth);
+      expect(json.data).toBeNull();
+      expect(json.errors?.[0]?.extensions).toMatchObject({ code: "invalid_request", status: 400 });
+      expect(json.errors?.[0]?.message).toContain(said);
+    }
+  });
+
+  it("changes the method and the settings, null removing one, as REST does", async () => {
+    const { json } = await create({ clientSecret: "s", scope: "a", resource: ["https://r.example/"] });
+    const id = (json.data as Created).createWebhookConfiguration.webhookConfiguration.id;
+    const updated = await ok(
+      `mutation($id: ID!, $input: UpdateWebhookConfigurationInput!) { updateWebhookConfiguration(id: $id, input: $input) { oauth { ${OAUTH_FIELDS} } } }`,
+      { id, input: { oauth: { authMethod: "private_key_jwt", scope: null, resource: null, audience: "aud-1", dpop: true } } },
+    );
+    const oauth = (updated.updateWebhookConfiguration as { oauth: Record<string, unknown> }).oauth;
+    expect(oauth).toMatchObject({ authMethod: "private_key_jwt", scope: null, resource: null, audience: "aud-1", dpop: true });
+    expect(oauth).toEqual(camelize((await rest(`/v1/webhook-configurations/${id}`)).oauth));
+  });
+
+  it("rotates the assertion key as REST does: the new key published at once, the previous one named", async () => {
+    const first = (await ok(`mutation { rotateAssertionKey { kid activatesAt previousKid previousExpiresAt } }`)).rotateAssertionKey as {
+      kid: string;
+      activatesAt: string;
+    };
+    expect(Date.parse(first.activatesAt)).toBeGreaterThan(Date.now());
+    const second = (await ok(`mutation { rotateAssertionKey { kid previousKid previousExpiresAt } }`)).rotateAssertionKey as Record<
+      string,
+      unknown
+    >;
+    expect(second.kid).not.toBe(first.kid);
+    expect(second.previousExpiresAt === null || typeof second.previousExpiresAt === "string").toBe(true);
+    const jwks = (await (await call(`/v1/receiver-jwks/${a.t.orgId}`)).json()) as { keys: { kid: string }[] };
+    expect(jwks.keys.map((k) => k.kid)).toContain(second.kid);
+  });
+
+  it("tests the connection: a token request only, answered in words as REST answers it", async () => {
+    fakeNetwork(receiver());
+    const fields = "webhookConfigurationId ok outcome message reached httpStatus error tokenType expiresIn authMethod dpop latencyMs";
+    const answer = (await ok(`mutation($id: ID!) { testWebhookConnection(id: $id) { ${fields} } }`, { id: a.configId }))
+      .testWebhookConnection as Record<string, unknown>;
+    expect(answer).toMatchObject({
+      webhookConfigurationId: a.configId,
+      ok: true,
+      outcome: "token_issued",
+      reached: true,
+      httpStatus: 200,
+      error: null,
+      tokenType: "Bearer",
+      expiresIn: 300,
+      authMethod: "client_secret_post",
+      dpop: false,
+    });
+    const viaRest = (
+      await body<Record<string, unknown>>(await api(a.t, a.token, `/v1/webhook-configurations/${a.configId}/test-connection`, "POST"))
+    ).data;
+    expect({ ...answer, latencyMs: 0 }).toEqual({ ...(camelize(viaRest) as Record<string, unknown>), latencyMs: 0 });
+    const { json } = await gql(`mutation { testWebhookConnection(id: "whk_00000000000000000000000000") { ok } }`);
+    expect(json.errors).toEqual([
+      expect.objectContaining({ path: ["testWebhookConnection"], extensions: { code: "not_found", status: 404 } }),
+    ]);
+  });
+});
+
 describe("what every new field shares", () => {
   const queries: [string, string][] = [
     ["eventTypes", `{ eventTypes { nodes { name } } }`],
@@ -265,6 +373,8 @@ describe("what every new field shares", () => {
     ["recoverDeliveries", `mutation($c: ID!) { recoverDeliveries(webhookConfigurationId: $c, since: "2020-01-01T00:00:00.000Z") { id } }`],
     ["createPortalLink", `mutation($c: ID!) { createPortalLink(webhookConfigurationId: $c) { url } }`],
     ["endPortalSession", `mutation($c: ID!) { endPortalSession(webhookConfigurationId: $c, id: "pts_00000000000000000000000000") { id } }`],
+    ["rotateAssertionKey", `mutation { rotateAssertionKey { kid } }`],
+    ["testWebhookConnection", `mutation($c: ID!) { testWebhookConnection(id: $c) { ok } }`],
   ];
 
   const narrowed = async (scope: string) => {
@@ -295,7 +405,7 @@ describe("what every new field shares", () => {
   it("counts each mutation field as one request against the API key", async () => {
     const costOf = (query: string) => env.GRAPHQL.cost({ query, variables: { c: a.configId } });
     for (const [field, query] of mutations) expect(await costOf(query), field).toBe(1);
-    // All seven in one document, each aliased: seven requests.
+    // All of them in one document, each aliased: one request each.
     const body = (query: string) => query.replace(/^mutation(\(\$c: ID!\))? \{ /, "").replace(/ \}$/, "");
     const all = `mutation($c: ID!) { ${mutations.map(([, query], i) => `m${i}: ${body(query)}`).join(" ")} }`;
     expect(await costOf(all)).toBe(mutations.length);

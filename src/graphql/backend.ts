@@ -15,10 +15,18 @@
  * before or after it: these shapes change only as docs/deploy.md, "The companions' contract", says
  * (new methods and optional fields only; a removal takes two releases; test/companions-contract.test.ts).
  */
+
+import type { output } from "zod";
 import { ApiError, ERROR_CODES, type ErrorCode, type InvalidInput } from "../errors";
 import type { Page } from "../objects/sql";
 import type { EventTypeView, PortalLinkView, PortalSessionView, RecoveryView, WebhookSettingsView } from "../schemas/receivers";
-import type { DeliveryRecord, PublishedEventView, WebhookConfigurationView } from "../schemas/webhooks";
+import type {
+  AssertionKeyRotationView,
+  ConnectionTestView,
+  DeliveryRecord,
+  PublishedEventView,
+  WebhookConfigurationView,
+} from "../schemas/webhooks";
 
 /**
  * An ApiError's public parts (never its internal `detail`, which the API Worker logs). `code` may
@@ -95,4 +103,8 @@ export interface GraphQLBackend {
   createPortalLink(configurationId: string, input: unknown): Promise<Outcome<PortalLinkView>>;
   listPortalSessions(configurationId: string, page: PageArgs): Promise<Outcome<Page<PortalSessionView>>>;
   endPortalSession(configurationId: string, id: string): Promise<Outcome<PortalSessionView>>;
+
+  // Issue 31: methods an API Worker of the release before lacks (the same rule 4).
+  rotateAssertionKey(): Promise<Outcome<output<typeof AssertionKeyRotationView>>>;
+  testWebhookConnection(configurationId: string): Promise<Outcome<ConnectionTestView>>;
 }

@@ -169,4 +169,11 @@ export const rootValue = {
     connection(unwrapOutcome(await ctx.backend.listPortalSessions(id(args, "webhookConfigurationId"), page(args)))),
 
   endPortalSession: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.endPortalSession(...scoped(args)))),
+
+  // Issue 31: the receiver's token endpoint.
+
+  rotateAssertionKey: async (_args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.rotateAssertionKey())),
+
+  testWebhookConnection: async (args: Args, ctx: GraphQLContext) =>
+    camelize(unwrapOutcome(await ctx.backend.testWebhookConnection(id(args)))),
 };

@@ -64,6 +64,18 @@ type Mutation {
   createPortalLink(webhookConfigurationId: ID!, expiresIn: Int): PortalLink
   """Its cookie stops working at once. Ending an ended session changes nothing."""
   endPortalSession(webhookConfigurationId: ID!, id: ID!): PortalSession
+  # Issue 31, nullable for the same reason as those of issue 30.
+  """
+  A new key to sign the organization's private_key_jwt assertions: published at once at the
+  configurations' jwksUri, signing from activatesAt; the previous key stays published until
+  previousExpiresAt. Private keys are never shown.
+  """
+  rotateAssertionKey: AssertionKeyRotation
+  """
+  Fetches a token from the receiver's token URL (only that, exactly as before a webhook) and says
+  what happened in keyway's words. Nothing of the token, and no free text of the receiver's.
+  """
+  testWebhookConnection(id: ID!): ConnectionTest
 }
 
 type Viewer {
@@ -122,8 +134,11 @@ type RateLimitWindow {
 type OAuthTarget {
   tokenUrl: String!
   clientId: String!
+  # authMethod and dpop are never null from an API Worker of issue 31 or later; nullable because
+  # one of the release before answers views without them (docs/deploy.md, the companions'
+  # contract, rule 2), and a non-null field's error would null the whole configuration.
   """How keyway authenticates at the token URL: client_secret_post (spec 4.3, the default), client_secret_basic or private_key_jwt."""
-  authMethod: String!
+  authMethod: String
   """Sent as scope in the token request (RFC 6749 3.3)."""
   scope: String
   """Each sent as a resource parameter (RFC 8707)."""
@@ -133,11 +148,48 @@ type OAuthTarget {
   """private_key_jwt: the assertion's aud (default the token URL)."""
   assertionAudience: String
   """DPoP-bound receiver tokens and webhooks (RFC 9449)."""
-  dpop: Boolean!
+  dpop: Boolean
   """The RFC 7638 thumbprint of keyway's DPoP key for this configuration."""
   dpopJkt: String
   """private_key_jwt: where keyway's public keys are (the client's jwks_uri), on keyway's origin."""
   jwksUri: String
+}
+
+"""After rotateAssertionKey."""
+type AssertionKeyRotation {
+  """The new key: published at once, signing assertions from activatesAt."""
+  kid: String!
+  """When the new key starts signing (receivers' servers have fetched the JWKS again by then)."""
+  activatesAt: DateTime!
+  previousKid: String
+  """Until then the previous key stays published."""
+  previousExpiresAt: DateTime
+}
+
+"""What testWebhookConnection found: a token request only, with the configuration's method."""
+type ConnectionTest {
+  webhookConfigurationId: ID!
+  """Whether an access token came back."""
+  ok: Boolean!
+  """
+  token_issued, refused_by_ssrf_guard, dns_failure, connection_refused, tls_failure, timeout,
+  network_error, redirect_refused, http_error, not_json or no_access_token
+  """
+  outcome: String!
+  """What happened, in keyway's words."""
+  message: String!
+  """Whether the token endpoint answered at all (an HTTP status came back)."""
+  reached: Boolean!
+  httpStatus: Int
+  """The RFC 6749 5.2 error code the answer carried, when it is a registered one."""
+  error: String
+  """The answer's token_type (Bearer, DPoP), when a token came back."""
+  tokenType: String
+  """The answer's expires_in, when a token came back."""
+  expiresIn: Float
+  authMethod: String!
+  dpop: Boolean!
+  latencyMs: Int!
 }
 
 type WebhookConfiguration {

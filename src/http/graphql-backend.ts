@@ -36,6 +36,7 @@ import {
   updateWebhookConfiguration,
   webhookConfigurationView,
 } from "../webhooks/configurations";
+import { testConnection } from "../webhooks/connection-test";
 import { getDelivery, idempotencyKeyOf, listDeliveries, publishEvent, retryDelivery, sendTestEvent } from "../webhooks/deliveries";
 import {
   createEventType,
@@ -47,6 +48,7 @@ import {
   updateWebhookSettings,
 } from "../webhooks/event-types";
 import { createPortalLink, endPortalSession, listPortalSessions } from "../webhooks/portal";
+import { rotateAssertionKey } from "../webhooks/receiver-keys";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../webhooks/recovery";
 
 /** Runs one operation; an error becomes the Outcome the engine turns back into it. */
@@ -263,6 +265,22 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("endPortalSession", () => {
       this.need("graphql:mutate", "webhooks:write");
       return endPortalSession(this.deps, this.orgId, configurationId, id, this.actor);
+    });
+  }
+
+  // Issue 31: the routes of http/routes/event-types.ts (rotate-assertion-key) and webhooks.ts (test-connection).
+
+  rotateAssertionKey() {
+    return outcomeOf("rotateAssertionKey", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return rotateAssertionKey(this.deps, this.orgId, this.actor);
+    });
+  }
+
+  testWebhookConnection(configurationId: string) {
+    return outcomeOf("testWebhookConnection", () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return testConnection(this.deps, this.orgId, configurationId, this.actor);
     });
   }
 }
