@@ -191,6 +191,35 @@ describe("DPoP-bound webhooks (RFC 9449)", () => {
     expect(webhooks(sent)).toHaveLength(2);
   });
 
+  it("keeps working with the shared token: one DPoP-bound token, a fresh proof per webhook, a new token after a 401", async () => {
+    let tokens = 0;
+    let refuse = false;
+    const sent = fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: `shared-${++tokens}`, token_type: "DPoP", expires_in: 3600 }),
+      [WEBHOOK_URL]: () => {
+        const status = refuse ? 401 : 204;
+        refuse = false;
+        return new Response(null, { status });
+      },
+    });
+    const config = await createConfig(t, token, "s", {
+      token_cache: true,
+      oauth: { token_url: TOKEN_URL, client_id: "k", client_secret: "s", dpop: true },
+    });
+    await deliver(config.id);
+    await deliver(config.id);
+    expect(tokenRequests(sent)).toHaveLength(1);
+    const [a, b] = webhooks(sent);
+    expect([a?.headers.authorization, b?.headers.authorization]).toEqual(["DPoP shared-1", "DPoP shared-1"]);
+    const jti = (s: Sent) => (JSON.parse(atob((s.headers.dpop ?? "").split(".")[1] ?? "")) as { jti: string }).jti;
+    expect(jti(a as Sent)).not.toBe(jti(b as Sent));
+    // The receiver refuses the shared token: it is dropped, a new one fetched (with its own proof), the webhook sent again.
+    refuse = true;
+    await deliver(config.id);
+    expect(tokenRequests(sent)).toHaveLength(2);
+    expect(webhooks(sent).at(-1)?.headers.authorization).toBe("DPoP shared-2");
+  });
+
   it("refuses a Bearer token when DPoP was asked for, in words", async () => {
     fakeNetwork({ [TOKEN_URL]: tokenOk("Bearer"), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
     const config = await createConfig(t, token, "s", { oauth: { token_url: TOKEN_URL, client_id: "k", client_secret: "s", dpop: true } });
