@@ -496,6 +496,24 @@ export function webhookHeaders(p: {
   };
 }
 
+/**
+ * The headers each attempt of a configuration sends, with what is secret or per attempt masked:
+ * what the manager and the portal show as the request (one place, so they show what `send` sends,
+ * a DPoP-bound webhook's scheme and proof included).
+ */
+export function maskedWebhookHeaders(deliveryId: string, config: WebhookConfigurationRecord | null): [string, string][] {
+  const dpop = config !== null && receiverOAuth(config).dpop_key !== null;
+  return Object.entries(
+    webhookHeaders({
+      accessToken: "•••• (the receiver's access token, fetched for this attempt)",
+      deliveryId,
+      timestamp: "(the attempt's time, Unix seconds)",
+      signature: "v1,•••• (HMAC-SHA256 with each live signing secret)",
+      dpopProof: dpop ? "•••• (a DPoP proof of keyway's key for this configuration, new for each request)" : undefined,
+    }),
+  );
+}
+
 /** What a token request of this configuration needs: its client secret ("" for private_key_jwt) and opened keys. */
 export async function tokenCredentials(deps: Deps, config: WebhookConfigurationRecord): Promise<TokenCredentials> {
   const o = receiverOAuth(config);
