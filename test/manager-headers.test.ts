@@ -2,7 +2,7 @@
  * Security headers on every page of the manager app (src/http/manager/routes.tsx): each HTML page
  * a GET reaches (the sign-in page; as the operator and as an organization administrator, every
  * page their role may see, the webhook configuration, delivery and confirmation pages, the event
- * types, webhook settings, recoveries and the end of a portal session included; and the HTML
+ * types, webhook settings (the assertion key's rotation too), recoveries and the end of a portal session included; and the HTML
  * error page) answers with a Content-Security-Policy whose nonce is new on every
  * response, with the other secure headers (nosniff, framing refused, no referrer, HSTS, no-store),
  * and carries that nonce on every <script> and <style> it contains. The walk is checked against
@@ -152,6 +152,7 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/event-types/:name": `${org}/event-types/${o.eventType}`,
     "/manager/organizations/:org/event-types/:name/delete": `${org}/event-types/${o.eventType}/delete`,
     "/manager/organizations/:org/webhook-settings": `${org}/webhook-settings`,
+    "/manager/organizations/:org/webhook-settings/rotate-assertion-key": `${org}/webhook-settings/rotate-assertion-key`,
   };
 }
 

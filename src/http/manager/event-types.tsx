@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import { ApiError, invalidInput } from "../../errors";
 import { CreateEventTypeInput, UpdateEventTypeInput, UpdateWebhookSettingsInput } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
+import { receiverJwksPath } from "../../webhooks/configurations";
 import {
   createEventType,
   deleteEventType,
@@ -21,6 +22,7 @@ import {
   updateEventType,
   updateWebhookSettings,
 } from "../../webhooks/event-types";
+import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import {
   deleteEventTypeConfirmation,
   EMPTY_EVENT_TYPE_FORM,
@@ -38,7 +40,8 @@ import {
   settingsFormValues,
   WebhookSettingsForm,
 } from "./pages/event-types";
-import { actor, type C, confirmPage, csrf, form, type ManagerEnv, notices, orgCrumbs, orgFor, page } from "./shared";
+import { AssertionKeyRotated, AssertionKeySection, rotateAssertionKeyConfirmation } from "./pages/receiver-oauth";
+import { actor, type C, confirmPage, csrf, form, keywayOrigin, type ManagerEnv, notices, orgCrumbs, orgFor, page } from "./shared";
 import type { Crumb } from "./views";
 
 type OrgRef = { id: string; name: string };
@@ -183,7 +186,37 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
     return c.redirect(`${settingsPath(org.id)}?notice=settings-saved`, 303);
   });
 
+  // The organization's private_key_jwt assertion key: asked first, then the new key's timeline.
+  app.get("/:org/webhook-settings/rotate-assertion-key", async (c) => {
+    const org = await orgFor(c);
+    const path = settingsPath(org.id);
+    return confirmPage(c, settingsCrumbs(c, org, true), rotateAssertionKeyConfirmation, {
+      action: `${path}/rotate-assertion-key`,
+      cancel: path,
+    });
+  });
+
+  app.post("/:org/webhook-settings/rotate-assertion-key", async (c) => {
+    const org = await orgFor(c);
+    const rotated = await rotateAssertionKey(c.get("deps"), org.id, actor(c));
+    return page(
+      c,
+      "Assertion key rotated",
+      [...settingsCrumbs(c, org, true), { label: "Assertion key rotated" }],
+      <AssertionKeyRotated result={rotated} back={settingsPath(org.id)} />,
+    );
+  });
+
   return app;
+}
+
+/** The crumbs to the webhook settings, linked when a page below them is shown. */
+function settingsCrumbs(c: C, org: OrgRef, linked: boolean): Crumb[] {
+  return [
+    ...orgCrumbs(c, org, true),
+    { label: "Event types", href: typesPath(org.id) },
+    linked ? { label: "Webhook settings", href: settingsPath(org.id) } : { label: "Webhook settings" },
+  ];
 }
 
 const typesPath = (orgId: string) => `/manager/organizations/${orgId}/event-types`;
@@ -231,8 +264,11 @@ function settingsPage(c: C, org: OrgRef, values: SettingsFormValues, errors?: Fo
   return page(
     c,
     "Webhook settings",
-    [...orgCrumbs(c, org, true), { label: "Event types", href: typesPath(org.id) }, { label: "Webhook settings" }],
-    <WebhookSettingsForm action={path} cancel={typesPath(org.id)} values={values} errors={errors} csrf={csrf(c)} />,
+    settingsCrumbs(c, org, false),
+    <>
+      <WebhookSettingsForm action={path} cancel={typesPath(org.id)} values={values} errors={errors} csrf={csrf(c)} />
+      <AssertionKeySection rotate={`${path}/rotate-assertion-key`} jwksUrl={new URL(receiverJwksPath(org.id), keywayOrigin(c)).href} />
+    </>,
     notice,
   );
 }

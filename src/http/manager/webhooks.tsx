@@ -29,7 +29,9 @@ import {
   listWebhookConfigurations,
   rotateSigningSecret,
   updateWebhookConfiguration,
+  webhookConfigurationView,
 } from "../../webhooks/configurations";
+import { testConnection } from "../../webhooks/connection-test";
 import { webhookHeaders } from "../../webhooks/consumer";
 import {
   canResend,
@@ -43,6 +45,7 @@ import {
 import { listPortalSessions } from "../../webhooks/portal";
 import { listRecoveries } from "../../webhooks/recovery";
 import { confirmations } from "./pages/confirm";
+import { ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
 import {
   DeliveryDetail,
@@ -60,7 +63,20 @@ import {
   type WebhookFormErrors,
   type WebhookFormValues,
 } from "./pages/webhooks";
-import { actor, type C, confirmPage, csrf, form, type ManagerEnv, notices, orgCrumbs, orgFor, PAGE_SIZE, page } from "./shared";
+import {
+  actor,
+  type C,
+  confirmPage,
+  csrf,
+  form,
+  keywayOrigin,
+  type ManagerEnv,
+  notices,
+  orgCrumbs,
+  orgFor,
+  PAGE_SIZE,
+  page,
+} from "./shared";
 import type { Crumb } from "./views";
 
 export function webhookRoutes(): Hono<ManagerEnv> {
@@ -98,7 +114,13 @@ export function webhookRoutes(): Hono<ManagerEnv> {
     try {
       const input = parseInput(CreateWebhookConfigurationInput, {
         url: values.url,
-        oauth: { token_url: values.token_url, client_id: values.client_id, client_secret: secret },
+        oauth: {
+          token_url: values.token_url,
+          client_id: values.client_id,
+          // Left out when empty: private_key_jwt takes none, and for the others the schema says it is required.
+          ...(secret !== "" ? { client_secret: secret } : {}),
+          ...createOAuthInput(values),
+        },
         ...(events.length > 0 ? { events } : {}),
         ...(values.description !== "" ? { description: values.description } : {}),
         ...(values.rate_limit !== "" ? { rate_limit: Number(values.rate_limit) } : {}),
@@ -150,6 +172,8 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         query={query}
         next={deliveries.next_cursor}
         csrf={csrf(c)}
+        oauth={webhookConfigurationView(config).oauth}
+        origin={keywayOrigin(c)}
       >
         {receivers}
       </WebhookConfigurationDetail>,
@@ -160,7 +184,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   // The edit form on its own page; it posts to the configuration's own URL.
   app.get("/:org/webhooks/:id/edit", async (c) => {
     const { org, config } = await webhookFor(c);
-    return editWebhookPage(c, org, config, formValuesOf(config));
+    return editWebhookPage(c, org, config, formValuesOf(config, webhookConfigurationView(config).oauth));
   });
 
   app.post("/:org/webhooks/:id", async (c) => {
@@ -176,6 +200,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
           token_url: values.token_url,
           client_id: values.client_id,
           ...(secret !== "" ? { client_secret: secret } : {}),
+          ...updateOAuthInput(values, webhookConfigurationView(config).oauth),
         },
         events: events.length === 0 ? null : events,
         description: values.description === "" ? null : values.description,
@@ -229,6 +254,24 @@ export function webhookRoutes(): Hono<ManagerEnv> {
     const { org, config } = await webhookFor(c);
     await updateWebhookConfiguration(c.get("deps"), org.id, config.id, { status: "active" }, actor(c));
     return c.redirect(`${webhookPath(org.id, config.id)}?notice=webhook-enabled`, 303);
+  });
+
+  // A token request only, answered on this page in words (nothing of the token is shown).
+  app.post("/:org/webhooks/:id/test-connection", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const result = await testConnection(c.get("deps"), org.id, config.id, actor(c));
+    const base = webhookPath(org.id, config.id);
+    return page(
+      c,
+      "Connection test",
+      [...webhookCrumbs(c, org, config), { label: "Connection test" }],
+      <>
+        <ConnectionTestResult result={result} />
+        <p>
+          <a href={base}>Back to the webhook configuration</a> · <a href={`${base}/edit`}>Edit the receiver's OAuth settings</a>
+        </p>
+      </>,
+    );
   });
 
   app.post("/:org/webhooks/:id/test", async (c) => {
@@ -349,6 +392,7 @@ function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFo
     rate_limit: text("rate_limit"),
     ordered: fields.ordered === "on",
     token_cache: fields.token_cache === "on",
+    ...postedReceiverOAuth(fields),
   };
   const events = values.events.split(/[\s,]+/).filter((e) => e !== "");
   return { values, secret: text("client_secret"), events };
@@ -386,7 +430,9 @@ function fieldMessage(field: WebhookField, issue: InputIssue): string {
     return `${label} is needed again: the ${moved} moves to another origin, and the stored secret is only ever sent where it was given for. Enter the receiver's client secret, or keep the ${moved}'s origin.`;
   }
   // An event type's problem names its place in the list (the issue's path is events.<index>).
-  const index = field === "events" && issue.path[1] !== undefined ? Number(issue.path[1]) : Number.NaN;
+  // So does a resource's (oauth.resource.<index>).
+  const at = field === "events" ? issue.path[1] : field === "resource" ? issue.path[2] : undefined;
+  const index = at !== undefined ? Number(at) : Number.NaN;
   return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
 }
 

@@ -3,10 +3,27 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { Child, FC } from "hono/jsx";
-import type { DeliveryFilter, DeliveryRecord, WebhookConfiguration, WebhookTrafficView } from "../../../schemas/webhooks";
+import type {
+  DeliveryFilter,
+  DeliveryRecord,
+  WebhookConfiguration,
+  WebhookConfigurationView,
+  WebhookTrafficView,
+} from "../../../schemas/webhooks";
 import { TrafficCharts } from "../charts";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
 import type { Confirmation } from "./common";
+import {
+  AuthMethodChoice,
+  CLIENT_SECRET_NOT_FOR_JWT,
+  EMPTY_RECEIVER_OAUTH,
+  RECEIVER_OAUTH_LABELS,
+  ReceiverOAuthFacts,
+  type ReceiverOAuthField,
+  type ReceiverOAuthValues,
+  receiverOAuthValuesOf,
+  TokenRequestFields,
+} from "./receiver-oauth";
 
 /** Health in words: paused and why, failing since when, or when the last delivery succeeded. */
 const health = (w: WebhookConfiguration): string =>
@@ -132,9 +149,12 @@ export const WebhookConfigurationDetail: FC<{
   /** The cursor of the next page of deliveries, or null on the last. */
   next: string | null;
   csrf: string;
+  /** The configuration's view of the receiver's OAuth settings, and keyway's origin (where its JWKS URL is). */
+  oauth: WebhookConfigurationView["oauth"];
+  origin: string;
   /** Recovery and the receiver's portal (webhooks.tsx `receiverSections`), before the signing secret. */
   children?: Child;
-}> = ({ base, config, traffic, deliveries, query, next, csrf, children }) => {
+}> = ({ base, config, traffic, deliveries, query, next, csrf, oauth, origin, children }) => {
   const filtered = query.filter.status !== undefined || query.filter.event_type !== undefined || query.q !== "";
   return (
     <>
@@ -191,6 +211,16 @@ export const WebhookConfigurationDetail: FC<{
             <button type="submit">Re-enable</button>
           </PostForm>
         )}
+      </section>
+      <section class="card" aria-labelledby="receiver-oauth">
+        <h2 id="receiver-oauth">The receiver's token endpoint</h2>
+        <ReceiverOAuthFacts oauth={oauth} origin={origin} />
+        <PostForm action={`${base}/test-connection`} csrf={csrf} class="inline" label="Test the connection to the token endpoint">
+          <p>Fetches a token from the token URL (only that, as before a webhook) and says what happened; nothing is delivered.</p>
+          <button type="submit" class="secondary">
+            Test connection
+          </button>
+        </PostForm>
       </section>
       <h2>Traffic</h2>
       <TrafficCharts
@@ -476,13 +506,21 @@ export const resendEffect = (d: Pick<DeliveryRecord, "status" | "in_flight_until
       : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
 
 /** The create and edit forms' fields, named as they are posted. */
-export type WebhookField = "url" | "description" | "events" | "token_url" | "client_id" | "client_secret" | "rate_limit";
+export type WebhookField =
+  | "url"
+  | "description"
+  | "events"
+  | "token_url"
+  | "client_id"
+  | "client_secret"
+  | "rate_limit"
+  | ReceiverOAuthField;
 
 /**
  * What the create and edit forms show: the stored values, or after a refusal the values as
  * entered. The receiver's client secret is not here: it is write-only, never put in a page.
  */
-export interface WebhookFormValues {
+export interface WebhookFormValues extends ReceiverOAuthValues {
   url: string;
   description: string;
   /** As typed: event types separated by commas or spaces; empty for every event. */
@@ -503,10 +541,11 @@ export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
   rate_limit: "",
   ordered: false,
   token_cache: false,
+  ...EMPTY_RECEIVER_OAUTH,
 };
 
-/** A stored configuration as the edit form shows it. */
-export const formValuesOf = (config: WebhookConfiguration): WebhookFormValues => ({
+/** A stored configuration as the edit form shows it (its view's OAuth settings beside it). */
+export const formValuesOf = (config: WebhookConfiguration, oauth: WebhookConfigurationView["oauth"]): WebhookFormValues => ({
   url: config.url,
   description: config.description ?? "",
   events: config.events ? config.events.join(", ") : "",
@@ -515,6 +554,7 @@ export const formValuesOf = (config: WebhookConfiguration): WebhookFormValues =>
   rate_limit: config.rate_limit === null ? "" : String(config.rate_limit),
   ordered: config.ordered,
   token_cache: config.token_cache,
+  ...receiverOAuthValuesOf(oauth),
 });
 
 /** The fields' labels, which the error messages beside them start with too. */
@@ -526,6 +566,7 @@ export const WEBHOOK_FIELD_LABELS: Record<WebhookField, string> = {
   client_id: "Client id at the receiver",
   client_secret: "Client secret at the receiver",
   rate_limit: "Rate limit (deliveries per second)",
+  ...RECEIVER_OAUTH_LABELS,
 };
 
 /** Why the form was refused: keyway's message as the API words it, and each field's own message. */
@@ -606,18 +647,20 @@ export const WebhookConfigurationForm: FC<{
             error={err("token_url")}
           />
           <Field id="client_id" label={WEBHOOK_FIELD_LABELS.client_id} value={values.client_id} required error={err("client_id")} />
+          <AuthMethodChoice value={values.auth_method} error={err("auth_method")} />
+          {/* Not required in HTML: private_key_jwt takes none (the hint says so); the schema asks for it otherwise. */}
           <Field
             id="client_secret"
             type="password"
             label={WEBHOOK_FIELD_LABELS.client_secret}
             hint={
               mode === "create"
-                ? "stored encrypted; never shown again"
-                : "write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin"
+                ? `stored encrypted; never shown again; ${CLIENT_SECRET_NOT_FOR_JWT}`
+                : `write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`
             }
-            required={mode === "create"}
             error={err("client_secret")}
           />
+          <TokenRequestFields values={values} err={err} />
           <Checkbox
             id="token_cache"
             label="Share one receiver token"
