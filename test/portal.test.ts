@@ -346,6 +346,79 @@ describe("a portal session", () => {
   });
 });
 
+describe("the receiver's token endpoint in the portal (issue 31)", () => {
+  const input = (html: string, id: string) => new RegExp(`<input id="${id}"[^>]*>`).exec(html)?.[0] ?? "";
+  const viewOf = async (o: Org) =>
+    (await body<{ oauth: Record<string, unknown> }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`))).data.oauth;
+
+  it("edits the method, scope, resource, audience and DPoP on the settings page, the secret not needed for private_key_jwt", async () => {
+    const o = await org(1);
+    const { b, csrf } = await session(o);
+    const settings = await (await b.get("/portal/settings")).text();
+    expect(input(settings, "auth_method-client_secret_post")).toContain("checked");
+    for (const id of [
+      "auth_method-client_secret_basic",
+      "auth_method-private_key_jwt",
+      "scope",
+      "audience",
+      "assertion_audience",
+      "dpop",
+    ]) {
+      expect(input(settings, id), id).not.toBe("");
+    }
+    expect(settings).toMatch(/<textarea id="resource" name="resource"/);
+    expect(settings).toMatch(/not used with private_key_jwt/);
+    const fields = { csrf, url: `${RECEIVER}/webhooks`, token_url: `${RECEIVER}/oauth/token`, client_id: "keyway-at-receiver", events: "" };
+    const saved = await b.post("/portal/settings", {
+      ...fields,
+      auth_method: "private_key_jwt",
+      scope: "hooks:receive",
+      resource: `${RECEIVER}/hooks`,
+      assertion_audience: RECEIVER,
+      dpop: "on",
+    });
+    expect(saved.status).toBe(303);
+    const oauth = await viewOf(o);
+    expect(oauth).toMatchObject({
+      auth_method: "private_key_jwt",
+      scope: "hooks:receive",
+      resource: [`${RECEIVER}/hooks`],
+      assertion_audience: RECEIVER,
+      dpop: true,
+      jwks_uri: `/v1/receiver-jwks/${o.t.orgId}`,
+    });
+    // The endpoint's page: the method, the JWKS URL to register (absolute), the DPoP thumbprint.
+    const home = await (await b.get("/portal")).text();
+    expect(home).toContain("an assertion keyway signs (private_key_jwt)");
+    expect(home).toContain(`<code class="wrap">${BASE}/v1/receiver-jwks/${o.t.orgId}</code>`);
+    expect(home).toContain(`<code class="wrap">${String(oauth.dpop_jkt)}</code>`);
+    // Back to a secret method without giving one: refused (none is stored any more).
+    const refused = await b.post("/portal/settings", { ...fields, auth_method: "client_secret_basic" });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/client_secret is required/);
+    expect(
+      (await b.post("/portal/settings", { ...fields, auth_method: "client_secret_basic", client_secret: "new-basic-secret" })).status,
+    ).toBe(303);
+    expect(await viewOf(o)).toMatchObject({ auth_method: "client_secret_basic", scope: null, resource: null, dpop: false });
+  });
+
+  it("tests the connection with a CSRF-checked POST and says what happened in words", async () => {
+    const o = await org(1);
+    const { b, csrf } = await session(o);
+    expect(await (await b.get("/portal")).text()).toContain('action="/portal/test-connection"');
+    expect((await b.post("/portal/test-connection", {})).status).toBe(403);
+    fakeNetwork(receiver());
+    const ok = await (await b.post("/portal/test-connection", { csrf })).text();
+    expect(ok).toContain("Connection test: a token was issued");
+    expect(ok).toMatch(/<dt>expires_in<\/dt>\s*<dd>300 s<\/dd>/);
+    expect(ok).not.toContain("receiver-token-1");
+    fakeNetwork({});
+    const down = await (await b.post("/portal/test-connection", { csrf })).text();
+    expect(down).toContain("Connection test: no token");
+    expect(down).toMatch(/<dt>HTTP status<\/dt>\s*<dd>none: the token URL did not answer<\/dd>/);
+  });
+});
+
 describe("recovery from the portal", () => {
   it("starts a recovery of a window, shows its progress and lists it, audited as the receiver", async () => {
     const o = await org(1);

@@ -8,8 +8,21 @@
  * operator-only actions.
  */
 import type { FC } from "hono/jsx";
-import type { DeliveryFilter, DeliveryRecord, WebhookConfiguration, WebhookTrafficView } from "../../schemas/webhooks";
+import type {
+  DeliveryFilter,
+  DeliveryRecord,
+  WebhookConfiguration,
+  WebhookConfigurationView,
+  WebhookTrafficView,
+} from "../../schemas/webhooks";
 import { TrafficCharts } from "../manager/charts";
+import {
+  AuthMethodChoice,
+  CLIENT_SECRET_NOT_FOR_JWT,
+  ReceiverOAuthFacts,
+  receiverOAuthValuesOf,
+  TokenRequestFields,
+} from "../manager/pages/receiver-oauth";
 import { lastAttempt } from "../manager/pages/webhooks";
 import { CopyId, Field, PostForm, Status, TableRegion, when } from "../manager/views";
 
@@ -59,7 +72,15 @@ const LANES = {
 
 const percent = (rate: number | null) => (rate === null ? "-" : `${Math.round(rate * 1000) / 10}%`);
 
-export const HomePage: FC<{ config: WebhookConfiguration; traffic: WebhookTrafficView; csrf: string }> = ({ config, traffic, csrf }) => (
+type OAuthView = WebhookConfigurationView["oauth"];
+
+export const HomePage: FC<{
+  config: WebhookConfiguration;
+  traffic: WebhookTrafficView;
+  csrf: string;
+  oauth: OAuthView;
+  origin: string;
+}> = ({ config, traffic, csrf, oauth, origin }) => (
   <>
     <dl class="facts">
       <dt>Webhook URL</dt>
@@ -134,6 +155,17 @@ export const HomePage: FC<{ config: WebhookConfiguration; traffic: WebhookTraffi
           <button type="submit">Resume deliveries</button>
         </PostForm>
       )}
+    </section>
+    <section class="card" aria-labelledby="receiver-oauth">
+      <h2 id="receiver-oauth">Your token endpoint</h2>
+      <p>How keyway gets a token from your OAuth server before each webhook; change it on the Settings page.</p>
+      <ReceiverOAuthFacts oauth={oauth} origin={origin} />
+      <PostForm action="/portal/test-connection" csrf={csrf} class="inline" label="Test the connection to your token endpoint">
+        <p>Fetches a token from your token URL (only that, as before a webhook) and says what happened; nothing is delivered.</p>
+        <button type="submit" class="secondary">
+          Test connection
+        </button>
+      </PostForm>
     </section>
     <h2>Traffic</h2>
     <TrafficCharts
@@ -261,18 +293,24 @@ export const DeliveriesPage: FC<{ deliveries: DeliveryRecord[]; query: DeliveryQ
   );
 };
 
-/** The receiver's settings: URLs, credentials (the secret write-only), event types. */
-export const SettingsPage: FC<{ config: WebhookConfiguration; csrf: string }> = ({ config, csrf }) => (
+/**
+ * The receiver's settings: URLs, how keyway gets a token from the receiver's OAuth server (the
+ * method, the secret write-only, scope, resource, audience, DPoP: the receiver runs that server, so
+ * it knows them), event types.
+ */
+export const SettingsPage: FC<{ config: WebhookConfiguration; oauth: OAuthView; csrf: string }> = ({ config, oauth, csrf }) => (
   <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
     <Field id="url" label="Webhook URL" value={config.url} required />
     <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
     <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
+    <AuthMethodChoice value={oauth.auth_method} />
     <Field
       id="client_secret"
       type="password"
       label="Client secret at the receiver"
-      hint="never shown; empty keeps the stored one; required when either URL moves to another origin"
+      hint={`never shown; empty keeps the stored one; required when either URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`}
     />
+    <TokenRequestFields values={receiverOAuthValuesOf(oauth)} err={() => undefined} />
     <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
     <button type="submit">Save</button>
   </PostForm>

@@ -21,7 +21,13 @@ import { EVENT_RETENTION_DAYS } from "../../objects/webhooks/limits";
 import { OPERATIONAL_EVENT_TYPES, PORTAL_SESSION_SECONDS, RecoverInput } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
 import { DeliveryFilter, UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
-import { getWebhookConfiguration, rotateSigningSecret, updateWebhookConfiguration } from "../../webhooks/configurations";
+import {
+  getWebhookConfiguration,
+  rotateSigningSecret,
+  updateWebhookConfiguration,
+  webhookConfigurationView,
+} from "../../webhooks/configurations";
+import { testConnection } from "../../webhooks/connection-test";
 import { webhookHeaders } from "../../webhooks/consumer";
 import {
   canResend,
@@ -39,6 +45,7 @@ import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
 import { Confirm, confirmations } from "../manager/pages/confirm";
+import { ConnectionTestResult, postedReceiverOAuth, updateOAuthInput } from "../manager/pages/receiver-oauth";
 import { DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
@@ -195,7 +202,14 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       getWebhookConfiguration(deps, s.orgId, s.configurationId),
       webhookTraffic(deps, s.orgId, s.configurationId),
     ]);
-    return page(c, "Endpoint", "home", <HomePage config={config} traffic={traffic} csrf={s.csrf} />, endpointName(config));
+    const origin = publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
+    return page(
+      c,
+      "Endpoint",
+      "home",
+      <HomePage config={config} traffic={traffic} csrf={s.csrf} oauth={webhookConfigurationView(config).oauth} origin={origin} />,
+      endpointName(config),
+    );
   });
 
   app.get("/portal/deliveries", async (c) => {
@@ -264,6 +278,28 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
     return c.redirect(`/portal/deliveries/${delivery.id}?notice=resent`, 303);
   });
 
+  // A token request only, answered on this page in words (nothing of the token is shown).
+  app.post("/portal/test-connection", async (c) => {
+    const s = portal(c);
+    const deps = c.get("deps");
+    const [config, result] = await Promise.all([
+      getWebhookConfiguration(deps, s.orgId, s.configurationId),
+      testConnection(deps, s.orgId, s.configurationId, receiverActor(s)),
+    ]);
+    return page(
+      c,
+      "Connection test",
+      "home",
+      <>
+        <ConnectionTestResult result={result} />
+        <p>
+          <a href="/portal">Back to the endpoint</a> · <a href="/portal/settings">Change the token endpoint's settings</a>
+        </p>
+      </>,
+      endpointName(config),
+    );
+  });
+
   app.post("/portal/test", async (c) => {
     const s = portal(c);
     await sendTestEvent(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
@@ -299,7 +335,13 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   app.get("/portal/settings", async (c) => {
     const s = portal(c);
     const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
-    return page(c, "Settings", "settings", <SettingsPage config={config} csrf={s.csrf} />, endpointName(config));
+    return page(
+      c,
+      "Settings",
+      "settings",
+      <SettingsPage config={config} oauth={webhookConfigurationView(config).oauth} csrf={s.csrf} />,
+      endpointName(config),
+    );
   });
 
   // URLs go through the API's SSRF guard (webhooks/configurations.ts): a private address is a 400 naming the field.
@@ -311,12 +353,14 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       .split(",")
       .map((e) => e.trim())
       .filter((e) => e !== "");
+    const current = webhookConfigurationView(await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId)).oauth;
     const input = parseInput(UpdateWebhookConfigurationInput, {
       url: text("url"),
       oauth: {
         token_url: text("token_url"),
         client_id: text("client_id"),
         ...(text("client_secret") !== "" ? { client_secret: text("client_secret") } : {}),
+        ...updateOAuthInput(postedReceiverOAuth(fields), current),
       },
       events: events.length === 0 ? null : events,
     });
