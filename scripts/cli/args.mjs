@@ -70,6 +70,14 @@ export const OPTIONS = /** @type {const} */ ({
   "no-refuse-unknown-types": { type: "boolean" },
   // Given once per origin; the values reach the command joined by newlines (an origin has none).
   "frame-origin": { type: "string", multiple: true },
+  // The receiver's token endpoint (issue 31): webhooks create and update.
+  "auth-method": { type: "string" },
+  scope: { type: "string" },
+  // Given once per resource indicator; joined by newlines like --frame-origin.
+  resource: { type: "string", multiple: true },
+  audience: { type: "string" },
+  "assertion-audience": { type: "string" },
+  "no-dpop": { type: "boolean" },
 });
 
 /**
@@ -111,7 +119,7 @@ export function parseCommandLine(argv) {
   let parsed;
   try {
     const raw = parseArgs({
-      args: argv,
+      args: bareDpop(argv),
       allowPositionals: true,
       strict: true,
       options: OPTIONS,
@@ -430,6 +438,18 @@ export function instant(flags, name) {
     throw new UsageError(`--${name} must be a date and time with its zone, e.g. 2026-06-01T09:00:00Z (UTC); got "${clean(String(value))}"`);
   }
   return new Date(ms).toISOString();
+}
+
+/**
+ * `--dpop` takes on|off (credentials), and webhooks also take it bare as a switch beside
+ * `--no-dpop`: a bare one (last, or before another flag) is read as `--dpop=on`.
+ * @param {string[]} argv
+ */
+function bareDpop(argv) {
+  const end = argv.indexOf("--");
+  return argv.map((word, i) =>
+    word === "--dpop" && (end === -1 || i < end) && (argv[i + 1] === undefined || argv[i + 1]?.startsWith("--")) ? "--dpop=on" : word,
+  );
 }
 
 /**

@@ -30,11 +30,17 @@ import {
 import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
 import { readList, send } from "./http.mjs";
 import { clean, field, isObject, nested, record, show, table } from "./output.mjs";
+
 /** @typedef {import("./common.mjs").Item} Item */
 /** @typedef {import("./common.mjs").Column} Column */
 /** @typedef {import("./common.mjs").Command} Command */
 /** @typedef {import("./http.mjs").Client} Client */
+
 /** @typedef {import("./common.mjs").Flags} Flags */
+
+/** The flags of the receiver's token endpoint (issue 31), on webhooks create and update. */
+const RECEIVER_AUTH_FLAGS = ["auth-method", "scope", "resource", "audience", "assertion-audience", "dpop", "no-dpop"];
+const AUTH_METHODS = ["client_secret_post", "client_secret_basic", "private_key_jwt"];
 
 export const enc = encodeURIComponent;
 
@@ -508,9 +514,10 @@ export const COMMANDS = [
       "ordered",
       "rate-limit",
       "token-cache",
+      ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
-      "create a webhook configuration: where events go and how keyway signs in to the receiver (signing_secret shown once); the receiver's client secret from stdin or a file",
+      "create a webhook configuration: where events go and how keyway signs in to the receiver (signing_secret shown once); the receiver's client secret from stdin or a file (none with --auth-method private_key_jwt)",
     required: ["webhook-url", "token-url", "client-id"],
     validate: (a, f) => void createWebhookCall(a, f),
     run: async (client, a, f) => shownOnce(await send(client, createWebhookCall(a, f)), f),
@@ -531,12 +538,18 @@ export const COMMANDS = [
       "rate-limit",
       "token-cache",
       "no-token-cache",
+      ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
       "change a webhook configuration (only what is given); moving --webhook-url or --token-url to another origin needs the client secret again",
     call: (a, f) => {
       const secret = clientSecret(f);
-      const oauth = defined({ token_url: flagText(f["token-url"]), client_id: flagText(f["client-id"]), client_secret: secret });
+      const oauth = defined({
+        token_url: flagText(f["token-url"]),
+        client_id: flagText(f["client-id"]),
+        client_secret: secret,
+        ...receiverAuth(f, true),
+      });
       const description = flagText(f.description);
       const body = defined({
         url: flagText(f["webhook-url"]),
@@ -581,6 +594,17 @@ export const COMMANDS = [
       return shownOnce(data, f, [
         `Until ${until} each webhook carries two signatures, with the new secret and the previous one, so the receiver can switch in that time.`,
       ]);
+    },
+  },
+  {
+    words: ["webhooks", "test-connection"],
+    args: ["org", "id"],
+    flags: [],
+    summary:
+      "fetch a token from the receiver's token URL (only that, as before a webhook) and say what happened: reached or not, status, error code, token_type, expires_in",
+    run: async (client, a) => {
+      const data = await send(client, { method: "POST", path: `${webhookPath(a)}/test-connection` });
+      return { data, text: connectionTestText(isObject(data) ? data : {}) };
     },
   },
   {
@@ -791,6 +815,28 @@ export const COMMANDS = [
   },
 
   {
+    words: ["webhook-settings", "rotate-assertion-key"],
+    args: ["org"],
+    flags: ["yes"],
+    summary:
+      "a new key to sign the organization's private_key_jwt assertions: published at once, signing 10 minutes later; the previous one stays published 24 hours more (--yes to confirm)",
+    check: async (_client, _a, f) => {
+      if (f.yes === true) return;
+      throw new UsageError(
+        "webhook-settings rotate-assertion-key makes a new assertion key: receivers' OAuth servers fetch it from the JWKS URL before it signs (10 minutes), and the current key stays published for 24 hours after that; to confirm, add --yes",
+        "webhook-settings",
+      );
+    },
+    call: (a) => ({ method: "POST", path: `${settingsPath(a)}/rotate-assertion-key` }),
+    notes: (data) => {
+      const d = isObject(data) ? data : {};
+      return [
+        `The new key ${show(d.kid)} signs from ${show(d.activates_at)}${d.previous_kid ? `; the previous one (${show(d.previous_kid)}) stays published until ${show(d.previous_expires_at)}` : ""}. Nothing needs doing at receivers that fetch the JWKS URL.`,
+      ];
+    },
+  },
+
+  {
     words: ["deliveries", "list"],
     args: ["org", "id"],
     flags: ["limit", "all", "status", "event-type", "event-id"],
@@ -976,14 +1022,18 @@ export function createWebhookCall(a, f) {
   if (url === undefined) missing.push("--webhook-url URL");
   if (tokenUrl === undefined) missing.push("--token-url URL");
   if (clientId === undefined) missing.push("--client-id ID");
-  if (secret === undefined) missing.push("--client-secret-stdin or --client-secret-file FILE");
+  const auth = receiverAuth(f, false);
+  // private_key_jwt takes no secret (keyway signs an assertion); keyway says so if one is given.
+  if (secret === undefined && auth.auth_method !== "private_key_jwt") {
+    missing.push("--client-secret-stdin or --client-secret-file FILE (or --auth-method private_key_jwt)");
+  }
   if (missing.length > 0) throw new UsageError(`webhooks create: give ${missing.join("; ")}`, "webhooks");
   return {
     method: "POST",
     path: webhooksPath(a),
     body: defined({
       url,
-      oauth: { token_url: tokenUrl, client_id: clientId, client_secret: secret },
+      oauth: defined({ token_url: tokenUrl, client_id: clientId, client_secret: secret, ...auth }),
       events: eventList(f.events, false),
       description: flagText(f.description),
       rate_limit: count(f, "rate-limit"),
@@ -1011,4 +1061,73 @@ export function shownOnce(data, f, notes = []) {
     return { data };
   }
   return { data, text: `${record(rest)}\n${record({ signing_secret: secret })}${warning}\n${notes.map((n) => `${n}\n`).join("")}` };
+}
+
+/**
+ * The `oauth` fields of those flags: undefined ones left out; on update `none` removes a scope,
+ * the resources, the audience or the assertion audience (null). keyway checks the values.
+ * @param {Flags} f
+ * @param {boolean} update
+ * @returns {Item}
+ */
+function receiverAuth(f, update) {
+  const method = flagText(f["auth-method"]);
+  if (method !== undefined && !AUTH_METHODS.includes(method)) {
+    throw new UsageError(`--auth-method must be ${AUTH_METHODS.join(", ")}; got "${clean(method)}"`, "webhooks");
+  }
+  const text = (/** @type {string} */ name) => {
+    const value = flagText(f[name]);
+    return value !== undefined && update && value.trim() === "none" ? null : value;
+  };
+  const resources = text("resource");
+  const on = f.dpop === undefined ? undefined : f.dpop === true || f.dpop === "on" ? true : f.dpop === "off" ? false : Number.NaN;
+  if (Number.isNaN(on))
+    throw new UsageError(`--dpop takes no value here (--no-dpop turns it off); got "${clean(String(f.dpop))}"`, "webhooks");
+  if (on !== undefined && f["no-dpop"] === true) throw new UsageError("give --dpop or --no-dpop, not both", "webhooks");
+  return defined({
+    auth_method: method,
+    scope: text("scope"),
+    resource: typeof resources === "string" ? resources.split("\n") : resources,
+    audience: text("audience"),
+    assertion_audience: text("assertion-audience"),
+    dpop: on ?? (f["no-dpop"] === true ? false : undefined),
+  });
+}
+
+/** What a connection test found, in words (the view's fields below them). */
+const CONNECTION_OUTCOMES = {
+  token_issued: "a token was issued",
+  refused_by_ssrf_guard: "not sent: the token URL's address is not a public one (keyway's SSRF guard)",
+  dns_failure: "the token URL's host name did not resolve",
+  connection_refused: "the token URL's server refused the connection",
+  tls_failure: "the TLS handshake with the token URL failed",
+  timeout: "the token URL did not answer in time",
+  network_error: "the token URL could not be reached",
+  redirect_refused: "the token URL answered with a redirect, which keyway does not follow",
+  http_error: "the token URL refused the request",
+  not_json: "the token URL's answer was not JSON",
+  no_access_token: "the token URL answered without an access_token",
+};
+
+/**
+ * @param {Item} d
+ * @returns {string}
+ */
+export function connectionTestText(d) {
+  const outcome = typeof d.outcome === "string" ? d.outcome : "";
+  const words = Object.hasOwn(CONNECTION_OUTCOMES, outcome)
+    ? CONNECTION_OUTCOMES[/** @type {keyof typeof CONNECTION_OUTCOMES} */ (outcome)]
+    : clean(outcome);
+  const head = `${d.ok === true ? "OK" : "FAILED"}: ${words}${typeof d.message === "string" ? ` (${clean(d.message)})` : ""}\n`;
+  return `${head}${record({
+    outcome: d.outcome,
+    reached: d.reached,
+    http_status: d.http_status,
+    error: d.error,
+    token_type: d.token_type,
+    expires_in: d.expires_in,
+    auth_method: d.auth_method,
+    dpop: d.dpop,
+    latency_ms: d.latency_ms,
+  })}`;
 }

@@ -506,7 +506,9 @@ describe("operator CLI", () => {
       );
       const without = await admin("webhooks", "create", orgId, ...where);
       expect(without.code).toBe(2);
-      expect(without.stderr.split("\n")[0]).toBe("admin: webhooks create: give --client-secret-stdin or --client-secret-file FILE");
+      expect(without.stderr.split("\n")[0]).toBe(
+        "admin: webhooks create: give --client-secret-stdin or --client-secret-file FILE (or --auth-method private_key_jwt)",
+      );
       expect((await admin("webhooks", "list", orgId)).stdout).toBe("(no webhook configurations)\n");
 
       const created = await cli(
@@ -632,6 +634,116 @@ describe("operator CLI", () => {
       await rm(dir, { recursive: true, force: true });
       await first.close();
       await second.close();
+    }
+  });
+
+  it("sets the receiver's token endpoint (method, scope, resources, audience, DPoP), tests the connection in words and rotates the assertion key", async () => {
+    const receiver = await startReceiver();
+    try {
+      const orgId = value((await admin("orgs", "create", "Token Endpoint Corp")).stdout, "id");
+      const where = ["--webhook-url", `${receiver.url}/hook`, "--token-url", `${receiver.url}/token`, "--client-id", "keyway"];
+      const badMethod = await admin("webhooks", "create", orgId, ...where, "--auth-method", "client_secret_jwt");
+      expect(badMethod.code).toBe(2);
+      expect(badMethod.stderr.split("\n")[0]).toBe(
+        'admin: --auth-method must be client_secret_post, client_secret_basic, private_key_jwt; got "client_secret_jwt"',
+      );
+      const created = await cli(
+        [
+          "webhooks",
+          "create",
+          orgId,
+          ...where,
+          "--client-secret-stdin",
+          "--auth-method",
+          "client_secret_basic",
+          "--scope",
+          "hooks:receive audit",
+          "--resource",
+          "https://api.receiver.example/hooks",
+          "--resource",
+          "https://api.receiver.example/audit",
+          "--audience",
+          "receiver-api",
+        ],
+        env,
+        ROOT,
+        "basic-secret\n",
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const id = value(created.stdout, "id");
+      type OAuth = Record<string, unknown>;
+      const oauth = async () => (JSON.parse((await admin("webhooks", "show", orgId, id, "--json")).stdout) as { oauth: OAuth }).oauth;
+      expect(await oauth()).toMatchObject({
+        auth_method: "client_secret_basic",
+        scope: "hooks:receive audit",
+        resource: ["https://api.receiver.example/hooks", "https://api.receiver.example/audit"],
+        audience: "receiver-api",
+        dpop: false,
+      });
+
+      // The connection test, in words: a token from the receiver's endpoint, nothing of it printed.
+      const tested = await admin("webhooks", "test-connection", orgId, id);
+      expect(tested.code, tested.stderr).toBe(0);
+      expect(tested.stdout.split("\n")[0]).toMatch(/^OK: a token was issued/);
+      expect(value(tested.stdout, "outcome")).toBe("token_issued");
+      expect(value(tested.stdout, "http_status")).toBe("200");
+      expect(value(tested.stdout, "token_type")).toBe("Bearer");
+      expect(value(tested.stdout, "expires_in")).toBe("300");
+      expect(tested.stdout).not.toContain("local-token");
+
+      // private_key_jwt takes no secret; DPoP on with the bare flag; `none` removes the scope.
+      const jwt = await admin(
+        "webhooks",
+        "update",
+        orgId,
+        id,
+        "--auth-method",
+        "private_key_jwt",
+        "--assertion-audience",
+        receiver.url,
+        "--scope",
+        "none",
+        "--dpop",
+      );
+      expect(jwt.code, jwt.stderr).toBe(0);
+      const after = await oauth();
+      expect(after).toMatchObject({
+        auth_method: "private_key_jwt",
+        assertion_audience: receiver.url,
+        scope: null,
+        dpop: true,
+        jwks_uri: `/v1/receiver-jwks/${orgId}`,
+      });
+      expect(after.dpop_jkt).toEqual(expect.any(String));
+      expect((await admin("webhooks", "update", orgId, id, "--no-dpop")).code).toBe(0);
+      expect((await oauth()).dpop).toBe(false);
+      const both = await admin("webhooks", "update", orgId, id, "--dpop", "--no-dpop");
+      expect(both.code).toBe(2);
+
+      // A token URL nothing listens on: the test says so, exit 0 (the test ran), the outcome in words.
+      const closed = await freePort();
+      const moved = await admin("webhooks", "update", orgId, id, "--token-url", `http://127.0.0.1:${closed}/token`);
+      expect(moved.code, moved.stderr).toBe(0);
+      const refused = await admin("webhooks", "test-connection", orgId, id, "--json");
+      expect(refused.code, refused.stderr).toBe(0);
+      expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, reached: false, http_status: null, auth_method: "private_key_jwt" });
+      const words = (await admin("webhooks", "test-connection", orgId, id)).stdout.split("\n")[0];
+      expect(words).toMatch(/^FAILED: /);
+
+      // Rotating the assertion key asks first; then the new key, published at the JWKS URL at once.
+      const asked = await admin("webhook-settings", "rotate-assertion-key", orgId);
+      expect(asked.code).toBe(2);
+      expect(asked.stderr.split("\n")[0]).toMatch(
+        /^admin: webhook-settings rotate-assertion-key makes a new assertion key.*to confirm, add --yes$/,
+      );
+      const rotated = await admin("webhook-settings", "rotate-assertion-key", orgId, "--yes");
+      expect(rotated.code, rotated.stderr).toBe(0);
+      const kid = value(rotated.stdout, "kid");
+      expect(rotated.stdout).toMatch(new RegExp(`The new key ${kid} signs from `));
+      const jwks = (await (await fetch(`${keyway.baseUrl}/v1/receiver-jwks/${orgId}`)).json()) as { keys: { kid: string }[] };
+      expect(jwks.keys.map((k) => k.kid)).toContain(kid);
+    } finally {
+      await receiver.close();
     }
   });
 
