@@ -414,6 +414,11 @@ function focused(page: Page): Promise<string> {
       await check(page, "walk-confirm-resend");
       await page.goto(webhook);
       await check(page, "walk-webhook");
+      // The connection test: a token from the loopback receiver, told in words.
+      await page.getByRole("button", { name: "Test connection" }).click();
+      await page.getByRole("heading", { level: 2, name: "Connection test: a token was issued" }).waitFor();
+      await check(page, "walk-connection-test");
+      await page.goto(webhook);
       // Its edit form (the client secret field empty: write-only) and its deletion's confirmation.
       await page.getByRole("link", { name: "Edit the webhook configuration" }).click();
       await page.getByRole("heading", { level: 1, name: "Edit Webhook: Walk receiver" }).waitFor();
@@ -540,6 +545,14 @@ function focused(page: Page): Promise<string> {
       expect(refusedSettings.status()).toBe(400);
       await page.locator("#portal_frame_origins-error").waitFor();
       await check(page, "walk-webhook-settings-error");
+      // The organization's assertion key: rotated through its confirmation page.
+      await page.goto(`${org}/webhook-settings`);
+      await page.getByRole("link", { name: "Rotate the assertion key" }).click();
+      await page.getByRole("heading", { level: 1, name: "Rotate the organization's assertion key?" }).waitFor();
+      await check(page, "walk-confirm-rotate-assertion-key");
+      await page.getByRole("button", { name: "Rotate assertion key" }).click();
+      await page.getByRole("heading", { level: 1, name: "Assertion key rotated" }).waitFor();
+      await check(page, "walk-assertion-key-rotated");
 
       await page.goto(webhook);
       await page.getByRole("link", { name: "Disable this webhook configuration" }).click();
@@ -566,7 +579,7 @@ function focused(page: Page): Promise<string> {
       await receiver.close();
       console.info(`manager pages checked with axe-core at 1280 and 390 px: ${checked.join(", ")}`);
     }
-    expect(checked).toHaveLength(42);
+    expect(checked).toHaveLength(45);
   });
 
   it("looks into a healthy and a failing endpoint: health, charts, filters, paging, a delivery's story, rotation, an API key's traffic", async () => {

@@ -151,6 +151,12 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     await page.goto(`${base}/portal/settings`);
     await expectAccessible(page, "settings");
 
+    // The token endpoint's test, from the endpoint's page: a token from the real receiver, in words.
+    await page.goto(`${base}/portal`);
+    await page.getByRole("button", { name: "Test connection" }).click();
+    await page.getByRole("heading", { level: 2, name: "Connection test: a token was issued" }).waitFor();
+    await expectAccessible(page, "connection-test");
+
     // Recover: a window in the future is refused on the form, then the last hour is recovered.
     await page.getByRole("link", { name: "Recover" }).click();
     await page.waitForURL(`${base}/portal/recover`);
