@@ -9,7 +9,7 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, BASE, call, createTenant, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, admin, authed, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser } from "./manager-helpers";
 
 interface OAuthView {
@@ -192,6 +192,25 @@ describe("the edit form", () => {
     });
     expect(back.status).toBe(400);
     expect(fieldError(await back.text(), "client_secret")).toMatch(/^Client secret at the receiver is required/);
+  });
+});
+
+describe("a DPoP-bound configuration's deliveries", () => {
+  it("show the request as sent: Authorization: DPoP and a DPoP proof, both masked", async () => {
+    const config = await createThroughForm(b, t, { description: "bound", client_secret: "s", dpop: "on" });
+    const bearer = await issueToken(t);
+    const published = await call(
+      "/v1/events",
+      authed(t, bearer, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ type: "order.created", data: { n: 1 } }),
+      }),
+    );
+    const delivery = (await body<{ deliveries: { id: string }[] }>(published)).data.deliveries[0]?.id ?? "";
+    const html = await (await b.get(`${listPath(t)}/${config.id}/deliveries/${delivery}`)).text();
+    expect(html).toMatch(/<code>Authorization<\/code>\s*<\/td>\s*<td>\s*<code class="wrap">DPoP ••••/);
+    expect(html).toMatch(/<code>DPoP<\/code>\s*<\/td>\s*<td>\s*<code class="wrap">•••• \(a DPoP proof/);
   });
 });
 

@@ -32,7 +32,7 @@ import {
   webhookConfigurationView,
 } from "../../webhooks/configurations";
 import { testConnection } from "../../webhooks/connection-test";
-import { webhookHeaders } from "../../webhooks/consumer";
+import { maskedWebhookHeaders } from "../../webhooks/consumer";
 import {
   canResend,
   getDelivery,
@@ -295,7 +295,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         config={config}
         delivery={delivery}
         body={body}
-        sentHeaders={maskedHeaders(delivery.id)}
+        sentHeaders={maskedWebhookHeaders(delivery.id, config)}
         resendable={canResend(c.get("deps"), config, delivery)}
       />,
       notices[c.req.query("notice") ?? ""],
@@ -532,14 +532,3 @@ async function findDelivery(c: C, orgId: string, id: string): Promise<DeliveryRe
     throw err;
   }
 }
-
-/** The headers each attempt sends, as webhookHeaders builds them, with what is secret or per attempt masked. */
-const maskedHeaders = (deliveryId: string): [string, string][] =>
-  Object.entries(
-    webhookHeaders({
-      accessToken: "•••• (the receiver's access token, fetched for this attempt)",
-      deliveryId,
-      timestamp: "(the attempt's time, Unix seconds)",
-      signature: "v1,•••• (HMAC-SHA256 with each live signing secret)",
-    }),
-  );

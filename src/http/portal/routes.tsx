@@ -28,7 +28,7 @@ import {
   webhookConfigurationView,
 } from "../../webhooks/configurations";
 import { testConnection } from "../../webhooks/connection-test";
-import { webhookHeaders } from "../../webhooks/consumer";
+import { maskedWebhookHeaders } from "../../webhooks/consumer";
 import {
   canResend,
   getDelivery,
@@ -251,7 +251,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
         config={config}
         delivery={delivery}
         body={body}
-        sentHeaders={maskedHeaders(delivery.id)}
+        sentHeaders={maskedWebhookHeaders(delivery.id, config)}
         resendable={canResend(deps, config, delivery)}
       />,
       endpointName(config),
@@ -664,14 +664,3 @@ function deliveryQuery(c: C): DeliveryQuery {
   const cursor = raw("cursor");
   return { filter, q, search, ...(cursor !== "" ? { cursor } : {}) };
 }
-
-/** The headers each attempt sends, with what is secret or per attempt masked (as the manager shows them). */
-const maskedHeaders = (deliveryId: string): [string, string][] =>
-  Object.entries(
-    webhookHeaders({
-      accessToken: "•••• (the receiver's access token, fetched for this attempt)",
-      deliveryId,
-      timestamp: "(the attempt's time, Unix seconds)",
-      signature: "v1,•••• (HMAC-SHA256 with each live signing secret)",
-    }),
-  );
