@@ -239,9 +239,9 @@ describe("the repository's wrangler.toml", () => {
     expect(output).toContain("warning: before the first deploy: PUBLIC_BASE_URL is empty in [env.production.vars]");
     expect(output).not.toContain("error:");
     // wrangler 4.155 bundled the description Worker, the GraphQL Worker, then the API Worker, the
-    // companions each within 150 KiB gzipped and the API Worker within 200 KiB (README,
+    // companions each within 150 KiB gzipped and the API Worker within 210 KiB (README,
     // "Performance"; docs/performance.md: issue 30's receivers' portal, event-type schemas and
-    // their validator took it from 147 to 184 KiB). The runs are one after the
+    // their validator took it from 147 to 184 KiB, issue 31's receiver OAuth to 201). The runs are one after the
     // other, so wrangler's own lines come in that order: the companions have no bindings; the API
     // Worker has its DOCS and GRAPHQL bindings to them.
     expect(output).toMatch(
@@ -249,7 +249,7 @@ describe("the repository's wrangler.toml", () => {
     );
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
-    const budgets = [150, 150, 200];
+    const budgets = [150, 150, 210];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
