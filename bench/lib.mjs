@@ -279,8 +279,8 @@ export function dpopKey() {
   return { proof };
 }
 
-/** The order `publish` and `publish_schema` send (10 fields, a nested customer, five lines). */
-const ORDER_DATA = {
+/** The order `publish` and `publish_schema` send (10 fields, a nested customer, five lines); bench/schema-validation.mjs measures it alone. */
+export const ORDER_DATA = {
   id: "ord_AbCdEf123456",
   status: "paid",
   currency: "EUR",
@@ -292,8 +292,8 @@ const ORDER_DATA = {
   customer: { id: "cus_1", email: "ada@example.com", name: "Ada" },
   items: [0, 1, 2, 3, 4].map((i) => ({ sku: `SKU-${i}`, quantity: i + 1, price: 1000 + i })),
 };
-/** Its JSON Schema, as bench/schema-validation.mjs measures it alone. */
-const ORDER_SCHEMA = {
+/** Its JSON Schema. */
+export const ORDER_SCHEMA = {
   type: "object",
   required: ["id", "status", "currency", "total", "items", "customer", "created_at"],
   properties: {

@@ -6,6 +6,7 @@
  * validation. Run: `node bench/schema-validation.mjs`.
  */
 import { build } from "esbuild";
+import { ORDER_DATA, ORDER_SCHEMA } from "./lib.mjs";
 
 const { outputFiles } = await build({
   entryPoints: [new URL("../src/lib/json-schema.ts", import.meta.url).pathname],
@@ -18,48 +19,8 @@ const bundled = outputFiles[0]?.text ?? "";
 /** @type {typeof import("../src/lib/json-schema.ts")} */
 const { checkSchema, compileSchema } = await import(`data:text/javascript;base64,${Buffer.from(bundled).toString("base64")}`);
 
-const ORDER = {
-  type: "object",
-  required: ["id", "status", "currency", "total", "items", "customer", "created_at"],
-  properties: {
-    id: { type: "string", pattern: "^ord_[A-Za-z0-9]{8,32}$" },
-    status: { enum: ["pending", "paid", "shipped", "cancelled"] },
-    currency: { type: "string", minLength: 3, maxLength: 3 },
-    total: { type: "integer", minimum: 0 },
-    discount: { type: "integer", minimum: 0 },
-    note: { type: "string", maxLength: 500 },
-    created_at: { type: "string", format: "date-time" },
-    paid: { type: "boolean" },
-    customer: {
-      type: "object",
-      required: ["id", "email"],
-      properties: { id: { type: "string" }, email: { type: "string", format: "email" }, name: { type: "string" } },
-    },
-    items: {
-      type: "array",
-      minItems: 1,
-      maxItems: 100,
-      items: {
-        type: "object",
-        required: ["sku", "quantity", "price"],
-        properties: { sku: { type: "string" }, quantity: { type: "integer", minimum: 1 }, price: { type: "integer", minimum: 0 } },
-      },
-    },
-  },
-};
-const line = (/** @type {number} */ i) => ({ sku: `SKU-${i}`, quantity: i + 1, price: 1000 + i });
-const VALID = {
-  id: "ord_AbCdEf123456",
-  status: "paid",
-  currency: "EUR",
-  total: 5100,
-  discount: 0,
-  note: "leave at the door",
-  created_at: "2025-01-01T12:00:00Z",
-  paid: true,
-  customer: { id: "cus_1", email: "ada@example.com", name: "Ada" },
-  items: [0, 1, 2, 3, 4].map(line),
-};
+const ORDER = ORDER_SCHEMA;
+const VALID = ORDER_DATA;
 const INVALID = { ...VALID, items: [...VALID.items.slice(0, 4), { sku: "SKU-4", quantity: 0, price: 1 }] };
 
 if (!checkSchema(ORDER).ok) throw new Error("the bench schema is refused");

@@ -25,7 +25,8 @@ export interface PageProps {
   children?: Child;
 }
 
-const CSS = `
+/** The manager's style sheet; the receivers' portal (http/portal/layout.tsx) uses it too, with a few rules of its own. */
+export const MANAGER_CSS = `
 :root { color-scheme: light; --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --accent:#0b57d0; --bad:#b3261e; --ok:#146c2e; --warn:#7a4f00; }
 * { box-sizing: border-box; } [hidden] { display: none !important; }
 body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:#fafafa; }
@@ -132,7 +133,7 @@ export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, c
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${title} - keyway manager`}</title>
         {/* Constants, not user input: inserted raw, since JSX would entity-escape their quotes. */}
-        <style nonce={nonce} dangerouslySetInnerHTML={{ __html: CSS }} />
+        <style nonce={nonce} dangerouslySetInnerHTML={{ __html: MANAGER_CSS }} />
       </head>
       <body>
         <a class="skip" href="#main">
