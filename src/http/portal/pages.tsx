@@ -23,7 +23,7 @@ import {
   receiverOAuthValuesOf,
   TokenRequestFields,
 } from "../manager/pages/receiver-oauth";
-import { lastAttempt } from "../manager/pages/webhooks";
+import { DeliveryFilters, lastAttempt } from "../manager/pages/webhooks";
 import { CopyId, Field, PostForm, Status, TableRegion, when } from "../manager/views";
 
 /** The link's page: one button, so that a link scanner's GET does not use the link up. */
@@ -194,7 +194,6 @@ export interface DeliveryQuery {
   cursor?: string;
 }
 
-const STATUSES = ["pending", "retrying", "delivered", "failed"] as const;
 export const DELIVERIES_PAGE = 25;
 
 function listHref(query: DeliveryQuery, cursor?: string): string {
@@ -215,35 +214,7 @@ export const DeliveriesPage: FC<{ deliveries: DeliveryRecord[]; query: DeliveryQ
   const filtered = query.filter.status !== undefined || query.filter.event_type !== undefined || query.q !== "";
   return (
     <>
-      <form class="filters" method="get" action="/portal/deliveries" aria-label="Filter deliveries">
-        <div>
-          <label for="status">Status</label>
-          <select id="status" name="status">
-            <option value="" selected={query.filter.status === undefined}>
-              any
-            </option>
-            {STATUSES.map((st) => (
-              <option value={st} selected={query.filter.status === st}>
-                {st}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="event_type">Event type</label>
-          <input id="event_type" name="event_type" type="text" value={query.filter.event_type ?? ""} placeholder="order.created" />
-        </div>
-        <div>
-          <label for="q">Event id or webhook-id</label>
-          <input id="q" name="q" type="search" value={query.q} placeholder="evt_... or msg_..." />
-        </div>
-        <button type="submit">Filter</button>
-        {filtered && (
-          <a class="button secondary" href="/portal/deliveries">
-            Clear
-          </a>
-        )}
-      </form>
+      <DeliveryFilters action="/portal/deliveries" clearHref="/portal/deliveries" query={query} filtered={filtered} />
       {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this endpoint.</p>}
       {deliveries.length > 0 && (
         <TableRegion label="Deliveries">

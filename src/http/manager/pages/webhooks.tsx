@@ -129,6 +129,44 @@ export interface DeliveryQuery {
 
 const STATUSES = ["pending", "retrying", "delivered", "failed"] as const;
 
+/** The deliveries' filters (status, event type, an event id or webhook-id): the manager's and the portal's list. */
+export const DeliveryFilters: FC<{ action: string; clearHref: string; query: DeliveryQuery; filtered: boolean }> = ({
+  action,
+  clearHref,
+  query,
+  filtered,
+}) => (
+  <form class="filters" method="get" action={action} aria-label="Filter deliveries">
+    <div>
+      <label for="status">Status</label>
+      <select id="status" name="status">
+        <option value="" selected={query.filter.status === undefined}>
+          any
+        </option>
+        {STATUSES.map((st) => (
+          <option value={st} selected={query.filter.status === st}>
+            {st}
+          </option>
+        ))}
+      </select>
+    </div>
+    <div>
+      <label for="event_type">Event type</label>
+      <input id="event_type" name="event_type" type="text" value={query.filter.event_type ?? ""} placeholder="order.created" />
+    </div>
+    <div>
+      <label for="q">Event id or webhook-id</label>
+      <input id="q" name="q" type="search" value={query.q} placeholder="evt_... or msg_..." />
+    </div>
+    <button type="submit">Filter</button>
+    {filtered && (
+      <a class="button secondary" href={clearHref}>
+        Clear
+      </a>
+    )}
+  </form>
+);
+
 /** The query string of the list with these filters (and a cursor), for links that keep them. */
 function listHref(base: string, query: DeliveryQuery, cursor?: string): string {
   const params = new URLSearchParams();
@@ -234,35 +272,7 @@ export const WebhookConfigurationDetail: FC<{
         ]}
       />
       <h2 id="deliveries">Deliveries</h2>
-      <form class="filters" method="get" action={base} aria-label="Filter deliveries">
-        <div>
-          <label for="status">Status</label>
-          <select id="status" name="status">
-            <option value="" selected={query.filter.status === undefined}>
-              any
-            </option>
-            {STATUSES.map((st) => (
-              <option value={st} selected={query.filter.status === st}>
-                {st}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="event_type">Event type</label>
-          <input id="event_type" name="event_type" type="text" value={query.filter.event_type ?? ""} placeholder="order.created" />
-        </div>
-        <div>
-          <label for="q">Event id or webhook-id</label>
-          <input id="q" name="q" type="search" value={query.q} placeholder="evt_... or msg_..." />
-        </div>
-        <button type="submit">Filter</button>
-        {filtered && (
-          <a class="button secondary" href={`${base}#deliveries`}>
-            Clear
-          </a>
-        )}
-      </form>
+      <DeliveryFilters action={base} clearHref={`${base}#deliveries`} query={query} filtered={filtered} />
       {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this configuration.</p>}
       {deliveries.length > 0 && (
         <TableRegion label="Deliveries">
