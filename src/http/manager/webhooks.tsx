@@ -48,6 +48,7 @@ import { confirmations } from "./pages/confirm";
 import { ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
 import {
+  DELIVERIES_PAGE,
   DeliveryDetail,
   type DeliveryQuery,
   deleteWebhookConfirmation,
@@ -492,9 +493,6 @@ export function webhookCrumbs(c: C, org: { id: string; name: string }, config?: 
 
 /** A configuration is named by its description, or else by its URL (never by its id alone). */
 const webhookTitle = (config: Pick<WebhookConfiguration, "description" | "url">): string => `Webhook: ${config.description ?? config.url}`;
-
-/** Deliveries per page on a configuration's page; "Next page" follows the cursor. */
-const DELIVERIES_PAGE = 25;
 
 /**
  * The deliveries' filters from the query string: status and event type (checked by the API's own

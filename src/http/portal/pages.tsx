@@ -23,8 +23,8 @@ import {
   receiverOAuthValuesOf,
   TokenRequestFields,
 } from "../manager/pages/receiver-oauth";
-import { DeliveryFilters, lastAttempt } from "../manager/pages/webhooks";
-import { CopyId, Field, PostForm, Status, TableRegion, when } from "../manager/views";
+import { DeliveryFilters, DeliveryList } from "../manager/pages/webhooks";
+import { CopyId, Field, PostForm, Status, when } from "../manager/views";
 
 /** The link's page: one button, so that a link scanner's GET does not use the link up. */
 export const OpenPage: FC<{ token: string; formCsrf: string }> = ({ token, formCsrf }) => (
@@ -194,8 +194,6 @@ export interface DeliveryQuery {
   cursor?: string;
 }
 
-export const DELIVERIES_PAGE = 25;
-
 function listHref(query: DeliveryQuery, cursor?: string): string {
   const params = new URLSearchParams();
   if (query.filter.status) params.set("status", query.filter.status);
@@ -215,51 +213,15 @@ export const DeliveriesPage: FC<{ deliveries: DeliveryRecord[]; query: DeliveryQ
   return (
     <>
       <DeliveryFilters action="/portal/deliveries" clearHref="/portal/deliveries" query={query} filtered={filtered} />
-      {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this endpoint.</p>}
-      {deliveries.length > 0 && (
-        <TableRegion label="Deliveries">
-          <table class="wide">
-            <caption class="hint">
-              Newest first, {DELIVERIES_PAGE} a page{filtered ? ", filtered" : ""}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Delivery (webhook-id)</th>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last attempt</th>
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.map((d) => (
-                <tr>
-                  <td>
-                    <a href={`/portal/deliveries/${d.id}`}>
-                      <code>{d.id}</code>
-                    </a>
-                  </td>
-                  <td>
-                    {d.event_type}
-                    <br />
-                    <code class="hint">{d.event_id}</code>
-                  </td>
-                  <td>
-                    <Status value={d.status} />
-                  </td>
-                  <td>{lastAttempt(d)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
-      {deliveries.length === 0 && query.search?.kind !== "delivery" && <p>{filtered ? "No delivery matches." : "No deliveries yet."}</p>}
-      {(next !== null || query.cursor !== undefined) && (
-        <nav class="pager" aria-label="Deliveries pages">
-          {query.cursor !== undefined && <a href={listHref(query)}>First page</a>}
-          {next !== null && <a href={listHref(query, next)}>Next page</a>}
-        </nav>
-      )}
+      <DeliveryList
+        deliveries={deliveries}
+        query={query}
+        next={next}
+        filtered={filtered}
+        deliveryHref={(id) => `/portal/deliveries/${id}`}
+        pageHref={(cursor) => listHref(query, cursor)}
+        owner="endpoint"
+      />
     </>
   );
 };

@@ -46,12 +46,12 @@ import type { AppEnv } from "../context";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
 import { Confirm, confirmations } from "../manager/pages/confirm";
 import { ConnectionTestResult, postedReceiverOAuth, updateOAuthInput } from "../manager/pages/receiver-oauth";
-import { DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
+import { DELIVERIES_PAGE, DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { CATALOG_PAGE, CatalogPage, EventTypeEntry, subscribed, typeHref } from "./catalog";
 import { PortalPage, type PortalPageProps } from "./layout";
-import { DELIVERIES_PAGE, DeliveriesPage, type DeliveryQuery, HomePage, OpenPage, REFUSALS, Refused, SettingsPage } from "./pages";
+import { DeliveriesPage, type DeliveryQuery, HomePage, OpenPage, REFUSALS, Refused, SettingsPage } from "./pages";
 import {
   RECOVER_LABELS,
   RECOVERIES_PAGE,

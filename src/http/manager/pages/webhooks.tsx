@@ -129,6 +129,75 @@ export interface DeliveryQuery {
 
 const STATUSES = ["pending", "retrying", "delivered", "failed"] as const;
 
+/** Deliveries per page, in the manager's list and the portal's (their routes ask for as many). */
+export const DELIVERIES_PAGE = 25;
+
+/**
+ * A page of deliveries, newest first, with their last attempt, and the pager: the manager's list
+ * on a configuration's page and the portal's (`owner` names what a searched id was not found in).
+ */
+export const DeliveryList: FC<{
+  deliveries: DeliveryRecord[];
+  query: DeliveryQuery;
+  next: string | null;
+  filtered: boolean;
+  deliveryHref: (id: string) => string;
+  pageHref: (cursor?: string) => string;
+  owner: string;
+}> = ({ deliveries, query, next, filtered, deliveryHref, pageHref, owner }) => (
+  <>
+    {query.search?.kind === "delivery" && (
+      <p class="warning">
+        No delivery {query.search.id} of this {owner}.
+      </p>
+    )}
+    {deliveries.length > 0 && (
+      <TableRegion label="Deliveries">
+        <table class="wide">
+          <caption class="hint">
+            Newest first, {DELIVERIES_PAGE} a page{filtered ? ", filtered" : ""}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Delivery (webhook-id)</th>
+              <th scope="col">Event</th>
+              <th scope="col">Status</th>
+              <th scope="col">Last attempt</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.map((d) => (
+              <tr>
+                <td>
+                  <a href={deliveryHref(d.id)}>
+                    <code>{d.id}</code>
+                  </a>
+                </td>
+                <td>
+                  {d.event_type}
+                  <br />
+                  <code class="hint">{d.event_id}</code>
+                </td>
+                <td>
+                  <Status value={d.status} />
+                </td>
+                <td>{lastAttempt(d)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+    )}
+    {deliveries.length === 0 && query.search?.kind !== "delivery" && <p>{filtered ? "No delivery matches." : "No deliveries yet."}</p>}
+    {(next !== null || query.cursor !== undefined) && (
+      <nav class="pager" aria-label="Deliveries pages">
+        {query.cursor !== undefined && <a href={pageHref()}>First page</a>}
+        {next !== null && <a href={pageHref(next)}>Next page</a>}
+      </nav>
+    )}
+  </>
+);
+
 /** The deliveries' filters (status, event type, an event id or webhook-id): the manager's and the portal's list. */
 export const DeliveryFilters: FC<{ action: string; clearHref: string; query: DeliveryQuery; filtered: boolean }> = ({
   action,
@@ -273,51 +342,15 @@ export const WebhookConfigurationDetail: FC<{
       />
       <h2 id="deliveries">Deliveries</h2>
       <DeliveryFilters action={base} clearHref={`${base}#deliveries`} query={query} filtered={filtered} />
-      {query.search?.kind === "delivery" && <p class="warning">No delivery {query.search.id} of this configuration.</p>}
-      {deliveries.length > 0 && (
-        <TableRegion label="Deliveries">
-          <table class="wide">
-            <caption class="hint">
-              Newest first, {DELIVERIES_SHOWN} a page{filtered ? ", filtered" : ""}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Delivery (webhook-id)</th>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last attempt</th>
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.map((d) => (
-                <tr>
-                  <td>
-                    <a href={`${base}/deliveries/${d.id}`}>
-                      <code>{d.id}</code>
-                    </a>
-                  </td>
-                  <td>
-                    {d.event_type}
-                    <br />
-                    <code class="hint">{d.event_id}</code>
-                  </td>
-                  <td>
-                    <Status value={d.status} />
-                  </td>
-                  <td>{lastAttempt(d)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
-      {deliveries.length === 0 && query.search?.kind !== "delivery" && <p>{filtered ? "No delivery matches." : "No deliveries yet."}</p>}
-      {(next !== null || query.cursor !== undefined) && (
-        <nav class="pager" aria-label="Deliveries pages">
-          {query.cursor !== undefined && <a href={listHref(base, query)}>First page</a>}
-          {next !== null && <a href={listHref(base, query, next)}>Next page</a>}
-        </nav>
-      )}
+      <DeliveryList
+        deliveries={deliveries}
+        query={query}
+        next={next}
+        filtered={filtered}
+        deliveryHref={(id) => `${base}/deliveries/${id}`}
+        pageHref={(cursor) => listHref(base, query, cursor)}
+        owner="configuration"
+      />
       {children}
       <h2>Signing secret</h2>
       <p>
@@ -339,9 +372,6 @@ export const WebhookConfigurationDetail: FC<{
     </>
   );
 };
-
-/** Shown in the deliveries table's caption; the route asks for as many. */
-const DELIVERIES_SHOWN = 25;
 
 export const DeliveryDetail: FC<{
   base: string;
