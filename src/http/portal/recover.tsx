@@ -8,7 +8,8 @@
  */
 import type { FC } from "hono/jsx";
 import type { RecoveryView } from "../../schemas/receivers";
-import { Field, Pager, PostForm, Status, TableRegion, when } from "../manager/views";
+import { Recoveries } from "../manager/pages/receivers";
+import { Field, Pager, PostForm, Status, when } from "../manager/views";
 
 export type RecoverField = "since" | "until";
 
@@ -104,49 +105,12 @@ export const RecoverPage: FC<{
         <button type="submit">Recover failed deliveries</button>
       </PostForm>
       <h2 id="recoveries">Recoveries of this endpoint</h2>
-      {recoveries.length === 0 ? (
-        <p>No recovery yet.</p>
-      ) : (
-        <TableRegion label="Recoveries">
-          <table class="wide">
-            <caption class="hint">Newest first; times in UTC. Open one to follow its progress.</caption>
-            <thead>
-              <tr>
-                <th scope="col">Recovery</th>
-                <th scope="col">Window</th>
-                <th scope="col">Status</th>
-                <th scope="col">Found</th>
-                <th scope="col">Re-sent</th>
-                <th scope="col">Skipped</th>
-                <th scope="col">Started</th>
-                <th scope="col">Finished</th>
-              </tr>
-            </thead>
-            <tbody>
-              {recoveries.map((r) => (
-                <tr>
-                  <td>
-                    <a href={`/portal/recoveries/${r.id}`}>
-                      <code>{r.id}</code>
-                    </a>
-                  </td>
-                  <td>
-                    {when(r.since)} to {when(r.until)}
-                  </td>
-                  <td>
-                    <Status value={r.status} />
-                  </td>
-                  <td>{r.found}</td>
-                  <td>{r.resent}</td>
-                  <td>{r.skipped}</td>
-                  <td>{when(r.created_at)}</td>
-                  <td>{r.finished_at === null ? "not yet" : when(r.finished_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableRegion>
-      )}
+      <Recoveries
+        base="/portal"
+        recoveries={recoveries}
+        caption="Newest first; times in UTC. Open one to follow its progress."
+        empty="No recovery yet."
+      />
       <Pager label="Recoveries" path="/portal/recover" current={cursor} next={next} />
     </>
   );

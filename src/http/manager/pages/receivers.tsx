@@ -62,9 +62,15 @@ export const RecoverForm: FC<{
 /** A recovery's window in words (UTC). */
 const windowOf = (r: Pick<RecoveryView, "since" | "until">) => `${when(r.since)} to ${when(r.until)}`;
 
-export const Recoveries: FC<{ base: string; recoveries: RecoveryView[]; caption: string }> = ({ base, recoveries, caption }) =>
+/** A configuration's recoveries: the manager's list and the portal's (`base` is where each recovery's page is under). */
+export const Recoveries: FC<{ base: string; recoveries: RecoveryView[]; caption: string; empty?: string }> = ({
+  base,
+  recoveries,
+  caption,
+  empty = "No recoveries yet.",
+}) =>
   recoveries.length === 0 ? (
-    <p>No recoveries yet.</p>
+    <p>{empty}</p>
   ) : (
     <TableRegion label="Recoveries">
       <table class="wide">
