@@ -8,6 +8,7 @@
  * with src/config.ts, the Worker's own, so the two cannot drift apart unnoticed.
  */
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +16,7 @@ import process from "node:process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  COMPANIONS,
   defaultRunWrangler,
   type Finding,
   formatReport,
@@ -793,5 +795,25 @@ describe("the preflight's rules agree with the Worker's (src/config.ts)", () => 
       expect(passed(await offline(toml)), `${name}=${value}`).toBe(false);
       expect(refused(toml), `${name}=${value}`).toEqual([name]);
     }
+  });
+});
+
+describe("docs/deploy.md", () => {
+  const page = readFileSync(join(ROOT, "docs/deploy.md"), "utf8");
+
+  it("quotes no bundle size: it shows the command that prints them (check:deploy, budgeted above), since every release moves them", () => {
+    expect(page.match(/\d+(?:[.,]\d+)?\s*(?:KiB|KB|MiB|MB)\b/g) ?? []).toEqual([]);
+    expect(page).toContain("npm run check:deploy");
+    expect(page).toContain("`Total Upload: … KiB / gzip: … KiB`");
+  });
+
+  it("lists the rollout in the order scripts/deploy.mjs runs it (the companions, then the API Worker) and rolls back each of the three Workers", () => {
+    const rollout = page.slice(page.indexOf("## Rolling out a release"), page.indexOf("### Gradual rollout"));
+    const order = [...COMPANIONS.map((c) => `--config ${c.file}\``), "--config wrangler.toml`"].map((s) => rollout.indexOf(s));
+    expect(order.every((at) => at > 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    const rollback = page.slice(page.indexOf("## Rolling back"), page.indexOf("## The companions' contract"));
+    for (const c of COMPANIONS) expect(rollback).toContain(`npx wrangler rollback <version-id> -c ${c.file} --env production`);
+    expect(rollback).toContain("npx wrangler rollback <version-id> --env production");
   });
 });
