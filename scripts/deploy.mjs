@@ -8,8 +8,9 @@
  * COMPANIONS: the description Worker, wrangler.docs.toml; the GraphQL Worker,
  * wrangler.graphql.toml) go first, because a binding to a Worker that does not exist is refused;
  * the API Worker (wrangler.toml) last. If a later upload fails, the earlier ones are harmless: the
- * running API Worker calls companions built from the code it is about to get, whose RPC interface
- * a change keeps compatible for that minute (docs/deploy.md, "Three Workers").
+ * running API Worker calls companions of the release it is about to get, which docs/deploy.md's
+ * "The companions' contract" keeps compatible with it ("Three Workers" says why three, "Rolling out
+ * a release" what this runs, "Rolling back" how to undo it Worker by Worker).
  * check:deploy with no environment checks every environment offline, listing provisioning steps
  * (KV ids, the public origin) as warnings, then bundles the top level: it passes on a fresh clone
  * and in CI. A real deploy runs the remote checks too (secrets, KV namespaces, queues) before
