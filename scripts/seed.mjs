@@ -6,7 +6,18 @@
  * `fetch` (injected), so `npm start` runs it against wrangler dev and the workers test suite runs
  * it inside workerd against the Worker itself. `formatDemo` renders the block `npm start` prints,
  * kept here so the test checks the very commands a developer will paste.
+ *
+ * The demo key is the one key with a development limit (DEMO_LIMITS): the specification's default
+ * of 1 request per second would make the banner's session, pasted as one block, and the client
+ * recipes (docs/clients.md) answer 429 at their second request. Every other key, including the
+ * ones the README's session and the operator CLI create, gets the specification's 1/s and 1000/day.
  */
+
+/**
+ * The demo key's limits: enough for the banner's session and every recipe pasted at once, and
+ * still a limit (a runaway loop is refused, as it would be in production).
+ */
+export const DEMO_LIMITS = Object.freeze({ per_second: 100, per_day: 100_000 });
 
 /**
  * @typedef {object} Demo
@@ -17,6 +28,7 @@
  * @property {string} clientSecret
  * @property {string} apiKey
  * @property {string} apiKeyId
+ * @property {{ per_second: number, per_day: number }} [limits] the demo key's limits when seeded
  */
 
 /**
@@ -80,7 +92,7 @@ export async function seedDemo({ baseUrl, adminToken, fetch = (input, init) => g
     "client_id",
     "client_secret",
   ]);
-  const key = await post(`${orgPath}/api-keys`, { name: "Demo key" }, ["id", "api_key"]);
+  const key = await post(`${orgPath}/api-keys`, { name: "Demo key", limits: DEMO_LIMITS }, ["id", "api_key"]);
 
   return {
     baseUrl: base,
@@ -90,6 +102,7 @@ export async function seedDemo({ baseUrl, adminToken, fetch = (input, init) => g
     clientSecret: credential.client_secret,
     apiKey: key.api_key,
     apiKeyId: key.id,
+    limits: { ...DEMO_LIMITS },
   };
 }
 
@@ -102,8 +115,12 @@ function isObject(value) {
 }
 
 /**
- * The text `npm start` prints: the demo identifiers and secrets plus two curl commands that can be
- * pasted as they are (every value is base64url or an id, so single quotes need no escaping).
+ * The text `npm start` prints: the demo identifiers and secrets, then a session to paste as one
+ * block (every value is base64url or an id, so single quotes need no escaping): a token from
+ * /v1/oauth kept in TOKEN (`sed` takes data.access_token out of the one-line JSON envelope, so the
+ * block needs nothing beyond curl and a POSIX shell), then /v1/me and GraphQL with it, and the
+ * same token request form-encoded with HTTP Basic. The demo key's limit (DEMO_LIMITS) lets it run
+ * without pauses.
  * @param {Demo} demo
  * @returns {string}
  */
@@ -114,6 +131,7 @@ export function formatDemo(demo) {
     client_secret: demo.clientSecret,
     grant_type: "client_credentials",
   });
+  const graphql = JSON.stringify({ query: "{ viewer { organizationId clientId rateLimit { second { limit remaining } } } }" });
   const rule = "-".repeat(72);
   return [
     rule,
@@ -125,16 +143,16 @@ export function formatDemo(demo) {
     `  api key          ${demo.apiKey}`,
     `  api key id       ${demo.apiKeyId}`,
     "",
-    "1. Get an access token:",
+    `The demo key's limit is ${DEMO_LIMITS.per_second} requests per second and ${DEMO_LIMITS.per_day.toLocaleString("en-US")} per day, so that this`,
+    "session and the recipes in docs/clients.md run without pauses. Every other key gets the",
+    "specification's default: 1 request per second and 1000 per day (the token request counts).",
     "",
-    `curl -sS -X POST ${base}/v1/oauth -H 'Content-Type: application/json' -H 'x-api-key: ${demo.apiKey}' -d '${body}'`,
+    "Paste this block as it is: an access token, then the REST and GraphQL APIs with it.",
     "",
-    "2. The token is data.access_token of that answer. Put it in TOKEN and call the API, but",
-    "   wait a second between calls: the default rate limit is 1 request per second per API key.",
-    "",
-    // Quoted so that pasting the line unedited is harmless rather than a shell redirection.
-    "TOKEN='<data.access_token from step 1>'",
-    `curl -sS ${base}/v1/me -H 'x-api-key: ${demo.apiKey}' -H "Authorization: Bearer $TOKEN"`,
+    `TOKEN=$(curl -sS -X POST ${base}/v1/oauth -H 'Content-Type: application/json' -H 'x-api-key: ${demo.apiKey}' -d '${body}' | sed -E 's/.*"access_token":"([^"]*)".*/\\1/')`,
+    `curl -sS ${base}/v1/me -H 'x-api-key: ${demo.apiKey}' -H "Authorization: Bearer $TOKEN"; echo`,
+    `curl -sS -X POST ${base}/v1/graphql -H 'Content-Type: application/json' -H 'x-api-key: ${demo.apiKey}' -H "Authorization: Bearer $TOKEN" -d '${graphql}'; echo`,
+    `curl -sS -X POST ${base}/v1/oauth -u '${demo.clientId}:${demo.clientSecret}' -H 'x-api-key: ${demo.apiKey}' -d grant_type=client_credentials; echo`,
     rule,
   ].join("\n");
 }

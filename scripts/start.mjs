@@ -21,7 +21,7 @@ import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { devLogFilter, pipeLines } from "./dev-log.mjs";
 import { ensureDevVars, readDevVars } from "./dev-vars.mjs";
-import { formatDemo, seedDemo } from "./seed.mjs";
+import { DEMO_LIMITS, formatDemo, seedDemo } from "./seed.mjs";
 import { assertSupportedNode, devConfigArgs, wranglerCommand } from "./wrangler.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -240,7 +240,14 @@ async function loadOrSeedDemo(baseUrl, adminToken, persistDir) {
     });
     await res.body?.cancel();
     // The port may differ from the run that saved the file; the printed URLs use this run's.
-    if (res.status === 200) return { ...saved, baseUrl };
+    if (res.status === 200) {
+      // A demo saved before the demo key had its development limit (seed.mjs DEMO_LIMITS) gets it
+      // now, once: the banner's session and the recipes are written for that limit.
+      if (saved.limits?.per_second !== DEMO_LIMITS.per_second && (await applyDemoLimits(baseUrl, adminToken, saved))) {
+        await writeFile(file, `${JSON.stringify({ ...saved, limits: DEMO_LIMITS }, null, 2)}\n`, { mode: 0o600 });
+      }
+      return { ...saved, baseUrl };
+    }
   }
 
   const demo = await seedDemo({ baseUrl, adminToken, fetch: (input, init) => fetch(input, init) });
@@ -248,4 +255,23 @@ async function loadOrSeedDemo(baseUrl, adminToken, persistDir) {
   await writeFile(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600); // an older file keeps its mode on overwrite, and umask filters it on create
   return demo;
+}
+
+/**
+ * Gives a saved demo's key the development limit and records that in the saved file.
+ * @param {string} baseUrl
+ * @param {string} adminToken
+ * @param {import("./seed.mjs").Demo} demo
+ * @returns {Promise<boolean>} whether the key took it
+ */
+async function applyDemoLimits(baseUrl, adminToken, demo) {
+  const path = `/admin/v1/organizations/${encodeURIComponent(demo.organizationId)}/api-keys/${encodeURIComponent(demo.apiKeyId)}`;
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ limits: DEMO_LIMITS }),
+  });
+  await res.body?.cancel();
+  if (res.status !== 200) console.warn(`The demo key keeps its old limit: PATCH ${path} answered ${res.status}.`);
+  return res.status === 200;
 }

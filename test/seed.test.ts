@@ -6,7 +6,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { formatDemo, seedDemo } from "../scripts/seed.mjs";
+import { DEMO_LIMITS, formatDemo, seedDemo } from "../scripts/seed.mjs";
 
 const BASE = "https://keyway.test";
 /** Must match vitest.config.ts. */
@@ -32,8 +32,7 @@ describe("seedDemo", () => {
     const token = tokenBody.data.access_token;
     expect(token).toBeTruthy();
 
-    // The default rate limit is one request per second per API key, as the printout warns.
-    await new Promise((done) => setTimeout(done, 1_100));
+    // No pause: the demo key has a development limit (DEMO_LIMITS), unlike every other key.
     const meRes = await workerFetch(`${BASE}/v1/me`, {
       headers: { "x-api-key": demo.apiKey, Authorization: `Bearer ${token}` },
     });
@@ -55,14 +54,33 @@ describe("seedDemo", () => {
       grant_type: "client_credentials",
     });
     expect(text).toContain(
-      `curl -sS -X POST ${BASE}/v1/oauth -H 'Content-Type: application/json' -H 'x-api-key: ${demo.apiKey}' -d '${body}'`,
+      `TOKEN=$(curl -sS -X POST ${BASE}/v1/oauth -H 'Content-Type: application/json' -H 'x-api-key: ${demo.apiKey}' -d '${body}' | sed -E 's/.*"access_token":"([^"]*)".*/\\1/')`,
     );
-    expect(text).toContain(`curl -sS ${BASE}/v1/me -H 'x-api-key: ${demo.apiKey}' -H "Authorization: Bearer $TOKEN"`);
+    expect(text).toContain(`curl -sS ${BASE}/v1/me -H 'x-api-key: ${demo.apiKey}' -H "Authorization: Bearer $TOKEN"; echo`);
+    expect(text).toContain(`-u '${demo.clientId}:${demo.clientSecret}'`);
     for (const value of [demo.organizationId, demo.userId, demo.clientId, demo.clientSecret, demo.apiKey]) {
       expect(text).toContain(value);
     }
-    expect(text).toContain("data.access_token");
-    expect(text).toContain("wait a second between calls");
+    expect(text).toContain("The demo key's limit is 100 requests per second and 100,000 per day");
+    expect(text).toContain("1 request per second and 1000 per day");
+  });
+
+  it("gives the demo key its development limit, and only the demo key", async () => {
+    const demo = await seedDemo({ baseUrl: BASE, adminToken: ADMIN_TOKEN, fetch: workerFetch });
+    expect(demo.limits).toEqual(DEMO_LIMITS);
+    const orgPath = `${BASE}/admin/v1/organizations/${demo.organizationId}`;
+    const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+    const shown = await (await workerFetch(`${orgPath}/api-keys/${demo.apiKeyId}`, { headers: auth })).json<{
+      data: { limits: unknown };
+    }>();
+    expect(shown.data.limits).toEqual(DEMO_LIMITS);
+    const other = await workerFetch(`${orgPath}/api-keys`, {
+      method: "POST",
+      headers: { ...auth, "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "Another key" }),
+    });
+    const created = await other.json<{ data: { limits: unknown } }>();
+    expect(created.data.limits).toEqual({ per_second: 1, per_day: 1000 });
   });
 
   it("reports the status and developer_message when the operator API refuses", async () => {

@@ -34,8 +34,6 @@ const response = await oauth.clientCredentialsGrantRequest(as, client, clientAut
 const token = await oauth.processClientCredentialsResponse(as, client, response);
 console.log(`${token.token_type} token with scope ${token.scope}`);
 
-// The default limit is one request per second per API key.
-await new Promise((done) => setTimeout(done, 1100));
 const me = await oauth.protectedResourceRequest(token.access_token, "GET", new URL("/v1/me", KEYWAY_URL), headers, null, {
   DPoP,
   ...insecure,

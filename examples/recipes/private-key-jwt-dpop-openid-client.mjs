@@ -39,8 +39,6 @@ const DPoP = client.getDPoPHandle(config, dpopKeys);
 const token = await client.clientCredentialsGrant(config, { scope: "webhooks:read" }, { DPoP });
 console.log(`${token.token_type} token with scope ${token.scope}`);
 
-// The default limit is one request per second per API key.
-await new Promise((done) => setTimeout(done, 1100));
 const me = await client.fetchProtectedResource(config, token.access_token, new URL("/v1/me", KEYWAY_URL), "GET", undefined, undefined, {
   DPoP,
 });

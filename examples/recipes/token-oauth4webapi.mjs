@@ -33,8 +33,6 @@ const response = await oauth.clientCredentialsGrantRequest(
 const token = await oauth.processClientCredentialsResponse(as, client, response);
 console.log(`access token expires in ${token.expires_in} s`);
 
-// The default limit is one request per second per API key.
-await new Promise((done) => setTimeout(done, 1100));
 const me = await oauth.protectedResourceRequest(
   token.access_token,
   "GET",

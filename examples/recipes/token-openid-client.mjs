@@ -30,8 +30,6 @@ config[client.customFetch] = withApiKey;
 const token = await client.clientCredentialsGrant(config);
 console.log(`access token expires in ${token.expiresIn()} s`);
 
-// The default limit is one request per second per API key.
-await new Promise((done) => setTimeout(done, 1100));
 const me = await client.fetchProtectedResource(config, token.access_token, new URL("/v1/me", KEYWAY_URL), "GET");
 const body = /** @type {{ data: unknown }} */ (await me.json());
 console.log(JSON.stringify(body.data));

@@ -3,16 +3,17 @@
  * (examples/curl-session.sh, which the README shows verbatim) runs to the end and stops with the
  * server's message at the first error; the client recipes in docs/clients.md (the files under
  * examples/recipes/, shown there verbatim) obtain a token with openid-client v6 and with
- * oauth4webapi and make a protected call; and the receiver recipe verifies a real delivery with
+ * oauth4webapi and make a protected call, one after another with no pause (the demo key's
+ * development limit), private_key_jwt with a key pair made by each of the page's two key recipes
+ * (jose, openssl); and the receiver recipe verifies a real delivery with
  * the `standardwebhooks` package, its token fetched from examples/oauth-server.mjs.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
 
@@ -134,7 +135,6 @@ describe("docs that work as pasted", () => {
     ["oauth4webapi", "examples/recipes/token-oauth4webapi.mjs"],
   ])("obtains a token with %s as docs/clients.md shows it, and calls /v1/me with it", async (_name, file) => {
     expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
-    await sleep(1_100); // the demo key allows one request per second
     const result = await run(process.execPath, [file], demoEnv());
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
@@ -147,33 +147,47 @@ describe("docs that work as pasted", () => {
     expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: keyway.demo.clientId });
   });
 
+  /** Makes a private key and key set in `dir` as docs/clients.md shows it, with jose or with openssl. */
+  const keyMakers = {
+    jose: (dir: string) => run(process.execPath, [join(ROOT, "examples/recipes/make-client-keys.mjs"), dir]),
+    openssl: (dir: string) => run("sh", ["-c", `cd '${dir}' && sh '${join(ROOT, "examples/recipes/make-client-keys.sh")}'`]),
+  };
+
   it.each([
-    ["oauth4webapi", "examples/recipes/private-key-jwt-dpop-oauth4webapi.mjs"],
-    ["openid-client v6", "examples/recipes/private-key-jwt-dpop-openid-client.mjs"],
-  ])(
-    "authenticates with private_key_jwt, gets a DPoP-bound token narrowed to webhooks:read and calls /v1/me with %s, as docs/clients.md shows it",
-    async (_name, file) => {
-      expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
-      // The operator registers the client's public key; the private half stays in a file of the client's.
-      const pair = await generateKeyPair("ES256", { extractable: true });
+    ["oauth4webapi", "jose", "examples/recipes/private-key-jwt-dpop-oauth4webapi.mjs"],
+    ["openid-client v6", "openssl", "examples/recipes/private-key-jwt-dpop-openid-client.mjs"],
+  ] as const)(
+    "authenticates with private_key_jwt, gets a DPoP-bound token narrowed to webhooks:read and calls /v1/me with %s, its key made with %s, as docs/clients.md shows it",
+    async (_name, maker, file) => {
+      const blocks = await codeBlocks("docs/clients.md");
+      expect(blocks).toContain(await shown(file));
+      expect(blocks).toContain(
+        await shown(maker === "jose" ? "examples/recipes/make-client-keys.mjs" : "examples/recipes/make-client-keys.sh"),
+      );
+      // The client makes its key pair; the operator registers the public key set; the private key
+      // stays in a file of the client's.
       const dir = await mkdtemp(join(tmpdir(), "keyway-client-key-"));
-      const keyFile = join(dir, "client-key.json");
-      await writeFile(keyFile, JSON.stringify({ ...(await exportJWK(pair.privateKey)), kid: "c1" }));
+      const made = await keyMakers[maker](dir);
+      expect(made.stderr).toBe("");
+      expect(made.stdout).toMatch(/^kid \S+: client-key\.json \(private, keep it\) and client-jwks\.json \(public, register it\)$/m);
+      const jwks = JSON.parse(await readFile(join(dir, "client-jwks.json"), "utf8")) as { keys: { d?: string }[] };
+      expect(jwks.keys).toHaveLength(1);
+      expect(jwks.keys[0]?.d).toBeUndefined();
       const registered = await fetch(
         `${keyway.baseUrl}/admin/v1/organizations/${keyway.demo.organizationId}/users/${keyway.demo.userId}/client-credentials`,
         {
           method: "POST",
           headers: { Authorization: `Bearer ${keyway.adminToken}`, "Content-Type": "application/json" },
-          body: JSON.stringify({
-            token_endpoint_auth_method: "private_key_jwt",
-            jwks: { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "c1" }] },
-          }),
+          body: JSON.stringify({ token_endpoint_auth_method: "private_key_jwt", jwks }),
         },
       );
-      expect(registered.status).toBe(201);
+      expect(registered.status, await registered.clone().text()).toBe(201);
       const clientId = ((await registered.json()) as { data: { client_id: string } }).data.client_id;
-      await sleep(1_100);
-      const result = await run(process.execPath, [file], { ...demoEnv(), KEYWAY_CLIENT_ID: clientId, KEYWAY_PRIVATE_JWK: keyFile });
+      const result = await run(process.execPath, [file], {
+        ...demoEnv(),
+        KEYWAY_CLIENT_ID: clientId,
+        KEYWAY_PRIVATE_JWK: join(dir, "client-key.json"),
+      });
       await rm(dir, { recursive: true, force: true });
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
@@ -189,7 +203,6 @@ describe("docs that work as pasted", () => {
     ["openid-client v6", "examples/recipes/revoke-introspect-openid-client.mjs"],
   ])("introspects and revokes a token with %s as docs/clients.md shows it: active, then inactive and refused", async (_name, file) => {
     expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
-    await sleep(1_100);
     const result = await run(process.execPath, [file], demoEnv());
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
@@ -210,7 +223,6 @@ describe("docs that work as pasted", () => {
     started.push(oauthServer.proc);
     await until("the OAuth server", () => oauthServer.output().includes("listening"));
 
-    await sleep(1_100);
     const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
       method: "POST",
       headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
@@ -225,7 +237,6 @@ describe("docs that work as pasted", () => {
       });
 
     const receiverPort = await freePort();
-    await sleep(1_100);
     const created = await api("/v1/webhook-configurations", {
       url: `http://127.0.0.1:${receiverPort}/webhooks`,
       oauth: { token_url: `http://127.0.0.1:${oauthPort}/oauth/token`, client_id: "demo-receiver", client_secret: receiverClientSecret },
@@ -237,7 +248,6 @@ describe("docs that work as pasted", () => {
     started.push(receiver.proc);
     await until("the receiver", () => receiver.output().includes("listening"));
 
-    await sleep(1_100);
     const published = await api("/v1/events", { type: "order.created", data: { order_id: "1234" } });
     expect(published.status).toBe(202);
     const eventId = ((await published.json()) as { data: { id: string } }).data.id;

@@ -1,18 +1,26 @@
 /**
  * End to end from a developer's point of view: `node scripts/start.mjs` (what `npm start` runs)
- * must bring up wrangler dev, seed the demo and print curl commands whose credentials really
- * obtain a token the protected API accepts. The test reads the credentials out of the printed
- * text, as a person would, so a wrong or stale printout fails it. The server comes from
+ * must bring up wrangler dev, seed the demo and print a curl session that, pasted as one block into
+ * `sh` as a person would, obtains a token and calls /v1/me and GraphQL with it, each answering 200
+ * with no pause between them (the demo key's development limit, scripts/seed.mjs DEMO_LIMITS), so a
+ * wrong or stale printout fails it. The server comes from
  * server.ts: a free port and a temporary state directory, so it never touches a developer's
  * running instance or local data, and `.dev.vars` removed afterwards only if the run created it.
  * A second test covers the `.dev.vars` generation on its own, in a temporary directory.
  */
+import { execFile } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDevVars, parseDevVars } from "../../scripts/dev-vars.mjs";
 import { DEV_VARS, type Keyway, READY, ROOT, sleep, startKeyway } from "./server";
+
+/** A /v1 answer's envelope, as much of it as the banner's session reads. */
+interface Envelope {
+  response_status?: number;
+  data?: { organization_id?: string; token_type?: string } | null;
+}
 
 describe("npm start", () => {
   let keyway: Keyway | undefined;
@@ -29,43 +37,43 @@ describe("npm start", () => {
     await keyway?.stop();
   });
 
-  it("prints demo credentials whose curl command obtains a token that /v1/me accepts", async () => {
+  it("prints a session that, pasted as one block into a shell, answers 200 at every step", async () => {
     const output = keyway?.output ?? "";
     const base = `http://127.0.0.1:${port}`;
     expect(output).toContain(`${READY} ${base}`);
+    expect(output).toContain("The demo key's limit is 100 requests per second");
+    expect(output).toContain("Every other key gets the\nspecification's default: 1 request per second and 1000 per day");
 
-    const curl = output.split("\n").find((line) => line.startsWith(`curl -sS -X POST ${base}/v1/oauth `));
-    expect(curl, output).toBeDefined();
-    const apiKey = /-H 'x-api-key: ([^']+)'/.exec(curl ?? "")?.[1];
-    const clientId = /"client_id":"([^"]+)"/.exec(curl ?? "")?.[1];
-    const clientSecret = /"client_secret":"([^"]+)"/.exec(curl ?? "")?.[1];
-    const organizationId = /organization id\s+(\S+)/.exec(output)?.[1];
-    expect(apiKey).toBeTruthy();
-    expect(clientId).toBeTruthy();
-    expect(clientSecret).toBeTruthy();
-    expect(curl).toContain("-H 'Content-Type: application/json'");
-    expect(curl).toContain('"grant_type":"client_credentials"');
-    expect(output).toContain(`curl -sS ${base}/v1/me -H 'x-api-key: ${apiKey}' -H "Authorization: Bearer $TOKEN"`);
-    expect(output).toContain("wait a second between calls");
+    // The block as printed: the lines after "Paste this block" up to the rule that ends the banner.
+    const lines = output.split("\n");
+    const start = lines.findIndex((line) => line.startsWith("Paste this block as it is"));
+    expect(start, output).toBeGreaterThan(0);
+    const end = lines.findIndex((line, i) => i > start && /^-{72}$/.test(line));
+    const block = lines
+      .slice(start + 1, end)
+      .filter((line) => line.trim() !== "")
+      .join("\n");
+    expect(block.split("\n").length).toBe(4);
+    expect(block).toContain(`curl -sS ${base}/v1/me `);
 
-    const tokenRes = await fetch(`${base}/v1/oauth`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "x-api-key": apiKey ?? "" },
-      body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, grant_type: "client_credentials" }),
-    });
-    const tokenBody = (await tokenRes.json()) as { data?: { access_token?: string } };
-    expect(tokenRes.status, JSON.stringify(tokenBody)).toBe(200);
-    const token = tokenBody.data?.access_token ?? "";
-    expect(token).not.toBe("");
-
-    // The default rate limit is one request per second per API key.
-    await sleep(1_100);
-    const meRes = await fetch(`${base}/v1/me`, {
-      headers: { "x-api-key": apiKey ?? "", Authorization: `Bearer ${token}` },
-    });
-    const meBody = (await meRes.json()) as { data?: { organization_id?: string } };
-    expect(meRes.status, JSON.stringify(meBody)).toBe(200);
-    expect(meBody.data?.organization_id).toBe(organizationId);
+    // Pasted at once, with no pause: every answer is a 200 (each curl prints one JSON line).
+    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) =>
+      execFile("sh", ["-c", block], { timeout: 30_000 }, (err, out, errOut) =>
+        err ? reject(err) : resolve({ stdout: out, stderr: errOut }),
+      ),
+    );
+    const answers = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(answers, stderr).toHaveLength(3);
+    const [me, graphql, basic] = answers as [Envelope, { data?: { viewer?: Record<string, unknown> }; errors?: unknown }, Envelope];
+    expect(me.response_status, JSON.stringify(me)).toBe(200);
+    expect(me.data?.organization_id).toBe(/organization id\s+(\S+)/.exec(output)?.[1]);
+    expect(graphql.errors, JSON.stringify(graphql)).toBeUndefined();
+    expect(graphql.data?.viewer?.organizationId).toBe(me.data?.organization_id);
+    expect(basic.response_status, JSON.stringify(basic)).toBe(200);
+    expect(basic.data?.token_type).toBe("Bearer");
   });
 
   it("logs one line per request, and shows each Worker's bindings table once, with its service bindings connected", async () => {

@@ -3,7 +3,8 @@
  * Node LTS brought in by `npm ci` even where the machine's own Node is older, wrangler is the
  * pinned version, and the deployed configuration keeps the settings the service's safety rests
  * on (strictly public egress, a recent compatibility date, the retry schedule and dead letters),
- * and the bench's design floor runs on the same compatibility date and flags.
+ * and the bench's design floor runs on the same compatibility date and flags. The README's account of
+ * the EBADENGINE warnings `npm ci` prints under Node 20 counts the packages the lockfile holds.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -18,7 +19,61 @@ const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
 /** The value of a top-level `key = ...` line of wrangler.toml. */
 const setting = (key: string) => new RegExp(`^${key} = (.+)$`, "m").exec(toml)?.[1];
 
+/**
+ * Whether a version satisfies an npm engines range, for the comparators lockfiles' engines use
+ * (`>=`, `>`, `<`, `<=`, `^`, `~`, `=`, bare and `x` versions, `||`); anything else counts as allowed.
+ */
+function allows(range: string, version: [number, number, number]): boolean {
+  const cmp = (a: number[], b: number[]) => (a[0] ?? 0) - (b[0] ?? 0) || (a[1] ?? 0) - (b[1] ?? 0) || (a[2] ?? 0) - (b[2] ?? 0);
+  const one = (comparator: string): boolean => {
+    const m = /^(>=|<=|>|<|\^|~|=)?v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?$/.exec(comparator);
+    if (m === null) return true;
+    const parts = [m[2], m[3], m[4]].map((p) => (p === undefined || p === "x" || p === "*" ? 0 : Number(p)));
+    const c = cmp(version, parts);
+    switch (m[1]) {
+      case ">=":
+        return c >= 0;
+      case ">":
+        return c > 0;
+      case "<=":
+        return c <= 0;
+      case "<":
+        return c < 0;
+      case "^":
+        return c >= 0 && version[0] === parts[0];
+      case "~":
+        return c >= 0 && version[0] === parts[0] && version[1] === parts[1];
+      default:
+        return m[3] === undefined || m[3] === "x" ? version[0] === parts[0] : c === 0;
+    }
+  };
+  return range.split("||").some((alternative) =>
+    alternative
+      .trim()
+      .replace(/(>=|<=|>|<|=|\^|~)\s+/g, "$1")
+      .split(/\s+/)
+      .every(one),
+  );
+}
+
+/** Words for the counts the README spells out. */
+const WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+
 describe("toolchain", () => {
+  it("names, in the README, how many packages npm warns about under Node 20 (EBADENGINE) and why", () => {
+    const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { engines?: { node?: string } }>;
+    };
+    // npm warns for each installed package whose engines.node the Node running npm does not satisfy.
+    const warned = Object.entries(lock.packages).filter(([path, meta]) => {
+      const range = meta.engines?.node;
+      return path !== "" && range !== undefined && !allows(range, [20, 19, 0]);
+    });
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8").replace(/\s+/g, " ");
+    expect(readme).toContain("Node 20 is enough");
+    expect(readme).toContain(`\`npm warn EBADENGINE Unsupported engine\` for ${WORDS[warned.length]} packages`);
+  });
+
   it("runs npm scripts on Node 22 or later (the node devDependency, whatever the machine has)", () => {
     expect(Number(process.versions.node.split(".")[0])).toBeGreaterThanOrEqual(22);
     expect(process.versions.node).toBe(pkg.devDependencies.node);
