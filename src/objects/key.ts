@@ -38,6 +38,7 @@ import { describeError, log } from "../log";
 import { type CreditsRefill, type CreditsState, nextBoundary, refilled, spend } from "../ratelimit/credits";
 import type { QuotaDecision } from "../ratelimit/quota";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
+import { USE_RESOLUTION_MS } from "../schemas/admin";
 import {
   type KeyCredits,
   type LimitOverrides,
@@ -132,8 +133,8 @@ export type Admission =
       proofReplayed: boolean;
     };
 
-/** A use is noted at most this often per subject, and flushed to the organization as often. */
-export const USE_RESOLUTION_MS = 60_000;
+/** A use is noted at most this often per subject, and flushed to the organization as often (schemas/admin.ts). */
+export { USE_RESOLUTION_MS };
 /**
  * How long the copy is trusted without word from the organization: the bound on a missed push.
  * At most one extra call per key per lease, and only for a key in use.

@@ -18,6 +18,19 @@ import {
 } from "./records";
 import { ALL_SCOPES } from "./scopes";
 
+/**
+ * A key's object notes a use of the key (and of each client credential) at most once per
+ * USE_RESOLUTION_MS, and flushes what it noted to the organization as often: writing "last used"
+ * on every request would add a row write to the hot path (docs/storage.md). So a `last_used_at`
+ * trails the latest use by up to twice that, and the API and the manager say so.
+ */
+export const USE_RESOLUTION_MS = 60_000;
+
+/** `last_used_at` of an API key or a client credential: how fresh it is, in its description. */
+const LastUsedAt = Timestamp.nullable().describe(
+  `The latest admitted request that used it, to the minute; it trails the latest use by up to ${(2 * USE_RESOLUTION_MS) / 60_000} minutes (uses are batched, not written per request). Null: never used.`,
+);
+
 const LimitValue = (max: number, why = "") =>
   z
     .number({ error: "must be a number" })
@@ -210,8 +223,7 @@ export const ApiKeyView = z.object({
   location_hint: LocationHint.nullable(),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
-  /** Last admitted request (to the minute). */
-  last_used_at: Timestamp.nullable(),
+  last_used_at: LastUsedAt,
   revoked_at: Timestamp.nullable(),
   /** Credits: the refill; the balance is in `usage.credits` (it lives in the key's object). Null: unlimited. */
   credits: z.object({ refill: CreditsRefill.nullable() }).nullable(),
@@ -288,7 +300,7 @@ export const ClientCredentialView = z.object({
   dpop_bound_access_tokens: z.boolean(),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
-  last_used_at: Timestamp.nullable(),
+  last_used_at: LastUsedAt,
   revoked_at: Timestamp.nullable(),
 });
 export type ClientCredentialView = z.output<typeof ClientCredentialView>;
