@@ -49,6 +49,7 @@ const PATH_PARAMS: Record<string, { description: string; example: string }> = {
   name: { description: "Event type name (`group.event`).", example: "order.created" },
   recovery: { description: "Recovery id (`rcv_...`).", example: RECOVERY_ID },
   session: { description: "Portal session id (`pts_...`).", example: PORTAL_SESSION.id },
+  file: { description: "A file of the GraphQL explorer (`GET /explorer`): graphiql's and React's builds.", example: "graphiql.min.css" },
 };
 const DELIVERY_PARAM = { description: "Delivery id (`msg_...`), also the `webhook-id` the receiver sees.", example: DELIVERY_ID };
 

@@ -16,7 +16,10 @@ export const NONCE = "nonce";
 export type CspSource = string | typeof NONCE;
 /** CSP directives in the order they are written, e.g. `{ defaultSrc: ["'none'"], scriptSrc: [NONCE] }`. */
 export type Csp = Partial<
-  Record<"defaultSrc" | "scriptSrc" | "styleSrc" | "connectSrc" | "formAction" | "frameAncestors" | "baseUri", CspSource[]>
+  Record<
+    "defaultSrc" | "scriptSrc" | "styleSrc" | "fontSrc" | "imgSrc" | "connectSrc" | "formAction" | "frameAncestors" | "baseUri",
+    CspSource[]
+  >
 >;
 
 /** This response's nonce, made on first use (by the CSP header or the page, whichever asks first). */

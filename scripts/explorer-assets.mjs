@@ -1,0 +1,33 @@
+/**
+ * The GraphQL explorer's static files (GET /explorer, http/explorer-page.ts), copied from the npm
+ * packages that ship them, graphiql's UMD build and the React 18 UMD builds it runs on, into the
+ * directory the keyway-docs Worker serves as Workers Static Assets (wrangler.docs.toml, `[assets]`).
+ * wrangler runs this as that Worker's build command, before `wrangler dev` and `wrangler deploy`
+ * bundle it, so the files always match the installed, pinned versions (package-lock.json) and
+ * nothing is fetched from a CDN. Static assets are not part of the Worker's script: about 600 KiB
+ * gzipped of JavaScript and CSS stay out of its size budget (test/e2e/deploy.test.ts).
+ */
+import { copyFile, mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** Where wrangler.docs.toml's `[assets] directory` points; git-ignored (.wrangler/). */
+export const ASSETS_DIR = join(ROOT, ".wrangler", "explorer-assets");
+
+/** Served name (under /explorer/assets/) and the package file it is copied from. */
+export const EXPLORER_FILES = {
+  "graphiql.min.js": "graphiql/graphiql.min.js",
+  "graphiql.min.css": "graphiql/graphiql.min.css",
+  "react.production.min.js": "react/umd/react.production.min.js",
+  "react-dom.production.min.js": "react-dom/umd/react-dom.production.min.js",
+};
+
+const target = join(ASSETS_DIR, "explorer", "assets");
+// A clean copy: a file dropped from the list must not go on being served.
+await rm(ASSETS_DIR, { recursive: true, force: true });
+await mkdir(target, { recursive: true });
+for (const [name, from] of Object.entries(EXPLORER_FILES)) {
+  await copyFile(join(ROOT, "node_modules", from), join(target, name));
+}
