@@ -6,7 +6,7 @@
  * responses. Self-contained so it works offline and under a strict Content-Security-Policy: no
  * external resources, one inline style and one inline script, both allowed by a nonce that is
  * fresh on every response, and no inline event handlers; everything taken from the document is
- * HTML-escaped. Scrollable code blocks are focusable, labelled regions, so keyboard users can
+ * HTML-escaped. Light or dark follows the system's `prefers-color-scheme`. Scrollable code blocks are focusable, labelled regions, so keyboard users can
  * scroll them (WCAG 2.1.1; axe-core `scrollable-region-focusable`).
  */
 import { derived } from "../lib/cache";
@@ -38,7 +38,8 @@ export function renderDocsPage(doc: OpenApiDocument, nonce: string): string {
   const body = bodyOf(doc);
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
-    `<meta name="viewport" content="width=device-width, initial-scale=1"><title>keyway API reference</title>` +
+    `<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark">` +
+    `<title>keyway API reference</title>` +
     `<style nonce="${nonce}">${CSS}</style></head><body>${body}<script nonce="${nonce}">${SCRIPT}</script></body></html>`
   );
 }
@@ -114,7 +115,8 @@ function renderBody(doc: OpenApiDocument): string {
       .map((p) => `<p>${prose(p)}</p>`)
       .join("") +
     `<p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI ${escapeHtml(doc.openapi)}). ` +
-    `License: ${escapeHtml(license.name)} (<code>${escapeHtml(license.identifier)}</code>).</p></header>` +
+    `License: ${escapeHtml(license.name)} (<code>${escapeHtml(license.identifier)}</code>).</p>` +
+    `<p>GraphQL: write and run queries in the <a href="/explorer">GraphQL explorer</a>. Everything else: <a href="/">the service's links</a>.</p></header>` +
     `<div class="layout"><nav id="contents" aria-labelledby="contents-title"><h2 id="contents-title">Contents</h2><ul>${toc}</ul></nav>` +
     `<main id="main"><section aria-labelledby="creds"><h2 id="creds">Credentials for “Try it”</h2>` +
     `<p>Used only by this page's requests, never stored. The page may only call its own origin. ` +
@@ -335,6 +337,10 @@ nav ul{padding-left:1.25rem}nav ul ul{font-size:.9rem;padding-left:.5rem;list-st
 nav li{margin:.15rem 0}nav .m{min-width:3.8em;font-size:.7rem}
 .back{font-size:.9rem}
 main{min-width:0}
+a{color:#1d4ed8}
+/* Dark when the system is (the meta color-scheme darkens form controls and scrollbars to match). */
+@media (prefers-color-scheme:dark){body{color:#e4e4e7;background:#18181b}pre{background:#27272a}
+article,fieldset{border-color:#3f3f46}a{color:#93c5fd}:focus-visible{outline-color:#fbbf24}}
 @media (max-width:40rem){.grid{grid-template-columns:minmax(0,1fr)}body{padding:.75rem}}
 @media (min-width:64rem){.layout{display:grid;grid-template-columns:20rem minmax(0,1fr);gap:2rem;align-items:start}
 nav{position:sticky;top:0;max-height:100vh;overflow-y:auto;box-sizing:border-box;padding:.5rem 0}}
