@@ -32,7 +32,7 @@ export const EXPLORER_CSP: Csp = {
 };
 
 /** The first query shown: who the credentials speak for (src/graphql/schema.ts, `Viewer`). */
-export const EXPLORER_QUERY = `# Fill in the Headers tab below, then run this (Ctrl-Enter).
+export const EXPLORER_QUERY = `# Fill in Headers (below), then Ctrl-Enter
 query Viewer {
   viewer {
     organizationId
