@@ -6,8 +6,9 @@
  * Worker (npm start, deployed); here, without them, the route answers 404 rather than failing.
  * GraphiQL running a query in Chromium is test/e2e/docs.browser.test.ts.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call } from "./helpers";
+import { call, callAt } from "./helpers";
 
 const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 const PATHS = ["/docs", "/v1/openapi.json", "/.well-known/oauth-authorization-server", "/manager", "/explorer", "/v1/graphql", "/healthz"];
@@ -81,6 +82,13 @@ describe("GET /explorer", () => {
     expect(html).toContain("x-api-key");
     expect(html).toContain("Bearer <an access token");
     expect(html).toContain("shouldPersistHeaders:false");
+  });
+
+  it("answers 503 with Retry-After when the description Worker lacks the page (rolled back to a release before it)", async () => {
+    const docs = { docsPage: async () => "<!doctype html>", openApiDocument: async () => ({}) };
+    const res = await callAt(Date.now(), "/explorer", {}, { ...env, DOCS: docs } as unknown as Env);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
   });
 
   it("answers a file the description Worker does not serve with 404", async () => {
