@@ -83,6 +83,8 @@ function readyBanner(baseUrl, stateDir) {
     `  API       ${baseUrl}/v1  (every request needs x-api-key; the demo's curl commands above)`,
     `  Manager   ${baseUrl}/manager  (sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`,
     `  API docs  ${baseUrl}/docs  (OpenAPI: ${baseUrl}/v1/openapi.json)`,
+    `  GraphQL   ${baseUrl}/explorer  (GraphiQL; paste the demo's api key and a token into its Headers tab)`,
+    `  Links     ${baseUrl}/  (every entry point, as a page or as JSON)`,
     `  Stop with Ctrl-C; the local state stays in ${stateDir} for the next npm start.`,
   ].join("\n");
 }

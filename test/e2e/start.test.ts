@@ -102,12 +102,16 @@ describe("npm start", () => {
     expect(output).toContain(`API       ${base}/v1`);
     expect(output).toContain(`Manager   ${base}/manager  (sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`);
     expect(output).toContain(`API docs  ${base}/docs`);
+    expect(output).toContain(`GraphQL   ${base}/explorer  (GraphiQL;`);
+    expect(output).toContain(`Links     ${base}/  (every entry point`);
     const signIn = await fetch(`${base}/manager`, { redirect: "manual" });
     expect(signIn.status).toBe(303);
     expect(signIn.headers.get("location")).toBe("/manager/sign-in");
     const form = await (await fetch(`${base}/manager/sign-in`)).text();
     expect(form).toContain("Administrator token");
     expect((await fetch(`${base}/docs`)).status).toBe(200);
+    expect((await fetch(`${base}/explorer`)).status).toBe(200);
+    expect((await fetch(`${base}/`, { headers: { Accept: "application/json" } })).status).toBe(200);
   });
 
   it("never prints the secrets of .dev.vars", async () => {
