@@ -69,3 +69,15 @@ export class Browser {
     return res;
   }
 }
+
+/** The exact UTC time as every page writes it (views.tsx `when`), e.g. `2026-03-01 14:30:05 UTC`. */
+export const exactTime = (iso: string): string => iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC");
+
+/**
+ * The opening of views.tsx's Time for `iso`: a <time> with the machine-readable instant and the
+ * exact UTC time as its title (its text is relative to the request's time, so tests match this).
+ */
+export const timeTag = (iso: string): string => `<time datetime="${iso}" title="${exactTime(iso)}">`;
+
+/** A URL as views.tsx's Url writes it: a <wbr> after each `/`, `?`, `&` and `=` (not between `//`). */
+export const urlMarkup = (url: string): string => `<code class="url">${url.split(/(?<=[/?&=])(?!\/)/).join("<wbr>")}</code>`;

@@ -57,7 +57,9 @@ describe("a webhook configuration's page", () => {
     expect(html).toContain("Attempts, last 24 hours: 1 succeeded, 1 failed in all; the busiest hour had 2.");
     const traffic = (await body<WebhookTrafficView>(await api(s.t, s.bearer, `/v1/webhook-configurations/${s.config}/traffic`))).data;
     const hour = traffic.hours.at(-1)!;
-    expect(html).toContain(`<td>${hour.start.slice(0, 10)} ${hour.start.slice(11, 16)}</td><td>1</td><td>1</td>`);
+    expect(html).toContain(
+      `<td data-label="Hour (UTC)">${hour.start.slice(0, 10)} ${hour.start.slice(11, 16)}</td><td data-label="Succeeded">1</td><td data-label="Failed">1</td>`,
+    );
     // Bars: one good and one bad segment for this hour (and this day).
     expect(html.match(/<rect class="bar-good"/g)).toHaveLength(2);
     expect(html.match(/<rect class="bar-bad"/g)).toHaveLength(2);
@@ -146,7 +148,7 @@ describe("rotating a signing secret in the manager", () => {
     const secret = /id="signing-secret" class="secret" type="text" readonly="" value="(whsec_[^"]+)"/.exec(html)?.[1];
     expect(secret).toBeDefined();
     expect(secret).not.toBe(s.signingSecret);
-    expect(html).toContain("each webhook carries two signatures");
+    expect(html).toContain("Each webhook carries two signatures");
     // Shown once: the configuration page does not show it.
     expect(await (await s.b.get(s.page)).text()).not.toContain(secret!);
     const view = (await body<WebhookConfigurationView>(await api(s.t, s.bearer, `/v1/webhook-configurations/${s.config}`))).data;

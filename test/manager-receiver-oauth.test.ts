@@ -10,7 +10,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, authed, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
-import { Browser } from "./manager-helpers";
+import { Browser, urlMarkup } from "./manager-helpers";
 
 interface OAuthView {
   token_url: string;
@@ -110,7 +110,7 @@ describe("the new form", () => {
       });
       expect(page).toContain("an assertion keyway signs (private_key_jwt)");
       // The JWKS URL to hand the receiver, absolute on keyway's origin, and the DPoP key's thumbprint.
-      expect(page).toContain(`<code class="wrap">${BASE}/v1/receiver-jwks/${t.orgId}</code>`);
+      expect(page).toContain(urlMarkup(`${BASE}/v1/receiver-jwks/${t.orgId}`));
       expect(page).toContain(`<code class="wrap">${config.oauth.dpop_jkt}</code>`);
     } else {
       expect(config.oauth.dpop).toBe(false);
@@ -209,8 +209,8 @@ describe("a DPoP-bound configuration's deliveries", () => {
     );
     const delivery = (await body<{ deliveries: { id: string }[] }>(published)).data.deliveries[0]?.id ?? "";
     const html = await (await b.get(`${listPath(t)}/${config.id}/deliveries/${delivery}`)).text();
-    expect(html).toMatch(/<code>Authorization<\/code>\s*<\/td>\s*<td>\s*<code class="wrap">DPoP ••••/);
-    expect(html).toMatch(/<code>DPoP<\/code>\s*<\/td>\s*<td>\s*<code class="wrap">•••• \(a DPoP proof/);
+    expect(html).toMatch(/<code>Authorization<\/code>\s*<\/td>\s*<td data-label="Value">\s*<code class="wrap">DPoP ••••/);
+    expect(html).toMatch(/<code>DPoP<\/code>\s*<\/td>\s*<td data-label="Value">\s*<code class="wrap">•••• \(a DPoP proof/);
   });
 });
 
@@ -243,7 +243,7 @@ describe("the webhook settings' assertion key", () => {
     const settings = `/manager/organizations/${t.orgId}/webhook-settings`;
     const html = await (await b.get(settings)).text();
     expect(html).toContain(`<a href="${settings}/rotate-assertion-key">Rotate the assertion key</a>`);
-    expect(html).toContain(`${BASE}/v1/receiver-jwks/${t.orgId}`);
+    expect(html).toContain(urlMarkup(`${BASE}/v1/receiver-jwks/${t.orgId}`));
     const confirm = await b.get(`${settings}/rotate-assertion-key`);
     expect(confirm.status).toBe(200);
     const confirmHtml = await confirm.text();

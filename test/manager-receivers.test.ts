@@ -268,7 +268,10 @@ describe("portal links and sessions from the manager", () => {
     expect(url).toMatch(/\/portal\/open\?token=kw_portal_[A-Za-z0-9_-]{43}\.org_/);
     expect(shown).toMatch(/shown only this once/);
     expect(shown).toMatch(/single-use/);
-    expect(shown).toMatch(/It expires at \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC/);
+    // Relative to the request ("in 5 minutes"), the exact UTC time on hover and for screen readers.
+    expect(shown).toMatch(
+      /It expires <time datetime="[^"]+" title="(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC)">in 5 minutes<span class="sr-only"> \(\1\)<\/span><\/time>/,
+    );
     const token = new URL(url).searchParams.get("token") ?? "";
     // A lifetime the API refuses is refused here too.
     expect((await b.post(`${webhookPath(o)}/portal-links`, { csrf, expires_in: "5" })).status).toBe(400);

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, admin, call, createTenant, type Tenant, tokenRequest } from "./helpers";
-import { Browser } from "./manager-helpers";
+import { Browser, timeTag } from "./manager-helpers";
 
 interface KeyView {
   hint: string;
@@ -51,7 +51,7 @@ describe("rotating an API key's secret in the manager", () => {
     const page = await (await b.get(keyPage(t))).text();
     expect(page).toContain(`<form method="get" action="${keyPage(t)}/rotate" class="card" aria-label="Rotate secret">`);
     for (const value of ["0", "3600", "86400", "604800", "seconds"]) expect(page).toContain(`<option value="${value}">`);
-    expect(page).not.toContain("Previous secret works until");
+    expect(page).not.toContain("Previous secret stops working");
 
     // The confirmation names the key and the grace, and changes nothing.
     const asked = await confirmation(b, `${keyPage(t)}/rotate?grace=3600&grace_seconds=`);
@@ -76,7 +76,9 @@ describe("rotating an API key's secret in the manager", () => {
     const key = await admin<KeyView>("GET", keyApi(t));
     const until = key.previous_secret_expires_at ?? "";
     expect(Date.parse(until) - Date.now()).toBeGreaterThan(3500_000);
-    expect(html).toContain(`Previous secret works until <strong>${shown(until)}</strong>`);
+    expect(html).toContain(
+      `Previous secret stops working <strong>${timeTag(until)}in 1 hour<span class="sr-only"> (${shown(until)})</span></time></strong>`,
+    );
     expect(key.hint).not.toBe(before.hint);
 
     // Both secrets get a token now.
@@ -85,7 +87,9 @@ describe("rotating an API key's secret in the manager", () => {
 
     // The key's page says until when, offers to end it, and never shows a secret again.
     const during = await (await b.get(keyPage(t))).text();
-    expect(during).toContain(`Previous secret works until <strong>${shown(until)}</strong>`);
+    expect(during).toContain(
+      `Previous secret stops working <strong>${timeTag(until)}in 1 hour<span class="sr-only"> (${shown(until)})</span></time></strong>`,
+    );
     expect(during).toContain(`<a href="${keyPage(t)}/end-grace">End grace now</a>`);
     expect(during).not.toContain(secret!);
     expect(during).not.toContain(t.apiKey);

@@ -10,12 +10,12 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { lastAttempt } from "../src/http/manager/pages/webhooks";
+import { LastAttempt } from "../src/http/manager/pages/webhooks";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../src/lib/encoding";
 import { sign } from "../src/lib/signed";
 import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, adminCall, authed, body, call, createTenant, issueToken } from "./helpers";
-import { Browser, LOGIN_CSRF, SESSION, setCookies } from "./manager-helpers";
+import { Browser, LOGIN_CSRF, SESSION, setCookies, timeTag } from "./manager-helpers";
 import { attemptNow, createConfig, deliveryRow, inEndpoint } from "./webhook-helpers";
 
 async function operator(): Promise<Browser> {
@@ -609,14 +609,18 @@ describe("API keys and webhooks pages", () => {
       until,
     );
     html = await (await b.get(base)).text();
+    // One status: "paused" with its reason and when it resumes (one time format), no "active" beside it.
+    const resumes = new Date(until).toISOString();
     expect(html).toContain(
-      `paused until ${new Date(until)
-        .toISOString()
-        .replace("T", " ")
-        .replace(/\.\d{3}Z$/, " UTC")}: the receiver answered 429 with Retry-After`,
+      `<span class="badge status-paused">paused</span> the receiver answered 429 with Retry-After; resumes ${timeTag(resumes)}in 10 minutes`,
     );
+    expect(html).not.toContain('<span class="badge status-active">');
     expect(html).toMatch(/ordered \(one at a time, in publish order\); at most 5 per second; one shared receiver token/);
-    expect(await (await b.get(`/manager/organizations/${t.orgId}/webhooks`)).text()).toMatch(/paused until/);
+    const list = await (await b.get(`/manager/organizations/${t.orgId}/webhooks`)).text();
+    expect(list).toContain(
+      `<span class="badge status-paused">paused</span> the receiver answered 429 with Retry-After; resumes ${timeTag(resumes)}`,
+    );
+    expect(list).not.toContain('<span class="badge status-active">');
     // Unchecked boxes turn the settings off again; an empty limit removes it.
     expect((await b.post(base, { ...fields, rate_limit: "" })).status).toBe(303);
     const cleared = await body<Record<string, unknown>>(await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)));
@@ -958,6 +962,10 @@ describe("client credentials without a secret, restricted, and DPoP-bound", () =
     expect(bad.status).toBe(400);
   });
 });
+
+/** The text a person reads of LastAttempt (its markup without tags): outside a layout, its time is exact. */
+const lastAttempt = (delivery: Parameters<typeof LastAttempt>[0]["delivery"]): string =>
+  String(LastAttempt({ delivery })).replace(/<[^>]+>/g, "");
 
 describe("a delivery's latest attempt in the lists", () => {
   const attempt = {

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 import { portalApp } from "../src/http/portal/routes";
 import { fakeNetwork, RECEIVER, receiver } from "./fake-network";
 import { ADMIN_TOKEN, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
-import { Browser, setCookies } from "./manager-helpers";
+import { Browser, setCookies, urlMarkup } from "./manager-helpers";
 import { api, attemptNow, createConfig, endpointAlarm, inEndpoint, webhooksOf } from "./webhook-helpers";
 
 const RECEIVER_SECRET = "receiver-client-secret-portal-0123456789";
@@ -213,8 +213,8 @@ describe("a portal session", () => {
     await attemptNow(o.t, o.bearer, o.deliveries[0] ?? "");
     const { b, csrf, link: l } = await session(o);
     const home = await (await b.get("/portal")).text();
-    expect(home).toContain(`${RECEIVER}/webhooks`);
-    expect(home).toContain(`${RECEIVER}/oauth/token`);
+    expect(home).toContain(urlMarkup(`${RECEIVER}/webhooks`));
+    expect(home).toContain(urlMarkup(`${RECEIVER}/oauth/token`));
     expect(home).toMatch(/Attempts, last 24 hours/);
     const detail = await (await b.get(`/portal/deliveries/${o.deliveries[0]}`)).text();
     expect(detail).toMatch(/v1,•••• \(HMAC-SHA256/);
@@ -390,7 +390,7 @@ describe("the receiver's token endpoint in the portal (issue 31)", () => {
     // The endpoint's page: the method, the JWKS URL to register (absolute), the DPoP thumbprint.
     const home = await (await b.get("/portal")).text();
     expect(home).toContain("an assertion keyway signs (private_key_jwt)");
-    expect(home).toContain(`<code class="wrap">${BASE}/v1/receiver-jwks/${o.t.orgId}</code>`);
+    expect(home).toContain(urlMarkup(`${BASE}/v1/receiver-jwks/${o.t.orgId}`));
     expect(home).toContain(`<code class="wrap">${String(oauth.dpop_jkt)}</code>`);
     // Back to a secret method without giving one: refused (none is stored any more).
     const refused = await b.post("/portal/settings", { ...fields, auth_method: "client_secret_basic" });

@@ -105,9 +105,11 @@ export function BarChart<K extends string>(props: {
             <tbody>
               {buckets.map((b) => (
                 <tr>
-                  <td>{unit === "hour" ? `${b.start.slice(0, 10)} ${tick(b.start, "hour")}` : b.start.slice(0, 10)}</td>
+                  <td data-label={unit === "hour" ? "Hour (UTC)" : "Day (UTC)"}>
+                    {unit === "hour" ? `${b.start.slice(0, 10)} ${tick(b.start, "hour")}` : b.start.slice(0, 10)}
+                  </td>
                   {series.map((s) => (
-                    <td>{b[s.key]}</td>
+                    <td data-label={s.label}>{b[s.key]}</td>
                   ))}
                 </tr>
               ))}

@@ -14,12 +14,15 @@ import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { pageNonce } from "../middleware/html";
 import { Confirm, type Confirmation } from "./pages/confirm";
-import { type Crumb, Page, Pager } from "./views";
+import { type Crumb, Page, Pager, type Section } from "./views";
 
 export type ManagerEnv = {
   Bindings: AppEnv["Bindings"];
-  /** `form`: a POST's fields, read once (the CSRF check and the handler both need them). */
-  Variables: AppEnv["Variables"] & { session: Session; form: Record<string, unknown> };
+  /**
+   * `form`: a POST's fields, read once (the CSRF check and the handler both need them); `org`:
+   * the organization in the URL once orgFor checked it, for the layout's section navigation.
+   */
+  Variables: AppEnv["Variables"] & { session: Session; form: Record<string, unknown>; org?: { id: string; name: string } };
 };
 export type C = Context<ManagerEnv>;
 
@@ -99,7 +102,35 @@ export function operatorOnly(c: C): void {
 export async function orgFor(c: C) {
   const orgId = c.req.param("org") ?? "";
   if (!canAccess(c.get("session"), orgId)) throw new ApiError("not_found", "There is no such page.");
-  return getOrganization(c.get("deps"), orgId);
+  const org = await getOrganization(c.get("deps"), orgId);
+  c.set("org", { id: org.id, name: org.name });
+  return org;
+}
+
+/**
+ * An organization's sections, as the layout's navigation shows them: the one this path is in is
+ * current (a webhook's deliveries, recoveries and portal links are in Webhooks, a user's
+ * credentials in Users, administrator tokens and the shared quota on Settings). API keys are the
+ * operator's only, so an organization administrator is not shown a link that answers 404.
+ */
+export function sectionsOf(s: Session, org: { id: string; name: string }, path: string): { org: string; items: Section[] } {
+  const base = `/manager/organizations/${org.id}`;
+  const rest = path.startsWith(base) ? path.slice(base.length) : "";
+  const first = rest.split("/")[1] ?? "";
+  const entries: [string, string][] = [
+    ["", "Settings and quota"],
+    ["users", "Users and credentials"],
+    ...(s.role === "operator" ? ([["api-keys", "API keys"]] as [string, string][]) : []),
+    ["webhooks", "Webhooks"],
+    ["event-types", "Event types"],
+    ["webhook-settings", "Webhook settings"],
+    ["audit-log", "Audit log"],
+  ];
+  const current = entries.some(([seg]) => seg === first) ? first : "";
+  return {
+    org: org.name,
+    items: entries.map(([seg, label]) => ({ label, href: seg === "" ? base : `${base}/${seg}`, current: seg === current })),
+  };
 }
 
 export function orgCrumbs(c: C, org: { id: string; name: string }, link = false): Crumb[] {
@@ -116,8 +147,18 @@ export const who = (s: Session) => (s.role === "operator" ? "Operator" : "Organi
 
 export function page(c: C, title: string, crumbs: Crumb[], body: Child, notice?: string): Response | Promise<Response> {
   const s = c.get("session");
+  const org = c.get("org");
   return c.html(
-    <Page title={title} nonce={pageNonce(c)} crumbs={crumbs} csrf={s.csrf} who={who(s)} notice={notice}>
+    <Page
+      title={title}
+      nonce={pageNonce(c)}
+      crumbs={crumbs}
+      {...(org ? { sections: sectionsOf(s, org, c.req.path) } : {})}
+      now={c.get("deps").now()}
+      csrf={s.csrf}
+      who={who(s)}
+      notice={notice}
+    >
       {body}
     </Page>,
   );

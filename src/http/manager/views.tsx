@@ -1,23 +1,37 @@
 /**
- * The manager app's HTML: one layout (landmarks, skip link, breadcrumbs named as the spec names
- * the path: Organization Settings, Users, Client credentials) and small components for forms
- * (fields with their error messages attached) and tables (in a labelled, focusable scroll region,
- * so a wide table scrolls on its own at phone widths instead of widening the page).
- * Server-rendered and usable without JavaScript; the only script is the optional copy button,
- * allowed by the page's CSP nonce. Hono JSX escapes every interpolated value.
+ * The manager app's HTML: one layout (landmarks, skip link, an organization's sections as a
+ * sidebar or, at phone widths, a row of tabs, breadcrumbs named as the spec names the path:
+ * Organization Settings, Users, Client credentials), one style sheet with a light and a dark
+ * scheme (prefers-color-scheme), and small components: form fields with their error messages
+ * attached, tables in a labelled region that become cards of labelled lines at phone widths,
+ * times shown relative to the request's clock with the exact UTC time on hover and for screen
+ * readers, URLs that break after their slashes. Server-rendered and usable without JavaScript;
+ * the only script is the optional copy button, allowed by the page's CSP nonce. Hono JSX escapes
+ * every interpolated value.
  */
 import { raw } from "hono/html";
-import type { Child, FC } from "hono/jsx";
+import { type Child, createContext, type FC, useContext } from "hono/jsx";
 
 export interface Crumb {
   label: string;
   href?: string;
 }
 
+/** One of an organization's sections in the navigation; `current` is marked aria-current="page". */
+export interface Section {
+  label: string;
+  href: string;
+  current: boolean;
+}
+
 export interface PageProps {
   title: string;
   nonce: string;
   crumbs?: Crumb[];
+  /** An organization's page: its name and sections, shown as a sidebar (tabs at phone widths). */
+  sections?: { org: string; items: Section[] };
+  /** The request's time (ms since the epoch): what relative times (Time) are counted from. */
+  now?: number;
   /** Present when signed in: the sign-out form needs the CSRF token. */
   csrf?: string;
   who?: string;
@@ -27,73 +41,107 @@ export interface PageProps {
 
 /** The manager's style sheet; the receivers' portal (http/portal/layout.tsx) uses it too, with a few rules of its own. */
 export const MANAGER_CSS = `
-:root { color-scheme: light; --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --accent:#0b57d0; --bad:#b3261e; --ok:#146c2e; --warn:#7a4f00; }
+/* Colours are custom properties: the light scheme here, the dark one in the media query below,
+   so every rule (charts included) follows prefers-color-scheme without a second sheet. */
+:root { color-scheme: light dark; --bg:#f6f7f9; --surface:#fff; --fg:#1a1a1a; --muted:#555; --line:#d0d4da; --field:#767676;
+  --accent:#0b57d0; --on-accent:#fff; --bad:#b3261e; --on-bad:#fff; --ok:#146c2e; --warn:#7a4f00; --focus:#b06d00; --nav-current:#e3ecfb; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg:#121417; --surface:#1c1f24; --fg:#e8eaed; --muted:#b0b5bc; --line:#3c424a; --field:#8a9099;
+    --accent:#8ab4f8; --on-accent:#0b1a33; --bad:#f28b82; --on-bad:#2b0b08; --ok:#81c995; --warn:#fdd663; --focus:#fdd663; --nav-current:#24324a; }
+}
 * { box-sizing: border-box; } [hidden] { display: none !important; }
-body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:#fafafa; }
-.skip { position:absolute; left:-999px; } .skip:focus { left:1rem; top:1rem; background:#fff; padding:.5rem; z-index:1; }
-header { background:#fff; border-bottom:1px solid var(--line); padding:.75rem 1.5rem; display:flex; justify-content:space-between; align-items:center; gap:1rem; flex-wrap:wrap; }
+body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:var(--bg); }
+.skip { position:absolute; left:-999px; } .skip:focus { left:1rem; top:1rem; background:var(--surface); padding:.5rem; z-index:1; }
+header { background:var(--surface); border-bottom:1px solid var(--line); padding:.75rem 1.5rem; display:flex; justify-content:space-between; align-items:center; gap:1rem; flex-wrap:wrap; }
 header .brand { font-weight:700; text-decoration:none; color:var(--fg); }
-main { max-width: 1200px; margin: 0 auto; padding: 1.5rem; overflow-wrap: break-word; }
+/* The content uses the width of a wide screen; an organization's pages put their sections beside it. */
+main { max-width: 1600px; padding: 1.5rem; overflow-wrap: break-word; min-width:0; }
+.shell { display:grid; grid-template-columns: 15rem minmax(0, 1fr); align-items:start; }
+nav.sections { padding:1.5rem 0 1.5rem 1rem; position:sticky; top:0; }
+nav.sections p { margin:0 0 .5rem .75rem; font-weight:700; overflow-wrap:anywhere; }
+nav.sections ul { list-style:none; margin:0; padding:0; }
+nav.sections a { display:block; padding:.4rem .75rem; border-radius:6px; text-decoration:none; color:var(--fg); }
+nav.sections a:hover { background:var(--surface); }
+nav.sections a[aria-current=page] { background:var(--nav-current); color:var(--fg); font-weight:700; box-shadow: inset 3px 0 0 var(--accent); }
+/* At phone widths the sections are a row of tabs that wrap, above the content: no sideways scroll. */
+@media (max-width: 900px) {
+  .shell { display:block; }
+  nav.sections { position:static; padding:.75rem 1rem 0; border-bottom:1px solid var(--line); background:var(--surface); }
+  nav.sections p { display:none; }
+  nav.sections ul { display:flex; flex-wrap:wrap; gap:.25rem; }
+  nav.sections a { padding:.25rem .6rem; font-size:.9rem; }
+  nav.sections a[aria-current=page] { box-shadow: inset 0 -3px 0 var(--accent); }
+}
 @media (max-width: 480px) { header, main { padding-left: 1rem; padding-right: 1rem; } }
 nav.crumbs ol { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-wrap:wrap; gap:.25rem; color:var(--muted); }
 nav.crumbs li + li::before { content:"\\2192"; margin-right:.25rem; }
 h1 { font-size:1.6rem; margin:.25rem 0 1rem; } h2 { font-size:1.2rem; margin-top:2rem; }
-a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, .table-scroll:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, summary:focus-visible, .table-scroll:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .table-scroll { overflow-x:auto; max-width:100%; margin:1rem 0; }
-/* Tables of many columns keep their columns readable at phone widths and scroll in their region
-   instead of folding each cell into a tall, mostly blank row. */
-table.wide { min-width:44rem; }
-/* Short lists at phone widths: each row becomes a card of labelled lines (the labels come from
-   data-label, the header row stays for screen readers), so nothing is cut off or needs scrolling. */
-@media (max-width: 600px) {
-  table.stack thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
-  table.stack tr { display:block; border-bottom:1px solid var(--line); padding:.5rem 0; }
-  table.stack td { display:block; border:0; padding:.15rem .5rem; }
-  table.stack td[data-label]::before { content: attr(data-label) ": "; font-weight:600; color:var(--muted); }
-} td.detail { min-width:18rem; overflow-wrap:anywhere; } caption { text-align:left; padding:.25rem 0; }
-/* A wide table's caption stays readable: as wide as the screen, and in view while the table scrolls. */
-.table-scroll caption { position:sticky; left:0; max-width:calc(100vw - 2rem); }
-.table-scroll code { white-space:nowrap; word-break:normal; } .table-scroll code.wrap { white-space:normal; word-break:break-all; }
-table { border-collapse: collapse; width:100%; background:#fff; } th, td { text-align:left; padding:.5rem; border-bottom:1px solid var(--line); vertical-align: top; }
+table { border-collapse: collapse; width:100%; background:var(--surface); } th, td { text-align:left; padding:.5rem; border-bottom:1px solid var(--line); vertical-align: top; }
 th { font-size:.85rem; color:var(--muted); text-transform: uppercase; letter-spacing:.03em; }
-code { font-family: ui-monospace, monospace; font-size:.9em; word-break: break-all; }
-form.card, .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
+caption { text-align:left; padding:.25rem 0; }
+/* Tables of many columns keep their columns readable on a tablet and scroll in their region there. */
+@media (min-width: 641px) { table.wide { min-width:44rem; } .table-scroll caption { position:sticky; left:0; } }
+/* Every table at phone widths: each row becomes a card of labelled lines (labels from data-label;
+   the header row stays for screen readers), the cells that matter first (class "lead": status,
+   error), so nothing is off to the right and no row is a tall band of empty columns. */
+@media (max-width: 640px) {
+  .table-scroll table thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
+  .table-scroll table, .table-scroll tbody { display:block; }
+  .table-scroll table tr { display:flex; flex-direction:column; border-bottom:1px solid var(--line); padding:.4rem 0; }
+  .table-scroll table td { display:block; border:0; padding:.1rem .5rem; min-width:0; }
+  .table-scroll table td.lead { order:-1; }
+  .table-scroll table td[data-label]::before { content: attr(data-label) ": "; font-weight:600; color:var(--muted); }
+  .table-scroll table td.empty { display:none; }
+  .table-scroll caption { display:block; }
+}
+code { font-family: ui-monospace, monospace; font-size:.9em; overflow-wrap: break-word; }
+/* Ids and secrets may break anywhere (they have no words); URLs only where Url put a <wbr>. */
+.id code, code.id, code.secret-text { overflow-wrap:anywhere; } code.url { overflow-wrap:normal; word-break:normal; }
+.id { white-space:normal; } .nowrap { white-space:nowrap; } code.wrap { overflow-wrap:anywhere; }
+form.card, .card { background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
 .check { display:flex; gap:.5rem; align-items:baseline; } .check input { width:auto; }
-input[type=text], input[type=email], input[type=password], input[type=number], input[type=datetime-local] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; }
-select { display:block; max-width:100%; padding:.5rem; border:1px solid #888; border-radius:4px; font:inherit; background:#fff; }
-button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
-button.secondary, .button.secondary { background:#fff; color:var(--accent); } button.danger, .button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
+input[type=text], input[type=email], input[type=password], input[type=number], input[type=datetime-local], input[type=search], input[type=url] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid var(--field); border-radius:4px; font:inherit; background:var(--surface); color:var(--fg); }
+select { display:block; max-width:100%; padding:.5rem; border:1px solid var(--field); border-radius:4px; font:inherit; background:var(--surface); color:var(--fg); }
+button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:var(--on-accent); font:inherit; cursor:pointer; text-decoration:none; }
+button.secondary, .button.secondary { background:var(--surface); color:var(--accent); } button.danger, .button.danger { background:var(--bad); border-color:var(--bad); color:var(--on-bad); }
 .inline { display:inline; } .inline button { margin:0; }
 pre.excerpt { white-space:pre-wrap; overflow-wrap:anywhere; max-width:32rem; max-height:12rem; overflow:auto; margin:.25rem 0 0; font-size:.85em; }
-.notice { border-left:4px solid var(--ok); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
-.warning { border-left:4px solid var(--bad); background:#fff; padding:.75rem 1rem; margin:1rem 0; }
-textarea { display:block; width:100%; max-width:48rem; padding:.5rem; border:1px solid #888; border-radius:4px; font:.9rem/1.4 ui-monospace, monospace; }
+.notice { border-left:4px solid var(--ok); background:var(--surface); padding:.75rem 1rem; margin:1rem 0; }
+.warning { border-left:4px solid var(--bad); background:var(--surface); padding:.75rem 1rem; margin:1rem 0; }
+textarea { display:block; width:100%; max-width:48rem; padding:.5rem; border:1px solid var(--field); border-radius:4px; font:.9rem/1.4 ui-monospace, monospace; background:var(--surface); color:var(--fg); }
 textarea[aria-invalid=true] { border:2px solid var(--bad); } select[aria-invalid=true] { border:2px solid var(--bad); }
 .field-error { color: var(--bad); font-weight:600; margin:.25rem 0; } input[aria-invalid=true] { border:2px solid var(--bad); }
 input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 /* Status badges: a word in a pill; the colour repeats what the word says. */
-.badge { display:inline-block; padding:0 .55rem; border-radius:999px; font-size:.85rem; font-weight:600; border:1px solid currentColor; white-space:nowrap; background:#fff; }
-.status-active, .status-delivered, .status-done { color: var(--ok); } .status-revoked, .status-failed, .status-disabled, .status-expired, .status-stopped, .status-ended { color: var(--bad); }
+.badge { display:inline-block; padding:0 .55rem; border-radius:999px; font-size:.85rem; font-weight:600; border:1px solid currentColor; white-space:nowrap; background:var(--surface); }
+.status-active, .status-delivered, .status-done, .status-healthy { color: var(--ok); } .status-revoked, .status-failed, .status-disabled, .status-expired, .status-stopped, .status-ended, .status-failing { color: var(--bad); }
 .status-pending, .status-retrying, .status-in_flight, .status-retry, .status-paused, .status-running, .status-deprecated { color: var(--warn); }
 .copy { margin:0 0 0 .35rem; padding:0 .5rem; font-size:.8rem; vertical-align:baseline; }
-.id { white-space:nowrap; } .nowrap { white-space:nowrap; }
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
+time[title] { text-decoration: underline dotted; text-underline-offset: 2px; }
+/* An audit entry's changes: one line per field. */
+dl.changes { display:grid; grid-template-columns:max-content minmax(0, 1fr); gap:0 .75rem; margin:0; } dl.changes dt { color:var(--muted); } dl.changes dd { margin:0; overflow-wrap:anywhere; }
 /* Charts (charts.tsx): inline SVG scaled to the column; each colour is a class. */
-.charts { display:grid; gap:1rem; } @media (min-width: 900px) { .charts { grid-template-columns: 1fr 1fr; } }
-figure.chart { margin:0; background:#fff; border:1px solid var(--line); border-radius:8px; padding:.75rem; min-width:0; }
+.charts { display:grid; gap:1rem; } @media (min-width: 1100px) { .charts { grid-template-columns: 1fr 1fr; } }
+figure.chart { margin:0; background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:.75rem; min-width:0; }
 figure.chart figcaption { font-weight:600; } figure.chart svg { display:block; width:100%; height:auto; }
 .bar-good { fill: var(--ok); background: var(--ok); } .bar-bad { fill: var(--bad); background: var(--bad); }
-.axis { stroke:#888; } .axis-label { font-size:11px; fill:#444; }
+.bar-hit { fill: transparent; } g.bar { outline:none; } g.bar:hover .bar-hit, g.bar:focus .bar-hit { fill: var(--line); fill-opacity:.5; }
+g.bar:focus .bar-hit { stroke: var(--focus); stroke-width:2; }
+.axis { stroke:var(--muted); } .axis-label { font-size:11px; fill:var(--muted); }
+.chart-readout { min-height:1.5em; margin:.25rem 0 0; color:var(--muted); font-size:.9rem; }
 .legend { list-style:none; padding:0; margin:.25rem 0; display:flex; flex-wrap:wrap; gap:1rem; }
 .swatch { display:inline-block; width:.8rem; height:.8rem; margin-right:.35rem; vertical-align:middle; }
-dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.25rem 1rem; margin:0 0 1rem; } dl.facts dd { margin:0; min-width:0; }
+dl.facts { display:grid; grid-template-columns:max-content minmax(0, 1fr); gap:.25rem 1rem; margin:0 0 1rem; } dl.facts dd { margin:0; min-width:0; }
 @media (max-width: 480px) { dl.facts { grid-template-columns:1fr; } dl.facts dd { margin-bottom:.5rem; } }
 .stats { display:flex; flex-wrap:wrap; gap:1rem 2rem; margin:.5rem 0; } .stats div { min-width:8rem; } .stats strong { display:block; font-size:1.4rem; }
 form.filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; } form.filters label { margin:0; }
 form.filters input, form.filters select { max-width:14rem; } form.filters button { margin:0; }
 nav.pager { display:flex; gap:1rem; margin:.5rem 0 1rem; }
-pre.payload { background:#fff; border:1px solid var(--line); border-radius:8px; padding:.75rem; overflow:auto; max-height:24rem; white-space:pre-wrap; overflow-wrap:anywhere; }
+pre.payload { background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:.75rem; overflow:auto; max-height:24rem; white-space:pre-wrap; overflow-wrap:anywhere; }
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
 `;
 
@@ -124,7 +172,23 @@ document.querySelectorAll("[data-copy-text]").forEach(function (button) {
 });
 `;
 
-export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, children }) => (
+/** An organization's sections: a navigation landmark naming the organization, the current one marked. */
+const Sections: FC<{ org: string; items: Section[] }> = ({ org, items }) => (
+  <nav class="sections" aria-label="Organization sections">
+    <p>{org}</p>
+    <ul>
+      {items.map((s) => (
+        <li>
+          <a href={s.href} aria-current={s.current ? "page" : undefined}>
+            {s.label}
+          </a>
+        </li>
+      ))}
+    </ul>
+  </nav>
+);
+
+export const Page: FC<PageProps> = ({ title, nonce, crumbs, sections, now, csrf, who, notice, children }) => (
   <>
     {raw("<!DOCTYPE html>")}
     <html lang="en">
@@ -153,25 +217,28 @@ export const Page: FC<PageProps> = ({ title, nonce, crumbs, csrf, who, notice, c
             </form>
           )}
         </header>
-        <main id="main">
-          {crumbs && crumbs.length > 0 && (
-            <nav class="crumbs" aria-label="Breadcrumb">
-              <ol>
-                {crumbs.map((c, i) => (
-                  <li>{c.href && i < crumbs.length - 1 ? <a href={c.href}>{c.label}</a> : <span aria-current="page">{c.label}</span>}</li>
-                ))}
-              </ol>
-            </nav>
-          )}
-          <h1>{title}</h1>
-          {notice && (
-            <p class="notice" role="status">
-              {notice}
-            </p>
-          )}
-          {children}
-          <p id="copied" class="sr-only" role="status" aria-live="polite"></p>
-        </main>
+        <div class={sections ? "shell" : undefined}>
+          {sections && <Sections org={sections.org} items={sections.items} />}
+          <main id="main">
+            {crumbs && crumbs.length > 0 && (
+              <nav class="crumbs" aria-label="Breadcrumb">
+                <ol>
+                  {crumbs.map((c, i) => (
+                    <li>{c.href && i < crumbs.length - 1 ? <a href={c.href}>{c.label}</a> : <span aria-current="page">{c.label}</span>}</li>
+                  ))}
+                </ol>
+              </nav>
+            )}
+            <h1>{title}</h1>
+            {notice && (
+              <p class="notice" role="status">
+                {notice}
+              </p>
+            )}
+            <Clock.Provider value={now ?? null}>{children}</Clock.Provider>
+            <p id="copied" class="sr-only" role="status" aria-live="polite"></p>
+          </main>
+        </div>
         <script nonce={nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
       </body>
     </html>
@@ -313,7 +380,61 @@ export const CopyId: FC<{ value: string; label?: string }> = ({ value, label }) 
   </span>
 );
 
+/** The one format of an exact time across the app: `2026-03-01 14:30:05 UTC`. */
 export const when = (iso: string | null): string => (iso === null ? "never" : iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC"));
+
+/**
+ * The request's time, given by the layout (Page, PortalPage) to every Time below it, so relative
+ * times are counted from one clock passed in (deps.now()), not read again here and there.
+ */
+export const Clock = createContext<number | null>(null);
+
+const RELATIVE = new Intl.RelativeTimeFormat("en", { numeric: "always" });
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ["year", 365 * 86_400],
+  ["month", 30 * 86_400],
+  ["day", 86_400],
+  ["hour", 3_600],
+  ["minute", 60],
+];
+
+/** `at` from `now` in words: "3 minutes ago", "in 2 hours", "just now" within 45 seconds. */
+export function relative(at: number, now: number): string {
+  const seconds = (at - now) / 1000;
+  if (Math.abs(seconds) < 45) return "just now";
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size * 0.75 || unit === "minute")
+      return RELATIVE.format(Math.round(seconds / size) || Math.sign(seconds), unit);
+  }
+  return "just now";
+}
+
+/**
+ * A timestamp: `<time datetime>` whose text is relative to the request's time (Clock), with the
+ * exact UTC time (when()) as its title for hover and as hidden text for screen readers. Without a
+ * clock (a page rendered outside a layout) the exact time is the text. `never` replaces null.
+ */
+export const Time: FC<{ at: string | null; never?: string }> = ({ at, never }) => {
+  const now = useContext(Clock);
+  if (at === null) return <>{never ?? "never"}</>;
+  const exact = when(at);
+  const ms = Date.parse(at);
+  if (now === null || Number.isNaN(ms)) return <time datetime={at}>{exact}</time>;
+  return (
+    <time datetime={at} title={exact}>
+      {relative(ms, now)}
+      <span class="sr-only"> ({exact})</span>
+    </time>
+  );
+};
+
+/**
+ * A URL in monospace that breaks only where a person would: after `/`, `?`, `&` and `=` (a <wbr>
+ * there), never inside the host or the port.
+ */
+export const Url: FC<{ value: string }> = ({ value }) => (
+  <code class="url">{value.split(/(?<=[/?&=])(?!\/)/).map((part, i) => (i === 0 ? part : [raw("<wbr>"), part]))}</code>
+);
 
 /**
  * "First page" and "Next page" links of a list paged with the API's cursors (an opaque string

@@ -2,21 +2,20 @@
  * The portal's HTML layout: the page shell (landmarks, skip link, the portal's navigation, the
  * "Sign out" form) and its style sheet. The markup inside reuses the manager's components
  * (http/manager/views.tsx, charts.tsx, pages/webhooks.tsx), so the style sheet is the manager's
- * (copied here: views.tsx does not export it, and the portal must not change with the manager's
- * chrome) plus the navigation's few rules. Server-rendered, usable without JavaScript; the only
+ * (MANAGER_CSS, light and dark schemes included) plus the navigation's few rules, and times are
+ * relative to the request's clock given to the manager's Clock context. Server-rendered, usable without JavaScript; the only
  * script is the optional copy button, allowed by the page's CSP nonce. Hono JSX escapes every
  * interpolated value. Two entries of the navigation, "Recover" and "Event catalog", are rendered
  * only when their href is given (routes.tsx gives both; a page without a session has no nav).
  */
 import { raw } from "hono/html";
 import type { Child, FC } from "hono/jsx";
-import { MANAGER_CSS } from "../manager/views";
+import { Clock, MANAGER_CSS } from "../manager/views";
 
-/** The manager's style sheet (views.tsx, kept in step by hand) and the portal's navigation. */
 /** The manager's style sheet (one look, one place), and the portal's own rules after it. */
 const CSS = `${MANAGER_CSS}
 nav.portal ul { list-style:none; padding:0; margin:0 0 1rem; display:flex; flex-wrap:wrap; gap:.25rem 1rem; }
-nav.portal a[aria-current=page] { font-weight:700; color:var(--fg); }
+nav.portal a[aria-current=page] { font-weight:700; color:var(--fg); text-decoration:none; box-shadow: inset 0 -3px 0 var(--accent); }
 /* The portal's own pages (recover.tsx, catalog.tsx): the window's inputs, folded schemas. */
 input[type=datetime-local] { max-width:20rem; }
 fieldset { border:1px solid var(--line); border-radius:6px; margin:.5rem 0; padding:.5rem 1rem 1rem; min-width:0; } legend { font-weight:600; padding:0 .25rem; }
@@ -71,6 +70,8 @@ export interface PortalPageProps extends PortalExtras {
   endpoint?: string;
   section?: PortalSection;
   notice?: string;
+  /** The request's time (ms since the epoch), which the manager's Time counts relative times from. */
+  now?: number;
   children?: Child;
 }
 
@@ -128,7 +129,7 @@ export const PortalPage: FC<PortalPageProps> = (p) => {
                 {p.notice}
               </p>
             )}
-            {p.children}
+            <Clock.Provider value={p.now ?? null}>{p.children}</Clock.Provider>
             <p id="copied" class="sr-only" role="status" aria-live="polite"></p>
           </main>
           <script nonce={p.nonce} dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />

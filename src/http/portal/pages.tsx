@@ -23,8 +23,8 @@ import {
   receiverOAuthValuesOf,
   TokenRequestFields,
 } from "../manager/pages/receiver-oauth";
-import { DeliveryFilters, DeliveryList } from "../manager/pages/webhooks";
-import { CopyId, Field, PostForm, Status, when } from "../manager/views";
+import { DeliveryFilters, DeliveryList, Health } from "../manager/pages/webhooks";
+import { CopyId, Field, PostForm, Time, Url } from "../manager/views";
 
 /** The link's page: one button, so that a link scanner's GET does not use the link up. */
 export const OpenPage: FC<{ token: string; formCsrf: string }> = ({ token, formCsrf }) => (
@@ -54,16 +54,6 @@ export const Refused: FC<{ message: string }> = ({ message }) => (
   </p>
 );
 
-/** Health in words, as the manager says it. */
-export const health = (w: WebhookConfiguration): string =>
-  w.state.pause_reason !== null
-    ? `paused${w.state.paused_until ? ` until ${when(w.state.paused_until)}` : ""}: ${w.state.pause_reason}`
-    : w.state.failing_since !== null
-      ? `every attempt has failed since ${when(w.state.failing_since)}`
-      : w.state.last_delivered_at !== null
-        ? `healthy; last delivered ${when(w.state.last_delivered_at)}`
-        : "no deliveries yet";
-
 const LANES = {
   fast: "fast lane (answers in time)",
   new: "new lane (no deliveries yet)",
@@ -85,11 +75,11 @@ export const HomePage: FC<{
     <dl class="facts">
       <dt>Webhook URL</dt>
       <dd>
-        <code class="wrap">{config.url}</code>
+        <Url value={config.url} />
       </dd>
       <dt>Token URL</dt>
       <dd>
-        <code class="wrap">{config.oauth.token_url}</code>
+        <Url value={config.oauth.token_url} />
       </dd>
       <dt>Client id at the receiver</dt>
       <dd>
@@ -102,19 +92,14 @@ export const HomePage: FC<{
         <CopyId value={config.id} label="configuration id" />
       </dd>
       <dt>Signing secret rotated</dt>
-      <dd>{when(config.signing_secrets[0]?.created_at ?? config.created_at)}</dd>
+      <dd>
+        <Time at={config.signing_secrets[0]?.created_at ?? config.created_at} />
+      </dd>
     </dl>
     <section class="card" aria-labelledby="health">
       <h2 id="health">Health</h2>
       <p>
-        <Status value={config.status} />
-        {config.state.pause_reason !== null && (
-          <>
-            {" "}
-            <Status value="paused" />
-          </>
-        )}
-        {config.disabled_reason ? ` (${config.disabled_reason})` : ""} {health(config)}.
+        <Health config={config} />.
       </p>
       <div class="stats">
         <div>

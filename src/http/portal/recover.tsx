@@ -9,7 +9,7 @@
 import type { FC } from "hono/jsx";
 import type { RecoveryView } from "../../schemas/receivers";
 import { Recoveries } from "../manager/pages/receivers";
-import { Field, Pager, PostForm, Status, when } from "../manager/views";
+import { Field, Pager, PostForm, Status, Time } from "../manager/views";
 
 export type RecoverField = "since" | "until";
 
@@ -125,7 +125,7 @@ export const RecoveryDetail: FC<{ recovery: RecoveryView }> = ({ recovery: r }) 
     <dl class="facts">
       <dt>Window (UTC)</dt>
       <dd>
-        {when(r.since)} to {when(r.until)}
+        <Time at={r.since} /> to <Time at={r.until} />
       </dd>
       <dt>Failed deliveries found</dt>
       <dd>{r.found}</dd>
@@ -138,9 +138,13 @@ export const RecoveryDetail: FC<{ recovery: RecoveryView }> = ({ recovery: r }) 
       <dt>Progress</dt>
       <dd>{progress(r)}</dd>
       <dt>Started</dt>
-      <dd>{when(r.created_at)}</dd>
+      <dd>
+        <Time at={r.created_at} />
+      </dd>
       <dt>Finished</dt>
-      <dd>{r.finished_at === null ? "not yet" : when(r.finished_at)}</dd>
+      <dd>
+        <Time at={r.finished_at} never="not yet" />
+      </dd>
       <dt>Recovery id</dt>
       <dd>
         <code>{r.id}</code>

@@ -531,7 +531,7 @@ const endpointName = (config: { description: string | null; url: string }) => co
 function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 409 | 410 = 200, extra: Partial<PortalPageProps> = {}) {
   const s = c.get("portal");
   return c.html(
-    <PortalPage title={title} nonce={pageNonce(c)} {...(s ? { csrf: s.csrf, ...NAV } : {})} {...extra}>
+    <PortalPage title={title} nonce={pageNonce(c)} now={c.get("deps").now()} {...(s ? { csrf: s.csrf, ...NAV } : {})} {...extra}>
       {body}
     </PortalPage>,
     status,

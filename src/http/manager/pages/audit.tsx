@@ -1,10 +1,11 @@
 /**
- * The manager's The audit log: who did what to which resource, and when. Plain data in, markup out (no request, no storage); routes load the
+ * The manager's audit log: who did what to which resource, and when, each change as a list of
+ * its fields in words. Plain data in, markup out (no request, no storage); routes load the
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
 import type { AuditEntryView } from "../../../schemas/audit";
-import { TableRegion, when } from "../views";
+import { TableRegion, Time } from "../views";
 
 const actorText = (a: AuditEntryView["actor"]): string =>
   a.type === "operator"
@@ -27,20 +28,24 @@ export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
             <th scope="col">When</th>
             <th scope="col">Who</th>
             <th scope="col">What</th>
-            <th scope="col">Details</th>
+            <th scope="col">Changes</th>
           </tr>
         </thead>
         <tbody>
           {entries.map((e) => (
             <tr>
-              <td class="nowrap">{when(e.at)}</td>
-              <td>{actorText(e.actor)}</td>
-              <td>
+              <td data-label="When" class="nowrap">
+                <Time at={e.at} />
+              </td>
+              <td data-label="Who">{actorText(e.actor)}</td>
+              <td data-label="What">
                 <code>{e.action}</code>
                 <br />
-                <code class="hint">{e.resource.id}</code>
+                <code class="hint id">{e.resource.id}</code>
               </td>
-              <td class="detail">{detailText(e.detail)}</td>
+              <td data-label="Changes">
+                <Changes detail={e.detail} />
+              </td>
             </tr>
           ))}
         </tbody>
@@ -50,9 +55,37 @@ export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   </>
 );
 
-/** An entry's detail as `key: value` pairs (values as JSON when they are not text); "-" without one. */
-function detailText(detail: AuditEntryView["detail"]): string {
-  if (detail === null) return "-";
-  const parts = Object.entries(detail).map(([k, v]) => `${k.replaceAll("_", " ")}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
-  return parts.length === 0 ? "-" : parts.join("; ");
+/** A field's name as words: `rate_limit` -> "rate limit". */
+const words = (key: string): string => key.replaceAll("_", " ");
+
+/**
+ * One value of a change in words: null (a limit removed, nothing set) is "none", a list is its
+ * items, an object its fields as `name: value`; text as it is, so no raw JSON `null` is shown.
+ */
+function valueText(v: unknown): string {
+  if (v === null || v === undefined) return "none";
+  if (typeof v === "string") return v === "" ? "none" : v;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  if (Array.isArray(v)) return v.length === 0 ? "none" : v.map(valueText).join(", ");
+  if (typeof v === "object") {
+    const parts = Object.entries(v as Record<string, unknown>).map(([k, x]) => `${words(k)}: ${valueText(x)}`);
+    return parts.length === 0 ? "none" : parts.join("; ");
+  }
+  return String(v);
 }
+
+/** An entry's detail as a definition list, one line per changed field; "—" when it has none. */
+const Changes: FC<{ detail: AuditEntryView["detail"] }> = ({ detail }) => {
+  const fields = detail === null ? [] : Object.entries(detail);
+  if (fields.length === 0) return <>—</>;
+  return (
+    <dl class="changes">
+      {fields.map(([k, v]) => (
+        <>
+          <dt>{words(k)}</dt>
+          <dd>{valueText(v)}</dd>
+        </>
+      ))}
+    </dl>
+  );
+};

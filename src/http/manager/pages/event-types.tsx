@@ -9,7 +9,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { EventTypeView, WebhookSettingsView } from "../../../schemas/receivers";
-import { Checkbox, Field, PostForm, Status, TableRegion, TextArea, when } from "../views";
+import { Checkbox, Field, PostForm, Status, TableRegion, TextArea, Time } from "../views";
 import type { Confirmation } from "./common";
 
 /** What `refused` said about a form: keyway's message, and each field's own. */
@@ -60,7 +60,7 @@ export const EventTypes: FC<{ base: string; settings: string; types: EventTypeVi
       </ul>
       {own.length === 0 && <p>No event types of this organization yet: any type may be published, and none is checked.</p>}
       <TableRegion label="Event types">
-        <table class="stack">
+        <table>
           <caption class="hint">By name: this organization's types, then keyway's own (read-only)</caption>
           <thead>
             <tr>
@@ -204,9 +204,13 @@ export const EventTypeFacts: FC<{ type: EventTypeView }> = ({ type }) => (
       <code>{type.name}</code>
     </dd>
     <dt>Created</dt>
-    <dd>{when(type.created_at)}</dd>
+    <dd>
+      <Time at={type.created_at} />
+    </dd>
     <dt>Last changed</dt>
-    <dd>{when(type.updated_at)}</dd>
+    <dd>
+      <Time at={type.updated_at} />
+    </dd>
   </dl>
 );
 

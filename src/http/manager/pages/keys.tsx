@@ -8,7 +8,7 @@ import type { CreditsUsage } from "../../../ratelimit/windows";
 import type { ApiKeyTrafficView, ApiKeyView } from "../../../schemas/admin";
 import type { Limits } from "../../../schemas/records";
 import { TrafficCharts } from "../charts";
-import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, when } from "../views";
 import type { Org } from "./common";
 
 const LOCATION_HINTS: [string, string][] = [
@@ -71,22 +71,24 @@ export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | nu
           <tbody>
             {keys.map(({ view: v, usage: u }) => (
               <tr>
-                <td>
+                <td data-label="Key">
                   <code>{v.hint}</code>
                 </td>
-                <td>{v.name ?? "-"}</td>
-                <td>{u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}</td>
-                <td>{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
-                <td>
+                <td data-label="Name">{v.name ?? "-"}</td>
+                <td data-label="Limits">
+                  {u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}
+                </td>
+                <td data-label="Used today">{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
+                <td data-label="Status" class="lead">
                   <Status value={v.status} />
                 </td>
-                <td>
+                <td data-label="Actions">
                   {v.status === "active" ? (
                     <a href={`${base}/${v.id}`}>
                       Limits and revocation<span class="skip"> for {v.hint}</span>
                     </a>
                   ) : (
-                    when(v.revoked_at)
+                    <Time at={v.revoked_at} />
                   )}
                 </td>
               </tr>
@@ -140,8 +142,11 @@ export const ApiKeyRotated: FC<{ base: string; apiKey: ApiKeyView; secret: strin
       <p>The previous secret no longer works.</p>
     ) : (
       <p>
-        Previous secret works until <strong>{when(apiKey.previous_secret_expires_at)}</strong>; both count against this key's limits. Once
-        every client has the new secret, <a href={`${base}/end-grace`}>end the grace now</a>.
+        Previous secret stops working{" "}
+        <strong>
+          <Time at={apiKey.previous_secret_expires_at} />
+        </strong>
+        ; both count against this key's limits. Once every client has the new secret, <a href={`${base}/end-grace`}>end the grace now</a>.
       </p>
     )}
     {!applied && (
@@ -172,12 +177,16 @@ export const ApiKeyDetail: FC<{
     </p>
     {apiKey.previous_secret_expires_at !== null && (
       <p>
-        Previous secret works until <strong>{when(apiKey.previous_secret_expires_at)}</strong> (replaced by a rotation; both count against
-        this key's limits).
+        Previous secret stops working{" "}
+        <strong>
+          <Time at={apiKey.previous_secret_expires_at} />
+        </strong>{" "}
+        (replaced by a rotation; both count against this key's limits).
       </p>
     )}
     <p>
-      Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets {when(resetsAt)}).
+      Used today: <strong>{usage.day.used}</strong> of {usage.day.limit} (resets <Time at={resetsAt} />
+      ).
     </p>
     {quota !== null && (
       <p>
@@ -252,7 +261,7 @@ export const ApiKeyDetail: FC<{
         </p>
         {apiKey.previous_secret_expires_at !== null && (
           <p>
-            The previous secret works until {when(apiKey.previous_secret_expires_at)}. <a href={`${base}/end-grace`}>End grace now</a>
+            The previous secret stops working <Time at={apiKey.previous_secret_expires_at} />. <a href={`${base}/end-grace`}>End grace now</a>
           </p>
         )}
         <form method="get" action={`${base}/rotate`} class="card" aria-label="Rotate secret">

@@ -5,13 +5,13 @@
 import type { FC } from "hono/jsx";
 import type { AdminTokenView } from "../../../schemas/admin";
 import type { OrganizationRecord, OrgQuota } from "../../../schemas/records";
-import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time } from "../views";
 import type { Org } from "./common";
 
 export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = ({ orgs, csrf }) => (
   <>
     <TableRegion label="Organizations">
-      <table class="stack">
+      <table>
         <caption class="hint">Organizations, 100 a page</caption>
         <thead>
           <tr>
@@ -29,7 +29,9 @@ export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = (
               <td data-label="Id">
                 <CopyId value={o.id} label={`id of ${o.name}`} />
               </td>
-              <td data-label="Created">{when(o.created_at)}</td>
+              <td data-label="Created">
+                <Time at={o.created_at} />
+              </td>
             </tr>
           ))}
         </tbody>
@@ -134,16 +136,20 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
           <tbody>
             {tokens.map((t) => (
               <tr>
-                <td>
+                <td data-label="Id">
                   <code>{t.id}</code>
                 </td>
-                <td>{t.name ?? "-"}</td>
-                <td>{when(t.expires_at)}</td>
-                <td>{when(t.last_used_at)}</td>
-                <td>
+                <td data-label="Name">{t.name ?? "-"}</td>
+                <td data-label="Expires">
+                  <Time at={t.expires_at} />
+                </td>
+                <td data-label="Last sign-in">
+                  <Time at={t.last_used_at} />
+                </td>
+                <td data-label="Status" class="lead">
                   <Status value={t.status} />
                 </td>
-                <td>
+                <td data-label="Actions">
                   {t.status === "active" ? (
                     <a href={`${base}/admin-tokens/${t.id}/revoke`}>
                       Revoke<span class="skip"> administrator token {t.id}</span>

@@ -8,7 +8,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { AssertionKeyRotationView, ConnectionTestView, ReceiverAuthMethod, WebhookConfigurationView } from "../../../schemas/webhooks";
-import { Checkbox, Field, TextArea, when } from "../views";
+import { Checkbox, Field, TextArea, Time, Url } from "../views";
 import type { Confirmation } from "./common";
 
 type AssertionKeyRotation = import("zod").output<typeof AssertionKeyRotationView>;
@@ -204,7 +204,7 @@ export const ReceiverOAuthFacts: FC<{ oauth: WebhookConfigurationView["oauth"]; 
   <dl class="facts">
     <dt>Token URL</dt>
     <dd>
-      <code class="wrap">{oauth.token_url}</code>
+      <Url value={oauth.token_url} />
     </dd>
     <dt>Client id at the receiver</dt>
     <dd>
@@ -216,7 +216,7 @@ export const ReceiverOAuthFacts: FC<{ oauth: WebhookConfigurationView["oauth"]; 
       <>
         <dt>JWKS URL (the client's jwks_uri)</dt>
         <dd>
-          <code class="wrap">{new URL(oauth.jwks_uri, origin).href}</code>{" "}
+          <Url value={new URL(oauth.jwks_uri, origin).href} />{" "}
           <span class="hint">(register it at the receiver's OAuth server: keyway's public keys, which check its assertions)</span>
         </dd>
       </>
@@ -242,7 +242,7 @@ export const ReceiverOAuthFacts: FC<{ oauth: WebhookConfigurationView["oauth"]; 
           )}
           {oauth.resource?.map((r) => (
             <>
-              resource <code class="wrap">{r}</code>{" "}
+              resource <Url value={r} />{" "}
             </>
           ))}
           {oauth.audience !== null && (
@@ -314,7 +314,7 @@ export const AssertionKeySection: FC<{ rotate: string; jwksUrl: string }> = ({ r
     <h2 id="assertion-key">Assertion key (private_key_jwt)</h2>
     <p>
       With private_key_jwt, keyway signs its token requests to receivers with this organization's key; receivers' OAuth servers check them
-      with the public keys at <code class="wrap">{jwksUrl}</code> (their client's jwks_uri). The private key is never shown.
+      with the public keys at <Url value={jwksUrl} /> (their client's jwks_uri). The private key is never shown.
     </p>
     <p>
       <a href={rotate}>Rotate the assertion key</a> (when it may have leaked, or on a schedule; nothing stops working)
@@ -341,14 +341,16 @@ export const AssertionKeyRotated: FC<{ result: AssertionKeyRotation; back: strin
         <code class="wrap">{result.kid}</code>
       </dd>
       <dt>Signs from</dt>
-      <dd>{when(result.activates_at)}</dd>
+      <dd>
+        <Time at={result.activates_at} />
+      </dd>
       <dt>Previous key</dt>
       <dd>
         {result.previous_kid === null ? (
           "none"
         ) : (
           <>
-            <code class="wrap">{result.previous_kid}</code> published until {when(result.previous_expires_at)}
+            <code class="wrap">{result.previous_kid}</code> stays published; it is removed <Time at={result.previous_expires_at} />
           </>
         )}
       </dd>

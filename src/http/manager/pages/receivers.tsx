@@ -8,7 +8,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { PortalSessionView, RecoveryView } from "../../../schemas/receivers";
-import { CopyId, Field, PostForm, Status, TableRegion, when } from "../views";
+import { CopyId, Field, PostForm, Status, TableRegion, Time, when } from "../views";
 import type { Confirmation } from "./common";
 import { type FormErrors, FormRefused } from "./event-types";
 
@@ -90,20 +90,24 @@ export const Recoveries: FC<{ base: string; recoveries: RecoveryView[]; caption:
         <tbody>
           {recoveries.map((r) => (
             <tr>
-              <td>
+              <td data-label="Recovery">
                 <a href={`${base}/recoveries/${r.id}`}>
                   <code>{r.id}</code>
                 </a>
               </td>
-              <td>{windowOf(r)}</td>
-              <td>
+              <td data-label="Window (UTC)">{windowOf(r)}</td>
+              <td data-label="Status" class="lead">
                 <Status value={r.status} />
               </td>
-              <td>{r.found}</td>
-              <td>{r.resent}</td>
-              <td>{r.skipped}</td>
-              <td class="nowrap">{when(r.created_at)}</td>
-              <td class="nowrap">{r.finished_at === null ? "-" : when(r.finished_at)}</td>
+              <td data-label="Found">{r.found}</td>
+              <td data-label="Re-sent">{r.resent}</td>
+              <td data-label="Skipped">{r.skipped}</td>
+              <td data-label="Created" class="nowrap">
+                <Time at={r.created_at} />
+              </td>
+              <td data-label="Finished" class="nowrap">
+                <Time at={r.finished_at} never="-" />
+              </td>
             </tr>
           ))}
         </tbody>
@@ -138,9 +142,13 @@ export const RecoveryDetail: FC<{ self: string; back: string; recovery: Recovery
       <dt>Skipped</dt>
       <dd>{r.skipped} (no longer failed when their turn came: re-sent by another recovery or by hand)</dd>
       <dt>Created</dt>
-      <dd>{when(r.created_at)}</dd>
+      <dd>
+        <Time at={r.created_at} />
+      </dd>
       <dt>Finished</dt>
-      <dd>{r.finished_at === null ? "not yet" : when(r.finished_at)}</dd>
+      <dd>
+        <Time at={r.finished_at} never="not yet" />
+      </dd>
     </dl>
     <ul class="links">
       <li>
@@ -186,8 +194,8 @@ export const PortalLinkCreated: FC<{ back: string; url: string; expiresAt: strin
     <div class="card">
       <p class="warning" role="alert">
         <strong>Copy the portal link now.</strong> It is shown only this once and cannot be retrieved later: keyway keeps only a hash of it.
-        It is single-use: the first opening starts the receiver's session and any later one is refused. It expires at {when(expiresAt)} if
-        it has not been opened. If it is lost, create another.
+        It is single-use: the first opening starts the receiver's session and any later one is refused. It expires{" "}
+        <Time at={expiresAt} /> if it has not been opened. If it is lost, create another.
       </p>
       <label for="portal-link">Portal link</label>
       <input id="portal-link" class="secret" type="text" readonly value={url} />
@@ -224,17 +232,25 @@ export const PortalSessions: FC<{ base: string; sessions: PortalSessionView[] }>
         <tbody>
           {sessions.map((s) => (
             <tr>
-              <td>
+              <td data-label="Session">
                 <code>{s.id}</code>
               </td>
-              <td>
+              <td data-label="Status" class="lead">
                 <Status value={s.status} />
               </td>
-              <td class="nowrap">{when(s.created_at)}</td>
-              <td class="nowrap">{when(s.last_seen_at)}</td>
-              <td class="nowrap">{when(s.expires_at)}</td>
-              <td class="nowrap">{s.ended_at === null ? "-" : when(s.ended_at)}</td>
-              <td>
+              <td data-label="Opened" class="nowrap">
+                <Time at={s.created_at} />
+              </td>
+              <td data-label="Last seen" class="nowrap">
+                <Time at={s.last_seen_at} />
+              </td>
+              <td data-label="Expires" class="nowrap">
+                <Time at={s.expires_at} />
+              </td>
+              <td data-label="Ended" class="nowrap">
+                <Time at={s.ended_at} never="-" />
+              </td>
+              <td data-label="Action">
                 {s.status === "active" ? (
                   <a href={`${base}/portal-sessions/${s.id}/end`} aria-label={`End session ${s.id}`}>
                     End session

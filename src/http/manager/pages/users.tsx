@@ -6,7 +6,7 @@ import type { FC } from "hono/jsx";
 import type { ClientCredentialView } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time } from "../views";
 import type { Org } from "./common";
 
 export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org, users, csrf }) => {
@@ -14,7 +14,7 @@ export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org
   return (
     <>
       <TableRegion label="Users">
-        <table class="stack">
+        <table>
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -28,7 +28,9 @@ export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org
               <tr>
                 <td data-label="Name">{u.name}</td>
                 <td data-label="E-mail">{u.email ?? "-"}</td>
-                <td data-label="Created">{when(u.created_at)}</td>
+                <td data-label="Created">
+                  <Time at={u.created_at} />
+                </td>
                 <td data-label="Actions">
                   <a href={`${base}/${u.id}/client-credentials`}>
                     Client credentials<span class="skip"> of {u.name}</span>
@@ -81,23 +83,27 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
         <tbody>
           {credentials.map((cr) => (
             <tr>
-              <td>
+              <td data-label="client_id">
                 <CopyId value={cr.client_id} label={`client_id ${cr.client_id}`} />
               </td>
-              <td>{cr.name ?? "-"}</td>
-              <td>
+              <td data-label="Name">{cr.name ?? "-"}</td>
+              <td data-label="Authentication">
                 {cr.token_endpoint_auth_method === "private_key_jwt"
                   ? `private_key_jwt (${cr.jwks?.keys.length ?? 0} keys)`
                   : "client secret"}
                 {cr.dpop_bound_access_tokens ? "; DPoP required" : ""}
               </td>
-              <td>{cr.scopes.length === ALL_SCOPES.length ? "all" : cr.scopes.join(" ") || "none"}</td>
-              <td>{when(cr.created_at)}</td>
-              <td>{when(cr.last_used_at)}</td>
-              <td>
+              <td data-label="Scopes">{cr.scopes.length === ALL_SCOPES.length ? "all" : cr.scopes.join(" ") || "none"}</td>
+              <td data-label="Created">
+                <Time at={cr.created_at} />
+              </td>
+              <td data-label="Last used">
+                <Time at={cr.last_used_at} />
+              </td>
+              <td data-label="Status" class="lead">
                 <Status value={cr.status} />
               </td>
-              <td>
+              <td data-label="Actions">
                 {cr.status === "active" ? (
                   <>
                     <a href={`${base}/${cr.client_id}/edit`}>
@@ -108,7 +114,7 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
                     </a>
                   </>
                 ) : (
-                  when(cr.revoked_at)
+                  <Time at={cr.revoked_at} />
                 )}
               </td>
             </tr>

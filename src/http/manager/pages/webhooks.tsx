@@ -11,7 +11,7 @@ import type {
   WebhookTrafficView,
 } from "../../../schemas/webhooks";
 import { TrafficCharts } from "../charts";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, when } from "../views";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, Url } from "../views";
 import type { Confirmation } from "./common";
 import {
   AuthMethodChoice,
@@ -25,15 +25,51 @@ import {
   TokenRequestFields,
 } from "./receiver-oauth";
 
-/** Health in words: paused and why, failing since when, or when the last delivery succeeded. */
-const health = (w: WebhookConfiguration): string =>
-  w.state.pause_reason !== null
-    ? `paused${w.state.paused_until ? ` until ${when(w.state.paused_until)}` : ""}: ${w.state.pause_reason}`
-    : w.state.failing_since !== null
-      ? `every attempt has failed since ${when(w.state.failing_since)}`
-      : w.state.last_delivered_at !== null
-        ? `healthy; last delivered ${when(w.state.last_delivered_at)}`
-        : "no deliveries yet";
+/**
+ * A configuration's one status, the first that applies: disabled (by whom or why), paused (by
+ * keyway, with its reason and until when), failing (every attempt since a time), or active.
+ */
+export const healthStatus = (w: WebhookConfiguration): "disabled" | "paused" | "failing" | "active" =>
+  w.status === "disabled" ? "disabled" : w.state.pause_reason !== null ? "paused" : w.state.failing_since !== null ? "failing" : "active";
+
+/**
+ * Health at a glance: one badge (healthStatus) and what it means in words, its times in the one
+ * format of Time. The manager's list and page and the portal's home page all show it.
+ */
+export const Health: FC<{ config: WebhookConfiguration }> = ({ config: w }) => {
+  const status = healthStatus(w);
+  return (
+    <>
+      <Status value={status} />{" "}
+      {status === "disabled" ? (
+        w.disabled_reason ? (
+          `${w.disabled_reason}`
+        ) : (
+          "nothing is sent to it until it is re-enabled"
+        )
+      ) : status === "paused" ? (
+        <>
+          {w.state.pause_reason}
+          {w.state.paused_until && (
+            <>
+              ; resumes <Time at={w.state.paused_until} />
+            </>
+          )}
+        </>
+      ) : status === "failing" ? (
+        <>
+          every attempt has failed since <Time at={w.state.failing_since} />
+        </>
+      ) : w.state.last_delivered_at !== null ? (
+        <>
+          healthy; last delivered <Time at={w.state.last_delivered_at} />
+        </>
+      ) : (
+        "no deliveries yet"
+      )}
+    </>
+  );
+};
 
 /** The lane in words (docs/webhooks.md, "Lanes"). */
 const LANES = {
@@ -43,15 +79,19 @@ const LANES = {
 } as const;
 
 /**
- * The latest attempt in one line. An error is keyway's sentence and already names its step and
- * status ("token endpoint could not be reached"), so it stands alone; without one, the step, the
- * status and the outcome say what happened.
+ * The latest attempt in one line: when, then what. An error is keyway's sentence and already
+ * names its step and status ("token endpoint could not be reached"), so it stands alone; without
+ * one, the step, the status and the outcome say what happened.
  */
-export const lastAttempt = (d: Pick<DeliveryRecord, "attempts">): string => {
-  const last = d.attempts.at(-1);
-  if (!last) return "-";
+export const LastAttempt: FC<{ delivery: Pick<DeliveryRecord, "attempts"> }> = ({ delivery }) => {
+  const last = delivery.attempts.at(-1);
+  if (!last) return <>-</>;
   const what = last.error ?? [last.step, last.http_status, last.outcome].filter((x) => x !== null).join(" ");
-  return `${when(last.at)}: ${what}`;
+  return (
+    <>
+      <Time at={last.at} />: {what}
+    </>
+  );
 };
 
 type Last24h = WebhookTrafficView["last_24h"];
@@ -84,7 +124,6 @@ export const WebhookConfigurations: FC<{ base: string; configs: { config: Webhoo
           <thead>
             <tr>
               <th scope="col">Configuration</th>
-              <th scope="col">Status</th>
               <th scope="col">Health</th>
               <th scope="col">Last 24 hours</th>
               <th scope="col">Events</th>
@@ -93,22 +132,20 @@ export const WebhookConfigurations: FC<{ base: string; configs: { config: Webhoo
           <tbody>
             {configs.map(({ config: w, last24h }) => (
               <tr>
-                <td>
+                <td data-label="Configuration">
                   <a href={`${base}/${w.id}`}>{w.description ?? w.url}</a>
                   {w.description !== null && (
                     <>
                       <br />
-                      <code class="wrap">{w.url}</code>
+                      <Url value={w.url} />
                     </>
                   )}
                 </td>
-                <td>
-                  <Status value={w.status} /> {w.disabled_reason ? `(${w.disabled_reason})` : ""}
-                  {w.state.pause_reason !== null && <Status value="paused" />}
+                <td data-label="Health" class="lead">
+                  <Health config={w} />
                 </td>
-                <td>{health(w)}</td>
-                <td>{last24hText(last24h)}</td>
-                <td>{w.events ? w.events.join(", ") : "all"}</td>
+                <td data-label="Last 24 hours">{last24hText(last24h)}</td>
+                <td data-label="Events">{w.events ? w.events.join(", ") : "all"}</td>
               </tr>
             ))}
           </tbody>
@@ -168,20 +205,22 @@ export const DeliveryList: FC<{
           <tbody>
             {deliveries.map((d) => (
               <tr>
-                <td>
+                <td data-label="Delivery (webhook-id)">
                   <a href={deliveryHref(d.id)}>
                     <code>{d.id}</code>
                   </a>
                 </td>
-                <td>
+                <td data-label="Event">
                   {d.event_type}
                   <br />
                   <code class="hint">{d.event_id}</code>
                 </td>
-                <td>
+                <td data-label="Status" class="lead">
                   <Status value={d.status} />
                 </td>
-                <td>{lastAttempt(d)}</td>
+                <td data-label="Last attempt" class="lead">
+                  <LastAttempt delivery={d} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -266,19 +305,12 @@ export const WebhookConfigurationDetail: FC<{
   return (
     <>
       <p>
-        <CopyId value={config.id} label="configuration id" /> <code class="wrap">{config.url}</code>
+        <CopyId value={config.id} label="configuration id" /> <Url value={config.url} />
       </p>
       <section class="card" aria-labelledby="health">
         <h2 id="health">Health</h2>
         <p>
-          <Status value={config.status} />
-          {config.state.pause_reason !== null && (
-            <>
-              {" "}
-              <Status value="paused" />
-            </>
-          )}
-          {config.disabled_reason ? ` (${config.disabled_reason})` : ""} {health(config)}.
+          <Health config={config} />.
         </p>
         <div class="stats">
           <div>
@@ -396,10 +428,17 @@ export const DeliveryDetail: FC<{
       <dt>Status</dt>
       <dd>
         <Status value={delivery.status} />
-        {delivery.next_attempt_at ? ` next attempt ${when(delivery.next_attempt_at)}` : ""}
+        {delivery.next_attempt_at && (
+          <>
+            {" "}
+            next attempt <Time at={delivery.next_attempt_at} />
+          </>
+        )}
       </dd>
       <dt>Published</dt>
-      <dd>{when(delivery.created_at)}</dd>
+      <dd>
+        <Time at={delivery.created_at} />
+      </dd>
     </dl>
     <p class="hint">The webhook-id stays the same on every attempt and re-send, so the receiver can tell a repeat from a new event.</p>
     {resendable && (
@@ -427,22 +466,24 @@ export const DeliveryDetail: FC<{
         <tbody>
           {delivery.attempts.map((a) => (
             <tr>
-              <td>{a.number}</td>
-              <td>{a.series}</td>
-              <td class="nowrap">{when(a.at)}</td>
-              <td>{a.step}</td>
-              <td>{a.http_status ?? "-"}</td>
-              <td>
+              <td data-label="Attempt">{a.number}</td>
+              <td data-label="Series">{a.series}</td>
+              <td data-label="When" class="nowrap">
+                <Time at={a.at} />
+              </td>
+              <td data-label="Step">{a.step}</td>
+              <td data-label="HTTP status">{a.http_status ?? "-"}</td>
+              <td data-label="Outcome" class="lead">
                 <Status value={a.outcome} />
               </td>
-              <td>
+              <td data-label="Error" class="lead">
                 {a.error ?? "-"}
                 {a.note ? ` (${a.note})` : ""}
               </td>
-              <td>
+              <td data-label="Receiver's answer">
                 <AnswerCell response={a.response} />
               </td>
-              <td>{a.latency_ms} ms</td>
+              <td data-label="Latency">{a.latency_ms} ms</td>
             </tr>
           ))}
         </tbody>
@@ -465,10 +506,10 @@ export const DeliveryDetail: FC<{
         <tbody>
           {sentHeaders.map(([name, value]) => (
             <tr>
-              <td>
+              <td data-label="Header">
                 <code>{name}</code>
               </td>
-              <td>
+              <td data-label="Value">
                 <code class="wrap">{value}</code>
               </td>
             </tr>
@@ -504,8 +545,9 @@ export const SigningSecretRotated: FC<{ base: string; secret: string; previousEx
   <>
     <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
     <p>
-      Until {when(previousExpiresAt)} each webhook carries two signatures (<code>v1,...</code> with the new secret and with the previous
-      one), so the receiver can switch to the new secret at any point in that time. After it only the new secret signs.
+      Each webhook carries two signatures (<code>v1,...</code> with the new secret and with the previous one) until the previous
+      secret stops signing <Time at={previousExpiresAt} />, so the receiver can switch to the new secret at any point in that time.
+      After it only the new secret signs.
     </p>
     <p>
       <a href={base}>Back to the webhook configuration</a>
@@ -739,7 +781,7 @@ export const WebhookConfigurationCreated: FC<{ base: string; config: WebhookConf
   <>
     <p>
       <CopyId value={config.id} label="configuration id" /> sends {config.events ? config.events.join(", ") : "every event"} to{" "}
-      <code class="wrap">{config.url}</code>.
+      <Url value={config.url} />.
     </p>
     <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
     <p>
