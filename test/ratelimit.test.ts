@@ -258,4 +258,45 @@ describe("rate limits", () => {
     expect(res.res.status).toBe(401);
     expect(res.res.headers.get("ratelimit")).toBeNull();
   });
+
+  it("counts each request in its hour within the windows' one row, and stores a finished hour once the next begins (also across a restart)", async () => {
+    const t = await createTenant(DEFAULTS);
+    const HOUR = 3_600_000;
+    // The hour before the current one, so that the operator API's last-24-hours view shows both.
+    const previous = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
+    expect((await tokenAt(t, previous + 100)).res.status).toBe(200);
+    expect((await tokenAt(t, previous + 200)).res.status).toBe(429);
+    const stub = env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
+    const stored = () =>
+      runInDurableObject(stub, (_instance, state) => ({
+        traffic: state.storage.sql.exec("SELECT hour_ms, admitted, refused FROM traffic ORDER BY hour_ms").toArray(),
+        live: state.storage.sql.exec("SELECT hour_ms, hour_admitted, hour_refused FROM windows").one(),
+      }));
+    // Within the hour nothing but the windows row is written.
+    expect(await stored()).toEqual({ traffic: [], live: { hour_ms: previous, hour_admitted: 1, hour_refused: 1 } });
+    expect((await tokenAt(t, previous + HOUR + 100)).res.status).toBe(200);
+    expect(await stored()).toEqual({
+      traffic: [{ hour_ms: previous, admitted: 1, refused: 1 }],
+      live: { hour_ms: previous + HOUR, hour_admitted: 1, hour_refused: 0 },
+    });
+    const hours = async () =>
+      (
+        await admin<{ hours: { start: string; admitted: number; refused: number }[] }>(
+          "GET",
+          `/organizations/${t.orgId}/api-keys/${t.apiKeyId}/traffic`,
+        )
+      ).hours
+        .filter((h) => h.admitted + h.refused > 0)
+        .map((h) => [Date.parse(h.start), h.admitted, h.refused]);
+    expect(await hours()).toEqual([
+      [previous, 1, 1],
+      [previous + HOUR, 1, 0],
+    ]);
+    // The live hour is in storage, not only in memory.
+    await abortAllDurableObjects();
+    expect(await hours()).toEqual([
+      [previous, 1, 1],
+      [previous + HOUR, 1, 0],
+    ]);
+  });
 });

@@ -204,7 +204,27 @@ const MIGRATIONS: Migration[] = [
       "ALTER TABLE key ADD COLUMN previous_until_ms INTEGER",
     ],
   },
+  {
+    // Issue 33: the current hour's traffic counts live in the windows row, so that a request
+    // writes one row (the design floor), not two; the hour's row of `traffic` is written once,
+    // when the next hour begins (`tally`).
+    version: 6,
+    statements: [
+      "ALTER TABLE windows ADD COLUMN hour_ms INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE windows ADD COLUMN hour_admitted INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE windows ADD COLUMN hour_refused INTEGER NOT NULL DEFAULT 0",
+    ],
+  },
 ];
+
+/** The current hour's requests, admitted and refused by the limits (the live row of the traffic charts). */
+interface HourCounts {
+  hour: number;
+  admitted: number;
+  refused: number;
+}
+
+const NO_HOUR: HourCounts = { hour: 0, admitted: 0, refused: 0 };
 
 /** How long the hourly traffic counts are kept: the 30 days the charts show, and one to spare. */
 export const TRAFFIC_DAYS = 31;
@@ -259,8 +279,8 @@ export class KeyObject extends DurableObject<Env> {
   private readonly facts = new Map<string, number>();
   /** When the alarm last pruned expired rows (memory: a restarted object prunes at its first alarm). */
   private prunedAt = 0;
-  /** The hour of the last traffic count (memory only: a restarted object prunes on its first request). */
-  private trafficHour = 0;
+  /** The current hour's traffic counts, stored in the windows row (`tally`). */
+  private hourly: HourCounts = NO_HOUR;
   /** The organization's shared quota as of the key's revision; null: none, and no quota call. */
   private quota: OrgQuota | null = null;
   /** The key's credits (the live balance is here); null: none. */
@@ -282,8 +302,21 @@ export class KeyObject extends DurableObject<Env> {
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").toArray().length === 0) return;
     migrate(ctx.storage, MIGRATIONS);
     this.key = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM key`).toArray()[0] ?? null;
-    const w = sql.exec<{ second: number; second_count: number; day: number; day_count: number }>("SELECT * FROM windows").toArray()[0];
-    if (w) this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
+    const w = sql
+      .exec<{
+        second: number;
+        second_count: number;
+        day: number;
+        day_count: number;
+        hour_ms: number;
+        hour_admitted: number;
+        hour_refused: number;
+      }>("SELECT * FROM windows")
+      .toArray()[0];
+    if (w) {
+      this.windows = { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count };
+      this.hourly = { hour: w.hour_ms, admitted: w.hour_admitted, refused: w.hour_refused };
+    }
     // Uses are pruned once flushed and a minute old (`prune`): this is the last minute's subjects.
     for (const u of sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses")) this.noted.set(u.subject, u.at);
     this.loadQuotaAndCredits();
@@ -312,9 +345,9 @@ export class KeyObject extends DurableObject<Env> {
     const revokedToken = (id: string | undefined) => id !== undefined && this.tokenRevokedUntil(id) > input.now;
     // A proof is used once, admitted or not: the first use records it, every later one is a replay.
     const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof);
+    // decide() counts the request in its hour's traffic in the same write as its windows.
     const decision = await this.decide(input.now, input.cost ?? 1, input.defaults);
     if (decision === "unconfirmed") return { status: "unconfirmed" };
-    this.countTraffic(input.now, decision.allowed);
     if (decision.allowed) {
       this.noteUse("key", input.now);
       if (input.clientId !== undefined && input.clientAuthenticated && !clientRevoked) this.noteUse(input.clientId, input.now);
@@ -365,15 +398,23 @@ export class KeyObject extends DurableObject<Env> {
       cost,
     });
     const before = this.credits;
-    if (!decision.allowed) return this.withExtras(decision, before, now);
+    // A refusal writes the windows row too, but only for its hour's count (one row either way).
+    if (!decision.allowed) {
+      this.writeWindows(this.windows, this.tally(now, "refused"));
+      return this.withExtras(decision, before, now);
+    }
     let credits = before;
     if (before !== null) {
       const spent = spend(before, now, cost);
       credits = { ...before, ...spent.state };
-      if (!spent.allowed) return this.withExtras(refusedBy("credits"), credits, now);
+      if (!spent.allowed) {
+        this.writeWindows(this.windows, this.tally(now, "refused"));
+        return this.withExtras(refusedBy("credits"), credits, now);
+      }
     }
-    // Storage first: memory never counts a request that storage did not.
-    this.writeWindows(state);
+    // Storage first: memory never counts a request that storage did not. Counted as admitted in
+    // its hour now; a refusal by the quota below moves it to refused (giveBack).
+    this.writeWindows(state, this.tally(now, "admitted"));
     if (credits !== null) this.writeCredits(credits);
     const quota = this.quotaLimits();
     if (quota === null) return this.withExtras(decision, credits, now);
@@ -386,13 +427,13 @@ export class KeyObject extends DurableObject<Env> {
       answer = await withTimeout(quotaObject.take(quota, now, cost, takeId), CONFIRM_TIMEOUT_MS, "the organization's quota");
     } catch (err) {
       log.warn("organization quota unreachable; refusing", { key: this.key?.id, detail: describeError(err) });
-      this.giveBack(state, cost, spentFrom);
+      this.giveBack(state, cost, spentFrom, null);
       // Answered 503: the quota must not keep it, whether its take has landed, lands later or never.
       quotaObject.release(takeId).catch((e: unknown) => log.warn("quota release failed", { key: this.key?.id, detail: describeError(e) }));
       return "unconfirmed";
     }
     if (!answer.allowed) {
-      this.giveBack(state, cost, spentFrom);
+      this.giveBack(state, cost, spentFrom, "refused");
       return { ...this.withExtras(refusedBy(answer.exceeded), this.credits, now), quota: answer.windows };
     }
     return { ...this.withExtras(decision, credits, now), quota: answer.windows };
@@ -405,17 +446,58 @@ export class KeyObject extends DurableObject<Env> {
     return { ...decision, credits: { remaining: current.remaining, refill: current.refill, nextRefillAt: current.nextRefillMs } };
   }
 
-  private writeWindows(state: WindowState): void {
-    // An upsert updates the one row in place (REPLACE would delete and re-insert it).
+  /**
+   * The one row a request writes: the windows and the current hour's traffic counts together.
+   * An upsert updates it in place (REPLACE would delete and re-insert it).
+   */
+  private writeWindows(state: WindowState, hourly: HourCounts): void {
     this.ctx.storage.sql.exec(
-      `INSERT INTO windows (one, second, second_count, day, day_count) VALUES (1, ?1, ?2, ?3, ?4)
-       ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4`,
+      `INSERT INTO windows (one, second, second_count, day, day_count, hour_ms, hour_admitted, hour_refused)
+       VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)
+       ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4,
+         hour_ms = ?5, hour_admitted = ?6, hour_refused = ?7`,
       state.second,
       state.secondCount,
       state.day,
       state.dayCount,
+      hourly.hour,
+      hourly.admitted,
+      hourly.refused,
     );
     this.windows = state;
+    this.hourly = hourly;
+  }
+
+  /**
+   * The hour's counts with one more request `as` admitted or refused by the limits: the counts the
+   * charts draw, written with the windows (no extra row on the hot path). When a new hour begins,
+   * the finished hour goes to its row of `traffic` and rows past TRAFFIC_DAYS are deleted: two
+   * statements once an hour. A request stamped before the live hour (another isolate's clock at
+   * the boundary) is added to its own hour's row directly.
+   */
+  private tally(now: number, as: "admitted" | "refused"): HourCounts {
+    const hour = hourOf(now);
+    const current = this.hourly;
+    if (hour < current.hour) {
+      this.addTraffic(hour, as === "admitted" ? 1 : 0, as === "refused" ? 1 : 0);
+      return current;
+    }
+    const base = hour === current.hour ? current : { hour, admitted: 0, refused: 0 };
+    if (hour > current.hour && current.hour > 0) {
+      if (current.admitted + current.refused > 0) this.addTraffic(current.hour, current.admitted, current.refused);
+      this.ctx.storage.sql.exec("DELETE FROM traffic WHERE hour_ms < ?", hour - TRAFFIC_DAYS * DAY_MS);
+    }
+    return as === "admitted" ? { ...base, admitted: base.admitted + 1 } : { ...base, refused: base.refused + 1 };
+  }
+
+  private addTraffic(hour: number, admitted: number, refused: number): void {
+    this.ctx.storage.sql.exec(
+      `INSERT INTO traffic (hour_ms, admitted, refused) VALUES (?1, ?2, ?3)
+       ON CONFLICT (hour_ms) DO UPDATE SET admitted = admitted + ?2, refused = refused + ?3`,
+      hour,
+      admitted,
+      refused,
+    );
   }
 
   private writeCredits(credits: KeyCreditsState): void {
@@ -437,14 +519,24 @@ export class KeyObject extends DurableObject<Env> {
    * if that is still the balance: a reset (a new epoch) or a refill (a new period) while the quota
    * was asked replaced it, and the replacement gets nothing back (issue 29: else the key could
    * spend one cost more than it was given). A top-up meanwhile only added to the same balance.
+   * Its hour's count moves from admitted to refused (`as`), or, for a 503, is taken out (null).
    */
-  private giveBack(counted: WindowState, cost: number, spentFrom: { epoch: number; nextRefillMs: number | null } | null): void {
+  private giveBack(
+    counted: WindowState,
+    cost: number,
+    spentFrom: { epoch: number; nextRefillMs: number | null } | null,
+    as: "refused" | null,
+  ): void {
     const w = this.windows;
-    this.writeWindows({
-      ...w,
-      secondCount: w.second === counted.second ? Math.max(0, w.secondCount - cost) : w.secondCount,
-      dayCount: w.day === counted.day ? Math.max(0, w.dayCount - cost) : w.dayCount,
-    });
+    const h = this.hourly;
+    this.writeWindows(
+      {
+        ...w,
+        secondCount: w.second === counted.second ? Math.max(0, w.secondCount - cost) : w.secondCount,
+        dayCount: w.day === counted.day ? Math.max(0, w.dayCount - cost) : w.dayCount,
+      },
+      { ...h, admitted: Math.max(0, h.admitted - 1), refused: h.refused + (as === "refused" ? 1 : 0) },
+    );
     const c = this.credits;
     if (spentFrom !== null && c !== null && c.epoch === spentFrom.epoch && c.nextRefillMs === spentFrom.nextRefillMs) {
       this.writeCredits({ ...c, remaining: c.remaining + cost });
@@ -604,31 +696,19 @@ export class KeyObject extends DurableObject<Env> {
     return soonest === null ? null : Math.max(soonest, this.prunedAt + PRUNE_INTERVAL_MS);
   }
 
-  /**
-   * One request in its hour's row of `traffic`, admitted or refused by the limits: the counts the
-   * charts draw, written in the same call as the decision (no extra call on the hot path). Rows
-   * past TRAFFIC_DAYS go when a new hour begins.
-   */
-  private countTraffic(now: number, allowed: boolean): void {
-    const hour = hourOf(now);
-    const sql = this.ctx.storage.sql;
-    sql.exec(
-      `INSERT INTO traffic (hour_ms, admitted, refused) VALUES (?1, ?2, ?3)
-       ON CONFLICT (hour_ms) DO UPDATE SET admitted = admitted + ?2, refused = refused + ?3`,
-      hour,
-      allowed ? 1 : 0,
-      allowed ? 0 : 1,
-    );
-    if (hour > this.trafficHour) {
-      this.trafficHour = hour;
-      sql.exec("DELETE FROM traffic WHERE hour_ms < ?", hour - TRAFFIC_DAYS * DAY_MS);
-    }
-  }
-
-  /** The hourly traffic counts (oldest first), for the charts and the operator API. */
+  /** The hourly traffic counts (oldest first), for the charts and the operator API: the stored hours and the live one. */
   traffic(): TrafficRow[] {
     if (this.key === null) return [];
-    return this.ctx.storage.sql.exec<TrafficRow>("SELECT hour_ms, admitted, refused FROM traffic ORDER BY hour_ms").toArray();
+    const rows = this.ctx.storage.sql.exec<TrafficRow>("SELECT hour_ms, admitted, refused FROM traffic ORDER BY hour_ms").toArray();
+    const live = this.hourly;
+    if (live.admitted + live.refused === 0) return rows;
+    const same = rows.find((r) => r.hour_ms === live.hour);
+    if (same !== undefined) {
+      same.admitted += live.admitted;
+      same.refused += live.refused;
+      return rows;
+    }
+    return [...rows, { hour_ms: live.hour, admitted: live.admitted, refused: live.refused }].sort((x, y) => x.hour_ms - y.hour_ms);
   }
 
   /** Current usage without counting a request (operator API, manager). */
