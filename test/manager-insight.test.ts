@@ -52,8 +52,10 @@ describe("a webhook configuration's page", () => {
     expect(html).toContain("<title>Webhook: Orders at Acme - keyway manager</title>");
     expect(html).toMatch(/Success rate, 24 h<strong>50%<\/strong>/);
     expect(html).toMatch(/Failed, 24 h<strong>1<\/strong>/);
-    // Two charts, each an SVG image with a name and a summary, and a table of the same numbers.
-    expect(html.match(/<svg [^>]*role="img"/g)).toHaveLength(2);
+    // Two charts, each an SVG group with a name and a summary, and a table of the same numbers;
+    // each bucket is focusable and named by its values (and titled for the mouse).
+    expect(html.match(/<svg [^>]*role="group"/g)).toHaveLength(2);
+    expect(html.match(/<g class="bar" tabindex="0" role="img" aria-label="[^"]+: \d+ succeeded, \d+ failed">/g)).toHaveLength(24 + 30);
     expect(html).toContain("Attempts, last 24 hours: 1 succeeded, 1 failed in all; the busiest hour had 2.");
     const traffic = (await body<WebhookTrafficView>(await api(s.t, s.bearer, `/v1/webhook-configurations/${s.config}/traffic`))).data;
     const hour = traffic.hours.at(-1)!;
@@ -168,7 +170,7 @@ describe("an API key's page", () => {
     const b = await Browser.signedIn(ADMIN_TOKEN);
     const html = await (await b.get(`/manager/organizations/${t.orgId}/api-keys/${t.apiKeyId}`)).text();
     expect(html).toMatch(/<title>API key: [^<]+ - keyway manager<\/title>/);
-    expect(html.match(/<svg [^>]*role="img"/g)).toHaveLength(2);
+    expect(html.match(/<svg [^>]*role="group"/g)).toHaveLength(2);
     const admitted = 1 + statuses.filter((st) => st === 200).length; // and the token request
     expect(html).toContain(`Requests, last 24 hours: ${admitted} admitted, ${refused} refused (429) in all`);
   });

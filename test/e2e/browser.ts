@@ -1,12 +1,14 @@
 /**
- * Shared by the browser tests (the manager, /docs): Debian's Chromium driven by playwright-core
- * (`npx playwright install` cannot download here, so the system binary is used; CI installs it in
- * .ci/run), and axe-core run inside the page so accessibility is checked by an outside library,
- * at every impact level.
+ * Shared by the browser tests (the manager, the portal, /docs): Debian's Chromium driven by
+ * playwright-core (`npx playwright install` cannot download here, so the system binary is used; CI
+ * installs it in .ci/run), axe-core run inside the page so accessibility is checked by an outside
+ * library at every impact level, and expectLaidOut, the walk's check of one page in light and
+ * dark at 1280 and 390 px (axe, sideways scrolling, cut-off tables, row heights).
  */
 import { accessSync, constants, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { expect } from "vitest";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -60,4 +62,67 @@ export async function axeViolations(page: Page): Promise<{ id: string; impact: s
     return result.violations;
   });
   return violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => JSON.stringify(n.target)) }));
+}
+
+export const WIDE = { width: 1280, height: 800 };
+/** An iPhone 12-15's CSS width: the narrowest screen the manager and the portal are laid out for. */
+export const NARROW = { width: 390, height: 844 };
+/** No table row may be taller than this, at either width (issue 32: no tall blank bands). */
+export const MAX_ROW_PX = 200;
+
+/** The tallest table row seen by any walk of this process, reported once at the end of each suite. */
+export const tallest = { px: 0, where: "" };
+
+/**
+ * What a person would call broken layout on the page as it is now: the document wider than the
+ * window (sideways scrolling), table regions whose content is wider than they are (cut off or
+ * scrolled), and the tallest visible table body row with where it is.
+ */
+async function layoutOf(page: Page): Promise<{ page: number; window: number; cutOff: string[]; row: { px: number; text: string } }> {
+  return page.evaluate(() => {
+    const cutOff: string[] = [];
+    for (const el of document.querySelectorAll<HTMLElement>(".table-scroll, table")) {
+      if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1) {
+        cutOff.push(`${el.tagName.toLowerCase()}[${el.getAttribute("aria-label") ?? ""}] ${el.scrollWidth} > ${el.clientWidth}`);
+      }
+    }
+    let row = { px: 0, text: "" };
+    for (const tr of document.querySelectorAll<HTMLElement>("tbody tr")) {
+      const px = tr.getBoundingClientRect().height;
+      if (px > row.px) row = { px: Math.round(px), text: (tr.textContent ?? "").replace(/\s+/g, " ").trim().slice(0, 80) };
+    }
+    return { page: document.documentElement.scrollWidth, window: window.innerWidth, cutOff, row };
+  });
+}
+
+/**
+ * The page in light and dark (prefers-color-scheme), each at 1280 and at 390 px: no axe-core
+ * violation at any impact (colour contrast included, so both schemes pass), the document no wider
+ * than the window, no table region cut off or scrolling, no table row taller than MAX_ROW_PX.
+ * `shoot` saves a full-page screenshot for each combination (suffixes `-390`, `-dark`). Leaves
+ * the page light at 1280 px.
+ */
+export async function expectLaidOut(page: Page, step: string, shoot: (suffix: string) => Promise<void>): Promise<void> {
+  try {
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const size of [WIDE, NARROW]) {
+        await page.setViewportSize(size);
+        const where = `${step} at ${size.width} px, ${scheme}`;
+        await shoot(`${size === NARROW ? "-390" : ""}${scheme === "dark" ? "-dark" : ""}`);
+        expect(await axeViolations(page), `axe-core on ${where}`).toEqual([]);
+        const layout = await layoutOf(page);
+        expect(layout.page, `${where}: document width`).toBeLessThanOrEqual(layout.window);
+        expect(layout.cutOff, `${where}: tables cut off`).toEqual([]);
+        expect(layout.row.px, `${where}: tallest row (${layout.row.text})`).toBeLessThanOrEqual(MAX_ROW_PX);
+        if (layout.row.px > tallest.px) {
+          tallest.px = layout.row.px;
+          tallest.where = `${where}: ${layout.row.text}`;
+        }
+      }
+    }
+  } finally {
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize(WIDE);
+  }
 }

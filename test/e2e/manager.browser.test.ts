@@ -23,15 +23,12 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { axeViolations, chromiumInstalled, launchChromium } from "./browser";
+import { chromiumInstalled, expectLaidOut, launchChromium, MAX_ROW_PX, tallest, WIDE } from "./browser";
 import { type Keyway, ROOT, sleep, startKeyway, startReceiver } from "./server";
 
 const SCREENSHOTS = join(ROOT, "test-results");
 /** The default rate limit is one request per second per API key. */
 const RATE_LIMIT_PAUSE_MS = 1_100;
-const WIDE = { width: 1280, height: 800 };
-/** An iPhone 12-15's CSS width: the narrowest screen the manager is laid out for. */
-const NARROW = { width: 390, height: 844 };
 
 const hasChromium = chromiumInstalled();
 if (!hasChromium) console.warn("manager browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
@@ -52,23 +49,35 @@ async function screenshot(page: Page, step: string): Promise<void> {
 }
 
 /**
- * The page as it is now has no axe-core violation at any impact, at 1280 px and at 390 px, and at
- * 390 px the page itself does not scroll sideways. Leaves both screenshots; restores the width.
+ * The main pages, as docs/manager.md shows them (docs/screenshots/): a walk's step and the name of
+ * its picture, taken at the viewport's size (light at both widths; dark where `dark` is set).
+ */
+const DOC_SHOTS: Record<string, { name: string; dark?: true }> = {
+  "walk-organization-settings": { name: "manager-organization" },
+  "walk-client-credentials": { name: "manager-client-credentials" },
+  "walk-api-keys": { name: "manager-api-keys" },
+  "walk-audit-log": { name: "manager-audit-log", dark: true },
+  "insight-webhooks": { name: "manager-webhooks" },
+  "insight-failing-endpoint": { name: "manager-webhook", dark: true },
+  "insight-failed-delivery": { name: "manager-delivery" },
+};
+
+/**
+ * The page as it is now, in light and dark at 1280 and 390 px (browser.ts expectLaidOut): no
+ * axe-core violation at any impact, no sideways scrolling, no table cut off, no table row taller
+ * than 200 px. Leaves a full-page screenshot of each (`-390`, `-dark` suffixes), and for the main
+ * pages (DOC_SHOTS) a viewport-sized one in test-results/docs/ for docs/screenshots/.
  */
 async function expectAccessible(page: Page, step: string): Promise<void> {
-  await screenshot(page, step);
-  expect(await axeViolations(page), `axe-core on ${step}`).toEqual([]);
-  const wide = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
-  expect(wide.page, `${step}: page width at ${WIDE.width} px`).toBeLessThanOrEqual(wide.window);
-  await page.setViewportSize(NARROW);
-  try {
-    const width = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
-    expect(width.page, `${step}: page width at ${NARROW.width} px`).toBeLessThanOrEqual(width.window);
-    expect(await axeViolations(page), `axe-core on ${step} at ${NARROW.width} px`).toEqual([]);
-    await screenshot(page, `${step}-390`);
-  } finally {
-    await page.setViewportSize(WIDE);
-  }
+  const doc = DOC_SHOTS[step];
+  await expectLaidOut(page, step, async (suffix) => {
+    await screenshot(page, `${step}${suffix}`);
+    if (doc && (doc.dark || !suffix.endsWith("-dark"))) {
+      await page.screenshot({
+        path: join(SCREENSHOTS, "docs", `${doc.name}${suffix === "" ? "-1280" : suffix === "-dark" ? "-1280-dark" : suffix}.png`),
+      });
+    }
+  });
 }
 
 async function heading(page: Page): Promise<string> {
@@ -137,13 +146,14 @@ function focused(page: Page): Promise<string> {
   }
 
   beforeAll(async () => {
-    await mkdir(SCREENSHOTS, { recursive: true });
+    await mkdir(join(SCREENSHOTS, "docs"), { recursive: true });
     keyway = await startKeyway();
     base = keyway.baseUrl;
     browser = await launchChromium();
   });
 
   afterAll(async () => {
+    console.info(`manager walk: tallest table row ${tallest.px} px (limit ${MAX_ROW_PX}) at ${tallest.where}`);
     await browser?.close();
     await keyway?.stop();
   });
@@ -346,6 +356,10 @@ function focused(page: Page): Promise<string> {
       // Organization Settings, its administrator token's revocation, users and their removal.
       await page.goto(org);
       await check(page, "walk-organization-settings");
+      // The organization's sections, on every organization page, the current one marked.
+      const sections = page.getByRole("navigation", { name: "Organization sections" });
+      expect(await sections.getByRole("link", { name: "Settings and quota" }).getAttribute("aria-current")).toBe("page");
+      expect(await sections.getByRole("link").count()).toBe(7);
       await page.getByRole("link", { name: `Revoke administrator token ${minted.body.data?.id}` }).click();
       await page.getByRole("heading", { level: 1, name: /^Revoke administrator token “/ }).waitFor();
       await check(page, "walk-confirm-revoke-admin-token");
@@ -393,6 +407,8 @@ function focused(page: Page): Promise<string> {
       // and the configuration's disabling; then the disabled configuration with its Re-enable.
       await page.goto(`${org}/webhooks`);
       await check(page, "walk-webhooks");
+      expect(await sections.getByRole("link", { name: "Webhooks" }).getAttribute("aria-current")).toBe("page");
+      expect(await page.locator('nav.sections [aria-current="page"]').count()).toBe(1);
       await page.goto(webhook);
       await page.getByRole("button", { name: "Send test event" }).click();
       await page.waitForURL(`${webhook}?notice=test-sent`);
@@ -671,8 +687,16 @@ function focused(page: Page): Promise<string> {
       await page.goto(healthyPage);
       expect(await heading(page)).toBe("Webhook: Healthy receiver");
       expect(await page.getByText(/^Success rate, 24 h/).textContent()).toContain("100%");
-      expect(await page.getByRole("img", { name: /^Attempts, last 24 hours/ }).count()).toBe(1);
-      expect(await page.getByRole("img", { name: /^Attempts, last 30 days/ }).count()).toBe(1);
+      const hours = page.getByRole("group", { name: /^Attempts, last 24 hours/ });
+      expect(await hours.count()).toBe(1);
+      expect(await page.getByRole("group", { name: /^Attempts, last 30 days/ }).count()).toBe(1);
+      // Each hour's values on focus (its accessible name) and on hover (its SVG title).
+      const bars = hours.getByRole("img", { name: / UTC: \d+ succeeded, \d+ failed$/ });
+      expect(await bars.count()).toBe(24);
+      await bars.last().focus();
+      const focusedBar = await page.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? "");
+      expect(focusedBar).toMatch(/ UTC: \d+ succeeded, 0 failed$/);
+      expect(await bars.last().locator("title").textContent()).toBe(focusedBar);
       await page.getByText("Attempts, last 24 hours as a table").click();
       await check(page, "healthy-endpoint");
       const rows = page.getByRole("region", { name: "Deliveries" }).getByRole("row");
@@ -730,7 +754,7 @@ function focused(page: Page): Promise<string> {
       // An API key's traffic: the requests above, admitted, in this hour's bar.
       await page.goto(`${org}/api-keys/${key.body.data?.id}`);
       expect(await heading(page)).toBe("API key: Insight key");
-      expect(await page.getByRole("img", { name: /^Requests, last 24 hours/ }).count()).toBe(1);
+      expect(await page.getByRole("group", { name: /^Requests, last 24 hours/ }).count()).toBe(1);
       await page.getByText("Requests, last 24 hours as a table").click();
       await check(page, "api-key-traffic");
 

@@ -8,20 +8,20 @@
  * rotates the signing secret; starts a recovery (a refused window first, said on the form) and
  * follows it; reads the event catalog (a type with a schema and examples), subscribes to an
  * operational type and fetches the OpenAPI document; opening the link again is refused (410). Every portal page is
- * checked with axe-core at 1280 px and at 390 px, where the page must not scroll sideways. Each
- * step leaves a screenshot in test-results/portal-<step>.png. Without /usr/bin/chromium the suite
- * is skipped with a one-line notice.
+ * checked in light and dark (prefers-color-scheme) at 1280 px and at 390 px (browser.ts
+ * expectLaidOut): axe-core finds nothing, nothing scrolls sideways or is cut off, no table row is
+ * taller than 200 px. Each step leaves screenshots in test-results/portal-<step>[-390][-dark].png,
+ * the deliveries page also in test-results/docs/ (docs/screenshots/). Without /usr/bin/chromium
+ * the suite is skipped with a one-line notice.
  */
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { axeViolations, chromiumInstalled, launchChromium } from "./browser";
+import { chromiumInstalled, expectLaidOut, launchChromium, MAX_ROW_PX, tallest, WIDE } from "./browser";
 import { type Keyway, type Receiver, ROOT, sleep, startKeyway, startReceiver } from "./server";
 
 const SCREENSHOTS = join(ROOT, "test-results");
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
 
 const hasChromium = chromiumInstalled();
 if (!hasChromium) console.warn("portal browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
@@ -36,19 +36,21 @@ async function json<T>(url: string, init: RequestInit): Promise<{ status: number
   return { status: res.status, data: body.data as T };
 }
 
-/** No axe-core violation at 1280 and 390 px, and no sideways scrolling at 390 px; screenshots of both. */
+/** The portal's deliveries as docs/manager.md shows them: viewport-sized, light at both widths and dark. */
+const DOC_SHOTS: Record<string, string> = { deliveries: "portal-deliveries" };
+
+/**
+ * The page in light and dark at 1280 and 390 px (browser.ts expectLaidOut): no axe-core violation,
+ * no sideways scrolling, no table cut off, no table row taller than 200 px; a full-page screenshot
+ * of each, and for DOC_SHOTS a viewport-sized one in test-results/docs/ for docs/screenshots/.
+ */
 async function expectAccessible(page: Page, step: string): Promise<void> {
-  await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}.png`), fullPage: true });
-  expect(await axeViolations(page), `axe-core on ${step}`).toEqual([]);
-  await page.setViewportSize(NARROW);
-  try {
-    const width = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
-    expect(width.page, `${step}: page width at ${NARROW.width} px`).toBeLessThanOrEqual(width.window);
-    expect(await axeViolations(page), `axe-core on ${step} at ${NARROW.width} px`).toEqual([]);
-    await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}-390.png`), fullPage: true });
-  } finally {
-    await page.setViewportSize(WIDE);
-  }
+  const doc = DOC_SHOTS[step];
+  await expectLaidOut(page, step, async (suffix) => {
+    await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}${suffix}.png`), fullPage: true });
+    if (doc)
+      await page.screenshot({ path: join(SCREENSHOTS, "docs", `${doc}${suffix.startsWith("-390") ? suffix : `-1280${suffix}`}.png`) });
+  });
 }
 
 describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => {
@@ -57,13 +59,14 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
   let receiver: Receiver | undefined;
 
   beforeAll(async () => {
-    await mkdir(SCREENSHOTS, { recursive: true });
+    await mkdir(join(SCREENSHOTS, "docs"), { recursive: true });
     keyway = await startKeyway();
     browser = await launchChromium();
     receiver = await startReceiver();
   });
 
   afterAll(async () => {
+    console.info(`portal walk: tallest table row ${tallest.px} px (limit ${MAX_ROW_PX}) at ${tallest.where}`);
     await browser?.close();
     await receiver?.close();
     await keyway?.stop();

@@ -1,8 +1,9 @@
 /**
  * The manager's charts: stacked bars drawn on the server as inline SVG (no library, no script, no
  * external request, so the page's strict CSP stays as it is), from the series of lib/series.ts
- * that the API returns too. Each chart is an image with a name and a one-sentence summary for
- * screen readers, followed by its text equivalent: the same numbers in a table (WCAG 1.1.1),
+ * that the API returns too. Each chart is a group with a name and a one-sentence summary for
+ * screen readers; each bucket in it shows its values on hover (an SVG <title>) and on keyboard
+ * focus (a focusable image named by them, highlighted), followed by the chart's text equivalent: the same numbers in a table (WCAG 1.1.1),
  * folded in a <details> so it does not crowd the page. Colours are classes of views.tsx's style
  * sheet, and each series also differs by position in the stack and by its legend.
  */
@@ -17,13 +18,17 @@ export interface ChartSeries<K extends string> {
 }
 
 const WIDTH = 600;
-const HEIGHT = 160;
+const HEIGHT = 220;
 const LEFT = 40;
 const BOTTOM = 20;
 const TOP = 8;
 
 /** The label under a bucket: the hour (`13:00`) or the day (`06-01`), UTC. */
 const tick = (start: string, unit: "hour" | "day"): string => (unit === "hour" ? `${start.slice(11, 16)}` : start.slice(5, 10));
+
+/** A bucket as a person names it: `2026-06-01 13:00 UTC` or `2026-06-01`. */
+const bucketLabel = (start: string, unit: "hour" | "day"): string =>
+  unit === "hour" ? `${start.slice(0, 10)} ${tick(start, "hour")} UTC` : start.slice(0, 10);
 
 /** A round axis maximum at or above `n` (1, 2, 5 times a power of ten). */
 function niceMax(n: number): number {
@@ -53,7 +58,8 @@ export function BarChart<K extends string>(props: {
   return (
     <figure class="chart" aria-labelledby={`${id}-caption`}>
       <figcaption id={`${id}-caption`}>{title}</figcaption>
-      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-labelledby={`${id}-title ${id}-desc`}>
+      {/* biome-ignore lint/a11y/useSemanticElements: an SVG cannot be a fieldset; role=group names the chart and lets its bars be focusable, which role=img would not */}
+      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="group" aria-labelledby={`${id}-title ${id}-desc`}>
         <title id={`${id}-title`}>{title}</title>
         <desc id={`${id}-desc`}>{summary}</desc>
         <line class="axis" x1={LEFT} y1={TOP + plotH} x2={WIDTH} y2={TOP + plotH} />
@@ -66,8 +72,15 @@ export function BarChart<K extends string>(props: {
         {buckets.map((b, i) => {
           let y = TOP + plotH;
           const x = LEFT + i * slot + (slot - barW) / 2;
+          // Each bucket is one focusable element named by its values (Tab reaches it, a screen
+          // reader reads it), with an SVG <title> for the mouse; the full-height band behind the
+          // bars is the target, so an empty bucket can be hovered and shows its focus too.
+          const value = `${bucketLabel(b.start, unit)}: ${series.map((s) => `${b[s.key]} ${s.label.toLowerCase()}`).join(", ")}`;
           return (
-            <g>
+            // biome-ignore lint/a11y/noInteractiveElementToNoninteractiveRole: a bar is an image of its values, focusable only so keyboard users can read them (no action)
+            <g class="bar" tabindex={0} role="img" aria-label={value}>
+              <title>{value}</title>
+              <rect class="bar-hit" x={LEFT + i * slot} y={TOP} width={slot} height={plotH} />
               {series.map((s) => {
                 const h = (b[s.key] / max) * plotH;
                 y -= h;
@@ -85,7 +98,7 @@ export function BarChart<K extends string>(props: {
       <ul class="legend">
         {series.map((s) => (
           <li>
-            <span class={`swatch bar-${s.tone}`} aria-hidden="true"></span>
+            <span class={`swatch bar-${s.tone}`}></span>
             {s.label}
           </li>
         ))}

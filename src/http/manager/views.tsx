@@ -83,19 +83,20 @@ th { font-size:.85rem; color:var(--muted); text-transform: uppercase; letter-spa
 caption { text-align:left; padding:.25rem 0; }
 /* Tables of many columns keep their columns readable on a tablet and scroll in their region there. */
 @media (min-width: 641px) { table.wide { min-width:44rem; } .table-scroll caption { position:sticky; left:0; } }
-/* Every table at phone widths: each row becomes a card of labelled lines (labels from data-label;
-   the header row stays for screen readers), the cells that matter first (class "lead": status,
-   error), so nothing is off to the right and no row is a tall band of empty columns. */
+/* Every table at phone widths: each row becomes a card of labelled fields (labels from
+   data-label; the header row stays for screen readers) that flow side by side and wrap, the
+   cells that matter first (class "lead": status, error), so nothing is off to the right and no
+   row is a tall band of mostly empty lines. */
 @media (max-width: 640px) {
   .table-scroll table thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
   .table-scroll table, .table-scroll tbody { display:block; }
-  .table-scroll table tr { display:flex; flex-direction:column; border-bottom:1px solid var(--line); padding:.4rem 0; }
-  .table-scroll table td { display:block; border:0; padding:.1rem .5rem; min-width:0; }
+  .table-scroll table tr { display:flex; flex-wrap:wrap; gap:0 .75rem; border-bottom:1px solid var(--line); padding:.3rem .5rem; }
+  .table-scroll table td { display:block; border:0; padding:.05rem 0; min-width:0; max-width:100%; font-size:.9rem; line-height:1.3; }
   .table-scroll table td.lead { order:-1; }
   .table-scroll table td[data-label]::before { content: attr(data-label) ": "; font-weight:600; color:var(--muted); }
-  .table-scroll table td.empty { display:none; }
   .table-scroll caption { display:block; }
 }
+td p { margin:0; } td details { margin:0; }
 code { font-family: ui-monospace, monospace; font-size:.9em; overflow-wrap: break-word; }
 /* Ids and secrets may break anywhere (they have no words); URLs only where Url put a <wbr>. */
 .id code, code.id, code.secret-text { overflow-wrap:anywhere; } code.url { overflow-wrap:normal; word-break:normal; }
@@ -108,7 +109,7 @@ select { display:block; max-width:100%; padding:.5rem; border:1px solid var(--fi
 button, .button { display:inline-block; margin-top:.75rem; padding:.5rem 1rem; border-radius:4px; border:1px solid var(--accent); background:var(--accent); color:var(--on-accent); font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary, .button.secondary { background:var(--surface); color:var(--accent); } button.danger, .button.danger { background:var(--bad); border-color:var(--bad); color:var(--on-bad); }
 .inline { display:inline; } .inline button { margin:0; }
-pre.excerpt { white-space:pre-wrap; overflow-wrap:anywhere; max-width:32rem; max-height:12rem; overflow:auto; margin:.25rem 0 0; font-size:.85em; }
+pre.excerpt { white-space:pre-wrap; overflow-wrap:anywhere; max-width:32rem; max-height:9rem; overflow:auto; margin:.25rem 0 0; font-size:.85em; }
 .notice { border-left:4px solid var(--ok); background:var(--surface); padding:.75rem 1rem; margin:1rem 0; }
 .warning { border-left:4px solid var(--bad); background:var(--surface); padding:.75rem 1rem; margin:1rem 0; }
 textarea { display:block; width:100%; max-width:48rem; padding:.5rem; border:1px solid var(--field); border-radius:4px; font:.9rem/1.4 ui-monospace, monospace; background:var(--surface); color:var(--fg); }
@@ -123,7 +124,14 @@ input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "Deja
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 time[title] { text-decoration: underline dotted; text-underline-offset: 2px; }
 /* An audit entry's changes: one line per field. */
-dl.changes { display:grid; grid-template-columns:max-content minmax(0, 1fr); gap:0 .75rem; margin:0; } dl.changes dt { color:var(--muted); } dl.changes dd { margin:0; overflow-wrap:anywhere; }
+dl.changes { display:grid; grid-template-columns:minmax(5rem, max-content) minmax(10rem, 1fr); gap:0 .75rem; margin:0; } dl.changes div { display:contents; }
+dl.changes dt { color:var(--muted); } dl.changes dd { margin:0; overflow-wrap:break-word; min-width:0; }
+/* On a phone the fields run on as "name: value" pairs, so an entry stays a short card. */
+@media (max-width: 640px) { table.audit td { font-size:.85rem; } dl.changes { display:inline; } dl.changes div { display:inline; margin-right:.6rem; } dl.changes dt, dl.changes dd { display:inline; }
+  dl.changes dt::after { content:": "; } }
+/* The audit log at wide widths: the changes get the room, the time and the actor only theirs. */
+@media (min-width: 641px) { table.audit { table-layout:fixed; } table.audit th:nth-child(1) { width:8rem; } table.audit th:nth-child(2) { width:20%; }
+  table.audit th:nth-child(3) { width:24%; } table.audit td { overflow-wrap:anywhere; } }
 /* Charts (charts.tsx): inline SVG scaled to the column; each colour is a class. */
 .charts { display:grid; gap:1rem; } @media (min-width: 1100px) { .charts { grid-template-columns: 1fr 1fr; } }
 figure.chart { margin:0; background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:.75rem; min-width:0; }

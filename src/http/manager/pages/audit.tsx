@@ -5,7 +5,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { AuditEntryView } from "../../../schemas/audit";
-import { TableRegion, Time } from "../views";
+import { TableRegion, Time, Url, when } from "../views";
 
 const actorText = (a: AuditEntryView["actor"]): string =>
   a.type === "operator"
@@ -15,13 +15,13 @@ const actorText = (a: AuditEntryView["actor"]): string =>
       : a.type === "admin_token"
         ? `administrator (${a.id})`
         : a.type === "api_client"
-          ? `API client ${a.id} (key ${a.api_key_id})`
+          ? `API client ${a.id}, key ${a.api_key_id}`
           : `webhook receiver in portal session ${a.id} (configuration ${a.webhook_configuration_id})`;
 
 export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   <>
     <TableRegion label="Audit log">
-      <table class="wide">
+      <table class="wide audit">
         <caption class="hint">Changes, newest first, 100 a page</caption>
         <thead>
           <tr>
@@ -39,9 +39,7 @@ export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
               </td>
               <td data-label="Who">{actorText(e.actor)}</td>
               <td data-label="What">
-                <code>{e.action}</code>
-                <br />
-                <code class="hint id">{e.resource.id}</code>
+                <code>{e.action}</code> <code class="hint id">{e.resource.id}</code>
               </td>
               <td data-label="Changes">
                 <Changes detail={e.detail} />
@@ -55,6 +53,9 @@ export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
   </>
 );
 
+/** A time as the API writes it; shown in the app's one exact format (views.tsx `when`). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
+
 /** A field's name as words: `rate_limit` -> "rate limit". */
 const words = (key: string): string => key.replaceAll("_", " ");
 
@@ -64,7 +65,7 @@ const words = (key: string): string => key.replaceAll("_", " ");
  */
 function valueText(v: unknown): string {
   if (v === null || v === undefined) return "none";
-  if (typeof v === "string") return v === "" ? "none" : v;
+  if (typeof v === "string") return v === "" ? "none" : ISO_INSTANT.test(v) ? when(new Date(v).toISOString()) : v;
   if (typeof v === "number" || typeof v === "boolean") return String(v);
   if (Array.isArray(v)) return v.length === 0 ? "none" : v.map(valueText).join(", ");
   if (typeof v === "object") {
@@ -81,10 +82,10 @@ const Changes: FC<{ detail: AuditEntryView["detail"] }> = ({ detail }) => {
   return (
     <dl class="changes">
       {fields.map(([k, v]) => (
-        <>
+        <div>
           <dt>{words(k)}</dt>
-          <dd>{valueText(v)}</dd>
-        </>
+          <dd>{typeof v === "string" && /^https?:\/\//.test(v) ? <Url value={v} /> : valueText(v)}</dd>
+        </div>
       ))}
     </dl>
   );

@@ -261,7 +261,8 @@ export const ApiKeyDetail: FC<{
         </p>
         {apiKey.previous_secret_expires_at !== null && (
           <p>
-            The previous secret stops working <Time at={apiKey.previous_secret_expires_at} />. <a href={`${base}/end-grace`}>End grace now</a>
+            The previous secret stops working <Time at={apiKey.previous_secret_expires_at} />.{" "}
+            <a href={`${base}/end-grace`}>End grace now</a>
           </p>
         )}
         <form method="get" action={`${base}/rotate`} class="card" aria-label="Rotate secret">

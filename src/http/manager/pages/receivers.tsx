@@ -194,8 +194,8 @@ export const PortalLinkCreated: FC<{ back: string; url: string; expiresAt: strin
     <div class="card">
       <p class="warning" role="alert">
         <strong>Copy the portal link now.</strong> It is shown only this once and cannot be retrieved later: keyway keeps only a hash of it.
-        It is single-use: the first opening starts the receiver's session and any later one is refused. It expires{" "}
-        <Time at={expiresAt} /> if it has not been opened. If it is lost, create another.
+        It is single-use: the first opening starts the receiver's session and any later one is refused. It expires <Time at={expiresAt} />{" "}
+        if it has not been opened. If it is lost, create another.
       </p>
       <label for="portal-link">Portal link</label>
       <input id="portal-link" class="secret" type="text" readonly value={url} />

@@ -33,6 +33,18 @@ export const healthStatus = (w: WebhookConfiguration): "disabled" | "paused" | "
   w.status === "disabled" ? "disabled" : w.state.pause_reason !== null ? "paused" : w.state.failing_since !== null ? "failing" : "active";
 
 /**
+ * A reason keyway wrote (a pause's, a disabling's) with each ISO instant in it shown as Time, so
+ * the sentence has one time format, the app's, and no raw `2026-11-26T20:34:20.346Z`.
+ */
+export const Reason: FC<{ text: string }> = ({ text }) => (
+  <>
+    {text
+      .split(/(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)/)
+      .map((part, i) => (i % 2 === 1 ? <Time at={new Date(part).toISOString()} /> : part))}
+  </>
+);
+
+/**
  * Health at a glance: one badge (healthStatus) and what it means in words, its times in the one
  * format of Time. The manager's list and page and the portal's home page all show it.
  */
@@ -43,13 +55,13 @@ export const Health: FC<{ config: WebhookConfiguration }> = ({ config: w }) => {
       <Status value={status} />{" "}
       {status === "disabled" ? (
         w.disabled_reason ? (
-          `${w.disabled_reason}`
+          <Reason text={w.disabled_reason} />
         ) : (
           "nothing is sent to it until it is re-enabled"
         )
       ) : status === "paused" ? (
         <>
-          {w.state.pause_reason}
+          <Reason text={w.state.pause_reason ?? ""} />
           {w.state.paused_until && (
             <>
               ; resumes <Time at={w.state.paused_until} />
@@ -545,9 +557,9 @@ export const SigningSecretRotated: FC<{ base: string; secret: string; previousEx
   <>
     <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
     <p>
-      Each webhook carries two signatures (<code>v1,...</code> with the new secret and with the previous one) until the previous
-      secret stops signing <Time at={previousExpiresAt} />, so the receiver can switch to the new secret at any point in that time.
-      After it only the new secret signs.
+      Each webhook carries two signatures (<code>v1,...</code> with the new secret and with the previous one) until the previous secret
+      stops signing <Time at={previousExpiresAt} />, so the receiver can switch to the new secret at any point in that time. After it only
+      the new secret signs.
     </p>
     <p>
       <a href={base}>Back to the webhook configuration</a>
@@ -571,7 +583,11 @@ const AnswerCell: FC<{ response: DeliveryRecord["attempts"][number]["response"] 
       {response.body_withheld ? (
         <p>Body withheld: it held a secret of this attempt.</p>
       ) : response.body_excerpt ? (
-        <pre class="excerpt">{response.body_excerpt}</pre>
+        // Folded, so a long answer does not make the attempt's row a tall block; one click opens it.
+        <details>
+          <summary>Body ({response.body_excerpt.length} characters)</summary>
+          <pre class="excerpt">{response.body_excerpt}</pre>
+        </details>
       ) : (
         <p>Empty body.</p>
       )}
