@@ -56,7 +56,7 @@ const DOC_SHOTS: Record<string, { name: string; dark?: true }> = {
   "walk-organization-settings": { name: "manager-organization" },
   "walk-client-credentials": { name: "manager-client-credentials" },
   "walk-api-keys": { name: "manager-api-keys" },
-  "walk-audit-log": { name: "manager-audit-log", dark: true },
+  "walk-audit-log": { name: "manager-audit-log" },
   "insight-webhooks": { name: "manager-webhooks" },
   "insight-failing-endpoint": { name: "manager-webhook", dark: true },
   "insight-failed-delivery": { name: "manager-delivery" },

@@ -36,7 +36,7 @@ async function json<T>(url: string, init: RequestInit): Promise<{ status: number
   return { status: res.status, data: body.data as T };
 }
 
-/** The portal's deliveries as docs/manager.md shows them: viewport-sized, light at both widths and dark. */
+/** The portal's deliveries as docs/manager.md shows them: viewport-sized, light at both widths, dark at 390 px. */
 const DOC_SHOTS: Record<string, string> = { deliveries: "portal-deliveries" };
 
 /**
@@ -48,7 +48,7 @@ async function expectAccessible(page: Page, step: string): Promise<void> {
   const doc = DOC_SHOTS[step];
   await expectLaidOut(page, step, async (suffix) => {
     await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}${suffix}.png`), fullPage: true });
-    if (doc)
+    if (doc && suffix !== "-dark")
       await page.screenshot({ path: join(SCREENSHOTS, "docs", `${doc}${suffix.startsWith("-390") ? suffix : `-1280${suffix}`}.png`) });
   });
 }

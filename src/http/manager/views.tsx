@@ -101,7 +101,7 @@ code { font-family: ui-monospace, monospace; font-size:.9em; overflow-wrap: brea
 /* Ids and secrets may break anywhere (they have no words); URLs only where Url put a <wbr>. */
 .id code, code.id, code.secret-text { overflow-wrap:anywhere; } code.url { overflow-wrap:normal; word-break:normal; }
 .id { white-space:normal; } .nowrap { white-space:nowrap; } code.wrap { overflow-wrap:anywhere; }
-form.card, .card { background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; }
+form.card, .card { background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; } .card > h2:first-child { margin-top:0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }
 .check { display:flex; gap:.5rem; align-items:baseline; } .check input { width:auto; }
 input[type=text], input[type=email], input[type=password], input[type=number], input[type=datetime-local], input[type=search], input[type=url] { display:block; width:100%; max-width:32rem; padding:.5rem; border:1px solid var(--field); border-radius:4px; font:inherit; background:var(--surface); color:var(--fg); }
@@ -127,7 +127,7 @@ time[title] { text-decoration: underline dotted; text-underline-offset: 2px; }
 dl.changes { display:grid; grid-template-columns:minmax(5rem, max-content) minmax(10rem, 1fr); gap:0 .75rem; margin:0; } dl.changes div { display:contents; }
 dl.changes dt { color:var(--muted); } dl.changes dd { margin:0; overflow-wrap:break-word; min-width:0; }
 /* On a phone the fields run on as "name: value" pairs, so an entry stays a short card. */
-@media (max-width: 640px) { table.audit td { font-size:.85rem; } dl.changes { display:inline; } dl.changes div { display:inline; margin-right:.6rem; } dl.changes dt, dl.changes dd { display:inline; }
+@media (max-width: 640px) { table.audit td { font-size:.8rem; } dl.changes { display:inline; } dl.changes div { display:inline; margin-right:.6rem; } dl.changes dt, dl.changes dd { display:inline; }
   dl.changes dt::after { content:": "; } }
 /* The audit log at wide widths: the changes get the room, the time and the actor only theirs. */
 @media (min-width: 641px) { table.audit { table-layout:fixed; } table.audit th:nth-child(1) { width:8rem; } table.audit th:nth-child(2) { width:20%; }

@@ -38,7 +38,9 @@ export const healthStatus = (w: WebhookConfiguration): "disabled" | "paused" | "
  */
 export const Reason: FC<{ text: string }> = ({ text }) => (
   <>
+    {/* "probe at <instant>" reads "probe in 2 minutes": a relative time takes no "at". */}
     {text
+      .replace(/ at (?=\d{4}-\d{2}-\d{2}T)/g, " ")
       .split(/(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)/)
       .map((part, i) => (i % 2 === 1 ? <Time at={new Date(part).toISOString()} /> : part))}
   </>
