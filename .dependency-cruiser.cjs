@@ -12,6 +12,7 @@
  *   graphql/, http/           adapters: GraphQL engine; HTTP routes, the manager app, the API description
  *   app.ts, index.ts, description.ts  composition (the two Workers' entries)
  * Type-only imports count too: a layer that needs a type from above is a layer in the wrong place.
+ * scripts/ (the CLI, npm start, deploy) is cruised too, for cycles only: the layer rules match ^src/.
  */
 const layer = (name, path, mayImport) => ({
   name: `layer-${name}`,

@@ -3,7 +3,8 @@
  * (a local `npm start` or a deployment). Each command is one route of src/http/routes/admin.ts,
  * declared once in the command table (cli/commands.mjs) with its path, body and output columns;
  * the help (cli/help.mjs) is derived from the same table, so it cannot drift from what runs. The
- * command line is parsed in cli/args.mjs, requests made in cli/http.mjs, output in cli/output.mjs.
+ * command line is parsed in cli/args.mjs (flag values in cli/values.mjs), requests made in
+ * cli/http.mjs, output in cli/output.mjs.
  * The operator token comes only from the environment (ADMIN_TOKEN), never from a flag, so it stays out of shell history and `ps`; for a
  * loopback URL an unset token may be read from ./.dev.vars, which is where `npm start` keeps it.
  * Created secrets are printed once, because that answer is the only place they ever appear.
@@ -11,11 +12,12 @@
  * 2: nothing was sent because the command line or environment is wrong), never a stack trace.
  */
 import process from "node:process";
-import { count, packageVersion, parseCommandLine } from "./cli/args.mjs";
+import { packageVersion, parseCommandLine } from "./cli/args.mjs";
 import { RequestError, UsageError } from "./cli/common.mjs";
 import { helpText, usageText } from "./cli/help.mjs";
-import { adminToken, baseUrl, readList, send } from "./cli/http.mjs";
+import { adminToken, baseUrl, readList, send, urlSource } from "./cli/http.mjs";
 import { isObject, record, table, write } from "./cli/output.mjs";
+import { count } from "./cli/values.mjs";
 
 // `npm run admin -- audit org_x | head` closes stdout early: not a failure, and not worth a trace.
 process.stdout.on("error", (err) => {
@@ -49,7 +51,7 @@ async function main(argv) {
     const { command, args, flags } = parsed;
     const base = baseUrl(flags.url);
     const { token, source } = adminToken(base);
-    const client = { base, token, source };
+    const client = { base, token, source, urlSource: urlSource(flags.url) };
     const json = flags.json === true;
 
     if (command.list) {

@@ -1,17 +1,18 @@
 /**
  * The operator CLI's command line: the flags it knows (node:util parseArgs), picking the command
- * from the words given, with the closest command or flag suggested for a typo, a flag that would
- * put a secret in argv refused with the way that does not, and the small parsers of flag values
- * (counts, `default`, on/off, scopes, a JWK Set file, event types, a secret from stdin or a file).
+ * from the words given, with the closest command or flag suggested for a typo or a shortened
+ * word (never taken as an abbreviation), and a flag that would put a secret in argv refused with
+ * the way that does not. It reads the command table and the help's groups; the parsers of flag
+ * values live in values.mjs, which the table uses too, so that no module imports one that
+ * imports it back.
  */
 import { readFileSync } from "node:fs";
-import process from "node:process";
 import { parseArgs } from "node:util";
 import { COMMANDS } from "./commands.mjs";
 import { UsageError } from "./common.mjs";
 import { GROUPS } from "./help.mjs";
 import { clean } from "./output.mjs";
-/** @typedef {import("./common.mjs").Item} Item */
+import { count, suggest } from "./values.mjs";
 /** @typedef {import("./common.mjs").Flags} Flags */
 /** @typedef {import("./common.mjs").Command} Command */
 
@@ -190,53 +191,19 @@ export function parseCommandLine(argv) {
     if (!global.includes(flag) && !command.flags.includes(flag)) throw new UsageError(`${name} takes no --${flag}`, first);
   }
   if (flags.all === true && flags.limit !== undefined) throw new UsageError(`${name}: give --limit or --all, not both`, first);
-  // Numbers are checked now, so a typo is a usage error before anything is sent.
+  // Numbers and fixed sets of values are checked now, so a typo is a usage error before anything is sent.
   try {
-    if (command.list) count(flags, "limit");
-    else command.call?.(args, flags);
+    if (command.list) {
+      count(flags, "limit");
+      // Building the path checks a list's filters (`deliveries list --status`).
+      command.list(args, flags);
+    } else command.call?.(args, flags);
     command.validate?.(args, flags);
   } catch (err) {
     if (err instanceof UsageError) err.group = first;
     throw err;
   }
   return { command, args, flags };
-}
-
-/**
- * `; did you mean "x"?` for the candidate closest to `word` by edit distance, when it is close
- * enough to be a typo (at most 2 edits, and fewer than half the word); "" otherwise.
- * @param {string} word
- * @param {string[]} candidates
- * @param {string} [prefix] put before the candidate in the suggestion
- */
-export function suggest(word, candidates, prefix = "") {
-  let best = "";
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const candidate of candidates) {
-    const d = editDistance(word.toLowerCase(), candidate);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best !== "" && bestDistance <= 2 && bestDistance < word.length / 2 ? `; did you mean "${prefix}${best}"?` : "";
-}
-
-/**
- * Levenshtein distance (insertions, deletions, substitutions), one row at a time.
- * @param {string} a
- * @param {string} b
- */
-export function editDistance(a, b) {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[b.length] ?? 0;
 }
 
 /** The version in package.json, which `--version` prints. */
@@ -251,196 +218,6 @@ export function isGroup(word) {
 }
 
 /**
- * A positive whole number flag, or undefined when it is absent.
- * @param {Flags} flags
- * @param {string} name
- * @returns {number | undefined}
- */
-export function count(flags, name) {
-  const value = flags[name];
-  if (value === undefined || typeof value === "boolean") return undefined;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-    throw new UsageError(`--${name} must be a whole number of at least 1, got "${clean(value)}"`);
-  }
-  return n;
-}
-
-/**
- * A number of credits: a whole number, zero allowed.
- * @param {Flags} flags
- * @param {string} name
- */
-export function amount(flags, name) {
-  const value = flags[name];
-  if (value === undefined || typeof value === "boolean") return undefined;
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new UsageError(`--${name} must be a whole number, got "${clean(value)}"`);
-  }
-  return Number(value);
-}
-
-/**
- * `--refill AMOUNT/day` or `AMOUNT/month`: the credits' refill.
- * @param {Flags} flags
- * @returns {{ amount: number, interval: "day" | "month" } | undefined}
- */
-export function refillFlag(flags) {
-  const value = flags.refill;
-  if (value === undefined || typeof value === "boolean") return undefined;
-  const m = /^(\d+)\/(day|month)$/.exec(value);
-  if (!m) throw new UsageError(`--refill must be AMOUNT/day or AMOUNT/month (e.g. 10000/month), got "${clean(value)}"`);
-  return { amount: Number(m[1]), interval: /** @type {"day" | "month"} */ (m[2]) };
-}
-
-/** The longest grace a rotation gives the replaced secret (the API's MAX_ROTATION_GRACE_SECONDS): 7 days. */
-export const MAX_GRACE_SECONDS = 7 * 86_400;
-
-/**
- * `keys rotate --grace SECONDS`: how long the replaced secret keeps working, 0 to 7 days. Absent: 0,
- * the old secret stops at once (the API needs the field; docs/operator-cli.md says why 0).
- * @param {Flags} flags
- */
-export function graceSeconds(flags) {
-  const value = flags.grace;
-  if (value === undefined) return 0;
-  if (typeof value !== "string" || !/^\d+$/.test(value) || Number(value) > MAX_GRACE_SECONDS) {
-    throw new UsageError(
-      `--grace must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (7 days), e.g. 3600 for an hour; got "${clean(String(value))}"`,
-    );
-  }
-  return Number(value);
-}
-
-/**
- * Like count, but `none` is null: a limit removed.
- * @param {Flags} flags
- * @param {string} name
- */
-export function countOrNone(flags, name) {
-  return flags[name] === "none" ? null : count(flags, name);
-}
-
-/**
- * Like count, but `default` is null: the API's way to restore the service default.
- * @param {Flags} flags
- * @param {string} name
- * @returns {number | null | undefined}
- */
-export function countOrDefault(flags, name) {
-  return flags[name] === "default" ? null : count(flags, name);
-}
-
-/**
- * The JWK Set in the file --jwks names; keyway checks its keys (public, signing) and says what is wrong.
- * @param {string | boolean} path
- */
-export function jwksFile(path) {
-  if (typeof path !== "string") throw new UsageError("--jwks needs a file name");
-  let text;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    throw new UsageError(`--jwks: cannot read ${clean(path)}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new UsageError(`--jwks: ${clean(path)} is not JSON`);
-  }
-}
-
-/**
- * --scopes "a b": the list; on update `all` means no restriction (null).
- * @param {string | boolean | undefined} value
- * @param {boolean} update
- */
-export function scopeList(value, update) {
-  if (value === undefined || typeof value === "boolean") return undefined;
-  if (update && value.trim() === "all") return null;
-  return value.split(/\s+/).filter((s) => s !== "");
-}
-
-/** @param {string | boolean | undefined} value */
-export function onOff(value) {
-  if (value === undefined) return undefined;
-  if (value === "on") return true;
-  if (value === "off") return false;
-  throw new UsageError(`--dpop must be on or off, got "${clean(String(value))}"`);
-}
-
-/**
- * @param {Item} object
- * @returns {Item} the object without its undefined fields (so they are absent from the JSON body)
- */
-export function defined(object) {
-  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
-}
-
-/**
- * A string flag's value, or undefined when absent (a boolean means it was given without a value).
- * @param {string | boolean | undefined} value
- */
-export function flagText(value) {
-  return typeof value === "string" ? value : undefined;
-}
-
-/**
- * `--events "a.b,c.d"` (commas or spaces): the event types; on update `all` means every event (null).
- * @param {string | boolean | undefined} value
- * @param {boolean} update
- * @returns {string[] | null | undefined}
- */
-export function eventList(value, update) {
-  if (value === undefined || typeof value === "boolean") return undefined;
-  if (update && value.trim() === "all") return null;
-  const events = value.split(/[\s,]+/).filter((e) => e !== "");
-  if (events.length === 0) throw new UsageError(`--events needs event types, e.g. order.created,order.paid${update ? " (or `all`)" : ""}`);
-  return events;
-}
-
-/**
- * The JSON in the file a flag names (`--schema-file`, `--examples-file`); keyway checks what it
- * holds and says what is wrong, naming the path inside it.
- * @param {Flags} flags
- * @param {string} name
- * @returns {unknown}
- */
-export function jsonFile(flags, name) {
-  const path = flags[name];
-  if (path === undefined) return undefined;
-  if (typeof path !== "string") throw new UsageError(`--${name} needs a file name`);
-  let text;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    throw new UsageError(`--${name}: cannot read ${clean(path)}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`--${name}: ${clean(path)} is not JSON (${err instanceof Error ? clean(err.message) : "unreadable"})`);
-  }
-}
-
-/**
- * `--since` / `--until`: a moment with its zone (`Z` or an offset), so a local clock cannot shift
- * the window; sent as UTC.
- * @param {Flags} flags
- * @param {string} name
- */
-export function instant(flags, name) {
-  const value = flags[name];
-  if (value === undefined) return undefined;
-  const text = typeof value === "string" ? value.trim() : "";
-  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(ms)) {
-    throw new UsageError(`--${name} must be a date and time with its zone, e.g. 2026-06-01T09:00:00Z (UTC); got "${clean(String(value))}"`);
-  }
-  return new Date(ms).toISOString();
-}
-
-/**
  * `--dpop` takes on|off (credentials), and webhooks also take it bare as a switch beside
  * `--no-dpop`: a bare one (last, or before another flag) is read as `--dpop=on`.
  * @param {string[]} argv
@@ -450,63 +227,4 @@ function bareDpop(argv) {
   return argv.map((word, i) =>
     word === "--dpop" && (end === -1 || i < end) && (argv[i + 1] === undefined || argv[i + 1]?.startsWith("--")) ? "--dpop=on" : word,
   );
-}
-
-/**
- * A yes/no setting from a pair of flags (`--ordered` / `--no-ordered`): true, false, or undefined
- * when neither is given.
- * @param {Flags} flags
- * @param {string} name
- * @returns {boolean | undefined}
- */
-export function toggle(flags, name) {
-  const on = flags[name] === true;
-  const off = flags[`no-${name}`] === true;
-  if (on && off) throw new UsageError(`give --${name} or --no-${name}, not both`);
-  return on ? true : off ? false : undefined;
-}
-
-/** The secret read from stdin, once: the command line is checked before it runs, and both read it. */
-/** @type {string | undefined} */
-let stdinSecret;
-
-/**
- * The receiver's client secret, from stdin (`--client-secret-stdin`, e.g. piped from a password
- * manager) or a file (`--client-secret-file FILE`), never from argv. One trailing newline is
- * dropped (what `echo` and most editors add); an empty secret is refused. Undefined when neither
- * flag is given.
- * @param {Flags} flags
- * @returns {string | undefined}
- */
-export function clientSecret(flags) {
-  const file = flags["client-secret-file"];
-  const stdin = flags["client-secret-stdin"] === true;
-  if (file !== undefined && stdin) throw new UsageError("give --client-secret-stdin or --client-secret-file, not both");
-  /** @type {string} */
-  let text;
-  if (stdin) {
-    if (stdinSecret === undefined) {
-      // Typed at a terminal it would be echoed: the secret comes through a pipe or a redirect.
-      if (process.stdin.isTTY) {
-        throw new UsageError(
-          "--client-secret-stdin reads the secret from a pipe or a redirect (e.g. `< secret.txt`), not from the terminal, where it would be shown",
-        );
-      }
-      try {
-        stdinSecret = readFileSync(0, "utf8");
-      } catch {
-        throw new UsageError("--client-secret-stdin: cannot read stdin");
-      }
-    }
-    text = stdinSecret;
-  } else if (typeof file === "string") {
-    try {
-      text = readFileSync(file, "utf8");
-    } catch {
-      throw new UsageError(`--client-secret-file: cannot read ${clean(file)}`);
-    }
-  } else return undefined;
-  const secret = text.replace(/\r?\n$/, "");
-  if (secret === "") throw new UsageError(`the client secret ${stdin ? "on stdin" : "file"} is empty`);
-  return secret;
 }

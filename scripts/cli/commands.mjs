@@ -9,6 +9,9 @@
  */
 import { writeFileSync } from "node:fs";
 import process from "node:process";
+import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
+import { readList, send } from "./http.mjs";
+import { clean, field, isObject, nested, record, show, table } from "./output.mjs";
 import {
   amount,
   clientSecret,
@@ -22,14 +25,12 @@ import {
   instant,
   jsonFile,
   jwksFile,
+  oneOf,
   onOff,
   refillFlag,
   scopeList,
   toggle,
-} from "./args.mjs";
-import { AUDIT_DEFAULT_LIMIT, UsageError } from "./common.mjs";
-import { readList, send } from "./http.mjs";
-import { clean, field, isObject, nested, record, show, table } from "./output.mjs";
+} from "./values.mjs";
 
 /** @typedef {import("./common.mjs").Item} Item */
 /** @typedef {import("./common.mjs").Column} Column */
@@ -41,6 +42,12 @@ import { clean, field, isObject, nested, record, show, table } from "./output.mj
 /** The flags of the receiver's token endpoint (issue 31), on webhooks create and update. */
 const RECEIVER_AUTH_FLAGS = ["auth-method", "scope", "resource", "audience", "assertion-audience", "dpop", "no-dpop"];
 const AUTH_METHODS = ["client_secret_post", "client_secret_basic", "private_key_jwt"];
+
+/** What `deliveries list --status` filters by (the API's DeliveryStatus, src/schemas/webhooks.ts). */
+export const DELIVERY_STATUSES = ["pending", "retrying", "delivered", "failed"];
+
+/** Where a key's clients are (the API's LocationHint, src/schemas/records.ts): `--location-hint`. */
+export const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me"];
 
 export const enc = encodeURIComponent;
 
@@ -382,7 +389,7 @@ export const COMMANDS = [
         path: keysPath(a),
         body: defined({
           name: f.name,
-          location_hint: f["location-hint"],
+          location_hint: oneOf(f, "location-hint", LOCATION_HINTS),
           limits: Object.keys(limits).length > 0 ? limits : undefined,
           credits: creditsBody(f),
         }),
@@ -844,7 +851,11 @@ export const COMMANDS = [
     list: (a, f) => {
       const query = new URLSearchParams(
         /** @type {Record<string, string>} */ (
-          defined({ status: flagText(f.status), event_type: flagText(f["event-type"]), event_id: flagText(f["event-id"]) })
+          defined({
+            status: oneOf(f, "status", DELIVERY_STATUSES),
+            event_type: flagText(f["event-type"]),
+            event_id: flagText(f["event-id"]),
+          })
         ),
       ).toString();
       return `${webhookPath(a)}/deliveries${query ? `?${query}` : ""}`;
@@ -1071,10 +1082,7 @@ export function shownOnce(data, f, notes = []) {
  * @returns {Item}
  */
 function receiverAuth(f, update) {
-  const method = flagText(f["auth-method"]);
-  if (method !== undefined && !AUTH_METHODS.includes(method)) {
-    throw new UsageError(`--auth-method must be ${AUTH_METHODS.join(", ")}; got "${clean(method)}"`, "webhooks");
-  }
+  const method = oneOf(f, "auth-method", AUTH_METHODS);
   const text = (/** @type {string} */ name) => {
     const value = flagText(f[name]);
     return value !== undefined && update && value.trim() === "none" ? null : value;

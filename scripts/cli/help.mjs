@@ -3,7 +3,7 @@
  * command, one group's, or one command's synopsis with what its flags mean, then the environment
  * and exit status.
  */
-import { COMMANDS } from "./commands.mjs";
+import { COMMANDS, DELIVERY_STATUSES, LOCATION_HINTS } from "./commands.mjs";
 import { AUDIT_DEFAULT_LIMIT } from "./common.mjs";
 /** @typedef {import("./common.mjs").Flags} Flags */
 /** @typedef {import("./http.mjs").Client} Client */
@@ -36,7 +36,7 @@ export const GROUPS = {
       "--name N             a label for the key",
       "--per-second N       requests per second (1..1000, what one key's object serves); update: `default` restores the service default",
       "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
-      "--location-hint H    where the key's clients are: wnam enam sam weur eeur apac oc afr me",
+      `--location-hint H    where the key's clients are: ${LOCATION_HINTS.join(" ")}`,
       "--days               keys traffic: the last 30 days by UTC day instead of the last 24 hours",
       "--credits N          a prepaid balance each request spends its cost from (429 credits_exhausted at 0);",
       "                     update: sets the balance, `none` removes credits",
@@ -113,7 +113,7 @@ export const GROUPS = {
   deliveries: {
     title: "Deliveries",
     notes: [
-      "--status S          pending, retrying, delivered or failed",
+      `--status S          ${DELIVERY_STATUSES.slice(0, -1).join(", ")} or ${DELIVERY_STATUSES.at(-1)}`,
       "--event-type T      e.g. order.created",
       "--event-id E        one event's deliveries (evt_...)",
       "<id>                deliveries list: the configuration (whk_...); show and resend: the delivery (msg_..., the webhook-id)",

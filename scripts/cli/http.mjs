@@ -1,7 +1,8 @@
 /**
  * The operator CLI's HTTP client: which keyway to talk to (--url, KEYWAY_URL, PORT), the operator
  * token (only from the environment, or .dev.vars for a loopback URL), one request with keyway's
- * error turned into one readable line, and lists followed page by page with their cursors.
+ * error turned into one readable line (a refused connection with how to point the CLI at keyway),
+ * and lists followed page by page with their cursors.
  */
 import { readFileSync } from "node:fs";
 import process from "node:process";
@@ -40,6 +41,16 @@ export function baseUrl(flag) {
   return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
+/**
+ * Where the base URL came from, for the hint when nothing answers there (the same order as baseUrl).
+ * @param {string | boolean | undefined} flag
+ */
+export function urlSource(flag) {
+  if (typeof flag === "string") return "--url";
+  if (process.env.KEYWAY_URL) return "KEYWAY_URL";
+  return process.env.PORT ? `PORT=${clean(process.env.PORT)}` : "the default (PORT unset: 8787)";
+}
+
 /** @param {URL} url */
 export function isLoopback(url) {
   const host = url.hostname;
@@ -75,7 +86,10 @@ export function adminToken(base) {
   );
 }
 
-/** @typedef {{ base: string, token: string, source: string }} Client */
+/**
+ * `source` says where the token came from, `urlSource` where the base URL did (urlSource()).
+ * @typedef {{ base: string, token: string, source: string, urlSource?: string }} Client
+ */
 
 /**
  * Sends one request and returns the envelope's `data` and `_links`; throws RequestError with
@@ -112,7 +126,14 @@ export async function exchange(client, call) {
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (err) {
-    throw new RequestError([`admin: cannot reach keyway at ${client.base} (${networkReason(err)})`]);
+    const lines = [`admin: cannot reach keyway at ${client.base} (${networkReason(err)})`];
+    // Nothing listens there: most often keyway is not started, or runs on another port or host.
+    if (socketCode(err) === "ECONNREFUSED") {
+      lines.push(
+        `hint: the URL came from ${client.urlSource ?? "--url, KEYWAY_URL or PORT"}. Start keyway (\`npm start\` listens on $PORT, 8787 by default) or point the CLI at it: --url URL or KEYWAY_URL=URL for any keyway, or PORT=N for http://127.0.0.1:N (used when neither is given).`,
+      );
+    }
+    throw new RequestError(lines);
   }
   const where = `${call.method} ${call.path}`;
   if (res.status >= 300 && res.status < 400) {
@@ -188,8 +209,7 @@ export function networkReason(err) {
   if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError"))
     return `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`;
   const cause = err instanceof Error ? err.cause : undefined;
-  const first = cause instanceof AggregateError ? cause.errors[0] : cause;
-  const code = codeOf(cause) ?? codeOf(first);
+  const code = socketCode(err);
   const reasons = {
     ECONNREFUSED: "connection refused: is it running?",
     ENOTFOUND: "host not found",
@@ -201,6 +221,17 @@ export function networkReason(err) {
   if (code !== undefined) return Object.hasOwn(reasons, code) ? reasons[/** @type {keyof typeof reasons} */ (code)] : code;
   const message = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
   return clean(message.split("\n")[0] ?? "");
+}
+
+/**
+ * The socket error code in fetch's error (ECONNREFUSED, ENOTFOUND, ...), if it carries one.
+ * @param {unknown} err
+ * @returns {string | undefined}
+ */
+export function socketCode(err) {
+  const cause = err instanceof Error ? err.cause : undefined;
+  const first = cause instanceof AggregateError ? cause.errors[0] : cause;
+  return codeOf(cause) ?? codeOf(first);
 }
 
 /** @param {unknown} err @returns {string | undefined} */
