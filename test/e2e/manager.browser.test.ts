@@ -50,16 +50,17 @@ async function screenshot(page: Page, step: string): Promise<void> {
 
 /**
  * The main pages, as docs/manager.md shows them (docs/screenshots/): a walk's step and the name of
- * its picture, taken at the viewport's size (light at both widths; dark where `dark` is set).
+ * its picture, taken at the viewport's size (light at both widths; dark where `dark` is set),
+ * scrolled to the heading `from` when the part worth showing is not at the top.
  */
-const DOC_SHOTS: Record<string, { name: string; dark?: true }> = {
+const DOC_SHOTS: Record<string, { name: string; dark?: true; from?: string }> = {
   "walk-organization-settings": { name: "manager-organization" },
   "walk-client-credentials": { name: "manager-client-credentials" },
   "walk-api-keys": { name: "manager-api-keys" },
   "walk-audit-log": { name: "manager-audit-log" },
   "insight-webhooks": { name: "manager-webhooks" },
-  "insight-failing-endpoint": { name: "manager-webhook", dark: true },
-  "insight-failed-delivery": { name: "manager-delivery" },
+  "insight-failing-endpoint": { name: "manager-webhook", dark: true, from: "Traffic" },
+  "insight-failed-delivery": { name: "manager-delivery", from: "Attempts" },
 };
 
 /**
@@ -73,9 +74,15 @@ async function expectAccessible(page: Page, step: string): Promise<void> {
   await expectLaidOut(page, step, async (suffix) => {
     await screenshot(page, `${step}${suffix}`);
     if (doc && (doc.dark || !suffix.endsWith("-dark"))) {
+      if (doc.from)
+        await page
+          .getByRole("heading", { level: 2, name: doc.from })
+          .first()
+          .evaluate((h) => h.scrollIntoView());
       await page.screenshot({
         path: join(SCREENSHOTS, "docs", `${doc.name}${suffix === "" ? "-1280" : suffix === "-dark" ? "-1280-dark" : suffix}.png`),
       });
+      await page.evaluate(() => window.scrollTo(0, 0));
     }
   });
 }
