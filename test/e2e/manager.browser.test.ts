@@ -9,12 +9,16 @@
  * walk visits every page of the app (sign-in with and without an error, every list, every
  * one-time secret, every confirmation, the webhook pages with a real delivery to a loopback
  * receiver, a webhook configuration's new and edit forms with a refused form's messages, the
- * error pages) and requires axe-core to find nothing at any impact, at 1280 px and
- * at a phone's 390 px, where the page must not scroll sideways either (wide tables scroll inside
- * their own region instead).
- * Locators are the accessible names of src/http/manager/views.tsx and routes.tsx, so the tests
- * also check that labels and link names make sense. Each step leaves a full-page screenshot in
- * test-results/manager-<step>.png (and -390.png at phone width) for a person to look at. Without
+ * error pages) and checks each in light and dark (prefers-color-scheme) at 1280 px and at a
+ * phone's 390 px (browser.ts expectLaidOut): axe-core finds nothing at any impact (contrast in
+ * both schemes included), the page does not scroll sideways, no table is cut off, and no table
+ * row is taller than 200 px (tables become cards on a phone). It also checks the organization's
+ * section navigation (the current section marked aria-current) and that a chart's bars give their
+ * values on keyboard focus and on hover. Locators are the accessible names of
+ * src/http/manager/views.tsx and routes.tsx, so the tests also check that labels and link names
+ * make sense. Each step leaves full-page screenshots in test-results/manager-<step>[-390][-dark].png
+ * for a person to look at, the main pages also viewport-sized ones in test-results/docs/ (the
+ * source of docs/screenshots/); the tallest row seen is printed at the end. Without
  * /usr/bin/chromium the suite is skipped with a one-line notice (CI installs it in .ci/run).
  */
 import { mkdir } from "node:fs/promises";

@@ -129,7 +129,7 @@ dl.changes dt { color:var(--muted); } dl.changes dd { margin:0; overflow-wrap:br
 /* On a phone the fields run on as "name: value" pairs, so an entry stays a short card. */
 @media (max-width: 640px) { table.audit td { font-size:.8rem; } dl.changes { display:inline; } dl.changes div { display:inline; margin-right:.6rem; } dl.changes dt, dl.changes dd { display:inline; }
   dl.changes dt::after { content:": "; } }
-/* The audit log at wide widths: the changes get the room, the time and the actor only theirs. */
+/* The audit log at wide widths: fixed columns, most of the width for the changes. */
 @media (min-width: 641px) { table.audit { table-layout:fixed; } table.audit th:nth-child(1) { width:8rem; } table.audit th:nth-child(2) { width:20%; }
   table.audit th:nth-child(3) { width:24%; } table.audit td { overflow-wrap:anywhere; } }
 /* Charts (charts.tsx): inline SVG scaled to the column; each colour is a class. */
@@ -346,10 +346,11 @@ export const Checkbox: FC<{ id: string; label: string; hint?: string; checked: b
 );
 
 /**
- * A table's scroll region: at phone widths a table with many columns scrolls sideways inside it
- * while the page itself keeps the screen's width. It is focusable so keyboard users can scroll it
- * (WCAG 2.1.1), and a named section (a landmark of role region) so screen readers say what they
- * landed in; being a landmark, its label must be unique on its page.
+ * A table's region: at phone widths its table becomes cards of labelled fields (each cell's
+ * data-label, MANAGER_CSS), so nothing scrolls; between phone and desktop widths a table of many
+ * columns may scroll sideways inside it while the page keeps the screen's width. It is focusable
+ * so keyboard users can scroll it (WCAG 2.1.1), and a named section (a landmark of role region) so
+ * screen readers say what they landed in; being a landmark, its label must be unique on its page.
  */
 export const TableRegion: FC<{ label: string; children?: Child }> = ({ label, children }) => (
   <section class="table-scroll" aria-label={label} tabindex={0}>
