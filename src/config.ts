@@ -10,7 +10,7 @@ import { base64UrlDecode } from "./lib/encoding";
 import type { VersionedKey } from "./lib/keyring";
 import { type LogFormat, log } from "./log";
 import type { Limits } from "./schemas/records";
-import { MAX_KEY_PER_SECOND } from "./schemas/records";
+import { SINGLE_OBJECT_PER_SECOND } from "./schemas/records";
 
 export interface Config {
   accessTokenTtlSeconds: number;
@@ -61,7 +61,8 @@ const intVar = (min: number, max: number) => z.coerce.number().int().min(min).ma
 
 const VarsSchema = z.object({
   ACCESS_TOKEN_TTL_SECONDS: intVar(60, 86_400).default(3600),
-  RATE_LIMIT_PER_SECOND: intVar(1, MAX_KEY_PER_SECOND).default(1),
+  // Every key gets the default: it stays within one object (a larger limit is set per key, sharded).
+  RATE_LIMIT_PER_SECOND: intVar(1, SINGLE_OBJECT_PER_SECOND).default(1),
   RATE_LIMIT_PER_DAY: intVar(1, 100_000_000).default(1000),
   WEBHOOK_ALLOW_INSECURE_TARGETS: z.enum(["true", "false"]).default("false"),
   WEBHOOK_TIMEOUT_SECONDS: intVar(1, 120).default(30),

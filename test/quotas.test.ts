@@ -35,8 +35,8 @@ import {
   withObjectEnv,
 } from "./helpers";
 
-describe("the ceiling of one API key's object", () => {
-  it("refuses a per_second limit above what one key's object serves, on create and on change, naming why", async () => {
+describe("the ceiling of one API key", () => {
+  it("refuses a per_second limit above what a key's shards serve, on create and on change, naming why", async () => {
     const t = await createTenant();
     for (const [method, path] of [
       ["POST", `/organizations/${t.orgId}/api-keys`],
@@ -47,7 +47,7 @@ describe("the ceiling of one API key's object", () => {
       expect(res.status, method).toBe(400);
       expect(json.error).toBe("invalid_request");
       expect(json.developer_message).toContain(`limits.per_second must be at most ${MAX_KEY_PER_SECOND}`);
-      expect(json.developer_message).toContain("one API key's Durable Object serves about");
+      expect(json.developer_message).toContain("a key is served by up to 10 Durable Object shards");
     }
     const ok = await adminCall("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, { limits: { per_second: MAX_KEY_PER_SECOND } });
     expect(ok.status).toBe(200);
@@ -230,7 +230,7 @@ describe("an organization's shared quota", () => {
     expect(free.data.usage.quota).toBeNull();
   });
 
-  it("counts per second exactly across keys, and refuses a per_second above what its one object serves", async () => {
+  it("counts per second exactly across keys, and refuses a per_second above what its object and its keys' slices serve", async () => {
     const a = await createTenant();
     const b = await secondKey(a);
     await admin("PATCH", `/organizations/${a.orgId}`, { limits: { per_second: 5 } });
@@ -240,9 +240,9 @@ describe("an organization's shared quota", () => {
       ...Array.from({ length: 6 }, () => callAt(at, "/v1/oauth", tokenRequest(b))),
     ]);
     expect(burst.filter((r) => r.status === 200)).toHaveLength(5);
-    const tooMuch = await adminCall("PATCH", `/organizations/${a.orgId}`, { limits: { per_second: 1001 } });
+    const tooMuch = await adminCall("PATCH", `/organizations/${a.orgId}`, { limits: { per_second: 10_001 } });
     expect(tooMuch.status).toBe(400);
-    expect((await body(tooMuch)).developer_message).toContain("limits.per_second must be at most 1000");
+    expect((await body(tooMuch)).developer_message).toContain("limits.per_second must be at most 10000");
   });
 
   it("fails closed when its object cannot be reached: 503, and the key's own count is given back", async () => {

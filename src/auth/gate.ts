@@ -8,15 +8,23 @@
  */
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
+import { IsolateCache } from "../lib/cache";
 import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN, apiKeyObjectId } from "../lib/ids";
 import { identifyRequest } from "../log";
-import type { Admission } from "../objects/key";
-import { keyObject, keyObjectById, reach, unavailable } from "../objects/stubs";
+import { type Admission, type AdmitInput, pickShard } from "../objects/key";
+import { keyObject, keyObjectById, keyObjectIdHex, keyShardObject, reach, unavailable } from "../objects/stubs";
 import { rateLimited } from "../ratelimit/service";
 import type { Decision } from "../ratelimit/windows";
 
 export const API_KEY_HEADER = "x-api-key";
+
+/**
+ * How many shards serve a key and its home object's id, by the key's object name (its hash, or the
+ * id a rotated secret carries), as its home last said: kept briefly, so that a changed limit
+ * reaches every isolate within seconds (a retired shard also answers "home").
+ */
+const shardsKnown = new IsolateCache<{ shards: number; homeId: string }>({ maxEntries: 10_000, ttlMs: 10_000 });
 
 export interface Admitted {
   apiKey: { id: string; organizationId: string; hash: string };
@@ -66,24 +74,37 @@ export async function admit(deps: Deps, presented: string | undefined, client: P
   const now = deps.now();
   // A first secret's hash names its object; a rotated secret carries its object's id (lib/ids.ts).
   const objectId = apiKeyObjectId(key);
-  const object = objectId === null ? keyObject(deps, hash) : keyObjectById(deps, objectId);
-  if (object === null) throw invalidKey();
-  const admission: Admission = await reach("API key object", () =>
-    object.admit({
-      now,
-      defaults: deps.config.defaultLimits,
-      secretHash: hash,
-      routed: objectId !== null,
-      clientId: client.clientId,
-      clientAuthenticated: client.authenticated ?? false,
-      cost,
-      clientVersion: client.clientVersion,
-      tokenId: client.tokenId,
-      inspect: client.inspect,
-      proof: client.proof,
-    }),
-  );
-  if (admission.status === "unknown") throw invalidKey();
+  const home = objectId === null ? keyObject(deps, hash) : keyObjectById(deps, objectId);
+  if (home === null) throw invalidKey();
+  const input: AdmitInput = {
+    now,
+    defaults: deps.config.defaultLimits,
+    secretHash: hash,
+    routed: objectId !== null,
+    clientId: client.clientId,
+    clientAuthenticated: client.authenticated ?? false,
+    cost,
+    clientVersion: client.clientVersion,
+    tokenId: client.tokenId,
+    inspect: client.inspect,
+    proof: client.proof,
+  };
+  // A key past one object's capacity is served by shards (objects/key.ts): once its home has said
+  // how many, this isolate sends its requests straight to one of them, still one call.
+  const known = shardsKnown.get(objectId ?? hash, now);
+  let admission: Admission;
+  if (known === undefined) {
+    admission = await reach("API key object", () => home.admit(input));
+  } else {
+    const index = pickShard(known.shards, client.proof?.jti);
+    admission = await reach("API key object", () => keyShardObject(deps, known.homeId, index).admit({ ...input, shard: index }));
+    // The shard is not (or no longer) one: the key's limit changed. Its home decides, and says.
+    if (admission.status === "home") admission = await reach("API key object", () => home.admit(input));
+  }
+  if (admission.status === "active" && admission.shards !== undefined) {
+    shardsKnown.set(objectId ?? hash, { shards: admission.shards, homeId: objectId ?? keyObjectIdHex(deps, hash) }, now);
+  } else if (known !== undefined) shardsKnown.delete(objectId ?? hash);
+  if (admission.status === "unknown" || admission.status === "home") throw invalidKey();
   if (admission.status === "unconfirmed") throw unavailable("API key object");
   // Known from here on, refused or not: the request's log lines and its outcome name the key.
   identifyRequest({ api_key_id: admission.keyId, organization_id: admission.organizationId });

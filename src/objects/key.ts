@@ -24,8 +24,15 @@
  * (the current one, and the one a rotation replaced until its grace ends), whichever way the
  * request found it (a first secret's hash names it, a rotated secret carries its id).
  *
- * Load: the requests of one key (its per-second limit, at most MAX_KEY_PER_SECOND = 1,000/s, what
- * one object serves, docs/storage.md); rows: one per revoked credential of the organization, the
+ * Shards (issue 33): a key allowed more than one object serves (SHARD_CAPACITY) is served by
+ * ceil(per_second / SHARD_CAPACITY) shard objects of this class, named by this object's id and an
+ * index. This object, the key's home, keeps the exact windows, credits and quota, and grants each
+ * shard slices of the current second (ratelimit/lease.ts); it passes every push from the
+ * organization on to the shards before it answers, so revocations hold at every shard's next
+ * request. The edge sends each request to one shard (still one call), told how many by the home.
+ *
+ * Load: the requests of one key (its per-second limit, at most SHARD_CAPACITY = 1,000/s for one
+ * object, MAX_KEY_PER_SECOND = 10,000/s over shards; docs/storage.md); rows: one per revoked credential of the organization, the
  * hourly traffic counts, one row of credits, and what expires (seen DPoP proofs, tokens revoked one
  * by one), pruned by time by the alarm (docs/storage.md, "What expires").
  */
@@ -36,7 +43,8 @@ import { DAY_MS, hourOf } from "../lib/series";
 import { withTimeout } from "../lib/time";
 import { describeError, log } from "../log";
 import { type CreditsRefill, type CreditsState, nextBoundary, refilled, spend } from "../ratelimit/credits";
-import type { QuotaDecision } from "../ratelimit/quota";
+import { type Lease, NO_LEASE, receiveLease, spendLease, wantFor } from "../ratelimit/lease";
+import type { QuotaDecision, QuotaUsage } from "../ratelimit/quota";
 import { admit, type Decision, EMPTY_STATE, peek, type WindowState } from "../ratelimit/windows";
 import { USE_RESOLUTION_MS } from "../schemas/admin";
 import {
@@ -45,7 +53,8 @@ import {
   type Limits,
   MAX_KEY_PER_SECOND,
   type OrgQuota,
-  QUOTA_CEILING_PER_SECOND,
+  QUOTA_EXACT_PER_SECOND,
+  SINGLE_OBJECT_PER_SECOND,
 } from "../schemas/records";
 import { type Migration, migrate, pruneExpired } from "./sql";
 
@@ -112,10 +121,14 @@ export interface AdmitInput {
   inspect?: { tokenId: string; clientId: string } | undefined;
   /** A DPoP proof's jti (hashed) and until when it could be replayed: used once, or refused. */
   proof?: { jti: string; expiresMs: number } | undefined;
+  /** The shard of a sharded key the edge sent this to (1..n); absent: the key's home object. */
+  shard?: number | undefined;
 }
 
 export type Admission =
   | { status: "unknown" }
+  /** A shard that is not (or no longer) one of its key's: ask the key's home object. */
+  | { status: "home" }
   | { status: "revoked"; keyId: string; organizationId: string }
   /** The copy's lease has lapsed and the organization could not confirm it: fail closed. */
   | { status: "unconfirmed" }
@@ -131,7 +144,56 @@ export type Admission =
       inspectedTokenRevoked: boolean;
       /** The DPoP proof's jti was seen before. */
       proofReplayed: boolean;
+      /** How many shards serve the key (absent: its home object alone), for the edge to spread its requests. */
+      shards?: number;
     };
+
+/** A shard's question to its key's home object: a slice of the current second's budget (ratelimit/lease.ts). */
+export interface GrantRequest {
+  now: number;
+  defaults: Limits;
+  /** The request that asks pays `cost`; the slice is `want` at most, `cost` at least. */
+  cost: number;
+  want: number;
+}
+
+export type Grant =
+  | { status: "granted"; granted: number; decision: Decision }
+  | { status: "refused"; decision: Decision }
+  | { status: "unavailable" };
+
+/**
+ * What one object serves (about 1,000 short calls/s, docs/storage.md): a key allowed more per
+ * second is served by ceil(per_second / SHARD_CAPACITY) shards, up to MAX_KEY_PER_SECOND.
+ */
+export const SHARD_CAPACITY = SINGLE_OBJECT_PER_SECOND;
+/** The most a shard asks its home for at once: the home is asked about rate / KEY_SLICE_CAP times a second. */
+export const KEY_SLICE_CAP = 50;
+/**
+ * The most a key's object asks its organization's QuotaObject for at once, for a quota past
+ * QUOTA_EXACT_PER_SECOND: at the ceiling the QuotaObject is asked about QUOTA_CEILING_PER_SECOND /
+ * QUOTA_SLICE_CAP = 500 times a second, and each active key holds at most this much unspent.
+ */
+export const QUOTA_SLICE_CAP = 20;
+
+/** How many shards serve a key allowed `perSecond` requests a second (0: its home object alone). */
+export function shardsFor(perSecond: number): number {
+  return perSecond > SHARD_CAPACITY ? Math.ceil(perSecond / SHARD_CAPACITY) : 0;
+}
+
+/** A shard's object name: its home object's id and its index (1..n). */
+export const shardName = (homeId: string, index: number): string => `shard:${homeId}:${index}`;
+
+/**
+ * Which shard (1..n) serves a request: a DPoP proof always goes to the same one (its jti's hash),
+ * so that a replay meets the shard that recorded it; anything else to any of them.
+ */
+export function pickShard(n: number, proofJti: string | undefined): number {
+  if (proofJti === undefined) return 1 + Math.floor(Math.random() * n);
+  let h = 2166136261;
+  for (let i = 0; i < proofJti.length; i++) h = Math.imul(h ^ proofJti.charCodeAt(i), 16777619);
+  return 1 + ((h >>> 0) % n);
+}
 
 /** A use is noted at most this often per subject, and flushed to the organization as often (schemas/admin.ts). */
 export { USE_RESOLUTION_MS };
@@ -215,6 +277,11 @@ const MIGRATIONS: Migration[] = [
       "ALTER TABLE windows ADD COLUMN hour_refused INTEGER NOT NULL DEFAULT 0",
     ],
   },
+  {
+    // Issue 33: a shard of a key past one object's capacity knows its home object and its index.
+    version: 7,
+    statements: ["ALTER TABLE key ADD COLUMN shard_home TEXT", "ALTER TABLE key ADD COLUMN shard_index INTEGER"],
+  },
 ];
 
 /** The current hour's requests, admitted and refused by the limits (the live row of the traffic charts). */
@@ -263,9 +330,13 @@ interface KeyRow extends Record<string, SqlStorageValue> {
   secret_hash: string | null;
   previous_hash: string | null;
   previous_until_ms: number | null;
+  /** A shard's home object (its id) and index; null for a key's home object. */
+  shard_home: string | null;
+  shard_index: number | null;
 }
 
-const KEY_COLUMNS = "id, organization_id, status, per_second, per_day, version, revision, secret_hash, previous_hash, previous_until_ms";
+const KEY_COLUMNS =
+  "id, organization_id, status, per_second, per_day, version, revision, secret_hash, previous_hash, previous_until_ms, shard_home, shard_index";
 
 export class KeyObject extends DurableObject<Env> {
   private key: KeyRow | null = null;
@@ -292,6 +363,18 @@ export class KeyObject extends DurableObject<Env> {
   /** When the organization last confirmed the copy (memory only: a restarted object asks first). */
   private confirmedAt = 0;
   private readonly confirming = new SingleFlight();
+  /** A shard's slice of the current second (ratelimit/lease.ts), in memory: a restart loses it (under-admission only). */
+  private lease: Lease = NO_LEASE;
+  /** What the home answered with the slice: the usage a request admitted from it reports. */
+  private leaseView: Decision | null = null;
+  /** The home's last refusal, repeated without asking until the refusing window ends. */
+  private refusal: { decision: Decision; until: number } | null = null;
+  private readonly granting = new SingleFlight<"ok" | "unconfirmed">();
+  /** This key's slice of its organization's quota (a quota past QUOTA_EXACT_PER_SECOND), in memory. */
+  private quotaLease: Lease = NO_LEASE;
+  private quotaView: QuotaUsage[] | null = null;
+  private quotaRefusal: { decision: QuotaDecision; until: number } | null = null;
+  private readonly quotaSlicing = new SingleFlight<"ok" | "unconfirmed">();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -327,7 +410,8 @@ export class KeyObject extends DurableObject<Env> {
 
   /** The hot path: authenticate the key, check the client's revocation, count the request. */
   async admit(input: AdmitInput): Promise<Admission> {
-    if (this.key === null) return { status: "unknown" };
+    // A shard that was never told its key: the edge's idea of the key's shards is ahead of them.
+    if (this.key === null) return input.shard === undefined ? { status: "unknown" } : { status: "home" };
     if (Date.now() - this.confirmedAt > KEY_LEASE_MS) {
       try {
         await this.confirm();
@@ -339,14 +423,27 @@ export class KeyObject extends DurableObject<Env> {
     const key = this.key;
     if (!this.answersTo(key, input.secretHash, input.routed === true, input.now)) return { status: "unknown" };
     if (key.status !== "active") return { status: "revoked", keyId: key.id, organizationId: key.organization_id };
+    const shards = shardsFor(this.limits(input.defaults).per_second);
+    if (key.shard_index !== null) {
+      // A shard past its key's current count (the limit came down) serves nothing: the home decides.
+      if (key.shard_index > shards) return { status: "home" };
+    } else if (shards > 0 && input.shard === undefined) {
+      // The home of a sharded key hands an edge's first request to a shard, as the edge will from
+      // now on (the answer says how many there are); only if that shard is not ready does it count here.
+      const index = pickShard(shards, input.proof?.jti);
+      const answer = await this.shard(index).admit({ ...input, shard: index });
+      if (answer.status !== "home") return answer.status === "active" ? { ...answer, shards } : answer;
+    }
     const clientRevoked = input.clientId !== undefined && this.clientRevoked(input.clientId);
     const clientStale =
       input.clientId !== undefined && input.clientVersion !== undefined && this.changedVersion(input.clientId) > input.clientVersion;
     const revokedToken = (id: string | undefined) => id !== undefined && this.tokenRevokedUntil(id) > input.now;
     // A proof is used once, admitted or not: the first use records it, every later one is a replay.
     const proofReplayed = input.proof !== undefined && !this.recordProof(input.proof);
-    // decide() counts the request in its hour's traffic in the same write as its windows.
-    const decision = await this.decide(input.now, input.cost ?? 1, input.defaults);
+    // decide() counts the request in its hour's traffic in the same write as its windows; a shard
+    // admits from its slice and writes only that count.
+    const decision =
+      key.shard_index === null ? await this.decide(input.now, input.cost ?? 1, input.defaults) : await this.decideFromSlice(input);
     if (decision === "unconfirmed") return { status: "unconfirmed" };
     if (decision.allowed) {
       this.noteUse("key", input.now);
@@ -363,7 +460,113 @@ export class KeyObject extends DurableObject<Env> {
       inspectedTokenRevoked:
         input.inspect !== undefined && (revokedToken(input.inspect.tokenId) || this.clientRevoked(input.inspect.clientId)),
       proofReplayed,
+      ...(shards > 0 ? { shards } : {}),
     };
+  }
+
+  /**
+   * A shard's decision: from the slice it holds, else from a new slice its home grants (one call,
+   * shared by the requests that arrive meanwhile), else the home's refusal, repeated until the
+   * refusing window ends. The home counted the slice when it granted it, so every shard together
+   * never admits more than the limit.
+   */
+  private async decideFromSlice(input: AdmitInput): Promise<Decision | "unconfirmed"> {
+    const cost = input.cost ?? 1;
+    const now = input.now;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const spent = spendLease(this.lease, now, cost);
+      if (spent !== null && this.leaseView !== null) {
+        this.lease = spent;
+        this.writeWindows(this.windows, this.tally(now, "admitted"));
+        return { ...this.leaseView, allowed: true, exceeded: null, now, cost };
+      }
+      const refusal = this.refusal;
+      if (refusal !== null && refusal.until > now) {
+        this.writeWindows(this.windows, this.tally(now, "refused"));
+        return { ...refusal.decision, now, cost };
+      }
+      const asked = await this.granting.run(() => this.askHome(now, cost, input.defaults));
+      if (asked === "unconfirmed") return "unconfirmed";
+    }
+    // Still nothing after three slices went to other requests: a slice of exactly this request.
+    const asked = await this.askHome(now, cost, input.defaults, cost);
+    if (asked === "unconfirmed") return "unconfirmed";
+    return this.decideFromSliceOnce(now, cost);
+  }
+
+  private decideFromSliceOnce(now: number, cost: number): Decision {
+    const spent = spendLease(this.lease, now, cost);
+    if (spent !== null && this.leaseView !== null) {
+      this.lease = spent;
+      this.writeWindows(this.windows, this.tally(now, "admitted"));
+      return { ...this.leaseView, allowed: true, exceeded: null, now, cost };
+    }
+    const refused = this.refusal?.decision ?? {
+      ...peek(EMPTY_STATE, { per_second: 0, per_day: 0 }, now),
+      allowed: false,
+      exceeded: "second",
+    };
+    this.writeWindows(this.windows, this.tally(now, "refused"));
+    return { ...refused, now, cost };
+  }
+
+  /** Asks the home for a slice sized to this shard's rate; the lease or the refusal is updated. */
+  private async askHome(now: number, cost: number, defaults: Limits, exactly?: number): Promise<"ok" | "unconfirmed"> {
+    const key = this.key as KeyRow;
+    const want = exactly ?? wantFor(this.lease, now, cost, KEY_SLICE_CAP);
+    let grant: Grant;
+    try {
+      const home = this.env.KEYS.get(this.env.KEYS.idFromString(key.shard_home as string));
+      grant = await withTimeout<Grant>(home.grant({ now, defaults, cost, want }), CONFIRM_TIMEOUT_MS, "the key's home object");
+    } catch (err) {
+      log.warn("key home unreachable; refusing", { key: key.id, detail: describeError(err) });
+      return "unconfirmed";
+    }
+    if (grant.status === "unavailable") return "unconfirmed";
+    if (grant.status === "refused") {
+      const d = grant.decision;
+      const until = d.exceeded === "day" ? d.day.resetAt : d.second.resetAt;
+      this.refusal = { decision: d, until };
+      return "ok";
+    }
+    this.refusal = null;
+    this.lease = receiveLease(this.lease, now, grant.granted, 0);
+    this.leaseView = grant.decision;
+    return "ok";
+  }
+
+  /**
+   * A shard asks for a slice of the current second's budget: the home decides it as one request of
+   * that size, through the same windows, credits and quota as any request (counted now, whether the
+   * shard spends it or not), shrunk to what is left, but never below the asking request's cost.
+   */
+  async grant(request: GrantRequest): Promise<Grant> {
+    const key = this.key;
+    if (key === null || key.shard_index !== null) return { status: "unavailable" };
+    if (Date.now() - this.confirmedAt > KEY_LEASE_MS) {
+      try {
+        await this.confirm();
+      } catch {
+        return { status: "unavailable" };
+      }
+    }
+    if ((this.key as KeyRow).status !== "active") return { status: "unavailable" };
+    const limits = this.limits(request.defaults);
+    const left = peek(this.windows, limits, request.now);
+    const room = Math.min(
+      left.second.remaining,
+      left.day.remaining,
+      this.credits === null ? Number.POSITIVE_INFINITY : refilled(this.credits, request.now).remaining,
+    );
+    const size = Math.max(request.cost, Math.min(request.want, room));
+    const decision = await this.decide(request.now, size, request.defaults, false);
+    if (decision === "unconfirmed") return { status: "unavailable" };
+    return decision.allowed ? { status: "granted", granted: size, decision } : { status: "refused", decision };
+  }
+
+  /** The stub of this key's shard `index`. */
+  private shard(index: number): DurableObjectStub<KeyObject> {
+    return this.env.KEYS.get(this.env.KEYS.idFromName(shardName(this.ctx.id.toString(), index)));
   }
 
   /**
@@ -387,7 +590,7 @@ export class KeyObject extends DurableObject<Env> {
    * out, see them; if the quota refuses, or cannot answer within CONFIRM_TIMEOUT_MS, they are
    * given back and the request is refused (429) or fails closed (503): never admitted uncounted.
    */
-  private async decide(now: number, cost: number, defaults: Limits): Promise<Decision | "unconfirmed"> {
+  private async decide(now: number, cost: number, defaults: Limits, count = true): Promise<Decision | "unconfirmed"> {
     const limits = this.limits(defaults);
     const { state, decision } = admit(this.windows, limits, now, cost);
     // A refusal after the windows admitted: they show what they hold without this request.
@@ -400,7 +603,7 @@ export class KeyObject extends DurableObject<Env> {
     const before = this.credits;
     // A refusal writes the windows row too, but only for its hour's count (one row either way).
     if (!decision.allowed) {
-      this.writeWindows(this.windows, this.tally(now, "refused"));
+      if (count) this.writeWindows(this.windows, this.tally(now, "refused"));
       return this.withExtras(decision, before, now);
     }
     let credits = before;
@@ -408,18 +611,27 @@ export class KeyObject extends DurableObject<Env> {
       const spent = spend(before, now, cost);
       credits = { ...before, ...spent.state };
       if (!spent.allowed) {
-        this.writeWindows(this.windows, this.tally(now, "refused"));
+        if (count) this.writeWindows(this.windows, this.tally(now, "refused"));
         return this.withExtras(refusedBy("credits"), credits, now);
       }
     }
     // Storage first: memory never counts a request that storage did not. Counted as admitted in
     // its hour now; a refusal by the quota below moves it to refused (giveBack).
-    this.writeWindows(state, this.tally(now, "admitted"));
+    this.writeWindows(state, count ? this.tally(now, "admitted") : this.hourly);
     if (credits !== null) this.writeCredits(credits);
     const quota = this.quotaLimits();
     if (quota === null) return this.withExtras(decision, credits, now);
     // The balance this request spent from: the same epoch (no reset since) and refill period.
     const spentFrom = credits === null ? null : { epoch: credits.epoch, nextRefillMs: credits.nextRefillMs };
+    if ((quota.per_second ?? 0) > QUOTA_EXACT_PER_SECOND) {
+      const sliced = await this.fromQuotaSlice(quota, now, cost);
+      if (sliced === "unconfirmed" || !sliced.allowed) {
+        this.giveBack(state, cost, spentFrom, sliced === "unconfirmed" ? null : "refused", count);
+        if (sliced === "unconfirmed") return "unconfirmed";
+        return { ...this.withExtras(refusedBy(sliced.exceeded), this.credits, now), quota: sliced.windows };
+      }
+      return { ...this.withExtras(decision, credits, now), quota: sliced.windows };
+    }
     const quotaObject = this.quotaObject();
     const takeId = crypto.randomUUID();
     let answer: QuotaDecision;
@@ -427,16 +639,65 @@ export class KeyObject extends DurableObject<Env> {
       answer = await withTimeout(quotaObject.take(quota, now, cost, takeId), CONFIRM_TIMEOUT_MS, "the organization's quota");
     } catch (err) {
       log.warn("organization quota unreachable; refusing", { key: this.key?.id, detail: describeError(err) });
-      this.giveBack(state, cost, spentFrom, null);
+      this.giveBack(state, cost, spentFrom, null, count);
       // Answered 503: the quota must not keep it, whether its take has landed, lands later or never.
       quotaObject.release(takeId).catch((e: unknown) => log.warn("quota release failed", { key: this.key?.id, detail: describeError(e) }));
       return "unconfirmed";
     }
     if (!answer.allowed) {
-      this.giveBack(state, cost, spentFrom, "refused");
+      this.giveBack(state, cost, spentFrom, "refused", count);
       return { ...this.withExtras(refusedBy(answer.exceeded), this.credits, now), quota: answer.windows };
     }
     return { ...this.withExtras(decision, credits, now), quota: answer.windows };
+  }
+
+  /**
+   * A quota past QUOTA_EXACT_PER_SECOND: the request is paid from this key's slice of the second's
+   * budget, else from a new slice the QuotaObject grants (one call, shared by the requests that
+   * arrive meanwhile), else refused as the QuotaObject last refused, until that window ends.
+   */
+  private async fromQuotaSlice(quota: OrgQuota, now: number, cost: number): Promise<QuotaDecision | "unconfirmed"> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const spent = spendLease(this.quotaLease, now, cost);
+      if (spent !== null && this.quotaView !== null) {
+        this.quotaLease = spent;
+        return { allowed: true, exceeded: null, windows: this.quotaView };
+      }
+      const refusal = this.quotaRefusal;
+      if (refusal !== null && refusal.until > now) return refusal.decision;
+      const asked = await this.quotaSlicing.run(() => this.askQuota(quota, now, wantFor(this.quotaLease, now, cost, QUOTA_SLICE_CAP)));
+      if (asked === "unconfirmed") return "unconfirmed";
+    }
+    const asked = await this.askQuota(quota, now, cost);
+    if (asked === "unconfirmed") return "unconfirmed";
+    const spent = spendLease(this.quotaLease, now, cost);
+    if (spent === null || this.quotaView === null)
+      return this.quotaRefusal?.decision ?? { allowed: false, exceeded: "org_second", windows: [] };
+    this.quotaLease = spent;
+    return { allowed: true, exceeded: null, windows: this.quotaView };
+  }
+
+  /** Asks the QuotaObject for a slice of `want`; the slice or the refusal is kept. */
+  private async askQuota(quota: OrgQuota, now: number, want: number): Promise<"ok" | "unconfirmed"> {
+    const quotaObject = this.quotaObject();
+    const takeId = crypto.randomUUID();
+    let answer: QuotaDecision & { granted: number };
+    try {
+      answer = await withTimeout(quotaObject.grant(quota, now, 1, want, takeId), CONFIRM_TIMEOUT_MS, "the organization's quota");
+    } catch (err) {
+      log.warn("organization quota unreachable; refusing", { key: this.key?.id, detail: describeError(err) });
+      quotaObject.release(takeId).catch((e: unknown) => log.warn("quota release failed", { key: this.key?.id, detail: describeError(e) }));
+      return "unconfirmed";
+    }
+    if (!answer.allowed) {
+      const window = answer.windows.find((w) => w.name === answer.exceeded);
+      this.quotaRefusal = { decision: answer, until: window?.resetAt ?? (Math.floor(now / 1000) + 1) * 1000 };
+      return "ok";
+    }
+    this.quotaRefusal = null;
+    this.quotaLease = receiveLease(this.quotaLease, now, answer.granted, 0);
+    this.quotaView = answer.windows;
+    return "ok";
   }
 
   /** The decision with the key's credits (as they stand) attached. */
@@ -526,9 +787,13 @@ export class KeyObject extends DurableObject<Env> {
     cost: number,
     spentFrom: { epoch: number; nextRefillMs: number | null } | null,
     as: "refused" | null,
+    tallied = true,
   ): void {
     const w = this.windows;
-    const h = this.hourly;
+    // Taken out of its hour's counts only if it was put in (a shard's slice is counted by the shard).
+    const h = tallied
+      ? this.hourly
+      : { ...this.hourly, admitted: this.hourly.admitted + 1, refused: this.hourly.refused - (as === "refused" ? 1 : 0) };
     this.writeWindows(
       {
         ...w,
@@ -544,12 +809,12 @@ export class KeyObject extends DurableObject<Env> {
   }
 
   /**
-   * The organization's quota as it is counted: its `per_second` at QUOTA_CEILING_PER_SECOND when
+   * The organization's quota as it is counted: its `per_second` at QUOTA_EXACT_PER_SECOND when
    * not set, since all of its keys' requests then pass through its one QuotaObject, which must not
    * be asked more than it serves (an accepted quota never turns into 503s under load).
    */
   private quotaLimits(): OrgQuota | null {
-    return this.quota === null ? null : { ...this.quota, per_second: this.quota.per_second ?? QUOTA_CEILING_PER_SECOND };
+    return this.quota === null ? null : { ...this.quota, per_second: this.quota.per_second ?? QUOTA_EXACT_PER_SECOND };
   }
 
   private quotaObject() {
@@ -696,9 +961,30 @@ export class KeyObject extends DurableObject<Env> {
     return soonest === null ? null : Math.max(soonest, this.prunedAt + PRUNE_INTERVAL_MS);
   }
 
-  /** The hourly traffic counts (oldest first), for the charts and the operator API: the stored hours and the live one. */
-  traffic(): TrafficRow[] {
-    if (this.key === null) return [];
+  /**
+   * The hourly traffic counts (oldest first), for the charts and the operator API: the stored hours
+   * and the live one, summed over the key's shards when it has them (each counts what it served).
+   */
+  async traffic(): Promise<TrafficRow[]> {
+    const key = this.key;
+    if (key === null) return [];
+    const own = this.ownTraffic();
+    const shards = key.shard_index === null ? shardsFor(key.per_second ?? 0) : 0;
+    if (shards === 0) return own;
+    const byHour = new Map<number, TrafficRow>(own.map((r) => [r.hour_ms, { ...r }]));
+    const parts = await Promise.all(Array.from({ length: shards }, (_, i) => this.shard(i + 1).traffic()));
+    for (const row of parts.flat()) {
+      const sum = byHour.get(row.hour_ms);
+      if (sum === undefined) byHour.set(row.hour_ms, { ...row });
+      else {
+        sum.admitted += row.admitted;
+        sum.refused += row.refused;
+      }
+    }
+    return [...byHour.values()].sort((x, y) => x.hour_ms - y.hour_ms);
+  }
+
+  private ownTraffic(): TrafficRow[] {
     const rows = this.ctx.storage.sql.exec<TrafficRow>("SELECT hour_ms, admitted, refused FROM traffic ORDER BY hour_ms").toArray();
     const live = this.hourly;
     if (live.admitted + live.refused === 0) return rows;
@@ -724,8 +1010,26 @@ export class KeyObject extends DurableObject<Env> {
     return { ...decision, quota: quota.windows };
   }
 
-  /** Applies what the organization pushed; older versions and revisions change nothing. */
-  sync(snapshot: KeySnapshot): SyncAck {
+  /**
+   * Applies what the organization pushed; older versions and revisions change nothing. The home of
+   * a sharded key passes it on to every shard (and to the shards a lowered limit retires) before it
+   * answers, so a revocation the organization sees acknowledged holds at every shard's next request.
+   */
+  async sync(snapshot: KeySnapshot, shard?: { home: string; index: number }): Promise<SyncAck> {
+    const before = this.key === null || this.key.shard_index !== null ? 0 : shardsFor(this.key.per_second ?? 0);
+    const ack = this.apply(snapshot, shard);
+    const key = this.key as KeyRow | null;
+    if (key !== null && key.shard_index === null) {
+      const count = Math.max(before, shardsFor(key.per_second ?? 0));
+      if (count > 0) {
+        const home = this.ctx.id.toString();
+        await Promise.all(Array.from({ length: count }, (_, i) => this.shard(i + 1).sync(snapshot, { home, index: i + 1 })));
+      }
+    }
+    return ack;
+  }
+
+  private apply(snapshot: KeySnapshot, shard: { home: string; index: number } | undefined): SyncAck {
     migrate(this.ctx.storage, MIGRATIONS);
     const sql = this.ctx.storage.sql;
     this.ctx.storage.transactionSync(() => {
@@ -774,7 +1078,11 @@ export class KeyObject extends DurableObject<Env> {
       }
       if (current === null || snapshot.version >= current.version) this.syncCredits(snapshot.credits, Date.now());
       sql.exec("UPDATE key SET revision = max(revision, ?)", snapshot.revision);
+      if (shard !== undefined) sql.exec("UPDATE key SET shard_home = ?, shard_index = ?", shard.home, shard.index);
     });
+    // Limits may have changed: a refusal given under the old ones is not repeated.
+    this.refusal = null;
+    this.quotaRefusal = null;
     this.loadQuotaAndCredits();
     // Only after the transaction committed: memory never holds what storage does not.
     for (const r of snapshot.revocations) {
@@ -800,7 +1108,7 @@ export class KeyObject extends DurableObject<Env> {
       const snapshot = await withTimeout(org.confirmKey(key.id, key.revision), CONFIRM_TIMEOUT_MS, "the organization's confirmation");
       // The organization creates every key before pushing it: one it does not know is refused.
       if (snapshot === null) throw new Error("the organization does not know this API key");
-      this.sync(snapshot);
+      await this.sync(snapshot);
     });
   }
 
@@ -809,6 +1117,9 @@ export class KeyObject extends DurableObject<Env> {
    * everything, and answers "unknown" (401) from then on, as for a key never issued.
    */
   async erase(): Promise<void> {
+    const key = this.key;
+    const shards = key === null || key.shard_index !== null ? 0 : shardsFor(key.per_second ?? 0);
+    await Promise.all(Array.from({ length: shards }, (_, i) => this.shard(i + 1).erase()));
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.key = null;

@@ -14,11 +14,12 @@
  * What is remembered for that lives in memory for RELEASE_WINDOW_MS; a restart in between leaves
  * the request counted (never too many admitted, one too few at worst).
  *
- * Load: every request of every key of one organization with a quota, so one object's ceiling
- * (about 1,000 calls/s, docs/storage.md) is the organization's: the API refuses an organization
- * `per_second` above QUOTA_CEILING_PER_SECOND, and applies that figure when none is set. Past it,
- * the design is a budget leased in slices to each key's object (docs/storage.md, "Sharding a
- * shared quota"); not built. Rows: one.
+ * Load: up to QUOTA_EXACT_PER_SECOND (one object's 1,000 calls/s), every request of every key of
+ * the organization, counted exactly; that figure applies when no `per_second` is set. Past it (up
+ * to QUOTA_CEILING_PER_SECOND), each key's object holds slices of the second's budget (`grant`,
+ * ratelimit/lease.ts) and asks about once per QUOTA_SLICE_CAP requests: never more admitted than
+ * the quota, at most the keys' unspent slices fewer (docs/storage.md, "Limits past one object").
+ * Rows: one.
  */
 import { DurableObject } from "cloudflare:workers";
 import { EMPTY_QUOTA, peekQuota, type QuotaDecision, type QuotaLimits, type QuotaState, returnQuota, takeQuota } from "../ratelimit/quota";
@@ -93,6 +94,18 @@ export class QuotaObject extends DurableObject<Env> {
       if (id !== undefined) this.taken.set(id, { second: state.second, day: state.day, month: state.month, cost, at: Date.now() });
     }
     return decision;
+  }
+
+  /**
+   * A slice of the organization's budget for a key's object that holds slices (a quota past
+   * QUOTA_EXACT_PER_SECOND, ratelimit/lease.ts): `want` at most, what is left of the tightest window
+   * at least `cost`, counted as one take (released as one, by its id, if the key gives up waiting).
+   */
+  grant(limits: QuotaLimits, now: number, cost: number, want: number, id?: string): QuotaDecision & { granted: number } {
+    const room = Math.min(...peekQuota(this.state, limits, now).windows.map((w) => w.remaining));
+    const size = Math.max(cost, Math.min(want, room));
+    const decision = this.take(limits, now, size, id);
+    return { ...decision, granted: decision.allowed ? size : 0 };
   }
 
   /** A take its key's object gave up waiting for (and answered 503): taken back, or refused when it comes. */

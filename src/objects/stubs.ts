@@ -10,7 +10,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { derived, IsolateCache } from "../lib/cache";
 import { describeError, log } from "../log";
-import type { KeyObject } from "./key";
+import { type KeyObject, shardName } from "./key";
 import type { Result } from "./sql";
 
 /** Retry-After of the 503 answered when an object cannot be reached. */
@@ -18,7 +18,7 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 const idsOf = derived((_namespace: DurableObjectNamespace) => new IsolateCache<DurableObjectId>({ maxEntries: 10_000 }));
 
-function stub<T extends Rpc.DurableObjectBranded | undefined>(namespace: DurableObjectNamespace<T>, name: string): DurableObjectStub<T> {
+function idOf<T extends Rpc.DurableObjectBranded | undefined>(namespace: DurableObjectNamespace<T>, name: string): DurableObjectId {
   const ids = idsOf(namespace as unknown as DurableObjectNamespace);
   let id = ids.get(name);
   if (id === undefined) {
@@ -26,11 +26,19 @@ function stub<T extends Rpc.DurableObjectBranded | undefined>(namespace: Durable
     id = namespace.idFromName(name);
     ids.set(name, id);
   }
-  return namespace.get(id);
+  return id;
+}
+
+function stub<T extends Rpc.DurableObjectBranded | undefined>(namespace: DurableObjectNamespace<T>, name: string): DurableObjectStub<T> {
+  return namespace.get(idOf(namespace, name));
 }
 
 export const organizationObject = (deps: Deps, orgId: string) => stub(deps.orgs, orgId);
 export const keyObject = (deps: Deps, keyHash: string) => stub(deps.keys, keyHash);
+/** The id (hex) of a key's home object named by the key's hash: what its shards are named after. */
+export const keyObjectIdHex = (deps: Deps, keyHash: string): string => idOf(deps.keys, keyHash).toString();
+/** Shard `index` of a key served by shards (objects/key.ts), by its home object's id. */
+export const keyShardObject = (deps: Deps, homeId: string, index: number) => stub(deps.keys, shardName(homeId, index));
 /** A key's object by the id a rotated secret carries (lib/ids.ts); null for an id that is not one of this namespace's. */
 export function keyObjectById(deps: Deps, idHex: string): DurableObjectStub<KeyObject> | null {
   try {

@@ -14,6 +14,7 @@ import {
   OrganizationRecord,
   OrgQuota,
   QUOTA_CEILING_PER_SECOND,
+  QUOTA_EXACT_PER_SECOND,
   UserRecord,
 } from "./records";
 import { ALL_SCOPES } from "./scopes";
@@ -41,7 +42,7 @@ const LimitValue = (max: number, why = "") =>
 /** A key's per-second limit: at most what its one object serves (MAX_KEY_PER_SECOND). */
 const PerSecond = LimitValue(
   MAX_KEY_PER_SECOND,
-  ` (one API key's Durable Object serves about ${MAX_KEY_PER_SECOND} requests per second; spread more over several keys)`,
+  ` (a key is served by up to ${MAX_KEY_PER_SECOND / 1000} Durable Object shards of about 1000 requests per second each; spread more over several keys)`,
 );
 
 /** Credits on create or change: the balance to set, and the refill (absent: none). */
@@ -176,7 +177,7 @@ export const UpdateOrganizationInput = z.strictObject({
     .strictObject({
       per_second: LimitValue(
         QUOTA_CEILING_PER_SECOND,
-        ` (an organization's quota is counted by one Durable Object, which serves about ${QUOTA_CEILING_PER_SECOND} requests per second)`,
+        ` (an organization's quota is counted by one Durable Object, with its keys' objects holding slices of it above ${QUOTA_EXACT_PER_SECOND} per second)`,
       )
         .nullable()
         .optional(),

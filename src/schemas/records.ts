@@ -9,17 +9,23 @@ import { Timestamp } from "./common";
 import { Jwks } from "./jose";
 
 /**
- * The most requests per second one API key may be allowed: what one key's Durable Object serves
- * (Cloudflare documents a soft limit of about 1,000 requests/s per object; keyway's bench pushes
- * every scenario through key objects and measures 736 to 1,184 requests/s for the whole local
- * stack, docs/performance.md). The API refuses more, so it never accepts a limit it would answer
- * with 503 (docs/storage.md, "KeyObject").
+ * What one Durable Object serves: Cloudflare documents a soft limit of about 1,000 requests/s per
+ * object, and keyway's bench pushes every scenario through key objects and measures 736 to 1,184
+ * requests/s for the whole local stack (docs/performance.md). A key allowed more is served by
+ * shards (objects/key.ts), and the default every key gets (RATE_LIMIT_PER_SECOND) stays within it.
  */
-export const MAX_KEY_PER_SECOND = 1000;
+export const SINGLE_OBJECT_PER_SECOND = 1000;
 
-/** Stored limits: keys from before the ceiling may hold up to 10,000; they are served at MAX_KEY_PER_SECOND. */
+/**
+ * The most requests per second one API key may be allowed: ten shards of SINGLE_OBJECT_PER_SECOND
+ * (issue 33; docs/storage.md, "Limits past one object"). The API refuses more, so it never accepts
+ * a limit it would answer with 503.
+ */
+export const MAX_KEY_PER_SECOND = 10_000;
+
+/** Stored limits: at most MAX_KEY_PER_SECOND per second. */
 export const Limits = z.object({
-  per_second: z.number().int().min(1).max(10_000),
+  per_second: z.number().int().min(1).max(MAX_KEY_PER_SECOND),
   per_day: z.number().int().min(1).max(100_000_000),
 });
 export type Limits = z.output<typeof Limits>;
@@ -77,10 +83,12 @@ export type KeyCredits = z.output<typeof KeyCredits>;
 
 /**
  * An organization's shared quota (product brief, "Quotas and credits"): limits counted over all its
- * keys together. `per_second` is at most what its one QuotaObject serves, and applies at that
- * figure when not set (objects/quota.ts).
+ * keys together. Up to QUOTA_EXACT_PER_SECOND (what its one QuotaObject serves, and the figure that
+ * applies when no `per_second` is set) every request is counted there; above, up to
+ * QUOTA_CEILING_PER_SECOND, its keys' objects hold slices of the budget (objects/quota.ts).
  */
-export const QUOTA_CEILING_PER_SECOND = 1000;
+export const QUOTA_EXACT_PER_SECOND = SINGLE_OBJECT_PER_SECOND;
+export const QUOTA_CEILING_PER_SECOND = 10_000;
 export const OrgQuota = z.object({
   per_second: z.number().int().min(1).max(QUOTA_CEILING_PER_SECOND).optional(),
   per_day: z.number().int().min(1).max(1e10).optional(),

@@ -64,7 +64,7 @@ import {
   UserView,
 } from "../../schemas/admin";
 import { AuditEntryView } from "../../schemas/audit";
-import { QUOTA_CEILING_PER_SECOND } from "../../schemas/records";
+import { QUOTA_CEILING_PER_SECOND, QUOTA_EXACT_PER_SECOND } from "../../schemas/records";
 import type { AppEnv } from "../context";
 import { ADMIN_TOKEN, ADMIN_TOKEN_SECRET, API_KEY, AUDIT_ENTRY, CREDENTIAL, ORG, T1, TOKEN_REQUEST, USER, usageWindow } from "../examples";
 import { envelopeRoute, listRoute, param, type Route } from "../route";
@@ -138,7 +138,7 @@ export const adminRoutes: Route[] = [
     path: ORG_PATH,
     operationId: "updateOrganization",
     summary: "Set an organization's shared quota",
-    description: `\`limits\` (\`per_second\`, \`per_day\`, \`per_month\`, UTC windows) are shared by all the organization's API keys and counted exactly, in addition to each key's own limits: a request is admitted only if every limit that applies admits it, and counts against all of them; over any -> 429 \`rate_limited\`. A field \`null\` removes that limit, \`limits: null\` the quota. All of an organization's requests then pass through one quota object, so \`per_second\` is at most ${QUOTA_CEILING_PER_SECOND} and applies at ${QUOTA_CEILING_PER_SECOND} when not set. In effect on every key's next request once answered (503 with Retry-After if a key's object could not be told yet; repeating is safe).`,
+    description: `\`limits\` (\`per_second\`, \`per_day\`, \`per_month\`, UTC windows) are shared by all the organization's API keys and counted exactly, in addition to each key's own limits: a request is admitted only if every limit that applies admits it, and counts against all of them; over any -> 429 \`rate_limited\`. A field \`null\` removes that limit, \`limits: null\` the quota. Up to ${QUOTA_EXACT_PER_SECOND} per second every request is counted by the organization's one quota object (that figure applies when \`per_second\` is not set); above, up to ${QUOTA_CEILING_PER_SECOND}, each key's object holds slices of the second's budget: never more admitted than the quota, at most the keys' unspent slices fewer (docs/storage.md). In effect on every key's next request once answered (503 with Retry-After if a key's object could not be told yet; repeating is safe).`,
     tag: orgsTag,
     auth: "admin",
     body: { schema: UpdateOrganizationInput, example: { limits: { per_day: 100_000, per_month: 2_000_000 } } },
