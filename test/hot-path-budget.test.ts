@@ -174,7 +174,8 @@ function moduleOf(frame: string): string | null {
   if (frame.includes("hot-path-budget.test") || /vitest\/dist\/chunks\/spy\./.test(frame)) return null;
   const pkg = /node_modules\/((?:@[\w.-]+\/)?[\w.-]+)\//.exec(frame);
   if (pkg?.[1]) return HARNESS.has(pkg[1]) ? "harness" : pkg[1];
-  const src = /\/main\/(src\/[\w/.-]+\.ts)/.exec(frame);
+  // The last `/src/` of the path: the project's, wherever it is checked out (CI clones elsewhere).
+  const src = /.*\/(src\/[\w/.-]+\.ts)/.exec(frame);
   if (src?.[1]) return src[1];
   if (frame.includes("<anonymous>") || frame.includes("native")) return null;
   return "harness";
