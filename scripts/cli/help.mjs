@@ -15,7 +15,7 @@ export const GROUPS = {
     notes: [
       "--out FILE      orgs export: write the document to FILE (mode 600) instead of stdout",
       "--per-second N, --per-day N, --per-month N   orgs limits: the quota all its keys share (UTC windows; `none` removes one;",
-      "                per-second at most 1000, and 1000 when not set)",
+      "                per-second at most 10000, leased to the keys above 1000; 1000 when not set)",
     ],
   },
   users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
@@ -34,7 +34,7 @@ export const GROUPS = {
     title: "API keys",
     notes: [
       "--name N             a label for the key",
-      "--per-second N       requests per second (1..1000, what one key's object serves); update: `default` restores the service default",
+      "--per-second N       requests per second (1..10000; above 1000 the key is served by shards); update: `default` restores the service default",
       "--per-day N          requests per UTC day (1..100000000); update: `default` restores the service default",
       `--location-hint H    where the key's clients are: ${LOCATION_HINTS.join(" ")}`,
       "--days               keys traffic: the last 30 days by UTC day instead of the last 24 hours",
