@@ -88,7 +88,9 @@ export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | nu
                       Limits and revocation<span class="skip"> for {v.hint}</span>
                     </a>
                   ) : (
-                    <Time at={v.revoked_at} />
+                    <>
+                      revoked <Time at={v.revoked_at} />
+                    </>
                   )}
                 </td>
               </tr>

@@ -114,7 +114,9 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
                     </a>
                   </>
                 ) : (
-                  <Time at={cr.revoked_at} />
+                  <>
+                    revoked <Time at={cr.revoked_at} />
+                  </>
                 )}
               </td>
             </tr>
