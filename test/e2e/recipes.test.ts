@@ -121,12 +121,14 @@ describe("docs that work as pasted", () => {
     expect(result.stdout).toBe("");
   });
 
-  it("stops the curl session with one line naming the URL when nothing listens on PORT", async () => {
+  it("stops the curl session with one line naming the URL, and a hint on how to point the CLI at keyway, when nothing listens on PORT", async () => {
     const port = await freePort();
     const result = await run("bash", ["examples/curl-session.sh"], { PORT: String(port), ADMIN_TOKEN: "" });
     expect(result.code).not.toBe(0);
-    expect(result.stderr.trim().split("\n")).toHaveLength(1);
-    expect(result.stderr).toContain(`127.0.0.1:${port}`);
+    const [reason, hint, ...rest] = result.stderr.trim().split("\n");
+    expect(rest).toEqual([]);
+    expect(reason).toContain(`127.0.0.1:${port}`);
+    expect(hint).toMatch(/^hint: .*PORT=N/);
     expect(result.stderr).not.toMatch(NO_STACK);
   });
 
