@@ -20,10 +20,11 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const QUICK = process.env.BENCH_QUICK === "1";
 export const DURATION_S = 2;
 export const WARMUP_S = QUICK ? 1 : 2;
-// Seven rounds of 2 s runs: the median of seven comparisons resists a few noisy runs better than
-// five of 3 s in the same time (the VM's neighbours come and go; the bench also reports the CPU
-// time the hypervisor stole).
-export const ROUNDS = QUICK ? 3 : 7;
+// Seven interleaved rounds of 2 s runs (five with BENCH_QUICK, never fewer): the median of seven
+// paired comparisons resists a few noisy runs better than five of 3 s in the same time (the VM's
+// neighbours come and go; the bench also reports the CPU time the hypervisor stole), and the
+// rounds' spread says how far this machine can be trusted that day.
+export const ROUNDS = QUICK ? 5 : 7;
 export const CONNECTIONS = 16;
 export const ENV = {
   ...process.env,
@@ -168,17 +169,21 @@ export function startFloorWorker(extraArgs = []) {
 
 /**
  * A Worker under `wrangler dev` with the bench's measurement settings, on a free port with its
- * own state directory; stopped (and its state removed) by the cleanups.
+ * own state directory; stopped (and its state removed) by the cleanups. `options` depart from
+ * those settings (bench/tracing-store.mjs runs keyway as `npm start` does): `env` for the
+ * environment, `onDisk` for state on the disk instead of tmpfs, `logLevel` for wrangler's own
+ * (its stdout is then read and dropped, as `npm start` reads it).
  * @param {string[]} args `wrangler dev` arguments beyond the common ones
+ * @param {{ env?: NodeJS.ProcessEnv, onDisk?: boolean, logLevel?: string }} [options]
  */
-async function startWorker(args) {
+export async function startWorker(args, options = {}) {
   const port = await freePort();
   // Each wrangler dev needs its own inspector port (9229 otherwise), so that two can run at once.
   const inspector = args.includes("--inspector-port") ? [] : ["--inspector-port", String(await freePort())];
   // Local state (KV, the objects' SQLite) on tmpfs when there is one: on this VM's disk each
   // Durable Object commit costs about 0.2 ms of CPU in write and sync calls, a cost of
   // the local file, not of the Worker (production storage is not a local SQLite file).
-  const stateRoot = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+  const stateRoot = existsSync("/dev/shm") && !options.onDisk ? "/dev/shm" : tmpdir();
   const stateDir = stateRoot === "/dev/shm" ? "/dev/shm (tmpfs)" : stateRoot; // as the results name it
   const persist = await mkdtemp(join(stateRoot, "keyway-bench-"));
   const started = performance.now();
@@ -194,12 +199,13 @@ async function startWorker(args) {
       "--show-interactive-dev-session=false",
       // Measurement settings: no per-request logs from wrangler.
       "--log-level",
-      "error",
+      options.logLevel ?? "error",
       ...inspector,
       ...args,
     ]),
-    { cwd: ROOT, env: ENV, stdio: ["ignore", "ignore", "inherit"], detached: true },
+    { cwd: ROOT, env: options.env ?? ENV, stdio: ["ignore", options.logLevel ? "pipe" : "ignore", "inherit"], detached: true },
   );
+  child.stdout?.resume();
   cleanups.push(async () => {
     const group = -(/** @type {number} */ (child.pid));
     const signal = (/** @type {NodeJS.Signals | 0} */ s) => {
@@ -227,7 +233,7 @@ async function startWorker(args) {
   const worker = workerd.filter((p) => readFileSync(`/proc/${p}/cmdline`, "utf8").includes("--inspector-addr"));
   /** @type {Server} */
   const server = { pids: workerd, ...(worker.length === 1 ? { worker } : {}) };
-  return { base, startupMs, server, stateDir, all: [/** @type {number} */ (child.pid), ...all] };
+  return { base, startupMs, server, stateDir, persist, all: [/** @type {number} */ (child.pid), ...all] };
 }
 
 export async function api(
@@ -363,16 +369,21 @@ export async function seed(/** @type {string} */ base) {
     const t = (await api("POST", `${base}/v1/oauth`, { "x-api-key": apiKey }, JSON.parse(qTokenBody))).access_token;
     quotaPairs.push({ apiKey, token: need(t, "access_token") });
   }
-  // A DPoP-bound token of the same client (RFC 9449), for the `me_dpop` scenario.
+  // DPoP-bound tokens of the same client (RFC 9449) for the `me_dpop` scenario, on KEYS keys of
+  // their own: each DPoP read writes its proof's jti in its key's object, whose pruning alarm
+  // would otherwise fire inside the other scenarios' runs on the keys they share.
   const dpop = dpopKey();
-  const boundToken = (
-    await api(
-      "POST",
-      `${base}/v1/oauth`,
-      { "x-api-key": need(key.api_key, "api_key"), DPoP: dpop.proof("POST", `${base}/v1/oauth`) },
-      JSON.parse(tokenBody),
-    )
-  ).access_token;
+  const dpopPairs = [];
+  for (let i = 0; i < KEYS; i++) {
+    const k = await api("POST", `${base}/admin/v1/organizations/${org.id}/api-keys`, admin, {
+      limits: { per_second: 1000, per_day: 100_000_000 },
+    });
+    const apiKey = need(k.api_key, "api_key");
+    const t = (
+      await api("POST", `${base}/v1/oauth`, { "x-api-key": apiKey, DPoP: dpop.proof("POST", `${base}/v1/oauth`) }, JSON.parse(tokenBody))
+    ).access_token;
+    dpopPairs.push({ apiKey, token: need(t, "access_token") });
+  }
   // Issue 30: an event type with a schema (a typical order), for `publish_schema` beside `publish`.
   await api(
     "POST",
@@ -389,7 +400,7 @@ export async function seed(/** @type {string} */ base) {
     token: need(token, "access_token"),
     pairs,
     quotaPairs,
-    dpopToken: need(boundToken, "access_token"),
+    dpopPairs,
     dpop,
     tokenBody,
     orgId: need(org.id, "id"),
@@ -462,20 +473,94 @@ export async function alternate(a, aServer, b, bServer) {
 }
 
 /**
- * Round-robin over several targets, ROUNDS times after a warm-up of each: the runs of one round
- * share the machine's conditions (seconds apart), so every comparison is made within a round and
- * the median over rounds reported. `pair(a, b)`: b's throughput over a's, b's CPU per request
- * minus a's (both workerd processes, and the measured Worker's own process).
- * @param {{ name: string, target: Target, server: Server }[]} list
+ * A sample's median and spread: quartiles by linear interpolation, their distance (IQR) and the
+ * range, each rounded to `d` places.
+ * @param {number[]} xs
+ * @param {number} [d]
  */
-export async function rotate(list) {
-  for (const { target, server } of list) await load(target, server, WARMUP_S);
-  /** @type {Record<string, Awaited<ReturnType<typeof load>>[]>} */
-  const runs = Object.fromEntries(list.map(({ name }) => [name, []]));
-  for (let i = 0; i < ROUNDS; i++) {
-    for (const { name, target, server } of list) runs[name]?.push(await load(target, server));
+export function spread(xs, d = 2) {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (/** @type {number} */ p) => {
+    const at = (s.length - 1) * p;
+    const lo = Math.floor(at);
+    const hi = Math.ceil(at);
+    return (s[lo] ?? Number.NaN) + ((s[hi] ?? Number.NaN) - (s[lo] ?? Number.NaN)) * (at - lo);
+  };
+  return {
+    median: round(median(s), d),
+    q1: round(q(0.25), d),
+    q3: round(q(0.75), d),
+    iqr: round(q(0.75) - q(0.25), d),
+    min: round(s[0] ?? Number.NaN, d),
+    max: round(s.at(-1) ?? Number.NaN, d),
+  };
+}
+
+/** @typedef {ReturnType<typeof spread>} Spread */
+
+/**
+ * The verdict on a ratio against its target, judged against the ratio's own spread (its IQR over
+ * the rounds): "met" when the median reaches the target; "regression" only when it misses it by
+ * more than the IQR; otherwise "missed, within the spread" (this machine cannot tell it from the
+ * target). `lowerIsBetter` for latency ratios (target a ceiling).
+ * @param {Spread} s
+ * @param {number} target
+ * @param {boolean} [lowerIsBetter]
+ */
+export function verdict(s, target, lowerIsBetter = false) {
+  const short = lowerIsBetter ? s.median - target : target - s.median;
+  if (short <= 0) return "met";
+  return short > s.iqr ? "regression" : "missed, within the spread";
+}
+
+/**
+ * Drift within a run: the last round's ratio against the first's, flagged only when the change
+ * exceeds the ratio's spread (IQR over the rounds): "falls" or "rises", else "steady".
+ * @param {number[]} perRound
+ * @param {Spread} s
+ */
+export function drift(perRound, s) {
+  const first = perRound[0] ?? Number.NaN;
+  const last = perRound.at(-1) ?? Number.NaN;
+  const change = round(last - first);
+  return { first: round(first), last: round(last), change, verdict: Math.abs(change) <= s.iqr ? "steady" : change < 0 ? "falls" : "rises" };
+}
+
+/** Fisher-Yates, in place. @template T @param {T[]} xs */
+function shuffle(xs) {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [xs[i], xs[j]] = [/** @type {T} */ (xs[j]), /** @type {T} */ (xs[i])];
   }
-  const of = (/** @type {string} */ name) => /** @type {Awaited<ReturnType<typeof load>>[]} */ (runs[name]);
+  return xs;
+}
+
+/** @typedef {Awaited<ReturnType<typeof load>>} Run */
+
+/**
+ * Interleaved paired rounds, ROUNDS times after a warm-up of each target. A round runs every
+ * group once, the groups in a new random order each round; the members of a group (a scenario
+ * and its design-floor twin) run back to back, seconds apart, in alternating order (twin first in
+ * even rounds, scenario first in odd ones), so that neither side always runs warmer or later.
+ * Every comparison is made within a round and kept per round; `pair(a, b)` gives b's throughput
+ * over a's, b's p99 over a's and b's CPU per request minus a's, each per round and as a median
+ * with its spread.
+ * @param {{ name: string, target: Target, server: Server }[][]} groups
+ */
+export async function rotate(groups) {
+  const list = groups.flat();
+  for (const { target, server } of list) await load(target, server, WARMUP_S);
+  /** @type {Record<string, Run[]>} */
+  const runs = Object.fromEntries(list.map(({ name }) => [name, []]));
+  /** @type {string[][]} */
+  const orders = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = shuffle([...groups]).flatMap((g) => (i % 2 ? [...g].reverse() : g));
+    orders.push(order.map(({ name }) => name));
+    for (const { name, target, server } of order) runs[name]?.push(await load(target, server));
+    console.log(`round ${i + 1}/${ROUNDS} done`);
+  }
+  const of = (/** @type {string} */ name) => /** @type {Run[]} */ (runs[name]);
   const summary = (/** @type {string} */ name) => {
     const r = of(name);
     return {
@@ -485,45 +570,53 @@ export async function rotate(list) {
       cpu_ms_per_req: round(median(r.map((x) => x.cpuMsPerReq)), 3),
       worker_process_cpu_ms_per_req: round(median(r.map((x) => x.workerCpuMsPerReq)), 3),
       non_2xx: r.reduce((n, x) => n + x.bad, 0),
+      per_round: r.map((x) => ({ rps: round(x.rps, 0), p50_ms: x.p50, p99_ms: x.p99, cpu_ms_per_req: round(x.cpuMsPerReq, 3) })),
     };
   };
   const pair = (/** @type {string} */ a, /** @type {string} */ b) => {
     const as = of(a);
     const bs = of(b);
-    const at = (/** @type {number} */ i) => /** @type {Awaited<ReturnType<typeof load>>} */ (as[i]);
+    const at = (/** @type {number} */ i) => /** @type {Run} */ (as[i]);
+    const ratios = bs.map((rb, i) => rb.rps / at(i).rps);
+    const p99s = bs.map((rb, i) => rb.p99 / Math.max(1, at(i).p99));
+    const throughput = spread(ratios);
     return {
-      throughput_ratio: round(median(bs.map((rb, i) => rb.rps / at(i).rps))),
+      throughput_ratio: throughput.median,
+      throughput_spread: throughput,
+      throughput_per_round: ratios.map((x) => round(x)),
+      drift: drift(ratios, throughput),
+      p99_ratio: spread(p99s).median,
+      p99_spread: spread(p99s),
+      p99_per_round: p99s.map((x) => round(x)),
       cpu_ms_per_req_delta: round(median(bs.map((rb, i) => rb.cpuMsPerReq - at(i).cpuMsPerReq)), 3),
       worker_process_cpu_ms_per_req_delta: round(median(bs.map((rb, i) => rb.workerCpuMsPerReq - at(i).workerCpuMsPerReq)), 3),
     };
   };
-  return { summary, pair };
+  return { summary, pair, orders };
 }
 
 /** Proofs enough for any 2 s run here (the floor serves under 2,000 requests a second). */
 const PROOFS_PER_RUN = 8_000;
 
 /**
- * A target whose every request carries its own DPoP proof, made by `next` before the run.
+ * A target whose every request carries its own DPoP proof, made before the run: the requests go
+ * round-robin over `pool`, each member with its own headers and proofs (`next`).
  * @param {string} url
  * @param {Record<string, string>} headers
- * @param {() => string} next
- * @param {{ method: "GET" | "POST", body?: string, apiKeys?: string[] }} [request] a GET without a body unless said; `apiKeys`: sent in turn
+ * @param {{ headers: Record<string, string>, next: () => string }[]} pool
+ * @param {{ method: "GET" | "POST", body?: string }} [request] a GET without a body unless said
  * @returns {Target}
  */
-function dpopTarget(url, headers, next, request = { method: "GET" }) {
-  /** @type {string[]} */
+function dpopTarget(url, headers, pool, request = { method: "GET" }) {
+  /** @type {string[][]} */
   let proofs = [];
   let turn = 0;
-  const keys = request.apiKeys ?? [];
-  /** @returns {Record<string, string>} */
-  const keyHeader = () => (keys.length === 0 ? {} : { "x-api-key": keys[turn++ % keys.length] ?? "" });
   return {
     url,
     headers,
     ...(request.method === "POST" ? { method: "POST", body: request.body } : {}),
     prepare: () => {
-      proofs = Array.from({ length: PROOFS_PER_RUN }, next);
+      proofs = pool.map((p) => Array.from({ length: Math.ceil(PROOFS_PER_RUN / pool.length) }, p.next));
     },
     requests: [
       {
@@ -531,7 +624,11 @@ function dpopTarget(url, headers, next, request = { method: "GET" }) {
         path: new URL(url).pathname,
         ...(request.body !== undefined ? { body: request.body } : {}),
         // A run that outlasts the pool signs the rest as it goes.
-        setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...keyHeader(), DPoP: proofs.pop() ?? next() } }),
+        setupRequest: (req) => {
+          const i = turn++ % pool.length;
+          const p = /** @type {{ headers: Record<string, string>, next: () => string }} */ (pool[i]);
+          return { ...req, headers: { ...req.headers, ...p.headers, DPoP: proofs[i]?.pop() ?? p.next() } };
+        },
       },
     ],
   };
@@ -572,16 +669,22 @@ export function scenarios(base, s) {
     token_dpop: dpopTarget(
       `${base}/v1/oauth`,
       { "Content-Type": "application/json", "x-api-key": s.apiKey },
-      () => s.dpop.proof("POST", `${base}/v1/oauth`),
-      { method: "POST", body: s.tokenBody, apiKeys: s.pairs.map((p) => p.apiKey) },
+      s.pairs.map((p) => ({ headers: { "x-api-key": p.apiKey }, next: () => s.dpop.proof("POST", `${base}/v1/oauth`) })),
+      { method: "POST", body: s.tokenBody },
     ),
     me: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}) }] },
     // The same read by keys of an organization with a shared quota (issue 24).
     me_quota: { url: `${base}/v1/me`, headers: bearer, requests: [{ method: "GET", path: "/v1/me", ...rotating({}, true, s.quotaPairs) }] },
-    // The same read with a DPoP-bound token: each request carries a new proof, signed ahead of
-    // the run (so the load generator's signing is not what is measured), fresh for 60 s.
-    me_dpop: dpopTarget(`${base}/v1/me`, { "x-api-key": s.apiKey, Authorization: `DPoP ${s.dpopToken}` }, () =>
-      s.dpop.proof("GET", `${base}/v1/me`, s.dpopToken),
+    // The same read with DPoP-bound tokens, on keys of their own: each request carries a new
+    // proof, signed ahead of the run (so the load generator's signing is not what is measured),
+    // fresh for 60 s.
+    me_dpop: dpopTarget(
+      `${base}/v1/me`,
+      { "x-api-key": s.apiKey, Authorization: `Bearer ${s.token}` },
+      s.dpopPairs.map((p) => ({
+        headers: { "x-api-key": p.apiKey, Authorization: `DPoP ${p.token}` },
+        next: () => s.dpop.proof("GET", `${base}/v1/me`, p.token),
+      })),
     ),
     // Issue 30: a publish (no configuration subscribes, so it records the event only), and the
     // same order as an event type with a schema, whose data the organization's object validates.
