@@ -203,7 +203,8 @@ describe("quotas and credits in the manager", () => {
     expect(saved.status).toBe(303);
     expect((await admin<{ limits: unknown }>("GET", `/organizations/${t.orgId}`)).limits).toEqual({ per_day: 500 });
     expect(await (await b.get(settings)).text()).toContain("All the organization&#39;s API keys together: 500 per UTC day");
-    const tooFast = await b.post(`${settings}/quota`, { csrf: Browser.csrf(before), per_second: "5000", per_day: "", per_month: "" });
+    // Above the ceiling (QUOTA_CEILING_PER_SECOND, 10,000/s since issue 33) is refused with 400.
+    const tooFast = await b.post(`${settings}/quota`, { csrf: Browser.csrf(before), per_second: "20000", per_day: "", per_month: "" });
     expect(tooFast.status).toBe(400);
 
     const keyPage = `/manager/organizations/${t.orgId}/api-keys/${t.apiKeyId}`;
