@@ -4,7 +4,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { AdminTokenView } from "../../../schemas/admin";
-import type { OrganizationRecord, OrgQuota } from "../../../schemas/records";
+import { type OrganizationRecord, type OrgQuota, QUOTA_CEILING_PER_SECOND } from "../../../schemas/records";
 import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time } from "../views";
 import type { Org } from "./common";
 
@@ -98,7 +98,7 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
             type="number"
             min={1}
             value={limits?.per_second?.toString() ?? ""}
-            hint="at most 1000; empty for none"
+            hint={`at most ${QUOTA_CEILING_PER_SECOND}; empty for none`}
           />
           <Field
             id="per_day"
