@@ -24,7 +24,8 @@ export const WARMUP_S = QUICK ? 1 : 2;
 // paired comparisons resists a few noisy runs better than five of 3 s in the same time (the VM's
 // neighbours come and go; the bench also reports the CPU time the hypervisor stole), and the
 // rounds' spread says how far this machine can be trusted that day.
-export const ROUNDS = QUICK ? 5 : 7;
+// BENCH_ROUNDS=<n> (at least 5) runs more, e.g. to look for a fall within a longer run.
+export const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || (QUICK ? 5 : 7));
 export const CONNECTIONS = 16;
 export const ENV = {
   ...process.env,
@@ -43,7 +44,7 @@ const TICK_MS = 1000 / 100; // /proc CPU times are in clock ticks (USER_HZ = 100
  * @typedef {{ url: string, method?: "GET" | "POST", headers?: Record<string, string>, body?: string,
  *   requests?: import("autocannon").Request[], prepare?: () => void }} Target
  */
-/** @typedef {{ pids: number[], worker?: number[] }} Server the processes charged for a request; `worker`: keyway's own workerd */
+/** @typedef {{ pids: number[], worker?: number[], root?: number }} Server the processes charged for a request; `worker`: keyway's own workerd; `root`: wrangler's pid, to find them again */
 
 /** @type {(() => Promise<void>)[]} */
 export const cleanups = [];
@@ -225,15 +226,33 @@ export async function startWorker(args, options = {}) {
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/healthz`);
   const startupMs = performance.now() - started;
-  const all = descendants(/** @type {number} */ (child.pid));
-  const workerd = all.filter((p) => commName(p) === "workerd");
-  // wrangler dev runs two workerd processes: its dev proxy (which owns the public port) and the
-  // Worker itself, the one with the inspector. Both are charged to a request; the Worker's own
-  // process is also reported apart, since production has no dev proxy.
-  const worker = workerd.filter((p) => readFileSync(`/proc/${p}/cmdline`, "utf8").includes("--inspector-addr"));
   /** @type {Server} */
-  const server = { pids: workerd, ...(worker.length === 1 ? { worker } : {}) };
+  const server = { pids: [], root: child.pid };
+  findProcesses(server);
+  const all = descendants(/** @type {number} */ (child.pid));
   return { base, startupMs, server, stateDir, persist, all: [/** @type {number} */ (child.pid), ...all] };
+}
+
+/**
+ * The workerd processes under a wrangler dev (its `root`), found again: wrangler runs two, its dev
+ * proxy (which owns the public port) and the Worker itself, the one with the inspector. Both are
+ * charged to a request; the Worker's own process is also reported apart, since production has no
+ * dev proxy.
+ * @param {Server} server
+ */
+function findProcesses(server) {
+  if (server.root === undefined) return;
+  const workerd = descendants(server.root).filter((p) => commName(p) === "workerd");
+  const worker = workerd.filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, "utf8").includes("--inspector-addr");
+    } catch {
+      return false;
+    }
+  });
+  server.pids = workerd;
+  if (worker.length === 1) server.worker = worker;
+  else delete server.worker;
 }
 
 export async function api(
@@ -422,6 +441,10 @@ export async function load(target, server, seconds = DURATION_S) {
   const result = await autocannon({ ...options, connections: CONNECTIONS, duration: seconds });
   const cpu = cpuMs(server.pids) - before;
   const workerCpu = server.worker ? cpuMs(server.worker) - workerBefore : Number.NaN;
+  // wrangler dev rebuilds and restarts the Worker when a source file changes (others may be
+  // editing the tree): its processes are then new ones, and this run is not a measurement.
+  const reloaded = server.pids.some((pid) => !existsSync(`/proc/${pid}`));
+  if (reloaded) findProcesses(server);
   const requests = result.requests.total;
   const bad = result.non2xx + result.errors + result.timeouts;
   return {
@@ -432,6 +455,7 @@ export async function load(target, server, seconds = DURATION_S) {
     workerCpuMsPerReq: requests > 0 ? workerCpu / requests : Number.NaN,
     requests,
     bad,
+    reloaded,
   };
 }
 
@@ -554,10 +578,23 @@ export async function rotate(groups) {
   const runs = Object.fromEntries(list.map(({ name }) => [name, []]));
   /** @type {string[][]} */
   const orders = [];
+  /** @type {string[]} */
+  const reloads = [];
   for (let i = 0; i < ROUNDS; i++) {
     const order = shuffle([...groups]).flatMap((g) => (i % 2 ? [...g].reverse() : g));
     orders.push(order.map(({ name }) => name));
-    for (const { name, target, server } of order) runs[name]?.push(await load(target, server));
+    for (const { name, target, server } of order) {
+      let run = await load(target, server);
+      // A run during which wrangler restarted the Worker (a source file changed) is run again,
+      // once things are up (the restart's own cost is not keyway's).
+      for (let tries = 0; run.reloaded && tries < 3; tries++) {
+        reloads.push(`round ${i + 1}, ${name}`);
+        console.log(`round ${i + 1}: ${name}: the Worker restarted during the run (a source file changed); running it again`);
+        await sleep(3000);
+        run = await load(target, server);
+      }
+      runs[name]?.push(run);
+    }
     console.log(`round ${i + 1}/${ROUNDS} done`);
   }
   const of = (/** @type {string} */ name) => /** @type {Run[]} */ (runs[name]);
@@ -592,7 +629,7 @@ export async function rotate(groups) {
       worker_process_cpu_ms_per_req_delta: round(median(bs.map((rb, i) => rb.workerCpuMsPerReq - at(i).workerCpuMsPerReq)), 3),
     };
   };
-  return { summary, pair, orders };
+  return { summary, pair, orders, reloads };
 }
 
 /** Proofs enough for any 2 s run here (the floor serves under 2,000 requests a second). */

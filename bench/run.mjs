@@ -196,6 +196,7 @@ async function main() {
       design_floor: designFloor,
       http,
       orders: measured.orders,
+      reruns_after_restart: measured.reloads,
       duration_s: round((performance.now() - t0) / 1000, 0),
       cpu_stolen_pct: round((100 * (cpuJiffies().steal - jiffies0.steal)) / Math.max(1, cpuJiffies().total - jiffies0.total), 1),
       load_average: loadavg().map((x) => round(x)),
@@ -266,6 +267,7 @@ async function main() {
     cpu_stolen_pct: round((100 * (cpuJiffies().steal - jiffies0.steal)) / Math.max(1, cpuJiffies().total - jiffies0.total), 1),
     load_average: loadavg().map((x) => round(x)),
     orders: measured.orders,
+    reruns_after_restart: measured.reloads,
   };
   await mkdir(join(ROOT, "bench"), { recursive: true });
   await writeFile(join(ROOT, "bench/results.json"), `${JSON.stringify(results, null, 2)}\n`);
