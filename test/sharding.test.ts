@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 import { admit } from "../src/auth/gate";
 import { depsFromEnv } from "../src/deps";
 import { ApiError } from "../src/errors";
-import { KEY_SLICE_CAP, QUOTA_SLICE_CAP, SHARD_CAPACITY, shardsFor } from "../src/objects/key";
+import { KEY_SLICE_CAP, pickShard, QUOTA_SLICE_CAP, SHARD_CAPACITY, shardsFor } from "../src/objects/key";
 import { MAX_KEY_PER_SECOND, QUOTA_CEILING_PER_SECOND } from "../src/schemas/records";
 import { admin, adminCall, authed, body, callAt, counting, createTenant, issueToken, type Tenant } from "./helpers";
 
@@ -134,6 +134,18 @@ describe("a key past one object's capacity", () => {
     expect(res.status, JSON.stringify(await body(res))).toBe(200);
     // Exactly the new limit, counted by the home: the retired shards send the edge back to it.
     expect(count(await burst(t, token, SECOND + 5_100, 20, 10), 200)).toBe(5);
+  });
+});
+
+describe("which shard serves a request", () => {
+  it("is always the same for one DPoP proof (a replay meets the shard that recorded it), and any for the rest", () => {
+    const jti = "proof-jti-0123456789";
+    const first = pickShard(10, jti);
+    for (let i = 0; i < 20; i++) expect(pickShard(10, jti)).toBe(first);
+    const hit = new Set(Array.from({ length: 500 }, (_, i) => pickShard(10, `jti-${i}`)));
+    expect([...hit].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const spread = new Set(Array.from({ length: 500 }, () => pickShard(10, undefined)));
+    expect(spread.size).toBe(10);
   });
 });
 
