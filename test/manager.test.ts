@@ -829,7 +829,10 @@ describe("organization administrators", () => {
     const [mine, other] = [await createTenant(), await createTenant()];
     const b = await orgAdmin(mine.orgId);
     expect((await b.get(`/manager/organizations/${mine.orgId}`)).status).toBe(200);
-    expect((await b.get(`/manager/organizations/${mine.orgId}/users/${mine.userId}/client-credentials`)).status).toBe(200);
+    const credentials = await b.get(`/manager/organizations/${mine.orgId}/users/${mine.userId}/client-credentials`);
+    expect(credentials.status).toBe(200);
+    // "Last used" says how fresh it is (uses are batched, schemas/admin.ts USE_RESOLUTION_MS).
+    expect(await credentials.text()).toContain("trails the latest use by up to 2 minutes");
     for (const path of [
       "/manager/organizations",
       `/manager/organizations/${other.orgId}`,

@@ -3,7 +3,7 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import type { ClientCredentialView } from "../../../schemas/admin";
+import { type ClientCredentialView, USE_RESOLUTION_MS } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time } from "../views";
@@ -124,7 +124,14 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
         </tbody>
       </table>
     </TableRegion>
-    {credentials.length === 0 && <p>No client credentials yet.</p>}
+    {credentials.length === 0 ? (
+      <p>No client credentials yet.</p>
+    ) : (
+      <p class="hint">
+        "Last used" is to the minute, and trails the latest use by up to {(2 * USE_RESOLUTION_MS) / 60_000} minutes: uses are batched rather
+        than written on every request.
+      </p>
+    )}
     <h2>Create client credentials</h2>
     <PostForm action={base} csrf={csrf} label="Create client credentials">
       <Field id="name" label="Name" hint="optional, e.g. the application using it" />
