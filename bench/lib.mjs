@@ -538,16 +538,29 @@ export function verdict(s, target, lowerIsBetter = false) {
 }
 
 /**
- * Drift within a run: the last round's ratio against the first's, flagged only when the change
- * exceeds the ratio's spread (IQR over the rounds): "falls" or "rises", else "steady".
+ * Drift within a run: the last round's ratio against the first's, and the trend over all the
+ * rounds (Theil-Sen: the median of the slopes between every two rounds, times the rounds
+ * between the first and the last). Flagged "falls" (or "rises") only when both exceed the ratio's
+ * spread (its IQR over the rounds), else "steady": a single noisy round at either end moves the
+ * first-to-last change but not the trend, and a trend with noisy ends may not be a fall.
  * @param {number[]} perRound
  * @param {Spread} s
  */
 export function drift(perRound, s) {
   const first = perRound[0] ?? Number.NaN;
   const last = perRound.at(-1) ?? Number.NaN;
-  const change = round(last - first);
-  return { first: round(first), last: round(last), change, verdict: Math.abs(change) <= s.iqr ? "steady" : change < 0 ? "falls" : "rises" };
+  const change = last - first;
+  /** @type {number[]} */
+  const slopes = [];
+  perRound.forEach((a, i) => {
+    perRound.forEach((b, j) => {
+      if (j > i) slopes.push((b - a) / (j - i));
+    });
+  });
+  const trend = median(slopes) * (perRound.length - 1);
+  const beyond = (/** @type {number} */ x) => Math.abs(x) > s.iqr;
+  const verdict = beyond(change) && beyond(trend) && Math.sign(change) === Math.sign(trend) ? (change < 0 ? "falls" : "rises") : "steady";
+  return { first: round(first), last: round(last), change: round(change), trend: round(trend), verdict };
 }
 
 /** Fisher-Yates, in place. @template T @param {T[]} xs */

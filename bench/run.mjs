@@ -9,7 +9,7 @@
  * time (/proc) over each run. The peer is node-oidc-provider's client-credentials endpoint.
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
@@ -188,7 +188,7 @@ async function main() {
     order: "interleaved rounds: the pairs in a random order each round, each pair's sides alternated",
   };
   if (only) {
-    // A partial run writes its own files, beside the full run's.
+    // A partial run leaves the full run's figures alone: its own are written beside them.
     const partial = {
       machine,
       settings,
@@ -201,7 +201,10 @@ async function main() {
       cpu_stolen_pct: round((100 * (cpuJiffies().steal - jiffies0.steal)) / Math.max(1, cpuJiffies().total - jiffies0.total), 1),
       load_average: loadavg().map((x) => round(x)),
     };
-    await writeFile(join(ROOT, "bench/results-partial.json"), `${JSON.stringify(partial, null, 2)}\n`);
+    // The JSON goes into bench/results.json beside the full run's figures, as its `partial_run`.
+    const path = join(ROOT, "bench/results.json");
+    const full = JSON.parse(await readFile(path, "utf8").catch(() => "{}"));
+    await writeFile(path, `${JSON.stringify({ ...full, partial_run: partial }, null, 2)}\n`);
     const md = [header(partial), "", ...httpTable(partial), "", ...verdicts(partial), ""].join("\n");
     await writeFile(join(ROOT, "bench/results-partial.md"), md);
     console.log(`\n${md}`);
