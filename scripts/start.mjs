@@ -166,6 +166,11 @@ function spawnWrangler(port, persistDir) {
       WRANGLER_SEND_METRICS: "false",
       CLOUDFLARE_CF_FETCH_ENABLED: "false",
       WRANGLER_HIDE_BANNER: "true",
+      // wrangler's local tracing store records every invocation on disk and is never pruned; it
+      // cost npm start about a quarter of its throughput and 1.4 ms of CPU per request (issue 33,
+      // docs/performance.md, "The local tracing store"). Off unless asked for with
+      // KEYWAY_LOCAL_TRACES=1 (production has no such store).
+      X_LOCAL_OBSERVABILITY: process.env.KEYWAY_LOCAL_TRACES === "1" ? "true" : "false",
     },
   });
   const filter = devLogFilter();

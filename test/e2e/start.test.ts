@@ -9,12 +9,18 @@
  * A second test covers the `.dev.vars` generation on its own, in a temporary directory.
  */
 import { execFile } from "node:child_process";
-import { copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { access, copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureDevVars, parseDevVars } from "../../scripts/dev-vars.mjs";
 import { DEV_VARS, type Keyway, READY, ROOT, sleep, startKeyway } from "./server";
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** A /v1 answer's envelope, as much of it as the banner's session reads. */
 interface Envelope {
@@ -74,6 +80,9 @@ describe("npm start", () => {
     expect(graphql.data?.viewer?.organizationId).toBe(me.data?.organization_id);
     expect(basic.response_status, JSON.stringify(basic)).toBe(200);
     expect(basic.data?.token_type).toBe("Bearer");
+    // wrangler's local tracing store stays off (KEYWAY_LOCAL_TRACES=1 turns it on): it would have
+    // recorded those requests under the state directory.
+    expect(await exists(join(keyway?.persistDir ?? "", "v3", "observability"))).toBe(false);
   });
 
   it("logs one line per request, and shows each Worker's bindings table once, with its service bindings connected", async () => {
