@@ -7,7 +7,7 @@
  * nothing is fetched from a CDN. Static assets are not part of the Worker's script: about 620 KiB
  * gzipped of JavaScript and CSS stay out of its size budget (test/e2e/deploy.test.ts).
  */
-import { copyFile, mkdir, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -25,9 +25,20 @@ export const EXPLORER_FILES = {
 };
 
 const target = join(ASSETS_DIR, "explorer", "assets");
-// A clean copy: a file dropped from the list must not go on being served.
-await rm(ASSETS_DIR, { recursive: true, force: true });
 await mkdir(target, { recursive: true });
+// Several `wrangler dev` runs may build at once (the e2e tests start one per file, in parallel), so
+// the directory is never emptied under another run's feet: each file that differs is written to a
+// name of this process's own and renamed into place (atomic), identical ones are left alone, and
+// a file dropped from the list is deleted (it must not go on being served).
 for (const [name, from] of Object.entries(EXPLORER_FILES)) {
-  await copyFile(join(ROOT, "node_modules", from), join(target, name));
+  const source = await readFile(join(ROOT, "node_modules", from));
+  const dest = join(target, name);
+  const current = await readFile(dest).catch(() => null);
+  if (current !== null && current.equals(source)) continue;
+  const temporary = join(target, `.${name}.${process.pid}.${Date.now()}.tmp`);
+  await writeFile(temporary, source);
+  await rename(temporary, dest);
+}
+for (const name of await readdir(target)) {
+  if (!(name in EXPLORER_FILES) && !name.endsWith(".tmp")) await rm(join(target, name), { force: true });
 }
