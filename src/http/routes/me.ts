@@ -20,6 +20,7 @@ export const meRoutes: Route[] = [
       "`usage` is as this request left it (it counts itself): the key's `second` and `day` windows, its organization's shared `quota` (each window that has a limit, counted over all its keys; null without one) and its `credits` (null without them).",
     tag: "Access tokens",
     auth: "client",
+    prebuilt: true,
     response: {
       schema: MeWithUsageView,
       example: {

@@ -45,6 +45,7 @@ export const oauthRoutes: Route[] = [
     tag: "Access tokens",
     auth: "apiKey",
     body,
+    prebuilt: true,
     response: { schema: TokenData, example: TOKEN },
     headers: TOKEN_HEADERS,
     handle: tokenFor,
