@@ -34,7 +34,7 @@ for (const [name, from] of Object.entries(EXPLORER_FILES)) {
   const source = await readFile(join(ROOT, "node_modules", from));
   const dest = join(target, name);
   const current = await readFile(dest).catch(() => null);
-  if (current !== null && current.equals(source)) continue;
+  if (current?.equals(source)) continue;
   const temporary = join(target, `.${name}.${process.pid}.${Date.now()}.tmp`);
   await writeFile(temporary, source);
   await rename(temporary, dest);
