@@ -33,9 +33,13 @@ export interface Lease {
 
 export const NO_LEASE: Lease = { second: 0, remaining: 0, admitted: 0, previous: 0 };
 
-/** The lease as it stands at `now`: a slice of an earlier second is gone (its rest unspent). */
+/**
+ * The lease as it stands at `now`: a slice of an earlier second is gone (its rest unspent). Like the
+ * windows (ratelimit/windows.ts), it never moves backwards: a request stamped a little earlier by
+ * another isolate's clock spends from the current slice rather than dropping it.
+ */
 export function currentLease(lease: Lease, now: number): Lease {
-  const second = Math.floor(now / SECOND_MS);
+  const second = Math.max(Math.floor(now / SECOND_MS), lease.second);
   if (second === lease.second) return lease;
   // Its rate carries over only from the second just before.
   return { second, remaining: 0, admitted: 0, previous: second === lease.second + 1 ? lease.admitted : 0 };
