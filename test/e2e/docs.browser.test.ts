@@ -313,8 +313,13 @@ const background = (page: Page) =>
     const problems: string[] = [];
     context.on("weberror", (err) => problems.push(err.error().message));
     const page = await context.newPage();
+    // A failed load is reported with its URL (the console's own line does not name it). Chromium
+    // asks for /favicon.ico by itself, whenever it likes, and keyway has no icon: its 404 is no problem.
     page.on("console", (message) => {
-      if (message.type() === "error") problems.push(message.text());
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) problems.push(message.text());
+    });
+    page.on("response", (response) => {
+      if (response.status() >= 400 && new URL(response.url()).pathname !== "/favicon.ico") problems.push(`${response.status()} ${response.url()}`);
     });
     const res = await page.goto(`${server().baseUrl}${path}`);
     expect(res?.status(), path).toBe(200);
