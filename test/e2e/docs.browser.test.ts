@@ -319,7 +319,8 @@ const background = (page: Page) =>
       if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) problems.push(message.text());
     });
     page.on("response", (response) => {
-      if (response.status() >= 400 && new URL(response.url()).pathname !== "/favicon.ico") problems.push(`${response.status()} ${response.url()}`);
+      if (response.status() >= 400 && new URL(response.url()).pathname !== "/favicon.ico")
+        problems.push(`${response.status()} ${response.url()}`);
     });
     const res = await page.goto(`${server().baseUrl}${path}`);
     expect(res?.status(), path).toBe(200);
