@@ -474,12 +474,8 @@ export class KeyObject extends DurableObject<Env> {
     const cost = input.cost ?? 1;
     const now = input.now;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const spent = spendLease(this.lease, now, cost);
-      if (spent !== null && this.leaseView !== null) {
-        this.lease = spent;
-        this.writeWindows(this.windows, this.tally(now, "admitted"));
-        return { ...this.leaseView, allowed: true, exceeded: null, now, cost };
-      }
+      const admitted = this.spendSlice(now, cost);
+      if (admitted !== null) return admitted;
       const refusal = this.refusal;
       if (refusal !== null && refusal.until > now) {
         this.writeWindows(this.windows, this.tally(now, "refused"));
@@ -494,13 +490,18 @@ export class KeyObject extends DurableObject<Env> {
     return this.decideFromSliceOnce(now, cost);
   }
 
-  private decideFromSliceOnce(now: number, cost: number): Decision {
+  /** A request paid from the slice held (counted in its hour), or null when the slice cannot cover it. */
+  private spendSlice(now: number, cost: number): Decision | null {
     const spent = spendLease(this.lease, now, cost);
-    if (spent !== null && this.leaseView !== null) {
-      this.lease = spent;
-      this.writeWindows(this.windows, this.tally(now, "admitted"));
-      return { ...this.leaseView, allowed: true, exceeded: null, now, cost };
-    }
+    if (spent === null || this.leaseView === null) return null;
+    this.lease = spent;
+    this.writeWindows(this.windows, this.tally(now, "admitted"));
+    return { ...this.leaseView, allowed: true, exceeded: null, now, cost };
+  }
+
+  private decideFromSliceOnce(now: number, cost: number): Decision {
+    const admitted = this.spendSlice(now, cost);
+    if (admitted !== null) return admitted;
     const refused = this.refusal?.decision ?? {
       ...peek(EMPTY_STATE, { per_second: 0, per_day: 0 }, now),
       allowed: false,
