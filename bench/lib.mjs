@@ -147,11 +147,17 @@ export function productionVar(name) {
   return value;
 }
 
-/** @param {string[]} [extraArgs] more `wrangler dev` arguments (e.g. an inspector port) */
-export async function startKeyway(extraArgs = []) {
+/**
+ * @param {string[]} [extraArgs] more `wrangler dev` arguments (e.g. an inspector port)
+ * @param {{ config?: string }} [options] `config`: another configuration for the API Worker in
+ *   place of wrangler.toml (bench/decompose.mjs: the same one with a bench-only entry)
+ */
+export async function startKeyway(extraArgs = [], options = {}) {
   await ensureDevVars(ROOT);
+  const configs = devConfigArgs();
+  if (options.config) configs.splice(configs.indexOf("wrangler.toml"), 1, options.config);
   return startWorker([
-    ...devConfigArgs(),
+    ...configs,
     "--var",
     "WEBHOOK_ALLOW_INSECURE_TARGETS:true",
     "--var",

@@ -1,0 +1,109 @@
+/**
+ * `npm run bench:decompose`: where `GET /v1/me`'s cost beyond the design floor goes (issue 33).
+ * One keyway under `wrangler dev` with bench/lanes/worker.ts as its entry (keyway's Worker with
+ * lanes that stop a request at successive depths: the floor's one-row RPC to the key's own object,
+ * the credential checks, the view and envelope written directly, keyway's whole app), and the same
+ * load sent to each lane in turn, the order reversed every other round. Each lane's Worker CPU per
+ * request is read from /proc; the steps between lanes are differences within a round, reported as
+ * medians with their spread. Within one process the rounds spread far less than across two (the
+ * main bench's floor Worker beside keyway), so steps of a few hundredths of a millisecond show.
+ * Writes bench/results-lanes.json and prints a table.
+ */
+import { readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { cleanups, load, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
+
+const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
+const LANES = /** @type {const} */ (["floor", "gate", "direct", "app"]);
+const STEPS = [
+  ["floor", "gate", "credential checks beyond the floor's RPC: token, key digest, admission in the key's object, its RPC payload"],
+  ["gate", "direct", "the view, the envelope and one Response with its headers"],
+  ["direct", "app", "the router and middleware: request id, outcome record, headers, deps, the route's wrapper"],
+];
+
+/** @param {import("./lib.mjs").Target} target @param {string} lane */
+function inLane(target, lane) {
+  return {
+    ...target,
+    requests: (target.requests ?? []).map((r) => ({
+      ...r,
+      setupRequest: (/** @type {import("autocannon").Request} */ req) => {
+        const next = typeof r.setupRequest === "function" ? r.setupRequest(req, {}) : req;
+        return { ...next, headers: { ...next.headers, ...(lane === "app" ? {} : { "x-bench-lane": lane }) } };
+      },
+    })),
+  };
+}
+
+async function main() {
+  // keyway's own configuration with the lanes' entry as its `main`, beside it (its paths are relative).
+  const config = "wrangler.bench-lanes.toml";
+  const toml = await readFile(join(ROOT, "wrangler.toml"), "utf8");
+  if (!/^main = "src\/index.ts"$/m.test(toml)) throw new Error("wrangler.toml's main is not src/index.ts");
+  await writeFile(join(ROOT, config), toml.replace(/^main = "src\/index.ts"$/m, 'main = "bench/lanes/worker.ts"'));
+  cleanups.push(() => rm(join(ROOT, config), { force: true }));
+  const kw = await startKeyway([], { config });
+  const me = scenarios(kw.base, await seed(kw.base)).me;
+  if (!me) throw new Error("no `me` scenario");
+  // The lanes are this entry's: a floor request answers its two bytes, not keyway's envelope.
+  const probe = me.requests?.[0];
+  const headers =
+    typeof probe?.setupRequest === "function" ? probe.setupRequest({ method: "GET", path: "/v1/me", headers: {} }, {}).headers : {};
+  const answer = await fetch(`${kw.base}/v1/me`, {
+    headers: { ...Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, String(v)])), "x-bench-lane": "floor" },
+  });
+  if ((await answer.text()) !== "ok") throw new Error(`bench/lanes/worker.ts is not the entry (status ${answer.status})`);
+  for (const lane of LANES) await load(inLane(me, lane), kw.server, 1);
+  /** @type {Record<string, { rps: number, worker: number, all: number }[]>} */
+  const runs = Object.fromEntries(LANES.map((l) => [l, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const lane of r % 2 === 0 ? LANES : [...LANES].reverse()) {
+      const m = await load(inLane(me, lane), kw.server);
+      if (m.bad > 0) throw new Error(`lane ${lane}: ${m.bad} requests failed`);
+      runs[lane]?.push({ rps: m.rps, worker: m.workerCpuMsPerReq, all: m.cpuMsPerReq });
+    }
+  }
+  const at = (/** @type {string} */ lane) => runs[lane] ?? [];
+  const lanes = Object.fromEntries(
+    LANES.map((l) => [
+      l,
+      {
+        rps: spread(
+          at(l).map((x) => x.rps),
+          0,
+        ),
+        worker_cpu_ms: spread(
+          at(l).map((x) => x.worker),
+          3,
+        ),
+        of_floor: spread(at(l).map((x, i) => x.rps / (at("floor")[i]?.rps ?? Number.NaN))),
+      },
+    ]),
+  );
+  const steps = STEPS.map(([from, to, what]) => ({
+    from,
+    to,
+    what,
+    worker_cpu_ms: spread(
+      at(to ?? "").map((x, i) => x.worker - (at(from ?? "")[i]?.worker ?? Number.NaN)),
+      3,
+    ),
+  }));
+  const result = { date: new Date().toISOString(), rounds: ROUNDS, lanes, steps, per_round: runs };
+  await writeFile(join(ROOT, "bench/results-lanes.json"), `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`GET /v1/me in lanes, ${ROUNDS} interleaved rounds in one process:`);
+  for (const l of LANES) {
+    const x = lanes[l];
+    if (!x) continue;
+    console.log(
+      `  ${l.padEnd(7)} ${x.rps.median} req/s, ${x.of_floor.median} of the floor lane (IQR ${x.of_floor.q1}-${x.of_floor.q3}); Worker CPU ${x.worker_cpu_ms.median} ms/request`,
+    );
+  }
+  for (const s of steps) {
+    console.log(`  ${s.from} -> ${s.to}: +${s.worker_cpu_ms.median} ms (IQR ${s.worker_cpu_ms.q1} to ${s.worker_cpu_ms.q3}): ${s.what}`);
+  }
+  const total = round((lanes.app?.worker_cpu_ms.median ?? 0) - (lanes.floor?.worker_cpu_ms.median ?? 0), 3);
+  console.log(`  app beyond the floor lane: ${total} ms of Worker CPU per request`);
+}
+
+runMain(main);

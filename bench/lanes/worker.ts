@@ -1,0 +1,89 @@
+/**
+ * Bench-only entry (bench/decompose.mjs, issue 33): keyway's own Worker with "lanes" that stop a
+ * `GET /v1/me` at successive depths, chosen per request by the `x-bench-lane` header, so that
+ * where keyway's cost beyond the design floor goes can be measured in ONE runtime process, each
+ * lane interleaved with the others. Across two processes (the bench's floor Worker beside keyway)
+ * the rounds of this 2-core VM spread by ±15 %, too much to see a tenth of a millisecond; within
+ * one process, lanes a few seconds apart share everything but the work they differ by.
+ *
+ * - `floor`: the design floor inside keyway: the key's SHA-256, one RPC to the key's own object
+ *   that upserts one row (a table of its own) and returns a number, a two-byte answer;
+ * - `gate`: the credential checks as `/v1/me` runs them (auth/tokens.ts `authenticateRequest`:
+ *   the token, the key, the one `KeyObject.admit` call), then a two-byte answer;
+ * - `direct`: the gate, then `/v1/me`'s view and envelope written straight into one Response,
+ *   no router or middleware;
+ * - anything else (no header): keyway's app as deployed (Hono, every middleware).
+ *
+ * Never deployed: `wrangler dev bench/lanes/worker.ts` with keyway's configs replaces only `main`.
+ * The lanes compose keyway's modules; they do not change them.
+ */
+import type { Admitted } from "../../src/auth/gate";
+import { authenticateRequest, meView } from "../../src/auth/tokens";
+import { depsFromEnv } from "../../src/deps";
+import keyway from "../../src/index";
+import { sha256Hex } from "../../src/lib/crypto";
+import { KeyObject as Key } from "../../src/objects/key";
+import { rateLimitHeaders, usageView } from "../../src/ratelimit/service";
+
+export { DirectoryObject, EndpointObject, OrganizationObject, QuotaObject, WebhookObject } from "../../src/index";
+
+/** keyway's KeyObject with the floor's one-row upsert beside it (the floor Worker's `hit`). */
+export class KeyObject extends Key {
+  floorHit(now: number): number {
+    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS bench_floor (one INTEGER PRIMARY KEY CHECK (one = 1), n INTEGER NOT NULL)");
+    this.ctx.storage.sql.exec("INSERT INTO bench_floor (one, n) VALUES (1, 1) ON CONFLICT (one) DO UPDATE SET n = n + 1");
+    return now;
+  }
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    const lane = request.headers.get("x-bench-lane");
+    if (lane === null || request.method !== "GET" || !request.url.endsWith("/v1/me")) return keyway.fetch(request, env, ctx);
+    const presented = request.headers.get("x-api-key") ?? undefined;
+    if (lane === "floor") {
+      // The object a first secret names (gate.ts: its hash), as keyway's gate reaches it.
+      const hash = await sha256Hex(presented ?? "");
+      await (env.KEYS.get(env.KEYS.idFromName(hash)) as unknown as DurableObjectStub<KeyObject>).floorHit(Date.now());
+      return new Response("ok");
+    }
+    const deps = depsFromEnv(env, Date.now, (work) => ctx.waitUntil(work));
+    let admitted: Admitted | undefined;
+    const principal = await authenticateRequest(
+      deps,
+      presented,
+      {
+        authorization: request.headers.get("authorization") ?? undefined,
+        dpop: request.headers.get("dpop"),
+        method: "GET",
+        url: request.url,
+      },
+      (a) => {
+        admitted = a;
+      },
+    );
+    if (lane === "gate" || admitted === undefined) return new Response("ok");
+    const decision = admitted.decision;
+    const data = {
+      ...meView(principal, deps.now()),
+      limits: { per_second: decision.second.limit, per_day: decision.day.limit },
+      usage: usageView(decision),
+    };
+    const body = {
+      response_status: 200,
+      developer_message: "Success",
+      user_message: "Success",
+      data,
+      _links: { self: { href: request.url } },
+    };
+    return new Response(JSON.stringify(body), {
+      headers: {
+        "Content-Type": "application/json",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+        "x-request-id": crypto.randomUUID(),
+        ...rateLimitHeaders(decision),
+      },
+    });
+  },
+} satisfies ExportedHandler<Env>;
