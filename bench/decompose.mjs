@@ -14,9 +14,12 @@ import { join } from "node:path";
 import { cleanups, load, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
 
 const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
-const LANES = /** @type {const} */ (["floor", "gate", "direct", "app"]);
+const ALL_LANES = ["floor", "payload", "gate", "direct", "app"];
+// BENCH_LANES=direct,app to measure some lanes only (the floor lane is always one of them).
+const LANES = ALL_LANES.filter((l) => l === "floor" || !process.env.BENCH_LANES || process.env.BENCH_LANES.split(",").includes(l));
 const STEPS = [
-  ["floor", "gate", "credential checks beyond the floor's RPC: token, key digest, admission in the key's object, its RPC payload"],
+  ["floor", "payload", "an admission's input and answer as the RPC's payload"],
+  ["payload", "gate", "the credential checks' logic: the token, the key's digest and shards, the admission in the key's object"],
   ["gate", "direct", "the view, the envelope and one Response with its headers"],
   ["direct", "app", "the router and middleware: request id, outcome record, headers, deps, the route's wrapper"],
 ];
@@ -49,10 +52,22 @@ async function main() {
   const probe = me.requests?.[0];
   const headers =
     typeof probe?.setupRequest === "function" ? probe.setupRequest({ method: "GET", path: "/v1/me", headers: {} }, {}).headers : {};
-  const answer = await fetch(`${kw.base}/v1/me`, {
-    headers: { ...Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, String(v)])), "x-bench-lane": "floor" },
-  });
+  const plain = Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, String(v)]));
+  const answer = await fetch(`${kw.base}/v1/me`, { headers: { ...plain, "x-bench-lane": "floor" } });
   if ((await answer.text()) !== "ok") throw new Error(`bench/lanes/worker.ts is not the entry (status ${answer.status})`);
+  // The direct lane answers what keyway's route answers (the same fields, the same headers), or
+  // its step would measure less work than the route does.
+  const shape = (/** @type {unknown} */ v) => JSON.stringify(v, (_k, x) => (x !== null && typeof x === "object" ? x : typeof x));
+  /** @param {string | undefined} lane */
+  const answerOf = async (lane) => {
+    const r = await fetch(`${kw.base}/v1/me`, { headers: { ...plain, ...(lane ? { "x-bench-lane": lane } : {}) } });
+    const names = [...r.headers.keys()].filter((n) => !["content-length", "date", "connection", "keep-alive"].includes(n)).sort();
+    return { status: r.status, body: shape(await r.json()), headers: names.join(",") };
+  };
+  const [direct, app] = [await answerOf("direct"), await answerOf(undefined)];
+  if (JSON.stringify(direct) !== JSON.stringify(app)) {
+    throw new Error(`the direct lane's answer differs from the route's: ${JSON.stringify(direct)} vs ${JSON.stringify(app)}`);
+  }
   for (const lane of LANES) await load(inLane(me, lane), kw.server, 1);
   /** @type {Record<string, { rps: number, worker: number, all: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
@@ -80,7 +95,7 @@ async function main() {
       },
     ]),
   );
-  const steps = STEPS.map(([from, to, what]) => ({
+  const steps = STEPS.filter(([from, to]) => LANES.includes(from ?? "") && LANES.includes(to ?? "")).map(([from, to, what]) => ({
     from,
     to,
     what,

@@ -8,6 +8,8 @@
  *
  * - `floor`: the design floor inside keyway: the key's SHA-256, one RPC to the key's own object
  *   that upserts one row (a table of its own) and returns a number, a two-byte answer;
+ * - `payload`: the floor with an admission's input and answer as its RPC's payload (the same
+ *   upsert), so the RPC's payload costs apart from the admission's logic;
  * - `gate`: the credential checks as `/v1/me` runs them (auth/tokens.ts `authenticateRequest`:
  *   the token, the key, the one `KeyObject.admit` call), then a two-byte answer;
  * - `direct`: the gate, then `/v1/me`'s view and envelope written straight into one Response,
@@ -22,7 +24,7 @@ import { authenticateRequest, meView } from "../../src/auth/tokens";
 import { depsFromEnv } from "../../src/deps";
 import keyway from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
-import { KeyObject as Key } from "../../src/objects/key";
+import { type Admission, type AdmitInput, KeyObject as Key } from "../../src/objects/key";
 import { rateLimitHeaders, usageView } from "../../src/ratelimit/service";
 
 export { DirectoryObject, EndpointObject, OrganizationObject, QuotaObject, WebhookObject } from "../../src/index";
@@ -34,6 +36,23 @@ export class KeyObject extends Key {
     this.ctx.storage.sql.exec("INSERT INTO bench_floor (one, n) VALUES (1, 1) ON CONFLICT (one) DO UPDATE SET n = n + 1");
     return now;
   }
+
+  /** The floor's upsert with an admission's payload both ways: what the RPC carries costs apart. */
+  floorPayload(input: AdmitInput): Admission {
+    this.floorHit(input.now);
+    const window = (limit: number) => ({ limit, used: 1, remaining: limit - 1, resetAt: input.now + 1000 });
+    return {
+      status: "active",
+      keyId: "key_00000000000000000000000000",
+      organizationId: "org_00000000000000000000000000",
+      decision: { allowed: true, exceeded: null, second: window(1000), day: window(100_000), now: input.now, cost: 1 },
+      clientRevoked: false,
+      clientStale: false,
+      tokenRevoked: false,
+      inspectedTokenRevoked: false,
+      proofReplayed: false,
+    };
+  }
 }
 
 export default {
@@ -41,10 +60,22 @@ export default {
     const lane = request.headers.get("x-bench-lane");
     if (lane === null || request.method !== "GET" || !request.url.endsWith("/v1/me")) return keyway.fetch(request, env, ctx);
     const presented = request.headers.get("x-api-key") ?? undefined;
-    if (lane === "floor") {
+    if (lane === "floor" || lane === "payload") {
       // The object a first secret names (gate.ts: its hash), as keyway's gate reaches it.
       const hash = await sha256Hex(presented ?? "");
-      await (env.KEYS.get(env.KEYS.idFromName(hash)) as unknown as DurableObjectStub<KeyObject>).floorHit(Date.now());
+      const object = env.KEYS.get(env.KEYS.idFromName(hash)) as unknown as DurableObjectStub<KeyObject>;
+      if (lane === "floor") await object.floorHit(Date.now());
+      else {
+        // An admission's input as the gate sends it for a Bearer read (gate.ts `admit`).
+        const token = "tok_00000000000000000000000000";
+        await object.floorPayload({
+          now: Date.now(),
+          defaults: { per_second: 1, per_day: 1000 },
+          secretHash: hash,
+          clientId: "cli_00000000000000000000000000",
+          tokenId: token,
+        });
+      }
       return new Response("ok");
     }
     const deps = depsFromEnv(env, Date.now, (work) => ctx.waitUntil(work));
