@@ -42,8 +42,9 @@ async function main() {
   // keyway's own configuration with the lanes' entry as its `main`, beside it (its paths are relative).
   const config = "wrangler.bench-lanes.toml";
   const toml = await readFile(join(ROOT, "wrangler.toml"), "utf8");
-  if (!/^main = "src\/index.ts"$/m.test(toml)) throw new Error("wrangler.toml's main is not src/index.ts");
-  await writeFile(join(ROOT, config), toml.replace(/^main = "src\/index.ts"$/m, 'main = "bench/lanes/worker.ts"'));
+  const main = /^main = "src\/index.ts"$/m;
+  if (!main.test(toml)) throw new Error("wrangler.toml's main is not src/index.ts");
+  await writeFile(join(ROOT, config), toml.replace(main, 'main = "bench/lanes/worker.ts"'));
   cleanups.push(() => rm(join(ROOT, config), { force: true }));
   const kw = await startKeyway([], { config });
   const me = scenarios(kw.base, await seed(kw.base)).me;

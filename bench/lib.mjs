@@ -154,8 +154,7 @@ export function productionVar(name) {
  */
 export async function startKeyway(extraArgs = [], options = {}) {
   await ensureDevVars(ROOT);
-  const configs = devConfigArgs();
-  if (options.config) configs.splice(configs.indexOf("wrangler.toml"), 1, options.config);
+  const configs = devConfigArgs().map((arg) => (arg === "wrangler.toml" && options.config ? options.config : arg));
   return startWorker([
     ...configs,
     "--var",

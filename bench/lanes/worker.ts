@@ -20,12 +20,16 @@
  * The lanes compose keyway's modules; they do not change them.
  */
 import type { Admitted } from "../../src/auth/gate";
-import { authenticateRequest, meView } from "../../src/auth/tokens";
+import { authenticateRequest } from "../../src/auth/tokens";
 import { depsFromEnv } from "../../src/deps";
+import { envelope } from "../../src/http/envelope";
+import { API_HEADERS, NO_SNIFF } from "../../src/http/middleware/headers";
+import { REQUEST_ID_HEADER } from "../../src/http/middleware/observe";
+import { meAnswer } from "../../src/http/routes/me";
 import keyway from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
 import { type Admission, type AdmitInput, KeyObject as Key } from "../../src/objects/key";
-import { rateLimitHeaders, usageView } from "../../src/ratelimit/service";
+import { rateLimitHeaders } from "../../src/ratelimit/service";
 
 export { DirectoryObject, EndpointObject, OrganizationObject, QuotaObject, WebhookObject } from "../../src/index";
 
@@ -67,13 +71,12 @@ export default {
       if (lane === "floor") await object.floorHit(Date.now());
       else {
         // An admission's input as the gate sends it for a Bearer read (gate.ts `admit`).
-        const token = "tok_00000000000000000000000000";
         await object.floorPayload({
           now: Date.now(),
           defaults: { per_second: 1, per_day: 1000 },
           secretHash: hash,
           clientId: "cli_00000000000000000000000000",
-          tokenId: token,
+          tokenId: "tok_00000000000000000000000000",
         });
       }
       return new Response("ok");
@@ -94,26 +97,15 @@ export default {
       },
     );
     if (lane === "gate" || admitted === undefined) return new Response("ok");
-    const decision = admitted.decision;
-    const data = {
-      ...meView(principal, deps.now()),
-      limits: { per_second: decision.second.limit, per_day: decision.day.limit },
-      usage: usageView(decision),
-    };
-    const body = {
-      response_status: 200,
-      developer_message: "Success",
-      user_message: "Success",
-      data,
-      _links: { self: { href: request.url } },
-    };
+    // The route's own answer and envelope, and the headers its middleware would add.
+    const body = envelope(200, meAnswer(principal, admitted.decision, deps.now()), { self: { href: request.url } });
     return new Response(JSON.stringify(body), {
       headers: {
         "Content-Type": "application/json",
-        "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff",
-        "x-request-id": crypto.randomUUID(),
-        ...rateLimitHeaders(decision),
+        ...API_HEADERS,
+        ...NO_SNIFF,
+        [REQUEST_ID_HEADER]: crypto.randomUUID(),
+        ...rateLimitHeaders(admitted.decision),
       },
     });
   },

@@ -16,15 +16,21 @@ export interface EnvelopeOptions {
   self?: string;
 }
 
+export interface EnvelopeLinks {
+  self: { href: string };
+  next?: { href: string };
+}
+
+/** A success's body: the data with its status, the fixed messages and its links. */
+export function envelope(status: number, data: unknown, links: EnvelopeLinks) {
+  return { response_status: status, developer_message: "Success", user_message: "Success", data, _links: links };
+}
+
 export function respond(c: Context<AppEnv>, data: unknown, options: EnvelopeOptions = {}): Response {
   const status = options.status ?? 200;
-  const links: { self: { href: string }; next?: { href: string } } = { self: { href: options.self ?? c.req.url } };
+  const links: EnvelopeLinks = { self: { href: options.self ?? c.req.url } };
   if (options.next) links.next = { href: options.next };
-  return c.json(
-    { response_status: status, developer_message: "Success", user_message: "Success", data, _links: links },
-    status,
-    options.headers,
-  );
+  return c.json(envelope(status, data, links), status, options.headers);
 }
 
 /** Lists: `data` is the array; `_links.next` points at the next page when there is one. */

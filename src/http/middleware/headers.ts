@@ -31,14 +31,14 @@ export function setResponseHeaders<E extends Env>(c: Context<E>, fields: Record<
  * metadata, 404s, 405s and error pages included, and says nothing about caching: each route keeps
  * its own Cache-Control.
  */
-const NO_SNIFF = { "X-Content-Type-Options": "nosniff" } as const;
+export const NO_SNIFF = { "X-Content-Type-Options": "nosniff" } as const;
 
 export const noSniff: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   setResponseHeaders(c, NO_SNIFF);
 };
 
-const API_HEADERS = { "Cache-Control": "no-store" } as const;
+export const API_HEADERS = { "Cache-Control": "no-store" } as const;
 
 export const apiHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();

@@ -4,8 +4,9 @@
  * organization's shared quota and its credits (issue 24). All of it comes from the request's one
  * Durable Object call; reading it costs nothing more.
  */
-import { meView } from "../../auth/tokens";
+import { meView, type Principal } from "../../auth/tokens";
 import { usageView } from "../../ratelimit/service";
+import type { Decision } from "../../ratelimit/windows";
 import { MeWithUsageView } from "../../schemas/admin";
 import { CLIENT_ID, KEY_ID, ORG_ID, T0, USER_ID, usageWindow } from "../examples";
 import { envelopeRoute, type Route } from "../route";
@@ -38,13 +39,15 @@ export const meRoutes: Route[] = [
         },
       },
     },
-    handle: (c) => {
-      const decision = c.get("admitted").decision;
-      return {
-        ...meView(c.get("principal"), c.get("deps").now()),
-        limits: { per_second: decision.second.limit, per_day: decision.day.limit },
-        usage: usageView(decision),
-      };
-    },
+    handle: (c) => meAnswer(c.get("principal"), c.get("admitted").decision, c.get("deps").now()),
   }),
 ];
+
+/** What GET /v1/me answers: the token's principal, and the key's limits and usage as its admission saw them. */
+export function meAnswer(principal: Principal, decision: Decision, nowMs: number) {
+  return {
+    ...meView(principal, nowMs),
+    limits: { per_second: decision.second.limit, per_day: decision.day.limit },
+    usage: usageView(decision),
+  };
+}
