@@ -8,12 +8,21 @@
  * medians with their spread. Within one process the rounds spread far less than across two (the
  * main bench's floor Worker beside keyway), so steps of a few hundredths of a millisecond show.
  * Writes bench/results-lanes.json and prints a table.
+ *
+ * `BENCH_MODE=sequential`: the same lanes without HTTP. Each lane's round is BENCH_N (2,000)
+ * requests made one after the other inside one invocation of the lanes' Worker
+ * (bench/lanes/worker.ts, `/__bench/sequential`), timed there; no dev proxy, no load generator,
+ * no concurrency. Its ratios spread by about a hundredth from run to run, where the HTTP rounds'
+ * spread by a tenth, so a change of a few hundredths of a millisecond shows in one run. Writes
+ * bench/results-lanes-sequential.json.
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { cleanups, load, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
+import { api, cleanups, cpuMs, load, need, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
 
 const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
+const SEQUENTIAL = process.env.BENCH_MODE === "sequential";
+const PER_ROUND = Math.max(500, Number(process.env.BENCH_N) || 2000);
 const ALL_LANES = ["floor", "payload", "gate", "direct", "app"];
 // BENCH_LANES=direct,app to measure some lanes only (the floor lane is always one of them).
 const LANES = ALL_LANES.filter((l) => l === "floor" || !process.env.BENCH_LANES || process.env.BENCH_LANES.split(",").includes(l));
@@ -47,7 +56,8 @@ async function main() {
   await writeFile(join(ROOT, config), toml.replace(main, 'main = "bench/lanes/worker.ts"'));
   cleanups.push(() => rm(join(ROOT, config), { force: true }));
   const kw = await startKeyway([], { config });
-  const me = scenarios(kw.base, await seed(kw.base)).me;
+  const seeded = await seed(kw.base);
+  const me = scenarios(kw.base, seeded).me;
   if (!me) throw new Error("no `me` scenario");
   // The lanes are this entry's: a floor request answers its two bytes, not keyway's envelope.
   const probe = me.requests?.[0];
@@ -69,6 +79,7 @@ async function main() {
   if (JSON.stringify(direct) !== JSON.stringify(app)) {
     throw new Error(`the direct lane's answer differs from the route's: ${JSON.stringify(direct)} vs ${JSON.stringify(app)}`);
   }
+  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded));
   for (const lane of LANES) await load(inLane(me, lane), kw.server, 1);
   /** @type {Record<string, { rps: number, worker: number, all: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
@@ -120,6 +131,105 @@ async function main() {
   }
   const total = round((lanes.app?.worker_cpu_ms.median ?? 0) - (lanes.floor?.worker_cpu_ms.median ?? 0), 3);
   console.log(`  app beyond the floor lane: ${total} ms of Worker CPU per request`);
+}
+
+/**
+ * The seeded keys and four more of the same organization: one after the other, the lanes run at
+ * 2,000 to 3,000 requests a second, and each key's object admits at most 1,000.
+ * @param {string} base @param {Awaited<ReturnType<typeof seed>>} s
+ */
+async function moreKeys(base, s) {
+  const pairs = [...s.pairs];
+  for (let i = 0; i < 4; i++) {
+    const k = await api("POST", `${base}/admin/v1/organizations/${s.orgId}/api-keys`, s.adminHeaders, {
+      limits: { per_second: 1000, per_day: 100_000_000 },
+    });
+    const apiKey = need(k.api_key, "api_key");
+    const token = need(
+      (await api("POST", `${base}/v1/oauth`, { "x-api-key": apiKey }, JSON.parse(s.tokenBody))).access_token,
+      "access_token",
+    );
+    pairs.push({ apiKey, token });
+  }
+  return pairs;
+}
+
+/**
+ * The lanes one request after the other inside the Worker (`BENCH_MODE=sequential`): each round
+ * runs every lane for PER_ROUND requests, the order reversed every other round; each lane's ratio
+ * is the floor lane's time per request over its own, within the round.
+ * @param {Awaited<ReturnType<typeof startKeyway>>} kw @param {{ apiKey: string, token: string }[]} pairs
+ */
+async function sequential(kw, pairs) {
+  /** @param {string} lane @param {number} n */
+  const run = async (lane, n) => {
+    const cpu0 = kw.server.worker ? cpuMs(kw.server.worker) : Number.NaN;
+    const res = await fetch(`${kw.base}/__bench/sequential`, { method: "POST", body: JSON.stringify({ lane, n, pairs }) });
+    if (!res.ok) throw new Error(`lane ${lane}: the sequential run answered ${res.status}`);
+    const out = /** @type {{ ms: number, failed: number[] }} */ (await res.json());
+    if (out.failed.length > 0)
+      throw new Error(`lane ${lane}: ${out.failed.length} requests failed (${[...new Set(out.failed)].join(", ")})`);
+    const cpu = kw.server.worker ? cpuMs(kw.server.worker) - cpu0 : Number.NaN;
+    return { ms: out.ms / n, worker: cpu / n };
+  };
+  for (const lane of LANES) await run(lane, PER_ROUND / 4);
+  /** @type {Record<string, { ms: number, worker: number }[]>} */
+  const runs = Object.fromEntries(LANES.map((l) => [l, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const lane of r % 2 === 0 ? LANES : [...LANES].reverse()) runs[lane]?.push(await run(lane, PER_ROUND));
+  }
+  const at = (/** @type {string} */ lane) => runs[lane] ?? [];
+  const floor = at("floor");
+  const lanes = Object.fromEntries(
+    LANES.map((l) => [
+      l,
+      {
+        ms_per_request: spread(
+          at(l).map((x) => x.ms),
+          3,
+        ),
+        worker_cpu_ms: spread(
+          at(l).map((x) => x.worker),
+          3,
+        ),
+        of_floor: spread(at(l).map((x, i) => (floor[i]?.ms ?? Number.NaN) / x.ms)),
+      },
+    ]),
+  );
+  const steps = STEPS.filter(([from, to]) => LANES.includes(from ?? "") && LANES.includes(to ?? "")).map(([from, to, what]) => ({
+    from,
+    to,
+    what,
+    ms: spread(
+      at(to ?? "").map((x, i) => x.ms - (at(from ?? "")[i]?.ms ?? Number.NaN)),
+      3,
+    ),
+  }));
+  const beyond = spread(
+    at("app").map((x, i) => x.ms - (floor[i]?.ms ?? Number.NaN)),
+    3,
+  );
+  const result = {
+    date: new Date().toISOString(),
+    mode: "sequential",
+    rounds: ROUNDS,
+    requests_per_round: PER_ROUND,
+    lanes,
+    steps,
+    app_beyond_floor_ms: beyond,
+    per_round: runs,
+  };
+  await writeFile(join(ROOT, "bench/results-lanes-sequential.json"), `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`GET /v1/me in lanes, one request after the other inside the Worker, ${ROUNDS} rounds of ${PER_ROUND}:`);
+  for (const l of LANES) {
+    const x = lanes[l];
+    if (!x) continue;
+    console.log(
+      `  ${l.padEnd(7)} ${x.ms_per_request.median} ms/request, ${x.of_floor.median} of the floor lane (IQR ${x.of_floor.q1}-${x.of_floor.q3}); Worker CPU ${x.worker_cpu_ms.median} ms/request`,
+    );
+  }
+  for (const s of steps) console.log(`  ${s.from} -> ${s.to}: +${s.ms.median} ms (IQR ${s.ms.q1} to ${s.ms.q3}): ${s.what}`);
+  if (LANES.includes("app")) console.log(`  app beyond the floor lane: ${beyond.median} ms per request (IQR ${beyond.q1} to ${beyond.q3})`);
 }
 
 runMain(main);

@@ -92,6 +92,18 @@ async function main() {
   // scenario is compared with its twin within the round, and the comparisons kept per round.
   const names = /** @type {(keyof typeof targets)[]} */ (Object.keys(targets)).filter((n) => !only || only.includes(n));
   const twin = (/** @type {import("./lib.mjs").Target} */ t) => ({ ...t, url: `${floorWorker.base}${new URL(t.url).pathname}` });
+  // Issue 33: the scenarios with a target also beside their answer floor, the design floor
+  // answering a copy of keyway's own answer to the same request (bench/floor/worker.ts).
+  const answered = names.filter((n) => n in TARGETS);
+  await registerAnswers(
+    floorWorker.base,
+    Object.fromEntries(await Promise.all(answered.map(async (n) => [n, await answerOf(targets[n])]))),
+  );
+  const answerTwin = (/** @type {import("./lib.mjs").Target} */ t) => ({
+    ...t,
+    url: `${floorWorker.base}${ANSWER_PREFIX}${new URL(t.url).pathname}`,
+    requests: (t.requests ?? []).map((r) => ({ ...r, path: `${ANSWER_PREFIX}${r.path}` })),
+  });
   const groups = [
     [
       { name: "floor", target: floor, server: kw.server },
@@ -100,6 +112,7 @@ async function main() {
     ...names.map((name) => [
       { name: `design_floor:${name}`, target: twin(targets[name]), server: floorWorker.server },
       { name, target: targets[name], server: kw.server },
+      ...(answered.includes(name) ? [{ name: `answer_floor:${name}`, target: answerTwin(targets[name]), server: floorWorker.server }] : []),
     ]),
   ];
   const measured = await rotate(groups);
@@ -140,6 +153,7 @@ async function main() {
           }),
       cpu_ms_per_req_beyond_design_floor: vsDesign.cpu_ms_per_req_delta,
       cpu_ms_per_req_beyond_design_floor_in_worker_process: vsDesign.worker_process_cpu_ms_per_req_delta,
+      ...(answered.includes(name) ? { answer_floor: answerFloor(measured, name) } : {}),
     };
     const h = http[name];
     const sp = h.of_design_floor_spread;
@@ -147,6 +161,7 @@ async function main() {
       `${name}: ${h.rps} req/s, ${h.of_design_floor} of the design floor (IQR ${sp.q1}-${sp.q3}, range ${sp.min}-${sp.max}; per round ${h.of_design_floor_per_round.join(" ")}), p99 ${h.p99_ms} ms = ${h.p99_of_design_floor}x the floor's (per round ${h.p99_of_design_floor_per_round.join(" ")}), first round ${h.drift.first} -> last ${h.drift.last}: ${h.drift.verdict}; ${h.throughput_ratio} of the runtime's floor; CPU beyond the design floor ${h.cpu_ms_per_req_beyond_design_floor} ms/req (${h.cpu_ms_per_req_beyond_design_floor_in_worker_process} in its process), beyond the runtime's ${h.worker_cpu_ms_per_req}`,
     );
     console.log(`  verdict: ${verdictLine(h)}`);
+    if (h.answer_floor) console.log(`  ${answerLine(h.answer_floor)}`);
   }
 
   // Issue 21: a DPoP-bound read against the plain one, paired round by round (target >= 0.9).
@@ -322,6 +337,83 @@ const TARGETS = { token: 0.95, me: 0.95, graphql_viewer: 0.85 };
 /** The p99 of a scenario with a target, at most this many times its design-floor twin's (issue 33). */
 const P99_TARGET = 1.25;
 
+/** Where the answer floor answers a copy of keyway's answer (bench/floor/worker.ts). */
+const ANSWER_PREFIX = "/__answer";
+
+/**
+ * keyway's answer to one request of `target` (its first request's method, path, headers, body):
+ * the status, the header fields but those the runtime sets per response, and the body.
+ * @param {import("./lib.mjs").Target} target
+ */
+async function answerOf(target) {
+  target.prepare?.();
+  const first = target.requests?.[0];
+  const base = {
+    method: first?.method ?? target.method ?? "GET",
+    path: first?.path ?? new URL(target.url).pathname,
+    headers: { ...target.headers },
+  };
+  const req = typeof first?.setupRequest === "function" ? first.setupRequest(base, {}) : base;
+  const url = new URL(req.path ?? base.path, target.url);
+  const body = first?.body ?? target.body;
+  const res = await fetch(url, {
+    method: req.method ?? base.method,
+    headers: /** @type {Record<string, string>} */ (req.headers),
+    ...(body !== undefined ? { body: String(body) } : {}),
+  });
+  if (!res.ok) throw new Error(`${url.pathname}: keyway answered ${res.status} to the request the answer floor copies`);
+  const dropped = new Set(["date", "content-length", "transfer-encoding", "connection", "keep-alive"]);
+  return {
+    key: `${req.method ?? base.method} ${url.pathname}`,
+    status: res.status,
+    headers: [...res.headers].filter(([k]) => !dropped.has(k)),
+    body: await res.text(),
+  };
+}
+
+/** Gives the floor Worker the answers to copy, by method and path. @param {string} floorBase @param {Record<string, { key: string, status: number, headers: [string, string][], body: string }>} byScenario */
+async function registerAnswers(floorBase, byScenario) {
+  const answers = Object.fromEntries(Object.values(byScenario).map(({ key, ...a }) => [key, a]));
+  const res = await fetch(`${floorBase}/__bench/answers`, { method: "PUT", body: JSON.stringify(answers) });
+  if (res.status !== 204) throw new Error(`the floor Worker did not take the answers (${res.status})`);
+}
+
+/**
+ * A scenario against its answer floor, and the answer floor against the design floor: how much of
+ * the gap is carrying the answer (which the design floor's two bytes leave out) and how much is
+ * keyway's handling.
+ * @param {Awaited<ReturnType<typeof rotate>>} measured @param {string} name
+ */
+function answerFloor(measured, name) {
+  const copy = measured.summary(`answer_floor:${name}`);
+  if (copy.non_2xx > 0)
+    throw new Error(
+      `the answer floor of ${name} answered ${copy.non_2xx} requests with an error (a restarted floor Worker has no answers)`,
+    );
+  const vsAnswer = measured.pair(`answer_floor:${name}`, name);
+  const answerVsDesign = measured.pair(`design_floor:${name}`, `answer_floor:${name}`);
+  return {
+    rps: copy.rps,
+    of_answer_floor: vsAnswer.throughput_ratio,
+    of_answer_floor_spread: vsAnswer.throughput_spread,
+    of_answer_floor_per_round: vsAnswer.throughput_per_round,
+    p99_of_answer_floor: vsAnswer.p99_ratio,
+    p99_of_answer_floor_spread: vsAnswer.p99_spread,
+    answer_floor_of_design_floor: answerVsDesign.throughput_ratio,
+    answer_floor_of_design_floor_spread: answerVsDesign.throughput_spread,
+    answer_floor_p99_of_design_floor: answerVsDesign.p99_ratio,
+    cpu_ms_per_req_beyond_answer_floor: vsAnswer.cpu_ms_per_req_delta,
+    cpu_ms_per_req_beyond_answer_floor_in_worker_process: vsAnswer.worker_process_cpu_ms_per_req_delta,
+  };
+}
+
+/** @param {Record<string, any>} a a scenario's `answer_floor` */
+function answerLine(a) {
+  const sp = a.of_answer_floor_spread;
+  const ad = a.answer_floor_of_design_floor_spread;
+  return `answer floor (the design floor answering a copy of keyway's answer): itself ${a.answer_floor_of_design_floor} of the design floor (IQR ${ad.q1}-${ad.q3}), p99 ${a.answer_floor_p99_of_design_floor}x; the scenario ${a.of_answer_floor} of it (IQR ${sp.q1}-${sp.q3}), p99 ${a.p99_of_answer_floor}x, CPU beyond it ${a.cpu_ms_per_req_beyond_answer_floor} ms/req (${a.cpu_ms_per_req_beyond_answer_floor_in_worker_process} in keyway's process)`;
+}
+
 /** One scenario's verdicts in words. @param {Record<string, any>} h */
 function verdictLine(h) {
   if (!h.verdict) return `no target; drift ${h.drift.verdict}`;
@@ -368,6 +460,12 @@ function verdicts(r) {
     "Verdicts: a ratio meets its target when its median does; it is a regression only when the median misses the target by more than the ratio's IQR over the rounds (else: missed, within the spread, which this machine cannot tell from the target). Drift: the last round's ratio against the first's, flagged (falls / rises) only when the change exceeds the IQR.",
     "",
     ...Object.entries(/** @type {Record<string, any>} */ (r.http)).map(([name, v]) => `- ${name}: ${verdictLine(v)}`),
+    "",
+    "The answer floor: the design floor answering a static copy of keyway's own answer to the same request (status, header fields, body). The design floor's two bytes leave out what carrying an answer costs here (wrangler's dev proxy and the load generator parse every field and byte); against the answer floor, only keyway's handling is left. Verdicts stay on the design floor.",
+    "",
+    ...Object.entries(/** @type {Record<string, any>} */ (r.http))
+      .filter(([, v]) => v.answer_floor)
+      .map(([name, v]) => `- ${name}: ${answerLine(v.answer_floor)}`),
   ];
 }
 

@@ -5,6 +5,12 @@
  * bench spreads its load over two keys), which upserts one row, and answers a two-byte body. It runs under `wrangler dev` exactly as keyway does in the bench
  * (same compatibility date and flags, same observability settings, state on the same tmpfs), so
  * a scenario's ratio to it is what keyway adds beyond what its design requires.
+ *
+ * Its "answer floor" (issue 33): under `/__answer/<path>`, the same call, then a copy of what keyway
+ * answered that request (status, header fields, body), registered by the bench before it measures
+ * (`PUT /__bench/answers`). Against it, a scenario's ratio leaves out what carrying its answer
+ * costs (the dev proxy and the load generator parse every field and byte), which the two-byte floor
+ * charges to keyway; the copy is static, so building it costs nothing.
  */
 import { DurableObject } from "cloudflare:workers";
 
@@ -30,11 +36,29 @@ const OBJECTS = 2;
 let ids: DurableObjectId[] | undefined;
 let turn = 0;
 
+/** A recorded answer: keyway's status, header fields and body for one method and path. */
+interface Answer {
+  status: number;
+  headers: [string, string][];
+  body: string;
+}
+const ANSWER_PREFIX = "/__answer";
+// Per isolate: a restarted Worker has none, and answers 500 until the bench registers them again.
+let answers = new Map<string, Answer>();
+
 export default {
-  async fetch(_request: Request, env: FloorEnv): Promise<Response> {
+  async fetch(request: Request, env: FloorEnv): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    if (path === "/__bench/answers" && request.method === "PUT") {
+      answers = new Map(Object.entries((await request.json()) as Record<string, Answer>));
+      return new Response(null, { status: 204 });
+    }
     ids ??= Array.from({ length: OBJECTS }, (_, i) => env.COUNTER.idFromName(`floor-${i}`));
     const id = ids[turn++ % OBJECTS] as DurableObjectId;
     await env.COUNTER.get(id).hit(Date.now());
-    return new Response("ok");
+    if (!path.startsWith(`${ANSWER_PREFIX}/`)) return new Response("ok");
+    const answer = answers.get(`${request.method} ${path.slice(ANSWER_PREFIX.length)}`);
+    if (answer === undefined) return new Response("no answer registered", { status: 500 });
+    return new Response(answer.body, { status: answer.status, headers: answer.headers });
   },
 } satisfies ExportedHandler<FloorEnv>;

@@ -61,52 +61,84 @@ export class KeyObject extends Key {
 
 export default {
   async fetch(request, env, ctx) {
-    const lane = request.headers.get("x-bench-lane");
-    if (lane === null || request.method !== "GET" || !request.url.endsWith("/v1/me")) return keyway.fetch(request, env, ctx);
-    const presented = request.headers.get("x-api-key") ?? undefined;
-    if (lane === "floor" || lane === "payload") {
-      // The object a first secret names (gate.ts: its hash), as keyway's gate reaches it.
-      const hash = await sha256Hex(presented ?? "");
-      const object = env.KEYS.get(env.KEYS.idFromName(hash)) as unknown as DurableObjectStub<KeyObject>;
-      if (lane === "floor") await object.floorHit(Date.now());
-      else {
-        // An admission's input as the gate sends it for a Bearer read (gate.ts `admit`).
-        await object.floorPayload({
-          now: Date.now(),
-          defaults: { per_second: 1, per_day: 1000 },
-          secretHash: hash,
-          clientId: "cli_00000000000000000000000000",
-          tokenId: "tok_00000000000000000000000000",
-        });
-      }
-      return new Response("ok");
-    }
-    const deps = depsFromEnv(env, Date.now, (work) => ctx.waitUntil(work));
-    let admitted: Admitted | undefined;
-    const principal = await authenticateRequest(
-      deps,
-      presented,
-      {
-        authorization: request.headers.get("authorization") ?? undefined,
-        dpop: request.headers.get("dpop"),
-        method: "GET",
-        url: request.url,
-      },
-      (a) => {
-        admitted = a;
-      },
-    );
-    if (lane === "gate" || admitted === undefined) return new Response("ok");
-    // The route's own answer and envelope, and the headers its middleware would add.
-    const body = envelope(200, meAnswer(principal, admitted.decision, deps.now()), { self: { href: request.url } });
-    return new Response(JSON.stringify(body), {
-      headers: {
-        "Content-Type": "application/json",
-        ...API_HEADERS,
-        ...NO_SNIFF,
-        [REQUEST_ID_HEADER]: crypto.randomUUID(),
-        ...rateLimitHeaders(admitted.decision),
-      },
-    });
+    if (new URL(request.url).pathname === SEQUENTIAL_PATH && request.method === "POST") return sequential(request, env, ctx);
+    return inLane(request, env, ctx);
   },
 } satisfies ExportedHandler<Env>;
+
+/**
+ * `POST /__bench/sequential` `{ lane, n, pairs }`: `n` requests of `lane`, one after the other,
+ * inside this one invocation (each its own `GET /v1/me` Request, the keys and tokens of `pairs` in
+ * turn), answered with the wall time they took. No HTTP, no dev proxy, no load generator and no
+ * concurrency: what is left is the Worker's and its objects' own work, so the lanes' ratios
+ * spread by about a hundredth from run to run where the HTTP rounds spread by a tenth.
+ * `Date.now()` advances across each request's I/O (the RPC), so the total is exact to 1 ms.
+ */
+const SEQUENTIAL_PATH = "/__bench/sequential";
+async function sequential(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const job = (await request.json()) as { lane: string; n: number; pairs: { apiKey: string; token: string }[] };
+  const url = new URL("/v1/me", request.url).href;
+  const started = Date.now();
+  const failed: number[] = [];
+  for (let i = 0; i < job.n; i++) {
+    const pair = job.pairs[i % job.pairs.length];
+    if (pair === undefined) break;
+    const headers: Record<string, string> = { "x-api-key": pair.apiKey, authorization: `Bearer ${pair.token}` };
+    if (job.lane !== "app") headers["x-bench-lane"] = job.lane;
+    const res = await inLane(new Request(url, { headers }), env, ctx);
+    await res.arrayBuffer();
+    if (res.status !== 200) failed.push(res.status);
+  }
+  return Response.json({ ms: Date.now() - started, failed });
+}
+
+/** One request in the lane its `x-bench-lane` header names (keyway's app without one). */
+async function inLane(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const lane = request.headers.get("x-bench-lane");
+  if (lane === null || request.method !== "GET" || !request.url.endsWith("/v1/me")) return keyway.fetch(request, env, ctx);
+  const presented = request.headers.get("x-api-key") ?? undefined;
+  if (lane === "floor" || lane === "payload") {
+    // The object a first secret names (gate.ts: its hash), as keyway's gate reaches it.
+    const hash = await sha256Hex(presented ?? "");
+    const object = env.KEYS.get(env.KEYS.idFromName(hash)) as unknown as DurableObjectStub<KeyObject>;
+    if (lane === "floor") await object.floorHit(Date.now());
+    else {
+      // An admission's input as the gate sends it for a Bearer read (gate.ts `admit`).
+      await object.floorPayload({
+        now: Date.now(),
+        defaults: { per_second: 1, per_day: 1000 },
+        secretHash: hash,
+        clientId: "cli_00000000000000000000000000",
+        tokenId: "tok_00000000000000000000000000",
+      });
+    }
+    return new Response("ok");
+  }
+  const deps = depsFromEnv(env, Date.now, (work) => ctx.waitUntil(work));
+  let admitted: Admitted | undefined;
+  const principal = await authenticateRequest(
+    deps,
+    presented,
+    {
+      authorization: request.headers.get("authorization") ?? undefined,
+      dpop: request.headers.get("dpop"),
+      method: "GET",
+      url: request.url,
+    },
+    (a) => {
+      admitted = a;
+    },
+  );
+  if (lane === "gate" || admitted === undefined) return new Response("ok");
+  // The route's own answer and envelope, and the headers its middleware would add.
+  const body = envelope(200, meAnswer(principal, admitted.decision, deps.now()), { self: { href: request.url } });
+  return new Response(JSON.stringify(body), {
+    headers: {
+      "Content-Type": "application/json",
+      ...API_HEADERS,
+      ...NO_SNIFF,
+      [REQUEST_ID_HEADER]: crypto.randomUUID(),
+      ...rateLimitHeaders(admitted.decision),
+    },
+  });
+}
