@@ -358,10 +358,14 @@ async function answerOf(target) {
   const body = first?.body ?? target.body;
   const res = await fetch(url, {
     method: req.method ?? base.method,
-    headers: /** @type {Record<string, string>} */ (req.headers),
+    // As autocannon sends it: without Accept-Encoding (fetch's own would have the answer gzipped,
+    // and a copy declaring gzip is compressed by the runtime on every request).
+    headers: { .../** @type {Record<string, string>} */ (req.headers), "accept-encoding": "identity" },
     ...(body !== undefined ? { body: String(body) } : {}),
   });
   if (!res.ok) throw new Error(`${url.pathname}: keyway answered ${res.status} to the request the answer floor copies`);
+  if (res.headers.has("content-encoding"))
+    throw new Error(`${url.pathname}: the answer to copy is encoded (${res.headers.get("content-encoding")})`);
   const dropped = new Set(["date", "content-length", "transfer-encoding", "connection", "keep-alive"]);
   return {
     key: `${req.method ?? base.method} ${url.pathname}`,
