@@ -30,7 +30,8 @@ interface ConfigView {
   oauth: OAuthView;
 }
 
-const listPath = (t: Tenant) => `/manager/organizations/${t.orgId}/webhooks`;
+const orgBase = (t: Tenant) => `/manager/organizations/${t.orgId}`;
+const listPath = (t: Tenant) => `${orgBase(t)}/webhooks`;
 const configsOf = async (t: Tenant) => admin<ConfigView[]>("GET", `/organizations/${t.orgId}/webhook-configurations`);
 const input = (html: string, id: string) => new RegExp(`<input id="${id}"[^>]*>`).exec(html)?.[0] ?? "";
 const fieldError = (html: string, id: string) =>
@@ -47,7 +48,7 @@ const fields = (overrides: Record<string, string> = {}): Record<string, string> 
 });
 
 async function newForm(b: Browser, t: Tenant) {
-  const html = await (await b.get(`${listPath(t)}/new`)).text();
+  const html = await (await b.get(`${orgBase(t)}/new-webhook`)).text();
   return { html, csrf: Browser.csrf(html) };
 }
 

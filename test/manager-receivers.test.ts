@@ -64,7 +64,7 @@ describe("event types in the manager", () => {
     expect(operationalHtml).toMatch(/cannot be changed or deleted/);
     expect(operationalHtml).not.toMatch(/<textarea/);
 
-    const form = await (await b.get(`${typesPath(o)}/new`)).text();
+    const form = await (await b.get(`${orgPath(o)}/new-event-type`)).text();
     expect(form).toContain("<h1>New event type</h1>");
     for (const id of ["name", "description", "schema", "examples", "deprecated"]) expect(form).toContain(`for="${id}"`);
     const csrf = Browser.csrf(form);
@@ -340,10 +340,10 @@ describe("an organization administrator and another organization's", () => {
   });
 
   it("event types and settings: not found (404), and nothing changes", async () => {
-    const csrf = await b.csrfOf(`${typesPath(mine)}/new`);
+    const csrf = await b.csrfOf(`${orgPath(mine)}/new-event-type`);
     for (const path of [
       typesPath(other),
-      `${typesPath(other)}/new`,
+      `${orgPath(other)}/new-event-type`,
       `${typesPath(other)}/their.secret`,
       `${typesPath(other)}/their.secret/delete`,
       `${orgPath(other)}/webhook-settings`,

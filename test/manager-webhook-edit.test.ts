@@ -15,7 +15,8 @@ import { createConfig, webhooksOf } from "./webhook-helpers";
 
 const RECEIVER_SECRET = "manager-made-receiver-secret-4711";
 
-const listPath = (t: Tenant) => `/manager/organizations/${t.orgId}/webhooks`;
+const orgBase = (t: Tenant) => `/manager/organizations/${t.orgId}`;
+const listPath = (t: Tenant) => `${orgBase(t)}/webhooks`;
 
 interface ConfigView {
   id: string;
@@ -61,10 +62,10 @@ describe("creating a webhook configuration in the manager", () => {
     const b = await Browser.signedIn(ADMIN_TOKEN);
     const empty = await (await b.get(listPath(t))).text();
     expect(empty).toMatch(/No webhook configurations yet/);
-    expect(empty).toContain(`<a href="${listPath(t)}/new">Create the first webhook configuration</a>`);
+    expect(empty).toContain(`<a href="${orgBase(t)}/new-webhook">Create the first webhook configuration</a>`);
     expect(empty).not.toMatch(/They are created through the API/);
 
-    const form = await b.get(`${listPath(t)}/new`);
+    const form = await b.get(`${orgBase(t)}/new-webhook`);
     expect(form.status).toBe(200);
     const html = await form.text();
     expect(html).toContain("<h1>New webhook configuration</h1>");
@@ -104,7 +105,7 @@ describe("creating a webhook configuration in the manager", () => {
       expect(page).not.toContain(String(secret));
       expect(page).not.toContain(RECEIVER_SECRET);
     }
-    expect(list).toContain(`<a href="${listPath(t)}/new">New webhook configuration</a>`);
+    expect(list).toContain(`<a href="${orgBase(t)}/new-webhook">New webhook configuration</a>`);
     // Every event, no description, no limit: the empty fields say so.
     const plain = await b.post(listPath(t), {
       csrf: Browser.csrf(html),
@@ -118,7 +119,7 @@ describe("creating a webhook configuration in the manager", () => {
   it("answers a refused form with the form again: the messages beside their fields, the values kept, never the secret", async () => {
     const t = await createTenant();
     const b = await Browser.signedIn(ADMIN_TOKEN);
-    const csrf = await b.csrfOf(`${listPath(t)}/new`);
+    const csrf = await b.csrfOf(`${orgBase(t)}/new-webhook`);
     const refused = await b.post(listPath(t), {
       csrf,
       ...newFields({ events: "invoice.paid Not-An-Event", rate_limit: "0", client_id: "" }),
@@ -305,7 +306,7 @@ describe("an organization administrator", () => {
     const theirs = await createConfig(other, await issueToken(other), RECEIVER_SECRET);
     const minted = await admin<{ token: string }>("POST", `/organizations/${mine.orgId}/admin-tokens`, { name: "Own org" });
     const b = await Browser.signedIn(minted.token);
-    const csrf = await b.csrfOf(`${listPath(mine)}/new`);
+    const csrf = await b.csrfOf(`${orgBase(mine)}/new-webhook`);
 
     const created = await b.post(listPath(mine), { csrf, ...newFields() });
     expect(created.status).toBe(200);
@@ -318,7 +319,7 @@ describe("an organization administrator", () => {
       expect((await b.post(base, { csrf, ...newFields({ description: "taken over" }) })).status, base).toBe(404);
       expect((await b.post(`${base}/delete`, { csrf })).status, `${base}/delete`).toBe(404);
     }
-    expect((await b.get(`${listPath(other)}/new`)).status).toBe(404);
+    expect((await b.get(`${orgBase(other)}/new-webhook`)).status).toBe(404);
     expect((await b.post(listPath(other), { csrf, ...newFields() })).status).toBe(404);
     const left = await configsOf(other);
     expect(left.map((c) => [c.id, c.description])).toEqual([[theirs.id, "orders"]]);

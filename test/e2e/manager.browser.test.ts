@@ -457,7 +457,7 @@ function focused(page: Page): Promise<string> {
       await check(page, "walk-confirm-delete-webhook");
       // A new configuration: the form, refused (the messages beside the fields, the values kept),
       // then created, its signing secret shown once.
-      await page.goto(`${org}/webhooks/new`);
+      await page.goto(`${org}/new-webhook`);
       await check(page, "walk-new-webhook");
       await page.locator("#url").fill(`${receiver.url}/second`);
       await page.locator("#token_url").fill(`${receiver.url}/token`);

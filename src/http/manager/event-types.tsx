@@ -67,13 +67,19 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
       c,
       "Event types",
       [...orgCrumbs(c, org, true), { label: "Event types" }],
-      <EventTypes base={typesPath(org.id)} settings={settingsPath(org.id)} types={types} />,
+      <EventTypes
+        base={typesPath(org.id)}
+        create={`/manager/organizations/${org.id}/new-event-type`}
+        settings={settingsPath(org.id)}
+        types={types}
+      />,
       notices[c.req.query("notice") ?? ""],
     );
   });
 
-  // Declared before "/:org/event-types/:name", which would otherwise take "new" for a name.
-  app.get("/:org/event-types/new", async (c) => {
+  // Beside the collection, not under it: no path segment is both a literal and a parameter, which
+  // lets the app use Hono's RegExpRouter (app.ts).
+  app.get("/:org/new-event-type", async (c) => {
     const org = await orgFor(c);
     return newTypePage(c, org, EMPTY_EVENT_TYPE_FORM);
   });

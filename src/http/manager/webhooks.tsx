@@ -95,6 +95,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
       [...orgCrumbs(c, org, true), { label: "Webhook configurations" }],
       <WebhookConfigurations
         base={`/manager/organizations/${org.id}/webhooks`}
+        create={newWebhookPath(org.id)}
         configs={configs.items.map((config, i) => ({ config, last24h: (traffic[i] as WebhookTrafficView).last_24h }))}
       />,
       WEBHOOK_NOTICES[c.req.query("notice") ?? ""],
@@ -102,8 +103,9 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   });
 
   // A new configuration: the form, then the signing secret shown once (or the form again, with why).
-  // Declared before "/:org/webhooks/:id", which would otherwise take "new" for an id.
-  app.get("/:org/webhooks/new", async (c) => {
+  // Beside the collection, not under it: no path segment is both a literal and a parameter, which
+  // lets the app use Hono's RegExpRouter (app.ts).
+  app.get("/:org/new-webhook", async (c) => {
     const org = await orgFor(c);
     return newWebhookPage(c, org, EMPTY_WEBHOOK_FORM);
   });
@@ -349,6 +351,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
 }
 
 export const webhookPath = (orgId: string, id: string) => `/manager/organizations/${orgId}/webhooks/${id}`;
+const newWebhookPath = (orgId: string) => `/manager/organizations/${orgId}/new-webhook`;
 
 /** Notices of this sub-app's own actions (shared.tsx has the others'). */
 const WEBHOOK_NOTICES: Record<string, string> = {

@@ -40,7 +40,12 @@ export const FormRefused: FC<{ errors: FormErrors<string> | undefined; what: str
   );
 };
 
-export const EventTypes: FC<{ base: string; settings: string; types: EventTypeView[] }> = ({ base, settings, types }) => {
+export const EventTypes: FC<{ base: string; create: string; settings: string; types: EventTypeView[] }> = ({
+  base,
+  create,
+  settings,
+  types,
+}) => {
   const own = types.filter((t) => !t.operational);
   return (
     <>
@@ -51,7 +56,7 @@ export const EventTypes: FC<{ base: string; settings: string; types: EventTypeVi
       </p>
       <ul class="links">
         <li>
-          <a href={`${base}/new`}>New event type</a>
+          <a href={create}>New event type</a>
         </li>
         <li>
           <a href={settings}>Webhook settings</a>: refusing unknown event types, and the sites that may show the receivers' portal in a

@@ -116,19 +116,20 @@ const last24hText = (t: Last24h): string =>
     ? "no attempts in the last 24 hours"
     : `${Math.round(t.success_rate * 1000) / 10}% of ${t.succeeded + t.failed} attempts succeeded, ${t.latency_ms_avg} ms on average`;
 
-export const WebhookConfigurations: FC<{ base: string; configs: { config: WebhookConfiguration; last24h: Last24h }[] }> = ({
+export const WebhookConfigurations: FC<{ base: string; create: string; configs: { config: WebhookConfiguration; last24h: Last24h }[] }> = ({
   base,
+  create,
   configs,
 }) => (
   <>
     {configs.length === 0 ? (
       <p>
         No webhook configurations yet. A configuration says where this organization's events go and how keyway signs in to the receiver.{" "}
-        <a href={`${base}/new`}>Create the first webhook configuration</a> (or create one through the API).
+        <a href={create}>Create the first webhook configuration</a> (or create one through the API).
       </p>
     ) : (
       <p>
-        <a href={`${base}/new`}>New webhook configuration</a>
+        <a href={create}>New webhook configuration</a>
       </p>
     )}
     {configs.length > 0 && (
