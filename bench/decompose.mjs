@@ -12,7 +12,7 @@
  * `BENCH_MODE=sequential`: the same lanes without HTTP. Each lane's round is BENCH_N (2,000)
  * requests made one after the other inside one invocation of the lanes' Worker
  * (bench/lanes/worker.ts, `/__bench/sequential`), timed there; no dev proxy, no load generator,
- * no concurrency. Its app lane's median ratio to the floor lane measured 0.61 to 0.68 over seven
+ * no concurrency. Its app lane's median ratio to the floor lane measured 0.61 to 0.68 over eight
  * runs, where the HTTP lanes' measured 0.79 to 0.93 over six: a change of 0.03 ms or more shows
  * in one or two runs. Writes
  * bench/results-lanes-sequential.json.

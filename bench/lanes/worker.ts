@@ -71,7 +71,7 @@ export default {
  * inside this one invocation (each its own `GET /v1/me` Request, the keys and tokens of `pairs` in
  * turn), answered with the wall time they took. No HTTP, no dev proxy, no load generator and no
  * concurrency: what is left is the Worker's and its objects' own work. The app lane's median ratio
- * to the floor lane measured 0.61 to 0.68 over seven runs of 27 November, where the HTTP lanes'
+ * to the floor lane measured 0.61 to 0.68 over eight runs of 27 November, where the HTTP lanes'
  * measured 0.79 to 0.93 over six.
  * `Date.now()` advances across each request's I/O (the RPC), so the total is exact to 1 ms.
  */
