@@ -377,7 +377,14 @@ async function answerOf(target) {
 
 /** Gives the floor Worker the answers to copy, by method and path. @param {string} floorBase @param {Record<string, { key: string, status: number, headers: [string, string][], body: string }>} byScenario */
 async function registerAnswers(floorBase, byScenario) {
-  const answers = Object.fromEntries(Object.values(byScenario).map(({ key, ...a }) => [key, a]));
+  /** @type {Record<string, { status: number, headers: [string, string][], body: string }>} */
+  const answers = {};
+  for (const [name, { key, ...answer }] of Object.entries(byScenario)) {
+    // One answer per method and path: two answered scenarios on one path would need their own.
+    if (key in answers)
+      throw new Error(`${name}: another answered scenario is also ${key}; the answer floor keeps one answer per method and path`);
+    answers[key] = answer;
+  }
   const res = await fetch(`${floorBase}/__bench/answers`, { method: "PUT", body: JSON.stringify(answers) });
   if (res.status !== 204) throw new Error(`the floor Worker did not take the answers (${res.status})`);
 }
