@@ -5,12 +5,11 @@ import { createApp } from "../src/app";
 import { adminCall, authed, BASE, body, call, createTenant, issueToken } from "./helpers";
 
 describe("routing", () => {
-  it("matches with Hono's RegExpRouter, which refuses a route it cannot take instead of falling back", async () => {
+  it("matches with Hono's RegExpRouter, which refuses a route it cannot take instead of falling back", () => {
     // app.ts: one regular expression for every route (issue 33); SmartRouter had silently chosen the
     // TrieRouter, 2 µs a match, because two manager pages put a literal where others put a parameter.
     const app = createApp();
     expect(app.router.name).toBe("RegExpRouter");
-    expect((await app.request("/healthz", {}, {})).status).toBeLessThan(600);
     const router = new RegExpRouter<number>();
     router.add("GET", "/x/new", 1);
     expect(() => router.add("GET", "/x/:id", 2)).toThrow(/\/x\/:id/);

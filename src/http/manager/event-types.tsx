@@ -67,12 +67,7 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
       c,
       "Event types",
       [...orgCrumbs(c, org, true), { label: "Event types" }],
-      <EventTypes
-        base={typesPath(org.id)}
-        create={`/manager/organizations/${org.id}/new-event-type`}
-        settings={settingsPath(org.id)}
-        types={types}
-      />,
+      <EventTypes base={typesPath(org.id)} create={newTypePath(org.id)} settings={settingsPath(org.id)} types={types} />,
       notices[c.req.query("notice") ?? ""],
     );
   });
@@ -227,6 +222,7 @@ function settingsCrumbs(c: C, org: OrgRef, linked: boolean): Crumb[] {
 
 const typesPath = (orgId: string) => `/manager/organizations/${orgId}/event-types`;
 const settingsPath = (orgId: string) => `/manager/organizations/${orgId}/webhook-settings`;
+const newTypePath = (orgId: string) => `/manager/organizations/${orgId}/new-event-type`;
 
 function typeCrumbs(c: C, org: OrgRef): Crumb[] {
   return [...orgCrumbs(c, org, true), { label: "Event types", href: typesPath(org.id) }];
