@@ -48,7 +48,8 @@ let answers = new Map<string, Answer>();
 
 export default {
   async fetch(request: Request, env: FloorEnv): Promise<Response> {
-    const path = new URL(request.url).pathname;
+    // The design floor's own requests hold no "/__": they parse nothing for the answer floor.
+    const path = request.url.includes("/__") ? new URL(request.url).pathname : null;
     if (path === "/__bench/answers" && request.method === "PUT") {
       answers = new Map(Object.entries((await request.json()) as Record<string, Answer>));
       return new Response(null, { status: 204 });
@@ -56,7 +57,7 @@ export default {
     ids ??= Array.from({ length: OBJECTS }, (_, i) => env.COUNTER.idFromName(`floor-${i}`));
     const id = ids[turn++ % OBJECTS] as DurableObjectId;
     await env.COUNTER.get(id).hit(Date.now());
-    if (!path.startsWith(`${ANSWER_PREFIX}/`)) return new Response("ok");
+    if (path === null || !path.startsWith(`${ANSWER_PREFIX}/`)) return new Response("ok");
     const answer = answers.get(`${request.method} ${path.slice(ANSWER_PREFIX.length)}`);
     if (answer === undefined) return new Response("no answer registered", { status: 500 });
     return new Response(answer.body, { status: answer.status, headers: answer.headers });
