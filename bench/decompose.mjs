@@ -91,32 +91,16 @@ async function main() {
       runs[lane]?.push({ rps: m.rps, worker: m.workerCpuMsPerReq, all: m.cpuMsPerReq });
     }
   }
-  const at = (/** @type {string} */ lane) => runs[lane] ?? [];
-  const lanes = Object.fromEntries(
-    LANES.map((l) => [
-      l,
-      {
-        rps: spread(
-          at(l).map((x) => x.rps),
-          0,
-        ),
-        worker_cpu_ms: spread(
-          at(l).map((x) => x.worker),
-          3,
-        ),
-        of_floor: spread(at(l).map((x, i) => x.rps / (at("floor")[i]?.rps ?? Number.NaN))),
-      },
-    ]),
-  );
-  const steps = STEPS.filter(([from, to]) => LANES.includes(from ?? "") && LANES.includes(to ?? "")).map(([from, to, what]) => ({
-    from,
-    to,
-    what,
-    worker_cpu_ms: spread(
-      at(to ?? "").map((x, i) => x.worker - (at(from ?? "")[i]?.worker ?? Number.NaN)),
-      3,
-    ),
-  }));
+  const summary = summarize(runs, {
+    measures: [
+      ["rps", "rps", 0],
+      ["worker_cpu_ms", "worker", 3],
+    ],
+    ofFloor: (x, floor) => x.rps / floor.rps,
+    diff: "worker",
+  });
+  const lanes = summary.lanes;
+  const steps = summary.steps.map(({ diff, ...step }) => ({ ...step, worker_cpu_ms: diff }));
   const result = { date: new Date().toISOString(), rounds: ROUNDS, lanes, steps, per_round: runs };
   await writeFile(join(ROOT, "bench/results-lanes.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log(`GET /v1/me in lanes, ${ROUNDS} interleaved rounds in one process:`);
@@ -124,14 +108,57 @@ async function main() {
     const x = lanes[l];
     if (!x) continue;
     console.log(
-      `  ${l.padEnd(7)} ${x.rps.median} req/s, ${x.of_floor.median} of the floor lane (IQR ${x.of_floor.q1}-${x.of_floor.q3}); Worker CPU ${x.worker_cpu_ms.median} ms/request`,
+      `  ${l.padEnd(7)} ${x.rps?.median} req/s, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
     );
   }
   for (const s of steps) {
     console.log(`  ${s.from} -> ${s.to}: +${s.worker_cpu_ms.median} ms (IQR ${s.worker_cpu_ms.q1} to ${s.worker_cpu_ms.q3}): ${s.what}`);
   }
-  const total = round((lanes.app?.worker_cpu_ms.median ?? 0) - (lanes.floor?.worker_cpu_ms.median ?? 0), 3);
+  const total = round((lanes.app?.worker_cpu_ms?.median ?? 0) - (lanes.floor?.worker_cpu_ms?.median ?? 0), 3);
   console.log(`  app beyond the floor lane: ${total} ms of Worker CPU per request`);
+}
+
+/** @typedef {ReturnType<typeof spread>} Spread */
+
+/**
+ * Both modes' figures from their rounds: per lane, the spread of each measure (`measures`: the
+ * output's name and the round's field, with its decimals) and of the lane's ratio to the floor lane
+ * within each round (`ofFloor`); per step between lanes, the spread of the difference of one field
+ * within each round (`diff`).
+ * @template {Record<string, number>} R
+ * @param {Record<string, R[]>} runs
+ * @param {{ measures: [string, keyof R, number][], ofFloor: (x: R, floor: R) => number, diff: keyof R }} how
+ * @returns {{ lanes: Record<string, Record<string, Spread>>, steps: { from: string, to: string, what: string, diff: Spread }[] }}
+ */
+function summarize(runs, how) {
+  const at = (/** @type {string} */ lane) => runs[lane] ?? [];
+  const floor = at("floor");
+  const lanes = Object.fromEntries(
+    LANES.map((l) => {
+      /** @type {Record<string, Spread>} */
+      const figures = {};
+      for (const [name, field, decimals] of how.measures) {
+        figures[name] = spread(
+          at(l).map((x) => Number(x[field])),
+          decimals,
+        );
+      }
+      figures.of_floor = spread(at(l).map((x, i) => (floor[i] === undefined ? Number.NaN : how.ofFloor(x, floor[i]))));
+      return [l, figures];
+    }),
+  );
+  const steps = STEPS.filter(([from, to]) => LANES.includes(from ?? "") && LANES.includes(to ?? "")).map(
+    ([from = "", to = "", what = ""]) => ({
+      from,
+      to,
+      what,
+      diff: spread(
+        at(to).map((x, i) => Number(x[how.diff]) - Number(at(from)[i]?.[how.diff] ?? Number.NaN)),
+        3,
+      ),
+    }),
+  );
+  return { lanes, steps };
 }
 
 /**
@@ -179,35 +206,19 @@ async function sequential(kw, pairs) {
   for (let r = 0; r < ROUNDS; r++) {
     for (const lane of r % 2 === 0 ? LANES : [...LANES].reverse()) runs[lane]?.push(await run(lane, PER_ROUND));
   }
-  const at = (/** @type {string} */ lane) => runs[lane] ?? [];
-  const floor = at("floor");
-  const lanes = Object.fromEntries(
-    LANES.map((l) => [
-      l,
-      {
-        ms_per_request: spread(
-          at(l).map((x) => x.ms),
-          3,
-        ),
-        worker_cpu_ms: spread(
-          at(l).map((x) => x.worker),
-          3,
-        ),
-        of_floor: spread(at(l).map((x, i) => (floor[i]?.ms ?? Number.NaN) / x.ms)),
-      },
-    ]),
-  );
-  const steps = STEPS.filter(([from, to]) => LANES.includes(from ?? "") && LANES.includes(to ?? "")).map(([from, to, what]) => ({
-    from,
-    to,
-    what,
-    ms: spread(
-      at(to ?? "").map((x, i) => x.ms - (at(from ?? "")[i]?.ms ?? Number.NaN)),
-      3,
-    ),
-  }));
+  const summary = summarize(runs, {
+    measures: [
+      ["ms_per_request", "ms", 3],
+      ["worker_cpu_ms", "worker", 3],
+    ],
+    ofFloor: (x, floor) => floor.ms / x.ms,
+    diff: "ms",
+  });
+  const lanes = summary.lanes;
+  const steps = summary.steps.map(({ diff, ...step }) => ({ ...step, ms: diff }));
+  const floor = runs.floor ?? [];
   const beyond = spread(
-    at("app").map((x, i) => x.ms - (floor[i]?.ms ?? Number.NaN)),
+    (runs.app ?? []).map((x, i) => x.ms - (floor[i]?.ms ?? Number.NaN)),
     3,
   );
   const result = {
@@ -226,7 +237,7 @@ async function sequential(kw, pairs) {
     const x = lanes[l];
     if (!x) continue;
     console.log(
-      `  ${l.padEnd(7)} ${x.ms_per_request.median} ms/request, ${x.of_floor.median} of the floor lane (IQR ${x.of_floor.q1}-${x.of_floor.q3}); Worker CPU ${x.worker_cpu_ms.median} ms/request`,
+      `  ${l.padEnd(7)} ${x.ms_per_request?.median} ms/request, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
     );
   }
   for (const s of steps) console.log(`  ${s.from} -> ${s.to}: +${s.ms.median} ms (IQR ${s.ms.q1} to ${s.ms.q3}): ${s.what}`);
