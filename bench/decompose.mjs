@@ -2,7 +2,8 @@
  * `npm run bench:decompose`: where `GET /v1/me`'s cost beyond the design floor goes (issue 33).
  * One keyway under `wrangler dev` with bench/lanes/worker.ts as its entry (keyway's Worker with
  * lanes that stop a request at successive depths: the floor's one-row RPC to the key's own object,
- * the credential checks, the view and envelope written directly, keyway's whole app), and the same
+ * the credential checks, the view and envelope written directly, the same behind Hono alone,
+ * keyway's whole app), and the same
  * load sent to each lane in turn, the order reversed every other round. Each lane's Worker CPU per
  * request is read from /proc; the steps between lanes are differences within a round, reported as
  * medians with their spread. Within one process the rounds spread far less than across two (the
@@ -14,24 +15,32 @@
  * (bench/lanes/worker.ts, `/__bench/sequential`), timed there; no dev proxy, no load generator,
  * no concurrency. Its app lane's median ratio to the floor lane measured 0.61 to 0.68 over eight
  * runs, where the HTTP lanes' measured 0.79 to 0.93 over six: a change of 0.03 ms or more shows
- * in one or two runs. Writes
- * bench/results-lanes-sequential.json.
+ * in one or two runs. Writes bench/results-lanes-sequential.json.
+ *
+ * `BENCH_MODE=sequential BENCH_PROFILE=app,framework`: instead of the rounds, a V8 CPU profile of
+ * each named lane (bench/cdp.mjs), with each function's time in microseconds per request.
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { api, cleanups, cpuMs, load, need, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
+import { profiled, top, weigh } from "./cdp.mjs";
+import { api, cleanups, cpuMs, freePort, load, need, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
 
 const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
 const SEQUENTIAL = process.env.BENCH_MODE === "sequential";
 const PER_ROUND = Math.max(500, Number(process.env.BENCH_N) || 2000);
-const ALL_LANES = ["floor", "payload", "gate", "direct", "app"];
+const ALL_LANES = ["floor", "payload", "gate", "direct", "framework", "app"];
 // BENCH_LANES=direct,app to measure some lanes only (the floor lane is always one of them).
 const LANES = ALL_LANES.filter((l) => l === "floor" || !process.env.BENCH_LANES || process.env.BENCH_LANES.split(",").includes(l));
 const STEPS = [
   ["floor", "payload", "an admission's input and answer as the RPC's payload"],
   ["payload", "gate", "the credential checks' logic: the token, the key's digest and shards, the admission in the key's object"],
   ["gate", "direct", "the view, the envelope and one Response with its headers"],
-  ["direct", "app", "the router and middleware: request id, outcome record, headers, deps, the route's wrapper"],
+  ["direct", "framework", "Hono itself: its router, its context and the compose of as many pass-through layers as keyway's /v1 middleware"],
+  [
+    "framework",
+    "app",
+    "what keyway's middleware does in those layers: request id, log context, outcome record, headers, deps, the route's wrapper",
+  ],
 ];
 
 /** @param {import("./lib.mjs").Target} target @param {string} lane */
@@ -56,7 +65,10 @@ async function main() {
   if (!main.test(toml)) throw new Error("wrangler.toml's main is not src/index.ts");
   await writeFile(join(ROOT, config), toml.replace(main, 'main = "bench/lanes/worker.ts"'));
   cleanups.push(() => rm(join(ROOT, config), { force: true }));
-  const kw = await startKeyway([], { config });
+  // BENCH_PROFILE=app,direct (sequential mode): profile those lanes instead of timing rounds.
+  const profiling = SEQUENTIAL ? (process.env.BENCH_PROFILE?.split(",").filter(Boolean) ?? []) : [];
+  const inspectorPort = profiling.length > 0 ? await freePort() : 0;
+  const kw = await startKeyway(profiling.length > 0 ? ["--inspector-port", String(inspectorPort), "--minify", "false"] : [], { config });
   const seeded = await seed(kw.base);
   const me = scenarios(kw.base, seeded).me;
   if (!me) throw new Error("no `me` scenario");
@@ -67,8 +79,8 @@ async function main() {
   const plain = Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, String(v)]));
   const answer = await fetch(`${kw.base}/v1/me`, { headers: { ...plain, "x-bench-lane": "floor" } });
   if ((await answer.text()) !== "ok") throw new Error(`bench/lanes/worker.ts is not the entry (status ${answer.status})`);
-  // The direct lane answers what keyway's route answers (the same fields, the same headers), or
-  // its step would measure less work than the route does.
+  // The direct and framework lanes answer what keyway's route answers (the same fields, the same
+  // headers), or their steps would measure less work than the route does.
   const shape = (/** @type {unknown} */ v) => JSON.stringify(v, (_k, x) => (x !== null && typeof x === "object" ? x : typeof x));
   /** @param {string | undefined} lane */
   const answerOf = async (lane) => {
@@ -76,11 +88,14 @@ async function main() {
     const names = [...r.headers.keys()].filter((n) => !["content-length", "date", "connection", "keep-alive"].includes(n)).sort();
     return { status: r.status, body: shape(await r.json()), headers: names.join(",") };
   };
-  const [direct, app] = [await answerOf("direct"), await answerOf(undefined)];
-  if (JSON.stringify(direct) !== JSON.stringify(app)) {
-    throw new Error(`the direct lane's answer differs from the route's: ${JSON.stringify(direct)} vs ${JSON.stringify(app)}`);
+  const app = await answerOf(undefined);
+  for (const lane of ["direct", "framework"]) {
+    const got = await answerOf(lane);
+    if (JSON.stringify(got) !== JSON.stringify(app)) {
+      throw new Error(`the ${lane} lane's answer differs from the route's: ${JSON.stringify(got)} vs ${JSON.stringify(app)}`);
+    }
   }
-  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded));
+  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded), { profiling, inspectorPort });
   for (const lane of LANES) await load(inLane(me, lane), kw.server, 1);
   /** @type {Record<string, { rps: number, worker: number, all: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
@@ -108,7 +123,7 @@ async function main() {
     const x = lanes[l];
     if (!x) continue;
     console.log(
-      `  ${l.padEnd(7)} ${x.rps?.median} req/s, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
+      `  ${l.padEnd(9)} ${x.rps?.median} req/s, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
     );
   }
   for (const s of steps) {
@@ -147,17 +162,20 @@ function summarize(runs, how) {
       return [l, figures];
     }),
   );
-  const steps = STEPS.filter(([from, to]) => LANES.includes(from ?? "") && LANES.includes(to ?? "")).map(
-    ([from = "", to = "", what = ""]) => ({
+  // Between each lane measured and the next one measured, what the lanes in between add up to.
+  const steps = LANES.slice(1)
+    .map((to, i) => [LANES[i] ?? "", to])
+    .map(([from = "", to = ""]) => ({
       from,
       to,
-      what,
+      what: STEPS.slice(ALL_LANES.indexOf(from), ALL_LANES.indexOf(to))
+        .map(([, , what]) => what)
+        .join("; "),
       diff: spread(
         at(to).map((x, i) => Number(x[how.diff]) - Number(at(from)[i]?.[how.diff] ?? Number.NaN)),
         3,
       ),
-    }),
-  );
+    }));
   return { lanes, steps };
 }
 
@@ -187,8 +205,9 @@ async function moreKeys(base, s) {
  * runs every lane for PER_ROUND requests, the order reversed every other round; each lane's ratio
  * is the floor lane's time per request over its own, within the round.
  * @param {Awaited<ReturnType<typeof startKeyway>>} kw @param {{ apiKey: string, token: string }[]} pairs
+ * @param {{ profiling: string[], inspectorPort: number }} profile the lanes to profile instead (BENCH_PROFILE)
  */
-async function sequential(kw, pairs) {
+async function sequential(kw, pairs, { profiling, inspectorPort }) {
   /** @param {string} lane @param {number} n */
   const run = async (lane, n) => {
     const cpu0 = kw.server.worker ? cpuMs(kw.server.worker) : Number.NaN;
@@ -201,6 +220,7 @@ async function sequential(kw, pairs) {
     return { ms: out.ms / n, worker: cpu / n };
   };
   for (const lane of LANES) await run(lane, PER_ROUND / 4);
+  if (profiling.length > 0) return profileLanes(profiling, inspectorPort, run);
   /** @type {Record<string, { ms: number, worker: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
   for (let r = 0; r < ROUNDS; r++) {
@@ -237,11 +257,35 @@ async function sequential(kw, pairs) {
     const x = lanes[l];
     if (!x) continue;
     console.log(
-      `  ${l.padEnd(7)} ${x.ms_per_request?.median} ms/request, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
+      `  ${l.padEnd(9)} ${x.ms_per_request?.median} ms/request, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
     );
   }
   for (const s of steps) console.log(`  ${s.from} -> ${s.to}: +${s.ms.median} ms (IQR ${s.ms.q1} to ${s.ms.q3}): ${s.what}`);
   if (LANES.includes("app")) console.log(`  app beyond the floor lane: ${beyond.median} ms per request (IQR ${beyond.q1} to ${beyond.q3})`);
+}
+
+/**
+ * `BENCH_PROFILE=app,direct`: each named lane's requests (five rounds' worth, one after the other
+ * inside the Worker, as the rounds run them) under the V8 sampler; prints each function's self and
+ * inclusive time in microseconds per request and writes bench/profile-lane-<lane>.cpuprofile with
+ * its bundle. The sampler slows the isolate (by about a third here), so these say where a lane's
+ * time goes, not how much it is: the rounds are not run.
+ * @param {string[]} lanes @param {number} inspectorPort
+ * @param {(lane: string, n: number) => Promise<{ ms: number }>} run
+ */
+async function profileLanes(lanes, inspectorPort, run) {
+  const n = PER_ROUND * 5;
+  for (const lane of lanes) {
+    if (!ALL_LANES.includes(lane)) throw new Error(`BENCH_PROFILE: no lane ${lane}; one of ${ALL_LANES.join(", ")}`);
+    const file = join(ROOT, `bench/profile-lane-${lane}.cpuprofile`);
+    const where = { inspectorPort, intervalUs: Number(process.env.PROFILE_INTERVAL_US ?? 100), file, bundle: "worker.js" };
+    const { profile, result } = await profiled(where, () => run(lane, n));
+    const { self, total } = weigh(profile);
+    const perRequest = (/** @type {number} */ us) => `${(us / n).toFixed(2)} µs`;
+    console.log(`\nlane ${lane}: ${n} requests, ${round(result.ms, 3)} ms each under the sampler; ${file}`);
+    console.log(`Self time per request:\n${top(self, 40, perRequest).join("\n")}`);
+    console.log(`Inclusive time per request:\n${top(total, 50, perRequest).join("\n")}`);
+  }
 }
 
 runMain(main);

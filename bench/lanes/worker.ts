@@ -14,11 +14,18 @@
  *   the token, the key, the one `KeyObject.admit` call), then a two-byte answer;
  * - `direct`: the gate, then `/v1/me`'s view and envelope written straight into one Response,
  *   no router or middleware;
+ * - `framework`: the direct lane's work as the one route of a Hono app with keyway's router,
+ *   behind as many pass-through middleware layers as a `/v1` request meets in keyway's app, so
+ *   that Hono's own cost (router, context, compose) is measured apart from what keyway's
+ *   middleware does in those layers;
  * - anything else (no header): keyway's app as deployed (Hono, every middleware).
  *
  * Never deployed: `wrangler dev bench/lanes/worker.ts` with keyway's configs replaces only `main`.
  * The lanes compose keyway's modules; they do not change them.
  */
+import { Hono, type MiddlewareHandler } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
+import { createApp } from "../../src/app";
 import type { Admitted } from "../../src/auth/gate";
 import { authenticateRequest } from "../../src/auth/tokens";
 import { depsFromEnv } from "../../src/deps";
@@ -115,6 +122,30 @@ async function inLane(request: Request, env: Env, ctx: ExecutionContext): Promis
     }
     return new Response("ok");
   }
+  if (lane === "framework") return framework.fetch(request, env, ctx);
+  return direct(request, env, ctx, lane === "gate");
+}
+
+/**
+ * The `framework` lane's app: keyway's router (app.ts), then one pass-through layer for each
+ * path-wide middleware a `/v1/me` request meets in keyway's own app (counted from its routes:
+ * five on 27 November, noSniff, observe, apiHeaders, provideDeps and requireCredentials), then the
+ * route, which does the direct lane's work.
+ */
+const middlewareOfMe = createApp().routes.filter(
+  (r) => r.method === "ALL" && r.path.endsWith("*") && "/v1/me".startsWith(r.path.slice(0, -1)),
+).length;
+if (middlewareOfMe === 0) throw new Error("no path-wide middleware found on /v1/me: the framework lane would measure nothing");
+const framework = new Hono<{ Bindings: Env }>({ router: new RegExpRouter() });
+const pass: MiddlewareHandler = async (_c, next) => {
+  await next();
+};
+framework.use("*", ...Array.from({ length: middlewareOfMe }, () => pass));
+framework.get("/v1/me", (c) => direct(c.req.raw, c.env, c.executionCtx as ExecutionContext, false));
+
+/** The gate, then (unless `gateOnly`) the route's own answer and the headers its middleware would add. */
+async function direct(request: Request, env: Env, ctx: ExecutionContext, gateOnly: boolean): Promise<Response> {
+  const presented = request.headers.get("x-api-key") ?? undefined;
   const deps = depsFromEnv(env, Date.now, (work) => ctx.waitUntil(work));
   let admitted: Admitted | undefined;
   const principal = await authenticateRequest(
@@ -130,8 +161,7 @@ async function inLane(request: Request, env: Env, ctx: ExecutionContext): Promis
       admitted = a;
     },
   );
-  if (lane === "gate" || admitted === undefined) return new Response("ok");
-  // The route's own answer and envelope, and the headers its middleware would add.
+  if (gateOnly || admitted === undefined) return new Response("ok");
   const body = envelope(200, meAnswer(principal, admitted.decision, deps.now()), { self: { href: request.url } });
   return new Response(JSON.stringify(body), {
     headers: {
