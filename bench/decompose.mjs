@@ -119,13 +119,7 @@ async function main() {
   const result = { date: new Date().toISOString(), rounds: ROUNDS, lanes, steps, per_round: runs };
   await writeFile(join(ROOT, "bench/results-lanes.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log(`GET /v1/me in lanes, ${ROUNDS} interleaved rounds in one process:`);
-  for (const l of LANES) {
-    const x = lanes[l];
-    if (!x) continue;
-    console.log(
-      `  ${l.padEnd(9)} ${x.rps?.median} req/s, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
-    );
-  }
+  printLanes(lanes, (x) => `${x.rps?.median} req/s`);
   for (const s of steps) {
     console.log(`  ${s.from} -> ${s.to}: +${s.worker_cpu_ms.median} ms (IQR ${s.worker_cpu_ms.q1} to ${s.worker_cpu_ms.q3}): ${s.what}`);
   }
@@ -253,15 +247,24 @@ async function sequential(kw, pairs, { profiling, inspectorPort }) {
   };
   await writeFile(join(ROOT, "bench/results-lanes-sequential.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log(`GET /v1/me in lanes, one request after the other inside the Worker, ${ROUNDS} rounds of ${PER_ROUND}:`);
+  printLanes(lanes, (x) => `${x.ms_per_request?.median} ms/request`);
+  for (const s of steps) console.log(`  ${s.from} -> ${s.to}: +${s.ms.median} ms (IQR ${s.ms.q1} to ${s.ms.q3}): ${s.what}`);
+  if (LANES.includes("app")) console.log(`  app beyond the floor lane: ${beyond.median} ms per request (IQR ${beyond.q1} to ${beyond.q3})`);
+}
+
+/**
+ * One line per lane: its own figure (`figure`), its ratio to the floor lane and its Worker CPU.
+ * @param {Record<string, Record<string, Spread>>} lanes @param {(x: Record<string, Spread>) => string} figure
+ */
+function printLanes(lanes, figure) {
   for (const l of LANES) {
     const x = lanes[l];
     if (!x) continue;
+    const ratio = x.of_floor;
     console.log(
-      `  ${l.padEnd(9)} ${x.ms_per_request?.median} ms/request, ${x.of_floor?.median} of the floor lane (IQR ${x.of_floor?.q1}-${x.of_floor?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
+      `  ${l.padEnd(9)} ${figure(x)}, ${ratio?.median} of the floor lane (IQR ${ratio?.q1}-${ratio?.q3}); Worker CPU ${x.worker_cpu_ms?.median} ms/request`,
     );
   }
-  for (const s of steps) console.log(`  ${s.from} -> ${s.to}: +${s.ms.median} ms (IQR ${s.ms.q1} to ${s.ms.q3}): ${s.what}`);
-  if (LANES.includes("app")) console.log(`  app beyond the floor lane: ${beyond.median} ms per request (IQR ${beyond.q1} to ${beyond.q3})`);
 }
 
 /**
