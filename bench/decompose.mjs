@@ -17,6 +17,9 @@
  * runs, where the HTTP lanes' measured 0.79 to 0.93 over six: a change of 0.03 ms or more shows
  * in one or two runs. Writes bench/results-lanes-sequential.json.
  *
+ * Sequential mode also has a `token` lane: keyway's app answering `POST /v1/oauth`, beside the
+ * same floor lane.
+ *
  * `BENCH_MODE=sequential BENCH_PROFILE=app,framework`: instead of the rounds, a V8 CPU profile of
  * each named lane (bench/cdp.mjs), with each function's time in microseconds per request.
  */
@@ -28,7 +31,10 @@ import { api, cleanups, cpuMs, freePort, load, need, ROOT, round, runMain, scena
 const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
 const SEQUENTIAL = process.env.BENCH_MODE === "sequential";
 const PER_ROUND = Math.max(500, Number(process.env.BENCH_N) || 2000);
-const ALL_LANES = ["floor", "payload", "gate", "direct", "framework", "app"];
+// The lanes of GET /v1/me, in order of depth; sequential mode adds `token` (keyway's app answering
+// POST /v1/oauth, beside the same floor lane), which no step leads to.
+const DEPTHS = ["floor", "payload", "gate", "direct", "framework", "app"];
+const ALL_LANES = SEQUENTIAL ? [...DEPTHS, "token"] : DEPTHS;
 // BENCH_LANES=direct,app to measure some lanes only (the floor lane is always one of them).
 const LANES = ALL_LANES.filter((l) => l === "floor" || !process.env.BENCH_LANES || process.env.BENCH_LANES.split(",").includes(l));
 const STEPS = [
@@ -95,7 +101,7 @@ async function main() {
       throw new Error(`the ${lane} lane's answer differs from the route's: ${JSON.stringify(got)} vs ${JSON.stringify(app)}`);
     }
   }
-  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded), { profiling, inspectorPort });
+  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded), seeded.tokenBody, { profiling, inspectorPort });
   for (const lane of LANES) await load(inLane(me, lane), kw.server, 1);
   /** @type {Record<string, { rps: number, worker: number, all: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
@@ -156,13 +162,15 @@ function summarize(runs, how) {
       return [l, figures];
     }),
   );
-  // Between each lane measured and the next one measured, what the lanes in between add up to.
-  const steps = LANES.slice(1)
-    .map((to, i) => [LANES[i] ?? "", to])
+  // Between each lane of depth measured and the next one measured, what the lanes in between add up to.
+  const depths = LANES.filter((l) => DEPTHS.includes(l));
+  const steps = depths
+    .slice(1)
+    .map((to, i) => [depths[i] ?? "", to])
     .map(([from = "", to = ""]) => ({
       from,
       to,
-      what: STEPS.slice(ALL_LANES.indexOf(from), ALL_LANES.indexOf(to))
+      what: STEPS.slice(DEPTHS.indexOf(from), DEPTHS.indexOf(to))
         .map(([, , what]) => what)
         .join("; "),
       diff: spread(
@@ -199,13 +207,14 @@ async function moreKeys(base, s) {
  * runs every lane for PER_ROUND requests, the order reversed every other round; each lane's ratio
  * is the floor lane's time per request over its own, within the round.
  * @param {Awaited<ReturnType<typeof startKeyway>>} kw @param {{ apiKey: string, token: string }[]} pairs
+ * @param {string} tokenBody the token lane's request body (the seeded client's credentials)
  * @param {{ profiling: string[], inspectorPort: number }} profile the lanes to profile instead (BENCH_PROFILE)
  */
-async function sequential(kw, pairs, { profiling, inspectorPort }) {
+async function sequential(kw, pairs, tokenBody, { profiling, inspectorPort }) {
   /** @param {string} lane @param {number} n */
   const run = async (lane, n) => {
     const cpu0 = kw.server.worker ? cpuMs(kw.server.worker) : Number.NaN;
-    const res = await fetch(`${kw.base}/__bench/sequential`, { method: "POST", body: JSON.stringify({ lane, n, pairs }) });
+    const res = await fetch(`${kw.base}/__bench/sequential`, { method: "POST", body: JSON.stringify({ lane, n, pairs, tokenBody }) });
     if (!res.ok) throw new Error(`lane ${lane}: the sequential run answered ${res.status}`);
     const out = /** @type {{ ms: number, failed: number[] }} */ (await res.json());
     if (out.failed.length > 0)
@@ -231,10 +240,13 @@ async function sequential(kw, pairs, { profiling, inspectorPort }) {
   const lanes = summary.lanes;
   const steps = summary.steps.map(({ diff, ...step }) => ({ ...step, ms: diff }));
   const floor = runs.floor ?? [];
-  const beyond = spread(
-    (runs.app ?? []).map((x, i) => x.ms - (floor[i]?.ms ?? Number.NaN)),
-    3,
-  );
+  // keyway's whole handling of a request, `GET /v1/me` (app) and token issuance, beyond the floor lane.
+  const beyondFloor = (/** @type {string} */ lane) =>
+    spread(
+      (runs[lane] ?? []).map((x, i) => x.ms - (floor[i]?.ms ?? Number.NaN)),
+      3,
+    );
+  const beyond = beyondFloor("app");
   const result = {
     date: new Date().toISOString(),
     mode: "sequential",
@@ -243,13 +255,17 @@ async function sequential(kw, pairs, { profiling, inspectorPort }) {
     lanes,
     steps,
     app_beyond_floor_ms: beyond,
+    ...(LANES.includes("token") ? { token_beyond_floor_ms: beyondFloor("token") } : {}),
     per_round: runs,
   };
   await writeFile(join(ROOT, "bench/results-lanes-sequential.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log(`GET /v1/me in lanes, one request after the other inside the Worker, ${ROUNDS} rounds of ${PER_ROUND}:`);
   printLanes(lanes, (x) => `${x.ms_per_request?.median} ms/request`);
   for (const s of steps) console.log(`  ${s.from} -> ${s.to}: +${s.ms.median} ms (IQR ${s.ms.q1} to ${s.ms.q3}): ${s.what}`);
-  if (LANES.includes("app")) console.log(`  app beyond the floor lane: ${beyond.median} ms per request (IQR ${beyond.q1} to ${beyond.q3})`);
+  for (const lane of ["app", "token"].filter((l) => LANES.includes(l))) {
+    const b = beyondFloor(lane);
+    console.log(`  ${lane} beyond the floor lane: ${b.median} ms per request (IQR ${b.q1} to ${b.q3})`);
+  }
 }
 
 /**

@@ -74,9 +74,10 @@ export default {
 } satisfies ExportedHandler<Env>;
 
 /**
- * `POST /__bench/sequential` `{ lane, n, pairs }`: `n` requests of `lane`, one after the other,
- * inside this one invocation (each its own `GET /v1/me` Request, the keys and tokens of `pairs` in
- * turn), answered with the wall time they took. No HTTP, no dev proxy, no load generator and no
+ * `POST /__bench/sequential` `{ lane, n, pairs, tokenBody }`: `n` requests of `lane`, one after the
+ * other, inside this one invocation (each its own `GET /v1/me` Request, the keys and tokens of
+ * `pairs` in turn; in the `token` lane, keyway's app answering `POST /v1/oauth` with `tokenBody`
+ * and each key in turn), answered with the wall time they took. No HTTP, no dev proxy, no load generator and no
  * concurrency: what is left is the Worker's and its objects' own work. The app lane's median ratio
  * to the floor lane measured 0.61 to 0.68 over eight runs of 27 November, where the HTTP lanes'
  * measured 0.79 to 0.93 over six.
@@ -84,16 +85,31 @@ export default {
  */
 const SEQUENTIAL_PATH = "/__bench/sequential";
 async function sequential(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const job = (await request.json()) as { lane: string; n: number; pairs: { apiKey: string; token: string }[] };
-  const url = new URL("/v1/me", request.url).href;
+  const job = (await request.json()) as { lane: string; n: number; pairs: { apiKey: string; token: string }[]; tokenBody: string };
+  const me = new URL("/v1/me", request.url).href;
+  const oauth = new URL("/v1/oauth", request.url).href;
+  const tokenBytes = new TextEncoder().encode(job.tokenBody ?? "").byteLength;
   const started = Date.now();
   const failed: number[] = [];
   for (let i = 0; i < job.n; i++) {
     const pair = job.pairs[i % job.pairs.length];
     if (pair === undefined) break;
-    const headers: Record<string, string> = { "x-api-key": pair.apiKey, authorization: `Bearer ${pair.token}` };
-    if (job.lane !== "app") headers["x-bench-lane"] = job.lane;
-    const res = await inLane(new Request(url, { headers }), env, ctx);
+    const req =
+      job.lane === "token"
+        ? new Request(oauth, {
+            method: "POST",
+            // As over HTTP, where the client's Content-Length frames the body (http/body.ts reads it in one go).
+            headers: { "x-api-key": pair.apiKey, "content-type": "application/json", "content-length": String(tokenBytes) },
+            body: job.tokenBody,
+          })
+        : new Request(me, {
+            headers: {
+              "x-api-key": pair.apiKey,
+              authorization: `Bearer ${pair.token}`,
+              ...(job.lane === "app" ? {} : { "x-bench-lane": job.lane }),
+            },
+          });
+    const res = await inLane(req, env, ctx);
     await res.arrayBuffer();
     if (res.status !== 200) failed.push(res.status);
   }
