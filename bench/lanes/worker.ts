@@ -77,10 +77,10 @@ export default {
  * `POST /__bench/sequential` `{ lane, n, pairs, tokenBody }`: `n` requests of `lane`, one after the
  * other, inside this one invocation (each its own `GET /v1/me` Request, the keys and tokens of
  * `pairs` in turn; in the `token` lane, keyway's app answering `POST /v1/oauth` with `tokenBody`
- * and each key in turn), answered with the wall time they took. No HTTP, no dev proxy, no load generator and no
- * concurrency: what is left is the Worker's and its objects' own work. The app lane's median ratio
- * to the floor lane measured 0.61 to 0.68 over eight runs of 27 November, where the HTTP lanes'
- * measured 0.79 to 0.93 over six.
+ * and each key in turn), answered with the wall time they took. No HTTP, no dev proxy, no load
+ * generator and no concurrency: what is left is the Worker's and its objects' own work. The app
+ * lane's median ratio to the floor lane measured 0.61 to 0.68 over eight runs of 27 November,
+ * where the HTTP lanes' measured 0.79 to 0.93 over six.
  * `Date.now()` advances across each request's I/O (the RPC), so the total is exact to 1 ms.
  */
 const SEQUENTIAL_PATH = "/__bench/sequential";
@@ -88,7 +88,7 @@ async function sequential(request: Request, env: Env, ctx: ExecutionContext): Pr
   const job = (await request.json()) as { lane: string; n: number; pairs: { apiKey: string; token: string }[]; tokenBody: string };
   const me = new URL("/v1/me", request.url).href;
   const oauth = new URL("/v1/oauth", request.url).href;
-  const tokenBytes = new TextEncoder().encode(job.tokenBody ?? "").byteLength;
+  const tokenBytes = new TextEncoder().encode(job.tokenBody).byteLength;
   const started = Date.now();
   const failed: number[] = [];
   for (let i = 0; i < job.n; i++) {
