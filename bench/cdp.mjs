@@ -45,19 +45,21 @@ async function connect(/** @type {string} */ url) {
 }
 
 /**
- * Samples the Worker's isolate (the inspector target named `title`, else the first) while `run`
- * runs; writes the profile to `file` and keeps the newest build of `bundle` (wrangler's output
- * name, `index.js` or the entry's own) beside it.
+ * Samples the Worker's isolate while `run` runs; writes the profile to `file` and keeps the newest
+ * build of `bundle` (wrangler's output name, `index.js` or the entry's own) beside it. wrangler's
+ * inspector proxy lists one target, the API Worker (titled "Cloudflare Worker"). A profile with no
+ * sample taken while the isolate was busy is refused rather than printed as zeros (twice on 27
+ * November the sampler returned a single idle sample for a whole run).
  * @template T
- * @param {{ inspectorPort: number, intervalUs: number, file: string, bundle: string, title?: string }} where
+ * @param {{ inspectorPort: number, intervalUs: number, file: string, bundle: string }} where
  * @param {() => Promise<T>} run
- * @returns {Promise<{ profile: Profile, result: T }>}
+ * @returns {Promise<{ profile: Profile, weighed: ReturnType<typeof weigh>, result: T }>}
  */
 export async function profiled(where, run) {
   const list = /** @type {{ title: string, webSocketDebuggerUrl: string }[]} */ (
     await (await fetch(`http://127.0.0.1:${where.inspectorPort}/json`)).json()
   );
-  const worker = list.find((t) => t.title.includes(where.title ?? "keyway")) ?? list[0];
+  const worker = list[0];
   if (!worker) throw new Error("no inspector target");
   const cdp = await connect(worker.webSocketDebuggerUrl);
   await cdp.send("Profiler.enable");
@@ -66,6 +68,9 @@ export async function profiled(where, run) {
   const result = await run();
   const { profile } = /** @type {{ profile: Profile }} */ (await cdp.send("Profiler.stop"));
   cdp.close();
+  const weighed = weigh(profile);
+  if (weighed.count - weighed.idle <= 0)
+    throw new Error(`the sampler recorded nothing but idle time (${profile.samples.length} samples); run it again`);
   await writeFile(where.file, JSON.stringify(profile));
   const tmp = join(ROOT, ".wrangler/tmp");
   // One build per Worker (the API Worker's is index.js, or its entry's name; its companions' are named after theirs).
@@ -76,14 +81,14 @@ export async function profiled(where, run) {
   );
   const newest = builds.sort((a, b) => b.t - a.t)[0];
   if (newest) await copyFile(join(tmp, newest.d, where.bundle), where.file.replace(/\.cpuprofile$/, ".bundle.js"));
-  return { profile, result };
+  return { profile, weighed, result };
 }
 
 /**
  * Self and inclusive time per function (name, file, line), in microseconds of samples.
  * @param {Profile} profile
  */
-export function weigh(profile) {
+function weigh(profile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   /** @type {Map<number, number>} */
   const parent = new Map();

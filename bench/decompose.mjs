@@ -25,7 +25,7 @@
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { profiled, top, weigh } from "./cdp.mjs";
+import { profiled, top } from "./cdp.mjs";
 import { api, cleanups, cpuMs, freePort, load, need, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
 
 const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
@@ -298,8 +298,8 @@ async function profileLanes(lanes, inspectorPort, run) {
     if (!ALL_LANES.includes(lane)) throw new Error(`BENCH_PROFILE: no lane ${lane}; one of ${ALL_LANES.join(", ")}`);
     const file = join(ROOT, `bench/profile-lane-${lane}.cpuprofile`);
     const where = { inspectorPort, intervalUs: Number(process.env.PROFILE_INTERVAL_US ?? 100), file, bundle: "worker.js" };
-    const { profile, result } = await profiled(where, () => run(lane, n));
-    const { self, total } = weigh(profile);
+    const { weighed, result } = await profiled(where, () => run(lane, n));
+    const { self, total } = weighed;
     const perRequest = (/** @type {number} */ us) => `${(us / n).toFixed(2)} µs`;
     console.log(`\nlane ${lane}: ${n} requests, ${round(result.ms, 3)} ms each under the sampler; ${file}`);
     console.log(`Self time per request:\n${top(self, 40, perRequest).join("\n")}`);

@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { profiled, top, weigh } from "./cdp.mjs";
+import { profiled, top } from "./cdp.mjs";
 import { CONNECTIONS, freePort, ROOT, runMain, scenarios, seed, sleep, startFloorWorker, startKeyway } from "./lib.mjs";
 
 const scenario = process.argv[2] ?? "token";
@@ -35,10 +35,10 @@ async function main() {
   prepare?.();
   const file = join(ROOT, `bench/profile-${scenario}.cpuprofile`);
   const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 250);
-  const { profile, result } = await profiled({ inspectorPort, intervalUs, file, bundle: "index.js" }, () =>
+  const { weighed, result } = await profiled({ inspectorPort, intervalUs, file, bundle: "index.js" }, () =>
     autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS }),
   );
-  const { count, self, total, idle } = weigh(profile);
+  const { count, self, total, idle } = weighed;
   const ms = count / 1000;
   const busy = (ms * (1 - idle / count)) / result.requests.total;
   const share = (/** @type {number} */ us) => `${((100 * us) / count).toFixed(1)}%`;
