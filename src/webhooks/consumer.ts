@@ -34,7 +34,16 @@ import {
   type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
 import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
-import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, requestReceiverToken, type TokenCredentials } from "./outbound";
+import {
+  type BeforeRequest,
+  type Deadline,
+  DeliveryFailure,
+  deadlineOf,
+  postWebhook,
+  RequestStopped,
+  requestReceiverToken,
+  type TokenCredentials,
+} from "./outbound";
 import { dpopProof } from "./receiver-auth";
 import { openAssertionKey, openDpopKey } from "./receiver-keys";
 import { signatureHeader } from "./signature";
@@ -190,7 +199,8 @@ async function runTicket(deps: Deps, ticket: DeliveryTicket, startedAt: number):
   }
   const attempted = await attempt(deps, ticket, begun);
   if ("stopped" in attempted) {
-    // The endpoint's object concluded the attempt itself: nothing was sent, nothing to report.
+    // The endpoint's object concluded the attempt itself: no webhook was taken (at most one was
+    // refused before a DPoP nonce round or a 401), nothing to report.
     recordDeliveryAttempt(deps.metrics, {
       ...record,
       outcome: "skipped",
@@ -259,9 +269,9 @@ type Go = Extract<Begun, { go: true }>;
 
 /**
  * One attempt: the token (fetched, or the endpoint's), the rate limit's slot, then the signed
- * webhook, under the lane's deadline. Whenever the attempt awaited something outside the endpoint's
- * object since its last answer (a token request, a slot's wait), it asks the object once more
- * (`proceed`) immediately before the POST: a configuration deleted or disabled meanwhile gets nothing.
+ * webhook, under the lane's deadline. One rule guards every request it sends (`beforeRequest`):
+ * immediately before any request leaves for the receiver, if anything was awaited since the
+ * endpoint's object last said go, the object is asked again (`proceed`).
  */
 async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted | Stopped> {
   const config = begun.configuration;
@@ -273,7 +283,11 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   let keptGeneration: number | null = null;
   let note: string | null = null;
   const fastLane = begun.lane !== "slow";
-  /** Something was awaited outside the endpoint's object since its last answer: check again before sending. */
+  /**
+   * Something was awaited outside this isolate since the endpoint's object last said go (a
+   * receiver's answer, a slot's wait): the next request asks again first. Opening and signing with
+   * our own keys do not count: they take no one else's time.
+   */
   let unchecked = false;
   const report = (
     step: "token" | "webhook",
@@ -315,11 +329,37 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
     };
   };
 
-  /** Fetches a token from the receiver; with `keep`, seals it for the endpoint and hands it over at once. */
-  const fetchToken = async (keep: boolean): Promise<string> => {
-    const t0 = deps.now();
+  /**
+   * The last step before any request of this attempt leaves for the receiver (its token request,
+   * each hop and nonce round of it, the webhook, the webhook again). The product brief's
+   * "Organizations end cleanly" (docs/webhooks.md, "Nothing is sent after a configuration ends"):
+   * once the DELETE or disable of a configuration or its organization has been answered, nothing
+   * more is sent to it. The endpoint's object holds that answer, so whenever the attempt awaited
+   * anything since the object last said go (a receiver holding a request open, a slot's wait), the
+   * object is asked again here, after everything else for the request is ready; a configuration
+   * gone meanwhile concludes the attempt there and the request never leaves. With nothing awaited (a cached token, no wait) `begin` was
+   * the check and no call is made: the plain path's budget. `again`: the webhook went once already.
+   */
+  const beforeRequest = async (again: boolean): Promise<string | null> => {
+    if (unchecked) {
+      const verdict = await reach("webhook endpoint", () =>
+        endpointOf(deps, ticket.configuration_id).proceed(refOf(ticket, begun), deps.now(), again),
+      );
+      if (!verdict.go) return verdict.reason;
+    }
+    // The request about to leave is itself awaited: whatever follows its answer asks again.
     unchecked = true;
-    const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline);
+    return null;
+  };
+
+  /**
+   * Fetches a token from the receiver; with `keep`, seals it for the endpoint and hands it over at
+   * once. `again`: the refetch after a 401 (the webhook went once already).
+   */
+  const fetchToken = async (keep: boolean, again: boolean): Promise<string> => {
+    const t0 = deps.now();
+    const beforeTokenRequest: BeforeRequest = () => beforeRequest(again);
+    const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline, beforeTokenRequest);
     tokenMs = deps.now() - t0;
     keptToken = null;
     keptGeneration = null;
@@ -360,20 +400,13 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   };
   /**
    * Sends the webhook unless the endpoint was just paused, or its configuration was deleted or
-   * disabled while the attempt waited; remembers a pause the receiver asks for.
+   * disabled while the attempt waited (`beforeRequest`); remembers a pause the receiver asks for.
    */
-  const sendWebhook = async (token: string) => {
+  const sendWebhook = async (token: string, again: boolean) => {
     const paused = pausedHere();
     if (paused !== null) return paused;
-    if (unchecked) {
-      const verdict = await reach("webhook endpoint", () =>
-        endpointOf(deps, ticket.configuration_id).proceed(refOf(ticket, begun), deps.now()),
-      );
-      if (!verdict.go) return { stopped: verdict.reason };
-      unchecked = false;
-    }
-    const answer = await send(deps, ticket, begun, token, deadline);
-    if (!(answer instanceof DeliveryFailure) && (answer.status === 429 || answer.status === 503) && answer.retryAfterSeconds !== null) {
+    const answer = await send(deps, ticket, begun, token, deadline, (round) => beforeRequest(again || round > 0));
+    if ("status" in answer && (answer.status === 429 || answer.status === 503) && answer.retryAfterSeconds !== null) {
       const until = deps.now() + Math.min(MAX_PAUSE_MS, answer.retryAfterSeconds * 1000);
       pausesSeen.set(ticket.configuration_id, Math.max(until, pausesSeen.get(ticket.configuration_id, deps.now()) ?? 0), deps.now());
     }
@@ -405,8 +438,9 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   let accessToken: string;
   try {
     accessToken =
-      begun.token.mode === "cached" ? await openReceiverToken(deps, config, begun.token.sealed) : await fetchToken(begun.token.keep);
+      begun.token.mode === "cached" ? await openReceiverToken(deps, config, begun.token.sealed) : await fetchToken(begun.token.keep, false);
   } catch (err) {
+    if (err instanceof RequestStopped) return { stopped: err.reason };
     if (!(err instanceof DeliveryFailure)) throw err;
     return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
   }
@@ -415,7 +449,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
   const missed = await awaitSlot(begun.slot);
   if (missed !== null) return missed;
 
-  let sent = await sendWebhook(accessToken);
+  let sent = await sendWebhook(accessToken, false);
   if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
   if (!("status" in sent)) return sent;
 
@@ -437,9 +471,13 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
         },
       );
     }
+    // Granting the refetch was the object's go (it stops the attempt of a configuration gone
+    // instead): the token request that follows needs no second call.
+    unchecked = false;
     try {
-      accessToken = await fetchToken(true);
+      accessToken = await fetchToken(true, true);
     } catch (err) {
+      if (err instanceof RequestStopped) return { stopped: err.reason };
       if (!(err instanceof DeliveryFailure)) throw err;
       note = "the receiver refused the endpoint's token (401); fetching a new one failed";
       return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
@@ -447,7 +485,7 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
     const missedAgain = await awaitSlot(slot);
     if (missedAgain !== null) return missedAgain;
     note = "the receiver refused the endpoint's token (401); a new token was fetched and the webhook sent again";
-    sent = await sendWebhook(accessToken);
+    sent = await sendWebhook(accessToken, true);
     if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
     if (!("status" in sent)) return sent;
   }
@@ -530,14 +568,19 @@ export async function tokenCredentials(deps: Deps, config: WebhookConfigurationR
   return { clientSecret, assertionKey, dpopKey };
 }
 
-/** Signs (with this moment's timestamp) and POSTs the webhook; a failure to get an answer is a DeliveryFailure value. */
+/**
+ * Signs (with this moment's timestamp) and POSTs the webhook, asking `beforeRequest` (with the
+ * round: 1 after a DPoP nonce challenge) immediately before each POST leaves; a failure to get an
+ * answer is a DeliveryFailure value, a refusal to send a Stopped one.
+ */
 async function send(
   deps: Deps,
   ticket: DeliveryTicket,
   begun: Go,
   accessToken: string,
   deadline: Deadline,
-): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptReport["response"] } | DeliveryFailure> {
+  beforeRequest: (round: number) => Promise<string | null>,
+): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptReport["response"] } | DeliveryFailure | Stopped> {
   const timestamp = Math.floor(deps.now() / 1000);
   const signature = await signatureHeader(
     await liveSigningSecrets(deps, begun.configuration, deps.now()),
@@ -566,6 +609,9 @@ async function send(
         signature,
         dpopProof: proof,
       });
+      // The receiver may have held the first round's POST open for seconds before its nonce challenge.
+      const stopped = await beforeRequest(round);
+      if (stopped !== null) return { stopped };
       const answer = await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline, secrets);
       // A DPoP nonce challenge (RFC 9449 9) is answered once, with a new proof carrying the nonce.
       if (answer.dpopNonce !== null && round === 0) {

@@ -5,6 +5,8 @@
  * most MAX_REDIRECTS, credentials never sent to another origin (307/308 keep the body, so only
  * same-origin; 301/302/303 become a GET without it); then the webhook itself, whose redirects are
  * not followed. Every read is capped and cut off by the deadline, a body that stalls included.
+ * Each request of the token step waits for the attempt's go (`BeforeRequest`) as it leaves, so a
+ * configuration ended while a hop or a nonce round was awaited gets nothing more.
  *
  * The delivery log holds only our words (issue 22; docs/webhooks.md, "What the delivery log
  * keeps"). Of the token endpoint: its HTTP status and, when it is one of RFC 6749's registered
@@ -88,6 +90,24 @@ export interface TokenCredentials {
   assertionKey: (OpenedKey & { kid: string }) | null;
   dpopKey: OpenedKey | null;
 }
+
+/**
+ * Asked immediately before each request of a delivery attempt leaves for the receiver (its token
+ * request's first hop, each redirect hop, the request again after a DPoP nonce challenge): null
+ * to go, or why not. The consumer asks the endpoint's object there when it awaited anything since
+ * the object last said go (consumer.ts `beforeRequest`); the connection test asks nothing.
+ */
+export type BeforeRequest = () => Promise<string | null>;
+
+/** A request the attempt's check stopped before it left (the configuration deleted or disabled meanwhile): nothing was sent. */
+export class RequestStopped extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = "RequestStopped";
+  }
+}
+
+const go: BeforeRequest = () => Promise.resolve(null);
 
 /** The attempt's deadline, shared by every request and read of the attempt. */
 export interface Deadline {
@@ -193,12 +213,15 @@ function guard(deps: Deps, step: Step, url: URL | string): URL {
  * The client-credentials grant at the receiver's token URL with the configuration's method
  * (receiver-auth.ts; spec 4.3's form by default), with a DPoP proof when the configuration asks
  * for DPoP-bound tokens: a `use_dpop_nonce` answer (RFC 9449 8) is answered once, with the nonce.
+ * `beforeRequest` is asked before every request leaves (each hop, each round); a refusal throws
+ * RequestStopped.
  */
 export async function requestReceiverToken(
   deps: Deps,
   config: WebhookConfigurationRecord,
   credentials: TokenCredentials,
   deadline: Deadline,
+  beforeRequest: BeforeRequest = go,
 ): Promise<ReceiverToken> {
   const o = receiverOAuth(config);
   let nonce: string | null = null;
@@ -206,7 +229,7 @@ export async function requestReceiverToken(
     const parts = await tokenRequest(o, credentials.clientSecret, credentials.assertionKey, deps.now());
     const proof = credentials.dpopKey === null ? null : await dpopProof(credentials.dpopKey, "POST", o.token_url, deps.now(), { nonce });
     try {
-      const token = await tokenExchange(deps, o.token_url, parts, proof, deadline);
+      const token = await tokenExchange(deps, o.token_url, parts, proof, deadline, beforeRequest);
       if (credentials.dpopKey !== null && token.tokenType?.toLowerCase() !== "dpop") {
         throw new DeliveryFailure(
           "token",
@@ -244,6 +267,7 @@ async function tokenExchange(
   parts: TokenRequestParts,
   proof: string | null,
   deadline: Deadline,
+  beforeRequest: BeforeRequest,
 ): Promise<ReceiverToken> {
   let url = guard(deps, "token", tokenUrl);
   const origin = url.origin;
@@ -255,6 +279,9 @@ async function tokenExchange(
       : { Accept: "application/json" };
     if (withCredentials && parts.authorization !== null) headers.Authorization = parts.authorization;
     if (withCredentials && proof !== null) headers.DPoP = proof;
+    // The last step before the request leaves: a redirect's hop, like the first, waits for a go.
+    const stopped = await beforeRequest();
+    if (stopped !== null) throw new RequestStopped(stopped);
     const res = await timedFetch(
       "token",
       url,

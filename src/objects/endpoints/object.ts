@@ -452,15 +452,18 @@ export class EndpointObject extends DurableObject<Env> {
   }
 
   /**
-   * The check immediately before a webhook is sent, when the attempt awaited anything outside this
-   * object since it last answered (a token request, a rate-limit slot's wait): whether it may still
-   * go (issue 29). A configuration deleted or disabled meanwhile concludes the attempt here as failed
-   * without a request, so nothing is sent after the deletion's (or the disable's) answer; an
-   * attempt that is no longer the delivery's running one (its lease ran out and the alarm concluded
-   * it) does not send either. An attempt whose last word from this object came just before the
-   * POST (a cached token, no wait) needs no second call: `begin` was that check.
+   * The check immediately before a request of an attempt leaves for the receiver (its token
+   * request, its webhook, the webhook again after a DPoP nonce challenge or a 401), when the attempt
+   * awaited anything outside this object since it last answered (a receiver's answer, a rate-limit
+   * slot's wait): whether it may still go (issue 29, issue 41). A configuration deleted or disabled
+   * meanwhile concludes the attempt here as failed without that request, so nothing is sent after
+   * the deletion's (or the disable's) answer; `again` (the webhook already went once and was
+   * refused) makes the record say "sent again". An attempt that is no longer the delivery's running
+   * one (its lease ran out and the alarm concluded it) does not send either. An attempt whose last
+   * word from this object came just before the POST (a cached token, no wait) needs no second
+   * call: `begin` was that check.
    */
-  proceed(ref: TicketRef, now: number): Proceed {
+  proceed(ref: TicketRef, now: number, again = false): Proceed {
     const ep = this.endpoint();
     const row = deliveryRow(this.db, ref.delivery_id);
     if (ep === undefined || row === undefined || row.series !== ref.series || row.attempts !== ref.attempt || row.state !== "running") {
@@ -468,7 +471,7 @@ export class EndpointObject extends DurableObject<Env> {
     }
     const live = liveConfig(ep, this.configOf(ep));
     if (typeof live === "string") {
-      this.stopAttempt(ref, `${live} before the webhook was sent`, now);
+      this.stopAttempt(ref, `${live} before the webhook was sent${again ? " again" : ""}`, now);
       return { go: false, reason: live };
     }
     if ((row.lease_until_ms ?? 0) <= now) return { go: false, reason: "the attempt's lease ran out" };
