@@ -10,6 +10,13 @@
  * second call over an overlapping window (or the same call repeated) sends nothing twice; a
  * delivery re-sent by hand since is the user's new try and may be recovered again. Jobs run
  * oldest first, one at a time. Svix's `recover` (svix-webhooks PR #663) is the model.
+ *
+ * The window is one of `created_ms`, which the isolate that published stamped with its own clock,
+ * while `seq` is the organization's publish order: clocks differ between isolates and locations,
+ * so `created_ms` is not monotonic in `seq`. A job therefore tests each row's stamp on its own and
+ * walks the failed deliveries to their end; a row stamped outside the window (a fast clock's
+ * "after `until`" among rows inside it) is passed over, never taken for the window's end (issue
+ * 41, L3).
  */
 import { newRecoveryId } from "../../lib/ids";
 import { isoTime } from "../../lib/time";
@@ -35,6 +42,8 @@ interface RecoveryRow extends Record<string, SqlStorageValue> {
   resent: number;
   skipped: number;
   cursor_seq: number;
+  /** The last delivery (in publish order) when the job began: later ones are not its to re-send. */
+  last_seq: number | null;
   created_ms: number;
   finished_ms: number | null;
   actor: string;
@@ -64,15 +73,17 @@ export function startRecovery(db: Db, since: number, until: number, actor: Actor
   // Where the window starts in publish order (deliveries_created), and how many failed deliveries it holds now.
   const first = db.value<number>("SELECT min(seq) AS s FROM deliveries WHERE created_ms >= ? AND created_ms < ?", since, until);
   const found = db.value<number>(`SELECT count(*) AS n FROM deliveries WHERE ${RECOVERABLE}`, since, until) ?? 0;
+  const last = db.value<number>("SELECT max(seq) AS s FROM deliveries") ?? 0;
   db.run(
-    `INSERT INTO recoveries (id, since_ms, until_ms, status, found, cursor_seq, created_ms, actor)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO recoveries (id, since_ms, until_ms, status, found, cursor_seq, last_seq, created_ms, actor)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     id,
     since,
     until,
     found === 0 ? "done" : "running",
     found,
     (first ?? 1) - 1,
+    last,
     now,
     JSON.stringify(actor),
   );
@@ -107,23 +118,27 @@ export function stepRecovery(db: Db, now: number): { resent: number; more: boole
     db.value<number>(`SELECT count(*) AS n FROM (SELECT 1 FROM deliveries WHERE state IS NOT NULL LIMIT ${RECOVERY_BACKLOG})`) ?? 0;
   const room = Math.min(RECOVERY_BATCH, RECOVERY_BACKLOG - open);
   if (room <= 0) return { resent: 0, more: false };
-  // Failed deliveries past the cursor, in publish order (deliveries_failed); the window's end ends the job.
+  // Failed deliveries past the cursor, in publish order (deliveries_failed), whatever their stamp:
+  // selecting by created_ms here could scan any number of rows outside the window for one step,
+  // and the window's rows need not be contiguous in seq (the module's comment, clock skew). Every
+  // row looked at counts against the batch, so a step reads at most `room` rows.
   const rows = db.all<DeliveryRow & { recovered_series: number | null }>(
-    `SELECT ${DELIVERY_COLUMNS}, recovered_series FROM deliveries WHERE status = 'failed' AND seq > ? ORDER BY seq LIMIT ?`,
+    `SELECT ${DELIVERY_COLUMNS}, recovered_series FROM deliveries WHERE status = 'failed' AND seq > ?1 AND (?2 IS NULL OR seq <= ?2)
+      ORDER BY seq LIMIT ?3`,
     job.cursor_seq,
+    job.last_seq,
     room,
   );
   let resent = 0;
-  let cursor = job.cursor_seq;
-  let finished = rows.length < room;
+  // The cursor passes every row looked at (each is looked at once). The job ends only when no
+  // failed delivery is left past it: a row stamped at or after `until` may be followed in seq by
+  // rows stamped inside the window, by a clock that runs behind, so it does not end the job.
+  const cursor = rows.at(-1)?.seq ?? job.cursor_seq;
+  const finished = rows.length < room;
   db.txn(() => {
     for (const row of rows) {
-      if (row.created_ms >= job.until_ms) {
-        finished = true;
-        break;
-      }
-      cursor = row.seq;
-      if (row.created_ms < job.since_ms || row.recovered_series === row.series) continue;
+      const outside = row.created_ms < job.since_ms || row.created_ms >= job.until_ms;
+      if (outside || row.recovered_series === row.series) continue;
       resend(db, row, now);
       db.run("UPDATE deliveries SET recovered_series = series WHERE id = ?", row.id);
       resent++;

@@ -82,6 +82,13 @@ export const MIGRATIONS: Migration[] = [
       "CREATE TABLE notices (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, data TEXT NOT NULL, at_ms INTEGER NOT NULL)",
     ],
   },
+  {
+    // Issue 41, L3: a recovery's last delivery in publish order, fixed when it starts: what is
+    // published after it began is not part of it, whatever its stamp says (NULL: a job of the
+    // previous release, unbounded as before).
+    version: 5,
+    statements: ["ALTER TABLE recoveries ADD COLUMN last_seq INTEGER"],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
