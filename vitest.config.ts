@@ -22,6 +22,16 @@ const secrets = {
 };
 
 /**
+ * The property tests' knobs (test/admission-properties.test.ts): the pool's `process.env` is not
+ * the shell's, so a longer search or a replay is handed over as bindings, empty when not set.
+ */
+const propertyKnobs = {
+  KEYWAY_PROPERTY_RUNS: process.env.KEYWAY_PROPERTY_RUNS ?? "",
+  KEYWAY_PROPERTY_SEED: process.env.KEYWAY_PROPERTY_SEED ?? "",
+  KEYWAY_PROPERTY_PATH: process.env.KEYWAY_PROPERTY_PATH ?? "",
+};
+
+/**
  * DOCS and GRAPHQL name the companion Workers (wrangler.toml); here they are the test Worker's own
  * Description and GraphQLEngine entrypoints (test/worker.ts). A binding to the config's own name
  * is rewritten by the plugin to the test Worker.
@@ -48,7 +58,7 @@ export default defineConfig({
             main: "./test/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: secrets,
+              bindings: { ...secrets, ...propertyKnobs },
               serviceBindings: companionsInProcess,
               // Messages the objects send go to a real Queue nobody consumes, so each test drives
               // the consumer itself, message by message, with no background delivery racing it.

@@ -9,13 +9,15 @@ export interface Deps {
   kv: KVNamespace;
   /**
    * The systems of record (src/objects): per organization its identity and its webhooks, one
-   * object per webhook endpoint, one per API key, and the directory.
+   * object per webhook endpoint, one per API key (and its shards), and the directory.
    */
   orgs: Env["ORGS"];
   webhooks: Env["WEBHOOKS"];
   endpoints: Env["ENDPOINTS"];
   keys: Env["KEYS"];
   directory: Env["DIRECTORY"];
+  /** Where DPoP proof ids are recorded once, by the proof alone (objects/proofs.ts). */
+  proofs: Env["PROOFS"];
   /** The fast lane's delivery queue, which also carries reports the endpoints' objects could not take at once. */
   webhookQueue: Queue;
   config: Config;
@@ -35,6 +37,7 @@ export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Prom
     endpoints: env.ENDPOINTS,
     keys: env.KEYS,
     directory: env.DIRECTORY,
+    proofs: env.PROOFS,
     webhookQueue: env.WEBHOOK_QUEUE,
     config: loadConfig(env),
     metrics: env.METRICS,

@@ -12,6 +12,7 @@ export { DirectoryObject } from "./objects/directory";
 export { EndpointObject } from "./objects/endpoints/object";
 export { KeyObject } from "./objects/key";
 export { OrganizationObject } from "./objects/organization";
+export { ProofObject } from "./objects/proofs";
 export { QuotaObject } from "./objects/quota";
 export { WebhookObject } from "./objects/webhooks/object";
 

@@ -138,7 +138,7 @@ export function counting(): { bindings: Env; calls: string[] } {
       },
     });
   const bindings = { ...env } as Env & Record<string, unknown>;
-  for (const name of ["KEYS", "ORGS", "WEBHOOKS", "ENDPOINTS", "DIRECTORY", "QUOTAS"] as const) {
+  for (const name of ["KEYS", "ORGS", "WEBHOOKS", "ENDPOINTS", "DIRECTORY", "QUOTAS", "PROOFS"] as const) {
     bindings[name] = wrap(name, env[name] as unknown as DurableObjectNamespace) as never;
   }
   return { bindings, calls };

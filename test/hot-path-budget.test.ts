@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from
 import { createApp } from "../src/app";
 import { sha256Hex } from "../src/lib/crypto";
 import { canonicalJson } from "../src/lib/json";
+import { PROOF_SHARDS, proofObjectName } from "../src/objects/proofs";
 import { admin, authed, BASE, createTenant, type Tenant, tokenRequest } from "./helpers";
 
 /**
@@ -41,23 +42,52 @@ const BUDGET = {
    * credential revocation and version), the outcome's data point. sql: the windows row (windows and
    * the hour's traffic counts, one upsert). crypto: SHA-256 of the client secret (client-auth) and
    * of the API key (gate); the secret's hash compared with KV's copy (client-auth) and the key's
-   * with the object's (key.ts); the token's HMAC (signed.ts). json: the body parsed, the claims
+   * with the object's (the admission's core, ratelimit/admission.ts); the token's HMAC (signed.ts). json: the body parsed, the claims
    * stringified to sign, the envelope (hono's c.json), the outcome line (log.ts). Not counted: the
    * credential's KV lookup and its schema parse (cached per isolate for a minute).
    */
   token: {
     calls: { "KEYS.admit": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 706 },
+    bytes: { "KEYS.admit": 684 },
     sql: { KeyObject: { statements: 1, rowsWritten: 1 } },
     crypto: {
       "digest src/lib/crypto.ts<src/auth/client-auth.ts": 1,
       "digest src/lib/crypto.ts<src/auth/gate.ts": 1,
       "timingSafeEqual src/lib/crypto.ts<src/auth/client-auth.ts": 1,
-      "timingSafeEqual src/lib/crypto.ts<src/objects/key.ts": 1,
+      "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1,
       "sign src/lib/signed.ts": 1,
     },
     json: {
       "parse src/http/body.ts": 1,
+      "stringify src/lib/signed.ts<src/auth/access-token.ts": 1,
+      "stringify hono": 1,
+      "stringify src/log.ts": 1,
+    },
+    sameData: 0,
+  },
+  /**
+   * POST /v1/oauth with a new DPoP proof (issue 41): as `token`, and beside the key's call, in
+   * parallel with it, the ProofObject the proof's id names records it (one INSERT: its row and its
+   * expiry index entry); before issue 41 that was a second call after the admission, to the
+   * organization's one object. crypto: the proof's signature (jose). json: the proof's header and
+   * payload parsed (jose), the proof key's cache id (lib/jwt.ts).
+   */
+  tokenDpop: {
+    calls: { "KEYS.admit": 1, "PROOFS.record": 1, "METRICS.writeDataPoint": 1 },
+    bytes: { "KEYS.admit": 684, "PROOFS.record": 75 },
+    sql: { KeyObject: { statements: 1, rowsWritten: 1 }, ProofObject: { statements: 1, rowsWritten: 2 } },
+    crypto: {
+      "digest src/lib/crypto.ts<src/auth/client-auth.ts": 1,
+      "digest src/lib/crypto.ts<src/auth/gate.ts": 1,
+      "timingSafeEqual src/lib/crypto.ts<src/auth/client-auth.ts": 1,
+      "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1,
+      "sign src/lib/signed.ts": 1,
+      "verify jose": 1,
+    },
+    json: {
+      "parse src/http/body.ts": 1,
+      "parse jose": 2,
+      "stringify src/lib/jwt.ts<jose": 1,
       "stringify src/lib/signed.ts<src/auth/access-token.ts": 1,
       "stringify hono": 1,
       "stringify src/log.ts": 1,
@@ -72,29 +102,31 @@ const BUDGET = {
    */
   meBearer: {
     calls: { "KEYS.admit": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 732 },
+    bytes: { "KEYS.admit": 710 },
     sql: { KeyObject: { statements: 1, rowsWritten: 1 } },
-    crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/objects/key.ts": 1 },
+    crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1 },
     json: { "stringify hono": 1, "stringify src/log.ts": 1 },
     sameData: 0,
   },
   /**
-   * GET /v1/me, DPoP-bound token with a fresh proof. calls: admit (with the proof's jti), the data
-   * point. sql: the proof's jti recorded (one INSERT: its row and its expiry index entry, 2 rows
-   * written) and the windows row. crypto: the proof's signature (jose), the API key's SHA-256 and
+   * GET /v1/me, DPoP-bound token with a fresh proof. calls: admit, and beside it, in parallel, the
+   * ProofObject the proof's id names (issue 41: before, the key's object recorded it, and a shard
+   * count or limit change could send a replay elsewhere), the data point. sql: the key's windows
+   * row; the proof's id (one INSERT: its row and its expiry index entry, 2 rows written): the same
+   * statements and rows as before, in two objects. crypto: the proof's signature (jose), the API key's SHA-256 and
    * its comparison. json: the proof's header and payload parsed (jose), the proof key's cache id
    * stringified (lib/jwt.ts, from jose's key callback), the envelope, the outcome line. Not
    * counted: the token's verification, the proof key's import and thumbprint, the token's `ath`
    * digest (each cached per isolate).
    */
   meDpop: {
-    calls: { "KEYS.admit": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 830 },
-    sql: { KeyObject: { statements: 2, rowsWritten: 3 } },
+    calls: { "KEYS.admit": 1, "PROOFS.record": 1, "METRICS.writeDataPoint": 1 },
+    bytes: { "KEYS.admit": 710, "PROOFS.record": 75 },
+    sql: { KeyObject: { statements: 1, rowsWritten: 1 }, ProofObject: { statements: 1, rowsWritten: 2 } },
     crypto: {
       "verify jose": 1,
       "digest src/lib/crypto.ts<src/auth/gate.ts": 1,
-      "timingSafeEqual src/lib/crypto.ts<src/objects/key.ts": 1,
+      "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1,
     },
     json: { "parse jose": 2, "stringify src/lib/jwt.ts<jose": 1, "stringify hono": 1, "stringify src/log.ts": 1 },
     sameData: 0,
@@ -106,9 +138,9 @@ const BUDGET = {
    */
   meQuota: {
     calls: { "KEYS.admit": 1, "KeyObject>QUOTAS.take": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 947, "KeyObject>QUOTAS.take": 340 },
+    bytes: { "KEYS.admit": 925, "KeyObject>QUOTAS.take": 392 },
     sql: { KeyObject: { statements: 1, rowsWritten: 1 }, QuotaObject: { statements: 1, rowsWritten: 1 } },
-    crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/objects/key.ts": 1 },
+    crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1 },
     json: { "stringify hono": 1, "stringify src/log.ts": 1 },
     sameData: 0,
   },
@@ -121,9 +153,9 @@ const BUDGET = {
    */
   graphqlViewer: {
     calls: { "KEYS.admit": 1, "GRAPHQL.run": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 732, "GRAPHQL.run": 828 },
+    bytes: { "KEYS.admit": 710, "GRAPHQL.run": 828 },
     sql: { KeyObject: { statements: 1, rowsWritten: 1 } },
-    crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/objects/key.ts": 1 },
+    crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1 },
     json: { "parse src/http/body.ts": 1, "stringify src/graphql-worker.ts": 1, "stringify src/log.ts": 1 },
     sameData: 0,
   },
@@ -246,7 +278,7 @@ function meteredBinding<T extends object>(name: string, binding: T, methods: str
   });
 }
 
-const NAMESPACES = ["KEYS", "ORGS", "WEBHOOKS", "ENDPOINTS", "DIRECTORY", "QUOTAS"] as const;
+const NAMESPACES = ["KEYS", "ORGS", "WEBHOOKS", "ENDPOINTS", "DIRECTORY", "QUOTAS", "PROOFS"] as const;
 
 function meteredEnv(real: Env, prefix: string): Env {
   const bindings = { ...real } as Env & Record<string, unknown>;
@@ -404,6 +436,17 @@ async function tokenOf(bindings: Env, nowMs: number, t: Tenant, dpop?: KeyPair):
 
 const SCENARIOS: Record<keyof typeof BUDGET, (bindings: Env, nowMs: number, t: Tenant) => Promise<Scenario>> = {
   token: async (_bindings, _nowMs, t) => ({ path: "/v1/oauth", request: async () => tokenRequest(t) }),
+  tokenDpop: async (_bindings, nowMs, t) => {
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    return {
+      path: "/v1/oauth",
+      request: async () => {
+        const init = tokenRequest(t);
+        const proof = await dpopProof(pair, "POST", `${BASE}/v1/oauth`, nowMs);
+        return { ...init, headers: { ...(init.headers as Record<string, string>), DPoP: proof } };
+      },
+    };
+  },
   meBearer: async (bindings, nowMs, t) => {
     const bearer = await tokenOf(bindings, nowMs, t);
     return { path: "/v1/me", request: async () => authed(t, bearer) };
@@ -453,6 +496,10 @@ async function prepared(name: keyof typeof BUDGET) {
   const key = await keyStub(t);
   await meterObject("KeyObject", key);
   if (name === "meQuota") await meterObject("QuotaObject", quotaStub(t));
+  // A proof's id goes to the ProofObject its hash names: every one of them is metered.
+  if (name === "meDpop" || name === "tokenDpop") {
+    for (let i = 0; i < PROOF_SHARDS; i++) await meterObject("ProofObject", env.PROOFS.get(env.PROOFS.idFromName(proofObjectName(i))));
+  }
   const warm = await run(bindings, nowMs, scenario.path, await scenario.request(), true);
   expect(warm.res.status).toBe(200);
   expect(warm.measured.sql.KeyObject?.statements).toBeGreaterThan(0);
@@ -476,9 +523,9 @@ describe("the meters", () => {
   it("see what code inside the Durable Objects does: their globals are this isolate's", async () => {
     const { send } = await prepared("meQuota");
     const m = await send();
-    // crypto.subtle.timingSafeEqual is called by the KeyObject's own code (answersTo), inside the
-    // object: the spy on this isolate's crypto.subtle saw it, so objects and tests share globals.
-    expect(m.crypto["timingSafeEqual src/lib/crypto.ts<src/objects/key.ts"]).toBe(1);
+    // crypto.subtle.timingSafeEqual is called by the admission's core (answersTo) inside the
+    // KeyObject: the spy on this isolate's crypto.subtle saw it, so objects and tests share globals.
+    expect(m.crypto["timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts"]).toBe(1);
     // The nested call and both objects' statements went through the meters on the live instances.
     expect(m.calls["KeyObject>QUOTAS.take"]).toBe(1);
     expect(m.sql.QuotaObject).toEqual({ statements: 1, rowsWritten: 1 });

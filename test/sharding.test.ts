@@ -15,6 +15,7 @@ import { admit } from "../src/auth/gate";
 import { depsFromEnv } from "../src/deps";
 import { ApiError } from "../src/errors";
 import { KEY_SLICE_CAP, pickShard, QUOTA_SLICE_CAP, SHARD_CAPACITY, shardsFor } from "../src/objects/key";
+import { PROOF_SHARDS, proofShard } from "../src/objects/proofs";
 import { MAX_KEY_PER_SECOND, QUOTA_CEILING_PER_SECOND } from "../src/schemas/records";
 import { admin, adminCall, authed, body, callAt, counting, createTenant, issueToken, type Tenant } from "./helpers";
 
@@ -137,15 +138,15 @@ describe("a key past one object's capacity", () => {
   });
 });
 
-describe("which shard serves a request", () => {
-  it("is always the same for one DPoP proof (a replay meets the shard that recorded it), and any for the rest", () => {
-    const jti = "proof-jti-0123456789";
-    const first = pickShard(10, jti);
-    for (let i = 0; i < 20; i++) expect(pickShard(10, jti)).toBe(first);
-    const hit = new Set(Array.from({ length: 500 }, (_, i) => pickShard(10, `jti-${i}`)));
-    expect([...hit].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    const spread = new Set(Array.from({ length: 500 }, () => pickShard(10, undefined)));
-    expect(spread.size).toBe(10);
+describe("where a request and its DPoP proof go", () => {
+  it("a request to any shard; a proof id to the one ProofObject its id alone names (issue 41)", () => {
+    const spread = new Set(Array.from({ length: 500 }, () => pickShard(10)));
+    expect([...spread].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const id = "AbCdEfGhIjKlMnOp.proof-jti-0123456789";
+    const first = proofShard(id);
+    for (let i = 0; i < 20; i++) expect(proofShard(id)).toBe(first);
+    const hit = new Set(Array.from({ length: 2_000 }, (_, i) => proofShard(`jkt.jti-${i}`)));
+    expect(hit.size).toBe(PROOF_SHARDS);
   });
 });
 

@@ -61,7 +61,6 @@ export class KeyObject extends Key {
       clientStale: false,
       tokenRevoked: false,
       inspectedTokenRevoked: false,
-      proofReplayed: false,
     };
   }
 }

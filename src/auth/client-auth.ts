@@ -11,10 +11,11 @@
  *   credential's registered public keys and records its jti, so that it is used once whatever API
  *   key or location it comes through. That is the one case where the request makes a second call:
  *   the key set and the ledger of used assertions live with the credential.
- * A token request with a DPoP proof has the proof's id recorded by the organization's object too
- * (RFC 9449 11.1), in the call that authenticates an assertion or a secret KV could not vouch for,
- * else in a second call of its own: a proof id used once at the token endpoint is refused there
- * whatever API key or location it comes through (issue 29).
+ * A token request with a DPoP proof has the proof's id recorded once (RFC 9449 11.1) by the
+ * ProofObject its id names (objects/proofs.ts, issue 41), whatever API key, location or endpoint it
+ * comes through: beside the admission when KV vouched for the client's secret, else beside the
+ * organization's authentication, once the key admitted the request (a stranger's made-up key and
+ * self-signed proof write nothing to the shared store).
  * Every failure is the same 401 invalid_client (RFC 6749 5.2); the logs say why.
  */
 import type { Deps } from "../deps";
@@ -24,11 +25,11 @@ import { CLIENT_ID_PATTERN } from "../lib/ids";
 import { assertedClientId, CLIENT_ASSERTION_TYPE } from "../lib/jwt";
 import { log } from "../log";
 import { readCredentialLookup } from "../objects/lookup";
-import type { ClientFacts, TokenProof } from "../objects/organization";
+import type { ClientFacts } from "../objects/organization";
 import { organizationObject, reach, unwrap } from "../objects/stubs";
 import { SecretCredentials } from "../schemas/oauth";
 import { parseInput } from "../schemas/validate";
-import { type Admitted, admit, type Presented } from "./gate";
+import { type Admitted, admit, type Presented, type ProofId, recordProof, settled } from "./gate";
 
 /** A request to one of these endpoints as read from the body (JSON or form) and the Authorization header. */
 export interface PresentedClientRequest {
@@ -42,7 +43,7 @@ export interface AuthenticatedClient {
   organizationId: string;
   facts: ClientFacts;
   admitted: Admitted;
-  /** The token request's DPoP proof had been used before, through any API key of the organization. */
+  /** The token request's DPoP proof had been used before, through any API key or endpoint. */
   proofReplayed: boolean;
 }
 
@@ -50,9 +51,9 @@ export interface ClientAuthOptions {
   /** What a client assertion's `aud` may be: the issuer and the endpoint URLs (RFC 7523 3, point 3). */
   audiences: string[];
   /** More for the key's object to decide in the same call (a token to inspect). */
-  presented?: Omit<Presented, "clientId" | "authenticated" | "clientVersion">;
-  /** A token request's DPoP proof, recorded by the organization's object once the client is authenticated. */
-  tokenProof?: TokenProof | undefined;
+  presented?: Omit<Presented, "clientId" | "authenticated" | "clientVersion" | "proof">;
+  /** A token request's DPoP proof, recorded once (objects/proofs.ts). */
+  tokenProof?: ProofId | undefined;
   /** The endpoint's own checks of the request (grant_type, say), run after admission and before authentication. */
   check?: (params: Record<string, unknown>) => void;
 }
@@ -87,10 +88,17 @@ export async function authenticateClient(
   const secretMatches =
     lookup !== null && lookup.auth_method === "client_secret" && secretHash !== null && digestsEqual(lookup.secret_hash, secretHash);
 
+  const proof = options.tokenProof;
   const admitted = await admit(
     deps,
     presentedKey,
-    { ...options.presented, clientId, authenticated: secretMatches, clientVersion: lookup?.version },
+    {
+      ...options.presented,
+      clientId,
+      authenticated: secretMatches,
+      clientVersion: lookup?.version,
+      ...(secretMatches && proof !== undefined ? { proof } : {}),
+    },
     1,
   );
   onAdmitted(admitted);
@@ -111,16 +119,20 @@ export async function authenticateClient(
     if (clientId === undefined || (typeof params.client_id === "string" && params.client_id !== assertedClientId(assertion))) {
       throw fail();
     }
-    const checked = unwrap(
-      await reach("organization", () =>
-        organizationObject(deps, org).authenticateAssertion(clientId, assertion, options.audiences, now, options.tokenProof),
+    const [result, replayed] = await Promise.all([
+      settled(
+        reach("organization", () => organizationObject(deps, org).authenticateAssertion(clientId, assertion, options.audiences, now)),
       ),
-    );
+      settled(proofBeside(deps, proof)),
+    ]);
+    if ("error" in result) throw result.error;
+    if ("error" in replayed) throw replayed.error;
+    const checked = unwrap(result.value);
     if (checked.facts === null || !checked.facts.active || admitted.clientRevoked) {
       log.warn("client assertion refused", { client_id: clientId, reason: checked.reason ?? "revoked credential" });
       throw fail();
     }
-    return { clientId, organizationId: org, facts: checked.facts, admitted, proofReplayed: checked.facts.proof_replayed === true };
+    return { clientId, organizationId: org, facts: checked.facts, admitted, proofReplayed: replayed.value };
   }
 
   const { client_id: presentedId, client_secret: secret } = parseInput(SecretCredentials, params);
@@ -134,11 +146,8 @@ export async function authenticateClient(
       dpop_bound: lookup.dpop_bound,
       version: lookup.version,
     };
-    const proof = options.tokenProof;
-    // The one case with a second call: a DPoP token request whose client KV vouched for.
-    const proofReplayed =
-      proof !== undefined && !(await reach("organization", () => organizationObject(deps, org).recordTokenProof(proof, now)));
-    return { clientId: presentedId, organizationId: org, facts, admitted, proofReplayed };
+    // A DPoP proof was recorded beside the admission (gate.ts).
+    return { clientId: presentedId, organizationId: org, facts, admitted, proofReplayed: admitted.proofReplayed };
   }
   // Every other case takes one path, whatever the reason: KV has no entry (an unknown client_id,
   // or a credential created so recently that this location has no copy yet), an entry older than
@@ -147,11 +156,20 @@ export async function authenticateClient(
   // known id is thereby as slow as an unknown id: answering it from KV alone made unknown ids
   // measurably slower (2.2 to 3.6 ms, issue 22), an oracle that confirms which client_ids exist.
   const hash = secretHash ?? (await sha256Hex(secret));
-  const found = unwrap(
-    await reach("organization", () =>
-      organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now, options.tokenProof),
-    ),
-  );
+  const [result, replayed] = await Promise.all([
+    settled(reach("organization", () => organizationObject(deps, org).authenticateClient(clientId ?? presentedId, hash, now))),
+    // Recorded beside the admission already if KV vouched for the secret (then found stale here).
+    settled(proofBeside(deps, secretMatches ? undefined : proof)),
+  ]);
+  if ("error" in result) throw result.error;
+  if ("error" in replayed) throw replayed.error;
+  const found = unwrap(result.value);
   if (found === null || !found.active || admitted.clientRevoked) throw fail();
-  return { clientId: presentedId, organizationId: org, facts: found, admitted, proofReplayed: found.proof_replayed === true };
+  return { clientId: presentedId, organizationId: org, facts: found, admitted, proofReplayed: admitted.proofReplayed || replayed.value };
+}
+
+/** A proof recorded beside the organization's authentication (once the key admitted the request): whether it was used before. */
+async function proofBeside(deps: Deps, proof: ProofId | undefined): Promise<boolean> {
+  if (proof === undefined) return false;
+  return !(await recordProof(deps, proof));
 }

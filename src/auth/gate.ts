@@ -3,8 +3,11 @@
  * object (objects/key.ts), which answers whether the key exists and is active, whether the client
  * credential the request presents has been revoked, and whether the key's limits admit the
  * request (counted exactly, whatever the request's outcome). Nothing here reads KV, so no stale
- * copy can let a revoked key or credential through, and there is exactly one Durable Object call.
- * A missing or malformed key is refused before any call; an unreachable object fails closed (503).
+ * copy can let a revoked key or credential through, and there is exactly one Durable Object call
+ * for the key. A request with a DPoP proof also has the proof's id recorded, beside that call and
+ * in parallel with it, by the ProofObject the id alone names (objects/proofs.ts; issue 41): used
+ * once whatever key, shard or endpoint it comes with. A missing or malformed key is refused before
+ * any call; an unreachable object fails closed (503).
  */
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
@@ -13,7 +16,7 @@ import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN, apiKeyObjectId } from "../lib/ids";
 import { identifyRequest } from "../log";
 import { type Admission, type AdmitInput, pickShard } from "../objects/key";
-import { keyObject, keyObjectById, keyObjectIdHex, keyShardObject, reach, unavailable } from "../objects/stubs";
+import { keyObject, keyObjectById, keyObjectIdHex, keyShardObject, proofObject, reach, unavailable } from "../objects/stubs";
 import { rateLimited } from "../ratelimit/service";
 import type { Decision } from "../ratelimit/windows";
 
@@ -49,7 +52,12 @@ export interface Presented {
   clientVersion?: number | undefined;
   tokenId?: string | undefined;
   inspect?: { tokenId: string; clientId: string } | undefined;
-  proof?: { jti: string; expiresMs: number } | undefined;
+  /**
+   * A DPoP proof to record beside the admission: only one that cannot come from a stranger (a
+   * resource request's proof for a token keyway signed, a token request whose secret KV vouched
+   * for), so that no request of a made-up key writes to the shared ProofObjects.
+   */
+  proof?: ProofId | undefined;
 }
 
 /** Refuses a missing or malformed key without any call (keys we issue have one shape). */
@@ -87,8 +95,11 @@ export async function admit(deps: Deps, presented: string | undefined, client: P
     clientVersion: client.clientVersion,
     tokenId: client.tokenId,
     inspect: client.inspect,
-    proof: client.proof,
   };
+  // A proof is used once, admitted or not: recorded beside the admission, not after it, so a DPoP
+  // request waits for the slower of the two calls. Settled here so that a failure is answered in
+  // its turn (after the key's own refusals), never left unhandled.
+  const recorded = client.proof === undefined ? null : settled(recordProof(deps, client.proof));
   // A key past one object's capacity is served by shards (objects/key.ts): once its home has said
   // how many, this isolate sends its requests straight to one of them, still one call.
   const known = shardsKnown.get(objectId ?? hash, now);
@@ -96,7 +107,7 @@ export async function admit(deps: Deps, presented: string | undefined, client: P
   if (known === undefined) {
     admission = await reach("API key object", () => home.admit(input));
   } else {
-    const index = pickShard(known.shards, client.proof?.jti);
+    const index = pickShard(known.shards);
     admission = await reach("API key object", () => keyShardObject(deps, known.homeId, index).admit({ ...input, shard: index }));
     // The shard is not (or no longer) one: the key's limit changed. Its home decides, and says.
     if (admission.status === "home") admission = await reach("API key object", () => home.admit(input));
@@ -110,6 +121,8 @@ export async function admit(deps: Deps, presented: string | undefined, client: P
   identifyRequest({ api_key_id: admission.keyId, organization_id: admission.organizationId });
   if (admission.status === "revoked") throw new ApiError("invalid_api_key", "The API key has been revoked.");
   if (!admission.decision.allowed) throw rateLimited(admission.decision);
+  const proofRecord = recorded === null ? null : await recorded;
+  if (proofRecord !== null && "error" in proofRecord) throw proofRecord.error;
   return {
     apiKey: { id: admission.keyId, organizationId: admission.organizationId, hash },
     decision: admission.decision,
@@ -117,8 +130,30 @@ export async function admit(deps: Deps, presented: string | undefined, client: P
     clientStale: admission.clientStale,
     tokenRevoked: admission.tokenRevoked,
     inspectedTokenRevoked: admission.inspectedTokenRevoked,
-    proofReplayed: admission.proofReplayed,
+    proofReplayed: proofRecord !== null && !proofRecord.value,
   };
+}
+
+/**
+ * Records a DPoP proof's id at the ProofObject its id names (objects/proofs.ts): true the first
+ * time, false for a replay. Callers make it beside another call, never after one.
+ */
+export function recordProof(deps: Deps, proof: ProofId): Promise<boolean> {
+  return reach("DPoP proof store", () => proofObject(deps, proof.jti).record(proof.jti, proof.expiresMs));
+}
+
+/** A proof's id as auth/dpop.ts makes it (key thumbprint prefix and jti), and until when it could be replayed. */
+export interface ProofId {
+  jti: string;
+  expiresMs: number;
+}
+
+/** A call's outcome as a value, so that a failure is answered in its turn and never left unhandled. */
+export function settled<T>(work: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  return work.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 }
 
 const invalidKey = () => new ApiError("invalid_api_key", "The x-api-key header does not hold a valid API key.");

@@ -9,6 +9,11 @@
 export class SingleFlight<T = void> {
   private current: Promise<T> | null = null;
 
+  /** The run in progress, if any: a caller that must not start another can wait for it. */
+  get running(): Promise<T> | null {
+    return this.current;
+  }
+
   run(task: () => Promise<T>): Promise<T> {
     if (this.current !== null) return this.current;
     const run: Promise<T> = Promise.resolve()

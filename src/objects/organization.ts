@@ -59,7 +59,6 @@ import {
   type Propagated,
   quotaOf,
   type SessionInfo,
-  type TokenProof,
   type UserRow,
   userRecord,
   userRow,
@@ -74,7 +73,6 @@ export {
   MAX_ACTIVE_API_KEYS,
   type Propagated,
   type SessionInfo,
-  type TokenProof,
 } from "./org/schema";
 
 export class OrganizationObject extends DurableObject<Env> {
@@ -420,34 +418,13 @@ export class OrganizationObject extends DurableObject<Env> {
    * the key objects know: whether the secret matches an active credential of this organization,
    * and what its tokens may be. A match is a use of the credential.
    */
-  authenticateClient(clientId: string, secretHash: string, now: number, proof?: TokenProof): Result<ClientFacts | null> {
+  authenticateClient(clientId: string, secretHash: string, now: number): Result<ClientFacts | null> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
     if (row === undefined || row.auth_method !== "client_secret") return ok(null);
     const matches = digestsEqual(row.secret_hash, secretHash);
     if (!matches) return ok(null);
     if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok(this.withProof(this.factsOf(row), proof, now));
-  }
-
-  /**
-   * A DPoP proof sent to the token endpoint (RFC 9449 11.1): recorded until it could no longer be
-   * accepted, so that a proof id used once is refused at the token endpoint whatever API key or
-   * location it comes through next. Every token request of the organization with a proof meets
-   * this one object (its load: DPoP token requests, once per token lifetime per client).
-   */
-  recordTokenProof(proof: TokenProof, now: number): boolean {
-    if (!this.exists()) return false;
-    return this.ctx.storage.transactionSync(() => {
-      pruneExpired(this.sql, "token_proofs", "jti", "expires_ms", now, WRITE_PRUNE);
-      return (
-        this.sql.exec("INSERT OR IGNORE INTO token_proofs (jti, expires_ms) VALUES (?, ?)", proof.jti, proof.expiresMs).rowsWritten > 0
-      );
-    });
-  }
-
-  /** The client's facts, with whether the token request's DPoP proof was used before (recorded now). */
-  private withProof(facts: ClientFacts, proof: TokenProof | undefined, now: number): ClientFacts {
-    return proof === undefined ? facts : { ...facts, proof_replayed: !this.recordTokenProof(proof, now) };
+    return ok(this.factsOf(row));
   }
 
   /**
@@ -461,7 +438,6 @@ export class OrganizationObject extends DurableObject<Env> {
     assertion: string,
     audiences: string[],
     now: number,
-    proof?: TokenProof,
   ): Promise<Result<{ facts: ClientFacts | null; reason?: string }>> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
     if (row === undefined || row.auth_method !== "private_key_jwt" || row.jwks === null) {
@@ -483,7 +459,7 @@ export class OrganizationObject extends DurableObject<Env> {
     ).rowsWritten;
     if (first === 0) return ok({ facts: null, reason: "jti already used" });
     if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok({ facts: this.withProof(this.factsOf(row), proof, now) });
+    return ok({ facts: this.factsOf(row) });
   }
 
   /**

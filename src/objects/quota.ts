@@ -18,11 +18,25 @@
  * the organization, counted exactly; that figure applies when no `per_second` is set. Past it (up
  * to QUOTA_CEILING_PER_SECOND), each key's object holds slices of the second's budget (`grant`,
  * ratelimit/lease.ts) and asks about once per QUOTA_SLICE_CAP requests: never more admitted than
- * the quota, at most the keys' unspent slices fewer (docs/storage.md, "Limits past one object").
+ * the quota, at most the keys' unspent slices fewer in a second (docs/storage.md, "Limits past one
+ * object"). What a slice left unspent, and what a key's shards returned of slices its key paid
+ * here, comes back with the key's next call (`returned`) or its alarm (`settle`), to the day and
+ * the month it was counted in (issue 41): those windows count exactly what was served.
  * Rows: one.
  */
 import { DurableObject } from "cloudflare:workers";
-import { EMPTY_QUOTA, peekQuota, type QuotaDecision, type QuotaLimits, type QuotaState, returnQuota, takeQuota } from "../ratelimit/quota";
+import type { Owed } from "../ratelimit/lease";
+import {
+  EMPTY_QUOTA,
+  giveBackQuota,
+  peekQuota,
+  type QuotaDecision,
+  type QuotaLimits,
+  type QuotaState,
+  type QuotaTaken,
+  quotaCharge,
+  returnQuota,
+} from "../ratelimit/quota";
 import { type Migration, migrate } from "./sql";
 
 const MIGRATIONS: Migration[] = [
@@ -80,32 +94,43 @@ export class QuotaObject extends DurableObject<Env> {
 
   /**
    * Counts a request of `cost` against the organization's `limits` (sent by the key's object, which
-   * holds the organization's latest limits), or refuses it without counting.
+   * holds the organization's latest limits), or refuses it without counting; `returned` is what the
+   * key's object gives back first (the unspent rest of slices). The answer says which day and month
+   * it was counted in, what a return of it will name (ratelimit/quota.ts `quotaCharge`).
    */
-  take(limits: QuotaLimits, now: number, cost: number, id?: string): QuotaDecision {
-    this.forget(Date.now());
-    if (id !== undefined && this.released.delete(id)) {
-      // Its key's object already answered 503 and took it back: counted nowhere.
-      return { ...peekQuota(this.state, limits, now), allowed: false };
-    }
-    const { state, decision } = takeQuota(this.state, limits, now, cost);
-    if (decision.allowed) {
-      this.write(state);
-      if (id !== undefined) this.taken.set(id, { second: state.second, day: state.day, month: state.month, cost, at: Date.now() });
-    }
-    return decision;
+  take(limits: QuotaLimits, now: number, cost: number, id?: string, returned?: Owed[]): QuotaTaken {
+    return this.charge(limits, now, cost, undefined, id, returned);
   }
 
   /**
    * A slice of the organization's budget for a key's object that holds slices (a quota past
-   * QUOTA_EXACT_PER_SECOND, ratelimit/lease.ts): `want` at most, what is left of the tightest window
-   * at least `cost`, counted as one take (released as one, by its id, if the key gives up waiting).
+   * QUOTA_EXACT_PER_SECOND, ratelimit/lease.ts): `want` at most, what is left of the tightest window,
+   * but at least `min` (what the asking request lacks: a slice too small to pay for it would be
+   * counted and wasted), counted as one take (released as one, by its id, if the key gives up waiting).
    */
-  grant(limits: QuotaLimits, now: number, cost: number, want: number, id?: string): QuotaDecision & { granted: number } {
-    const room = Math.min(...peekQuota(this.state, limits, now).windows.map((w) => w.remaining));
-    const size = Math.max(cost, Math.min(want, room));
-    const decision = this.take(limits, now, size, id);
-    return { ...decision, granted: decision.allowed ? size : 0 };
+  grant(limits: QuotaLimits, now: number, min: number, want: number, id?: string, returned?: Owed[]): QuotaTaken {
+    return this.charge(limits, now, min, want, id, returned);
+  }
+
+  /** What a key's slices left unspent: back to the day and the month they were counted in, if still current. */
+  settle(returned: Owed[]): void {
+    if (returned.length > 0) this.write(returned.reduce((st, r) => giveBackQuota(st, r.paid, r.amount), this.state));
+  }
+
+  private charge(limits: QuotaLimits, now: number, min: number, want: number | undefined, id?: string, returned?: Owed[]): QuotaTaken {
+    this.forget(Date.now());
+    if (returned !== undefined) this.settle(returned);
+    if (id !== undefined && this.released.delete(id)) {
+      // Its key's object already answered 503 and took it back: counted nowhere.
+      return { ...peekQuota(this.state, limits, now), allowed: false, granted: 0, paid: { day: this.state.day, month: this.state.month } };
+    }
+    const { state, answer } = quotaCharge(this.state, limits, now, min, want, []);
+    if (answer.allowed) {
+      this.write(state);
+      if (id !== undefined)
+        this.taken.set(id, { second: state.second, day: state.day, month: state.month, cost: answer.granted, at: Date.now() });
+    }
+    return answer;
   }
 
   /** A take its key's object gave up waiting for (and answered 503): taken back, or refused when it comes. */

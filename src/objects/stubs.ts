@@ -11,6 +11,7 @@ import { ApiError } from "../errors";
 import { derived, IsolateCache } from "../lib/cache";
 import { describeError, log } from "../log";
 import { type KeyObject, shardName } from "./key";
+import { proofObjectName, proofShard } from "./proofs";
 import type { Result } from "./sql";
 
 /** Retry-After of the 503 answered when an object cannot be reached. */
@@ -48,6 +49,8 @@ export function keyObjectById(deps: Deps, idHex: string): DurableObjectStub<KeyO
   }
 }
 export const directoryObject = (deps: Deps) => stub(deps.directory, "directory");
+/** The ProofObject that records a DPoP proof id: chosen by the id alone (objects/proofs.ts). */
+export const proofObject = (deps: Deps, proofId: string) => stub(deps.proofs, proofObjectName(proofShard(proofId)));
 export const webhookObject = (deps: Deps, orgId: string) => stub(deps.webhooks, orgId);
 export const endpointObject = (deps: Deps, configurationId: string) => stub(deps.endpoints, configurationId);
 

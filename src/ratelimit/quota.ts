@@ -127,6 +127,45 @@ export function returnQuota(state: QuotaState, counted: Pick<QuotaState, "second
   };
 }
 
+/**
+ * Gives back the unspent rest of a slice (ratelimit/lease.ts) to the day and the month it was
+ * counted in, if they are still the current ones; never to the second, which is over.
+ */
+export function giveBackQuota(state: QuotaState, paid: { day: number; month: number }, amount: number): QuotaState {
+  return {
+    ...state,
+    dayCount: state.day === paid.day ? Math.max(0, state.dayCount - amount) : state.dayCount,
+    monthCount: state.month === paid.month ? Math.max(0, state.monthCount - amount) : state.monthCount,
+  };
+}
+
+/** What a quota answers a key's object: its decision, what it granted, and the day and month it counted in. */
+export type QuotaTaken = QuotaDecision & { granted: number; paid: { day: number; month: number } };
+
+/**
+ * The QuotaObject's decision on a take (`want` undefined: exactly `min`, an exact quota's request)
+ * or a slice (at most `want`, at least `min`, what the tightest window has left in between), after
+ * what the key's object returned is given back. Pure; the object persists `state`.
+ */
+export function quotaCharge(
+  state: QuotaState,
+  limits: QuotaLimits,
+  now: number,
+  min: number,
+  want: number | undefined,
+  returned: readonly { amount: number; paid: { day: number; month: number } }[],
+): { state: QuotaState; answer: QuotaTaken } {
+  const back = returned.reduce((st, r) => giveBackQuota(st, r.paid, r.amount), state);
+  const size =
+    want === undefined ? min : Math.max(min, Math.min(want, Math.min(...peekQuota(back, limits, now).windows.map((w) => w.remaining))));
+  const taken = takeQuota(back, limits, now, size);
+  const next = taken.decision.allowed ? taken.state : back;
+  return {
+    state: next,
+    answer: { ...taken.decision, granted: taken.decision.allowed ? size : 0, paid: { day: next.day, month: next.month } },
+  };
+}
+
 /** The quota's windows at `now`, without counting a request. */
 export function peekQuota(state: QuotaState, limits: QuotaLimits, now: number): QuotaDecision {
   return { allowed: true, exceeded: null, windows: windowsOf(current(state, now), limits) };

@@ -13,8 +13,8 @@
  * everywhere (a revocation, new limits) is answered only once that is zero.
  */
 import { describeError, log } from "../../log";
+import type { KeySnapshot } from "../../ratelimit/admission";
 import type { Actor } from "../../schemas/audit";
-import type { KeySnapshot } from "../key";
 import { deleteCredentialLookup, writeCredentialLookup } from "../lookup";
 import { credentialRow, type KeyRow, keyRecord, type OrgRow, objectHashOf, orgRow, quotaOf, SYNC_CONCURRENCY } from "./schema";
 
@@ -79,10 +79,14 @@ export class Propagation {
             // The first call creates the key's object: near the hinted region, else near this one.
             const hint = key.location_hint === null ? undefined : { locationHint: key.location_hint as DurableObjectLocationHint };
             const ack = await this.env.KEYS.get(this.env.KEYS.idFromName(objectHashOf(key)), hint).sync(snapshot);
+            // A key's object behind what this organization believed it had (its storage was lost)
+            // says so: the next push starts from the revision it really holds (issue 41).
             this.sql.exec(
-              "UPDATE api_keys SET synced_version = max(synced_version, ?), synced_revision = max(synced_revision, ?) WHERE id = ?",
+              `UPDATE api_keys SET synced_version = max(synced_version, ?1),
+                 synced_revision = CASE WHEN ?3 THEN ?2 ELSE max(synced_revision, ?2) END WHERE id = ?4`,
               ack.version,
               ack.revision,
+              ack.behind === true ? 1 : 0,
               key.id,
             );
           } catch (err) {
@@ -95,7 +99,11 @@ export class Propagation {
     return pending;
   }
 
-  /** What a key's object needs: the key's state, and the organization's revocations after `revision`. */
+  /**
+   * What a key's object needs: the key's state, and the organization's revocations after
+   * `revision` (the snapshot's `since`: a copy that holds less than that keeps its revision and
+   * says it is behind, ratelimit/admission.ts `applySnapshot`).
+   */
   snapshotOf(key: KeyRow, revision: number): KeySnapshot {
     const org = this.org();
     return {
@@ -108,6 +116,7 @@ export class Propagation {
       },
       version: key.version,
       revision: org.revision,
+      since: revision,
       secrets: { current: key.key_hash, previous: key.previous_hash, previous_until_ms: key.previous_until_ms },
       credits: keyRecord(org.id, key).credits,
       quota: quotaOf(org),

@@ -122,6 +122,8 @@ export const MIGRATIONS: Migration[] = [
       // Expired sessions are pruned through an index, on sign-in and daily.
       "CREATE INDEX sessions_by_expiry ON sessions (expires_at)",
       // DPoP proofs used at the token endpoint, whatever API key they came with (RFC 9449 11.1).
+      // Since issue 41 they are recorded in the ProofObjects (objects/proofs.ts); the table is
+      // no longer written and its housekeeping empties it.
       "CREATE TABLE token_proofs (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
       "CREATE INDEX token_proofs_by_expiry ON token_proofs (expires_ms)",
       // A key rotated with a grace period: its object keeps the name of its first secret
@@ -211,14 +213,6 @@ export interface ClientFacts {
   /** Its tokens must be DPoP-bound. */
   dpop_bound: boolean;
   version: number;
-  /** The token request's DPoP proof, recorded in the same call, had been used before (RFC 9449 11.1). */
-  proof_replayed?: boolean;
-}
-
-/** A DPoP proof's id at the token endpoint (auth/dpop.ts `replay`) and until when it could be replayed. */
-export interface TokenProof {
-  jti: string;
-  expiresMs: number;
 }
 
 /** A change that others must apply: whether every one of them has. */
