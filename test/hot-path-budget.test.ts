@@ -138,7 +138,7 @@ const BUDGET = {
    */
   meQuota: {
     calls: { "KEYS.admit": 1, "KeyObject>QUOTAS.take": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 925, "KeyObject>QUOTAS.take": 392 },
+    bytes: { "KEYS.admit": 925, "KeyObject>QUOTAS.take": 390 },
     sql: { KeyObject: { statements: 1, rowsWritten: 1 }, QuotaObject: { statements: 1, rowsWritten: 1 } },
     crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1 },
     json: { "stringify hono": 1, "stringify src/log.ts": 1 },

@@ -445,7 +445,7 @@ describe("offline checks refuse", () => {
     const result = await offline(toml);
     expect(result.errors).toHaveLength(1);
     expect(theError(result.errors, 'No [[migrations]] creates the Durable Object class "AuditObject"').fix).toContain(
-      '[[migrations]]\ntag = "v6"\nnew_sqlite_classes = ["AuditObject"]',
+      '[[migrations]]\ntag = "v7"\nnew_sqlite_classes = ["AuditObject"]',
     );
   });
 

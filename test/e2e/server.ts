@@ -299,6 +299,8 @@ export async function startScriptedReceiver(
     expiresIn?: number;
     /** Holds each token request open until the promise it returns settles (a receiver's slow OAuth server). */
     holdToken?: () => Promise<void>;
+    /** The token answer's token_type (default Bearer; DPoP for a configuration that asks for DPoP-bound tokens). */
+    tokenType?: string;
   } = {},
 ): Promise<ScriptedReceiver> {
   const arrivals: Arrival[] = [];
@@ -317,7 +319,13 @@ export async function startScriptedReceiver(
         const reply = () => {
           if (res.destroyed) return;
           res.writeHead(200, { "Content-Type": "application/json" });
-          res.end(JSON.stringify({ access_token: `tok-${issued}`, token_type: "Bearer", expires_in: options.expiresIn ?? 300 }));
+          res.end(
+            JSON.stringify({
+              access_token: `tok-${issued}`,
+              token_type: options.tokenType ?? "Bearer",
+              expires_in: options.expiresIn ?? 300,
+            }),
+          );
         };
         if (options.holdToken) void options.holdToken().then(reply);
         else reply();

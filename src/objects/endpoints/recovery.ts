@@ -14,9 +14,9 @@
  * The window is one of `created_ms`, which the isolate that published stamped with its own clock,
  * while `seq` is the organization's publish order: clocks differ between isolates and locations,
  * so `created_ms` is not monotonic in `seq`. A job therefore tests each row's stamp on its own and
- * walks the failed deliveries to their end; a row stamped outside the window (a fast clock's
- * "after `until`" among rows inside it) is passed over, never taken for the window's end (issue
- * 41, L3).
+ * walks the failed deliveries up to the last one published when it began (`last_seq`); a row
+ * stamped outside the window (a fast clock's "after `until`" among rows inside it) is passed over,
+ * never taken for the window's end (issue 41, L3).
  */
 import { newRecoveryId } from "../../lib/ids";
 import { isoTime } from "../../lib/time";
