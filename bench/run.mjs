@@ -323,9 +323,9 @@ async function webhookScenarios(base, server) {
 
 const LABELS = {
   token: "POST /v1/oauth",
-  token_dpop: "POST /v1/oauth with a DPoP proof (a new proof per request; one more object call, the organization's)",
+  token_dpop: "POST /v1/oauth with a DPoP proof (a new proof per request; one more object call beside the key's, the ProofObject's)",
   me: "GET /v1/me",
-  me_dpop: "GET /v1/me, DPoP-bound (a new proof per request)",
+  me_dpop: "GET /v1/me, DPoP-bound (a new proof per request; one more object call beside the key's, the ProofObject's)",
   me_quota: "GET /v1/me, organization with a shared quota (one more object call, inside the key's)",
   graphql_viewer: "POST /v1/graphql { viewer }",
   webhook_list: "GET /v1/webhook-configurations (two objects)",
@@ -513,9 +513,9 @@ function table(r) {
     "",
     `Keyway's CPU per token beyond the design floor: ${beyond} ms vs node-oidc-provider's whole ${peer} ms (${beyond < peer ? "below it: met" : "above it: missed"}); beyond the runtime's floor ${r.peer.keyway_worker_cpu_ms_per_token} ms, ${r.peer.keyway_worker_cpu_ms_per_token_in_worker_process} ms of that in keyway's own workerd process (the rest in wrangler's dev proxy).`,
     "",
-    `DPoP-bound GET /v1/me: ${r.dpop_vs_plain.throughput_ratio} of the plain read's throughput (target >= 0.9: ${r.dpop_vs_plain.throughput_ratio >= 0.9 ? "met" : "missed"}), ${r.dpop_vs_plain.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.dpop_vs_plain.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's ES256 check and its jti's row in the key's object, which is still the request's one Durable Object call (test/oauth-standards.test.ts counts them). The load generator signs each proof too.`,
+    `DPoP-bound GET /v1/me: ${r.dpop_vs_plain.throughput_ratio} of the plain read's throughput (target >= 0.9: ${r.dpop_vs_plain.throughput_ratio >= 0.9 ? "met" : "missed"}), ${r.dpop_vs_plain.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.dpop_vs_plain.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's ES256 check and its id's row in the ProofObject the id names, a call beside the key's and in parallel with it (test/hot-path-budget.test.ts counts them). The load generator signs each proof too.`,
     r.token_dpop_vs_token
-      ? `POST /v1/oauth with a DPoP proof: ${r.token_dpop_vs_token.throughput_ratio} of the plain token request's throughput, ${r.token_dpop_vs_token.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.token_dpop_vs_token.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's check and a second Durable Object call, the organization's, which records the proof's id so that it is refused with any other API key (RFC 9449 11.1). Every DPoP token request of the organization meets that one object.`
+      ? `POST /v1/oauth with a DPoP proof: ${r.token_dpop_vs_token.throughput_ratio} of the plain token request's throughput, ${r.token_dpop_vs_token.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.token_dpop_vs_token.worker_process_cpu_ms_per_req_delta} in keyway's process): the proof's check and a second Durable Object call beside the key's, in parallel with it: the ProofObject the proof's id names records it, so that it is refused with any other API key, shard or endpoint (RFC 9449 11.1; issue 41). No object of the organization is on every DPoP token request.`
       : "",
     r.publish_schema_vs_publish
       ? `POST /v1/events of a type with a JSON Schema: ${r.publish_schema_vs_publish.throughput_ratio} of a plain publish's throughput, ${r.publish_schema_vs_publish.cpu_ms_per_req_delta} ms more workerd CPU per request (${r.publish_schema_vs_publish.worker_process_cpu_ms_per_req_delta} in keyway's process): the organization's WebhookObject parses the event's body and validates its data (lib/json-schema.ts) within the publish's one call; a type without a schema reads one row more than before.`

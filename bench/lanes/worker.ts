@@ -38,7 +38,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { type Admission, type AdmitInput, KeyObject as Key } from "../../src/objects/key";
 import { rateLimitHeaders } from "../../src/ratelimit/service";
 
-export { DirectoryObject, EndpointObject, OrganizationObject, QuotaObject, WebhookObject } from "../../src/index";
+export { DirectoryObject, EndpointObject, OrganizationObject, ProofObject, QuotaObject, WebhookObject } from "../../src/index";
 
 /** keyway's KeyObject with the floor's one-row upsert beside it (the floor Worker's `hit`). */
 export class KeyObject extends Key {
