@@ -282,14 +282,19 @@ export class KeyObject extends DurableObject<Env> {
   // The hot path and the home's grant: the core decides, this object performs and persists
 
   /** The hot path: authenticate the key, check the client's revocation, count the request. */
-  async admit(input: AdmitInput): Promise<Admission> {
-    const ctx = (): Context => ({ asking: this.asking(), facts: () => this.factsOf(input) });
-    const answer = await drive<Admission, AdmitPending>(plan(this.state, input, Date.now(), ctx()), {
+  admit(input: AdmitInput): Admission | Promise<Admission> {
+    const ctx: Context = { asking: this.askingNow, facts: () => this.factsOf(input) };
+    const answer = drive<Admission, AdmitPending>(plan(this.state, input, Date.now(), ctx), {
       state: () => this.state,
       persist: (state, writes) => this.persist(state, writes),
       perform: (need) => this.perform(need, input),
-      resume: (state, pending, a) => resume(state, pending, a, ctx()),
+      resume: (state, pending, a) => resume(state, pending, a, ctx),
     });
+    return answer instanceof Promise ? answer.then((a) => this.used(input, a)) : this.used(input, answer);
+  }
+
+  /** Notes the uses an admitted request makes (the key's, and a credential's whose secret matched). */
+  private used(input: AdmitInput, answer: Admission): Admission {
     if (answer.status === "active" && answer.decision.allowed) {
       this.noteUse("key", input.now);
       if (input.clientId !== undefined && input.clientAuthenticated && !answer.clientRevoked) this.noteUse(input.clientId, input.now);
@@ -299,11 +304,11 @@ export class KeyObject extends DurableObject<Env> {
 
   /** A shard asks for a slice of the current second's budget, and gives back what its last slices left. */
   async grant(request: GrantRequest): Promise<Grant> {
-    return drive<Grant, GrantPending>(planGrant(this.state, request, Date.now(), this.asking()), {
+    return drive<Grant, GrantPending>(planGrant(this.state, request, Date.now(), this.askingNow), {
       state: () => this.state,
       persist: (state, writes) => this.persist(state, writes),
       perform: (need) => this.perform(need),
-      resume: (state, pending, a) => resumeGrant(state, pending, a, this.asking()),
+      resume: (state, pending, a) => resumeGrant(state, pending, a, this.askingNow),
     });
   }
 
@@ -314,9 +319,16 @@ export class KeyObject extends DurableObject<Env> {
     this.persist(back.state, back.writes);
   }
 
-  private asking(): Asking {
-    return { home: this.askingHome.running !== null, quota: this.askingQuota.running !== null };
-  }
+  /** What is in flight, read by the core at each step (one object for the object's life). */
+  private readonly askingNow: Asking = {
+    get home(): boolean {
+      return this.owner.askingHome.running !== null;
+    },
+    get quota(): boolean {
+      return this.owner.askingQuota.running !== null;
+    },
+    owner: this,
+  } as Asking & { owner: KeyObject };
 
   /** The one call a step needs; every failure is an answer (the core fails closed on it). */
   private async perform(need: Need, input?: AdmitInput): Promise<Answer> {
@@ -423,9 +435,8 @@ export class KeyObject extends DurableObject<Env> {
     if (windows) writeWindows(sql, state);
     this.state = state;
     // A slice held, or a rest owed: the alarm hands it back if no question carries it first.
-    const held = (h: Holding<unknown>) => (h.owed.length > 0 ? 0 : h.lease.remaining > 0 ? (h.lease.second + 1) * 1000 : null);
-    const due = [held(state.slice), held(state.quotaSlice)].filter((t): t is number => t !== null);
-    if (due.length > 0) this.schedule(Math.max(Date.now(), Math.min(...due)) + SETTLE_AFTER_MS);
+    const due = Math.min(settleAt(state.slice), settleAt(state.quotaSlice));
+    if (due !== Number.POSITIVE_INFINITY) this.schedule(Math.max(Date.now(), due) + SETTLE_AFTER_MS);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -799,6 +810,12 @@ export class KeyObject extends DurableObject<Env> {
     const orgId = (this.state.key as KeyCopy).organization_id;
     return this.env.QUOTAS.get(this.env.QUOTAS.idFromName(orgId));
   }
+}
+
+/** When a holding's rest falls due: now if something is owed, its second's end if a slice is held; never if neither. */
+function settleAt(h: Holding<unknown>): number {
+  if (h.owed.length > 0) return 0;
+  return h.lease.remaining > 0 ? (h.lease.second + 1) * 1000 : Number.POSITIVE_INFINITY;
 }
 
 /**

@@ -21,7 +21,7 @@
  *
  * Writes of a step that needs a call (the provisional windows and credits) are persisted before
  * the call, so concurrent requests of the key, which run while it is out, see them; a refusal or a
- * failure of the call gives them back (`giveBack`). What is owed back to a coordinator is cleared
+ * failure of the call gives them back (`givenBack`). What is owed back to a coordinator is cleared
  * in the state of the step whose call carries it: at most once (ratelimit/lease.ts).
  */
 import { digestsEqual } from "../lib/crypto";
@@ -295,12 +295,25 @@ export interface Driver<P> {
   resume(state: AdmissionState, pending: P, answer: Answer): Step<unknown, P>;
 }
 
-/** Runs a step to its answer: persist what it wrote, perform the call it needs, resume with the answer. */
-export async function drive<A, P>(first: Step<A, P>, io: Driver<P>): Promise<A> {
-  let step: Step<unknown, P> = first;
+/**
+ * Runs a step to its answer: persist what it wrote, perform the call it needs, resume with the
+ * answer. A first step that is already the answer (the hot path of a key within one object) is
+ * answered at once, without a promise.
+ */
+export function drive<A, P>(first: Step<A, P>, io: Driver<P>): A | Promise<A> {
+  io.persist(first.state, first.writes);
+  if (first.done) return first.answer;
+  return driveOn(first, io) as Promise<A>;
+}
+
+async function driveOn<P>(first: Extract<Step<unknown, P>, { done: false }>, io: Driver<P>): Promise<unknown> {
+  // The answer first, then the state: the call may have changed it (a confirmation applies a push),
+  // and so may the requests that ran while it was out.
+  const answer = await io.perform(first.need);
+  let step: Step<unknown, P> = io.resume(io.state(), first.pending, answer);
   for (;;) {
     io.persist(step.state, step.writes);
-    if (step.done) return step.answer as A;
+    if (step.done) return step.answer;
     const answer = await io.perform(step.need);
     step = io.resume(io.state(), step.pending, answer);
   }
