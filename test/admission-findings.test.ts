@@ -12,14 +12,29 @@
  */
 import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { generateKeyPair } from "jose";
 import { describe, expect, it } from "vitest";
 import { admit } from "../src/auth/gate";
 import { depsFromEnv } from "../src/deps";
 import { ApiError } from "../src/errors";
 import { sha256Hex } from "../src/lib/crypto";
 import { SHARD_CAPACITY, shardName, shardsFor } from "../src/objects/key";
-import { admin, adminCall, authed, BASE, body, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
+import {
+  admin,
+  adminCall,
+  athOf,
+  authed,
+  BASE,
+  body,
+  call,
+  callAt,
+  createTenant,
+  dpopProof,
+  issueToken,
+  type KeyPair,
+  type Tenant,
+  tablesOf,
+} from "./helpers";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -55,16 +70,7 @@ async function shardOf(t: Tenant, index: number): Promise<DurableObjectStub> {
   return env.KEYS.get(env.KEYS.idFromName(shardName((await homeOf(t)).idHex, index)));
 }
 
-/** The tables an object holds (its own: not the runtime's `_cf_*` nor sqlite's). */
-const tables = (stub: DurableObjectStub) =>
-  runInDurableObject(stub, (_i, state) =>
-    state.storage.sql
-      .exec<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'",
-      )
-      .toArray()
-      .map((r) => r.name),
-  );
+const tables = tablesOf;
 
 /**
  * `n` GET /v1/me with `init`, `concurrency` in flight at a time, each stamped with its own
@@ -138,21 +144,8 @@ async function revokeToken(t: Tenant, token: string): Promise<void> {
   expect(res.status).toBe(200);
 }
 
-// DPoP (RFC 9449), the client side made with jose, as in oauth-standards.test.ts.
-type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
+// DPoP (RFC 9449): the client side from test/helpers.ts.
 const ME = `${BASE}/v1/me`;
-
-async function dpopProof(pair: KeyPair, htm: string, htu: string, extra: Record<string, unknown> = {}): Promise<string> {
-  return new SignJWT({ htm, htu, jti: crypto.randomUUID(), iat: Math.floor(Date.now() / 1000), ...extra })
-    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(pair.publicKey) })
-    .sign(pair.privateKey);
-}
-
-const athOf = async (token: string) =>
-  btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)))))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_")
-    .replace(/=+$/, "");
 
 const tokenForm = (t: Tenant, headers: Record<string, string> = {}): RequestInit => ({
   method: "POST",

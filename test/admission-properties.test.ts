@@ -41,7 +41,6 @@ import {
   type Grant,
   type GrantPending,
   type GrantRequest,
-  handedOver,
   type KeyCopy,
   type KeyCreditsState,
   type KeySnapshot,
@@ -53,7 +52,7 @@ import {
   resume,
   resumeGrant,
   type SyncAck,
-  settleDue,
+  settlement,
   shardsEverHad,
   shardsFor,
   shardsToSync,
@@ -385,21 +384,12 @@ class Obj {
 
   /** As objects/key.ts `alarm`: hands back what the slices left unspent. */
   async alarm(): Promise<void> {
-    const s = this.state;
-    if (s.key === null) return;
-    const now = this.world.clock;
-    const toHome = s.key.shard_home === null ? null : settleDue(s.slice, now);
-    const toQuota = settleDue(s.quotaSlice, now);
-    if (toHome === null && toQuota === null) return;
-    this.persist(
-      {
-        ...s,
-        slice: toHome === null ? s.slice : handedOver(s.slice, now),
-        quotaSlice: toQuota === null ? s.quotaSlice : handedOver(s.quotaSlice, now),
-      },
-      [{ kind: "windows" }],
-    );
+    if (this.state.key === null) return;
+    const due = settlement(this.state, this.world.clock);
+    if (due === null) return;
+    this.persist(due.state, due.writes);
     const w = this.world;
+    const { toHome, toQuota } = due;
     if (toHome !== null) {
       this.returned += owedAmount(toHome);
       await w.call(async () => w.home.settle(toHome));
@@ -659,7 +649,20 @@ async function play(s: fc.Scheduler, seed: number, start: Setup, commands: Comma
   return world;
 }
 
-const run = (start: Setup, commands: Command[], s: fc.Scheduler, seed: number) => play(s, seed, start, commands);
+/**
+ * Asserts `check` of every run played from a setup and commands (the scheduler and the world's
+ * own random choices drawn by fast-check), RUNS times, replayable (`replay`).
+ */
+function holdsOver(setups: fc.Arbitrary<Setup>, commands: fc.Arbitrary<Command[]>, check: (world: World) => void): Promise<void> {
+  return fc.assert(
+    fc.asyncProperty(fc.scheduler(), fc.integer(), setups, commands, async (s, seed, start, cs) => check(await play(s, seed, start, cs))),
+    { numRuns: RUNS, ...replay },
+  );
+}
+
+/** A run's commands: up to 80, drawn from `of`. */
+const commandsOf = (of: fc.Arbitrary<Command>, maxLength = 80): fc.Arbitrary<Command[]> =>
+  fc.array(of, { minLength: 5, maxLength, size: "max" });
 
 // ---------------------------------------------------------------------------------------------
 // The properties
@@ -670,85 +673,50 @@ describe("admission's rules hold over random interleavings (issue 41)", () => {
   });
 
   it("1 and 2: never more than any limit counted; every holder conserves its grants; credits, day and month paid exactly what was admitted", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.scheduler(),
-        fc.integer(),
-        setup,
-        fc.array(command, { minLength: 5, maxLength: 80, size: "max" }),
-        async (s, seed, start, commands) => {
-          const world = await run(start, commands, s, seed);
-          tally(world);
-          expect(world.violations.list).toEqual([]);
-          // Every holder: granted = admitted + held + returned; and after settling, nothing held.
-          for (const shard of world.allShards()) {
-            expect({ index: shard.index, balance: shard.granted - shard.admitted - shard.held() - shard.returned }).toEqual({
-              index: shard.index,
-              balance: 0,
-            });
-            expect(shard.held()).toBe(0);
-          }
-          expect(world.home.state.quotaSlice.lease.remaining + owedAmount(world.home.state.quotaSlice.owed)).toBe(0);
-          const home = world.home.state;
-          // Paid exactly: the key's day, its credits, the quota's day and month.
-          expect(home.windows.dayCount).toBe(world.admitted);
-          if (home.credits !== null) {
-            const given = (world.org.credits?.base ?? 0) + (world.org.credits?.added ?? 0);
-            expect(home.credits.remaining).toBe(given - world.admitted);
-          }
-          if (world.org.quota !== null || world.quota.state.dayCount > 0) {
-            // Whatever quota there was: what it counted is what was admitted while it applied.
-            expect(world.quota.state.dayCount).toBeLessThanOrEqual(world.admitted);
-            expect(world.quota.state.monthCount).toBe(world.quota.state.dayCount);
-          }
-          // The traffic charts: every object's hours add up to what was admitted.
-          const traffic = [world.home, ...world.allShards()].reduce((sum, o) => sum + o.stored.traffic + o.state.hourly.admitted, 0);
-          expect(traffic).toBe(world.requests);
-        },
-      ),
-      { numRuns: RUNS, ...replay },
-    );
+    await holdsOver(setup, commandsOf(command), (world) => {
+      tally(world);
+      expect(world.violations.list).toEqual([]);
+      // Every holder: granted = admitted + held + returned; and after settling, nothing held.
+      for (const shard of world.allShards()) {
+        const balance = shard.granted - shard.admitted - shard.held() - shard.returned;
+        expect({ index: shard.index, balance, held: shard.held() }).toEqual({ index: shard.index, balance: 0, held: 0 });
+      }
+      expect(world.home.state.quotaSlice.lease.remaining + owedAmount(world.home.state.quotaSlice.owed)).toBe(0);
+      const home = world.home.state;
+      // Paid exactly: the key's day, its credits, the quota's day and month.
+      expect(home.windows.dayCount).toBe(world.admitted);
+      if (home.credits !== null) {
+        const given = (world.org.credits?.base ?? 0) + (world.org.credits?.added ?? 0);
+        expect(home.credits.remaining).toBe(given - world.admitted);
+      }
+      // Whatever quota there was (it changes in these runs): never more counted than admitted.
+      expect(world.quota.state.dayCount).toBeLessThanOrEqual(world.admitted);
+      expect(world.quota.state.monthCount).toBe(world.quota.state.dayCount);
+      // The traffic charts: every object's hours add up to the requests admitted.
+      const traffic = [world.home, ...world.allShards()].reduce((sum, o) => sum + o.stored.traffic + o.state.hourly.admitted, 0);
+      expect(traffic).toBe(world.requests);
+    });
   }, 120_000);
 
   it("2: under an organization quota that never changes, its day and month are charged exactly what was admitted", async () => {
-    const fixedQuota = command.filter((c) => c.kind !== "quota");
-    await fc.assert(
-      fc.asyncProperty(
-        fc.scheduler(),
-        fc.integer(),
-        setup.map((s) => ({ ...s, quota: s.quota ?? QUOTAS[2] ?? null })),
-        fc.array(fixedQuota, { minLength: 5, maxLength: 80, size: "max" }),
-        async (s, seed, start, commands) => {
-          const world = await run(start, commands, s, seed);
-          expect(world.violations.list).toEqual([]);
-          expect(world.quota.state.dayCount).toBe(world.admitted);
-          expect(world.quota.state.monthCount).toBe(world.admitted);
-        },
-      ),
-      { numRuns: RUNS, ...replay },
-    );
+    const withQuota = setup.map((s) => ({ ...s, quota: s.quota ?? QUOTAS[2] ?? null }));
+    await holdsOver(withQuota, commandsOf(command.filter((c) => c.kind !== "quota")), (world) => {
+      expect(world.violations.list).toEqual([]);
+      expect(world.quota.state.dayCount).toBe(world.admitted);
+      expect(world.quota.state.monthCount).toBe(world.admitted);
+    });
   }, 120_000);
 
   it("3: a revocation answered is refused at the next request of every object, shards added or revived included", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.scheduler(),
-        fc.integer(),
-        setup,
-        fc.array(command, { minLength: 5, maxLength: 80, size: "max" }),
-        async (s, seed, start, commands) => {
-          const world = await run(start, commands, s, seed);
-          expect(world.violations.list.filter((v) => v.includes("revoked"))).toEqual([]);
-          // And at rest, every object that serves the key holds the organization's whole set.
-          const all = new Set(world.org.revocations.map((r) => r.client_id));
-          const limits = shardsFor(world.org.per_second);
-          for (const o of [world.home, ...world.allShards().filter((x) => x.index <= limits)]) {
-            if (o.state.key !== null) expect([...o.revoked].sort()).toEqual([...all].sort());
-          }
-        },
-      ),
-      { numRuns: RUNS, ...replay },
-    );
+    await holdsOver(setup, commandsOf(command), (world) => {
+      expect(world.violations.list.filter((v) => v.includes("revoked"))).toEqual([]);
+      // And at rest, every object that serves the key holds the organization's whole set.
+      const all = [...new Set(world.org.revocations.map((r) => r.client_id))].sort();
+      const serving = shardsFor(world.org.per_second);
+      for (const o of [world.home, ...world.allShards().filter((x) => x.index <= serving)]) {
+        if (o.state.key !== null) expect([...o.revoked].sort()).toEqual(all);
+      }
+    });
   }, 120_000);
 
   it("4: a DPoP proof id is accepted once whatever API key, shard count or isolate it comes with", () => {
@@ -787,24 +755,13 @@ describe("admission's rules hold over random interleavings (issue 41)", () => {
   });
 
   it("5: erasure reaches every shard the key ever had, whatever its limits did before", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.scheduler(),
-        fc.integer(),
-        setup,
-        fc.array(
-          command.filter((c) => c.kind === "limits" || c.kind === "request" || c.kind === "push" || c.kind === "tick"),
-          { minLength: 1, maxLength: 40, size: "max" },
-        ),
-        async (s, seed, start, commands) => {
-          const world = await run(start, commands, s, seed);
-          // objects/key.ts `erase`: the home erases shards 1..shardsEverHad, then itself.
-          const reached = shardsEverHad(world.home.state.key);
-          const holding = world.allShards().filter((o) => o.everHadState);
-          for (const o of holding) expect({ shard: o.index, reached: o.index <= reached }).toEqual({ shard: o.index, reached: true });
-        },
-      ),
-      { numRuns: RUNS, ...replay },
-    );
+    const limitsAndTraffic = command.filter((c) => c.kind === "limits" || c.kind === "request" || c.kind === "push" || c.kind === "tick");
+    await holdsOver(setup, commandsOf(limitsAndTraffic, 40), (world) => {
+      // objects/key.ts `erase`: the home erases shards 1..shardsEverHad, then itself.
+      const reached = shardsEverHad(world.home.state.key);
+      for (const o of world.allShards().filter((x) => x.everHadState)) {
+        expect({ shard: o.index, reached: o.index <= reached }).toEqual({ shard: o.index, reached: true });
+      }
+    });
   }, 120_000);
 });

@@ -1,9 +1,11 @@
 /**
  * Shared test helpers: call the Worker in-process (real bindings, real KV), drive the operator
- * API, and provision an organization with a user, client credential and API key.
+ * API, provision an organization with a user, client credential and API key, make DPoP proofs
+ * (RFC 9449, the client side, with jose), and read an object's tables.
  */
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { exportJWK, type generateKeyPair, SignJWT } from "jose";
 import { expect } from "vitest";
 import { createApp } from "../src/app";
 
@@ -174,3 +176,36 @@ export function unreachable(real: Env, binding: Namespaces, ...methods: string[]
   const stub = Object.fromEntries(methods.map((m) => [m, () => Promise.reject(new Error(`${binding}.${m} unreachable`))]));
   return { [binding]: { ...namespace, idFromName: namespace.idFromName.bind(namespace), get: () => stub } } as Partial<Env>;
 }
+
+export type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
+
+/** A DPoP proof (RFC 9449 4.2) of `pair` for `htm` and `htu`, issued at `nowMs` (default: now); `extra` adds claims (`ath`, `nonce`). */
+export async function dpopProof(
+  pair: KeyPair,
+  htm: string,
+  htu: string,
+  extra: Record<string, unknown> = {},
+  nowMs = Date.now(),
+): Promise<string> {
+  return new SignJWT({ htm, htu, jti: crypto.randomUUID(), iat: Math.floor(nowMs / 1000), ...extra })
+    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(pair.publicKey) })
+    .sign(pair.privateKey);
+}
+
+/** A DPoP proof's `ath`: the access token's SHA-256, base64url (RFC 9449 4.2). */
+export const athOf = async (token: string): Promise<string> =>
+  new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))).toBase64({
+    alphabet: "base64url",
+    omitPadding: true,
+  });
+
+/** The tables an object holds (its own: not the runtime's `_cf_*` nor sqlite's). */
+export const tablesOf = (stub: DurableObjectStub<Rpc.DurableObjectBranded | undefined>): Promise<string[]> =>
+  runInDurableObject(stub, (_i, state) =>
+    state.storage.sql
+      .exec<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'",
+      )
+      .toArray()
+      .map((r) => r.name),
+  );

@@ -18,13 +18,13 @@
  */
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env, RpcTarget } from "cloudflare:workers";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import { createApp } from "../src/app";
 import { sha256Hex } from "../src/lib/crypto";
 import { canonicalJson } from "../src/lib/json";
 import { PROOF_SHARDS, proofObjectName } from "../src/objects/proofs";
-import { admin, authed, BASE, createTenant, type Tenant, tokenRequest } from "./helpers";
+import { admin, athOf, authed, BASE, createTenant, dpopProof, type KeyPair, type Tenant, tokenRequest } from "./helpers";
 
 /**
  * What one request of each path costs (the "before" figures of issue 33; lower them as work is
@@ -403,17 +403,9 @@ async function run(
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
 const quotaStub = (t: Tenant) => env.QUOTAS.get(env.QUOTAS.idFromName(t.orgId));
 
-type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
-async function dpopProof(pair: KeyPair, htm: string, htu: string, nowMs: number, extra: Record<string, unknown> = {}): Promise<string> {
-  return new SignJWT({ htm, htu, jti: crypto.randomUUID(), iat: Math.floor(nowMs / 1000), ...extra })
-    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(pair.publicKey) })
-    .sign(pair.privateKey);
-}
-const athOf = async (token: string) =>
-  new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))).toBase64({
-    alphabet: "base64url",
-    omitPadding: true,
-  });
+/** A proof issued at the test's fixed clock. */
+const proofAt = (pair: KeyPair, htm: string, htu: string, nowMs: number, extra: Record<string, unknown> = {}) =>
+  dpopProof(pair, htm, htu, extra, nowMs);
 
 interface Scenario {
   path: string;
@@ -425,7 +417,7 @@ interface Scenario {
 async function tokenOf(bindings: Env, nowMs: number, t: Tenant, dpop?: KeyPair): Promise<string> {
   const init = tokenRequest(t);
   if (dpop !== undefined) {
-    init.headers = { ...(init.headers as Record<string, string>), DPoP: await dpopProof(dpop, "POST", `${BASE}/v1/oauth`, nowMs) };
+    init.headers = { ...(init.headers as Record<string, string>), DPoP: await proofAt(dpop, "POST", `${BASE}/v1/oauth`, nowMs) };
   }
   const { res } = await run(bindings, nowMs, "/v1/oauth", init);
   const json = (await res.json()) as { data: { access_token: string; token_type: string } };
@@ -442,7 +434,7 @@ const SCENARIOS: Record<keyof typeof BUDGET, (bindings: Env, nowMs: number, t: T
       path: "/v1/oauth",
       request: async () => {
         const init = tokenRequest(t);
-        const proof = await dpopProof(pair, "POST", `${BASE}/v1/oauth`, nowMs);
+        const proof = await proofAt(pair, "POST", `${BASE}/v1/oauth`, nowMs);
         return { ...init, headers: { ...(init.headers as Record<string, string>), DPoP: proof } };
       },
     };
@@ -461,7 +453,7 @@ const SCENARIOS: Record<keyof typeof BUDGET, (bindings: Env, nowMs: number, t: T
         headers: {
           "x-api-key": t.apiKey,
           Authorization: `DPoP ${token}`,
-          DPoP: await dpopProof(pair, "GET", `${BASE}/v1/me`, nowMs, { ath }),
+          DPoP: await proofAt(pair, "GET", `${BASE}/v1/me`, nowMs, { ath }),
         },
       }),
     };

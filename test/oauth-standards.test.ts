@@ -12,6 +12,7 @@ import {
   ADMIN_TOKEN,
   admin,
   adminCall,
+  athOf,
   authed,
   BASE,
   body,
@@ -19,7 +20,9 @@ import {
   callAt,
   counting,
   createTenant,
+  dpopProof,
   issueToken,
+  type KeyPair,
   type Tenant,
   tokenRequest,
 } from "./helpers";
@@ -27,7 +30,6 @@ import {
 const JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 const now = () => Math.floor(Date.now() / 1000);
 
-type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
 const es256 = () => generateKeyPair("ES256", { extractable: true });
 const publicJwk = async (pair: KeyPair, kid: string): Promise<JWK> => ({
   ...(await exportJWK(pair.publicKey)),
@@ -48,18 +50,8 @@ async function assertion(pair: KeyPair, clientId: string, claims: Record<string,
     .sign(pair.privateKey);
 }
 
-/** A DPoP proof (RFC 9449 4.2). */
-async function proof(pair: KeyPair, htm: string, htu: string, extra: Record<string, unknown> = {}): Promise<string> {
-  return new SignJWT({ htm, htu, jti: crypto.randomUUID(), iat: now(), ...extra })
-    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(pair.publicKey) })
-    .sign(pair.privateKey);
-}
-
-const athOf = async (token: string) =>
-  btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)))))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_")
-    .replace(/=+$/, "");
+/** A DPoP proof (RFC 9449 4.2), issued now. */
+const proof = (pair: KeyPair, htm: string, htu: string, extra: Record<string, unknown> = {}) => dpopProof(pair, htm, htu, extra);
 
 const form = (t: Tenant, fields: Record<string, string>, headers: Record<string, string> = {}): RequestInit => ({
   method: "POST",

@@ -23,6 +23,7 @@ import {
   createTenant,
   issueToken,
   type Tenant,
+  tablesOf,
   tokenRequest,
   unreachable,
   withObjectEnv,
@@ -44,15 +45,7 @@ import {
 
 const orgStub = (t: Tenant) => env.ORGS.get(env.ORGS.idFromName(t.orgId));
 const keyStub = async (t: Tenant) => env.KEYS.get(env.KEYS.idFromName(await sha256Hex(t.apiKey)));
-const tables = (stub: DurableObjectStub) =>
-  runInDurableObject(stub, (_i, state) =>
-    state.storage.sql
-      .exec<{ name: string }>(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'",
-      )
-      .toArray()
-      .map((r) => r.name),
-  );
+const tables = tablesOf;
 
 async function deletedOrganization() {
   const t = await createTenant();

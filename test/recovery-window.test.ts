@@ -83,38 +83,60 @@ async function finish(configId: string, id: string): Promise<RecoveryView> {
 /** What a delivery's row should be: re-sent once by a recovery (series 2), or as it was (series 1). */
 const resentOnce = { status: "pending", state: expect.stringMatching(/^(waiting|queued)$/), series: 2, recovered_series: 2 };
 
+/**
+ * A configuration with one delivered delivery to copy from, and `fail(rows)`: failed deliveries
+ * cloned from it, each with its id, its place in publish order after the template and its stamp.
+ */
+async function withTemplate(): Promise<{
+  config: { id: string };
+  seq0: number;
+  fail: (rows: { id: string; seq: number; createdMs: number }[]) => Promise<void>;
+}> {
+  const config = await createConfig(t, token, SECRET);
+  const template = await publishTo(t, token, config.id);
+  // The published delivery itself is done with (delivered): only the clones are open or failed.
+  await inEndpoint(
+    config.id,
+    "UPDATE deliveries SET status = 'delivered', state = NULL, due_ms = NULL, queued_ms = NULL WHERE id = ?",
+    template,
+  );
+  const [{ seq: seq0 }] = (await rows(config.id)) as [Row];
+  const fail = (clones: { id: string; seq: number; createdMs: number }[]) =>
+    runInDurableObject(endpointOf(config.id), (_i, st) => {
+      for (const c of clones) {
+        st.storage.sql.exec(
+          `INSERT INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, created_ms, created_at, updated_at)
+            SELECT ?, ?, event_id, event_type, body, 'failed', 1, 1, 1, ?, created_at, updated_at FROM deliveries WHERE id = ?`,
+          c.id,
+          c.seq,
+          c.createdMs,
+          template,
+        );
+      }
+    });
+  return { config, seq0, fail };
+}
+
 describe("recovery of a window whose stamps are out of publish order (clock skew between publishers)", () => {
   it("leaves out what was published after it began, even stamped inside the window by a slow clock", async () => {
-    const config = await createConfig(t, token, SECRET);
-    const template = await publishTo(t, token, config.id);
-    await inEndpoint(
-      config.id,
-      "UPDATE deliveries SET status = 'delivered', state = NULL, due_ms = NULL, queued_ms = NULL WHERE id = ?",
-      template,
-    );
-    const [{ seq: seq0 }] = (await rows(config.id)) as [Row];
+    const { config, seq0, fail } = await withTemplate();
     const now = Date.now();
     const since = now - 3 * HOUR;
     const until = now - HOUR;
     // More failed deliveries in the window than one step takes: the job is still running when the
     // late delivery comes.
     const total = RECOVERY_BATCH + 10;
-    const clone = (id: string, seq: number, createdMs: number) =>
-      runInDurableObject(endpointOf(config.id), (_i, st) => {
-        st.storage.sql.exec(
-          `INSERT INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, created_ms, created_at, updated_at)
-            SELECT ?, ?, event_id, event_type, body, 'failed', 1, 1, 1, ?, created_at, updated_at FROM deliveries WHERE id = ?`,
-          id,
-          seq,
-          createdMs,
-          template,
-        );
-      });
-    for (let i = 0; i < total; i++) await clone(`dlv_late_${String(i).padStart(4, "0")}`, seq0 + 1 + i, since + HOUR);
+    await fail(
+      Array.from({ length: total }, (_, i) => ({
+        id: `dlv_late_${String(i).padStart(4, "0")}`,
+        seq: seq0 + 1 + i,
+        createdMs: since + HOUR,
+      })),
+    );
     const started = await recover(config.id, since, until);
     expect(started).toMatchObject({ status: "running", found: total });
     // Published after the job began, by an isolate whose clock is hours behind, and failed.
-    await clone("dlv_late_published", seq0 + 1 + total, since + 90 * 60_000);
+    await fail([{ id: "dlv_late_published", seq: seq0 + 1 + total, createdMs: since + 90 * 60_000 }]);
     await inEndpoint(
       config.id,
       "UPDATE deliveries SET status = 'delivered', state = NULL, due_ms = NULL, queued_ms = NULL, wake_ms = NULL WHERE state IS NOT NULL",
@@ -180,15 +202,7 @@ describe("recovery of a window whose stamps are out of publish order (clock skew
   });
 
   it("keeps its cursor, batch and backlog across steps while stamps inside and outside the window alternate", async () => {
-    const config = await createConfig(t, token, SECRET);
-    const template = await publishTo(t, token, config.id);
-    // The published delivery itself is done with (delivered): only the rows below are open or failed.
-    await inEndpoint(
-      config.id,
-      "UPDATE deliveries SET status = 'delivered', state = NULL, due_ms = NULL, queued_ms = NULL WHERE id = ?",
-      template,
-    );
-    const [{ seq: seq0 }] = (await rows(config.id)) as [Row];
+    const { config, seq0, fail } = await withTemplate();
     const now = Date.now();
     const since = now - 3 * HOUR;
     const until = now - HOUR;
@@ -198,18 +212,9 @@ describe("recovery of a window whose stamps are out of publish order (clock skew
     const stamp = (i: number) =>
       i % 10 === 3 ? until + i * 1000 : i % 10 === 7 ? since - i * 1000 : until - 1 - ((i * 104_729) % (2 * HOUR));
     const inside = (i: number) => stamp(i) >= since && stamp(i) < until;
-    await runInDurableObject(endpointOf(config.id), (_i, s) => {
-      for (let i = 0; i < total; i++) {
-        s.storage.sql.exec(
-          `INSERT INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, created_ms, created_at, updated_at)
-            SELECT ?, ?, event_id, event_type, body, 'failed', 1, 1, 1, ?, created_at, updated_at FROM deliveries WHERE id = ?`,
-          `dlv_skew_${String(i).padStart(4, "0")}`,
-          seq0 + 1 + i,
-          stamp(i),
-          template,
-        );
-      }
-    });
+    await fail(
+      Array.from({ length: total }, (_, i) => ({ id: `dlv_skew_${String(i).padStart(4, "0")}`, seq: seq0 + 1 + i, createdMs: stamp(i) })),
+    );
     const expected = Array.from({ length: total }, (_, i) => i).filter(inside);
     expect(expected.length).toBe(total - 2 * (total / 10));
 

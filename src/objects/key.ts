@@ -46,7 +46,6 @@ import {
   type GrantPending,
   type GrantRequest,
   type Holding,
-  handedOver,
   type KeyCopy,
   type KeyCreditsState,
   type KeySnapshot,
@@ -63,7 +62,7 @@ import {
   resumeGrant,
   type Step,
   type SyncAck,
-  settleDue,
+  settlement,
   shardsEverHad,
   shardsToSync,
   takeBack,
@@ -654,19 +653,11 @@ export class KeyObject extends DurableObject<Env> {
 
   /** A quiet holder's returns: handed over at most once (cleared before the call that carries them). */
   private async settleHoldings(now: number): Promise<void> {
-    const s = this.state;
-    const key = s.key as KeyCopy;
-    const toHome = key.shard_home === null ? null : settleDue(s.slice, now);
-    const toQuota = settleDue(s.quotaSlice, now);
-    if (toHome === null && toQuota === null) return;
-    this.persist(
-      {
-        ...s,
-        slice: toHome === null ? s.slice : handedOver(s.slice, now),
-        quotaSlice: toQuota === null ? s.quotaSlice : handedOver(s.quotaSlice, now),
-      },
-      [{ kind: "windows" }],
-    );
+    const key = this.state.key as KeyCopy;
+    const due = settlement(this.state, now);
+    if (due === null) return;
+    this.persist(due.state, due.writes);
+    const { toHome, toQuota } = due;
     const calls: Promise<void>[] = [];
     if (toHome !== null) {
       const home = this.env.KEYS.get(this.env.KEYS.idFromString(key.shard_home as string));

@@ -874,14 +874,38 @@ export function resumeGrant(s: AdmissionState, pending: GrantPending, answer: An
 // What a quiet holder gives back, and what it holds after a restart
 
 /** What a holder owes at `now` (a slice whose second ended is owed back); null: nothing. */
-export function settleDue(h: Holding<unknown>, now: number): Owed[] | null {
+function settleDue(h: Holding<unknown>, now: number): Owed[] | null {
   const owed = oweMore(h.owed, currentLease(h.lease, now).owed);
   return owedAmount(owed) > 0 ? owed : null;
 }
 
 /** The holding after what it owed was handed over (at most once: before the call that carries it). */
-export function handedOver<V>(h: Holding<V>, now: number): Holding<V> {
+function handedOver<V>(h: Holding<V>, now: number): Holding<V> {
   return { ...h, lease: currentLease(h.lease, now).lease, owed: [] };
+}
+
+/**
+ * What a quiet holder hands back from its alarm: a shard's rest to its home, a key's to its
+ * QuotaObject, and the state with them handed over (persisted before the calls that carry them:
+ * at most once); null when nothing is owed.
+ */
+export function settlement(
+  s: AdmissionState,
+  now: number,
+): { toHome: Owed[] | null; toQuota: Owed[] | null; state: AdmissionState; writes: Write[] } | null {
+  const toHome = s.key?.shard_home == null ? null : settleDue(s.slice, now);
+  const toQuota = settleDue(s.quotaSlice, now);
+  if (toHome === null && toQuota === null) return null;
+  return {
+    toHome,
+    toQuota,
+    state: {
+      ...s,
+      slice: toHome === null ? s.slice : handedOver(s.slice, now),
+      quotaSlice: toQuota === null ? s.quotaSlice : handedOver(s.quotaSlice, now),
+    },
+    writes: [{ kind: "windows" }],
+  };
 }
 
 /**

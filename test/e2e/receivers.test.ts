@@ -17,7 +17,7 @@
 import { validate } from "@readme/openapi-parser";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Keyway, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
+import { envelopeData, type Keyway, operatorCall, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
 
 let keyway: Keyway;
 const receivers: ScriptedReceiver[] = [];
@@ -31,18 +31,8 @@ afterAll(async () => {
   for (const r of receivers) await r.close();
 });
 
-async function data<T>(res: Response): Promise<T> {
-  const body = (await res.json()) as { data: T };
-  if (!res.ok) throw new Error(`${res.status} ${JSON.stringify(body)}`);
-  return body.data;
-}
-
-const operator = (method: string, path: string, body?: unknown) =>
-  fetch(`${keyway.baseUrl}/admin/v1${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${keyway.adminToken}`, ...(body !== undefined ? { "Content-Type": "application/json" } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
+const data = envelopeData;
+const operator = (method: string, path: string, body?: unknown) => operatorCall(keyway, method, path, body);
 
 type Api = (path: string, init?: RequestInit) => Promise<Response>;
 

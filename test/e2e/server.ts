@@ -378,6 +378,22 @@ export async function startScriptedReceiver(
   };
 }
 
+/** `data` of keyway's JSON envelope; a non-2xx answer throws with its status and body. */
+export async function envelopeData<T>(res: Response): Promise<T> {
+  const body = (await res.json()) as { data: T };
+  if (!res.ok) throw new Error(`${res.status} ${JSON.stringify(body)}`);
+  return body.data;
+}
+
+/** A call to the operator API (`/admin/v1`) of a running keyway, with its ADMIN_TOKEN. */
+export function operatorCall(keyway: Keyway, method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(`${keyway.baseUrl}/admin/v1${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${keyway.adminToken}`, ...(body !== undefined ? { "Content-Type": "application/json" } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+}
+
 /** An organization's client against a running keyway: its id, and requests with its API key and access token. */
 export interface E2eTenant {
   orgId: string;
