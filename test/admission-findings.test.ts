@@ -13,12 +13,12 @@
 import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { generateKeyPair } from "jose";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { admit } from "../src/auth/gate";
 import { depsFromEnv } from "../src/deps";
 import { ApiError } from "../src/errors";
 import { sha256Hex } from "../src/lib/crypto";
-import { SHARD_CAPACITY, shardName, shardsFor } from "../src/objects/key";
+import { type Admission, type AdmitInput, SETTLE_AFTER_MS, SHARD_CAPACITY, shardName, shardsFor } from "../src/objects/key";
 import {
   admin,
   adminCall,
@@ -34,6 +34,7 @@ import {
   type KeyPair,
   type Tenant,
   tablesOf,
+  withObjectEnv,
 } from "./helpers";
 
 // ---------------------------------------------------------------------------------------------
@@ -406,5 +407,148 @@ describe("issue 41, finding 6: slices", () => {
     expect(await admitAt(t.apiKey, S + 6_000, 3)).toBe("admitted"); // the 3 left
     await expect.poll(quotaUsed, SETTLED).toEqual({ day: 13, month: 13 });
     expect((await keyUsage(t)).day.used).toBe(13);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// What a review of the change found (each staged exactly, in the real objects)
+
+/** What the edge sends a shard, stamped `now` (auth/gate.ts's input to `admit`). */
+async function toShard(t: Tenant, index: number, now: number): Promise<AdmitInput> {
+  return { now, defaults: depsFromEnv(env, () => now).config.defaultLimits, secretHash: await sha256Hex(t.apiKey), shard: index };
+}
+
+type Stubbed = Record<string, (...args: unknown[]) => unknown>;
+
+/** A namespace whose stubs answer as the real ones, but run `around` for the methods it names. */
+function aroundNamespace(
+  real: DurableObjectNamespace,
+  around: (id: DurableObjectId, method: string, call: () => Promise<unknown>) => Promise<unknown> | undefined,
+): DurableObjectNamespace {
+  return new Proxy(real, {
+    get(target, prop) {
+      if (prop !== "get") {
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      }
+      return (id: DurableObjectId) => {
+        const stub = target.get(id) as unknown as Stubbed;
+        return new Proxy(stub, {
+          get(s, method) {
+            if (typeof method !== "string" || method === "then") return Reflect.get(s, method);
+            return (...args: unknown[]) => {
+              const call = () => Promise.resolve((s[method] as (...a: unknown[]) => unknown)(...args));
+              return around(id, method, call) ?? call();
+            };
+          },
+        });
+      };
+    },
+  });
+}
+
+describe("issue 41, what a review of the change found", () => {
+  it("a slice its home granted before credits were set to 0, and answered after, is never spent: the request is decided again", async () => {
+    const t = await createTenant({ per_second: 3_000, per_day: 100_000_000 });
+    await admin("PATCH", keyPath(t), { credits: { remaining: 1_000 } });
+    const shard = (await shardOf(t, 1)) as unknown as { admit(input: AdmitInput): Promise<Admission> };
+    const S = secondAhead(3);
+    // The shard's rate in the second before: it will ask for 40 at once.
+    for (let i = 0; i < 40; i++) expect((await shard.admit(await toShard(t, 1, S - 1_000 + i))).status).toBe("active");
+    // Plain flags, polled on each side: a promise made in the test and settled inside the object
+    // (or the reverse) would carry one I/O context into the other.
+    const hold = { granted: false, released: false };
+    const restore = await withObjectEnv(await shardOf(t, 1), (real) => ({
+      KEYS: aroundNamespace(real.KEYS as unknown as DurableObjectNamespace, (_id, method, call) =>
+        method === "grant"
+          ? call().then(async (answer) => {
+              hold.granted = true;
+              while (!hold.released) await new Promise((tick) => setTimeout(tick, 5));
+              return answer;
+            })
+          : undefined,
+      ) as unknown as Env["KEYS"],
+    }));
+    try {
+      const inFlight = shard.admit(await toShard(t, 1, S + 100));
+      // The home has granted the slice, paid from the balance of 1,000; the shard has not had it yet.
+      while (!hold.granted) await new Promise((tick) => setTimeout(tick, 5));
+      const reset = await adminCall("PATCH", keyPath(t), { credits: { remaining: 0 } });
+      expect(reset.status).toBe(200);
+      hold.released = true;
+      const first = await inFlight;
+      expect(first.status === "active" && first.decision.exceeded).toBe("credits");
+    } finally {
+      await restore();
+    }
+    // Every request after the reset's answer is refused at that shard too (nothing of the slice left).
+    for (let i = 0; i < 5; i++) {
+      const a = await shard.admit(await toShard(t, 1, S + 200 + i));
+      expect(a.status === "active" && a.decision.allowed).toBe(false);
+    }
+    expect((await keyUsage(t)).credits?.remaining).toBe(0);
+  });
+
+  it("a push after one that failed to reach a retired shard reaches it: every shard the key ever had gets a revocation", async () => {
+    const t = await createTenant({ per_second: 5_000, per_day: 100_000_000 });
+    const token = await issueToken(t);
+    expect((await call("/v1/me", authed(t, token))).status).toBe(200);
+    const home = await homeOf(t);
+    const third = env.KEYS.idFromName(shardName(home.idHex, 3)).toString();
+    // Lowering the limit to two shards fails to reach shard 3 (the push is answered 503).
+    const restore = await withObjectEnv(home.stub, (real) => ({
+      KEYS: aroundNamespace(real.KEYS as unknown as DurableObjectNamespace, (id, method) =>
+        method === "sync" && id.toString() === third ? Promise.reject(new Error("shard 3 unreachable")) : undefined,
+      ) as unknown as Env["KEYS"],
+    }));
+    const quiet = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      expect((await adminCall("PATCH", keyPath(t), { limits: { per_second: 2_000 } })).status).toBe(503);
+    } finally {
+      await restore();
+      quiet.mockRestore();
+    }
+    // The credential is revoked: its push (and the one left over) must reach shard 3 as well.
+    expect((await adminCall("DELETE", `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${t.clientId}`)).status).toBe(200);
+    const copy = await runInDurableObject(await shardOf(t, 3), (_i, state) => ({
+      revoked: state.storage.sql.exec("SELECT 1 FROM revoked_clients WHERE client_id = ?", t.clientId).toArray().length,
+      perSecond: state.storage.sql.exec<{ per_second: number }>("SELECT per_second FROM key").one().per_second,
+    }));
+    expect(copy).toEqual({ revoked: 1, perSecond: 2_000 });
+  });
+
+  it("a shard's alarm that finds its slice's second not yet over is set again for it", async () => {
+    const t = await createTenant({ per_second: 3_000, per_day: 100_000_000 });
+    const stub = await shardOf(t, 1);
+    const shard = stub as unknown as { admit(input: AdmitInput): Promise<Admission> };
+    const S = secondAhead(30);
+    for (let i = 0; i < 20; i++) await shard.admit(await toShard(t, 1, S - 1_000 + i));
+    await shard.admit(await toShard(t, 1, S)); // a slice of 20 for second S: 19 of it held
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const alarm = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(alarm).toBe(S - 100 + 1_000 + SETTLE_AFTER_MS);
+  });
+
+  it("answers the release before issue 41 as it expects during a rollout: DPoP proofs sent to the key's or the organization's object are recorded once, at the ProofObjects", async () => {
+    const t = await createTenant();
+    const home = (await homeOf(t)).stub as unknown as { admit(input: AdmitInput): Promise<Admission> };
+    const now = Date.now();
+    const legacy = {
+      now,
+      defaults: depsFromEnv(env, () => now).config.defaultLimits,
+      secretHash: await sha256Hex(t.apiKey),
+      proof: { jti: `legacy.${crypto.randomUUID()}`, expiresMs: now + 60_000 },
+    };
+    const first = await home.admit(legacy);
+    const again = await home.admit({ ...legacy, now: now + 1_000 });
+    expect([first.status === "active" && first.proofReplayed, again.status === "active" && again.proofReplayed]).toEqual([false, true]);
+    const org = env.ORGS.get(env.ORGS.idFromName(t.orgId));
+    const tokenProof = { jti: `legacy.${crypto.randomUUID()}`, expiresMs: now + 60_000 };
+    expect([await org.recordTokenProof(tokenProof), await org.recordTokenProof(tokenProof)]).toEqual([true, false]);
+    const secretHash = await sha256Hex(t.clientSecret);
+    const withProof = { jti: `legacy.${crypto.randomUUID()}`, expiresMs: now + 60_000 };
+    const once = await org.authenticateClient(t.clientId, secretHash, now, withProof);
+    const twice = await org.authenticateClient(t.clientId, secretHash, now, withProof);
+    expect([once.ok && once.value?.proof_replayed, twice.ok && twice.value?.proof_replayed]).toEqual([false, true]);
   });
 });

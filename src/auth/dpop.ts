@@ -2,11 +2,11 @@
  * DPoP (RFC 9449): sender-constrained access tokens. A token request with a valid `DPoP` proof
  * gets a token bound to the proof key's thumbprint (`cnf.jkt`, token_type "DPoP"); every request
  * with that token must then say `Authorization: DPoP <token>` and carry a fresh proof by the same
- * key for this method and URL, with the token's hash (`ath`). A proof is used once: its jti goes
- * into the one call the request makes to its API key's object (objects/key.ts), which refuses a
- * second use. A DPoP-bound token is also bound to the API key it was issued with, so that every
- * use of it, and so every proof, meets that one object. The proof's signature and claims are
- * checked with jose (lib/jwt.ts) before that call, without I/O.
+ * key for this method and URL, with the token's hash (`ath`). A proof is used once: its id is
+ * recorded by the ProofObject the id alone names (objects/proofs.ts), beside the request's call to
+ * its API key's object (issue 41), and a second use is refused through any key, shard or endpoint.
+ * A DPoP-bound token is also bound to the API key it was issued with. The proof's signature and
+ * claims are checked with jose (lib/jwt.ts) before those calls, without I/O.
  */
 import { ApiError } from "../errors";
 import { DPOP_WINDOW_S, type DpopExpectation, JWT_ALGS, verifyDpopProof } from "../lib/jwt";

@@ -63,6 +63,7 @@ import {
   type Step,
   type SyncAck,
   settlement,
+  shardsCounted,
   shardsEverHad,
   shardsToSync,
   takeBack,
@@ -75,6 +76,7 @@ import type { QuotaDecision } from "../ratelimit/quota";
 import { type Decision, peek } from "../ratelimit/windows";
 import { USE_RESOLUTION_MS } from "../schemas/admin";
 import type { Limits, OrgQuota } from "../schemas/records";
+import { proofObjectName, proofShard } from "./proofs";
 import type { QuotaObject } from "./quota";
 import { type Migration, migrate, pruneExpired } from "./sql";
 
@@ -289,7 +291,18 @@ export class KeyObject extends DurableObject<Env> {
       perform: (need) => this.perform(need, input),
       resume: (state, pending, a) => resume(state, pending, a, ctx),
     });
-    return answer instanceof Promise ? answer.then((a) => this.used(input, a)) : this.used(input, answer);
+    const admitted = answer instanceof Promise ? answer.then((a) => this.used(input, a)) : this.used(input, answer);
+    return input.proof === undefined ? admitted : this.withLegacyProof(input.proof, admitted);
+  }
+
+  /**
+   * The gate of the release before issue 41 sends a DPoP proof here and reads `proofReplayed`: the
+   * proof is recorded where this release records it (objects/proofs.ts), so a rollout opens no gap.
+   */
+  private async withLegacyProof(proof: { jti: string; expiresMs: number }, admitted: Admission | Promise<Admission>): Promise<Admission> {
+    const proofs = this.env.PROOFS.get(this.env.PROOFS.idFromName(proofObjectName(proofShard(proof.jti))));
+    const [answer, fresh] = await Promise.all([admitted, proofs.record(proof.jti, proof.expiresMs)]);
+    return answer.status === "active" ? { ...answer, proofReplayed: !fresh } : answer;
   }
 
   /** Notes the uses an admitted request makes (the key's, and a credential's whose secret matched). */
@@ -303,6 +316,11 @@ export class KeyObject extends DurableObject<Env> {
 
   /** A shard asks for a slice of the current second's budget, and gives back what its last slices left. */
   async grant(request: GrantRequest): Promise<Grant> {
+    const key = this.state.key;
+    if ((key === null || key.shard_index !== null) && owedAmount(request.returned ?? []) > 0) {
+      // Not a key's home (erased, or asked by mistake): what the shard returned has nowhere to go.
+      log.warn("slice return lost (never counted twice)", { lost_return: owedAmount(request.returned ?? []) });
+    }
     return drive<Grant, GrantPending>(planGrant(this.state, request, Date.now(), this.askingNow), {
       state: () => this.state,
       persist: (state, writes) => this.persist(state, writes),
@@ -343,8 +361,10 @@ export class KeyObject extends DurableObject<Env> {
       case "shard": {
         const index = pickShard(need.count);
         try {
-          return { kind: "shard", admission: await this.shard(index).admit({ ...(input as AdmitInput), shard: index }) };
+          const admission = this.shard(index).admit({ ...(input as AdmitInput), shard: index });
+          return { kind: "shard", admission: await withTimeout(Promise.resolve(admission), CONFIRM_TIMEOUT_MS, "the key's shard") };
         } catch (err) {
+          // The shard may have counted it before its answer was lost: under-admission, never over.
           log.warn("key shard unreachable; the home counts the request", { key: this.state.key?.id, detail: describeError(err) });
           return { kind: "failed" };
         }
@@ -372,7 +392,11 @@ export class KeyObject extends DurableObject<Env> {
       const home = this.env.KEYS.get(this.env.KEYS.idFromString(key.shard_home as string));
       return { kind: "grant", grant: await withTimeout<Grant>(home.grant(request), CONFIRM_TIMEOUT_MS, "the key's home object") };
     } catch (err) {
-      log.warn("key home unreachable; refusing", { key: key.id, detail: describeError(err), lost_return: owedAmount(request.returned) });
+      log.warn("key home unreachable; refusing", {
+        key: key.id,
+        detail: describeError(err),
+        lost_return: owedAmount(request.returned ?? []),
+      });
       return { kind: "grant", grant: { status: "unavailable" } };
     }
   }
@@ -433,8 +457,12 @@ export class KeyObject extends DurableObject<Env> {
     }
     if (windows) writeWindows(sql, state);
     this.state = state;
-    // A slice held, or a rest owed: the alarm hands it back if no question carries it first.
-    const due = Math.min(settleAt(state.slice), settleAt(state.quotaSlice));
+    this.scheduleSettle();
+  }
+
+  /** A slice held, or a rest owed: the alarm hands it back if no question carries it first. */
+  private scheduleSettle(): void {
+    const due = Math.min(settleAt(this.state.slice), settleAt(this.state.quotaSlice));
     if (due !== Number.POSITIVE_INFINITY) this.schedule(Math.max(Date.now(), due) + SETTLE_AFTER_MS);
   }
 
@@ -457,7 +485,9 @@ export class KeyObject extends DurableObject<Env> {
         Array.from({ length: count }, async (_, i) => {
           const target = { home, index: i + 1 };
           const answer = await this.shard(i + 1).sync(snapshot, target);
-          if (answer.behind) await this.shard(i + 1).sync(this.wholeSet(snapshot), target);
+          // A shard behind the push gets the whole set, unless this home is behind too: then its
+          // set has the same gap, and the shard stays behind (it asks the organization itself).
+          if (answer.behind && ack.behind !== true) await this.shard(i + 1).sync(this.wholeSet(snapshot), target);
         }),
       );
     }
@@ -571,7 +601,7 @@ export class KeyObject extends DurableObject<Env> {
     const key = this.state.key;
     if (key === null) return [];
     const own = this.ownTraffic();
-    const shards = shardsEverHad(key);
+    const shards = shardsCounted(key);
     if (shards === 0) return own;
     const byHour = new Map<number, TrafficRow>(own.map((r) => [r.hour_ms, { ...r }]));
     const parts = await Promise.all(Array.from({ length: shards }, (_, i) => this.shard(i + 1).traffic()));
@@ -634,6 +664,8 @@ export class KeyObject extends DurableObject<Env> {
     if (key === null) return;
     const now = Date.now();
     await this.settleHoldings(now);
+    // A slice still current when this alarm ran (set by an earlier one) is handed back by the next.
+    this.scheduleSettle();
     const sql = this.ctx.storage.sql;
     const more = this.prune(now);
     const due = sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses WHERE at > flushed_at").toArray();
@@ -851,7 +883,7 @@ function writeCredits(sql: SqlStorage, credits: KeyCreditsState): void {
 function encodeHolding(h: Holding<unknown>): string | null {
   const l = h.lease;
   if (l.remaining === 0 && h.owed.length === 0) return null;
-  const paid = (p: Paid) => `${p.day},${p.month},${p.epoch ?? ""},${p.period ?? ""}`;
+  const paid = (p: Paid) => `${p.day},${p.quotaDay},${p.month},${p.epoch ?? ""},${p.period ?? ""}`;
   const owed = h.owed.map((o) => `;${o.amount},${paid(o.paid)}`).join("");
   return `${l.second},${l.remaining},${l.admitted},${l.previous},${paid(l.paid)}${owed}`;
 }
@@ -860,7 +892,13 @@ function decodeHolding(text: string | null): { lease: Lease; owed: Owed[] } {
   if (text === null) return { lease: NO_LEASE, owed: [] };
   const [leaseText, ...owedTexts] = text.split(";");
   const num = (v: string | undefined) => (v === undefined || v === "" ? null : Number(v));
-  const paid = (f: (string | undefined)[]): Paid => ({ day: num(f[0]) ?? 0, month: num(f[1]) ?? 0, epoch: num(f[2]), period: num(f[3]) });
+  const paid = (f: (string | undefined)[]): Paid => ({
+    day: num(f[0]) ?? 0,
+    quotaDay: num(f[1]) ?? 0,
+    month: num(f[2]) ?? 0,
+    epoch: num(f[3]),
+    period: num(f[4]),
+  });
   const l = (leaseText ?? "").split(",");
   const lease: Lease = {
     second: num(l[0]) ?? 0,

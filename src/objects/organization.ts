@@ -63,6 +63,7 @@ import {
   userRecord,
   userRow,
 } from "./org/schema";
+import { proofObjectName, proofShard } from "./proofs";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, pruneExpired, type Result } from "./sql";
 import type { KeyedAuditEntry } from "./webhooks/audit";
 
@@ -74,6 +75,12 @@ export {
   type Propagated,
   type SessionInfo,
 } from "./org/schema";
+
+/** A DPoP proof's id as the release before issue 41 sends it (auth/dpop.ts `replay`). */
+interface LegacyProof {
+  jti: string;
+  expiresMs: number;
+}
 
 export class OrganizationObject extends DurableObject<Env> {
   /** When expired rows were last pruned (memory: a restarted object prunes at its first alarm). */
@@ -418,13 +425,28 @@ export class OrganizationObject extends DurableObject<Env> {
    * the key objects know: whether the secret matches an active credential of this organization,
    * and what its tokens may be. A match is a use of the credential.
    */
-  authenticateClient(clientId: string, secretHash: string, now: number): Result<ClientFacts | null> {
+  async authenticateClient(clientId: string, secretHash: string, now: number, proof?: LegacyProof): Promise<Result<ClientFacts | null>> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
     if (row === undefined || row.auth_method !== "client_secret") return ok(null);
     const matches = digestsEqual(row.secret_hash, secretHash);
     if (!matches) return ok(null);
     if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok(this.factsOf(row));
+    return ok(await this.withLegacyProof(this.factsOf(row), proof));
+  }
+
+  /**
+   * The token endpoint of the release before issue 41 asks this object to record a DPoP proof (here,
+   * or with a client's authentication): recorded where this release records proofs, the ProofObject
+   * its id names (objects/proofs.ts), so a rollout opens no gap. Removable once no Worker of that
+   * release runs.
+   */
+  async recordTokenProof(proof: LegacyProof): Promise<boolean> {
+    const proofs = this.env.PROOFS.get(this.env.PROOFS.idFromName(proofObjectName(proofShard(proof.jti))));
+    return proofs.record(proof.jti, proof.expiresMs);
+  }
+
+  private async withLegacyProof(facts: ClientFacts, proof: LegacyProof | undefined): Promise<ClientFacts> {
+    return proof === undefined ? facts : { ...facts, proof_replayed: !(await this.recordTokenProof(proof)) };
   }
 
   /**
@@ -438,6 +460,7 @@ export class OrganizationObject extends DurableObject<Env> {
     assertion: string,
     audiences: string[],
     now: number,
+    proof?: LegacyProof,
   ): Promise<Result<{ facts: ClientFacts | null; reason?: string }>> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
     if (row === undefined || row.auth_method !== "private_key_jwt" || row.jwks === null) {
@@ -459,7 +482,7 @@ export class OrganizationObject extends DurableObject<Env> {
     ).rowsWritten;
     if (first === 0) return ok({ facts: null, reason: "jti already used" });
     if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok({ facts: this.factsOf(row) });
+    return ok({ facts: await this.withLegacyProof(this.factsOf(row), proof) });
   }
 
   /**

@@ -70,6 +70,12 @@ export const QUOTA_SLICE_CAP = 20;
 export const KEY_LEASE_MS = 10_000;
 /** How many times a request tries a shared question before it asks for exactly itself. */
 const SHARED_TRIES = 3;
+/**
+ * How many questions one request may ask before it fails closed (503, retry): an exact question's
+ * answer is spent at once, so only pushes that keep changing the key or the quota while it asks
+ * (each sends its answer back and the request asks again) reach this.
+ */
+const MAX_TRIES = 8;
 
 /** How many shards serve a key allowed `perSecond` requests a second (0: its home object alone). */
 export function shardsFor(perSecond: number): number {
@@ -186,6 +192,12 @@ export interface AdmitInput {
   inspect?: { tokenId: string; clientId: string } | undefined;
   /** The shard of a sharded key the edge sent this to (1..n); absent: the key's home object. */
   shard?: number | undefined;
+  /**
+   * A DPoP proof's id, sent only by the gate of the release before issue 41 (it recorded proofs in
+   * the key's object); the object records it at its ProofObject and answers `proofReplayed`.
+   * Removable once no Worker of that release runs.
+   */
+  proof?: { jti: string; expiresMs: number } | undefined;
 }
 
 /** What the object's revocation tables say of the credential and tokens a request presents. */
@@ -211,18 +223,20 @@ export type Admission =
       decision: Decision;
       /** How many shards serve the key (absent: its home object alone), for the edge to spread its requests. */
       shards?: number;
+      /** For the previous release's gate only (AdmitInput.proof). */
+      proofReplayed?: boolean;
     } & Facts);
 
 /** A shard's question to its key's home object: a slice of the current second's budget, and what it gives back. */
 export interface GrantRequest {
   now: number;
   defaults: Limits;
-  /** The least the slice may be (what the asking request lacks). */
+  /** The least the slice may be (what the asking request lacks); a shard of the previous release sends `cost` instead. */
   min: number;
   /** What the shard would like (its rate, at most KEY_SLICE_CAP). */
   want: number;
-  /** The unspent rest of the shard's earlier slices, by what each was paid from. */
-  returned: Owed[];
+  /** The unspent rest of the shard's earlier slices, by what each was paid from (absent from a shard of the previous release). */
+  returned?: Owed[];
 }
 
 export type Grant =
@@ -447,14 +461,16 @@ function charge(s: AdmissionState, size: number, now: number, defaults: Limits, 
   const hourly = tallied ? tally(s, now, "admitted", writes) : s.hourly;
   writes.push({ kind: "windows" });
   const next: AdmissionState = { ...s, windows, hourly, credits };
-  const paid: Paid = {
-    day: windows.day,
-    month: 0,
-    epoch: credits === null ? null : credits.epoch,
-    period: credits === null ? null : credits.nextRefillMs,
-  };
-  const quota = quotaLimits(s.quota);
-  if (quota === null) return { state: next, writes, result: { kind: "allowed", decision: withCredits(decision, credits, now), paid } };
+  if (s.quota === null) {
+    const paid: Paid = {
+      day: windows.day,
+      quotaDay: 0,
+      month: 0,
+      epoch: credits === null ? null : credits.epoch,
+      period: credits === null ? null : credits.nextRefillMs,
+    };
+    return { state: next, writes, result: { kind: "allowed", decision: withCredits(decision, credits, now), paid } };
+  }
   const counted: Counted = {
     size,
     tallied,
@@ -463,22 +479,45 @@ function charge(s: AdmissionState, size: number, now: number, defaults: Limits, 
     now,
     limits,
     decision,
-    quota,
-    exact: (quota.per_second ?? 0) <= QUOTA_EXACT_PER_SECOND,
+    quota: QUOTA_NONE,
+    exact: true,
     tries: 0,
   };
+  return quotaPart(next, writes, counted, asking);
+}
+
+const QUOTA_NONE: OrgQuota = {};
+
+/**
+ * The organization's quota part of a charge, under the quota as the state has it now: none (the
+ * charge is allowed), exact (the QuotaObject takes it, and what this object owes it goes along), or
+ * sliced (paid from this key's slice of the quota).
+ */
+function quotaPart(s: AdmissionState, writes: Write[], base: Counted, asking: Asking): Charge {
+  const quota = quotaLimits(s.quota);
+  if (quota === null) {
+    return {
+      state: s,
+      writes: addWindows(writes),
+      result: { kind: "allowed", decision: withCredits(base.decision, s.credits, base.now), paid: paidOf(base, 0, 0) },
+    };
+  }
+  const counted: Counted = { ...base, quota, exact: (quota.per_second ?? 0) <= QUOTA_EXACT_PER_SECOND };
   if (counted.exact) {
     // Exact: the QuotaObject counts this request, and takes back what this object owes it.
-    const returned = next.quotaSlice.owed;
     return {
-      state: { ...next, quotaSlice: { ...next.quotaSlice, owed: [] } },
-      writes,
-      need: { kind: "take", limits: quota, now, cost: size, returned },
+      state: { ...s, quotaSlice: { ...s.quotaSlice, owed: [] } },
+      writes: addWindows(writes),
+      need: { kind: "take", limits: quota, now: counted.now, cost: counted.size, returned: s.quotaSlice.owed },
       counted,
     };
   }
-  return fromQuotaSlice(next, writes, counted, asking);
+  return fromQuotaSlice(s, writes, counted, asking);
 }
+
+/** Whether two quotas count alike (what a question was asked under, and what the state has now). */
+const sameQuota = (a: OrgQuota | null, b: OrgQuota | null): boolean =>
+  a === b || (a !== null && b !== null && a.per_second === b.per_second && a.per_day === b.per_day && a.per_month === b.per_month);
 
 /** A quota past QUOTA_EXACT_PER_SECOND: paid from this key's slice, else a refusal repeated, else a question. */
 function fromQuotaSlice(s: AdmissionState, writes: Write[], counted: Counted, asking: Asking): Charge {
@@ -495,7 +534,7 @@ function fromQuotaSlice(s: AdmissionState, writes: Write[], counted: Counted, as
       result: {
         kind: "allowed",
         decision: { ...withCredits(counted.decision, s.credits, counted.now), quota: held.view.windows },
-        paid: paidOf(counted, current.lease.paid.month),
+        paid: paidOf(counted, current.lease.paid.month, current.lease.paid.quotaDay),
       },
     };
   }
@@ -503,11 +542,7 @@ function fromQuotaSlice(s: AdmissionState, writes: Write[], counted: Counted, as
   if (repeats(held.refusal, counted.now, counted.size)) {
     return refusedByQuota({ ...s, quotaSlice: holding }, writes, counted, held.refusal.answer);
   }
-  if (counted.tries > SHARED_TRIES) {
-    // Even a slice of exactly this charge went to others: refused for this second, never over.
-    const windows = held.view?.windows ?? [];
-    return refusedByQuota({ ...s, quotaSlice: holding }, writes, counted, { allowed: false, exceeded: "org_second", windows });
-  }
+  if (counted.tries > MAX_TRIES) return unconfirmedCharge({ ...s, quotaSlice: holding }, counted);
   if (asking.quota && counted.tries < SHARED_TRIES) {
     return { state: { ...s, quotaSlice: holding }, writes: addWindows(writes), need: { kind: "wait", on: "quota" }, counted };
   }
@@ -530,9 +565,10 @@ const secondEnd = (now: number): number => (Math.floor(now / 1000) + 1) * 1000;
 
 const addWindows = (writes: Write[]): Write[] => (writes.some((w) => w.kind === "windows") ? writes : [...writes, { kind: "windows" }]);
 
-/** What a charge was paid from: the day, the quota's month, the credits balance. */
-const paidOf = (counted: Counted, month: number): Paid => ({
+/** What a charge was paid from: the key's day, the quota's day and month, the credits balance. */
+const paidOf = (counted: Counted, month: number, quotaDay: number): Paid => ({
   day: counted.windows.day,
+  quotaDay,
   month,
   epoch: counted.spentFrom?.epoch ?? null,
   period: counted.spentFrom?.period ?? null,
@@ -551,13 +587,25 @@ function resumeCharge(s: AdmissionState, counted: Counted, answer: Answer, askin
       result: {
         kind: "allowed",
         decision: { ...withCredits(counted.decision, s.credits, counted.now), quota: q.windows },
-        paid: paidOf(counted, q.paid.month),
+        paid: paidOf(counted, q.paid.month, q.paid.day),
       },
     };
   }
+  const quotaPaid: Paid = { ...NOTHING_PAID, day: q.paid.day, quotaDay: q.paid.day, month: q.paid.month };
+  if (!sameQuota(quotaLimits(s.quota), counted.quota)) {
+    // Asked under a quota that changed while the question was out (its slices were dropped): the
+    // slice goes back whole, and the charge is decided again under the quota as it is now.
+    const owed = q.allowed ? oweMore(s.quotaSlice.owed, { amount: q.granted, paid: quotaPaid }) : s.quotaSlice.owed;
+    return quotaPart(
+      { ...s, quotaSlice: { ...s.quotaSlice, owed } },
+      [{ kind: "windows" }],
+      { ...counted, tries: counted.tries + 1 },
+      asking,
+    );
+  }
   if (!q.allowed) return refusedByQuota(s, [], counted, q, { until: secondEnd(counted.now), cost: counted.size });
   const current = currentLease(s.quotaSlice.lease, counted.now);
-  const received = receiveLease(current.lease, q.granted, { ...NOTHING_PAID, day: q.paid.day, month: q.paid.month });
+  const received = receiveLease(current.lease, q.granted, quotaPaid);
   const owed = oweMore(oweMore(s.quotaSlice.owed, current.owed), received.owed);
   const next: AdmissionState = { ...s, quotaSlice: { lease: received.lease, owed, view: q, refusal: null } };
   // Pays from what just arrived; if others spent the rest meanwhile, it tries again (at last, exactly).
@@ -639,7 +687,9 @@ export function takeBack(s: AdmissionState, returned: readonly Owed[]): { state:
     if (credits !== null && paid.epoch !== null && credits.epoch === paid.epoch && credits.nextRefillMs === paid.period) {
       credits = { ...credits, remaining: credits.remaining + amount };
     }
-    if (paid.month !== 0) quotaOwed = oweMore(quotaOwed, { amount, paid: { ...NOTHING_PAID, day: paid.day, month: paid.month } });
+    if (paid.month !== 0) {
+      quotaOwed = oweMore(quotaOwed, { amount, paid: { ...NOTHING_PAID, day: paid.quotaDay, quotaDay: paid.quotaDay, month: paid.month } });
+    }
   }
   if (credits !== s.credits) writes.push({ kind: "credits" });
   return { state: { ...s, windows, credits, quotaSlice: { ...s.quotaSlice, owed: quotaOwed } }, writes };
@@ -651,7 +701,8 @@ export function takeBack(s: AdmissionState, returned: readonly Owed[]): { state:
 type AdmitPending =
   | { phase: "confirm"; input: AdmitInput }
   | { phase: "shard"; input: AdmitInput; facts: Facts; shards: number }
-  | { phase: "slice"; input: AdmitInput; facts: Facts; tries: number }
+  /** `version`: the key's version when the shard asked; an answer under another is not spent. */
+  | { phase: "slice"; input: AdmitInput; facts: Facts; tries: number; version: number }
   | { phase: "charge"; input: AdmitInput; facts: Facts; counted: Counted; shards: number };
 
 export type AdmitStep = Step<Admission, AdmitPending>;
@@ -672,7 +723,7 @@ export function plan(s: AdmissionState, input: AdmitInput, clock: number, ctx: C
   return confirmed(s, input, ctx);
 }
 
-function confirmed(s: AdmissionState, input: AdmitInput, ctx: Context): AdmitStep {
+function confirmed(s: AdmissionState, input: AdmitInput, ctx: Context, tries = 0): AdmitStep {
   const key = s.key;
   if (key === null) return done(s, [], UNKNOWN);
   if (!answersTo(key, input.secretHash, input.routed === true, input.now)) return done(s, [], UNKNOWN);
@@ -683,7 +734,7 @@ function confirmed(s: AdmissionState, input: AdmitInput, ctx: Context): AdmitSte
   if (key.shard_index !== null) {
     // A shard past its key's current count (the limit came down) serves nothing: the home decides.
     if (key.shard_index > shards) return done(s, [], HOME);
-    return fromSlice(s, input, facts, 0, asking);
+    return fromSlice(s, input, facts, tries, asking);
   }
   // The home of a sharded key hands an edge's first request to a shard, as the edge will from now
   // on (the answer says how many there are); only if that shard is not ready does it count here.
@@ -751,21 +802,15 @@ function fromSlice(s: AdmissionState, input: AdmitInput, facts: Facts, tries: nu
     writes.push({ kind: "windows" });
     return done({ ...s, hourly, slice: holding }, writes, answer({ ...held.refusal.answer, now, cost }));
   }
-  if (tries >= SHARED_TRIES + 1) {
-    // Even a slice of exactly this request went to others: refused for this second, never over.
-    const writes: Write[] = [];
-    const hourly = tally(s, now, "refused", writes);
-    writes.push({ kind: "windows" });
-    const refused = {
-      ...peek(EMPTY_STATE, limitsOf(key, input.defaults), now),
-      allowed: false,
-      exceeded: "second",
-      cost,
-    } satisfies Decision;
-    return done({ ...s, hourly, slice: holding }, writes, answer(refused));
-  }
+  if (tries > MAX_TRIES) return done({ ...s, slice: holding }, [{ kind: "windows" }], UNCONFIRMED);
+  const version = key.version;
   if (asking.home && tries < SHARED_TRIES) {
-    return needs({ ...s, slice: holding }, [{ kind: "windows" }], { kind: "wait", on: "home" }, { phase: "slice", input, facts, tries });
+    return needs(
+      { ...s, slice: holding },
+      [{ kind: "windows" }],
+      { kind: "wait", on: "home" },
+      { phase: "slice", input, facts, tries, version },
+    );
   }
   const exact = tries >= SHARED_TRIES;
   const { min, want } = exact ? { min: cost, want: cost } : wantFor(current.lease, cost, KEY_SLICE_CAP);
@@ -773,7 +818,7 @@ function fromSlice(s: AdmissionState, input: AdmitInput, facts: Facts, tries: nu
     { ...s, slice: { ...holding, owed: [] } },
     [{ kind: "windows" }],
     { kind: "grant", request: { now, defaults: input.defaults, min, want, returned: owing }, shared: !exact },
-    { phase: "slice", input, facts, tries },
+    { phase: "slice", input, facts, tries, version },
   );
 }
 
@@ -791,17 +836,27 @@ export function resume(s: AdmissionState, pending: AdmitPending, answer: Answer,
       }
       return charging(s, pending.input, pending.facts, pending.shards, asking);
     case "slice":
-      return resumeSlice(s, pending, answer, asking);
+      return resumeSlice(s, pending, answer, ctx);
     case "charge":
       return fromCharge(resumeCharge(s, pending.counted, answer, asking), pending.input, pending.facts, pending.shards);
   }
 }
 
-function resumeSlice(s: AdmissionState, pending: Extract<AdmitPending, { phase: "slice" }>, answer: Answer, asking: Asking): AdmitStep {
+function resumeSlice(s: AdmissionState, pending: Extract<AdmitPending, { phase: "slice" }>, answer: Answer, ctx: Context): AdmitStep {
   const { input, facts, tries } = pending;
-  if (answer.kind === "waited") return fromSlice(s, input, facts, tries + 1, asking);
+  // Another request's question was answered: this one is decided again from the top (the key may
+  // have changed, or been revoked, meanwhile).
+  if (answer.kind === "waited") return again(s, input, ctx, tries + 1);
   if (answer.kind !== "grant" || answer.grant.status === "unavailable") return done(s, [], UNCONFIRMED);
   const grant = answer.grant;
+  if (s.key === null || s.key.version !== pending.version) {
+    // Asked under an older version of the key (a push dropped the slices meanwhile: a lowered limit,
+    // credits set to zero): the slice goes back whole and is never spent; the request is decided
+    // again under the key as it is now.
+    const owed = grant.status === "granted" ? oweMore(s.slice.owed, { amount: grant.granted, paid: grant.paid }) : s.slice.owed;
+    return again({ ...s, slice: { ...s.slice, owed } }, input, ctx, tries + 1, [{ kind: "windows" }]);
+  }
+  const asking = ctx.asking;
   if (grant.status === "refused") {
     const refusal = { answer: grant.decision, until: secondEnd(input.now), cost: input.cost ?? 1 };
     return fromSlice({ ...s, slice: { ...s.slice, refusal } }, input, facts, tries + 1, asking);
@@ -811,6 +866,17 @@ function resumeSlice(s: AdmissionState, pending: Extract<AdmitPending, { phase: 
   const owed = oweMore(oweMore(s.slice.owed, current.owed), received.owed);
   const next = { ...s, slice: { lease: received.lease, owed, view: grant.decision, refusal: null } };
   return fromSlice(next, input, facts, tries + 1, asking);
+}
+
+/**
+ * A request decided again after a call (a question answered to another request, or under another
+ * version of the key): from the key's checks down, first asking the organization if a push meanwhile
+ * left the copy behind.
+ */
+function again(s: AdmissionState, input: AdmitInput, ctx: Context, tries: number, writes: Write[] = []): AdmitStep {
+  if (s.key !== null && s.confirmedAt === 0) return needs(s, writes, { kind: "confirm" }, { phase: "confirm", input });
+  const step = confirmed(s, input, ctx, tries);
+  return writes.length === 0 ? step : { ...step, writes: addWindows(step.writes) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -827,16 +893,21 @@ export type { GrantPending };
  * as any request (counted now, whether the shard spends it or not, until it returns the rest),
  * shrunk to what is left but never below what the asking request lacks.
  */
-export function planGrant(s: AdmissionState, request: GrantRequest, clock: number, asking: Asking): GrantStep {
+export function planGrant(s: AdmissionState, asked: GrantRequest, clock: number, asking: Asking): GrantStep {
   const key = s.key;
   if (key === null || key.shard_index !== null) return done(s, [], { status: "unavailable" });
-  if (clock - s.confirmedAt > KEY_LEASE_MS) return needs(s, [], { kind: "confirm" }, { phase: "confirm", request });
-  return grantConfirmed(s, request, asking);
+  // What the shard returned is given back whatever the answer (it was handed over once).
+  const back = takeBack(s, asked.returned ?? []);
+  const request: GrantRequest = { ...asked, min: asked.min ?? legacyCost(asked), returned: [] };
+  if (clock - s.confirmedAt > KEY_LEASE_MS) return needs(back.state, back.writes, { kind: "confirm" }, { phase: "confirm", request });
+  return grantConfirmed(back.state, back.writes, request, asking);
 }
 
-function grantConfirmed(s: AdmissionState, request: GrantRequest, asking: Asking): GrantStep {
-  const back = takeBack(s, request.returned);
-  const st = back.state;
+/** A shard of the previous release asks with `cost` (what its request costs) where this one sends `min`. */
+const legacyCost = (asked: GrantRequest): number => (asked as GrantRequest & { cost?: number }).cost ?? 1;
+
+function grantConfirmed(st: AdmissionState, writes: Write[], request: GrantRequest, asking: Asking): GrantStep {
+  const back = { state: st, writes };
   if (st.key === null || st.key.status !== "active") return done(st, back.writes, { status: "unavailable" });
   const limits = limitsOf(st.key, request.defaults);
   const left = peek(st.windows, limits, request.now);
@@ -865,7 +936,7 @@ function fromGrantCharge(c: Charge, request: GrantRequest): GrantStep {
 export function resumeGrant(s: AdmissionState, pending: GrantPending, answer: Answer, asking: Asking): GrantStep {
   if (pending.phase === "confirm") {
     if (answer.kind !== "confirmed") return done(s, [], { status: "unavailable" });
-    return grantConfirmed(s, pending.request, asking);
+    return grantConfirmed(s, [], pending.request, asking);
   }
   return fromGrantCharge(resumeCharge(s, pending.counted, answer, asking), pending.request);
 }
@@ -936,9 +1007,10 @@ export interface KeySnapshot {
   revision: number;
   /**
    * The revision the revocations start after: a copy at an earlier revision lacks some between,
-   * so it keeps its revision and says it is behind; 0 carries the whole set.
+   * so it keeps its revision and says it is behind; 0 carries the whole set. Absent from a push of
+   * the previous release (then the copy's own revision).
    */
-  since: number;
+  since?: number;
   revocations: Revocation[];
   /** The key's credits as its organization keeps them (applied by epoch and `added`); null: none. */
   credits?: KeyCredits | null;
@@ -1018,12 +1090,16 @@ export function applySnapshot(
           : {}),
       }
     : base;
-  const revision = snap.since <= base.revision ? Math.max(base.revision, snap.revision) : base.revision;
+  // A push of the previous release carries no `since`: its revocations start at this copy's revision.
+  const since = snap.since ?? base.revision;
+  const revision = since <= base.revision ? Math.max(base.revision, snap.revision) : base.revision;
   // Behind: revocations between this copy's revision and `since` are missing, and the organization
   // may have answered them already. The copy serves no request before it has them: its lease counts
   // as lapsed, so its next request asks the organization first (the whole set since its revision),
   // whichever comes first of that and the home's resend (objects/key.ts `sync`).
   const behind = revision < snap.revision;
+  // Only a push as new as the copy renews its lease: a late one says nothing of the present.
+  const stale = current !== null && (snap.version < current.version || snap.revision < current.revision);
   key = { ...key, revision };
   if (shard !== undefined) key = { ...key, shard_home: shard.home, shard_index: shard.index };
   if (key.shard_index === null && key.shard_high !== null) {
@@ -1054,7 +1130,7 @@ export function applySnapshot(
       credits: credits === undefined ? s.credits : credits,
       slice,
       quotaSlice,
-      confirmedAt: behind ? 0 : clock,
+      confirmedAt: behind ? 0 : stale ? s.confirmedAt : clock,
     },
     revocations: snap.revocations,
     credits: credits !== undefined,
@@ -1063,18 +1139,30 @@ export function applySnapshot(
   };
 }
 
-/** Which of its shards a home passes a push on to: those it had before and those it has now (a lowered limit retires some). */
+/** How many shards a home serves with now. */
+const shardsOf = (key: KeyCopy | null): number =>
+  key === null || key.shard_index !== null ? 0 : shardsFor(limitsOf(key, { per_second: 0, per_day: 0 }).per_second);
+
+/**
+ * Which of its shards a home passes a push on to: every one it ever had (a retired shard holds a
+ * copy too, and one a failed push left with an older limit may still be asked by an isolate that
+ * knows the older count), and those it had before this push for a copy older than `shard_high`.
+ */
 export function shardsToSync(before: KeyCopy | null, after: KeyCopy | null): number {
   if (after === null || after.shard_index !== null) return 0;
-  const was = before === null || before.shard_index !== null ? 0 : shardsFor(limitsOf(before, { per_second: 0, per_day: 0 }).per_second);
-  return Math.max(was, shardsFor(limitsOf(after, { per_second: 0, per_day: 0 }).per_second));
+  return Math.max(shardsOf(before), shardsOf(after), after.shard_high ?? 0);
 }
 
-/** Every shard the key may ever have had: erasure and the traffic sums reach them all. */
+/** Every shard the key may ever have had, for erasure: all ten a key can have when a copy older than issue 41 does not know. */
 export function shardsEverHad(key: KeyCopy | null): number {
   if (key === null || key.shard_index !== null) return 0;
-  const now = shardsFor(limitsOf(key, { per_second: 0, per_day: 0 }).per_second);
-  return key.shard_high === null ? MAX_SHARDS : Math.max(key.shard_high, now);
+  return key.shard_high === null ? MAX_SHARDS : Math.max(key.shard_high, shardsOf(key));
+}
+
+/** The shards whose traffic counts add up to the key's: those it is known to have had. */
+export function shardsCounted(key: KeyCopy | null): number {
+  if (key === null || key.shard_index !== null) return 0;
+  return Math.max(key.shard_high ?? 0, shardsOf(key));
 }
 
 /**

@@ -27,16 +27,20 @@ import { SECOND_MS } from "../lib/series";
 
 /** What a slice was paid from at its coordinator: where its unspent rest goes back to. */
 export interface Paid {
-  /** The UTC day (days since the epoch) whose count it was added to. */
+  /** The UTC day (days since the epoch) of the key's count it was added to. */
   day: number;
-  /** The UTC month (year * 12 + month) of the organization quota's count it was added to; 0 without one. */
+  /**
+   * The day and the UTC month (year * 12 + month) of the organization quota's counts it was added
+   * to (the quota's own windows: another key may have moved them past midnight first); 0 without one.
+   */
+  quotaDay: number;
   month: number;
   /** The credits balance it was spent from (its epoch and the end of its refill period); null without credits. */
   epoch: number | null;
   period: number | null;
 }
 
-export const NOTHING_PAID: Paid = { day: 0, month: 0, epoch: null, period: null };
+export const NOTHING_PAID: Paid = { day: 0, quotaDay: 0, month: 0, epoch: null, period: null };
 
 /** A slice held for one second's window. */
 export interface Lease {
@@ -61,7 +65,7 @@ export interface Owed {
 export const NO_LEASE: Lease = { second: 0, remaining: 0, admitted: 0, previous: 0, paid: NOTHING_PAID };
 
 export const samePaid = (a: Paid, b: Paid): boolean =>
-  a.day === b.day && a.month === b.month && a.epoch === b.epoch && a.period === b.period;
+  a.day === b.day && a.quotaDay === b.quotaDay && a.month === b.month && a.epoch === b.epoch && a.period === b.period;
 
 /**
  * What is owed with `more` added: one entry per balance it was paid from (a slice paid before a

@@ -89,6 +89,8 @@ export class Propagation {
               ack.behind === true ? 1 : 0,
               key.id,
             );
+            // Not applied yet: the change is answered only once this key's object has all of it.
+            if (ack.behind === true) pending++;
           } catch (err) {
             pending++;
             log.warn("key object sync failed; will retry", { key: key.id, detail: describeError(err) });

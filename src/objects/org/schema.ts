@@ -213,6 +213,8 @@ export interface ClientFacts {
   /** Its tokens must be DPoP-bound. */
   dpop_bound: boolean;
   version: number;
+  /** For the release before issue 41 only: its token request's DPoP proof had been used before. */
+  proof_replayed?: boolean;
 }
 
 /** A change that others must apply: whether every one of them has. */
