@@ -76,7 +76,7 @@ import type { QuotaDecision } from "../ratelimit/quota";
 import { type Decision, peek } from "../ratelimit/windows";
 import { USE_RESOLUTION_MS } from "../schemas/admin";
 import type { Limits, OrgQuota } from "../schemas/records";
-import { proofObjectName, proofShard } from "./proofs";
+import { recordProofAt } from "./proofs";
 import type { QuotaObject } from "./quota";
 import { type Migration, migrate, pruneExpired } from "./sql";
 
@@ -211,6 +211,9 @@ const FACTS_CACHED = 10_000;
 
 type KeyRow = KeyCopy & Record<string, SqlStorageValue>;
 
+/** The key row as the core reads it: the copy's columns; the quota column goes to the state apart. */
+const keyCopyOf = ({ quota: _quota, ...copy }: KeyRow & { quota: string | null }): KeyCopy => copy;
+
 const KEY_COLUMNS =
   "id, organization_id, status, per_second, per_day, version, revision, secret_hash, previous_hash, previous_until_ms, shard_home, shard_index, shard_high";
 
@@ -255,18 +258,17 @@ export class KeyObject extends DurableObject<Env> {
     const sql = ctx.storage.sql;
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").toArray().length === 0) return;
     migrate(ctx.storage, MIGRATIONS);
-    const key = sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM key`).toArray()[0] ?? null;
+    const row = sql.exec<KeyRow & { quota: string | null }>(`SELECT ${KEY_COLUMNS}, quota FROM key`).toArray()[0];
     const w = sql.exec<WindowsRow>("SELECT * FROM windows").toArray()[0];
-    const q = sql.exec<{ quota: string | null }>("SELECT quota FROM key").toArray()[0];
     const slice = decodeHolding(w?.slice ?? null);
     const quotaSlice = decodeHolding(w?.quota_slice ?? null);
     this.state = {
       ...EMPTY_ADMISSION,
-      key: key === null ? null : { ...key },
+      key: row === undefined ? null : keyCopyOf(row),
       windows: w ? { second: w.second, secondCount: w.second_count, day: w.day, dayCount: w.day_count } : EMPTY_ADMISSION.windows,
       hourly: w ? { hour: w.hour_ms, admitted: w.hour_admitted, refused: w.hour_refused } : EMPTY_ADMISSION.hourly,
       credits: this.readCredits(),
-      quota: q?.quota ? (JSON.parse(q.quota) as OrgQuota) : null,
+      quota: row?.quota ? (JSON.parse(row.quota) as OrgQuota) : null,
       // A restart lost the answers that came with the slices: their rest is owed back.
       slice: restored<Decision>(slice.lease, slice.owed),
       quotaSlice: restored<QuotaDecision>(quotaSlice.lease, quotaSlice.owed),
@@ -275,7 +277,7 @@ export class KeyObject extends DurableObject<Env> {
     for (const u of sql.exec<{ subject: string; at: number }>("SELECT subject, at FROM uses")) this.noted.set(u.subject, u.at);
     void ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
-      if (this.state.slice.owed.length > 0 || this.state.quotaSlice.owed.length > 0) this.schedule(Date.now() + SETTLE_AFTER_MS);
+      this.scheduleSettle();
     });
   }
 
@@ -300,8 +302,7 @@ export class KeyObject extends DurableObject<Env> {
    * proof is recorded where this release records it (objects/proofs.ts), so a rollout opens no gap.
    */
   private async withLegacyProof(proof: { jti: string; expiresMs: number }, admitted: Admission | Promise<Admission>): Promise<Admission> {
-    const proofs = this.env.PROOFS.get(this.env.PROOFS.idFromName(proofObjectName(proofShard(proof.jti))));
-    const [answer, fresh] = await Promise.all([admitted, proofs.record(proof.jti, proof.expiresMs)]);
+    const [answer, fresh] = await Promise.all([admitted, recordProofAt(this.env.PROOFS, proof)]);
     return answer.status === "active" ? { ...answer, proofReplayed: !fresh } : answer;
   }
 
@@ -389,8 +390,7 @@ export class KeyObject extends DurableObject<Env> {
   private async askHome(request: GrantRequest): Promise<Answer> {
     const key = this.state.key as KeyCopy;
     try {
-      const home = this.env.KEYS.get(this.env.KEYS.idFromString(key.shard_home as string));
-      return { kind: "grant", grant: await withTimeout<Grant>(home.grant(request), CONFIRM_TIMEOUT_MS, "the key's home object") };
+      return { kind: "grant", grant: await withTimeout<Grant>(this.home(key).grant(request), CONFIRM_TIMEOUT_MS, "the key's home object") };
     } catch (err) {
       log.warn("key home unreachable; refusing", {
         key: key.id,
@@ -550,7 +550,7 @@ export class KeyObject extends DurableObject<Env> {
     }
     const tokenExpiries = applied.revocations.flatMap((r) => (r.kind === "token" ? [r.expires_ms] : []));
     if (tokenExpiries.length > 0) this.schedule(Math.max(Math.min(...tokenExpiries), this.prunedAt + PRUNE_INTERVAL_MS));
-    if (applied.dropped) this.schedule(Date.now() + SETTLE_AFTER_MS);
+    this.scheduleSettle();
     return applied.ack;
   }
 
@@ -691,10 +691,7 @@ export class KeyObject extends DurableObject<Env> {
     this.persist(due.state, due.writes);
     const { toHome, toQuota } = due;
     const calls: Promise<void>[] = [];
-    if (toHome !== null) {
-      const home = this.env.KEYS.get(this.env.KEYS.idFromString(key.shard_home as string));
-      calls.push(home.settle(toHome));
-    }
+    if (toHome !== null) calls.push(this.home(key).settle(toHome));
     if (toQuota !== null) calls.push(this.quotaObject().settle(toQuota));
     const results = await Promise.allSettled(calls);
     for (const r of results) {
@@ -822,6 +819,11 @@ export class KeyObject extends DurableObject<Env> {
           nextRefillMs: c.next_refill_ms,
         }
       : null;
+  }
+
+  /** A shard's home object. */
+  private home(key: KeyCopy): DurableObjectStub<KeyObject> {
+    return this.env.KEYS.get(this.env.KEYS.idFromString(key.shard_home as string));
   }
 
   /** The stub of this key's shard `index`. */

@@ -63,7 +63,7 @@ import {
   userRecord,
   userRow,
 } from "./org/schema";
-import { proofObjectName, proofShard } from "./proofs";
+import { recordProofAt } from "./proofs";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, pruneExpired, type Result } from "./sql";
 import type { KeyedAuditEntry } from "./webhooks/audit";
 
@@ -441,8 +441,7 @@ export class OrganizationObject extends DurableObject<Env> {
    * release runs.
    */
   async recordTokenProof(proof: LegacyProof): Promise<boolean> {
-    const proofs = this.env.PROOFS.get(this.env.PROOFS.idFromName(proofObjectName(proofShard(proof.jti))));
-    return proofs.record(proof.jti, proof.expiresMs);
+    return recordProofAt(this.env.PROOFS, proof);
   }
 
   private async withLegacyProof(facts: ClientFacts, proof: LegacyProof | undefined): Promise<ClientFacts> {

@@ -33,6 +33,11 @@ export function proofShard(proofId: string): number {
 /** A ProofObject's name. */
 export const proofObjectName = (index: number): string => `proofs:${index}`;
 
+/** Records a proof id at the ProofObject it names, from another object (the Worker goes through objects/stubs.ts, which keeps the ids). */
+export function recordProofAt(namespace: DurableObjectNamespace<ProofObject>, proof: { jti: string; expiresMs: number }): Promise<boolean> {
+  return namespace.get(namespace.idFromName(proofObjectName(proofShard(proof.jti)))).record(proof.jti, proof.expiresMs);
+}
+
 const MIGRATIONS: Migration[] = [
   {
     version: 1,

@@ -461,16 +461,6 @@ function charge(s: AdmissionState, size: number, now: number, defaults: Limits, 
   const hourly = tallied ? tally(s, now, "admitted", writes) : s.hourly;
   writes.push({ kind: "windows" });
   const next: AdmissionState = { ...s, windows, hourly, credits };
-  if (s.quota === null) {
-    const paid: Paid = {
-      day: windows.day,
-      quotaDay: 0,
-      month: 0,
-      epoch: credits === null ? null : credits.epoch,
-      period: credits === null ? null : credits.nextRefillMs,
-    };
-    return { state: next, writes, result: { kind: "allowed", decision: withCredits(decision, credits, now), paid } };
-  }
   const counted: Counted = {
     size,
     tallied,
@@ -486,6 +476,7 @@ function charge(s: AdmissionState, size: number, now: number, defaults: Limits, 
   return quotaPart(next, writes, counted, asking);
 }
 
+/** Placeholders until `quotaPart` reads the quota the state has. */
 const QUOTA_NONE: OrgQuota = {};
 
 /**
@@ -754,17 +745,18 @@ function fromCharge(c: Charge, input: AdmitInput, facts: Facts, shards: number):
 }
 
 function answerOf(s: AdmissionState, result: Charged, facts: Facts, shards: number): Admission {
-  const key = s.key as KeyCopy;
-  if (result.kind === "unconfirmed") return UNCONFIRMED;
-  return {
-    status: "active",
-    keyId: key.id,
-    organizationId: key.organization_id,
-    decision: result.decision,
-    ...facts,
-    ...(shards > 0 ? { shards } : {}),
-  };
+  return result.kind === "unconfirmed" ? UNCONFIRMED : active(s.key as KeyCopy, result.decision, facts, shards);
 }
+
+/** A key's decided answer: the decision, the revocation facts, and how many shards serve it (none: absent). */
+const active = (key: KeyCopy, decision: Decision, facts: Facts, shards: number): Admission => ({
+  status: "active",
+  keyId: key.id,
+  organizationId: key.organization_id,
+  decision,
+  ...facts,
+  ...(shards > 0 ? { shards } : {}),
+});
 
 /**
  * A shard's request: paid from the slice it holds, else refused as its home last refused (until
@@ -780,14 +772,7 @@ function fromSlice(s: AdmissionState, input: AdmitInput, facts: Facts, tries: nu
   const owing = oweMore(held.owed, current.owed);
   const spent = spendLease(current.lease, cost);
   const key = s.key as KeyCopy;
-  const answer = (decision: Decision): Admission => ({
-    status: "active",
-    keyId: key.id,
-    organizationId: key.organization_id,
-    decision,
-    ...facts,
-    shards: shardsFor(limitsOf(key, input.defaults).per_second),
-  });
+  const answer = (decision: Decision): Admission => active(key, decision, facts, shardsFor(limitsOf(key, input.defaults).per_second));
   if (spent !== null && held.view !== null) {
     const writes: Write[] = [];
     const hourly = tally(s, now, "admitted", writes);
@@ -907,8 +892,7 @@ export function planGrant(s: AdmissionState, asked: GrantRequest, clock: number,
 const legacyCost = (asked: GrantRequest): number => (asked as GrantRequest & { cost?: number }).cost ?? 1;
 
 function grantConfirmed(st: AdmissionState, writes: Write[], request: GrantRequest, asking: Asking): GrantStep {
-  const back = { state: st, writes };
-  if (st.key === null || st.key.status !== "active") return done(st, back.writes, { status: "unavailable" });
+  if (st.key === null || st.key.status !== "active") return done(st, writes, { status: "unavailable" });
   const limits = limitsOf(st.key, request.defaults);
   const left = peek(st.windows, limits, request.now);
   const room = Math.min(
@@ -918,7 +902,7 @@ function grantConfirmed(st: AdmissionState, writes: Write[], request: GrantReque
   );
   const size = Math.max(request.min, Math.min(request.want, room));
   const c = charge(st, size, request.now, request.defaults, false, asking);
-  return fromGrantCharge({ ...c, writes: [...back.writes, ...c.writes] }, request);
+  return fromGrantCharge({ ...c, writes: [...writes, ...c.writes] }, request);
 }
 
 function fromGrantCharge(c: Charge, request: GrantRequest): GrantStep {
@@ -1103,10 +1087,10 @@ export function applySnapshot(
   key = { ...key, revision };
   if (shard !== undefined) key = { ...key, shard_home: shard.home, shard_index: shard.index };
   if (key.shard_index === null && key.shard_high !== null) {
-    key = { ...key, shard_high: Math.max(key.shard_high, shardsFor(limitsOf(key, { per_second: 0, per_day: 0 }).per_second)) };
+    key = { ...key, shard_high: Math.max(key.shard_high, shardsOf(key)) };
   }
   // The quota as of the newest revision pushed: a late push of an older one changes nothing.
-  const quotaChanged = snap.quota !== undefined && snap.revision >= base.revision && JSON.stringify(snap.quota) !== JSON.stringify(s.quota);
+  const quotaChanged = snap.quota !== undefined && snap.revision >= base.revision && !sameQuota(snap.quota, s.quota);
   const quota = quotaChanged ? (snap.quota ?? null) : s.quota;
   const credits = current === null || snap.version >= current.version ? creditsAfter(s.credits, snap.credits, clock) : undefined;
   let slice = { ...s.slice, refusal: null };
@@ -1140,8 +1124,9 @@ export function applySnapshot(
 }
 
 /** How many shards a home serves with now. */
-const shardsOf = (key: KeyCopy | null): number =>
-  key === null || key.shard_index !== null ? 0 : shardsFor(limitsOf(key, { per_second: 0, per_day: 0 }).per_second);
+function shardsOf(key: KeyCopy | null): number {
+  return key === null || key.shard_index !== null ? 0 : shardsFor(limitsOf(key, { per_second: 0, per_day: 0 }).per_second);
+}
 
 /**
  * Which of its shards a home passes a push on to: every one it ever had (a retired shard holds a
