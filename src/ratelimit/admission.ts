@@ -291,7 +291,7 @@ export type Write =
   /** The row holding the windows, the hour's counts and the slices held and owed. */
   | { kind: "windows" }
   | { kind: "credits" }
-  /** Counts added to a finished hour's row of the traffic charts. */
+  /** Counts added to a finished hour's row of the traffic charts (negative: a request counted there that the quota then refused). */
   | { kind: "traffic"; hour: number; admitted: number; refused: number }
   /** Hours past TRAFFIC_DAYS deleted. */
   | { kind: "trafficPrune"; before: number };
@@ -411,6 +411,8 @@ interface Counted {
   size: number;
   /** Whether the charge is a request (counted in its hour) or a slice (its shard counts its requests). */
   tallied: boolean;
+  /** The hour the request was counted in (its stamp's): a refusal moves it there, even after the hour rolled. */
+  hour: number;
   windows: { second: number; day: number };
   spentFrom: { epoch: number; period: number | null } | null;
   now: number;
@@ -464,6 +466,7 @@ function charge(s: AdmissionState, size: number, now: number, defaults: Limits, 
   const counted: Counted = {
     size,
     tallied,
+    hour: hourOf(now),
     windows: { second: windows.second, day: windows.day },
     spentFrom: credits === null ? null : { epoch: credits.epoch, period: credits.nextRefillMs },
     now,
@@ -646,7 +649,12 @@ function givenBack(
 ): { state: AdmissionState; writes: Write[] } {
   const w = s.windows;
   const h = s.hourly;
-  const hourly = counted.tallied ? { ...h, admitted: Math.max(0, h.admitted - 1), refused: h.refused + (as === "refused" ? 1 : 0) } : h;
+  const out: Write[] = addWindows(writes);
+  const refused = as === "refused" ? 1 : 0;
+  let hourly = h;
+  if (counted.tallied && h.hour === counted.hour) hourly = { ...h, admitted: Math.max(0, h.admitted - 1), refused: h.refused + refused };
+  // Its hour has ended meanwhile (it went to that hour's row): the row is corrected.
+  else if (counted.tallied) out.push({ kind: "traffic", hour: counted.hour, admitted: -1, refused });
   const windows = {
     ...w,
     secondCount: w.second === counted.windows.second ? Math.max(0, w.secondCount - counted.size) : w.secondCount,
@@ -658,7 +666,6 @@ function givenBack(
     from !== null && c !== null && c.epoch === from.epoch && c.nextRefillMs === from.period
       ? { ...c, remaining: c.remaining + counted.size }
       : c;
-  const out: Write[] = addWindows(writes);
   if (credits !== c) out.push({ kind: "credits" });
   return { state: { ...s, windows, hourly, credits }, writes: out };
 }
