@@ -38,6 +38,7 @@ import {
   endpointAlarm,
   endpointOf,
   endpointRow,
+  lastAttempt,
   publishTo,
   ticketFor,
   webhooksOf,
@@ -322,16 +323,6 @@ describe("a deletion on a bad day (issue 29)", () => {
 async function endpointRowOf(configId: string): Promise<{ deleted: number }> {
   return (await endpointRow(configId)) as { deleted: number };
 }
-
-const lastAttempt = (configId: string, delivery: string) =>
-  runInDurableObject(endpointOf(configId), (_i, state) =>
-    state.storage.sql
-      .exec<{ step: string; error: string | null; outcome: string }>(
-        "SELECT step, error, outcome FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT 1",
-        delivery,
-      )
-      .one(),
-  );
 
 describe("the manager on a deleted organization (issue 29)", () => {
   it("answers 404 to the operator for every page and form of it", async () => {

@@ -105,6 +105,17 @@ export const endpointRow = (configId: string) =>
   runInDurableObject(endpointOf(configId), (_i, state) => state.storage.sql.exec("SELECT * FROM endpoint").one());
 
 /** Puts an endpoint in the slow lane, whose attempts get the whole WEBHOOK_TIMEOUT_SECONDS. */
+/** The last attempt of a delivery as its endpoint's object recorded it: its step, outcome and error. */
+export const lastAttempt = (configId: string, delivery: string) =>
+  runInDurableObject(endpointOf(configId), (_i, state) =>
+    state.storage.sql
+      .exec<{ step: string; error: string | null; outcome: string }>(
+        "SELECT step, error, outcome FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT 1",
+        delivery,
+      )
+      .one(),
+  );
+
 export const slowLane = (configId: string) => inEndpoint(configId, "UPDATE endpoint SET lane = 'slow'");
 
 /**

@@ -1,22 +1,10 @@
-/**
- * The product brief's "Organizations end cleanly" (issue 41, finding 4; docs/webhooks.md,
- * "Nothing is sent after a configuration ends"): once the DELETE (or the disable) of a webhook
- * configuration has been answered, no request of an attempt already under way reaches its receiver. The consumer asks the
- * endpoint's object again (`proceed`) immediately before any request leaves whenever it awaited
- * anything since the object last said go. Each test parks an attempt at one such await (the
- * receiver holding a request open, or the rate limit's slot), ends the configuration while it is
- * parked, and asserts that nothing reached the receiver after the answer and that the attempt is
- * recorded as stopped by keyway (step `configuration`, failed, with the reason). The last tests
- * hold the budget: with nothing awaited, no extra call to the object.
- */
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { Begun } from "../src/objects/endpoints/object";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, type Handler, json, RECEIVER, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { createTenant, issueToken, type Tenant } from "./helpers";
-import { api, createConfig, deliveryRowAt, endpointAlarm, endpointOf, publishTo, ticketFor } from "./webhook-helpers";
+import { api, createConfig, deliveryRowAt, endpointAlarm, lastAttempt, publishTo, ticketFor } from "./webhook-helpers";
 
 let t: Tenant;
 let token: string;
@@ -67,16 +55,6 @@ const nonceAtWebhook = () =>
   new Response(null, { status: 401, headers: { "WWW-Authenticate": 'DPoP error="use_dpop_nonce"', "DPoP-Nonce": "hook-nonce" } });
 const nonceAtToken = () => json({ error: "use_dpop_nonce" }, 400, { "DPoP-Nonce": "token-nonce" });
 const of = (sent: Sent[], url: string) => sent.filter((s) => s.url === url);
-
-const lastAttempt = (configId: string, delivery: string) =>
-  runInDurableObject(endpointOf(configId), (_i, state) =>
-    state.storage.sql
-      .exec<{ step: string; error: string | null; outcome: string }>(
-        "SELECT step, error, outcome FROM attempts WHERE delivery_id = ? ORDER BY number DESC LIMIT 1",
-        delivery,
-      )
-      .one(),
-  );
 
 /** The reason the endpoint's object records when it stops an attempt (objects/endpoints/object.ts `proceed`). */
 const stoppedBecause = (change: Change, again: boolean) =>

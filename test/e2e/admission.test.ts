@@ -9,7 +9,17 @@
  */
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { envelopeData, type Keyway, operatorCall, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
+import {
+  envelopeData,
+  type Keyway,
+  operatorCall,
+  type Provisioned,
+  provisionOn,
+  type ScriptedReceiver,
+  sleep,
+  startKeyway,
+  startScriptedReceiver,
+} from "./server";
 
 let keyway: Keyway;
 const receivers: ScriptedReceiver[] = [];
@@ -26,33 +36,10 @@ afterAll(async () => {
 const data = envelopeData;
 const operator = (method: string, path: string, body?: unknown) => operatorCall(keyway, method, path, body);
 
-interface Tenant {
-  orgId: string;
-  userId: string;
-  clientId: string;
-  clientSecret: string;
-  apiKey: string;
-  apiKeyId: string;
-}
+type Tenant = Provisioned;
 
-async function tenant(limits: { per_second: number; per_day: number }, credits?: { remaining: number }): Promise<Tenant> {
-  const org = await data<{ id: string }>(await operator("POST", "/organizations", { name: "Admission" }));
-  const user = await data<{ id: string }>(await operator("POST", `/organizations/${org.id}/users`, { name: "Ada" }));
-  const cred = await data<{ client_id: string; client_secret: string }>(
-    await operator("POST", `/organizations/${org.id}/users/${user.id}/client-credentials`, {}),
-  );
-  const key = await data<{ id: string; api_key: string }>(
-    await operator("POST", `/organizations/${org.id}/api-keys`, { limits, ...(credits ? { credits } : {}) }),
-  );
-  return {
-    orgId: org.id,
-    userId: user.id,
-    clientId: cred.client_id,
-    clientSecret: cred.client_secret,
-    apiKey: key.api_key,
-    apiKeyId: key.id,
-  };
-}
+const tenant = (limits: { per_second: number; per_day: number }, credits?: { remaining: number }): Promise<Tenant> =>
+  provisionOn(keyway, { name: "Admission", limits, ...(credits ? { credits } : {}) });
 
 async function setLimits(t: Tenant, per_second: number): Promise<void> {
   const res = await operator("PATCH", `/organizations/${t.orgId}/api-keys/${t.apiKeyId}`, { limits: { per_second } });

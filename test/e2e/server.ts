@@ -400,39 +400,57 @@ export interface E2eTenant {
   api(path: string, init?: RequestInit): Promise<Response>;
 }
 
-/** A new organization with a user, a client credential, an API key (high limits) and an access token, made through the operator API. */
-export async function tenantOn(keyway: Keyway, name = "E2E"): Promise<E2eTenant> {
-  const operator = async <T>(path: string, body: unknown): Promise<T> => {
-    const res = await fetch(`${keyway.baseUrl}/admin/v1${path}`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${keyway.adminToken}`, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json()) as { data: T };
-    if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json.data;
-  };
-  const org = await operator<{ id: string }>("/organizations", { name });
+/** An organization provisioned through the operator API: its user, client credential and API key. */
+export interface Provisioned {
+  orgId: string;
+  userId: string;
+  clientId: string;
+  clientSecret: string;
+  apiKey: string;
+  apiKeyId: string;
+}
+
+/** A new organization with a user, a client credential and an API key of `limits` (and `credits`), through the operator API. */
+export async function provisionOn(
+  keyway: Keyway,
+  options: { name?: string; limits?: { per_second: number; per_day: number }; credits?: { remaining: number } } = {},
+): Promise<Provisioned> {
+  const operator = async <T>(path: string, body: unknown): Promise<T> => envelopeData<T>(await operatorCall(keyway, "POST", path, body));
+  const org = await operator<{ id: string }>("/organizations", { name: options.name ?? "E2E" });
   const user = await operator<{ id: string }>(`/organizations/${org.id}/users`, { name: "Ada" });
   const cred = await operator<{ client_id: string; client_secret: string }>(
     `/organizations/${org.id}/users/${user.id}/client-credentials`,
     {},
   );
-  const key = await operator<{ api_key: string }>(`/organizations/${org.id}/api-keys`, {
-    limits: { per_second: 1000, per_day: 1_000_000 },
+  const key = await operator<{ id: string; api_key: string }>(`/organizations/${org.id}/api-keys`, {
+    limits: options.limits ?? { per_second: 1000, per_day: 1_000_000 },
+    ...(options.credits ? { credits: options.credits } : {}),
   });
+  return {
+    orgId: org.id,
+    userId: user.id,
+    clientId: cred.client_id,
+    clientSecret: cred.client_secret,
+    apiKey: key.api_key,
+    apiKeyId: key.id,
+  };
+}
+
+/** A new organization with a user, a client credential, an API key (high limits) and an access token, made through the operator API. */
+export async function tenantOn(keyway: Keyway, name = "E2E"): Promise<E2eTenant> {
+  const p = await provisionOn(keyway, { name });
   const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
     method: "POST",
-    headers: { "Content-Type": "application/json", "x-api-key": key.api_key },
-    body: JSON.stringify({ client_id: cred.client_id, client_secret: cred.client_secret, grant_type: "client_credentials" }),
+    headers: { "Content-Type": "application/json", "x-api-key": p.apiKey },
+    body: JSON.stringify({ client_id: p.clientId, client_secret: p.clientSecret, grant_type: "client_credentials" }),
   });
   const token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
   return {
-    orgId: org.id,
+    orgId: p.orgId,
     api: (path, init = {}) =>
       fetch(`${keyway.baseUrl}${path}`, {
         ...init,
-        headers: { "x-api-key": key.api_key, Authorization: `Bearer ${token}`, "Content-Type": "application/json", ...init.headers },
+        headers: { "x-api-key": p.apiKey, Authorization: `Bearer ${token}`, "Content-Type": "application/json", ...init.headers },
       }),
   };
 }
