@@ -43,12 +43,14 @@ async function org(): Promise<Org> {
     url: WEBHOOK_URL,
     oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: "receiver-secret" },
   });
-  // A private_key_jwt configuration (issue 31): the organization then publishes its keys (GET /v1/receiver-jwks/{org}).
-  await post("/v1/webhook-configurations", {
+  // A private_key_jwt configuration (issue 31): it publishes its own keys (GET /v1/receiver-jwks/{org}/{id}, issue 42); the
+  // organization's set of issue 31 (GET /v1/receiver-jwks/{org}) has a key once the organization-wide key is rotated.
+  const jwtConfig = await post("/v1/webhook-configurations", {
     url: `${WEBHOOK_URL}/jwt`,
     events: ["never.sent"],
     oauth: { token_url: TOKEN_URL, client_id: "kw", auth_method: "private_key_jwt" },
   });
+  await post("/v1/webhook-settings/rotate-assertion-key", {});
   const event = await post("/v1/events", { type: "order.created", data: {} });
   // A name of this organization's own, so another organization's token asking for it is refused for the right reason.
   const eventType = `matrix.${tenant.orgId.slice(4, 14)}`;
@@ -65,6 +67,7 @@ async function org(): Promise<Org> {
       key: tenant.apiKeyId,
       client: tenant.clientId,
       config: config.id,
+      jwtConfig: jwtConfig.id,
       delivery: event.deliveries[0]?.id ?? "",
       token: minted.id,
       name: eventType,
@@ -103,7 +106,13 @@ beforeAll(async () => {
 
 /** Which entry of `ids` a path parameter takes: `{id}` is a delivery under /v1/deliveries, else a configuration. */
 const idName = (route: Route, param: string): string =>
-  param === "id" ? (route.path.includes("/deliveries/{id}") ? "delivery" : "config") : param;
+  param === "id"
+    ? route.path.includes("/deliveries/{id}")
+      ? "delivery"
+      : route.path.startsWith("/v1/receiver-jwks/")
+        ? "jwtConfig"
+        : "config"
+    : param;
 
 /** Path parameters of public routes that name no organization's resource: one value for everybody. */
 const PUBLIC_PARAMS: Record<string, string> = { file: "graphiql.min.css" };
@@ -180,6 +189,8 @@ describe("the authorization matrix", () => {
       "GET /docs",
       // Issue 31: keyway's public keys, which receivers' OAuth servers fetch as its jwks_uri.
       "GET /v1/receiver-jwks/{org}",
+      // Issue 42: one configuration's own keys (its jwks_uri).
+      "GET /v1/receiver-jwks/{org}/{id}",
     ]);
     for (const route of ROUTES) {
       if (route.path.startsWith("/admin/")) expect(route.auth, name(route)).toBe("admin");

@@ -283,7 +283,7 @@ describe("the receiver's token endpoint (issue 31)", () => {
     const config = (json.data as Created).createWebhookConfiguration.webhookConfiguration;
     expect(config.oauth.authMethod).toBe(method);
     expect(config.oauth).toEqual(camelize((await rest(`/v1/webhook-configurations/${config.id}`)).oauth));
-    expect(config.oauth.jwksUri).toBe(method === "private_key_jwt" ? `/v1/receiver-jwks/${a.t.orgId}` : null);
+    expect(config.oauth.jwksUri).toBe(method === "private_key_jwt" ? `${BASE}/v1/receiver-jwks/${a.t.orgId}/${config.id}` : null);
     expect(config.oauth.dpop).toBe(method === "private_key_jwt");
     expect(typeof config.oauth.dpopJkt).toBe(method === "private_key_jwt" ? "string" : "object");
   });

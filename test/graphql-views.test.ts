@@ -133,7 +133,11 @@ function compareArguments(mutation: string, input: z.ZodObject, extra: string[])
  * them (docs/deploy.md, "The companions' contract", rule 2), and a non-null field's error would
  * null the whole object around it.
  */
-const ADDED_TO_A_VIEW = new Set(["WebhookConfiguration.oauth.authMethod", "WebhookConfiguration.oauth.dpop"]);
+const ADDED_TO_A_VIEW = new Set([
+  "WebhookConfiguration.oauth.authMethod",
+  "WebhookConfiguration.oauth.dpop",
+  "WebhookConfiguration.operations",
+]);
 
 function compareFields(
   fields: Record<string, { type: GraphQLType }>,

@@ -150,7 +150,7 @@ describe("rotating a signing secret in the manager", () => {
     const secret = /id="signing-secret" class="secret" type="text" readonly="" value="(whsec_[^"]+)"/.exec(html)?.[1];
     expect(secret).toBeDefined();
     expect(secret).not.toBe(s.signingSecret);
-    expect(html).toContain("Each webhook carries two signatures");
+    expect(html).toContain("Each webhook carries one signature");
     // Shown once: the configuration page does not show it.
     expect(await (await s.b.get(s.page)).text()).not.toContain(secret!);
     const view = (await body<WebhookConfigurationView>(await api(s.t, s.bearer, `/v1/webhook-configurations/${s.config}`))).data;

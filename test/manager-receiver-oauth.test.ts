@@ -107,11 +107,11 @@ describe("the new form", () => {
         resource: ["https://receiver.example/hooks", "https://receiver.example/other"],
         assertion_audience: "https://receiver.example",
         dpop: true,
-        jwks_uri: `/v1/receiver-jwks/${t.orgId}`,
+        jwks_uri: `${BASE}/v1/receiver-jwks/${t.orgId}/${config.id}`,
       });
       expect(page).toContain("an assertion keyway signs (private_key_jwt)");
       // The JWKS URL to hand the receiver, absolute on keyway's origin, and the DPoP key's thumbprint.
-      expect(page).toContain(urlMarkup(`${BASE}/v1/receiver-jwks/${t.orgId}`));
+      expect(page).toContain(urlMarkup(`${BASE}/v1/receiver-jwks/${t.orgId}/${config.id}`));
       expect(page).toContain(`<code class="wrap">${config.oauth.dpop_jkt}</code>`);
     } else {
       expect(config.oauth.dpop).toBe(false);

@@ -59,6 +59,7 @@ describe("operational webhooks, once per change of state", () => {
     const ops = await createConfig(t, token, SECRET, {
       url: `${RECEIVER}/ops`,
       events: ["webhook.endpoint.paused", "webhook.endpoint.recovered", "webhook.endpoint.disabled"],
+      operations: true,
     });
     const flaky = await createConfig(t, token, SECRET, { url: `${RECEIVER}/flaky`, events: ["order.created"] });
     const id = await publishTo(flaky.id);
@@ -86,6 +87,7 @@ describe("operational webhooks, once per change of state", () => {
     const ops = await createConfig(t, token, SECRET, {
       url: `${RECEIVER}/ops2`,
       events: ["webhook.endpoint.paused", "webhook.endpoint.disabled"],
+      operations: true,
     });
     const busy = await createConfig(t, token, SECRET, { url: `${RECEIVER}/busy`, events: ["order.created"] });
     const id = await publishTo(busy.id);
@@ -104,7 +106,7 @@ describe("operational webhooks, once per change of state", () => {
       [`${RECEIVER}/ops3`]: () => new Response(null, { status: 204 }),
       [`${RECEIVER}/later`]: () => new Response(null, { status: 204 }),
     });
-    const ops = await createConfig(t, token, SECRET, { url: `${RECEIVER}/ops3`, events: ["webhook.endpoint.disabled"] });
+    const ops = await createConfig(t, token, SECRET, { url: `${RECEIVER}/ops3`, events: ["webhook.endpoint.disabled"], operations: true });
     const target = await createConfig(t, token, SECRET, { url: `${RECEIVER}/later`, events: ["order.created"] });
     // The endpoint's object cannot reach the organization's WebhookObject to hand its notice over.
     const restore = await withObjectEnv(endpointOf(target.id), (real) => unreachable(real, "WEBHOOKS", "publishOperational"));
@@ -117,5 +119,40 @@ describe("operational webhooks, once per change of state", () => {
     await endpointAlarm(target.id);
     expect(await notices(target.id)).toBe(0);
     expect((await announced(ops.id)).map((e) => e.type)).toEqual(["webhook.endpoint.disabled"]);
+  });
+});
+
+describe("operational events belong to the organization (issue 42, finding 2)", () => {
+  it("only an operations configuration may name them or receive one; every other endpoint never hears of another", async () => {
+    fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: "tok", token_type: "Bearer", expires_in: 300 }),
+      [`${RECEIVER}/ops4`]: () => new Response(null, { status: 204 }),
+      [`${RECEIVER}/everything`]: () => new Response(null, { status: 204 }),
+      [`${RECEIVER}/gone`]: () => new Response(null, { status: 204 }),
+    });
+    // Naming an operational type without `operations: true` is refused, naming the entry.
+    const refused = await api(t, token, "/v1/webhook-configurations", "POST", {
+      url: `${RECEIVER}/sneaky`,
+      events: ["order.created", "webhook.endpoint.disabled"],
+      oauth: { token_url: TOKEN_URL, client_id: "c", client_secret: SECRET },
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain("events.1");
+    const ops = await createConfig(t, token, SECRET, { url: `${RECEIVER}/ops4`, events: ["webhook.endpoint.disabled"], operations: true });
+    // Every event (events: null) is every event but the operational ones; a PATCH cannot add them either.
+    const everything = await createConfig(t, token, SECRET, { url: `${RECEIVER}/everything` });
+    const patched = await api(t, token, `/v1/webhook-configurations/${everything.id}`, "PATCH", { events: ["webhook.endpoint.disabled"] });
+    expect(patched.status).toBe(400);
+    const gone = await createConfig(t, token, SECRET, { url: `${RECEIVER}/gone`, events: ["order.created"] });
+    await api(t, token, `/v1/webhook-configurations/${gone.id}`, "PATCH", { status: "disabled" });
+    expect((await announced(ops.id)).map((e) => e.type)).toEqual(["webhook.endpoint.disabled"]);
+    expect(await announced(everything.id)).toEqual([]);
+    // The organization may turn a configuration into an operations one, and back.
+    const turned = await api(t, token, `/v1/webhook-configurations/${everything.id}`, "PATCH", {
+      operations: true,
+      events: ["webhook.endpoint.disabled"],
+    });
+    expect(turned.status).toBe(200);
+    expect((await body<{ operations: boolean }>(turned)).data.operations).toBe(true);
   });
 });

@@ -299,7 +299,7 @@ describe("a portal session", () => {
     expect((await b.post("/portal/pause", { csrf })).status).toBe(303);
     const status = async () =>
       (await body<{ status: string }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`))).data.status;
-    expect(await status()).toBe("disabled");
+    expect(await status()).toBe("paused");
     expect((await b.post("/portal/resume", { csrf })).status).toBe(303);
     expect(await status()).toBe("active");
     const updates = (await auditOf(o.t.orgId)).filter((e) => e.action === "webhook_configuration.updated");
@@ -351,55 +351,38 @@ describe("the receiver's token endpoint in the portal (issue 31)", () => {
   const viewOf = async (o: Org) =>
     (await body<{ oauth: Record<string, unknown> }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`))).data.oauth;
 
-  it("edits the method, scope, resource, audience and DPoP on the settings page, the secret not needed for private_key_jwt", async () => {
+  it("edits scope, resource, audience and DPoP on the settings page; whose identity keyway asserts is shown, never editable (issue 42)", async () => {
     const o = await org(1);
     const { b, csrf } = await session(o);
     const settings = await (await b.get("/portal/settings")).text();
-    expect(input(settings, "auth_method-client_secret_post")).toContain("checked");
-    for (const id of [
-      "auth_method-client_secret_basic",
-      "auth_method-private_key_jwt",
-      "scope",
-      "audience",
-      "assertion_audience",
-      "dpop",
-    ]) {
-      expect(input(settings, id), id).not.toBe("");
+    for (const id of ["scope", "audience", "dpop", "client_secret"]) expect(input(settings, id), id).not.toBe("");
+    // The client id, the method and the assertion's audience are the organization's: shown, no field.
+    for (const id of ["client_id", "auth_method-client_secret_post", "auth_method-private_key_jwt", "assertion_audience"]) {
+      expect(input(settings, id), id).toBe("");
     }
+    expect(settings).toContain("<code>keyway-at-receiver</code>");
     expect(settings).toMatch(/<textarea id="resource" name="resource"/);
-    expect(settings).toMatch(/not used with private_key_jwt/);
-    const fields = { csrf, url: `${RECEIVER}/webhooks`, token_url: `${RECEIVER}/oauth/token`, client_id: "keyway-at-receiver", events: "" };
-    const saved = await b.post("/portal/settings", {
-      ...fields,
-      auth_method: "private_key_jwt",
-      scope: "hooks:receive",
-      resource: `${RECEIVER}/hooks`,
-      assertion_audience: RECEIVER,
-      dpop: "on",
-    });
+    const fields = { csrf, url: `${RECEIVER}/webhooks`, token_url: `${RECEIVER}/oauth/token`, events: "" };
+    const saved = await b.post("/portal/settings", { ...fields, scope: "hooks:receive", resource: `${RECEIVER}/hooks`, dpop: "on" });
     expect(saved.status).toBe(303);
-    const oauth = await viewOf(o);
-    expect(oauth).toMatchObject({
-      auth_method: "private_key_jwt",
+    expect(await viewOf(o)).toMatchObject({
+      auth_method: "client_secret_post",
+      client_id: "keyway-at-receiver",
       scope: "hooks:receive",
       resource: [`${RECEIVER}/hooks`],
-      assertion_audience: RECEIVER,
       dpop: true,
-      jwks_uri: `/v1/receiver-jwks/${o.t.orgId}`,
     });
-    // The endpoint's page: the method, the JWKS URL to register (absolute), the DPoP thumbprint.
-    const home = await (await b.get("/portal")).text();
-    expect(home).toContain("an assertion keyway signs (private_key_jwt)");
-    expect(home).toContain(urlMarkup(`${BASE}/v1/receiver-jwks/${o.t.orgId}`));
-    expect(home).toContain(`<code class="wrap">${String(oauth.dpop_jkt)}</code>`);
-    // Back to a secret method without giving one: refused (none is stored any more).
-    const refused = await b.post("/portal/settings", { ...fields, auth_method: "client_secret_basic" });
-    expect(refused.status).toBe(400);
-    expect(await refused.text()).toMatch(/client_secret is required/);
-    expect(
-      (await b.post("/portal/settings", { ...fields, auth_method: "client_secret_basic", client_secret: "new-basic-secret" })).status,
-    ).toBe(303);
-    expect(await viewOf(o)).toMatchObject({ auth_method: "client_secret_basic", scope: null, resource: null, dpop: false });
+    // A crafted form that changes them (the finding: private_key_jwt as another receiver's client) is refused, naming the field.
+    for (const [name, extra] of [
+      ["oauth.client_id", { client_id: "another-receivers-client" }],
+      ["oauth.auth_method", { auth_method: "private_key_jwt" }],
+      ["oauth.assertion_audience", { auth_method: "client_secret_post", assertion_audience: "https://another-receiver.example" }],
+    ] as const) {
+      const refused = await b.post("/portal/settings", { ...fields, ...extra });
+      expect(refused.status, name).toBe(400);
+      expect(await refused.text(), name).toContain(name);
+    }
+    expect(await viewOf(o)).toMatchObject({ auth_method: "client_secret_post", client_id: "keyway-at-receiver", assertion_audience: null });
   });
 
   it("tests the connection with a CSRF-checked POST and says what happened in words", async () => {
@@ -413,7 +396,8 @@ describe("the receiver's token endpoint in the portal (issue 31)", () => {
     expect(ok).toMatch(/<dt>expires_in<\/dt>\s*<dd>300 s<\/dd>/);
     expect(ok).not.toContain("receiver-token-1");
     fakeNetwork({});
-    const down = await (await b.post("/portal/test-connection", { csrf })).text();
+    // 5 s later: a session may test once every 5 s (the portal's limits, test/portal-limits.test.ts).
+    const down = await (await b.post("/portal/test-connection", { csrf }, Date.now() + 5_000)).text();
     expect(down).toContain("Connection test: no token");
     expect(down).toMatch(/<dt>HTTP status<\/dt>\s*<dd>none: the token URL did not answer<\/dd>/);
   });
@@ -556,19 +540,24 @@ describe("the event catalog in the portal", () => {
     const o = await catalogOrg();
     const { b, csrf } = await session(o);
     expect((await configView(o)).events).toBeNull();
-    // From every event, an operational type is named: the catalog's types are listed with it.
-    const on = await b.post("/portal/event-types/webhook.endpoint.disabled/subscribe", { csrf });
-    expect(on.status).toBe(303);
-    expect(on.headers.get("location")).toBe("/portal/event-types/webhook.endpoint.disabled?notice=subscribed");
-    expect((await configView(o)).events).toEqual(["order.created", "order.legacy", "webhook.endpoint.disabled"]);
-    expect(await (await b.get(on.headers.get("location") ?? "")).text()).toMatch(/Subscribed; the next events/);
+    // An operational type is the organization's (issue 42, finding 2): refused, and nothing changes.
+    const ops = await b.post("/portal/event-types/webhook.endpoint.disabled/subscribe", { csrf });
+    expect(ops.status).toBe(403);
+    expect(await ops.text()).toContain("only the organization&#39;s own operations configurations receive them");
+    expect((await configView(o)).events).toBeNull();
+    // From every event, unsubscribing a type names the catalog's others.
     const off = await b.post("/portal/event-types/order.legacy/unsubscribe", { csrf });
     expect(off.status).toBe(303);
-    expect((await configView(o)).events).toEqual(["order.created", "webhook.endpoint.disabled"]);
+    expect(off.headers.get("location")).toBe("/portal/event-types/order.legacy?notice=unsubscribed");
+    expect((await configView(o)).events).toEqual(["order.created"]);
+    const on = await b.post("/portal/event-types/order.legacy/subscribe", { csrf });
+    expect(on.status).toBe(303);
+    expect(await (await b.get(on.headers.get("location") ?? "")).text()).toMatch(/Subscribed; the next events/);
+    expect((await configView(o)).events).toEqual(["order.created", "order.legacy"]);
     // Subscribing again what is subscribed changes nothing.
     expect((await b.post("/portal/event-types/order.created/subscribe", { csrf })).status).toBe(303);
-    expect((await configView(o)).events).toEqual(["order.created", "webhook.endpoint.disabled"]);
-    expect((await b.post("/portal/event-types/webhook.endpoint.disabled/unsubscribe", { csrf })).status).toBe(303);
+    expect((await configView(o)).events).toEqual(["order.created", "order.legacy"]);
+    expect((await b.post("/portal/event-types/order.legacy/unsubscribe", { csrf })).status).toBe(303);
     // The last named type cannot be unsubscribed (an empty list is not "none"): said, and nothing changes.
     const page = await (await b.get("/portal/catalog")).text();
     expect(page).toMatch(/The only type this endpoint is subscribed to/);

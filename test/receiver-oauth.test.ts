@@ -14,8 +14,8 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { base64UrlEncode, encodeUtf8 } from "../src/lib/encoding";
 import type { ConnectionTestView, WebhookConfigurationView } from "../src/schemas/webhooks";
 import { fakeNetwork, json, never, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { body, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
-import { api, attemptNow, createConfig, inEndpoint } from "./webhook-helpers";
+import { BASE, body, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
+import { api, attemptNow, createConfig, inEndpoint, inWebhooks } from "./webhook-helpers";
 
 let t: Tenant;
 let token: string;
@@ -44,8 +44,8 @@ async function view(configId: string): Promise<WebhookConfigurationView> {
   return (await body<WebhookConfigurationView>(await api(t, token, `/v1/webhook-configurations/${configId}`))).data;
 }
 
-async function jwks(orgId: string): Promise<{ keys: JWK[] }> {
-  const res = await call(`/v1/receiver-jwks/${orgId}`);
+async function jwks(orgId: string, configId?: string): Promise<{ keys: JWK[] }> {
+  const res = await call(configId === undefined ? `/v1/receiver-jwks/${orgId}` : `/v1/receiver-jwks/${orgId}/${configId}`);
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toContain("application/jwk-set+json");
   return (await res.json()) as { keys: JWK[] };
@@ -89,7 +89,7 @@ describe("the token request", () => {
     expect(f.has("client_secret")).toBe(false);
   });
 
-  it("private_key_jwt: an assertion that verifies with keyway's published keys, before and after a rotation", async () => {
+  it("private_key_jwt: an assertion that verifies with the configuration's own published keys, before and after a rotation", async () => {
     const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
     const res = await api(t, token, "/v1/webhook-configurations", "POST", {
       url: WEBHOOK_URL,
@@ -97,7 +97,7 @@ describe("the token request", () => {
     });
     const config = (await body<WebhookConfigurationView & { signing_secret: string }>(res)).data;
     expect(res.status).toBe(201);
-    expect(config.oauth).toMatchObject({ auth_method: "private_key_jwt", jwks_uri: `/v1/receiver-jwks/${t.orgId}` });
+    expect(config.oauth).toMatchObject({ auth_method: "private_key_jwt", jwks_uri: `${BASE}/v1/receiver-jwks/${t.orgId}/${config.id}` });
     await deliver(config.id);
     const verify = async (s: Sent, keys: { keys: JWK[] }) => {
       const f = form(s);
@@ -114,16 +114,16 @@ describe("the token request", () => {
       expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBeLessThanOrEqual(60);
       return protectedHeader.kid;
     };
-    const before = await jwks(t.orgId);
+    const before = await jwks(t.orgId, config.id);
     const firstKid = await verify(tokenRequests(sent)[0] as Sent, before);
 
     const rotated = await body<{ kid: string; activates_at: string; previous_kid: string }>(
-      await api(t, token, "/v1/webhook-settings/rotate-assertion-key", "POST"),
+      await api(t, token, `/v1/webhook-configurations/${config.id}/rotate-assertion-key`, "POST"),
     );
     expect(rotated.data.previous_kid).toBe(firstKid);
     expect(Date.parse(rotated.data.activates_at) - Date.now()).toBeGreaterThan(9 * 60_000);
     // Published at once, both of them; the old key still signs until the new one's activation.
-    const after = await jwks(t.orgId);
+    const after = await jwks(t.orgId, config.id);
     expect(after.keys.map((k) => k.kid).sort()).toEqual([rotated.data.kid, firstKid].sort());
     await deliver(config.id);
     expect(await verify(tokenRequests(sent)[1] as Sent, after)).toBe(firstKid);
@@ -143,6 +143,152 @@ describe("the token request", () => {
     });
     expect(refused.status).toBe(400);
     expect((await body(refused)).developer_message).toContain("client_secret");
+  });
+});
+
+describe("keys per configuration (issue 42, finding 1: the confused deputy)", () => {
+  const OTHER_TOKEN_URL = "https://other-receiver.example/oauth/token";
+  const assertionOf = (s: Sent) => form(s).get("client_assertion") ?? "";
+  const lastTo = (sent: Sent[], url: string) => sent.filter((x) => x.url === url).at(-1) as Sent;
+  const jwtConfig = async (clientId: string, tokenUrl: string) => {
+    const res = await api(t, token, "/v1/webhook-configurations", "POST", {
+      url: WEBHOOK_URL,
+      oauth: { token_url: tokenUrl, client_id: clientId, auth_method: "private_key_jwt" },
+    });
+    expect(res.status).toBe(201);
+    return (await body<WebhookConfigurationView>(res)).data;
+  };
+
+  it("an assertion for one configuration never verifies with another's key set, whatever its client id and audience are changed to", async () => {
+    const sent = fakeNetwork({
+      [TOKEN_URL]: tokenOk(),
+      [OTHER_TOKEN_URL]: tokenOk(),
+      [WEBHOOK_URL]: () => new Response(null, { status: 204 }),
+    });
+    const a = await jwtConfig("client-a", TOKEN_URL);
+    const b = await jwtConfig("client-b", OTHER_TOKEN_URL);
+    const [keysA, keysB] = await Promise.all([jwks(t.orgId, a.id), jwks(t.orgId, b.id)]);
+    expect(keysA.keys.map((k) => k.kid)).not.toEqual(expect.arrayContaining(keysB.keys.map((k) => k.kid)));
+    await deliver(b.id);
+    // B's server (which registered B's jwks_uri) accepts B's assertion.
+    await jwtVerify(assertionOf(lastTo(sent, OTHER_TOKEN_URL)), createLocalJWKSet(keysB), {
+      issuer: "client-b",
+      audience: OTHER_TOKEN_URL,
+    });
+
+    // A is pointed at B's server with B's client id (as the finding's portal user did, here with webhooks:write).
+    const moved = await api(t, token, `/v1/webhook-configurations/${a.id}`, "PATCH", {
+      oauth: { token_url: OTHER_TOKEN_URL, client_id: "client-b" },
+    });
+    expect(moved.status).toBe(200);
+    await deliver(a.id);
+    const forged = assertionOf(lastTo(sent, OTHER_TOKEN_URL));
+    expect(decodeProtectedHeader(forged).kid).toBe(keysA.keys[0]?.kid);
+    // It names client-b, but B's server holds only B's keys: refused.
+    await expect(jwtVerify(forged, createLocalJWKSet(keysB), { issuer: "client-b", audience: OTHER_TOKEN_URL })).rejects.toThrow();
+    // The second form: A's own token URL, the assertion's audience set to B's server.
+    await api(t, token, `/v1/webhook-configurations/${a.id}`, "PATCH", {
+      oauth: { token_url: TOKEN_URL, client_id: "client-b", assertion_audience: OTHER_TOKEN_URL },
+    });
+    await deliver(a.id);
+    const captured = assertionOf(lastTo(sent, TOKEN_URL));
+    await expect(jwtVerify(captured, createLocalJWKSet(keysB), { issuer: "client-b", audience: OTHER_TOKEN_URL })).rejects.toThrow();
+    // The organization's key set of issue 31 holds none of these keys.
+    const org = await call(`/v1/receiver-jwks/${t.orgId}`);
+    const orgKids = org.status === 200 ? ((await org.json()) as { keys: JWK[] }).keys.map((k) => k.kid) : [];
+    for (const k of [...keysA.keys, ...keysB.keys]) expect(orgKids).not.toContain(k.kid);
+  });
+
+  it("the move: a configuration on the organization's key keeps signing with it, lists it at its own URL, and moves on rotation without a gap", async () => {
+    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const create = await api(tenant, bearer, "/v1/webhook-configurations", "POST", {
+      url: WEBHOOK_URL,
+      oauth: { token_url: TOKEN_URL, client_id: "legacy-jwt", auth_method: "private_key_jwt" },
+    });
+    const config = (await body<WebhookConfigurationView>(create)).data;
+    // As migration 7 leaves a configuration of issue 31: the organization's key signs for it (made
+    // here by the organization-wide rotation, its activation brought to now), its own key not yet made.
+    const orgRotation = await body<{ kid: string }>(await api(tenant, bearer, "/v1/webhook-settings/rotate-assertion-key", "POST"));
+    await inWebhooks(tenant.orgId, "UPDATE assertion_keys SET activates_ms = ? WHERE config_id IS NULL", Date.now() - 1);
+    await inWebhooks(tenant.orgId, "DELETE FROM assertion_keys WHERE config_id = ?", config.id);
+    await inWebhooks(
+      tenant.orgId,
+      "UPDATE configurations SET receiver_auth = json_set(receiver_auth, '$.organization_key', json('true')), version = version + 1 WHERE id = ?",
+      config.id,
+    );
+    await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { description: "push the copy" });
+    const orgKid = orgRotation.data.kid;
+    const deliverTo = async () => {
+      const res = await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/test`, "POST");
+      await attemptNow(tenant, bearer, (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "");
+      return assertionOf(tokenRequests(sent).at(-1) as Sent);
+    };
+    // Before the move: the organization's key signs, and the configuration's URL already lists it,
+    // so its receiver can register that URL first.
+    const before = await deliverTo();
+    expect(decodeProtectedHeader(before).kid).toBe(orgKid);
+    const ownUrl = await jwks(tenant.orgId, config.id);
+    expect(ownUrl.keys.map((k) => k.kid)).toEqual([orgKid]);
+    await jwtVerify(before, createLocalJWKSet(ownUrl), { issuer: "legacy-jwt" });
+
+    // The operator rotates: the move. Published at once at the configuration's URL, beside the
+    // organization's key, which keeps signing until the new one's activation.
+    const moved = await body<{ kid: string; previous_kid: string }>(
+      await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/rotate-assertion-key`, "POST"),
+    );
+    expect(moved.data.previous_kid).toBe(orgKid);
+    const during = await jwks(tenant.orgId, config.id);
+    expect(during.keys.map((k) => k.kid).sort()).toEqual([moved.data.kid, orgKid].sort());
+    expect(decodeProtectedHeader(await deliverTo()).kid).toBe(orgKid);
+    await inEndpoint(
+      config.id,
+      "UPDATE endpoint SET config = json_set(config, '$.oauth.next_assertion_key.activates_ms', ?)",
+      Date.now() - 1,
+    );
+    const after = await deliverTo();
+    expect(decodeProtectedHeader(after).kid).toBe(moved.data.kid);
+    await jwtVerify(after, createLocalJWKSet(during), { issuer: "legacy-jwt" });
+    // The organization's URL never lists a configuration's key.
+    expect((await jwks(tenant.orgId)).keys.map((k) => k.kid)).toEqual([orgKid]);
+  });
+
+  it("a configuration on the organization's key moves to its own at once when what it asserts changes", async () => {
+    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const tenant = await createTenant();
+    const bearer = await issueToken(tenant);
+    const create = await api(tenant, bearer, "/v1/webhook-configurations", "POST", {
+      url: WEBHOOK_URL,
+      oauth: { token_url: TOKEN_URL, client_id: "legacy-a", auth_method: "private_key_jwt" },
+    });
+    const config = (await body<WebhookConfigurationView>(create)).data;
+    const orgKid = (await body<{ kid: string }>(await api(tenant, bearer, "/v1/webhook-settings/rotate-assertion-key", "POST"))).data.kid;
+    await inWebhooks(tenant.orgId, "UPDATE assertion_keys SET activates_ms = ? WHERE config_id IS NULL", Date.now() - 1);
+    await inWebhooks(tenant.orgId, "DELETE FROM assertion_keys WHERE config_id = ?", config.id);
+    await inWebhooks(
+      tenant.orgId,
+      "UPDATE configurations SET receiver_auth = json_set(receiver_auth, '$.organization_key', json('true')) WHERE id = ?",
+      config.id,
+    );
+    await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { oauth: { client_id: "someone-else" } });
+    const res = await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/test`, "POST");
+    await attemptNow(tenant, bearer, (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "");
+    const assertion = assertionOf(tokenRequests(sent).at(-1) as Sent);
+    // Signed with a key of its own (published only at its URL), never the organization's.
+    expect(decodeProtectedHeader(assertion).kid).not.toBe(orgKid);
+    await jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId, config.id)), { issuer: "someone-else" });
+    await expect(jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId)), { issuer: "someone-else" })).rejects.toThrow();
+  });
+
+  it("rotating a configuration that does not use private_key_jwt is 409; a deleted configuration's key set is 404", async () => {
+    const plain = await createConfig(t, token, "s");
+    expect((await api(t, token, `/v1/webhook-configurations/${plain.id}/rotate-assertion-key`, "POST")).status).toBe(409);
+    expect((await call(`/v1/receiver-jwks/${t.orgId}/${plain.id}`)).status).toBe(404);
+    const jwt = await jwtConfig("to-delete", TOKEN_URL);
+    expect((await call(`/v1/receiver-jwks/${t.orgId}/${jwt.id}`)).status).toBe(200);
+    await api(t, token, `/v1/webhook-configurations/${jwt.id}`, "DELETE");
+    expect((await call(`/v1/receiver-jwks/${t.orgId}/${jwt.id}`)).status).toBe(404);
   });
 });
 

@@ -401,6 +401,29 @@ describe("the full path: publish -> ticket -> token request -> webhook", () => {
     }
   });
 
+  it("signs with every secret within its grace, however many rotations (issue 42), up to 10 at once", async () => {
+    const config = await createConfig();
+    const rotate = async () =>
+      body<{ signing_secret: string }>(await api(t, token, `/v1/webhook-configurations/${config.id}/rotate-signing-secret`, "POST"));
+    const second = await rotate();
+    const third = await rotate();
+    const sent = fakeNetwork(receiver());
+    const res = await api(t, token, `/v1/webhook-configurations/${config.id}/test`, "POST");
+    const id = (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]!.id;
+    expect((await attemptNow(t, token, id)).record.status).toBe("delivered");
+    const webhook = sent.find((s: Sent) => s.headers["webhook-id"] === id)!;
+    expect(webhook.headers["webhook-signature"]!.split(" ")).toHaveLength(3);
+    // The first secret, rotated out twice within its grace, still verifies (it used to be dropped).
+    for (const secret of [config.signing_secret, second.data.signing_secret, third.data.signing_secret]) {
+      expect(() => new Webhook(secret).verify(webhook.body, webhook.headers)).not.toThrow();
+    }
+    for (let i = 3; i < 10; i++)
+      expect((await api(t, token, `/v1/webhook-configurations/${config.id}/rotate-signing-secret`, "POST")).status).toBe(200);
+    const refused = await api(t, token, `/v1/webhook-configurations/${config.id}/rotate-signing-secret`, "POST");
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ error: "conflict", developer_message: expect.stringContaining("the oldest grace ends") });
+  });
+
   it("records every change in the organization's audit log, pushed from the webhook object", async () => {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);

@@ -618,14 +618,15 @@ export const COMMANDS = [
     words: ["webhooks", "pause"],
     args: ["org", "id"],
     flags: [],
-    summary: "disable a webhook configuration: nothing is sent to it until it is resumed",
-    call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "disabled" } }),
+    summary:
+      "pause a webhook configuration (status paused): nothing is sent to it; events published meanwhile are held and delivered in publish order on resume (at most 10,000, each at most 7 days; past that failed, recoverable after resuming)",
+    call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "paused" } }),
   },
   {
     words: ["webhooks", "resume"],
     args: ["org", "id"],
     flags: [],
-    summary: "re-enable a webhook configuration (its health count starts again)",
+    summary: "resume a paused webhook configuration (what it held is delivered now, in publish order) or re-enable a disabled one",
     call: (a) => ({ method: "PATCH", path: webhookPath(a), body: { status: "active" } }),
   },
   {
@@ -934,12 +935,13 @@ export const COMMANDS = [
 
 /**
  * Whether a configuration is sending, and if not why, in one line: disabled (by whom or what, from
- * `disabled_reason`), paused by keyway (a receiver's Retry-After or the open circuit, until
- * `paused_until`), or active.
+ * `disabled_reason`), paused by its status (deliveries held until resumed), paused by keyway (a
+ * receiver's Retry-After or the open circuit, until `paused_until`), or active.
  * @param {Item} view a webhook configuration as the API shows it
  */
 export function webhookState(view) {
   if (view.status === "disabled") return `disabled: ${typeof view.disabled_reason === "string" ? view.disabled_reason : "no reason given"}`;
+  if (view.status === "paused") return "paused: deliveries are held, and sent in publish order when it is resumed";
   if (typeof view.pause_reason === "string") {
     return `paused${typeof view.paused_until === "string" ? ` until ${view.paused_until}` : ""}: ${view.pause_reason}`;
   }

@@ -66,9 +66,10 @@ type Mutation {
   endPortalSession(webhookConfigurationId: ID!, id: ID!): PortalSession
   # Issue 31, nullable for the same reason as those of issue 30.
   """
-  A new key to sign the organization's private_key_jwt assertions: published at once at the
-  configurations' jwksUri, signing from activatesAt; the previous key stays published until
-  previousExpiresAt. Private keys are never shown.
+  A new organization-wide key for private_key_jwt assertions (issue 31), which since issue 42 signs
+  only for configurations created before each had its own key and not moved yet: published at once
+  at /v1/receiver-jwks/{organization}, signing from activatesAt; the previous key stays published
+  until previousExpiresAt. Private keys are never shown.
   """
   rotateAssertionKey: AssertionKeyRotation
   """
@@ -205,7 +206,12 @@ type WebhookConfiguration {
   ordered: Boolean!
   """At most this many webhook requests in any one-second window; null for no limit."""
   rateLimit: Int
-  """active or disabled"""
+  """
+  The organization's operations configuration: the only kind operational events go to (issue 42).
+  Nullable for the companions' contract: an API Worker of the previous release does not send it.
+  """
+  operations: Boolean
+  """active, paused (deliveries held until active again) or disabled"""
   status: String!
   disabledReason: String
   """fast, new or slow: the queue its attempts go through"""
@@ -441,6 +447,8 @@ input CreateWebhookConfigurationInput {
   tokenCache: Boolean
   ordered: Boolean
   rateLimit: Int
+  """The organization's operations configuration (receives operational events); default false."""
+  operations: Boolean
 }
 
 input UpdateWebhookConfigurationInput {
@@ -452,7 +460,8 @@ input UpdateWebhookConfigurationInput {
   ordered: Boolean
   """null removes the limit"""
   rateLimit: Int
-  """active or disabled"""
+  operations: Boolean
+  """active, paused (deliveries held until active again) or disabled"""
   status: String
 }
 `;

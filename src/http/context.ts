@@ -1,6 +1,7 @@
 /** The Hono environment shared by every route and middleware: bindings plus per-request state. */
 import type { Admitted } from "../auth/gate";
 import type { Principal } from "../auth/tokens";
+import { publicBaseUrl } from "../config";
 import type { Deps } from "../deps";
 import type { ApiError } from "../errors";
 import type { Actor } from "../schemas/audit";
@@ -21,3 +22,9 @@ export interface AppEnv {
     preread: Record<string, unknown> | ApiError;
   };
 }
+
+/**
+ * keyway's public origin for URLs handed to others (a configuration's key set URL, portal links):
+ * the configured PUBLIC_BASE_URL, or this request's origin.
+ */
+export const keywayOrigin = (c: { env: Env; req: { url: string } }): string => publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;

@@ -88,6 +88,7 @@ export const CONFIG = {
   token_cache: false,
   ordered: false,
   rate_limit: null,
+  operations: false,
   status: "active" as const,
   disabled_reason: null,
   lane: "fast" as const,

@@ -92,14 +92,14 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("webhookConfigurations", async () => {
       this.need("webhooks:read");
       const result = await listWebhookConfigurations(this.deps, this.orgId, parseInput(ListQuery, page, "arguments"));
-      return { ...result, items: result.items.map(webhookConfigurationView) };
+      return { ...result, items: result.items.map((c) => webhookConfigurationView(c, this.origin())) };
     });
   }
 
   getWebhookConfiguration(id: string) {
     return outcomeOf("webhookConfiguration", async () => {
       this.need("webhooks:read");
-      return webhookConfigurationView(await getWebhookConfiguration(this.deps, this.orgId, id));
+      return webhookConfigurationView(await getWebhookConfiguration(this.deps, this.orgId, id), this.origin());
     });
   }
 
@@ -108,7 +108,7 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
       this.need("graphql:mutate", "webhooks:write");
       const parsed = parseInput(CreateWebhookConfigurationInput, input);
       const { config, signingSecret } = await createWebhookConfiguration(this.deps, this.orgId, parsed, this.actor);
-      return { config: webhookConfigurationView(config), signingSecret };
+      return { config: webhookConfigurationView(config, this.origin()), signingSecret };
     });
   }
 
@@ -116,14 +116,14 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("updateWebhookConfiguration", async () => {
       this.need("graphql:mutate", "webhooks:write");
       const parsed = parseInput(UpdateWebhookConfigurationInput, input);
-      return webhookConfigurationView(await updateWebhookConfiguration(this.deps, this.orgId, id, parsed, this.actor));
+      return webhookConfigurationView(await updateWebhookConfiguration(this.deps, this.orgId, id, parsed, this.actor), this.origin());
     });
   }
 
   deleteWebhookConfiguration(id: string) {
     return outcomeOf("deleteWebhookConfiguration", async () => {
       this.need("graphql:mutate", "webhooks:write");
-      return webhookConfigurationView(await deleteWebhookConfiguration(this.deps, this.orgId, id, this.actor));
+      return webhookConfigurationView(await deleteWebhookConfiguration(this.deps, this.orgId, id, this.actor), this.origin());
     });
   }
 
@@ -131,7 +131,7 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("rotateSigningSecret", async () => {
       this.need("graphql:mutate", "webhooks:write");
       const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(this.deps, this.orgId, id, this.actor);
-      return { config: webhookConfigurationView(config), signingSecret, previousExpiresAt };
+      return { config: webhookConfigurationView(config, this.origin()), signingSecret, previousExpiresAt };
     });
   }
 

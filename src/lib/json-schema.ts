@@ -19,7 +19,13 @@
  *   longer than 500 characters, or is not proven free of backtracking blow-up by `patternRisk`
  *   below; `format: "url"` (not a 2020-12 format, and the validator's regex for it is itself
  *   exponential: 36 characters take seconds);
- * - ask `uniqueItems` without `maxItems` of at most 256 (the check is quadratic in the array).
+ * - ask `uniqueItems` without `maxItems` of at most 256 (the check is quadratic in the array);
+ * - use a keyword that is not draft 2020-12's (issue 42): a misspelling (`requried`) would
+ *   otherwise be ignored and check nothing. The known keywords are those of the vocabularies the
+ *   2020-12 meta-schema names (core, applicator, unevaluated, validation, format-annotation,
+ *   content, meta-data), plus `definitions`, which that meta-schema keeps for compatibility;
+ *   `x-` prefixed names are extensions (an OpenAPI habit) and pass, as annotations. Property
+ *   names (under `properties`, `patternProperties`, `$defs`, `dependentSchemas`) are not keywords.
  * At validation time, strings (and, with `patternProperties`, object keys) longer than 1000
  * characters are not given to a regular expression: the linear-per-start-position patterns that
  * pass `patternRisk` still cost O(n^2) over an unanchored search, 1000^2 steps being ~2 ms.
@@ -81,6 +87,131 @@ const REFUSED_KW: Record<string, string> = {
   dependencies: "is draft 7: use dependentRequired or dependentSchemas",
   additionalItems: "is draft 2019-09: use prefixItems and items",
 };
+/**
+ * The keywords of draft 2020-12's vocabularies (Core 8, 10, 11; Validation 6, 7.2, 8, 9). What the
+ * validator does with each is in ASSERTED and ANNOTATIONS below (the pages say it to their readers).
+ */
+const KNOWN_KW = new Set([
+  // core
+  "$schema",
+  "$id",
+  "$ref",
+  "$anchor",
+  "$dynamicRef",
+  "$dynamicAnchor",
+  "$vocabulary",
+  "$comment",
+  "$defs",
+  // applicator
+  "prefixItems",
+  "items",
+  "contains",
+  "additionalProperties",
+  "properties",
+  "patternProperties",
+  "dependentSchemas",
+  "propertyNames",
+  "if",
+  "then",
+  "else",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "not",
+  // unevaluated
+  "unevaluatedItems",
+  "unevaluatedProperties",
+  // validation
+  "type",
+  "const",
+  "enum",
+  "multipleOf",
+  "maximum",
+  "exclusiveMaximum",
+  "minimum",
+  "exclusiveMinimum",
+  "maxLength",
+  "minLength",
+  "pattern",
+  "maxItems",
+  "minItems",
+  "uniqueItems",
+  "maxContains",
+  "minContains",
+  "maxProperties",
+  "minProperties",
+  "required",
+  "dependentRequired",
+  // format-annotation
+  "format",
+  // content
+  "contentEncoding",
+  "contentMediaType",
+  "contentSchema",
+  // meta-data
+  "title",
+  "description",
+  "default",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "examples",
+  // kept by the 2020-12 meta-schema for compatibility (walked like $defs)
+  "definitions",
+]);
+/** Extension keywords (OpenAPI's habit): accepted, and annotations only. */
+export const EXTENSION_PREFIX = "x-";
+/**
+ * The `format` values @cfworker/json-schema asserts (its `format.js`: a string that does not match
+ * fails); any other format is an annotation only. Draft 2020-12 makes `format` an annotation by
+ * default; this validator asserts these whatever the dialect says.
+ */
+export const ASSERTED_FORMATS = [
+  "date",
+  "time",
+  "date-time",
+  "duration",
+  "uri",
+  "uri-reference",
+  "uri-template",
+  "email",
+  "hostname",
+  "ipv4",
+  "ipv6",
+  "regex",
+  "uuid",
+  "json-pointer",
+  "json-pointer-uri-fragment",
+  "relative-json-pointer",
+] as const;
+/** Keywords that describe and check nothing (besides `format` with another value, and `x-` extensions). */
+export const ANNOTATION_KEYWORDS = [
+  "title",
+  "description",
+  "default",
+  "examples",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "$comment",
+  "contentEncoding",
+  "contentMediaType",
+  "contentSchema",
+] as const;
+/** Keywords that name, identify or hold subschemas, and check nothing by themselves. */
+const STRUCTURAL = new Set(["$schema", "$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$defs", "definitions"]);
+/** Keywords the validator checks data against (`format` only with one of ASSERTED_FORMATS: listed apart). */
+export const ASSERTED_KEYWORDS = [...KNOWN_KW].filter(
+  (kw) => kw !== "format" && !STRUCTURAL.has(kw) && !(ANNOTATION_KEYWORDS as readonly string[]).includes(kw),
+);
+/** Hints for keywords of other dialects people carry over. */
+const KEYWORD_HINTS: Record<string, string> = {
+  example: 'use "examples" (an array)',
+  nullable: 'an OpenAPI 3.0 keyword: use a type array with "null"',
+  discriminator: "an OpenAPI keyword: use oneOf with const",
+  exclusive: "use exclusiveMinimum or exclusiveMaximum (numbers)",
+};
+
 /** A local reference: a JSON pointer fragment of plain characters (RFC 6901 5), or an anchor (Core 8.2.2). */
 const POINTER_REF = /^#(?:\/(?:[A-Za-z0-9_.$-]|~[01])*)*$/;
 const ANCHOR = /^[A-Za-z_][A-Za-z0-9._-]*$/;
@@ -146,6 +277,9 @@ function walk(s: unknown, at: string, w: Walk): Result {
   if (typeof s === "boolean") return OK;
   if (!isObject(s)) return fail(at, "must be a schema (an object or a boolean)");
   for (const [kw, why] of Object.entries(REFUSED_KW)) if (kw in s) return fail(`${at}${seg(kw)}`, why);
+  for (const kw of Object.keys(s)) {
+    if (!KNOWN_KW.has(kw) && !kw.startsWith(EXTENSION_PREFIX)) return fail(`${at}${seg(kw)}`, unknownKeyword(kw));
+  }
 
   const t = s.type;
   if (t !== undefined) {
@@ -222,6 +356,49 @@ function walk(s: unknown, at: string, w: Walk): Result {
     }
   }
   return OK;
+}
+
+/**
+ * Why an unknown keyword is refused, naming it when it is plain (errors never echo other client
+ * text; the path names it anyway), with the keyword it is likely a misspelling of.
+ */
+function unknownKeyword(kw: string): string {
+  const named = /^[A-Za-z0-9_$-]{1,40}$/.test(kw) ? `unknown keyword "${kw}"` : "unknown keyword";
+  const hint = KEYWORD_HINTS[kw] ?? (kw.length <= 40 ? nearest(kw) : undefined);
+  return `${named}: not a JSON Schema draft 2020-12 keyword${hint ? ` (${hint})` : ""}; extension keywords start with "${EXTENSION_PREFIX}"`;
+}
+
+/** The known keyword within two edits of `kw` (case aside), as "did you mean ...". */
+function nearest(kw: string): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const known of KNOWN_KW) {
+    const d = known.toLowerCase() === kw.toLowerCase() ? 0 : editDistance(known, kw, bestDistance);
+    if (d < bestDistance) {
+      best = known;
+      bestDistance = d;
+    }
+  }
+  return best === undefined ? undefined : `did you mean "${best}"?`;
+}
+
+/** Levenshtein distance with transpositions counted as one edit, or `cap` once it is at least that. */
+function editDistance(a: string, b: string, cap: number): number {
+  if (Math.abs(a.length - b.length) >= cap) return cap;
+  let prevPrev: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, (prevPrev[j - 2] ?? 0) + 1);
+      row.push(d);
+    }
+    prevPrev = prev;
+    prev = row;
+  }
+  return Math.min(prev[b.length] ?? cap, cap);
 }
 
 function isStringSet(v: unknown): boolean {

@@ -54,7 +54,7 @@ const AssertionAudience = z
 
 const OAUTH_DESCRIPTIONS = {
   auth_method:
-    "How keyway authenticates at the token URL: `client_secret_post` (the default: spec 4.3's form body), `client_secret_basic` (HTTP Basic), or `private_key_jwt` (an ES256 assertion keyway signs; register `/v1/receiver-jwks/{organization_id}` as the client's `jwks_uri`; no `client_secret`).",
+    "How keyway authenticates at the token URL: `client_secret_post` (the default: spec 4.3's form body), `client_secret_basic` (HTTP Basic), or `private_key_jwt` (an ES256 assertion keyway signs; register the configuration's own `oauth.jwks_uri`, `/v1/receiver-jwks/{organization_id}/{id}`, as the client's `jwks_uri`; no `client_secret`).",
   scope: "Sent as `scope` in the token request (space-separated, RFC 6749 3.3).",
   resource: "Each sent as a `resource` parameter in the token request (RFC 8707).",
   audience: "Sent as `audience` in the token request (the parameter Auth0-style servers take).",
@@ -93,6 +93,12 @@ const CreateOAuthInput = z
     }
   });
 
+const Operations = z
+  .boolean()
+  .describe(
+    "The organization's operations configuration: the only kind that may name, and receives, keyway's operational event types (`webhook.endpoint.disabled`, `.paused`, `.recovered`, `webhook.delivery.exhausted`), which describe the organization's other endpoints. Set by the organization (API, manager, CLI), never from the receivers' portal; no portal link opens one. Default false.",
+  );
+
 export const CreateWebhookConfigurationInput = z.strictObject({
   url: TargetUrl,
   events: Events.optional(),
@@ -113,6 +119,7 @@ export const CreateWebhookConfigurationInput = z.strictObject({
   rate_limit: RateLimit.optional().describe(
     `At most this many webhook requests to the endpoint in any one-second window (1 to ${MAX_RATE_LIMIT}); excess deliveries wait, none is dropped. Default: no limit.`,
   ),
+  operations: Operations.optional(),
 });
 export type CreateWebhookConfigurationInput = z.output<typeof CreateWebhookConfigurationInput>;
 
@@ -138,8 +145,18 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
   token_cache: z.boolean().optional(),
   ordered: z.boolean().optional(),
   rate_limit: RateLimit.nullable().optional().describe("Deliveries per second; `null` removes the limit."),
-  /** Re-enable a configuration disabled by a 410, or pause one. */
-  status: z.enum(["active", "disabled"]).optional(),
+  operations: Operations.optional(),
+  /**
+   * `paused` holds deliveries (published events still fan out to it; nothing is sent until it is
+   * `active` again, then in publish order); `disabled` sends nothing and fails what is waiting;
+   * `active` resumes or re-enables.
+   */
+  status: z
+    .enum(["active", "paused", "disabled"])
+    .optional()
+    .describe(
+      "`paused`: events still fan out to it and are held (nothing is sent) until it is `active` again, then delivered in publish order; at most 10,000 published during the pause, each held at most 7 days (past either bound a delivery is concluded `failed`, recoverable after resuming). `disabled`: nothing is sent and waiting deliveries fail. `active`: resume or re-enable.",
+    ),
 });
 export type UpdateWebhookConfigurationInput = z.output<typeof UpdateWebhookConfigurationInput>;
 
@@ -168,19 +185,30 @@ export const WebhookConfigurationRecord = z.object({
     resource: z.array(z.string()).nullable().optional(),
     audience: z.string().nullable().optional(),
     assertion_audience: z.string().nullable().optional(),
-    /** private_key_jwt: the organization's current assertion key (kid, the private JWK sealed). */
-    assertion_key: z.object({ kid: z.string(), private_key: Sealed }).nullable().optional(),
+    /**
+     * private_key_jwt: the key that signs now (kid, the private JWK sealed): the configuration's own
+     * (`config_id`, issue 42) or, before its move, the organization's (no `config_id`).
+     */
+    assertion_key: z.object({ kid: z.string(), private_key: Sealed, config_id: z.string().optional() }).nullable().optional(),
     /** A rotated-in assertion key and when it starts signing (the endpoint switches by itself). */
-    next_assertion_key: z.object({ kid: z.string(), private_key: Sealed, activates_ms: z.number() }).nullable().optional(),
+    next_assertion_key: z
+      .object({ kid: z.string(), private_key: Sealed, activates_ms: z.number(), config_id: z.string().optional() })
+      .nullable()
+      .optional(),
+    /** Issue 42's move (objects/webhooks/configurations.ts ReceiverAuth): still on the organization's key; its keys listed until. */
+    organization_key: z.boolean().nullable().optional(),
+    organization_keys_until: z.number().nullable().optional(),
     /** DPoP-bound tokens: this configuration's key (its RFC 7638 thumbprint, the private JWK sealed). */
     dpop_key: z.object({ jkt: z.string(), private_key: Sealed }).nullable().optional(),
   }),
   token_cache: z.boolean(),
   ordered: z.boolean(),
   rate_limit: z.number().int().nullable(),
+  /** Issue 42; a copy from before it has none (false). */
+  operations: z.boolean().optional(),
   /** Newest first; an older one stays valid until its expires_at (rotation overlap). */
   signing_secrets: z.array(z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable() })).min(1),
-  status: z.enum(["active", "disabled"]),
+  status: z.enum(["active", "paused", "disabled"]),
   disabled_reason: z.string().nullable(),
   /** +1 per change; the endpoint's object holds the copy of one version (objects/endpoints). */
   version: z.number().int(),
@@ -254,12 +282,18 @@ export const WebhookConfigurationView = z.object({
       .string()
       .nullable()
       .describe("The RFC 7638 thumbprint of keyway's DPoP key for this configuration (`cnf.jkt` of its tokens)."),
-    jwks_uri: z.string().nullable().describe("private_key_jwt: where keyway's public keys are, to register as the client's `jwks_uri`."),
+    jwks_uri: z
+      .string()
+      .nullable()
+      .describe(
+        "private_key_jwt: the absolute URL of this configuration's own public keys (`/v1/receiver-jwks/{organization_id}/{id}`), to register as the client's `jwks_uri` at the receiver's OAuth server.",
+      ),
   }),
   token_cache: z.boolean(),
   ordered: z.boolean().describe("Delivered one at a time, in publish order."),
   rate_limit: z.number().int().nullable().describe("At most this many webhook requests in any one-second window; null for no limit."),
-  status: z.enum(["active", "disabled"]),
+  operations: z.boolean().describe("The organization's operations configuration (operational events go only to these)."),
+  status: z.enum(["active", "paused", "disabled"]),
   disabled_reason: z.string().nullable(),
   ...EndpointState.shape,
   signing_secret_rotated_at: Timestamp,

@@ -17,7 +17,7 @@ import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, UNAVAILABLE_RETRY_AFTER_SECONDS, unwrap, webhookObject } from "../objects/stubs";
-import type { AssertionKeyCandidate, ConfigurationPatch } from "../objects/webhooks/configurations";
+import type { AssertionKeyCandidate, ChangedBy, ConfigurationPatch } from "../objects/webhooks/configurations";
 import type { Changed } from "../objects/webhooks/object";
 import {
   type CreateWebhookConfigurationInput,
@@ -98,14 +98,15 @@ export async function createWebhookConfiguration(
     token_cache: input.token_cache ?? false,
     ordered: input.ordered ?? false,
     rate_limit: input.rate_limit ?? null,
+    operations: input.operations ?? false,
     signing_secret: {
       secret: await seal(deps.config.encryptionKeys, signingSecret, aad(owner, "signing_secret")),
       created_at: isoTime(now),
       expires_at: null,
     },
   };
-  // The organization's assertion key, should it have none yet (the object keeps its own if it has one).
-  const assertionKey = jwt ? await newAssertionKey(deps, orgId) : undefined;
+  // The configuration's own assertion key (issue 42): only the server that registers its key set accepts its assertions.
+  const assertionKey = jwt ? await newAssertionKey(deps, orgId, id) : undefined;
   const record = unwrap(
     await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now, assertionKey)),
   );
@@ -131,7 +132,8 @@ export async function listWebhookConfigurations(deps: Deps, orgId: string, page:
 /**
  * Absent fields are kept. The object refuses moving `url` or `oauth.token_url` to another origin
  * without `oauth.client_secret` in the same request (it compares with what it holds, in the same
- * transaction as the write).
+ * transaction as the write), and, for a receiver's change (`by: "receiver"`, the portal), anything
+ * that would change whose identity keyway asserts (issue 42).
  */
 export async function updateWebhookConfiguration(
   deps: Deps,
@@ -139,6 +141,7 @@ export async function updateWebhookConfiguration(
   id: string,
   input: UpdateWebhookConfigurationInput,
   actor: Actor,
+  by: ChangedBy = "organization",
 ): Promise<WebhookConfiguration> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const owner = { organization_id: orgId, id };
@@ -150,6 +153,7 @@ export async function updateWebhookConfiguration(
     ...(input.ordered !== undefined ? { ordered: input.ordered } : {}),
     ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
     ...(input.status !== undefined ? { status: input.status } : {}),
+    ...(input.operations !== undefined ? { operations: input.operations } : {}),
   };
   let assertionKey: AssertionKeyCandidate | undefined;
   if (input.oauth !== undefined) {
@@ -168,12 +172,16 @@ export async function updateWebhookConfiguration(
       // Turning DPoP on makes a new key (so tokens bound to an earlier one are not reused); off drops it.
       ...(o.dpop === true ? { dpop_key: await newDpopKey(deps, orgId, id) } : o.dpop === false ? { dpop_key: null } : {}),
     };
-    if (o.auth_method === "private_key_jwt") assertionKey = await newAssertionKey(deps, orgId);
+    // A key of its own in case the change needs one (switched to private_key_jwt, or moved off the
+    // organization's key by a change of what its assertions state); the object drops it otherwise.
+    if (o.auth_method !== undefined || o.client_id !== undefined || o.assertion_audience !== undefined || o.token_url !== undefined) {
+      assertionKey = await newAssertionKey(deps, orgId, id);
+    }
   }
   const now = deps.now();
   return applied(
     deps,
-    unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now, assertionKey))),
+    unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now, assertionKey, by))),
   );
 }
 
@@ -186,8 +194,9 @@ export async function deleteWebhookConfiguration(deps: Deps, orgId: string, id: 
 
 /**
  * New signing secret, returned once. The previous one keeps signing for 24 h so receivers can
- * switch without dropping webhooks; older ones are discarded. (Answered even if the endpoint's
- * object has not taken it yet: the secret is shown only here, and the previous one still signs.)
+ * switch without dropping webhooks, and every older secret still within its own 24 h keeps signing
+ * too (issue 42), up to MAX_LIVE_SIGNING_SECRETS at once. (Answered even if the endpoint's object
+ * has not taken it yet: the secret is shown only here, and the previous ones still sign.)
  */
 export async function rotateSigningSecret(
   deps: Deps,
@@ -222,8 +231,13 @@ export async function receiverClientSecret(deps: Deps, record: WebhookConfigurat
   return sealed === null ? "" : open(deps.config.encryptionKeys, sealed, aad(record, "oauth_client_secret"));
 }
 
-/** Where a receiver's OAuth server finds keyway's public keys for private_key_jwt (its `jwks_uri`), on keyway's origin. */
-export const receiverJwksPath = (orgId: string) => `/v1/receiver-jwks/${orgId}`;
+/**
+ * Where a receiver's OAuth server finds keyway's public keys for private_key_jwt (its `jwks_uri`),
+ * on keyway's origin: the configuration's own set (issue 42), or with no configuration the
+ * organization's set of issue 31 (for configurations not moved yet).
+ */
+export const receiverJwksPath = (orgId: string, configId?: string) =>
+  configId === undefined ? `/v1/receiver-jwks/${orgId}` : `/v1/receiver-jwks/${orgId}/${configId}`;
 
 /** The endpoint's shared receiver token (token_cache) is kept sealed like the client secret, bound to its configuration. */
 export function sealReceiverToken(deps: Deps, record: WebhookConfigurationRecord, token: string): Promise<SealedValue> {
@@ -234,8 +248,8 @@ export function openReceiverToken(deps: Deps, record: WebhookConfigurationRecord
   return open(deps.config.encryptionKeys, sealed, aad(record, "receiver_token"));
 }
 
-/** The receiver's OAuth settings as surfaces show them: never a secret or a private key. */
-function oauthView(config: WebhookConfiguration): WebhookConfigurationView["oauth"] {
+/** The receiver's OAuth settings as surfaces show them: never a secret or a private key. `origin`: keyway's public origin. */
+function oauthView(config: WebhookConfiguration, origin: string): WebhookConfigurationView["oauth"] {
   const o = receiverOAuth(config);
   return {
     token_url: o.token_url,
@@ -247,21 +261,27 @@ function oauthView(config: WebhookConfiguration): WebhookConfigurationView["oaut
     assertion_audience: o.assertion_audience,
     dpop: o.dpop_key !== null,
     dpop_jkt: o.dpop_key?.jkt ?? null,
-    jwks_uri: o.auth_method === "private_key_jwt" ? receiverJwksPath(config.organization_id) : null,
+    jwks_uri: o.auth_method === "private_key_jwt" ? `${origin}${receiverJwksPath(config.organization_id, config.id)}` : null,
   };
 }
 
-export function webhookConfigurationView(config: WebhookConfiguration): WebhookConfigurationView {
+/**
+ * The configuration as every surface shows it. `origin` is keyway's public origin
+ * (PUBLIC_BASE_URL, else the request's): the key set URL is absolute, as a receiver's OAuth server
+ * registers it (RFC 7591 2, `jwks_uri`).
+ */
+export function webhookConfigurationView(config: WebhookConfiguration, origin: string): WebhookConfigurationView {
   return {
     id: config.id,
     organization_id: config.organization_id,
     url: config.url,
     events: config.events,
     description: config.description,
-    oauth: oauthView(config),
+    oauth: oauthView(config, origin),
     token_cache: config.token_cache,
     ordered: config.ordered,
     rate_limit: config.rate_limit,
+    operations: config.operations === true,
     status: config.status,
     disabled_reason: config.disabled_reason,
     ...config.state,

@@ -15,6 +15,7 @@ import { sha256Hex } from "../lib/crypto";
 import { encodeUtf8 } from "../lib/encoding";
 import { ID_PATTERN, newEventId } from "../lib/ids";
 import { canonicalJson } from "../lib/json";
+import { compileSchema, pointerSegments } from "../lib/json-schema";
 import { seriesOf } from "../lib/series";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
@@ -29,6 +30,7 @@ import {
   type WebhookEventBody,
   type WebhookTrafficView,
 } from "../schemas/webhooks";
+import { getEventType } from "./event-types";
 
 /**
  * Largest event body (the JSON sent to receivers): one event is one SQLite row, well within the
@@ -82,6 +84,49 @@ export async function sendTestEvent(deps: Deps, orgId: string, configId: string,
   if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
   const input = { type: "webhook.test", data: { message: "Test event from keyway", webhook_configuration_id: configId } };
   return publishEvent(deps, orgId, input, actor, { only: configId });
+}
+
+/** What `sendExampleEvent` sends: a catalog type, and its data (absent: the type's first example). */
+export interface ExampleEventInput {
+  event_type: string;
+  data?: unknown;
+}
+
+/**
+ * An event of a catalog type to one configuration only, as a test (issue 42): `data` as given, or
+ * the type's first example, validated against the type's schema (400 naming the path under
+ * `data`), bounded like any publish (413 past MAX_EVENT_BYTES), published with `only` like
+ * `webhook.test`, so it is audited `webhook_configuration.tested` (with its type) and goes to this
+ * configuration whatever its event filter (409 when it is disabled). The body the receiver gets is
+ * an ordinary event of that type: nothing in it says it is a sample. A type outside the catalog
+ * is 404; keyway's operational types are refused (403) unless `operational` allows them (the
+ * organization's surfaces do; the receivers' portal does not: those events are the organization's).
+ */
+export async function sendExampleEvent(
+  deps: Deps,
+  orgId: string,
+  configId: string,
+  input: ExampleEventInput,
+  actor: Actor,
+  options: { operational: boolean } = { operational: true },
+): Promise<PublishedEventView> {
+  if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
+  const type = await getEventType(deps, orgId, input.event_type);
+  if (type.operational && !options.operational) {
+    throw new ApiError("forbidden", `${type.name} is one of keyway's operational event types; only the organization can send it.`);
+  }
+  const data = input.data === undefined ? type.examples[0] : input.data;
+  if (data === undefined) {
+    throw invalidInput({ label: "request body", issues: [{ path: ["data"], text: ` is required: ${type.name} has no example to send` }] });
+  }
+  if (type.schema !== null) {
+    const answer = compileSchema(type.schema).validate(data);
+    if (!answer.ok) {
+      const text = ` ${answer.message} (the schema of ${type.name})`;
+      throw invalidInput({ label: "request body", issues: [{ path: ["data", ...pointerSegments(answer.path)], text }] });
+    }
+  }
+  return publishEvent(deps, orgId, { type: type.name, data }, actor, { only: configId });
 }
 
 /** Which of the organization's endpoints holds a delivery (404 for another organization's). */

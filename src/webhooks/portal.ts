@@ -16,13 +16,16 @@
  * recognisable to secret scanners and keep one from passing as the other.
  */
 import type { Deps } from "../deps";
-import { notFound } from "../errors";
+import { ApiError, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
 import { randomToken, sha256Hex } from "../lib/crypto";
 import { base64UrlEncode, encodeUtf8 } from "../lib/encoding";
 import { ID_PATTERN } from "../lib/ids";
+import { isoTime } from "../lib/time";
+import { describeError, log } from "../log";
+import type { MeterRefusal, PortalAction } from "../objects/endpoints/meter";
 import type { Page, PageRequest } from "../objects/sql";
-import { reach, unwrap, webhookObject } from "../objects/stubs";
+import { endpointObject, reach, unwrap, webhookObject } from "../objects/stubs";
 import type { OpenRefusal } from "../objects/webhooks/portal";
 import {
   type CreatePortalLinkInput,
@@ -148,4 +151,87 @@ export async function endPortalSession(
 /** The receiver signs out: its own session ends, audited as the receiver. */
 export async function signOutPortal(deps: Deps, session: PortalSession): Promise<void> {
   await endPortalSession(deps, session.orgId, session.configurationId, session.id, receiverActor(session));
+}
+
+/** What the 429 page says of each metered action: what it is, and what did not happen. */
+const METERED: Record<PortalAction, { what: string; nothing: string }> = {
+  connection_test: { what: "connection tests", nothing: "No request was made to the token endpoint." },
+  test_event: { what: "test events", nothing: "No test event was sent." },
+  resend: { what: "re-sends", nothing: "The delivery was not re-sent." },
+  recover: { what: "recoveries", nothing: "No recovery was started." },
+};
+
+/** "1 every 5 s", "20 a minute", "6 an hour", "5 a second". */
+function rateInWords(limit: number, windowSeconds: number): string {
+  if (windowSeconds === 1) return `${limit} a second`;
+  if (windowSeconds === 60) return `${limit} a minute`;
+  if (windowSeconds === 3600) return `${limit} an hour`;
+  return `${limit} every ${windowSeconds} s`;
+}
+
+/** The 429 of a refused portal action, in words, with Retry-After and the RateLimit fields (ratelimit/service.ts's layout). */
+export function portalLimited(refusal: MeterRefusal): ApiError {
+  const words = METERED[refusal.action];
+  const rate = rateInWords(refusal.limit, refusal.windowSeconds);
+  const limited =
+    refusal.scope === "session"
+      ? `Too many ${words.what}: a portal session may make ${rate}.`
+      : `Too many ${words.what} for this endpoint: its portal sessions together may make ${rate}.`;
+  const at = isoTime(refusal.resetAt)
+    .replace("T", " ")
+    .replace(/\.\d{3}Z$/, " UTC");
+  const closest = refusal.windows.find((w) => w.scope === refusal.scope) ?? refusal.windows[0];
+  return new ApiError("rate_limited", `${limited} ${words.nothing} Try again in ${refusal.retryAfterSeconds} s (at ${at}).`, {
+    headers: {
+      "Retry-After": String(refusal.retryAfterSeconds),
+      "RateLimit-Policy": refusal.windows.map((w) => `"${w.scope}";q=${w.limit};w=${w.windowSeconds}`).join(", "),
+      ...(closest ? { RateLimit: `"${closest.scope}";r=${closest.remaining};t=${refusal.retryAfterSeconds}` } : {}),
+    },
+  });
+}
+
+/**
+ * Runs a portal action that costs something beyond a page (a connection test, a test event, a
+ * re-send, a recovery: docs/receivers.md, "The portal's limits") under the portal's limits, per
+ * session and per configuration (objects/endpoints/meter.ts). The configuration's endpoint object
+ * admits it first, in one call; a refusal is thrown as a 429 (`portalLimited`) before `effect`
+ * starts, so nothing is sent, and is not counted. An admitted action that the domain then refuses
+ * with a 4xx (a window the recovery refuses, a paused endpoint, an unknown delivery) started
+ * nothing either: it is given back, so correcting a form does not wait out the limit.
+ */
+export async function meteredPortalAction<T>(
+  deps: Deps,
+  session: PortalSession,
+  action: PortalAction,
+  effect: () => Promise<T>,
+): Promise<T> {
+  const endpoint = () => endpointObject(deps, session.configurationId);
+  const now = deps.now();
+  const decision = await reach("webhook endpoint", () => endpoint().meterPortal({ charge: { action, session: session.id } }, now));
+  if (decision === null) throw new Error("the endpoint's meter answered a charge with nothing");
+  if (!decision.admitted) {
+    const r = decision.refusal;
+    log.info("portal action refused", {
+      action,
+      scope: r.scope,
+      limit: r.limit,
+      window_s: r.windowSeconds,
+      retry_after_s: r.retryAfterSeconds,
+      portal_session: session.id,
+      webhook_configuration_id: session.configurationId,
+    });
+    throw portalLimited(r);
+  }
+  try {
+    return await effect();
+  } catch (err) {
+    if (err instanceof ApiError && err.status >= 400 && err.status < 500) {
+      const charge = decision.charge;
+      await reach("webhook endpoint", () => endpoint().meterPortal({ refund: charge }, deps.now())).catch((e: unknown) => {
+        // The action stays counted: a refund lost errs on the side of the limit.
+        log.warn("portal action not given back", { action, detail: describeError(e) });
+      });
+    }
+    throw err;
+  }
 }

@@ -360,13 +360,13 @@ describe("operator CLI", () => {
       expect(storyJson.id).toBe(deliveryId);
       expect(storyJson.attempts[0]).toMatchObject({ number: 1, step: "webhook", http_status: 500, outcome: "retry" });
 
-      // Pause: no test event is accepted; resume: it is, and it reaches the receiver.
+      // Pause (held, issue 42): no test event is accepted; resume: it is, and it reaches the receiver.
       const paused = await admin("webhooks", "pause", orgId, configId);
       expect(paused.code, paused.stderr).toBe(0);
-      expect(value(paused.stdout, "status")).toBe("disabled");
+      expect(value(paused.stdout, "status")).toBe("paused");
       const whilePaused = await admin("webhooks", "show", orgId, configId);
-      expect(value(whilePaused.stdout, "state")).toBe("disabled: disabled through the API");
-      expect((await admin("webhooks", "list", orgId)).stdout.split("\n")[1]).toMatch(/ disabled /);
+      expect(value(whilePaused.stdout, "state")).toBe("paused: deliveries are held, and sent in publish order when it is resumed");
+      expect((await admin("webhooks", "list", orgId)).stdout.split("\n")[1]).toMatch(/ paused /);
       const refused = await admin("webhooks", "test", orgId, configId);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/409/);
@@ -376,7 +376,7 @@ describe("operator CLI", () => {
       expect(value((await admin("webhooks", "resume", orgId, configId)).stdout, "status")).toBe("active");
       expect(JSON.parse((await admin("webhooks", "pause", orgId, configId, "--json")).stdout)).toMatchObject({
         id: configId,
-        status: "disabled",
+        status: "paused",
       });
       expect(JSON.parse((await admin("webhooks", "resume", orgId, configId, "--json")).stdout)).toMatchObject({
         id: configId,

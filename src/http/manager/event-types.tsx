@@ -4,15 +4,21 @@
  * examples, and the settings (refusing unknown types, the portal's frame origins). A refused form
  * answers with the form again: the text as entered, keyway's message and each field's, the
  * domain's 400 (which names a path inside `schema` or `examples`) beside the field it is about.
- * Actions call the same domain functions as the REST routes (webhooks/event-types.ts), as the
- * session's actor. Mounted under /manager/organizations by routes.tsx, behind its session and
+ * A type's page also says which schema keywords are checked and has "Send an example" (issue 42):
+ * its data, prefilled with an example, checked against the schema and sent to the configuration
+ * chosen only (webhooks/deliveries.ts sendExampleEvent; keyway's operational types too: they are
+ * the organization's). Actions call the same domain functions as the REST routes
+ * (webhooks/event-types.ts), as the session's actor. Mounted under /manager/organizations by routes.tsx, behind its session and
  * CSRF checks; the markup is in pages/event-types.tsx.
  */
 import { Hono } from "hono";
+import type { Child } from "hono/jsx";
 import { ApiError, invalidInput } from "../../errors";
-import { CreateEventTypeInput, UpdateEventTypeInput, UpdateWebhookSettingsInput } from "../../schemas/receivers";
+import { MAX_WEBHOOK_CONFIGURATIONS } from "../../objects/webhooks/limits";
+import { CreateEventTypeInput, type EventTypeView, UpdateEventTypeInput, UpdateWebhookSettingsInput } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
-import { receiverJwksPath } from "../../webhooks/configurations";
+import { listWebhookConfigurations, receiverJwksPath } from "../../webhooks/configurations";
+import { sendExampleEvent } from "../../webhooks/deliveries";
 import {
   createEventType,
   deleteEventType,
@@ -41,6 +47,16 @@ import {
   WebhookSettingsForm,
 } from "./pages/event-types";
 import { AssertionKeyRotated, AssertionKeySection, rotateAssertionKeyConfirmation } from "./pages/receiver-oauth";
+import {
+  exampleIndex,
+  exampleValues,
+  postedExampleData,
+  SchemaKeywords,
+  type SendExampleField,
+  SendExampleForm,
+  type SendExampleValues,
+  sendExampleErrors,
+} from "./pages/send-example";
 import { actor, type C, confirmPage, csrf, form, keywayOrigin, type ManagerEnv, notices, orgCrumbs, orgFor, page } from "./shared";
 import type { Crumb } from "./views";
 
@@ -101,18 +117,40 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
 
   app.get("/:org/event-types/:name", async (c) => {
     const { org, type } = await typeFor(c);
-    if (type.operational) {
-      return page(
-        c,
-        `Event type ${type.name}`,
-        [...typeCrumbs(c, org), { label: type.name }],
-        <>
-          <EventTypeFacts type={type} />
-          <OperationalEventType type={type} back={typesPath(org.id)} />
-        </>,
+    const send = await sendSection(c, org, type, exampleValues(type, exampleIndex(c.req.query("example"), type)));
+    if (type.operational) return operationalTypePage(c, org, type, send);
+    return editTypePage(c, org, type.name, eventTypeFormValues(type), undefined, notices[c.req.query("notice") ?? ""], send);
+  });
+
+  // "Send an example" (issue 42): the data entered, checked against the type's schema, to the
+  // chosen configuration only (webhooks/deliveries.ts sendExampleEvent). A refusal the person can
+  // correct comes back on the type's page with the text as entered.
+  app.post("/:org/event-types/:name/send-example", async (c) => {
+    const { org, type } = await typeFor(c);
+    const fields = await form(c);
+    const values: SendExampleValues = {
+      data: typeof fields.data === "string" ? fields.data : "",
+      webhook_configuration_id: typeof fields.webhook_configuration_id === "string" ? fields.webhook_configuration_id.trim() : "",
+    };
+    try {
+      const data = postedExampleData(values.data);
+      const sent = await sendExampleEvent(
+        c.get("deps"),
+        org.id,
+        values.webhook_configuration_id,
+        { event_type: type.name, data },
+        actor(c),
       );
+      const configId = sent.deliveries[0]?.webhook_configuration_id ?? values.webhook_configuration_id;
+      return c.redirect(`/manager/organizations/${org.id}/webhooks/${configId}?event_type=${type.name}&notice=test-sent`, 303);
+    } catch (err) {
+      const errors = sendExampleErrors(err);
+      if (errors === null) throw err;
+      c.status(errors.status);
+      const send = await sendSection(c, org, type, values, errors);
+      if (type.operational) return operationalTypePage(c, org, type, send);
+      return editTypePage(c, org, type.name, eventTypeFormValues(type), undefined, undefined, send);
     }
-    return editTypePage(c, org, type.name, eventTypeFormValues(type), undefined, notices[c.req.query("notice") ?? ""]);
   });
 
   app.post("/:org/event-types/:name", async (c) => {
@@ -130,7 +168,7 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
       const errors = typeFormErrors(err);
       if (errors === null) throw err;
       c.status(errors.status);
-      return editTypePage(c, org, type.name, values, errors);
+      return editTypePage(c, org, type.name, values, errors, undefined, await sendSection(c, org, type, exampleValues(type)));
     }
     return c.redirect(`${typesPath(org.id)}/${type.name}?notice=event-type-saved`, 303);
   });
@@ -244,7 +282,15 @@ function newTypePage(c: C, org: OrgRef, values: EventTypeFormValues, errors?: Fo
   );
 }
 
-function editTypePage(c: C, org: OrgRef, name: string, values: EventTypeFormValues, errors?: FormErrors<EventTypeField>, notice?: string) {
+function editTypePage(
+  c: C,
+  org: OrgRef,
+  name: string,
+  values: EventTypeFormValues,
+  errors?: FormErrors<EventTypeField>,
+  notice?: string,
+  send?: Child,
+) {
   const base = `${typesPath(org.id)}/${name}`;
   return page(
     c,
@@ -252,12 +298,49 @@ function editTypePage(c: C, org: OrgRef, name: string, values: EventTypeFormValu
     [...typeCrumbs(c, org), { label: name }],
     <>
       <EventTypeForm mode="edit" action={base} cancel={typesPath(org.id)} values={values} errors={errors} csrf={csrf(c)} />
+      <SchemaKeywords />
+      {send}
       <h2>Delete</h2>
       <p>
         <a href={`${base}/delete`}>Delete event type {name}</a> (publishes of it are no longer checked; consider marking it deprecated)
       </p>
     </>,
     notice,
+  );
+}
+
+/** keyway's own type: read-only, with the "Send an example" form (the organization may send its operational types). */
+function operationalTypePage(c: C, org: OrgRef, type: EventTypeView, send: Child) {
+  return page(
+    c,
+    `Event type ${type.name}`,
+    [...typeCrumbs(c, org), { label: type.name }],
+    <>
+      <EventTypeFacts type={type} />
+      <OperationalEventType type={type} back={typesPath(org.id)} />
+      {send}
+    </>,
+  );
+}
+
+/** The "Send an example" form of a type, with the organization's configurations to choose from. */
+async function sendSection(c: C, org: OrgRef, type: EventTypeView, values: SendExampleValues, errors?: FormErrors<SendExampleField>) {
+  const configs = await listWebhookConfigurations(c.get("deps"), org.id, { limit: MAX_WEBHOOK_CONFIGURATIONS });
+  const base = `${typesPath(org.id)}/${type.name}`;
+  return (
+    <SendExampleForm
+      type={type}
+      action={`${base}/send-example`}
+      csrf={csrf(c)}
+      values={values}
+      errors={errors}
+      exampleHref={(n) => `${base}?example=${n}#send-example`}
+      configurations={configs.items.map((config) => ({
+        id: config.id,
+        label: `${config.description ?? config.url}${config.status === "active" ? "" : ` (${config.status})`}`,
+      }))}
+      to="the webhook configuration chosen"
+    />
   );
 }
 

@@ -7,7 +7,6 @@
 import type { Context } from "hono";
 import type { Child } from "hono/jsx";
 import { actorOf, canAccess, type Session } from "../../auth/sessions";
-import { publicBaseUrl } from "../../config";
 import { ApiError } from "../../errors";
 import { getOrganization } from "../../identity/organizations";
 import { readFields } from "../body";
@@ -184,5 +183,4 @@ export function limitsFrom(fields: Record<string, unknown>, names: string[], upd
   return out;
 }
 
-/** Where keyway answers (a JWKS URL to hand a receiver is there): the configured public URL, or this request's origin. */
-export const keywayOrigin = (c: C): string => publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
+export { keywayOrigin } from "../context";

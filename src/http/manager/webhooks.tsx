@@ -175,7 +175,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         query={query}
         next={deliveries.next_cursor}
         csrf={csrf(c)}
-        oauth={webhookConfigurationView(config).oauth}
+        oauth={webhookConfigurationView(config, keywayOrigin(c)).oauth}
         origin={keywayOrigin(c)}
       >
         {receivers}
@@ -187,7 +187,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   // The edit form on its own page; it posts to the configuration's own URL.
   app.get("/:org/webhooks/:id/edit", async (c) => {
     const { org, config } = await webhookFor(c);
-    return editWebhookPage(c, org, config, formValuesOf(config, webhookConfigurationView(config).oauth));
+    return editWebhookPage(c, org, config, formValuesOf(config, webhookConfigurationView(config, keywayOrigin(c)).oauth));
   });
 
   app.post("/:org/webhooks/:id", async (c) => {
@@ -203,7 +203,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
           token_url: values.token_url,
           client_id: values.client_id,
           ...(secret !== "" ? { client_secret: secret } : {}),
-          ...updateOAuthInput(values, webhookConfigurationView(config).oauth),
+          ...updateOAuthInput(values, webhookConfigurationView(config, keywayOrigin(c)).oauth),
         },
         events: events.length === 0 ? null : events,
         description: values.description === "" ? null : values.description,

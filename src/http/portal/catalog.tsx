@@ -2,11 +2,15 @@
  * The portal's "Event catalog" pages (issue 30 items 1 and 2): the organization's event types
  * (name, description, deprecated, keyway's operational ones marked), whether the session's
  * endpoint is subscribed to each, its JSON Schema and examples, a Subscribe / Unsubscribe button,
- * and the link to the catalog as an OpenAPI 3.1 document for code generators. Plain data in,
- * markup out; routes.tsx loads the catalog (webhooks/event-types.ts) and changes `events`.
+ * and the link to the catalog as an OpenAPI 3.1 document for code generators; what a schema's
+ * keywords check; and "Send an example" of a type to this endpoint (issue 42; not of keyway's
+ * operational types, which are the organization's). Plain data in, markup out; routes.tsx loads
+ * the catalog (webhooks/event-types.ts), changes `events` and sends the example.
  */
 import type { FC } from "hono/jsx";
 import type { EventTypeView } from "../../schemas/receivers";
+import type { FormErrors } from "../manager/pages/event-types";
+import { SchemaKeywords, type SendExampleField, SendExampleForm, type SendExampleValues } from "../manager/pages/send-example";
 import { Pager, PostForm } from "../manager/views";
 
 export const CATALOG_PAGE = 25;
@@ -96,6 +100,14 @@ export const EventTypeEntry: FC<{ type: EventTypeView; events: string[] | null; 
         {type.operational && " Published by keyway about the webhooks themselves (operational); sent only to endpoints that name it."}
       </p>
       <Subscription type={type} events={events} csrf={csrf} />
+      {!type.operational && (
+        <p>
+          <a href={`${typeHref(type.name)}/send-example`}>
+            Send an example<span class="sr-only"> of {type.name}</span>
+          </a>{" "}
+          <span class="hint">(one {type.name} event with data you can edit, to this endpoint only, to try your handling of it)</span>
+        </p>
+      )}
       <details open={open}>
         <summary>JSON Schema of the event's data</summary>
         {type.schema === null ? (
@@ -107,6 +119,7 @@ export const EventTypeEntry: FC<{ type: EventTypeView; events: string[] | null; 
           </pre>
         )}
       </details>
+      {open && type.schema !== null && <SchemaKeywords />}
       <details open={open}>
         <summary>Examples ({type.examples.length})</summary>
         {type.examples.length === 0 ? (
@@ -152,6 +165,7 @@ export const CatalogPage: FC<{
       </a>{" "}
       <span class="hint">(JSON: one entry per type under webhooks, for openapi-typescript and similar generators)</span>
     </p>
+    <SchemaKeywords />
     {uncatalogued.length > 0 && <p class="hint">Also subscribed to types that are not in the catalog: {uncatalogued.join(", ")}.</p>}
     {types.length === 0 ? (
       <p>The catalog is empty.</p>
@@ -159,5 +173,41 @@ export const CatalogPage: FC<{
       types.map((type) => <EventTypeEntry type={type} events={events} csrf={csrf} open={false} heading="h2" />)
     )}
     <Pager label="Catalog" path="/portal/catalog" current={cursor} next={next} />
+  </>
+);
+
+/** "Send an example" of a type to the session's endpoint only (not offered for operational types). */
+export const SendExamplePage: FC<{
+  type: EventTypeView;
+  csrf: string;
+  values: SendExampleValues;
+  errors?: FormErrors<SendExampleField> | undefined;
+}> = ({ type, csrf, values, errors }) => (
+  <>
+    <p>
+      <a href={typeHref(type.name)}>
+        Back to <code>{type.name}</code>
+      </a>{" "}
+      · <a href="/portal/catalog">All event types</a>
+    </p>
+    {type.description !== null && <p>{type.description}</p>}
+    <SendExampleForm
+      type={type}
+      action={`${typeHref(type.name)}/send-example`}
+      csrf={csrf}
+      values={values}
+      errors={errors}
+      exampleHref={(n) => `${typeHref(type.name)}/send-example?example=${n}`}
+      to="this endpoint"
+    />
+    {type.schema !== null && (
+      <details>
+        <summary>JSON Schema of the event's data</summary>
+        <pre class="payload" tabindex={0}>
+          {pretty(type.schema)}
+        </pre>
+      </details>
+    )}
+    {type.schema !== null && <SchemaKeywords />}
   </>
 );

@@ -16,13 +16,7 @@ import type {
   WebhookTrafficView,
 } from "../../schemas/webhooks";
 import { TrafficCharts } from "../manager/charts";
-import {
-  AuthMethodChoice,
-  CLIENT_SECRET_NOT_FOR_JWT,
-  ReceiverOAuthFacts,
-  receiverOAuthValuesOf,
-  TokenRequestFields,
-} from "../manager/pages/receiver-oauth";
+import { ReceiverOAuthFacts, receiverOAuthValuesOf, TokenRequestFields } from "../manager/pages/receiver-oauth";
 import { DeliveryFilters, DeliveryList, Health } from "../manager/pages/webhooks";
 import { CopyId, Field, PostForm, Time, Url } from "../manager/views";
 
@@ -127,16 +121,23 @@ export const HomePage: FC<{
               Send test event
             </button>
           </PostForm>{" "}
-          <PostForm action="/portal/pause" csrf={csrf} class="inline" label="Pause deliveries">
-            <button type="submit" class="secondary">
-              Pause deliveries
-            </button>
-          </PostForm>
-          <p class="hint">While paused nothing is sent to this endpoint, and events published meanwhile are not delivered to it.</p>
+          <a href="/portal/pause">Pause deliveries</a>
+          <p class="hint">
+            While paused nothing is sent to this endpoint; events published meanwhile are held and delivered, in publish order, when you
+            resume (within a bound the next page states).
+          </p>
         </>
+      ) : config.status === "paused" ? (
+        <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
+          <p>Deliveries are paused: events published meanwhile are held. Resuming delivers them now, in publish order.</p>
+          <button type="submit">Resume deliveries</button>
+        </PostForm>
       ) : (
         <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
-          <p>Deliveries are paused. Resuming sends new events again and resets the health count.</p>
+          <p>
+            Deliveries are disabled{config.disabled_reason ? ` (${config.disabled_reason})` : ""}: nothing is sent, and events published
+            meanwhile are not delivered to this endpoint. Resuming sends new events again and resets the health count.
+          </p>
           <button type="submit">Resume deliveries</button>
         </PostForm>
       )}
@@ -219,16 +220,47 @@ export const DeliveriesPage: FC<{ deliveries: DeliveryRecord[]; query: DeliveryQ
 export const SettingsPage: FC<{ config: WebhookConfiguration; oauth: OAuthView; csrf: string }> = ({ config, oauth, csrf }) => (
   <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
     <Field id="url" label="Webhook URL" value={config.url} required />
-    <Field id="token_url" label="Token URL" value={config.oauth.token_url} required />
-    <Field id="client_id" label="Client id at the receiver" value={config.oauth.client_id} required />
-    <AuthMethodChoice value={oauth.auth_method} />
     <Field
-      id="client_secret"
-      type="password"
-      label="Client secret at the receiver"
-      hint={`never shown; empty keeps the stored one; required when either URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`}
+      id="token_url"
+      label="Token URL"
+      value={config.oauth.token_url}
+      required
+      hint={
+        oauth.auth_method === "private_key_jwt"
+          ? "may move within its origin only: with private_key_jwt a new token server is the provider's to set"
+          : undefined
+      }
     />
-    <TokenRequestFields values={receiverOAuthValuesOf(oauth)} err={() => undefined} />
+    {/* Issue 42: whose identity keyway asserts is the organization's to set, never the receiver's. */}
+    <dl>
+      <dt>Client id at the receiver</dt>
+      <dd>
+        <code>{oauth.client_id}</code>
+      </dd>
+      <dt>How keyway authenticates</dt>
+      <dd>
+        <code>{oauth.auth_method}</code>
+        {oauth.assertion_audience !== null && (
+          <>
+            {" "}
+            (assertion audience <code>{oauth.assertion_audience}</code>)
+          </>
+        )}
+      </dd>
+    </dl>
+    <p class="hint">
+      The client id, the authentication method and the assertion's audience are set by the provider of the webhooks: they decide whose
+      identity keyway asserts, so a change goes through them.
+    </p>
+    {oauth.auth_method !== "private_key_jwt" && (
+      <Field
+        id="client_secret"
+        type="password"
+        label="Client secret at the receiver"
+        hint="never shown; empty keeps the stored one; required when either URL moves to another origin"
+      />
+    )}
+    <TokenRequestFields values={receiverOAuthValuesOf(oauth)} err={() => undefined} receiver />
     <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
     <button type="submit">Save</button>
   </PostForm>

@@ -16,11 +16,12 @@ import { publicBaseUrl } from "../../config";
 import { ApiError } from "../../errors";
 import { constantTimeEqual } from "../../lib/crypto";
 import { describeError, log } from "../../log";
+import { PAUSE_HOLD_MAX_DAYS, PAUSE_HOLD_MAX_DELIVERIES } from "../../objects/endpoints/policy";
 import { MAX_EVENT_TYPES } from "../../objects/webhooks/event-types";
 import { EVENT_RETENTION_DAYS } from "../../objects/webhooks/limits";
-import { OPERATIONAL_EVENT_TYPES, PORTAL_SESSION_SECONDS, RecoverInput } from "../../schemas/receivers";
+import { type EventTypeView, OPERATIONAL_EVENT_TYPES, PORTAL_SESSION_SECONDS, RecoverInput } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
-import { DeliveryFilter, UpdateWebhookConfigurationInput } from "../../schemas/webhooks";
+import { DeliveryFilter, UpdateWebhookConfigurationInput, type WebhookConfigurationRecord } from "../../schemas/webhooks";
 import {
   getWebhookConfiguration,
   rotateSigningSecret,
@@ -35,21 +36,39 @@ import {
   getDeliveryWithBody,
   listDeliveries,
   retryDelivery,
+  sendExampleEvent,
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
 import { eventCatalog, getEventType, listEventTypes } from "../../webhooks/event-types";
-import { frameOriginsForLink, openPortal, type PortalSession, receiverActor, resolveSession, signOutPortal } from "../../webhooks/portal";
+import {
+  frameOriginsForLink,
+  meteredPortalAction,
+  openPortal,
+  type PortalSession,
+  receiverActor,
+  resolveSession,
+  signOutPortal,
+} from "../../webhooks/portal";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
-import type { AppEnv } from "../context";
+import { type AppEnv, keywayOrigin } from "../context";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
-import { Confirm, confirmations } from "../manager/pages/confirm";
+import { Confirm, type Confirmation, confirmations } from "../manager/pages/confirm";
+import type { FormErrors } from "../manager/pages/event-types";
 import { ConnectionTestResult, postedReceiverOAuth, updateOAuthInput } from "../manager/pages/receiver-oauth";
+import {
+  exampleIndex,
+  exampleValues,
+  postedExampleData,
+  type SendExampleField,
+  type SendExampleValues,
+  sendExampleErrors,
+} from "../manager/pages/send-example";
 import { DELIVERIES_PAGE, DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
-import { CATALOG_PAGE, CatalogPage, EventTypeEntry, subscribed, typeHref } from "./catalog";
+import { CATALOG_PAGE, CatalogPage, EventTypeEntry, SendExamplePage, subscribed, typeHref } from "./catalog";
 import { PortalPage, type PortalPageProps } from "./layout";
 import { DeliveriesPage, type DeliveryQuery, HomePage, OpenPage, REFUSALS, Refused, SettingsPage } from "./pages";
 import {
@@ -98,14 +117,30 @@ const cspFor = (frameOrigins: string[]): Csp => ({
 
 const NOTICES: Record<string, string> = {
   saved: "Saved; the next delivery follows the new settings.",
-  paused: "Deliveries paused: nothing is sent to this endpoint until they are resumed.",
-  resumed: "Deliveries resumed; the health count starts again.",
+  paused:
+    "Deliveries paused: nothing is sent to this endpoint until you resume them. Events published meanwhile are held and delivered on resume, in publish order " +
+    `(at most ${PAUSE_HOLD_MAX_DELIVERIES.toLocaleString("en-US")} published during the pause, each held at most ${PAUSE_HOLD_MAX_DAYS} days; past that a delivery is marked failed, and a recovery after resuming sends it).`,
+  resumed: "Deliveries resumed: the events held during the pause are being delivered now, in publish order.",
   "test-sent": "Test event published; its delivery is listed below.",
   resent: "Re-sent; the new attempt appears here once it is made.",
   "recovery-started": "Recovery started: failed deliveries of the window are being re-sent. Reload this page to follow its progress.",
   subscribed: "Subscribed; the next events of this type are sent to this endpoint.",
   unsubscribed: "Unsubscribed; events of this type are no longer sent to this endpoint.",
+  "example-sent": "Example sent to this endpoint; its delivery is listed below.",
 };
+
+/** What pausing asks before it happens: what is held, how it is delivered on resume, and the bound. */
+const pauseConfirmation = (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
+  title: `Pause deliveries to ${w.description ? `“${w.description}” ` : ""}(${w.id}, ${w.url})?`,
+  consequence:
+    "While paused nothing is sent to this endpoint. Events published meanwhile are held, not dropped: when you resume, they are " +
+    "delivered, in publish order (one at a time for an ordered endpoint). The bound: a pause holds at most " +
+    `${PAUSE_HOLD_MAX_DELIVERIES.toLocaleString("en-US")} deliveries published during it, and each for at most ${PAUSE_HOLD_MAX_DAYS} days. ` +
+    "Past either, a delivery is marked failed with an error that says so (it is listed under Deliveries), and a recovery after " +
+    "resuming sends it. A test event cannot be sent while paused, and neither can a re-send or a recovery: resume first.",
+  button: "Pause deliveries",
+  danger: false,
+});
 
 /** The whole catalog in one page: the organization's types (at most MAX_EVENT_TYPES) and keyway's operational ones. */
 const WHOLE_CATALOG = MAX_EVENT_TYPES + OPERATIONAL_EVENT_TYPES.length;
@@ -137,13 +172,20 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
     }
   });
 
-  app.onError((err, c) => {
+  app.onError(async (err, c) => {
     const e = err instanceof ApiError ? err : null;
     if (!e || e.detail !== undefined) log.error("portal error", { path: c.req.path, detail: describeError(err) });
     const status = e?.status ?? 500;
     // One sentence for every id this session does not reach: which kind it was is not said.
     const message =
       status === 404 ? "There is no such page." : e ? e.developerMessage : "Something went wrong on our side. It has been logged.";
+    // A portal limit (webhooks/portal.ts meteredPortalAction): the page says what was limited and
+    // when to try again; Retry-After and the RateLimit fields say it to clients.
+    if (status === 429 && e) {
+      const res = await html(c, "Too many requests", <Refused message={message} />, 429);
+      for (const [name, value] of Object.entries(e.headers)) res.headers.set(name, value);
+      return res;
+    }
     return html(c, status === 404 ? "Not found" : "That did not work", <Refused message={message} />, status as 400);
   });
 
@@ -207,7 +249,13 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       c,
       "Endpoint",
       "home",
-      <HomePage config={config} traffic={traffic} csrf={s.csrf} oauth={webhookConfigurationView(config).oauth} origin={origin} />,
+      <HomePage
+        config={config}
+        traffic={traffic}
+        csrf={s.csrf}
+        oauth={webhookConfigurationView(config, keywayOrigin(c)).oauth}
+        origin={origin}
+      />,
       endpointName(config),
     );
   });
@@ -274,7 +322,8 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   app.post("/portal/deliveries/:delivery/resend", async (c) => {
     const { delivery } = await deliveryFor(c);
     const s = portal(c);
-    await retryDelivery(c.get("deps"), s.orgId, delivery.id, receiverActor(s));
+    const deps = c.get("deps");
+    await meteredPortalAction(deps, s, "resend", () => retryDelivery(deps, s.orgId, delivery.id, receiverActor(s)));
     return c.redirect(`/portal/deliveries/${delivery.id}?notice=resent`, 303);
   });
 
@@ -284,7 +333,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
     const deps = c.get("deps");
     const [config, result] = await Promise.all([
       getWebhookConfiguration(deps, s.orgId, s.configurationId),
-      testConnection(deps, s.orgId, s.configurationId, receiverActor(s)),
+      meteredPortalAction(deps, s, "connection_test", () => testConnection(deps, s.orgId, s.configurationId, receiverActor(s))),
     ]);
     return page(
       c,
@@ -302,7 +351,8 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
 
   app.post("/portal/test", async (c) => {
     const s = portal(c);
-    await sendTestEvent(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
+    const deps = c.get("deps");
+    await meteredPortalAction(deps, s, "test_event", () => sendTestEvent(deps, s.orgId, s.configurationId, receiverActor(s)));
     return c.redirect("/portal/deliveries?notice=test-sent", 303);
   });
 
@@ -339,7 +389,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       c,
       "Settings",
       "settings",
-      <SettingsPage config={config} oauth={webhookConfigurationView(config).oauth} csrf={s.csrf} />,
+      <SettingsPage config={config} oauth={webhookConfigurationView(config, keywayOrigin(c)).oauth} csrf={s.csrf} />,
       endpointName(config),
     );
   });
@@ -353,24 +403,55 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       .split(",")
       .map((e) => e.trim())
       .filter((e) => e !== "");
-    const current = webhookConfigurationView(await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId)).oauth;
+    const current = webhookConfigurationView(
+      await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId),
+      keywayOrigin(c),
+    ).oauth;
+    // Issue 42: the client id, the method and the assertion's audience are not the receiver's to
+    // change, and the page has no field for them. A form that posts them anyway (crafted) has them
+    // passed on, so the domain refuses a change with a 400 naming the field rather than dropping it.
+    const posted = postedReceiverOAuth(fields);
+    const {
+      auth_method: _method,
+      assertion_audience: _audience,
+      ...settings
+    } = updateOAuthInput({ ...posted, auth_method: current.auth_method }, current);
+    const crafted = {
+      ...(text("client_id") !== "" ? { client_id: text("client_id") } : {}),
+      ...(fields.auth_method !== undefined ? { auth_method: posted.auth_method } : {}),
+      ...(text("assertion_audience") !== "" ? { assertion_audience: text("assertion_audience") } : {}),
+    };
     const input = parseInput(UpdateWebhookConfigurationInput, {
       url: text("url"),
       oauth: {
         token_url: text("token_url"),
-        client_id: text("client_id"),
         ...(text("client_secret") !== "" ? { client_secret: text("client_secret") } : {}),
-        ...updateOAuthInput(postedReceiverOAuth(fields), current),
+        ...settings,
+        ...crafted,
       },
       events: events.length === 0 ? null : events,
     });
-    await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s));
+    await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s), "receiver");
     return c.redirect("/portal/settings?notice=saved", 303);
   });
 
-  // Pause and resume are the configuration's status (PATCH `status` in the API).
+  // Pause and resume are the configuration's status (PATCH `status` in the API): `paused` holds
+  // what is published meanwhile (objects/endpoints, policy.ts's bound). Pausing asks first.
+  app.get("/portal/pause", async (c) => {
+    const s = portal(c);
+    const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+    const confirmation = pauseConfirmation(config);
+    return page(
+      c,
+      confirmation.title,
+      "home",
+      <Confirm {...confirmation} action="/portal/pause" cancel="/portal" csrf={s.csrf} />,
+      endpointName(config),
+    );
+  });
+
   for (const [path, status, notice] of [
-    ["/portal/pause", "disabled", "paused"],
+    ["/portal/pause", "paused", "paused"],
     ["/portal/resume", "active", "resumed"],
   ] as const) {
     app.post(path, async (c) => {
@@ -390,7 +471,10 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
     const values: RecoverValues = { since: field(fields, "since"), until: field(fields, "until") };
     try {
       const input = parseInput(RecoverInput, windowInput(values));
-      const started = await recoverDeliveries(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s));
+      const deps = c.get("deps");
+      const started = await meteredPortalAction(deps, s, "recover", () =>
+        recoverDeliveries(deps, s.orgId, s.configurationId, input, receiverActor(s)),
+      );
       return c.redirect(`/portal/recoveries/${started.id}?notice=recovery-started`, 303);
     } catch (err) {
       const errors = recoverErrors(err);
@@ -482,6 +566,13 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       ]);
       const back = `${typeHref(type.name)}?notice=${action}d`;
       if (subscribed(config.events, type) === on) return c.redirect(back, 303);
+      // Issue 42: operational events describe the organization's other endpoints; they are its own.
+      if (on && type.operational) {
+        throw new ApiError(
+          "forbidden",
+          `${type.name} is one of keyway's operational event types: they describe the organization's other endpoints, so only the organization's own operations configurations receive them.`,
+        );
+      }
       let events: string[];
       if (config.events === null) {
         const whole = await listEventTypes(deps, s.orgId, { limit: WHOLE_CATALOG });
@@ -497,10 +588,40 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
         );
       }
       const input = parseInput(UpdateWebhookConfigurationInput, { events });
-      await updateWebhookConfiguration(deps, s.orgId, s.configurationId, input, receiverActor(s));
+      await updateWebhookConfiguration(deps, s.orgId, s.configurationId, input, receiverActor(s), "receiver");
       return c.redirect(back, 303);
     });
   }
+
+  // "Send an example" (issue 42): one event of a catalog type, its data as entered (an example to
+  // start from), checked against the type's schema and sent to this endpoint only, like the test
+  // event; never an operational type, which is the organization's (403). A refusal the receiver
+  // can correct comes back on the form with the text as entered.
+  app.get("/portal/event-types/:name/send-example", async (c) => {
+    const type = await sendableType(c);
+    return sendExamplePage(c, type, exampleValues(type, exampleIndex(c.req.query("example"), type)));
+  });
+
+  app.post("/portal/event-types/:name/send-example", async (c) => {
+    const s = portal(c);
+    const type = await sendableType(c);
+    const fields = await form(c);
+    const values: SendExampleValues = { data: typeof fields.data === "string" ? fields.data : "", webhook_configuration_id: "" };
+    try {
+      const data = postedExampleData(values.data);
+      const input = { event_type: type.name, data };
+      const deps = c.get("deps");
+      // Metered as a test event: it is one, of another type.
+      await meteredPortalAction(deps, s, "test_event", () =>
+        sendExampleEvent(deps, s.orgId, s.configurationId, input, receiverActor(s), { operational: false }),
+      );
+      return c.redirect(`/portal/deliveries?event_type=${type.name}&notice=example-sent`, 303);
+    } catch (err) {
+      const errors = sendExampleErrors(err);
+      if (errors === null) throw err;
+      return sendExamplePage(c, type, values, errors);
+    }
+  });
 
   app.all("/portal/*", () => {
     throw notHere();
@@ -509,6 +630,35 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
 }
 
 const notHere = () => new ApiError("not_found", "There is no such page.");
+
+/** The catalog type named in the path, if the portal may send it: not one of keyway's operational types (403). */
+async function sendableType(c: C): Promise<EventTypeView> {
+  const type = await getEventType(c.get("deps"), portal(c).orgId, c.req.param("name") ?? "");
+  if (type.operational) {
+    throw new ApiError("forbidden", `${type.name} is one of keyway's operational event types; only the organization can send it.`);
+  }
+  return type;
+}
+
+async function sendExamplePage(
+  c: C,
+  type: EventTypeView,
+  values: SendExampleValues,
+  errors?: FormErrors<SendExampleField> & { status: 400 | 409 | 413 },
+) {
+  const s = portal(c);
+  const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+  // 413 cannot come from here: the portal reads forms of at most 16 KiB, far below an event's bound.
+  const status = errors === undefined ? 200 : errors.status === 413 ? 400 : errors.status;
+  return page(
+    c,
+    `Send an example of ${type.name}`,
+    "catalog",
+    <SendExamplePage type={type} csrf={s.csrf} values={values} errors={errors} />,
+    endpointName(config),
+    status,
+  );
+}
 
 /** The session of a request past the session check. */
 function portal(c: C): PortalSession {
@@ -528,7 +678,7 @@ async function form(c: C): Promise<Record<string, unknown>> {
 const endpointName = (config: { description: string | null; url: string }) => config.description ?? config.url;
 
 /** A page of the layout; in a session with its navigation and sign-out form. */
-function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 409 | 410 = 200, extra: Partial<PortalPageProps> = {}) {
+function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 409 | 410 | 429 = 200, extra: Partial<PortalPageProps> = {}) {
   const s = c.get("portal");
   return c.html(
     <PortalPage title={title} nonce={pageNonce(c)} now={c.get("deps").now()} {...(s ? { csrf: s.csrf, ...NAV } : {})} {...extra}>

@@ -30,8 +30,9 @@ export const portalRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Create a portal link for the receiver",
     description:
-      "A single-use link, on this service's origin, to hand to the receiver of this configuration: opening it (within `expires_in` seconds, 600 by default, at most 3600) starts a portal session for this configuration alone, where the receiver sees its deliveries and their attempts, re-sends them, sends a test event, rotates the signing secret, edits its URLs, receiver credentials and event types, and pauses or resumes deliveries, every action audited as the receiver. The link is shown only in this answer (keyway keeps its SHA-256); a second opening is refused. The portal may be framed only by the organization's `portal_frame_origins`.",
+      "A single-use link, on this service's origin, to hand to the receiver of this configuration: opening it (within `expires_in` seconds, 600 by default, at most 3600) starts a portal session for this configuration alone, where the receiver sees its deliveries and their attempts, re-sends them, sends a test event, rotates the signing secret, edits its webhook URL, its token endpoint's settings (never the client id, authentication method or assertion audience: those decide whose identity keyway asserts) and its event types among the catalog's own (never the operational ones), and pauses or resumes deliveries, every action audited as the receiver and metered per session and per configuration. The link is shown only in this answer (keyway keeps its SHA-256); a second opening is refused. The portal may be framed only by the organization's `portal_frame_origins`. 409 for an operations configuration (`operations: true`): it is the organization's own.",
     tag: "Webhook configurations",
+    errors: [409],
     auth: "client",
     // 200, not 201: a link is not a resource with an address of its own (nothing can GET it again).
     body: { schema: CreatePortalLinkInput, example: { expires_in: 600 }, optional: true },

@@ -6,9 +6,11 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { getOrganization } from "../../identity/organizations";
+import { publicNames } from "../../schemas/common";
 import { RecoverInput, RecoveryView } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
 import {
+  AssertionKeyRotationView,
   ConnectionTestView,
   CreatedWebhookConfigurationView,
   CreateWebhookConfigurationInput,
@@ -20,6 +22,7 @@ import {
   PublishedEventView,
   RotatedWebhookConfigurationView,
   UpdateWebhookConfigurationInput,
+  type WebhookConfiguration,
   WebhookConfigurationView,
   WebhookTrafficView,
 } from "../../schemas/webhooks";
@@ -40,12 +43,14 @@ import {
   MAX_EVENT_BYTES,
   publishEvent,
   retryDelivery,
+  sendExampleEvent,
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
+import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
-import type { AppEnv } from "../context";
+import { type AppEnv, keywayOrigin } from "../context";
 import {
   CONFIG,
   DELIVERY,
@@ -81,6 +86,8 @@ const DELIVERY_QUERY: QueryParam[] = [
   { name: "event_id", description: "Only the deliveries of this event (`evt_...`).", schema: z.string(), example: EVENT_ID },
 ];
 const deps = (c: Context<AppEnv>) => c.get("deps");
+/** The configuration's view, its key set URL on keyway's public origin. */
+const viewFor = (c: Context<AppEnv>) => (config: WebhookConfiguration) => webhookConfigurationView(config, keywayOrigin(c));
 const actor = (c: Context<AppEnv>) => c.get("actor");
 const configTag = "Webhook configurations";
 const CONNECTION_TEST = {
@@ -110,6 +117,19 @@ const RECOVERY = {
   finished_at: null,
 };
 const eventsTag = "Events and deliveries";
+/** The test route's optional body (issue 42): an example of a catalog type instead of `webhook.test`. */
+const SendTestEventInput = z
+  .strictObject({
+    event_type: EventType.optional().describe(
+      "An event type of the catalog to send instead of `webhook.test` (keyway's operational types included).",
+    ),
+    data: z.unknown().optional().describe("The event's `data`, checked against the type's schema; absent: the type's first example."),
+  })
+  .refine((input) => input.data === undefined || input.event_type !== undefined, {
+    path: ["data"],
+    error: "must come with event_type (webhook.test carries keyway's own data)",
+  });
+publicNames.add(SendTestEventInput, { name: "SendTestEventInput" });
 
 export const webhookRoutes: Route[] = [
   envelopeRoute({
@@ -129,7 +149,7 @@ export const webhookRoutes: Route[] = [
     handle: async (c, input) => {
       // On the operator's mirror, operatorMirror has already found the path's organization.
       const { config, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
-      return { ...webhookConfigurationView(config), signing_secret: signingSecret };
+      return { ...viewFor(c)(config), signing_secret: signingSecret };
     },
     location: (data) => `${CONFIGS}/${data.id}`,
   }),
@@ -144,7 +164,7 @@ export const webhookRoutes: Route[] = [
     response: { schema: WebhookConfigurationView, example: [CONFIG] },
     handle: async (c, query) => {
       const page = await listWebhookConfigurations(deps(c), orgOf(c), query);
-      return { ...page, items: page.items.map(webhookConfigurationView) };
+      return { ...page, items: page.items.map(viewFor(c)) };
     },
   }),
   envelopeRoute({
@@ -156,7 +176,7 @@ export const webhookRoutes: Route[] = [
     tag: configTag,
     auth: "client",
     response: { schema: WebhookConfigurationView, example: CONFIG },
-    handle: async (c) => webhookConfigurationView(await getWebhookConfiguration(deps(c), orgOf(c), param(c, "id"))),
+    handle: async (c) => viewFor(c)(await getWebhookConfiguration(deps(c), orgOf(c), param(c, "id"))),
   }),
   envelopeRoute({
     method: "PATCH",
@@ -170,8 +190,7 @@ export const webhookRoutes: Route[] = [
     auth: "client",
     body: { schema: UpdateWebhookConfigurationInput, example: { events: null, status: "active" } },
     response: { schema: WebhookConfigurationView, example: { ...CONFIG, events: null, updated_at: T1 } },
-    handle: async (c, input) =>
-      webhookConfigurationView(await updateWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), input, actor(c))),
+    handle: async (c, input) => viewFor(c)(await updateWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), input, actor(c))),
   }),
   envelopeRoute({
     method: "DELETE",
@@ -184,7 +203,7 @@ export const webhookRoutes: Route[] = [
     tag: configTag,
     auth: "client",
     response: { schema: WebhookConfigurationView, example: CONFIG },
-    handle: async (c) => webhookConfigurationView(await deleteWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), actor(c))),
+    handle: async (c) => viewFor(c)(await deleteWebhookConfiguration(deps(c), orgOf(c), param(c, "id"), actor(c))),
   }),
   envelopeRoute({
     method: "POST",
@@ -193,8 +212,9 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Rotate the signing secret",
     description:
-      "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h).",
+      "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h), and every secret rotated out earlier keeps signing until its own 24 h end: each webhook carries one `v1,` signature per such secret. At most 10 sign at once: a rotation past that is 409 `conflict`, saying when the oldest grace ends.",
     tag: configTag,
+    errors: [409],
     auth: "client",
     response: {
       schema: RotatedWebhookConfigurationView,
@@ -207,8 +227,30 @@ export const webhookRoutes: Route[] = [
     },
     handle: async (c) => {
       const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"), actor(c));
-      return { ...webhookConfigurationView(config), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
+      return { ...viewFor(c)(config), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
     },
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/rotate-assertion-key`,
+    operationId: "rotateConfigurationAssertionKey",
+    scope: "webhooks:write",
+    summary: "Rotate the configuration's private_key_jwt key",
+    description:
+      "Issue 42: a private_key_jwt configuration signs its client assertions with its own ES256 key, published at its `oauth.jwks_uri`. The new key is published there at once and signs from `activates_at` (10 minutes later); the previous one stays published until `previous_expires_at` (24 h after that). A configuration created before issue 42, still on the organization's key, moves to its own with this call: its `jwks_uri` already lists the organization's keys, so a receiver that registers it first loses nothing (docs/receiver-oauth.md). 409 when the configuration does not use private_key_jwt. Not available to the receivers' portal.",
+    tag: configTag,
+    errors: [409],
+    auth: "client",
+    response: {
+      schema: AssertionKeyRotationView,
+      example: {
+        kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk",
+        activates_at: "2026-06-01T12:10:05.000Z",
+        previous_kid: "n0Vq4Rk2p8sX1yT6wZ3bC5dF7gH9jK0mL2nP4qR6sT8",
+        previous_expires_at: "2026-06-02T12:10:05.000Z",
+      },
+    },
+    handle: (c) => rotateAssertionKey(deps(c), orgOf(c), actor(c), param(c, "id")),
   }),
   envelopeRoute({
     method: "POST",
@@ -228,13 +270,24 @@ export const webhookRoutes: Route[] = [
     path: `${CONFIG_PATH}/test`,
     operationId: "sendTestEvent",
     scope: "webhooks:write",
-    summary: "Send a webhook.test event to this configuration",
+    summary: "Send a webhook.test event, or an example of a catalog type, to this configuration",
+    description:
+      "Without a body (or with `{}`), a `webhook.test` event. With `event_type`, an event of that type of the event catalog (404 for a type outside it): `data` as given, or the type's first example when absent (400 when it has none), validated against the type's schema (400 naming the first failing path under `data`) and bounded like a publish (413 past 100 KiB serialized). Either way the event goes to this configuration only, whatever its `events` (409 when it is disabled), and is audited as `webhook_configuration.tested`; the body the receiver gets is an ordinary event of its type, with nothing marking it as a sample.",
     tag: configTag,
     auth: "client",
     status: 202,
+    body: {
+      schema: SendTestEventInput,
+      example: { event_type: "order.created", data: { order_id: "ord_1", total: 42 } },
+      optional: true,
+      maxBytes: MAX_EVENT_REQUEST_BYTES,
+    },
     response: { schema: PublishedEventView, example: { ...PUBLISHED, type: "webhook.test" } },
     errors: [409],
-    handle: (c) => sendTestEvent(deps(c), orgOf(c), param(c, "id"), actor(c)),
+    handle: (c, input) =>
+      input.event_type === undefined
+        ? sendTestEvent(deps(c), orgOf(c), param(c, "id"), actor(c))
+        : sendExampleEvent(deps(c), orgOf(c), param(c, "id"), { event_type: input.event_type, data: input.data }, actor(c)),
   }),
   listRoute({
     method: "GET",

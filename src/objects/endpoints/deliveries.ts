@@ -42,12 +42,17 @@ export interface NewDelivery {
 /** The bytes a delivery's rows are counted as (its body, and DELIVERY_ROW_BYTES for the rest). */
 export const deliveryBytes = (body: string): number => encodeUtf8(body).byteLength + DELIVERY_ROW_BYTES;
 
-/** Inserts new deliveries, due at once; a delivery already here (a repeated fan-out) is left as it is. */
-export function accept(db: Db, deliveries: NewDelivery[], now: number): void {
+/**
+ * Inserts new deliveries, due at once; a delivery already here (a repeated fan-out) is left as it
+ * is. Answers the ids inserted, in the order given (publish order).
+ */
+export function accept(db: Db, deliveries: NewDelivery[], now: number): string[] {
   const at = isoTime(now);
+  const inserted: string[] = [];
   db.txn(() => {
     for (const d of deliveries) {
       if (db.first("SELECT 1 AS x FROM deliveries WHERE id = ?", d.id) !== undefined) continue;
+      inserted.push(d.id);
       db.run("UPDATE endpoint SET stored_bytes = stored_bytes + ?", deliveryBytes(d.body));
       db.run(
         `INSERT OR IGNORE INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms,
@@ -64,6 +69,7 @@ export function accept(db: Db, deliveries: NewDelivery[], now: number): void {
       );
     }
   });
+  return inserted;
 }
 
 /** A ticket's identity: which attempt of which series of which delivery. */

@@ -16,7 +16,7 @@ import type { DeliveryTicket, Lane, WebhookConfigurationRecord } from "../../sch
 import type { Db } from "../db";
 import { DELIVERY_ROW_BYTES, STORAGE_BUDGET_BYTES } from "../webhooks/limits";
 import { pausedNow, windowOf } from "./flow";
-import { backoff, redispatchDelay, SLOT_WITHOUT_TOKEN_MS, slotLength } from "./policy";
+import { backoff, PAUSE_HOLD_MAX_MS, redispatchDelay, SLOT_WITHOUT_TOKEN_MS, slotLength } from "./policy";
 import { DELIVERY_COLUMNS, type DeliveryRow, type EndpointRow } from "./schema";
 import type { SlotBook } from "./slots";
 import { needsToken } from "./token";
@@ -54,7 +54,8 @@ export function claim(
   boundMs: number,
   now: number,
 ): Claimed | null {
-  if (pausedNow(ep, now) !== null) return null;
+  // Paused by the configuration's status (held), or by the receiver (Retry-After, the circuit).
+  if (config.status !== "active" || pausedNow(ep, now) !== null) return null;
   let slots = windowOf(ep, config, now) - inFlight(db);
   if (slots <= 0) return null;
   if (config.rate_limit !== null) {
@@ -238,6 +239,12 @@ function nextDispatch(db: Db, ep: EndpointRow, config: WebhookConfigurationRecor
     return db.value<number>("SELECT min(due_ms) AS t FROM deliveries WHERE state = 'waiting'");
   }
   if (config === null) return null; // no copy yet: nothing to decide until the organization sends one
+  // Paused by its status: nothing is sent; the alarm wakes only when a held delivery reaches the
+  // hold's bound (policy.ts PAUSE_HOLD_MAX_MS), to conclude it.
+  if (config.status === "paused") {
+    const due = db.value<number>("SELECT min(due_ms) AS t FROM deliveries WHERE state = 'waiting'");
+    return due === null ? null : due + PAUSE_HOLD_MAX_MS;
+  }
   const paused = pausedNow(ep, now);
   if (paused !== null && paused.until === null) return null; // until the organization answers (owed)
   let due: number | null;

@@ -55,9 +55,29 @@ import {
 import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } from "./dispatch";
 import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
 import { importDeliveries, type LegacyDelivery } from "./legacy";
-import { announceDisabled, announceExhausted, announcePause, announceRecovered, pendingNotices } from "./notices";
-import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength, TOKEN_REUSE_MARGIN_MS } from "./policy";
 import {
+  decide,
+  type MeterCharge,
+  type MeterDecision,
+  type MeterRequest,
+  pruneCounters,
+  readCharged,
+  readCounters,
+  refund,
+  writeCounters,
+} from "./meter";
+import { announceDisabled, announceExhausted, announcePause, announceRecovered, pendingNotices } from "./notices";
+import {
+  EARLY_TOLERANCE_MS,
+  LEASE_MARGIN_MS,
+  PAUSE_HOLD_MAX_DAYS,
+  PAUSE_HOLD_MAX_DELIVERIES,
+  PAUSE_HOLD_MAX_MS,
+  slotLength,
+  TOKEN_REUSE_MARGIN_MS,
+} from "./policy";
+import {
+  endCircuitWait,
   listRecoveries,
   pruneRecoveries,
   recovering,
@@ -189,8 +209,10 @@ export class EndpointObject extends DurableObject<Env> {
       stopRecoveries(this.db, Date.now());
       this.recoveryRunning = false;
     }
-    if (next !== null && prev !== null && prev.status === "active" && next.status === "disabled")
+    if (next !== null && prev !== null && prev.status !== "disabled" && next.status === "disabled")
       announceDisabled(this.db, ep, next, Date.now());
+    // A pause's count of what it holds starts with the pause and ends with it (policy.ts).
+    if ((prev?.status === "paused") !== (next?.status === "paused")) change.held = 0;
     if (next === null) {
       Object.assign(change, {
         deleted: 1,
@@ -215,7 +237,8 @@ export class EndpointObject extends DurableObject<Env> {
       // A new url is a new receiver: it proves itself in the new lane.
       if (prev !== null && prev.url !== next.url) Object.assign(change, fresh, { lane: "new", quick_streak: 0 });
       // Re-enabling starts the health count afresh (and lifts any pause).
-      if (prev !== null && prev.status === "disabled" && next.status === "active") Object.assign(change, fresh, { failing_since_ms: null });
+      if (prev !== null && prev.status === "disabled" && next.status !== "disabled")
+        Object.assign(change, fresh, { failing_since_ms: null });
       if (ep.token !== null && ep.token_key !== tokenKey(next))
         Object.assign(change, { token: null, token_key: null, token_expires_ms: null });
     }
@@ -232,9 +255,28 @@ export class EndpointObject extends DurableObject<Env> {
     if (snapshot !== null) this.apply(snapshot);
     const ep = this.endpoint();
     if (ep === undefined) return { accepted: false, version: 0 };
-    accept(this.db, deliveries, now);
+    const inserted = accept(this.db, deliveries, now);
+    if (this.configOf(ep)?.status === "paused" && ep.deleted !== 1 && inserted.length > 0) this.hold(ep, inserted, now);
     await this.pump(now);
     return { accepted: true, version: ep.version };
+  }
+
+  /**
+   * Deliveries published while the configuration is paused are held (they wait here, nothing is
+   * sent), up to PAUSE_HOLD_MAX_DELIVERIES in one pause; the rest are concluded failed at once,
+   * saying why (a recovery after resuming sends them).
+   */
+  private hold(ep: EndpointRow, inserted: string[], now: number): void {
+    const room = Math.max(0, PAUSE_HOLD_MAX_DELIVERIES - ep.held);
+    const kept = Math.min(room, inserted.length);
+    this.updateEndpoint({ held: ep.held + kept });
+    const error =
+      `not sent: deliveries to this endpoint are paused and the pause already holds ${PAUSE_HOLD_MAX_DELIVERIES.toLocaleString("en-US")} ` +
+      "deliveries published during it (the most a pause holds); resume, then recover the window to send it";
+    for (const id of inserted.slice(kept)) {
+      const row = deliveryRow(this.db, id);
+      if (row !== undefined) failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: false });
+    }
   }
 
   /**
@@ -266,10 +308,12 @@ export class EndpointObject extends DurableObject<Env> {
     const paused = pausedNow(ep, now);
     // Past its probe time, an open circuit is half-open: not paused, but one attempt at a time.
     const halfOpen = paused === null && ep.pause_kind === "circuit";
+    const held = this.configOf(ep)?.status === "paused" ? HELD_REASON : null;
     return {
       lane: ep.lane,
       paused_until: paused?.until ? isoTime(paused.until) : null,
       pause_reason:
+        held ??
         paused?.reason ??
         (halfOpen ? `circuit half-open after ${ep.failures} failed attempts in a row: one attempt at a time until one succeeds` : null),
       failing_since: ep.failing_since_ms === null ? null : isoTime(ep.failing_since_ms),
@@ -319,6 +363,7 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep === undefined || row === undefined) return missing("Delivery");
     const config = this.configOf(ep);
     if (ep.deleted === 1 || config === null) return fail("conflict", "The delivery's webhook configuration has been deleted.");
+    if (config.status === "paused") return fail("conflict", PAUSED_CONFLICT);
     if (config.status !== "active")
       return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
     if (row.state === "running" && (row.lease_until_ms ?? 0) <= now) {
@@ -350,13 +395,17 @@ export class EndpointObject extends DurableObject<Env> {
     if (live === "webhook configuration was deleted") return missing("Webhook configuration");
     if (typeof live === "string")
       return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
+    if (live.status === "paused") return fail("conflict", PAUSED_CONFLICT);
     const job = this.db.txn(() => {
       const row = startRecovery(this.db, since, until, actor, now);
+      // The receiver (or someone for it) says it is back: an open circuit probes now.
+      const probe = endCircuitWait(this.db, now);
       this.audit(actor, "webhook_configuration.recovery_started", "webhook_configuration", ep.configuration_id, now, {
         recovery_id: row.id,
         since: isoTime(since),
         until: isoTime(until),
         found: row.found,
+        ...(probe ? { circuit_probe: "now" } : {}),
       });
       return row;
     });
@@ -414,6 +463,7 @@ export class EndpointObject extends DurableObject<Env> {
       await this.pump(now);
       return { go: false, reason };
     };
+    if (live.status === "paused") return refuse(HELD_REASON);
     if ((row.due_ms ?? 0) > now + EARLY_TOLERANCE_MS) return refuse("not due yet");
     const paused = pausedNow(ep, now);
     if (paused !== null) return refuse(`endpoint paused: ${paused.reason}`);
@@ -474,6 +524,14 @@ export class EndpointObject extends DurableObject<Env> {
       this.stopAttempt(ref, `${live} before the webhook was sent${again ? " again" : ""}`, now);
       return { go: false, reason: live };
     }
+    if (live.status === "paused") {
+      this.holdAttempt(
+        ref,
+        `not sent: deliveries were paused before the webhook was sent${again ? " again" : ""}; held until resumed`,
+        now,
+      );
+      return { go: false, reason: HELD_REASON };
+    }
     if ((row.lease_until_ms ?? 0) <= now) return { go: false, reason: "the attempt's lease ran out" };
     return { go: true };
   }
@@ -485,6 +543,22 @@ export class EndpointObject extends DurableObject<Env> {
         ...this.concluding(),
         by: "keyway",
         counts: true,
+      });
+      this.releaseTokenLease(ref);
+    });
+    this.plan(now);
+  }
+
+  /**
+   * Concludes an attempt under way without the webhook because deliveries were paused meanwhile:
+   * not counted (nothing reached the receiver), due again at once, so held until the resume.
+   */
+  private holdAttempt(ref: TicketRef, error: string, now: number): void {
+    this.db.txn(() => {
+      conclude(this.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: "retry", error }, now, {
+        ...this.concluding(),
+        by: "keyway",
+        counts: false,
       });
       this.releaseTokenLease(ref);
     });
@@ -706,6 +780,10 @@ export class EndpointObject extends DurableObject<Env> {
       this.stopAttempt(ref, `${live} before the webhook was sent again`, now);
       return { ...none, stopped: live };
     }
+    if (wantRefetch && typeof live !== "string" && live.status === "paused") {
+      this.holdAttempt(ref, "not sent: deliveries were paused before the webhook was sent again; held until resumed", now);
+      return { ...none, stopped: HELD_REASON };
+    }
     const owner = leaseOwner(ref.delivery_id, ref.attempt);
     let answer: { refetch: boolean; slot: { not_before: number; by: number } | null } = none;
     this.db.txn(() => {
@@ -818,6 +896,12 @@ export class EndpointObject extends DurableObject<Env> {
       if (due.length === 100) this.setAlarm(Date.now()); // more to conclude: at once
       return;
     }
+    if (live.status === "paused") {
+      // Held: nothing is sent and a recovery waits for the resume; only the hold's bound acts.
+      this.holdTooLong(now);
+      this.plan(now);
+      return;
+    }
     this.stepRecovery(now);
     const claimed = claim(this.db, ep, live, this.book, this.config.webhookRedispatchMs, now);
     if (claimed !== null) {
@@ -834,6 +918,22 @@ export class EndpointObject extends DurableObject<Env> {
       }
     }
     this.plan(Date.now());
+  }
+
+  /**
+   * A paused endpoint's deliveries wait at most PAUSE_HOLD_MAX_MS past their due time: then each is
+   * concluded failed, saying why (a recovery after resuming sends it). A batch at a time.
+   */
+  private holdTooLong(now: number): void {
+    const due = this.db.all<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
+      now - PAUSE_HOLD_MAX_MS,
+    );
+    const error =
+      `not sent: held for ${PAUSE_HOLD_MAX_DAYS} days while deliveries to this endpoint were paused (the longest a pause holds one); ` +
+      "resume, then recover the window to send it";
+    for (const row of due) failWithoutRequest(this.db, row, error, now, { ...this.concluding(), by: "keyway", counts: false });
+    if (due.length === 100) this.setAlarm(Date.now());
   }
 
   /** Sets the alarm for the earliest thing owed (dispatch.ts `nextAlarm`); none when nothing is. */
@@ -936,13 +1036,42 @@ export class EndpointObject extends DurableObject<Env> {
     // Column names come from this module's own objects, never from input.
     this.db.run(`UPDATE endpoint SET ${entries.map(([k]) => `${k} = ?`).join(", ")}`, ...entries.map(([, v]) => v as SqlStorageValue));
   }
+
+  // -------------------------------------------------------------------------------------------
+  // The portal's limits (meter.ts)
+
+  /**
+   * A portal session's action on this configuration (issue 42 item 3): `charge` admits or refuses
+   * it, per session and per configuration, counting it only when admitted; `refund` gives back an
+   * admitted one that the domain then refused before it started anything (answered null). One
+   * transaction, which also prunes counters whose window has ended; every rule is meter.ts's.
+   */
+  meterPortal(call: { charge: MeterRequest } | { refund: MeterCharge }, now: number): MeterDecision | null {
+    return this.db.txn(() => {
+      pruneCounters(this.ctx.storage.sql, now);
+      if ("refund" in call) {
+        writeCounters(this.db, refund(readCharged(this.db, call.refund), call.refund));
+        return null;
+      }
+      const decision = decide(readCounters(this.db, call.charge), call.charge, now);
+      writeCounters(this.db, decision.writes);
+      return decision;
+    });
+  }
 }
 
-/** The configuration while it is active; else why nothing may be sent for this endpoint any more (deleted or disabled). */
+/**
+ * The configuration while it is active or paused (a paused one holds its deliveries: nothing is
+ * sent, nothing fails); else why nothing may be sent for this endpoint any more (deleted or disabled).
+ */
 function liveConfig(ep: EndpointRow, config: WebhookConfigurationRecord | null): WebhookConfigurationRecord | string {
   if (ep.deleted === 1 || config === null) return "webhook configuration was deleted";
-  return config.status === "active" ? config : "webhook configuration is disabled";
+  return config.status === "disabled" ? "webhook configuration is disabled" : config;
 }
+
+/** Why nothing is sent while the configuration's status is `paused`. */
+const HELD_REASON = "deliveries paused (status paused): held here, sent in publish order when resumed";
+const PAUSED_CONFLICT = "Deliveries to this webhook configuration are paused; resume them (PATCH status: active) first.";
 
 function describePeriod(ms: number): string {
   const day = 86_400_000;

@@ -72,3 +72,16 @@ export const probeDelay = (probes: number): number =>
 
 /** 1 s, 2 s, 4 s ... at most 60 s: retries of our own sends (the Queue, the organization's object). */
 export const backoff = (failures: number): number => Math.min(60_000, 1000 * 2 ** Math.min(failures, 6));
+
+/**
+ * What a pause (the configuration's status `paused`) holds: events published meanwhile still fan
+ * out to the endpoint and wait in its object, nothing is sent, and on resume they go out in
+ * publish order. The bound: at most PAUSE_HOLD_MAX_DELIVERIES deliveries published during one
+ * pause are held (a later one is concluded `failed` at once), and no delivery waits more than
+ * PAUSE_HOLD_MAX_MS past its due time while paused (then it is concluded `failed`); either way with
+ * an error that says so, in the delivery list, and recoverable by a recovery after resuming (the
+ * rest of EVENT_RETENTION_DAYS, 30, is left for that).
+ */
+export const PAUSE_HOLD_MAX_DELIVERIES = 10_000;
+export const PAUSE_HOLD_MAX_DAYS = 7;
+export const PAUSE_HOLD_MAX_MS = PAUSE_HOLD_MAX_DAYS * 86_400_000;

@@ -1,7 +1,9 @@
 /**
  * Recovery after an outage (issue 30; product brief, "Recovery"): `POST .../recover {since,
  * until?}` records a job in the endpoint's object, which re-sends every delivery of the window that
- * is failed when its turn comes, in publish order (`seq`), a batch at a time. The job never floods
+ * is failed when its turn comes, in publish order (`seq`), a batch at a time; the window's
+ * deliveries still retrying are made due at once when it starts, and an open circuit's next probe
+ * is due at once too (issue 42). The job never floods
  * anything: it re-sends only while the endpoint has fewer than RECOVERY_BACKLOG deliveries open,
  * and what it re-sends goes through the endpoint's own pacing (window, rate limit, pause, the
  * line of an ordered endpoint), so it is paced like any delivery and another endpoint never waits
@@ -67,28 +69,67 @@ export function recoveryView(row: RecoveryRow, configurationId: string): Recover
 /** Failed deliveries of the window that a recovery may re-send (not one a recovery already re-sent). */
 const RECOVERABLE = "status = 'failed' AND created_ms >= ? AND created_ms < ? AND (recovered_series IS NULL OR recovered_series <> series)";
 
-/** Records a recovery of [since, until); its first step runs with the caller's pump. */
+/**
+ * Deliveries of the window still `retrying` and waiting for their next retry (issue 42): a
+ * receiver back after a short outage means these too. Not one in flight (queued or running: it is
+ * being tried now), nor one a recovery already sent in this series.
+ */
+const RETRYING =
+  "status = 'retrying' AND state = 'waiting' AND created_ms >= ?1 AND created_ms < ?2 AND seq <= ?3 AND (recovered_series IS NULL OR recovered_series <> series)";
+
+/**
+ * Records a recovery of [since, until); its first step runs with the caller's pump. The window's
+ * deliveries still retrying are taken at once (they are open already, so they add nothing to the
+ * backlog): due now, counted in `found` and `resent`, and marked like any re-send
+ * (`recovered_series`), so no recovery sends that series again. The failed ones are walked by the
+ * steps.
+ */
 export function startRecovery(db: Db, since: number, until: number, actor: Actor, now: number): RecoveryRow {
   const id = newRecoveryId();
   // Where the window starts in publish order (deliveries_created), and how many failed deliveries it holds now.
   const first = db.value<number>("SELECT min(seq) AS s FROM deliveries WHERE created_ms >= ? AND created_ms < ?", since, until);
-  const found = db.value<number>(`SELECT count(*) AS n FROM deliveries WHERE ${RECOVERABLE}`, since, until) ?? 0;
+  const failed = db.value<number>(`SELECT count(*) AS n FROM deliveries WHERE ${RECOVERABLE}`, since, until) ?? 0;
   const last = db.value<number>("SELECT max(seq) AS s FROM deliveries") ?? 0;
+  const retrying = db.value<number>(`SELECT count(*) AS n FROM deliveries WHERE ${RETRYING}`, since, until, last) ?? 0;
+  if (retrying > 0) {
+    db.run(
+      `UPDATE deliveries SET due_ms = ?4, recovered_series = series, redispatches = 0, updated_at = ?5 WHERE ${RETRYING}`,
+      since,
+      until,
+      last,
+      now,
+      isoTime(now),
+    );
+  }
+  const found = failed + retrying;
   db.run(
-    `INSERT INTO recoveries (id, since_ms, until_ms, status, found, cursor_seq, last_seq, created_ms, actor)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO recoveries (id, since_ms, until_ms, status, found, resent, cursor_seq, last_seq, created_ms, actor)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     id,
     since,
     until,
-    found === 0 ? "done" : "running",
+    failed === 0 ? "done" : "running",
     found,
+    retrying,
     (first ?? 1) - 1,
     last,
     now,
     JSON.stringify(actor),
   );
-  if (found === 0) db.run("UPDATE recoveries SET finished_ms = ? WHERE id = ?", now, id);
+  if (failed === 0) db.run("UPDATE recoveries SET finished_ms = ? WHERE id = ?", now, id);
   return db.first<RecoveryRow>("SELECT rowid, * FROM recoveries WHERE id = ?", id) as RecoveryRow;
+}
+
+/**
+ * A recovery ends the circuit's wait (issue 42): the receiver says it is back, so an open
+ * circuit's next probe is due now, and the re-sends go out at once (one at a time until one
+ * succeeds, as a half-open circuit does). A Retry-After pause is the receiver's own word on when
+ * to come back, and is kept. Answers whether the wait was cut.
+ */
+export function endCircuitWait(db: Db, now: number): boolean {
+  const cut = db.first("SELECT 1 AS x FROM endpoint WHERE pause_kind = 'circuit' AND paused_until_ms > ?", now) !== undefined;
+  if (cut) db.run("UPDATE endpoint SET paused_until_ms = ? WHERE pause_kind = 'circuit' AND paused_until_ms > ?", now, now);
+  return cut;
 }
 
 export const recoveryRow = (db: Db, id: string): RecoveryRow | undefined =>

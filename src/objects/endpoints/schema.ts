@@ -89,6 +89,23 @@ export const MIGRATIONS: Migration[] = [
     version: 5,
     statements: ["ALTER TABLE recoveries ADD COLUMN last_seq INTEGER"],
   },
+  {
+    // Issue 42: deliveries published while the configuration is `paused` are held here; `held`
+    // counts those of the current pause (policy.ts PAUSE_HOLD_MAX_DELIVERIES), 0 when not paused.
+    version: 6,
+    statements: ["ALTER TABLE endpoint ADD COLUMN held INTEGER NOT NULL DEFAULT 0"],
+  },
+  {
+    // Issue 42 item 3: the portal's limits (meter.ts). One row per (action, scope, window start):
+    // the actions admitted in that window for the configuration or one portal session
+    // (`session:<id>`), deleted by time once the window has ended (`expires_ms`).
+    version: 7,
+    statements: [
+      `CREATE TABLE portal_meter (action TEXT NOT NULL, scope TEXT NOT NULL, window_start_ms INTEGER NOT NULL,
+        count INTEGER NOT NULL, expires_ms INTEGER NOT NULL, PRIMARY KEY (action, scope, window_start_ms))`,
+      "CREATE INDEX portal_meter_expiry ON portal_meter (expires_ms)",
+    ],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -140,6 +157,8 @@ export interface EndpointRow extends Row {
   stored_bytes: number;
   /** The trouble last announced by an operational event (migration 4): a delivery's success announces the recovery. */
   announced: "paused" | "disabled" | null;
+  /** Deliveries published during the current pause (status `paused`) and held; migration 6. */
+  held: number;
 }
 
 export type DeliveryState = "waiting" | "queued" | "running";

@@ -6,11 +6,18 @@
  * endpoint knows. Moving `url` or `oauth.token_url` to another origin needs `oauth.client_secret`
  * in the same change (product brief): no stored secret, and no token the receiver's server minted,
  * is sent to an origin the caller did not vouch for with it.
+ *
+ * Issue 42 (a receiver holds its own endpoint and nothing else): a private_key_jwt configuration
+ * signs with its own assertion key, published at its own key set URL, so an assertion can only
+ * ever be accepted by the OAuth server that registered that configuration; a change made by a
+ * receiver (the portal) may not alter whose identity keyway asserts (`receiverRefusal`); and
+ * operational event types are received only by the organization's operations configurations.
  */
 
 import type { SealedValue } from "../../lib/aead";
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
+import { OPERATIONAL_EVENT_TYPES } from "../../schemas/receivers";
 import type { ReceiverAuthMethod, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import type { EndpointSnapshot } from "../endpoints/object";
@@ -25,10 +32,11 @@ export interface NewConfiguration {
   url: string;
   events: string[] | null;
   description: string | null;
-  oauth: { token_url: string; client_id: string; client_secret: SealedValue | null } & ReceiverAuth;
+  oauth: { token_url: string; client_id: string; client_secret: SealedValue | null } & ReceiverAuthPatch;
   token_cache: boolean;
   ordered: boolean;
   rate_limit: number | null;
+  operations: boolean;
   signing_secret: WebhookConfigurationRecord["signing_secrets"][number];
 }
 
@@ -42,17 +50,26 @@ export interface ConfigurationPatch {
         token_url?: string | undefined;
         client_id?: string | undefined;
         client_secret?: SealedValue | undefined;
-      } & { [K in keyof ReceiverAuth]?: ReceiverAuth[K] | undefined })
+      } & { [K in keyof ReceiverAuthPatch]?: ReceiverAuthPatch[K] | undefined })
     | undefined;
   token_cache?: boolean | undefined;
   ordered?: boolean | undefined;
   rate_limit?: number | null | undefined;
-  status?: "active" | "disabled" | undefined;
+  status?: WebhookConfigurationRecord["status"] | undefined;
+  operations?: boolean | undefined;
 }
 
 /**
- * An assertion key the Worker generated for private_key_jwt (issue 31): stored only when the
- * organization has no current one (the first configuration that needs it), else dropped.
+ * Who asks for a change: the organization (its API clients, operators, the manager, the CLI) or the
+ * configuration's receiver (a portal session), who may change only what cannot make keyway act
+ * for another party (product brief, "A receiver holds its own endpoint and nothing else").
+ */
+export type ChangedBy = "organization" | "receiver";
+
+/**
+ * An assertion key the Worker generated for private_key_jwt, sealed for the configuration it is
+ * offered to (issue 42): stored when that configuration needs a key of its own (created or switched
+ * to private_key_jwt, moved off the organization's key), else dropped.
  */
 export interface AssertionKeyCandidate {
   kid: string;
@@ -96,12 +113,33 @@ export interface ReceiverAuth {
   audience?: string | null;
   assertion_audience?: string | null;
   dpop_key?: { jkt: string; private_key: SealedValue } | null;
+  /**
+   * Issue 42's move: a private_key_jwt configuration from before it signs with the organization's
+   * key while this is true (migration 7); the first rotation of its own key, or a change of its
+   * client id, assertion audience or token origin, ends it.
+   */
+  organization_key?: boolean | null;
+  /** After the move, the organization's keys stay listed at this configuration's key set URL until then (ms). */
+  organization_keys_until?: number | null;
 }
+
+/** What a patch may set of ReceiverAuth: the move's markers are the object's alone. */
+type ReceiverAuthPatch = Omit<ReceiverAuth, "organization_key" | "organization_keys_until">;
 
 const receiverAuthOf = (row: ConfigRow): ReceiverAuth => (row.receiver_auth ? (JSON.parse(row.receiver_auth) as ReceiverAuth) : {});
 
 /** The JSON column for `auth`: NULL when it is the default request. */
-const RECEIVER_AUTH_FIELDS = ["auth_method", "scope", "resource", "audience", "assertion_audience", "dpop_key"] as const;
+const RECEIVER_AUTH_FIELDS = [
+  "auth_method",
+  "scope",
+  "resource",
+  "audience",
+  "assertion_audience",
+  "dpop_key",
+  "organization_key",
+  "organization_keys_until",
+] as const;
+const PATCHABLE_AUTH_FIELDS = ["auth_method", "scope", "resource", "audience", "assertion_audience", "dpop_key"] as const;
 
 function receiverAuthColumn(auth: ReceiverAuth): string | null {
   const kept = Object.fromEntries(
@@ -112,27 +150,46 @@ function receiverAuthColumn(auth: ReceiverAuth): string | null {
   return Object.keys(kept).length === 0 ? null : JSON.stringify(kept);
 }
 
-/**
- * The organization's current assertion key (private_key_jwt), as the endpoint's copy carries it;
- * a configuration's copy has it only when it uses private_key_jwt.
- */
-export const currentAssertionKey = (db: Db, now: number): { kid: string; private_key: SealedValue } | null => {
+/** An assertion key as an endpoint's copy carries it; `config_id` when it is the configuration's own (issue 42). */
+export interface CopiedAssertionKey {
+  kid: string;
+  private_key: SealedValue;
+  config_id?: string;
+}
+
+/** Whose keys sign for a configuration: its own, or (before the move) the organization's. */
+const signerOf = (row: ConfigRow): string | null => (receiverAuthOf(row).organization_key === true ? null : row.id);
+
+const keyOwner = (configId: string | null) => (configId === null ? "config_id IS NULL" : "config_id = ?");
+const ownerArgs = (configId: string | null) => (configId === null ? [] : [configId]);
+
+/** The key that signs now for `configId` (null: the organization's), as the endpoint's copy carries it. */
+export const currentAssertionKey = (db: Db, now: number, configId: string | null): CopiedAssertionKey | null => {
   const row = db.first<{ kid: string; private_key: string }>(
-    "SELECT kid, private_key FROM assertion_keys WHERE activates_ms <= ? ORDER BY activates_ms DESC, created_ms DESC LIMIT 1",
+    `SELECT kid, private_key FROM assertion_keys WHERE ${keyOwner(configId)} AND activates_ms <= ?
+      ORDER BY activates_ms DESC, created_ms DESC LIMIT 1`,
+    ...ownerArgs(configId),
     now,
   );
-  return row === undefined ? null : { kid: row.kid, private_key: JSON.parse(row.private_key) as SealedValue };
+  if (row === undefined) return null;
+  return { kid: row.kid, private_key: JSON.parse(row.private_key) as SealedValue, ...(configId === null ? {} : { config_id: configId }) };
 };
 
 /** A rotated-in key not signing yet, with the moment it starts: endpoints carry it so they switch on time by themselves. */
-const nextAssertionKey = (db: Db, now: number): { kid: string; private_key: SealedValue; activates_ms: number } | null => {
+const nextAssertionKey = (db: Db, now: number, configId: string | null): (CopiedAssertionKey & { activates_ms: number }) | null => {
   const row = db.first<{ kid: string; private_key: string; activates_ms: number }>(
-    "SELECT kid, private_key, activates_ms FROM assertion_keys WHERE activates_ms > ? ORDER BY activates_ms DESC LIMIT 1",
+    `SELECT kid, private_key, activates_ms FROM assertion_keys WHERE ${keyOwner(configId)} AND activates_ms > ?
+      ORDER BY activates_ms DESC LIMIT 1`,
+    ...ownerArgs(configId),
     now,
   );
-  return row === undefined
-    ? null
-    : { kid: row.kid, private_key: JSON.parse(row.private_key) as SealedValue, activates_ms: row.activates_ms };
+  if (row === undefined) return null;
+  return {
+    kid: row.kid,
+    private_key: JSON.parse(row.private_key) as SealedValue,
+    activates_ms: row.activates_ms,
+    ...(configId === null ? {} : { config_id: configId }),
+  };
 };
 
 export function configRecord(row: ConfigRow, organizationId: string): WebhookConfigurationRecord {
@@ -151,6 +208,7 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
     token_cache: row.token_cache === 1,
     ordered: row.ordered === 1,
     rate_limit: row.rate_limit,
+    operations: row.operations === 1,
     signing_secrets: JSON.parse(row.signing_secrets) as WebhookConfigurationRecord["signing_secrets"],
     status: row.status,
     disabled_reason: row.disabled_reason,
@@ -160,7 +218,12 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
   };
 }
 
-export function create(db: Db, input: NewConfiguration, audit: Audit, now: number): Result<void> {
+export function create(db: Db, input: NewConfiguration, audit: Audit, now: number, key?: AssertionKeyCandidate): Result<void> {
+  const events = eventsCheck(input.events, input.operations);
+  if (!events.ok) return events;
+  if (input.oauth.auth_method === "private_key_jwt" && key === undefined) {
+    return fail("conflict", "A private_key_jwt configuration needs its own assertion key, and none was made.");
+  }
   const count = db.value<number>("SELECT count(*) AS n FROM configurations") ?? 0;
   if (count >= MAX_WEBHOOK_CONFIGURATIONS) {
     return fail(
@@ -172,8 +235,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
   db.txn(() => {
     db.run(
       `INSERT INTO configurations (id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit,
-        signing_secrets, status, version, status_version, receiver_auth, created_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?)`,
+        signing_secrets, status, version, status_version, receiver_auth, operations, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?, ?)`,
       input.id,
       input.url,
       input.events === null ? null : JSON.stringify(input.events),
@@ -186,9 +249,12 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
       input.rate_limit,
       JSON.stringify([input.signing_secret]),
       receiverAuthColumn(input.oauth),
+      input.operations ? 1 : 0,
       at,
       at,
     );
+    // The first key of a configuration signs at once: no receiver can have cached a set without it.
+    if (input.oauth.auth_method === "private_key_jwt" && key !== undefined) insertKey(db, key, input.id, now, now);
     audit({
       action: "webhook_configuration.created",
       resource_type: "webhook_configuration",
@@ -201,6 +267,7 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
         rate_limit: input.rate_limit,
         auth_method: input.oauth.auth_method ?? "client_secret_post",
         dpop: input.oauth.dpop_key != null,
+        operations: input.operations,
       },
     });
   });
@@ -210,12 +277,59 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
 /** The stored additions with a patch's applied: undefined keeps a field, null clears it. */
 function mergeAuth(current: ReceiverAuth, patch: ConfigurationPatch["oauth"]): ReceiverAuth {
   const next: ReceiverAuth = { ...current };
-  for (const field of RECEIVER_AUTH_FIELDS) {
+  for (const field of PATCHABLE_AUTH_FIELDS) {
     const value = patch?.[field];
     if (value !== undefined) (next as Record<string, unknown>)[field] = value;
   }
-  if (next.auth_method !== "private_key_jwt") delete next.assertion_audience;
+  if (next.auth_method !== "private_key_jwt") {
+    delete next.assertion_audience;
+    delete next.organization_key;
+  }
   return next;
+}
+
+/**
+ * Operational event types (`webhook.endpoint.*`, `webhook.delivery.exhausted`) describe every
+ * endpoint of the organization: only its operations configurations may name them (issue 42).
+ */
+function eventsCheck(events: string[] | null | undefined, operations: boolean): Result<void> {
+  if (operations) return ok(undefined);
+  const at = (events ?? []).findIndex((e) => (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(e));
+  if (at < 0) return ok(undefined);
+  return invalid(
+    ["events", String(at)],
+    ` is an operational event type (${(events ?? [])[at]}), which describes the organization's other endpoints: only an operations configuration (operations: true, set by the organization) receives them`,
+  );
+}
+
+/**
+ * What a receiver (a portal session) may not change, in the same transaction as the write, against
+ * what the object holds (issue 42, item 2): whose identity keyway asserts (the client id, the
+ * authentication method, the assertion's audience), whether the configuration is the
+ * organization's operations configuration, and, for private_key_jwt (which sends no secret a
+ * receiver could vouch with), the token URL's origin. Null when the change is the receiver's to make.
+ */
+export function receiverRefusal(current: ConfigRow, patch: ConfigurationPatch): { path: string[]; text: string } | null {
+  const auth = receiverAuthOf(current);
+  const o = patch.oauth;
+  const method = auth.auth_method ?? "client_secret_post";
+  const same = <T>(value: T | undefined, held: T) => value === undefined || value === held;
+  const fixed = " is the organization's to change: keyway would assert another identity with it; ask the provider of the webhooks";
+  if (!same(o?.client_id, current.client_id)) return { path: ["oauth", "client_id"], text: fixed };
+  if (!same(o?.auth_method, method)) return { path: ["oauth", "auth_method"], text: fixed };
+  if (o?.assertion_audience !== undefined && (o.assertion_audience ?? null) !== (auth.assertion_audience ?? null)) {
+    return { path: ["oauth", "assertion_audience"], text: fixed };
+  }
+  if (patch.operations !== undefined && patch.operations !== (current.operations === 1)) {
+    return { path: ["operations"], text: " is the organization's to change" };
+  }
+  if (method === "private_key_jwt" && o?.token_url !== undefined && originOf(o.token_url) !== originOf(current.token_url)) {
+    return {
+      path: ["oauth", "token_url"],
+      text: " may move to another origin only by the organization: with private_key_jwt no secret vouches for the new server",
+    };
+  }
+  return null;
 }
 
 function originOf(url: string): string {
@@ -226,9 +340,26 @@ function originOf(url: string): string {
   }
 }
 
-export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Audit, now: number): Result<void> {
+export function update(
+  db: Db,
+  id: string,
+  patch: ConfigurationPatch,
+  audit: Audit,
+  now: number,
+  by: ChangedBy = "organization",
+  key?: AssertionKeyCandidate,
+): Result<void> {
   const current = configRow(db, id);
   if (current === undefined) return missing("Webhook configuration");
+  if (by === "receiver") {
+    const refused = receiverRefusal(current, patch);
+    if (refused !== null) return invalid(refused.path, refused.text);
+  }
+  const operations = patch.operations ?? current.operations === 1;
+  if (patch.events !== undefined || patch.operations !== undefined) {
+    const events = eventsCheck(patch.events === undefined ? eventsOf(current) : patch.events, operations);
+    if (!events.ok) return events;
+  }
   const newSecret = patch.oauth?.client_secret !== undefined;
   const auth = mergeAuth(receiverAuthOf(current), patch.oauth);
   const method = auth.auth_method ?? "client_secret_post";
@@ -250,6 +381,24 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
     return invalid(["oauth", "assertion_audience"], " is used only with auth_method private_key_jwt");
   }
   const clientSecret = jwt ? "null" : newSecret ? JSON.stringify(patch.oauth?.client_secret) : current.client_secret;
+  // Issue 42: a private_key_jwt configuration needs a key of its own unless it still signs with the
+  // organization's (the move). It leaves the organization's key when what the assertion states
+  // changes (client id, audience, token origin): an assertion of the organization's key then never
+  // names an identity the operator did not set before the move.
+  const wasOrgKey = auth.organization_key === true;
+  const identityMoved =
+    (patch.oauth?.client_id !== undefined && patch.oauth.client_id !== current.client_id) ||
+    (patch.oauth?.assertion_audience !== undefined &&
+      (patch.oauth.assertion_audience ?? null) !== (receiverAuthOf(current).assertion_audience ?? null)) ||
+    (patch.oauth?.token_url !== undefined && originOf(patch.oauth.token_url) !== originOf(current.token_url));
+  if (jwt && wasOrgKey && identityMoved) {
+    delete auth.organization_key;
+    auth.organization_keys_until = now + ASSERTION_KEY_OVERLAP_MS;
+  }
+  const needsOwnKey =
+    jwt && auth.organization_key !== true && currentAssertionKey(db, now, id) === null && nextAssertionKey(db, now, id) === null;
+  if (needsOwnKey && key === undefined)
+    return fail("conflict", "A private_key_jwt configuration needs its own assertion key, and none was made.");
   const status = patch.status ?? current.status;
   const statusChanged = status !== current.status;
   db.txn(() => {
@@ -268,13 +417,15 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
       patch.ordered === undefined ? current.ordered : patch.ordered ? 1 : 0,
       patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
       status,
-      status === "active" ? null : patch.status === "disabled" && statusChanged ? "disabled through the API" : current.disabled_reason,
+      status !== "disabled" ? null : patch.status === "disabled" && statusChanged ? "disabled through the API" : current.disabled_reason,
       receiverAuthColumn(auth),
       statusChanged ? 1 : 0,
       patch.url !== undefined && patch.url !== current.url ? 1 : 0,
       isoTime(now),
       id,
     );
+    if (patch.operations !== undefined) db.run("UPDATE configurations SET operations = ? WHERE id = ?", operations ? 1 : 0, id);
+    if (needsOwnKey && key !== undefined) insertKey(db, key, id, now, now);
     audit({
       action: "webhook_configuration.updated",
       resource_type: "webhook_configuration",
@@ -285,6 +436,8 @@ export function update(db: Db, id: string, patch: ConfigurationPatch, audit: Aud
         ...(patch.oauth?.token_url !== undefined ? { token_url: redactUrl(patch.oauth.token_url) } : {}),
         ...(patch.oauth?.auth_method !== undefined ? { auth_method: method } : {}),
         ...(patch.oauth?.dpop_key !== undefined ? { dpop: auth.dpop_key != null } : {}),
+        ...(patch.operations !== undefined ? { operations } : {}),
+        ...(wasOrgKey && auth.organization_key !== true ? { assertion_key: "moved to the configuration's own key" } : {}),
         status,
       },
     });
@@ -299,6 +452,7 @@ export function remove(db: Db, id: string, organizationId: string, audit: Audit,
   const record = configRecord(current, organizationId);
   db.txn(() => {
     db.run("DELETE FROM configurations WHERE id = ?", id);
+    db.run("DELETE FROM assertion_keys WHERE config_id = ?", id);
     db.run(
       "INSERT OR REPLACE INTO deleted_configurations (id, version, record, deleted_ms) VALUES (?, ?, ?, ?)",
       id,
@@ -311,7 +465,19 @@ export function remove(db: Db, id: string, organizationId: string, audit: Audit,
   return ok(record);
 }
 
-/** Puts a new signing secret first; the previous one signs too until `previousExpiresAt`. */
+/**
+ * At most this many signing secrets sign at once: the current one and those within their grace.
+ * Each adds a `v1,` signature (about 50 bytes) to every webhook and an HMAC to every attempt; a
+ * rotation that would exceed it is refused until the oldest grace ends (docs/receivers.md).
+ */
+export const MAX_LIVE_SIGNING_SECRETS = 10;
+
+/**
+ * Puts a new signing secret first. The current one signs too until `previousExpiresAt`; every
+ * older secret keeps its own grace (issue 42: a second rotation within the grace used to drop the
+ * first secret at once, so a receiver still verifying with it answered 400). Secrets whose grace
+ * has ended are dropped here. Standard Webhooks allows any number of space-separated signatures.
+ */
 export function rotateSigningSecret(
   db: Db,
   id: string,
@@ -322,8 +488,18 @@ export function rotateSigningSecret(
 ): Result<void> {
   const current = configRow(db, id);
   if (current === undefined) return missing("Webhook configuration");
-  const previous = (JSON.parse(current.signing_secrets) as WebhookConfigurationRecord["signing_secrets"])[0];
-  const secrets = previous === undefined ? [secret] : [secret, { ...previous, expires_at: previousExpiresAt }];
+  const stored = JSON.parse(current.signing_secrets) as WebhookConfigurationRecord["signing_secrets"];
+  const live = stored
+    .filter((s) => s.expires_at === null || Date.parse(s.expires_at) > now)
+    .map((s) => (s.expires_at === null ? { ...s, expires_at: previousExpiresAt } : s));
+  if (live.length + 1 > MAX_LIVE_SIGNING_SECRETS) {
+    const soonest = live.map((s) => Date.parse(s.expires_at ?? previousExpiresAt)).sort((a, b) => a - b)[0] ?? now;
+    return fail(
+      "conflict",
+      `${live.length} signing secrets sign this configuration's webhooks already, the most that may (${MAX_LIVE_SIGNING_SECRETS}); the oldest grace ends at ${isoTime(soonest)}: rotate again after it.`,
+    );
+  }
+  const secrets = [secret, ...live];
   db.txn(() => {
     db.run(
       "UPDATE configurations SET signing_secrets = ?, version = version + 1, updated_at = ? WHERE id = ?",
@@ -335,7 +511,7 @@ export function rotateSigningSecret(
       action: "webhook_configuration.signing_secret_rotated",
       resource_type: "webhook_configuration",
       resource_id: id,
-      detail: { previous_secret_expires_at: previousExpiresAt },
+      detail: { previous_secret_expires_at: previousExpiresAt, signing_secrets: secrets.length },
     });
   });
   return ok(undefined);
@@ -372,80 +548,141 @@ export function disable(db: Db, id: string, request: DisableRequest, audit: Audi
   return "disabled";
 }
 
-/** A private_key_jwt configuration's copy carries the organization's current assertion key (sealed). */
-export function withAssertionKey(db: Db, record: WebhookConfigurationRecord, now = Date.now()): WebhookConfigurationRecord {
-  if (record.oauth.auth_method !== "private_key_jwt") return record;
-  return {
-    ...record,
-    oauth: { ...record.oauth, assertion_key: currentAssertionKey(db, now), next_assertion_key: nextAssertionKey(db, now) },
-  };
-}
+/**
+ * How long a rotated-in key is published before it signs: the JWKS's max-age (5 minutes) twice
+ * over, since a receiver's server may have fetched it just before the rotation and, like
+ * node-oidc-provider, not fetch it again for an unknown kid.
+ */
+export const ASSERTION_KEY_LEAD_MS = 10 * 60 * 1000;
+/** How long a rotated-out key stays published after the new one starts signing. */
+export const ASSERTION_KEY_OVERLAP_MS = 24 * 3600 * 1000;
 
-/** Keeps the Worker's candidate as the organization's assertion key when it has none yet. */
-export function ensureAssertionKey(db: Db, candidate: AssertionKeyCandidate, now: number): void {
-  if (db.first("SELECT 1 AS x FROM assertion_keys LIMIT 1") !== undefined) return;
-  // The first key signs at once: no receiver can have cached a set without it.
+const eventsOf = (row: ConfigRow): string[] | null => (row.events === null ? null : (JSON.parse(row.events) as string[]));
+
+function insertKey(db: Db, key: AssertionKeyCandidate, configId: string | null, now: number, activatesAt: number): void {
   db.run(
-    "INSERT OR IGNORE INTO assertion_keys (kid, private_key, public_jwk, created_ms, activates_ms) VALUES (?, ?, ?, ?, ?)",
-    candidate.kid,
-    JSON.stringify(candidate.private_key),
-    JSON.stringify(candidate.public_jwk),
+    "INSERT INTO assertion_keys (kid, private_key, public_jwk, created_ms, activates_ms, config_id) VALUES (?, ?, ?, ?, ?, ?)",
+    key.kid,
+    JSON.stringify(key.private_key),
+    JSON.stringify(key.public_jwk),
     now,
-    now,
+    activatesAt,
+    configId,
   );
 }
 
 /**
- * Rotation (issue 31; like signing secrets, but announced first): the new key is published at once
- * and signs from `activatesAt`, so a receiver's server that cached the JWKS (for up to its
- * max-age, and node-oidc-provider does not fetch it again for an unknown kid) has it before any
- * assertion uses it; the keys it replaces stay published until `retiresAt`. Every private_key_jwt
- * configuration gets a new version, whose copy carries both keys and the switch time. Keys past
- * their overlap are deleted.
+ * A private_key_jwt configuration's copy carries the key that signs for it now and the one rotated
+ * in (sealed): its own (issue 42), or the organization's before the move.
+ */
+export function withAssertionKey(db: Db, record: WebhookConfigurationRecord, now = Date.now()): WebhookConfigurationRecord {
+  if (record.oauth.auth_method !== "private_key_jwt") return record;
+  const signer = record.oauth.organization_key === true ? null : record.id;
+  // Moved by a rotation, its own key signs only from its activation: the organization's signs until then.
+  const moving = signer !== null && (record.oauth.organization_keys_until ?? 0) > now;
+  const current = currentAssertionKey(db, now, signer) ?? (moving ? currentAssertionKey(db, now, null) : null);
+  return { ...record, oauth: { ...record.oauth, assertion_key: current, next_assertion_key: nextAssertionKey(db, now, signer) } };
+}
+
+/**
+ * Rotation, announced first (issue 31): the new key is published at once and signs from
+ * `activatesAt`, so a receiver's server that cached the JWKS (for up to its max-age, and
+ * node-oidc-provider does not fetch it again for an unknown kid) has it before any assertion uses
+ * it; the keys it replaces stay published until `retiresAt`. `configId` null rotates the
+ * organization's key of issue 31, which signs only for configurations not moved yet; otherwise the
+ * configuration's own key (issue 42), and a configuration still on the organization's key moves to
+ * it: the organization's keys stay listed at its URL until `retiresAt`. Keys past their overlap are deleted.
  */
 export function rotateAssertionKey(
   db: Db,
   candidate: AssertionKeyCandidate,
+  configId: string | null,
   activatesAt: number,
   retiresAt: number,
   audit: Audit,
   now: number,
-): { kid: string; previous: string | null } {
-  const previous = currentAssertionKey(db, now)?.kid ?? null;
+): Result<{ kid: string; previous: string | null }> {
+  const row = configId === null ? undefined : configRow(db, configId);
+  if (configId !== null) {
+    if (row === undefined) return missing("Webhook configuration");
+    if (receiverAuthOf(row).auth_method !== "private_key_jwt") {
+      return fail("conflict", "The configuration does not use private_key_jwt: it has no assertion key to rotate.");
+    }
+  }
+  const signer = row === undefined ? null : signerOf(row);
+  const previous = currentAssertionKey(db, now, signer)?.kid ?? null;
   db.txn(() => {
-    db.run("DELETE FROM assertion_keys WHERE retires_ms IS NOT NULL AND retires_ms <= ?", now);
-    db.run("UPDATE assertion_keys SET retires_ms = ? WHERE retires_ms IS NULL", retiresAt);
     db.run(
-      "INSERT INTO assertion_keys (kid, private_key, public_jwk, created_ms, activates_ms) VALUES (?, ?, ?, ?, ?)",
-      candidate.kid,
-      JSON.stringify(candidate.private_key),
-      JSON.stringify(candidate.public_jwk),
+      `DELETE FROM assertion_keys WHERE ${keyOwner(configId)} AND retires_ms IS NOT NULL AND retires_ms <= ?`,
+      ...ownerArgs(configId),
       now,
-      activatesAt,
     );
     db.run(
-      `UPDATE configurations SET version = version + 1, updated_at = ? WHERE receiver_auth IS NOT NULL
-        AND json_extract(receiver_auth, '$.auth_method') = 'private_key_jwt'`,
-      isoTime(now),
+      `UPDATE assertion_keys SET retires_ms = ? WHERE ${keyOwner(configId)} AND retires_ms IS NULL`,
+      retiresAt,
+      ...ownerArgs(configId),
     );
+    insertKey(db, candidate, configId, now, activatesAt);
+    if (row === undefined) {
+      db.run(
+        `UPDATE configurations SET version = version + 1, updated_at = ? WHERE receiver_auth IS NOT NULL
+          AND json_extract(receiver_auth, '$.auth_method') = 'private_key_jwt' AND json_extract(receiver_auth, '$.organization_key') = 1`,
+        isoTime(now),
+      );
+    } else {
+      const auth = receiverAuthOf(row);
+      if (auth.organization_key === true) {
+        delete auth.organization_key;
+        auth.organization_keys_until = retiresAt;
+      }
+      db.run(
+        "UPDATE configurations SET receiver_auth = ?, version = version + 1, updated_at = ? WHERE id = ?",
+        receiverAuthColumn(auth),
+        isoTime(now),
+        row.id,
+      );
+    }
     audit({
-      action: "webhook_settings.assertion_key_rotated",
-      resource_type: "webhook_settings",
-      resource_id: "webhooks",
-      detail: { kid: candidate.kid, activates_at: isoTime(activatesAt), previous_kid: previous, previous_retires_at: isoTime(retiresAt) },
+      action: row === undefined ? "webhook_settings.assertion_key_rotated" : "webhook_configuration.assertion_key_rotated",
+      resource_type: row === undefined ? "webhook_settings" : "webhook_configuration",
+      resource_id: row === undefined ? "webhooks" : row.id,
+      detail: {
+        kid: candidate.kid,
+        activates_at: isoTime(activatesAt),
+        previous_kid: previous,
+        previous_retires_at: isoTime(retiresAt),
+        ...(row !== undefined && signer === null ? { moved_from: "the organization's key" } : {}),
+      },
     });
   });
-  return { kid: candidate.kid, previous };
+  return ok({ kid: candidate.kid, previous });
 }
 
-/** The public keys a receiver's server verifies assertions with: the current one and those within their overlap. */
-export function publishedAssertionKeys(db: Db, now: number): Record<string, unknown>[] {
-  return db
+const publicKeys = (db: Db, configId: string | null, now: number): Record<string, unknown>[] =>
+  db
     .all<{ public_jwk: string }>(
-      "SELECT public_jwk FROM assertion_keys WHERE retires_ms IS NULL OR retires_ms > ? ORDER BY created_ms DESC",
+      `SELECT public_jwk FROM assertion_keys WHERE ${keyOwner(configId)} AND (retires_ms IS NULL OR retires_ms > ?) ORDER BY created_ms DESC`,
+      ...ownerArgs(configId),
       now,
     )
     .map((r) => JSON.parse(r.public_jwk) as Record<string, unknown>);
+
+/**
+ * The public keys a receiver's server verifies assertions with, current and within their overlap.
+ * `configId` null: the organization's (issue 31's URL; they sign only for configurations not moved
+ * yet). A configuration's set is its own keys, plus the organization's while it still signs with
+ * them or its move's overlap lasts, so its receiver can register the configuration's URL before
+ * the move and nothing breaks (docs/receiver-oauth.md). Empty for a configuration that is gone or
+ * does not use private_key_jwt.
+ */
+export function publishedAssertionKeys(db: Db, now: number, configId: string | null = null): Record<string, unknown>[] {
+  if (configId === null) return publicKeys(db, null, now);
+  const row = configRow(db, configId);
+  if (row === undefined) return [];
+  const auth = receiverAuthOf(row);
+  if (auth.auth_method !== "private_key_jwt") return [];
+  const withOrganization = auth.organization_key === true || (auth.organization_keys_until ?? 0) > now;
+  return [...publicKeys(db, configId, now), ...(withOrganization ? publicKeys(db, null, now) : [])];
 }
 
 /** What the endpoint's object should hold now: the configuration, or its tombstone; null if neither exists. */

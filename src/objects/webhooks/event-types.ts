@@ -80,12 +80,17 @@ function reserved(name: string): Result<never> | null {
     : null;
 }
 
-/** The schema and its examples, checked as one (each example against the schema that will be stored). */
-function checked(schema: Record<string, unknown> | null, examples: unknown[]): Result<void> {
+/**
+ * The schema and its examples, checked as one (each example against the schema that will be
+ * stored). `stored`: the schema is the one already saved, not re-checked (it was when saved; a
+ * rule added since, such as unknown keywords refused, must not block a change of the examples or
+ * the description), only the examples against it.
+ */
+function checked(schema: Record<string, unknown> | null, examples: unknown[], stored = false): Result<void> {
   const size = new TextEncoder().encode(JSON.stringify(examples)).byteLength;
   if (size > MAX_EXAMPLES_BYTES) return invalid(["examples"], ` are ${size} bytes serialized; at most ${MAX_EXAMPLES_BYTES} are kept`);
   if (schema !== null) {
-    const problem = checkSchema(schema);
+    const problem = stored ? ({ ok: true } as const) : checkSchema(schema);
     if (!problem.ok) return invalid(["schema", ...pointerSegments(problem.path)], ` ${problem.message}`);
     const bad = checkExamples(schema, examples);
     if (!bad.ok) return invalid(["examples", ...pointerSegments(bad.path)], ` ${bad.message}`);
@@ -144,7 +149,7 @@ export function updateType(db: Db, name: string, patch: UpdateEventTypeInput, au
   const schema =
     patch.schema === undefined ? (current.schema === null ? null : (JSON.parse(current.schema) as Record<string, unknown>)) : patch.schema;
   const examples = patch.examples ?? (JSON.parse(current.examples) as unknown[]);
-  const check = checked(schema, examples);
+  const check = checked(schema, examples, patch.schema === undefined);
   if (!check.ok) return check;
   const description = patch.description === undefined ? current.description : patch.description;
   const deprecated = patch.deprecated === undefined ? current.deprecated : patch.deprecated ? 1 : 0;

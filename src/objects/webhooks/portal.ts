@@ -15,7 +15,7 @@ import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
 import type { PortalSessionView } from "../../schemas/receivers";
 import type { Db } from "../db";
-import { missing, ok, type Page, type PageRequest, pageOf, pruneExpired, type Result } from "../sql";
+import { fail, missing, ok, type Page, type PageRequest, pageOf, pruneExpired, type Result } from "../sql";
 import type { Audit } from "./configurations";
 import { configRow } from "./configurations";
 
@@ -68,7 +68,16 @@ export function createLink(
   now: number,
 ): Result<{ expires_at: string }> {
   const { db, sql } = store;
-  if (configRow(db, configurationId) === undefined) return missing("Webhook configuration");
+  const config = configRow(db, configurationId);
+  if (config === undefined) return missing("Webhook configuration");
+  // Issue 42: an operations configuration receives events about every endpoint of the
+  // organization; it is the organization's own, and no receiver is handed a way into it.
+  if (config.operations === 1) {
+    return fail(
+      "conflict",
+      "This is one of the organization's operations configurations (operational events about every endpoint go there): portal links are for receivers' endpoints only.",
+    );
+  }
   db.txn(() => {
     pruneExpired(sql, "portal_links", "hash", "expires_ms", now, WRITE_PRUNE);
     db.run(
@@ -114,7 +123,8 @@ export function openLink(
     if (link.used_ms !== null) return { ok: false, reason: "used" };
     if (link.expires_ms <= now) return { ok: false, reason: "expired" };
     // A deleted configuration's link opens nothing (as if it had never been issued).
-    if (configRow(db, link.configuration_id) === undefined) return { ok: false, reason: "unknown" };
+    const config = configRow(db, link.configuration_id);
+    if (config === undefined || config.operations === 1) return { ok: false, reason: "unknown" };
     pruneExpired(sql, "portal_sessions", "id", "expires_ms", now - PORTAL_SESSION_KEPT_MS, WRITE_PRUNE);
     db.run("UPDATE portal_links SET used_ms = ? WHERE hash = ?", now, linkHash);
     db.run(
@@ -152,7 +162,9 @@ export function liveSession(store: PortalStore, hash: string, now: number): Live
   const { db } = store;
   const row = db.first<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM portal_sessions WHERE hash = ?`, hash);
   if (row === undefined || row.ended_ms !== null || row.expires_ms <= now) return null;
-  if (configRow(db, row.configuration_id) === undefined) return null;
+  // A configuration made an operations one after the session opened ends the session (issue 42).
+  const config = configRow(db, row.configuration_id);
+  if (config === undefined || config.operations === 1) return null;
   if (now - row.last_seen_ms >= LAST_SEEN_EVERY_MS) db.run("UPDATE portal_sessions SET last_seen_ms = ? WHERE id = ?", now, row.id);
   return { id: row.id, configuration_id: row.configuration_id, frame_origins: frameOrigins(db) };
 }

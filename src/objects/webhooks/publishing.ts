@@ -1,7 +1,7 @@
 /**
  * Publishing in the organization's WebhookObject: one transaction records the event (its body kept
  * until every endpoint has its copy, and who published it), one fan-out row per matching active
- * configuration, the Idempotency-Key with the answer it repeats, and the hour's publish summary.
+ * or paused configuration, the Idempotency-Key with the answer it repeats, and the hour's publish summary.
  * The fan-out rows are the outbox: object.ts hands them, in publish order, to each endpoint's
  * object and deletes them. A delivery's id starts with its configuration's (lib/ids.ts), so
  * `locate` finds its endpoint among the organization's configurations without a row per delivery;
@@ -72,12 +72,19 @@ export function replay(db: Db, idempotency: { key: string; hash: string }, now: 
 
 /**
  * The configurations an event goes to, among the organization's (at most 20): one (a test event,
- * whatever its filter), or every active one that takes the event's type.
+ * whatever its filter), or every active or paused one that takes the event's type. A paused one
+ * gets its delivery like any other; its endpoint's object holds it until the resume (issue 42). A
+ * test event is refused while paused: it asks whether the receiver answers now.
  */
 export function targets(request: PublishRequest, configs: ConfigRow[]): Result<ConfigRow[]> {
   if (request.only !== undefined) {
     const only = configs.find((c) => c.id === request.only);
     if (only === undefined) return missing("Webhook configuration");
+    if (only.status === "paused")
+      return fail(
+        "conflict",
+        "Deliveries to this webhook configuration are paused; resume them (PATCH status: active) to send a test event.",
+      );
     if (only.status !== "active")
       return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
     return ok([only]);
@@ -85,7 +92,10 @@ export function targets(request: PublishRequest, configs: ConfigRow[]): Result<C
   const about = request.operational?.about;
   return ok(
     configs.filter((c) => {
-      if (c.status !== "active") return false;
+      if (c.status === "disabled") return false;
+      // Operational events describe the organization's other endpoints: only its operations
+      // configurations receive them (issue 42), never one a receiver could have subscribed.
+      if (about !== undefined && c.operations !== 1) return false;
       if (c.events === null) return about === undefined;
       return (JSON.parse(c.events) as string[]).includes(request.event.type) && c.id !== about;
     }),

@@ -10,6 +10,7 @@
  * (legacy.ts) before it serves anything; version 3 drops them once they are empty, so an upgraded
  * object ends with exactly the schema of a new one.
  */
+import { OPERATIONAL_EVENT_TYPES } from "../../schemas/receivers";
 import type { Migration } from "../sql";
 
 /** Version 1 as it shipped (frozen: the migration test replays it). */
@@ -155,10 +156,36 @@ const V6: Migration = {
   ],
 };
 
+/**
+ * Version 7 (issue 42: a receiver holds its own endpoint and nothing else).
+ * - `assertion_keys.config_id`: private_key_jwt keys are per configuration (published at
+ *   `/v1/receiver-jwks/{org}/{configuration}`); NULL is the organization's key of issue 31, which
+ *   keeps signing only for the configurations that used it before this version (marked
+ *   `organization_key` in `receiver_auth`) until their operator rotates or changes whose identity
+ *   they assert (docs/receiver-oauth.md, "Moving to the configuration's own key").
+ * - `configurations.operations`: the organization's operations configurations, the only ones
+ *   operational events reach. A configuration that named an operational type becomes one, unless
+ *   a portal link or session was ever issued for it (a receiver may have subscribed it: its
+ *   operational types are then kept but inert until the organization sets `operations: true`).
+ */
+const V7: Migration = {
+  version: 7,
+  statements: [
+    "ALTER TABLE assertion_keys ADD COLUMN config_id TEXT",
+    "CREATE INDEX assertion_keys_by_config ON assertion_keys (config_id, activates_ms)",
+    "ALTER TABLE configurations ADD COLUMN operations INTEGER NOT NULL DEFAULT 0",
+    `UPDATE configurations SET receiver_auth = json_set(receiver_auth, '$.organization_key', json('true'))
+        WHERE receiver_auth IS NOT NULL AND json_extract(receiver_auth, '$.auth_method') = 'private_key_jwt'`,
+    `UPDATE configurations SET operations = 1 WHERE events IS NOT NULL
+        AND EXISTS (SELECT 1 FROM json_each(configurations.events) WHERE value IN (${OPERATIONAL_EVENT_TYPES.map((t) => `'${t}'`).join(", ")}))
+        AND id NOT IN (SELECT configuration_id FROM portal_links UNION SELECT configuration_id FROM portal_sessions)`,
+  ],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7];
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -175,7 +202,7 @@ export interface ConfigRow extends Row {
   ordered: number;
   rate_limit: number | null;
   signing_secrets: string;
-  status: "active" | "disabled";
+  status: "active" | "paused" | "disabled";
   disabled_reason: string | null;
   version: number;
   status_version: number;
@@ -183,6 +210,8 @@ export interface ConfigRow extends Row {
   synced_version: number;
   /** Issue 31: ReceiverAuth JSON (configurations.ts); NULL for spec 4.3's default request. */
   receiver_auth: string | null;
+  /** Issue 42: 1 for the organization's operations configurations (operational events go only there). */
+  operations: number;
   created_at: string;
   updated_at: string;
 }
@@ -198,4 +227,4 @@ export interface FanoutRow extends Row {
 
 /** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
 export const CONFIG_COLUMNS =
-  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, created_at, updated_at";
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at";

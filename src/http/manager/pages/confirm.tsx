@@ -106,9 +106,9 @@ export const confirmations = {
   rotateSigningSecret: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
     title: `Rotate the signing secret of webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
     consequence:
-      "A new signing secret is made and shown once. For the next 24 hours each webhook carries two signatures, one with the new " +
-      "secret and one with the current secret, so the receiver can switch to the new secret at any point in that time; after it, " +
-      "only the new secret signs.",
+      "A new signing secret is made and shown once. For the next 24 hours each webhook carries a signature with the new secret " +
+      "and one with the current secret, and a secret rotated out earlier keeps signing until its own 24 hours end, so the " +
+      "receiver can switch to the new secret at any point in that time; after it, only the new secret signs.",
     button: "Rotate signing secret",
     danger: false,
   }),

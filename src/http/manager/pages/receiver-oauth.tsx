@@ -150,10 +150,12 @@ export const AuthMethodChoice: FC<{ value: ReceiverAuthMethod; error?: string | 
 );
 
 /** What keyway asks the receiver's token endpoint for, and DPoP. */
-export const TokenRequestFields: FC<{ values: ReceiverOAuthValues; err: (field: ReceiverOAuthField) => string | undefined }> = ({
-  values,
-  err,
-}) => (
+export const TokenRequestFields: FC<{
+  values: ReceiverOAuthValues;
+  err: (field: ReceiverOAuthField) => string | undefined;
+  /** The receivers' portal: the assertion's audience is the organization's to set (issue 42), not a field here. */
+  receiver?: boolean;
+}> = ({ values, err, receiver = false }) => (
   <>
     <Field
       id="scope"
@@ -177,13 +179,15 @@ export const TokenRequestFields: FC<{ values: ReceiverOAuthValues; err: (field: 
       value={values.audience}
       error={err("audience")}
     />
-    <Field
-      id="assertion_audience"
-      label={RECEIVER_OAUTH_LABELS.assertion_audience}
-      hint="private_key_jwt only; the assertion's aud when the receiver's server wants its issuer URL; empty for the token URL"
-      value={values.assertion_audience}
-      error={err("assertion_audience")}
-    />
+    {!receiver && (
+      <Field
+        id="assertion_audience"
+        label={RECEIVER_OAUTH_LABELS.assertion_audience}
+        hint="private_key_jwt only; the assertion's aud when the receiver's server wants its issuer URL; empty for the token URL"
+        value={values.assertion_audience}
+        error={err("assertion_audience")}
+      />
+    )}
     <Checkbox
       id="dpop"
       label="DPoP-bound tokens"

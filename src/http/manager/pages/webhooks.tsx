@@ -560,9 +560,9 @@ export const SigningSecretRotated: FC<{ base: string; secret: string; previousEx
   <>
     <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
     <p>
-      Each webhook carries two signatures (<code>v1,...</code> with the new secret and with the previous one) until the previous secret
-      stops signing <Time at={previousExpiresAt} />, so the receiver can switch to the new secret at any point in that time. After it only
-      the new secret signs.
+      Each webhook carries one signature (<code>v1,...</code>) per secret that still signs: the new one, the previous one until{" "}
+      <Time at={previousExpiresAt} />, and any secret rotated out earlier until its own 24 hours end. The receiver can switch to the new
+      secret at any point in that time; after it only the new secret signs.
     </p>
     <p>
       <a href={base}>Back to the webhook configuration</a>
