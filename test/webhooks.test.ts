@@ -148,7 +148,7 @@ describe("webhook configurations", () => {
       [{ ordered: "yes" }, "ordered"],
       [{ ordered: null }, "ordered"],
       [{ token_cache: 1 }, "token_cache"],
-      [{ status: "paused" }, "status"],
+      [{ status: "sleeping" }, "status"],
     ];
     for (const [patch, field] of bad) {
       for (const [method, target, payload] of [

@@ -57,6 +57,8 @@ export const OPTIONS = /** @type {const} */ ({
   "no-ordered": { type: "boolean" },
   "token-cache": { type: "boolean" },
   "no-token-cache": { type: "boolean" },
+  operations: { type: "boolean" },
+  "no-operations": { type: "boolean" },
   "rate-limit": { type: "string" },
   yes: { type: "boolean" },
   "schema-file": { type: "string" },

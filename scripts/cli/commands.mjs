@@ -521,6 +521,7 @@ export const COMMANDS = [
       "ordered",
       "rate-limit",
       "token-cache",
+      "operations",
       ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
@@ -545,6 +546,8 @@ export const COMMANDS = [
       "rate-limit",
       "token-cache",
       "no-token-cache",
+      "operations",
+      "no-operations",
       ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
@@ -566,6 +569,7 @@ export const COMMANDS = [
         rate_limit: countOrNone(f, "rate-limit"),
         ordered: toggle(f, "ordered"),
         token_cache: toggle(f, "token-cache"),
+        operations: toggle(f, "operations"),
       });
       if (Object.keys(body).length === 0) throw new UsageError("webhooks update: nothing to change; give at least one flag", "webhooks");
       return { method: "PATCH", path: webhookPath(a), body };
@@ -599,8 +603,29 @@ export const COMMANDS = [
       const data = await send(client, { method: "POST", path: `${webhookPath(a)}/rotate-signing-secret` });
       const until = isObject(data) ? show(data.previous_secret_expires_at) : "-";
       return shownOnce(data, f, [
-        `Until ${until} each webhook carries two signatures, with the new secret and the previous one, so the receiver can switch in that time.`,
+        `Until ${until} each webhook carries a signature with the new secret and one with the previous one (and one with each secret rotated out earlier, until its own 24 hours end), so the receiver can switch in that time.`,
       ]);
+    },
+  },
+  {
+    words: ["webhooks", "rotate-assertion-key"],
+    args: ["org", "id"],
+    flags: ["yes"],
+    summary:
+      "a new private_key_jwt key for this configuration: published at its jwks_uri at once, signing 10 minutes later, the previous one published 24 hours more; a configuration still on the organization's key moves to its own (--yes to confirm)",
+    check: async (_client, _a, f) => {
+      if (f.yes === true) return;
+      throw new UsageError(
+        "webhooks rotate-assertion-key makes a new assertion key for this configuration, published at its jwks_uri before it signs (10 minutes); a configuration still on the organization's key moves to its own, so its receiver must have registered the configuration's jwks_uri first; to confirm, add --yes",
+        "webhooks",
+      );
+    },
+    call: (a) => ({ method: "POST", path: `${webhookPath(a)}/rotate-assertion-key` }),
+    notes: (data) => {
+      const d = isObject(data) ? data : {};
+      return [
+        `The new key ${show(d.kid)} signs from ${show(d.activates_at)}${d.previous_kid ? `; the previous one (${show(d.previous_kid)}) stays published until ${show(d.previous_expires_at)}` : ""}.`,
+      ];
     },
   },
   {
@@ -1052,6 +1077,7 @@ export function createWebhookCall(a, f) {
       rate_limit: count(f, "rate-limit"),
       ordered: f.ordered === true ? true : undefined,
       token_cache: f["token-cache"] === true ? true : undefined,
+      operations: f.operations === true ? true : undefined,
     }),
   };
 }

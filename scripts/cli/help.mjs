@@ -183,6 +183,8 @@ const BOOLEAN_FLAGS = new Set([
   "no-ordered",
   "token-cache",
   "no-token-cache",
+  "operations",
+  "no-operations",
   "yes",
   "no-schema",
   "deprecated",

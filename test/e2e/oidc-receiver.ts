@@ -3,7 +3,7 @@
  * (the `oidc-provider` devDependency) on 127.0.0.1 as the receiver's OAuth authorization server,
  * issuing client-credentials tokens (RFC 6749 4.4) to clients registered for `client_secret_basic`,
  * `client_secret_post` (RFC 6749 2.3.1), `private_key_jwt` (RFC 7523, the client's keys fetched
- * from a `jwks_uri` such as keyway's `GET /v1/receiver-jwks/{org_id}`) and a DPoP-only client
+ * from a `jwks_uri` such as a configuration's `GET /v1/receiver-jwks/{org_id}/{config_id}`) and a DPoP-only client
  * (RFC 9449), with `scope`, `resource` (RFC 8707) and an Auth0-style `audience`; its access tokens
  * are RFC 9068 JWTs for the resource asked for, so a receiver verifies them offline with the
  * server's JWKS. Every token request is recorded (raw form, headers, the method of client
@@ -131,15 +131,20 @@ export const RECEIVER_CLIENTS = {
     dpop_bound_access_tokens: true,
   },
 } as const satisfies Record<string, ReceiverClient>;
-/** The private_key_jwt client's id (registered only when `jwksUri` is given). */
+/** The private_key_jwt client's default id (registered only when `jwksUri` is given; see `privateKeyJwtClientId`). */
 export const PRIVATE_KEY_JWT_CLIENT_ID = "keyway-pkjwt";
 
 export interface OidcReceiverOptions {
   /**
-   * The private_key_jwt client's `jwks_uri` (RFC 7591 2): keyway's `GET /v1/receiver-jwks/{org_id}`
-   * or any JWKS URL. Without it no private_key_jwt client is registered.
+   * The private_key_jwt client's `jwks_uri` (RFC 7591 2): a configuration's `oauth.jwks_uri`
+   * (`GET /v1/receiver-jwks/{org_id}/{config_id}`) or any JWKS URL. Without it no private_key_jwt client is registered.
    */
   jwksUri?: string;
+  /**
+   * The private_key_jwt client's id (default PRIVATE_KEY_JWT_CLIENT_ID): two servers in one test
+   * register clients of different ids, as two receivers' servers would.
+   */
+  privateKeyJwtClientId?: string;
   /** RFC 9449 8: the token endpoint demands a server nonce in every DPoP proof. Default false. */
   requireDpopNonce?: boolean;
   /** RFC 9449 9: the webhook receiver demands a nonce in every DPoP proof. Default false. */
@@ -426,7 +431,11 @@ export async function startOidcReceiver(options: OidcReceiverOptions = {}): Prom
   const privateKeyJwt: ReceiverClient | null =
     options.jwksUri === undefined
       ? null
-      : { client_id: PRIVATE_KEY_JWT_CLIENT_ID, token_endpoint_auth_method: "private_key_jwt", jwks_uri: options.jwksUri };
+      : {
+          client_id: options.privateKeyJwtClientId ?? PRIVATE_KEY_JWT_CLIENT_ID,
+          token_endpoint_auth_method: "private_key_jwt",
+          jwks_uri: options.jwksUri,
+        };
   const registered = [...Object.values(RECEIVER_CLIENTS), ...(privateKeyJwt ? [privateKeyJwt] : [])].map((c) => ({
     ...c,
     grant_types: ["client_credentials"],

@@ -4,7 +4,11 @@
  * webhook receiver verifying each token and DPoP proof with jose:
  * - client_secret_basic: tokens are issued and the webhook arrives with them, `scope` and
  *   `resource` in the token request;
- * - private_key_jwt: node-oidc-provider fetches keyway's published keys as the client's jwks_uri;
+ * - private_key_jwt: node-oidc-provider fetches the configuration's own published keys (issue 42:
+ *   its absolute `oauth.jwks_uri`, `/v1/receiver-jwks/{org}/{config_id}`) as the client's jwks_uri;
+ *   that URL exists only once the configuration does, so the configuration is made first (its token
+ *   URL a placeholder), node-oidc-provider started with its jwks_uri, and the token URL then moved
+ *   to node-oidc-provider's token endpoint by the organization;
  * - DPoP: a DPoP-bound token (its `cnf.jkt` the configuration's `dpop_jkt`), each webhook's proof
  *   verified (`htm`, `htu`, `ath`, the key), a `use_dpop_nonce` challenge at the token endpoint
  *   and at the webhook URL each answered once;
@@ -19,13 +23,25 @@ import { type E2eTenant, freePort, type Keyway, sleep, startKeyway, tenantOn } f
 let keyway: Keyway;
 let tenant: E2eTenant;
 let receiver: OidcReceiver;
+/** The private_key_jwt configuration, made before node-oidc-provider (which registers its jwks_uri). */
+let jwtView: View;
 const closers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   // A short deadline, so the connection test's timeout case takes seconds.
   keyway = await startKeyway({ vars: { WEBHOOK_TIMEOUT_SECONDS: "3" } });
   tenant = await tenantOn(keyway, "Receiver OAuth");
-  receiver = await startOidcReceiver({ jwksUri: `${keyway.baseUrl}/v1/receiver-jwks/${tenant.orgId}` });
+  // Issue 42: the client's jwks_uri is the configuration's own, so the configuration comes first,
+  // at placeholder URLs (nothing is sent before the test moves them to node-oidc-provider).
+  const placeholder = `http://127.0.0.1:${await freePort()}`;
+  jwtView = await data<View>(
+    await post("/v1/webhook-configurations", {
+      url: `${placeholder}/jwt.sent`,
+      events: ["jwt.sent"],
+      oauth: { token_url: `${placeholder}/token`, client_id: PRIVATE_KEY_JWT_CLIENT_ID, auth_method: "private_key_jwt" },
+    }),
+  );
+  receiver = await startOidcReceiver({ jwksUri: jwtView.oauth.jwks_uri ?? "" });
 }, 120_000);
 
 afterAll(async () => {
@@ -90,16 +106,25 @@ describe("keyway at node-oidc-provider", () => {
     expect(request?.rawBody).not.toContain("client_secret");
   });
 
-  it("private_key_jwt: node-oidc-provider fetches keyway's keys as the client's jwks_uri and issues the token", async () => {
-    const view = await configure("jwt.sent", {
-      token_url: receiver.tokenEndpoint,
-      client_id: PRIVATE_KEY_JWT_CLIENT_ID,
-      auth_method: "private_key_jwt",
-    });
-    expect(view.oauth.jwks_uri).toBe(`/v1/receiver-jwks/${tenant.orgId}`);
+  it("private_key_jwt: node-oidc-provider fetches the configuration's own keys as the client's jwks_uri and issues the token", async () => {
+    // The configuration's own key set, at an absolute URL (issue 42), not the organization's.
+    const jwksUri = `${keyway.baseUrl}/v1/receiver-jwks/${tenant.orgId}/${jwtView.id}`;
+    expect(jwtView.oauth.jwks_uri).toBe(jwksUri);
+    // The organization moves the token URL (and the webhook URL) to the receiver's servers.
+    const moved = await data<View>(
+      await tenant.api(`/v1/webhook-configurations/${jwtView.id}`, {
+        method: "PATCH",
+        body: JSON.stringify({ url: `${receiver.webhookUrl}/jwt.sent`, oauth: { token_url: receiver.tokenEndpoint } }),
+      }),
+    );
+    expect(moved.oauth).toMatchObject({ auth_method: "private_key_jwt", jwks_uri: jwksUri });
+    const published = (await (await fetch(jwksUri)).json()) as { keys: { kid: string }[] };
+    expect(published.keys.length).toBeGreaterThan(0);
     const hook = await deliver("jwt.sent");
     expect(hook.verdict).toMatchObject({ ok: true });
-    expect(receiver.jwksFetches).toContain(`${keyway.baseUrl}/v1/receiver-jwks/${tenant.orgId}`);
+    // node-oidc-provider fetched exactly the URL it registered, and nothing else.
+    expect(receiver.jwksFetches.length).toBeGreaterThan(0);
+    expect(new Set(receiver.jwksFetches)).toEqual(new Set([jwksUri]));
     const request = receiver.tokenRequests.find((r) => r.clientId === PRIVATE_KEY_JWT_CLIENT_ID && r.status === 200);
     expect(request?.authMethod).toBe("private_key_jwt");
     expect(request?.assertion?.claims).toMatchObject({
@@ -107,6 +132,8 @@ describe("keyway at node-oidc-provider", () => {
       sub: PRIVATE_KEY_JWT_CLIENT_ID,
       aud: receiver.tokenEndpoint,
     });
+    // Signed with a key of the configuration's own set.
+    expect(published.keys.map((k) => k.kid)).toContain(request?.assertion?.header.kid);
   });
 
   it("DPoP: a bound token, each webhook's proof verified, a nonce challenge answered once at the token endpoint and at the webhook URL", async () => {

@@ -263,7 +263,7 @@ describe("operational webhooks", () => {
     const ops = await receiverWith(() => ({ status: 204 }));
     const gone = await receiverWith(() => ({ status: 410 }));
     const everything = await receiverWith(() => ({ status: 204 }));
-    const subscriber = await configure(api, ops, { events: ["webhook.endpoint.disabled", "webhook.endpoint.recovered"] });
+    const subscriber = await configure(api, ops, { events: ["webhook.endpoint.disabled", "webhook.endpoint.recovered"], operations: true });
     const target = await configure(api, gone, { events: ["order.created"] });
     await configure(api, everything);
 

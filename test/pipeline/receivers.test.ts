@@ -201,6 +201,7 @@ describe("operational webhooks", () => {
     const ops = await createConfig(t, token, SECRET, {
       url: `${RECEIVER}/ops`,
       events: ["webhook.endpoint.disabled", "webhook.delivery.exhausted", "webhook.endpoint.paused", "webhook.endpoint.recovered"],
+      operations: true,
     });
     const gone = await createConfig(t, token, SECRET, { url: `${RECEIVER}/gone`, events: ["order.created"] });
     const failing = await createConfig(t, token, SECRET, { url: `${RECEIVER}/failing`, events: ["order.shipped"] });

@@ -129,6 +129,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         ...(values.rate_limit !== "" ? { rate_limit: Number(values.rate_limit) } : {}),
         ordered: values.ordered,
         token_cache: values.token_cache,
+        ...(values.operations ? { operations: true } : {}),
       });
       const { config, signingSecret } = await createWebhookConfiguration(c.get("deps"), org.id, input, actor(c));
       return page(
@@ -211,6 +212,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         rate_limit: values.rate_limit === "" ? null : Number(values.rate_limit),
         ordered: values.ordered,
         token_cache: values.token_cache,
+        operations: values.operations,
       });
       await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
     } catch (err) {
@@ -396,6 +398,7 @@ function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFo
     rate_limit: text("rate_limit"),
     ordered: fields.ordered === "on",
     token_cache: fields.token_cache === "on",
+    operations: fields.operations === "on",
     ...postedReceiverOAuth(fields),
   };
   const events = values.events.split(/[\s,]+/).filter((e) => e !== "");

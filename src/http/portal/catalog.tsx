@@ -32,7 +32,7 @@ function changeHint(events: string[] | null, type: EventTypeView, on: boolean): 
   if (events === null)
     return on
       ? "This endpoint receives every event. Unsubscribing from one replaces that with a list of the catalog's other types: types added to the catalog later, or published without being in it, are then not sent until subscribed."
-      : "This endpoint receives every event, but keyway's operational events only when named. Subscribing replaces every event with a list of the catalog's types plus this one: types added later are then not sent until subscribed.";
+      : "This endpoint receives every event of the catalog, never keyway's operational ones. Subscribing replaces every event with a list of the catalog's types plus this one: types added later are then not sent until subscribed.";
   if (on && events.length === 1 && events[0] === type.name)
     return "The only type this endpoint is subscribed to; to receive nothing, pause deliveries on the Endpoint page instead.";
   return null;
@@ -40,6 +40,15 @@ function changeHint(events: string[] | null, type: EventTypeView, on: boolean): 
 
 const Subscription: FC<{ type: EventTypeView; events: string[] | null; csrf: string }> = ({ type, events, csrf }) => {
   const on = subscribed(events, type);
+  // Issue 42: operational events describe the organization's other endpoints; a receiver never subscribes to them.
+  if (type.operational && !on) {
+    return (
+      <p>
+        <strong>Not subscribed</strong>: {type.name} describes the organization's other endpoints, so only the organization's own operations
+        configurations receive it.
+      </p>
+    );
+  }
   const hint = changeHint(events, type, on);
   const only = on && events !== null && events.length === 1;
   const hintId = `hint-${type.name.replaceAll(".", "-")}`;
@@ -97,7 +106,8 @@ export const EventTypeEntry: FC<{ type: EventTypeView; events: string[] | null; 
       <p>
         {type.description ?? <span class="hint">No description.</span>}
         {type.deprecated && " Deprecated: it may stop being sent; prefer the type that replaces it."}
-        {type.operational && " Published by keyway about the webhooks themselves (operational); sent only to endpoints that name it."}
+        {type.operational &&
+          " Published by keyway about the webhooks themselves (operational); sent only to the organization's operations configurations."}
       </p>
       <Subscription type={type} events={events} csrf={csrf} />
       {!type.operational && (

@@ -426,6 +426,7 @@ const OPERATOR_MIRRORED = [
   "updateWebhookConfiguration",
   "deleteWebhookConfiguration",
   "rotateSigningSecret",
+  "rotateConfigurationAssertionKey",
   "testWebhookConnection",
   "sendTestEvent",
   "listDeliveries",

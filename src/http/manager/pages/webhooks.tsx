@@ -346,7 +346,8 @@ export const WebhookConfigurationDetail: FC<{
           Delivery: {LANES[config.state.lane]};{" "}
           {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
           {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`};{" "}
-          {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}.
+          {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}
+          {config.operations === true && "; the organization's operations configuration (operational events)"}.
         </p>
         {config.status === "active" ? (
           <>
@@ -631,6 +632,8 @@ export interface WebhookFormValues extends ReceiverOAuthValues {
   rate_limit: string;
   ordered: boolean;
   token_cache: boolean;
+  /** Issue 42: one of the organization's operations configurations (operational events go only to these). */
+  operations: boolean;
 }
 
 export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
@@ -642,6 +645,7 @@ export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
   rate_limit: "",
   ordered: false,
   token_cache: false,
+  operations: false,
   ...EMPTY_RECEIVER_OAUTH,
 };
 
@@ -655,6 +659,7 @@ export const formValuesOf = (config: WebhookConfiguration, oauth: WebhookConfigu
   rate_limit: config.rate_limit === null ? "" : String(config.rate_limit),
   ordered: config.ordered,
   token_cache: config.token_cache,
+  operations: config.operations === true,
   ...receiverOAuthValuesOf(oauth),
 });
 
@@ -772,6 +777,12 @@ export const WebhookConfigurationForm: FC<{
         <fieldset>
           <legend>Pacing</legend>
           <Checkbox id="ordered" label="Ordered" checked={values.ordered} hint="one at a time, in publish order" />
+          <Checkbox
+            id="operations"
+            label="Operations configuration"
+            checked={values.operations}
+            hint="the organization's own: the only kind that may receive keyway's operational webhook.* events (they describe every endpoint); no portal link opens it"
+          />
           <Field
             id="rate_limit"
             type="number"
