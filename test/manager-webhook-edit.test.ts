@@ -27,6 +27,7 @@ interface ConfigView {
   rate_limit: number | null;
   ordered: boolean;
   token_cache: boolean;
+  operations?: boolean;
 }
 
 /** The organization's configurations, as the operator API lists them. */
@@ -326,5 +327,27 @@ describe("an organization administrator", () => {
     expect((await body(await adminCall("GET", `/organizations/${other.orgId}/webhook-configurations/${theirs.id}`))).data).toMatchObject({
       url: WEBHOOK_URL,
     });
+  });
+});
+
+describe("operations configurations in the manager (issue 42)", () => {
+  it("creates one with the checkbox, naming an operational type, and turns it back into an ordinary one", async () => {
+    const t = await createTenant();
+    const b = await Browser.signedIn(ADMIN_TOKEN);
+    const html = await (await b.get(`${orgBase(t)}/new-webhook`)).text();
+    expect(input(html, "operations")).not.toBe("");
+    // Without the checkbox an operational type is refused, the form kept.
+    const refused = await b.post(listPath(t), { csrf: Browser.csrf(html), ...newFields({ events: "webhook.endpoint.disabled" }) });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain("operational event type");
+    const created = await b.post(listPath(t), {
+      csrf: Browser.csrf(html),
+      ...newFields({ events: "webhook.endpoint.disabled", operations: "on" }),
+    });
+    expect(created.status).toBe(200);
+    const [config] = await configsOf(t);
+    expect(config).toMatchObject({ events: ["webhook.endpoint.disabled"], operations: true });
+    const page = await (await b.get(`${listPath(t)}/${config?.id}`)).text();
+    expect(page).toContain("the organization&#39;s operations configuration (operational events)");
   });
 });

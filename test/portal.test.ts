@@ -607,3 +607,38 @@ describe("framing", () => {
     expect(csp(await theirs.b.get("/portal"))).toMatch(/frame-ancestors 'none'/);
   });
 });
+
+describe("a receiver holds its own endpoint and nothing else (issue 42)", () => {
+  it("a private_key_jwt token URL stays on its origin from the portal; the organization may move it", async () => {
+    const o = await org(1);
+    const id = o.configs[0]?.id;
+    const jwt = await api(o.t, o.bearer, `/v1/webhook-configurations/${id}`, "PATCH", {
+      oauth: { auth_method: "private_key_jwt", token_url: `${RECEIVER}/oauth/token` },
+    });
+    expect(jwt.status).toBe(200);
+    const { b, csrf } = await session(o);
+    const fields = { csrf, url: `${RECEIVER}/webhooks`, events: "" };
+    const away = await b.post("/portal/settings", { ...fields, token_url: "https://another-receiver.example/oauth/token" });
+    expect(away.status).toBe(400);
+    expect(await away.text()).toContain("oauth.token_url");
+    // Within its origin: the receiver's to change.
+    expect((await b.post("/portal/settings", { ...fields, token_url: `${RECEIVER}/oauth/token2` })).status).toBe(303);
+    const moved = await api(o.t, o.bearer, `/v1/webhook-configurations/${id}`, "PATCH", {
+      oauth: { token_url: "https://another-receiver.example/oauth/token" },
+    });
+    expect(moved.status).toBe(200);
+  });
+
+  it("no portal link opens an operations configuration, and a session ends when its configuration becomes one", async () => {
+    const o = await org(1);
+    const id = o.configs[0]?.id;
+    const { b } = await session(o);
+    expect((await b.get("/portal")).status).toBe(200);
+    const ops = await api(o.t, o.bearer, `/v1/webhook-configurations/${id}`, "PATCH", { operations: true });
+    expect(ops.status).toBe(200);
+    expect((await b.get("/portal")).status).toBe(403);
+    const refused = await api(o.t, o.bearer, `/v1/webhook-configurations/${id}/portal-links`, "POST");
+    expect(refused.status).toBe(409);
+    expect((await body(refused)).developer_message).toContain("operations configurations");
+  });
+});

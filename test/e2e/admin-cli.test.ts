@@ -713,7 +713,7 @@ describe("operator CLI", () => {
         assertion_audience: receiver.url,
         scope: null,
         dpop: true,
-        jwks_uri: `/v1/receiver-jwks/${orgId}`,
+        jwks_uri: `${keyway.baseUrl}/v1/receiver-jwks/${orgId}/${id}`,
       });
       expect(after.dpop_jkt).toEqual(expect.any(String));
       expect((await admin("webhooks", "update", orgId, id, "--no-dpop")).code).toBe(0);
@@ -743,6 +743,27 @@ describe("operator CLI", () => {
       expect(rotated.stdout).toMatch(new RegExp(`The new key ${kid} signs from `));
       const jwks = (await (await fetch(`${keyway.baseUrl}/v1/receiver-jwks/${orgId}`)).json()) as { keys: { kid: string }[] };
       expect(jwks.keys.map((k) => k.kid)).toContain(kid);
+
+      // Issue 42: the configuration's own key, at its own URL; asked first, like the organization's.
+      const own = await admin("webhooks", "rotate-assertion-key", orgId, id);
+      expect(own.code).toBe(2);
+      expect(own.stderr.split("\n")[0]).toMatch(
+        /^admin: webhooks rotate-assertion-key makes a new assertion key for this configuration.*add --yes$/,
+      );
+      const ownRotated = await admin("webhooks", "rotate-assertion-key", orgId, id, "--yes");
+      expect(ownRotated.code, ownRotated.stderr).toBe(0);
+      const ownKid = value(ownRotated.stdout, "kid");
+      const ownSet = (await (await fetch(`${keyway.baseUrl}/v1/receiver-jwks/${orgId}/${id}`)).json()) as { keys: { kid: string }[] };
+      expect(ownSet.keys.map((k) => k.kid)).toContain(ownKid);
+      expect(ownSet.keys.map((k) => k.kid)).not.toContain(kid);
+
+      // An operations configuration: the only kind that may name an operational type.
+      const plain = await admin("webhooks", "update", orgId, id, "--events", "webhook.endpoint.disabled");
+      expect(plain.code).toBe(1);
+      expect(plain.stderr).toContain("operational event type");
+      const ops = await admin("webhooks", "update", orgId, id, "--events", "webhook.endpoint.disabled", "--operations");
+      expect(ops.code, ops.stderr).toBe(0);
+      expect(JSON.parse((await admin("webhooks", "show", orgId, id, "--json")).stdout)).toMatchObject({ operations: true });
     } finally {
       await receiver.close();
     }
