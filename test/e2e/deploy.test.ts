@@ -241,12 +241,14 @@ describe("the repository's wrangler.toml", () => {
     expect(output).toContain("warning: before the first deploy: PUBLIC_BASE_URL is empty in [env.production.vars]");
     expect(output).not.toContain("error:");
     // wrangler 4.155 bundled the description Worker, the GraphQL Worker, then the API Worker, the
-    // companions each within 150 KiB gzipped and the API Worker within 220 KiB (README,
+    // companions each within 150 KiB gzipped and the API Worker within 230 KiB (README,
     // "Performance"; docs/performance.md: issue 30's receivers' portal, event-type schemas and
     // their validator took it from 147 to 184 KiB, issue 31's receiver OAuth to 201, issue 32's
     // manager (navigation, dark mode, cards, times, chart values) and GET / with issue 33's shards
-    // and leased slices to 212; the next cut, measured, is the descriptions only the description
-    // Worker reads, about 8 KiB). The runs are one after the
+    // and leased slices to 212, issue 41's admission to 216.6, issue 42's per-configuration keys,
+    // portal limits, pause, example events and their pages to 225.3; the next cut, measured, is
+    // issue 43's: the people's pages (manager, portal, landing page and hono/jsx) are a quarter of
+    // the bundle, 189 of 758 KB before gzip, and move to a Worker of their own). The runs are one after the
     // other, so wrangler's own lines come in that order: the description Worker has only its
     // static assets (the GraphQL explorer's files, issue 32, which its build command copies first
     // and which do not count toward its size), the GraphQL Worker no bindings; the API Worker has
@@ -256,7 +258,7 @@ describe("the repository's wrangler.toml", () => {
     );
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
-    const budgets = [150, 150, 220];
+    const budgets = [150, 150, 230];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
