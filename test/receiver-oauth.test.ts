@@ -254,8 +254,17 @@ describe("keys per configuration (issue 42, finding 1: the confused deputy)", ()
     expect((await jwks(tenant.orgId)).keys.map((k) => k.kid)).toEqual([orgKid]);
   });
 
-  it("a configuration on the organization's key moves to its own at once when what it asserts changes", async () => {
-    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+  const OTHER_TENANT = `${TOKEN_URL}/other-tenant`;
+  it.each([
+    ["its client id", { client_id: "someone-else" }, "someone-else", TOKEN_URL],
+    // One origin may serve several tenants' token endpoints, each trusting the organization's set.
+    ["its token URL's path (a receiver may change it from the portal)", { token_url: OTHER_TENANT }, "legacy-a", OTHER_TENANT],
+  ] as const)("a configuration on the organization's key moves to its own at once when %s changes", async (_what, change, issuer, to) => {
+    const sent = fakeNetwork({
+      [TOKEN_URL]: tokenOk(),
+      [OTHER_TENANT]: tokenOk(),
+      [WEBHOOK_URL]: () => new Response(null, { status: 204 }),
+    });
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
     const create = await api(tenant, bearer, "/v1/webhook-configurations", "POST", {
@@ -271,14 +280,14 @@ describe("keys per configuration (issue 42, finding 1: the confused deputy)", ()
       "UPDATE configurations SET receiver_auth = json_set(receiver_auth, '$.organization_key', json('true')) WHERE id = ?",
       config.id,
     );
-    await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { oauth: { client_id: "someone-else" } });
+    expect((await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { oauth: change })).status).toBe(200);
     const res = await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/test`, "POST");
     await attemptNow(tenant, bearer, (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "");
-    const assertion = assertionOf(tokenRequests(sent).at(-1) as Sent);
+    const assertion = assertionOf(sent.filter((x) => x.url === to).at(-1) as Sent);
     // Signed with a key of its own (published only at its URL), never the organization's.
     expect(decodeProtectedHeader(assertion).kid).not.toBe(orgKid);
-    await jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId, config.id)), { issuer: "someone-else" });
-    await expect(jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId)), { issuer: "someone-else" })).rejects.toThrow();
+    await jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId, config.id)), { issuer });
+    await expect(jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId)), { issuer })).rejects.toThrow();
   });
 
   it("rotating a configuration that does not use private_key_jwt is 409; a deleted configuration's key set is 404", async () => {

@@ -382,15 +382,17 @@ export function update(
   }
   const clientSecret = jwt ? "null" : newSecret ? JSON.stringify(patch.oauth?.client_secret) : current.client_secret;
   // Issue 42: a private_key_jwt configuration needs a key of its own unless it still signs with the
-  // organization's (the move). It leaves the organization's key when what the assertion states
-  // changes (client id, audience, token origin): an assertion of the organization's key then never
-  // names an identity the operator did not set before the move.
+  // organization's (the move). It leaves the organization's key when what the assertion states or
+  // where it goes changes (client id, audience, token URL, its path too: one origin may serve
+  // several tenants' token endpoints, each trusting the organization's key set): an assertion of
+  // the organization's key then never names an identity, or reaches a server, the operator did
+  // not set before the move.
   const wasOrgKey = auth.organization_key === true;
   const identityMoved =
     (patch.oauth?.client_id !== undefined && patch.oauth.client_id !== current.client_id) ||
     (patch.oauth?.assertion_audience !== undefined &&
       (patch.oauth.assertion_audience ?? null) !== (receiverAuthOf(current).assertion_audience ?? null)) ||
-    (patch.oauth?.token_url !== undefined && originOf(patch.oauth.token_url) !== originOf(current.token_url));
+    (patch.oauth?.token_url !== undefined && patch.oauth.token_url !== current.token_url);
   if (jwt && wasOrgKey && identityMoved) {
     delete auth.organization_key;
     auth.organization_keys_until = now + ASSERTION_KEY_OVERLAP_MS;
