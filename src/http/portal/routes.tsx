@@ -456,7 +456,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   ] as const) {
     app.post(path, async (c) => {
       const s = portal(c);
-      await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, { status }, receiverActor(s));
+      await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, { status }, receiverActor(s), "receiver");
       return c.redirect(`/portal?notice=${notice}`, 303);
     });
   }
