@@ -259,3 +259,24 @@ describe("the webhook settings' assertion key", () => {
     expect(jwks.keys.map((k) => k.kid)).toContain(kid);
   });
 });
+
+describe("a configuration's own assertion key (issue 42)", () => {
+  it("rotates it from the configuration's page through a confirmation, published at its own JWKS URL only", async () => {
+    const config = await createThroughForm(b, t, { description: "own key", auth_method: "private_key_jwt" });
+    const base = `${listPath(t)}/${config.id}`;
+    const page = await (await b.get(base)).text();
+    expect(page).toContain(`<a href="${base}/rotate-assertion-key">Rotate this configuration&#39;s assertion key</a>`);
+    const confirm = await (await b.get(`${base}/rotate-assertion-key`)).text();
+    expect(confirm).toContain("Rotate the assertion key of webhook configuration");
+    expect((await b.post(`${base}/rotate-assertion-key`, {})).status).toBe(403);
+    const done = await b.post(`${base}/rotate-assertion-key`, { csrf: Browser.csrf(confirm) });
+    expect(done.status).toBe(200);
+    const kid = /<dt>New key \(kid\)<\/dt>\s*<dd>\s*<code class="wrap">([^<]+)<\/code>/.exec(await done.text())?.[1];
+    expect(kid).toBeDefined();
+    const own = (await (await call(`/v1/receiver-jwks/${t.orgId}/${config.id}`)).json()) as { keys: { kid: string }[] };
+    expect(own.keys.map((k) => k.kid)).toContain(kid);
+    const org = await call(`/v1/receiver-jwks/${t.orgId}`);
+    const orgKids = org.status === 200 ? ((await org.json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid) : [];
+    expect(orgKids).not.toContain(kid);
+  });
+});

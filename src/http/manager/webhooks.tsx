@@ -43,9 +43,10 @@ import {
   webhookTraffic,
 } from "../../webhooks/deliveries";
 import { listPortalSessions } from "../../webhooks/portal";
+import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { listRecoveries } from "../../webhooks/recovery";
 import { confirmations } from "./pages/confirm";
-import { ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
+import { AssertionKeyRotated, ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
 import {
   DELIVERIES_PAGE,
@@ -315,6 +316,27 @@ export function webhookRoutes(): Hono<ManagerEnv> {
       action: `${base}/rotate-signing-secret`,
       cancel: base,
     });
+  });
+
+  // Issue 42: the configuration's own private_key_jwt key: asked first, then the new key's timeline.
+  app.get("/:org/webhooks/:id/rotate-assertion-key", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const base = webhookPath(org.id, config.id);
+    return confirmPage(c, webhookCrumbs(c, org, config), confirmations.rotateAssertionKey(config), {
+      action: `${base}/rotate-assertion-key`,
+      cancel: base,
+    });
+  });
+
+  app.post("/:org/webhooks/:id/rotate-assertion-key", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const rotated = await rotateAssertionKey(c.get("deps"), org.id, actor(c), config.id);
+    return page(
+      c,
+      "Assertion key rotated",
+      [...webhookCrumbs(c, org, config), { label: "Assertion key rotated" }],
+      <AssertionKeyRotated result={rotated} back={webhookPath(org.id, config.id)} />,
+    );
   });
 
   app.post("/:org/webhooks/:id/rotate-signing-secret", async (c) => {

@@ -103,6 +103,16 @@ export const confirmations = {
     button: "Re-send delivery",
     danger: false,
   }),
+  rotateAssertionKey: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
+    title: `Rotate the assertion key of webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
+    consequence:
+      "A new key is made and published at this configuration's JWKS URL at once; it starts signing its private_key_jwt assertions " +
+      "10 minutes later, by when the receiver's OAuth server has fetched the keys again. The current key keeps signing until then " +
+      "and stays published for 24 hours after it. A configuration still on the organization's key moves to its own: its receiver " +
+      "must have registered this configuration's JWKS URL first.",
+    button: "Rotate assertion key",
+    danger: false,
+  }),
   rotateSigningSecret: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
     title: `Rotate the signing secret of webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
     consequence:

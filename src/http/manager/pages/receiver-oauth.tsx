@@ -317,8 +317,9 @@ export const AssertionKeySection: FC<{ rotate: string; jwksUrl: string }> = ({ r
   <section class="card" aria-labelledby="assertion-key">
     <h2 id="assertion-key">Assertion key (private_key_jwt)</h2>
     <p>
-      With private_key_jwt, keyway signs its token requests to receivers with this organization's key; receivers' OAuth servers check them
-      with the public keys at <Url value={jwksUrl} /> (their client's jwks_uri). The private key is never shown.
+      Each private_key_jwt configuration signs with a key of its own (rotated on its page). This organization's key signs only for
+      configurations made before keys per configuration that have not moved to their own yet; their receivers' OAuth servers check it with
+      the public keys at <Url value={jwksUrl} />. The private key is never shown.
     </p>
     <p>
       <a href={rotate}>Rotate the assertion key</a> (when it may have leaked, or on a schedule; nothing stops working)

@@ -408,6 +408,20 @@ export const WebhookConfigurationDetail: FC<{
       <p>
         <a href={`${base}/rotate-signing-secret`}>Rotate the signing secret</a>
       </p>
+      {config.oauth.auth_method === "private_key_jwt" && (
+        <>
+          <h2>Assertion key</h2>
+          <p>
+            This configuration signs its private_key_jwt assertions with a key of its own, published at its JWKS URL above, so only the
+            server that registered that URL accepts them.
+            {config.oauth.organization_key === true &&
+              " It still signs with the organization's key (it was made before keys per configuration): once its receiver has registered this configuration's JWKS URL, which already lists that key, rotate to move it to its own."}
+          </p>
+          <p>
+            <a href={`${base}/rotate-assertion-key`}>Rotate this configuration's assertion key</a>
+          </p>
+        </>
+      )}
       <h2>Change or delete</h2>
       <ul class="links">
         <li>
