@@ -131,7 +131,7 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     expect((await context.cookies()).find((c) => c.name === "__Host-kw_portal")?.httpOnly).toBe(true);
     await expectAccessible(page, "home");
 
-    await page.getByRole("link", { name: "Deliveries" }).click();
+    await page.getByRole("link", { name: "Deliveries", exact: true }).click();
     await page.waitForURL(`${base}/portal/deliveries`);
     expect(await page.content()).toContain(mine);
     expect(await page.content()).not.toContain(theirs);
@@ -188,12 +188,18 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     await page.getByRole("link", { name: "Event catalog" }).click();
     await page.waitForURL(`${base}/portal/catalog`);
     await expectAccessible(page, "catalog");
-    await page.getByRole("button", { name: "Subscribe webhook.endpoint.disabled" }).click();
-    await page.waitForURL(`${base}/portal/event-types/webhook.endpoint.disabled?notice=subscribed`);
+    // Issue 42: an operational type is the organization's: no Subscribe button for a receiver.
+    expect(await page.getByRole("button", { name: "Subscribe webhook.endpoint.disabled" }).count()).toBe(0);
+    await page.goto(`${base}/portal/event-types/webhook.endpoint.disabled`);
     await expectAccessible(page, "event-type");
     await page.goto(`${base}/portal/event-types/order.created`);
     expect(await page.locator("pre").first().textContent()).toContain('"required": [');
     await expectAccessible(page, "event-type-schema");
+    // Issue 42's new pages: sending an example, and the pause's confirmation.
+    await page.goto(`${base}/portal/event-types/order.created/send-example`);
+    await expectAccessible(page, "send-example");
+    await page.goto(`${base}/portal/pause`);
+    await expectAccessible(page, "pause-confirm");
     const catalog = await page.request.get(`${base}/portal/catalog/openapi.json`);
     expect(catalog.status()).toBe(200);
     expect(Object.keys(((await catalog.json()) as { webhooks: Record<string, unknown> }).webhooks)).toContain("order.created");

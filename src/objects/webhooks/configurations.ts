@@ -267,7 +267,7 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
         rate_limit: input.rate_limit,
         auth_method: input.oauth.auth_method ?? "client_secret_post",
         dpop: input.oauth.dpop_key != null,
-        operations: input.operations,
+        ...(input.operations ? { operations: true } : {}),
       },
     });
   });
