@@ -15,7 +15,7 @@ import { CIRCUIT_THRESHOLD } from "../src/objects/endpoints/policy";
 import type { DeliveryRecord } from "../src/schemas/webhooks";
 import { fakeNetwork, json, RECEIVER, TOKEN_URL } from "./fake-network";
 import { body, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
-import { api, attemptNow, createConfig, endpointAlarm, endpointOf } from "./webhook-helpers";
+import { api, attemptNow, createConfig, endpointAlarm, endpointOf, inWebhooks } from "./webhook-helpers";
 
 const SECRET = "receiver-secret";
 let t: Tenant;
@@ -154,5 +154,35 @@ describe("operational events belong to the organization (issue 42, finding 2)", 
     });
     expect(turned.status).toBe(200);
     expect((await body<{ operations: boolean }>(turned)).data.operations).toBe(true);
+  });
+});
+
+describe("operational names from before issue 42 (migration 7 leaves them inert)", () => {
+  it("are kept, receive nothing, and do not block a change of the configuration's other types; a new one is refused", async () => {
+    fakeNetwork({
+      [TOKEN_URL]: () => json({ access_token: "tok", token_type: "Bearer", expires_in: 300 }),
+      [`${RECEIVER}/inert`]: () => new Response(null, { status: 204 }),
+      [`${RECEIVER}/gone2`]: () => new Response(null, { status: 204 }),
+    });
+    const inert = await createConfig(t, token, SECRET, { url: `${RECEIVER}/inert`, events: ["order.created"] });
+    // As a receiver's portal subscription of issue 30 left it, and migration 7 kept it: named, not an operations configuration.
+    await inWebhooks(
+      t.orgId,
+      "UPDATE configurations SET events = ? WHERE id = ?",
+      JSON.stringify(["order.created", "webhook.endpoint.disabled"]),
+      inert.id,
+    );
+    const kept = await api(t, token, `/v1/webhook-configurations/${inert.id}`, "PATCH", {
+      events: ["order.created", "order.paid", "webhook.endpoint.disabled"],
+    });
+    expect(kept.status).toBe(200);
+    const added = await api(t, token, `/v1/webhook-configurations/${inert.id}`, "PATCH", {
+      events: ["order.created", "webhook.endpoint.disabled", "webhook.delivery.exhausted"],
+    });
+    expect(added.status).toBe(400);
+    expect(await added.text()).toContain("events.2");
+    const gone = await createConfig(t, token, SECRET, { url: `${RECEIVER}/gone2`, events: ["order.created"] });
+    await api(t, token, `/v1/webhook-configurations/${gone.id}`, "PATCH", { status: "disabled" });
+    expect((await announced(inert.id)).filter((e) => e.type.startsWith("webhook."))).toEqual([]);
   });
 });

@@ -7,11 +7,13 @@
  *    its limit, the counters add up to exactly what was admitted less what was refunded, a refusal
  *    writes nothing, and waiting the Retry-After of a refusal admits the same session's action
  *    when nothing else happens meanwhile (objects/endpoints/meter.ts `decide`, `refund`).
- * 2. A receiver cannot change whose identity keyway asserts: whatever random changes a portal
- *    session asks of a configuration (client id, method, assertion audience, token URL, events,
- *    `operations`), its client id, method, assertion audience and `operations` never change, a
- *    private_key_jwt token URL never leaves its origin, no operational type is ever named, and a
- *    refused change changes nothing (the WebhookObject's `updateConfiguration` with `by: "receiver"`).
+ * 2. A receiver cannot change whose identity keyway asserts, nor the organization's settings:
+ *    whatever random changes a portal session asks of a configuration (client id, method,
+ *    assertion audience, token URL, events, `operations`, pacing, the shared token, description,
+ *    status), its client id, method, assertion audience, `operations`, pacing, shared token and
+ *    description never change, a private_key_jwt token URL never leaves its origin, no operational
+ *    type is ever named, the receiver never disables it nor lifts the organization's disable, and
+ *    a refused change changes nothing (the WebhookObject's `updateConfiguration` with `by: "receiver"`).
  * 3. Every signing secret within its grace signs: after random sequences of rotations at random
  *    intervals, the secrets that sign are exactly the current one and each rotated out less than
  *    24 hours ago (at most 10: a rotation past that is refused and changes nothing).
@@ -116,24 +118,36 @@ describe("a receiver's changes (property 2)", () => {
     token = await issueToken(t);
   });
   const RECEIVER = "https://receiver.example";
-  const change = fc.record(
-    {
-      client_id: fc.constantFrom("keyway-at-receiver", "another-receivers-client"),
-      auth_method: fc.constantFrom("client_secret_post", "client_secret_basic", "private_key_jwt"),
-      assertion_audience: fc.constantFrom(null, `${RECEIVER}/`, "https://another-receiver.example/"),
-      token_url: fc.constantFrom(`${RECEIVER}/oauth/token`, `${RECEIVER}/tenant-b/oauth/token`, "https://another-receiver.example/token"),
-      url: fc.constantFrom(`${RECEIVER}/webhooks`, `${RECEIVER}/v2/webhooks`),
-      scope: fc.constantFrom(null, "hooks:receive"),
-      events: fc.constantFrom(null, ["order.created"], ["order.created", "webhook.endpoint.disabled"], ["webhook.delivery.exhausted"]),
-      operations: fc.boolean(),
-    },
-    { requiredKeys: [] },
-  );
+  const FIELDS = {
+    client_id: fc.constantFrom("keyway-at-receiver", "another-receivers-client"),
+    auth_method: fc.constantFrom("client_secret_post", "client_secret_basic", "private_key_jwt"),
+    assertion_audience: fc.constantFrom(null, `${RECEIVER}/`, "https://another-receiver.example/"),
+    token_url: fc.constantFrom(`${RECEIVER}/oauth/token`, `${RECEIVER}/tenant-b/oauth/token`, "https://another-receiver.example/token"),
+    url: fc.constantFrom(`${RECEIVER}/webhooks`, `${RECEIVER}/v2/webhooks`),
+    scope: fc.constantFrom(null, "hooks:receive"),
+    events: fc.constantFrom(null, ["order.created"], ["order.created", "webhook.endpoint.disabled"], ["webhook.delivery.exhausted"]),
+    operations: fc.boolean(),
+    ordered: fc.boolean(),
+    rate_limit: fc.constantFrom(null, 5),
+    token_cache: fc.boolean(),
+    description: fc.constantFrom(null, "renamed by the receiver"),
+    status: fc.constantFrom("active", "paused", "disabled"),
+  };
+  type Change = { [K in keyof typeof FIELDS]?: (typeof FIELDS)[K] extends fc.Arbitrary<infer V> ? V : never };
+  // One to three fields a change, so a lone forbidden field is tried as often as a mix.
+  const change: fc.Arbitrary<Change> = fc
+    .uniqueArray(fc.constantFrom(...(Object.keys(FIELDS) as (keyof typeof FIELDS)[])), { minLength: 1, maxLength: 3 })
+    .chain((keys) =>
+      fc.record(Object.fromEntries(keys.map((k) => [k, FIELDS[k]])) as { [K in keyof typeof FIELDS]: (typeof FIELDS)[K] }, {
+        requiredKeys: [],
+      }),
+    )
+    .map((c) => c as Change);
 
   it("never alters whose identity keyway asserts, nor names an operational type, and a refusal changes nothing", async () => {
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(fc.boolean(), fc.array(change, { minLength: 1, maxLength: 6 }), async (jwt, changes) => {
+      fc.asyncProperty(fc.boolean(), fc.boolean(), fc.array(change, { minLength: 1, maxLength: 6 }), async (jwt, cutOff, changes) => {
         const created = await api(
           t,
           token,
@@ -162,12 +176,18 @@ describe("a receiver's changes (property 2)", () => {
           if (!r.ok) throw new Error(r.message);
           return r.value as WebhookConfigurationRecord;
         };
+        // Now and then the organization has cut the receiver off first: that must stick.
+        if (cutOff) expect((await api(t, token, `/v1/webhook-configurations/${id}`, "PATCH", { status: "disabled" })).status).toBe(200);
         const first = await record();
         const identity = (r: WebhookConfigurationRecord) => ({
           client_id: r.oauth.client_id,
           auth_method: r.oauth.auth_method ?? "client_secret_post",
           assertion_audience: r.oauth.assertion_audience ?? null,
           operations: r.operations === true,
+          ordered: r.ordered,
+          rate_limit: r.rate_limit,
+          token_cache: r.token_cache,
+          description: r.description,
         });
         const actor = { type: "receiver" as const, id: "pts_property", webhook_configuration_id: id };
         for (const c of changes) {
@@ -189,6 +209,9 @@ describe("a receiver's changes (property 2)", () => {
           const answer = await stub.updateConfiguration(id, patch, actor, Date.now(), undefined, "receiver");
           const after = await record();
           expect(identity(after)).toEqual(identity(first));
+          // A receiver pauses and resumes, never disables, nor lifts the organization's disable.
+          if (cutOff) expect(after.status).toBe("disabled");
+          else expect(after.status).not.toBe("disabled");
           if (jwt) expect(new URL(after.oauth.token_url).origin).toBe(RECEIVER);
           expect((after.events ?? []).some((e) => (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(e))).toBe(false);
           if (!answer.ok) expect(after.version).toBe(before.version);

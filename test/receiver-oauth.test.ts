@@ -15,7 +15,7 @@ import { base64UrlEncode, encodeUtf8 } from "../src/lib/encoding";
 import type { ConnectionTestView, WebhookConfigurationView } from "../src/schemas/webhooks";
 import { fakeNetwork, json, never, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { BASE, body, call, callAt, createTenant, issueToken, type Tenant } from "./helpers";
-import { api, attemptNow, createConfig, inEndpoint, inWebhooks } from "./webhook-helpers";
+import { api, attemptNow, createConfig, inEndpoint, inWebhooks, webhooksOf } from "./webhook-helpers";
 
 let t: Tenant;
 let token: string;
@@ -199,18 +199,20 @@ describe("keys per configuration (issue 42, finding 1: the confused deputy)", ()
     for (const k of [...keysA.keys, ...keysB.keys]) expect(orgKids).not.toContain(k.kid);
   });
 
-  it("the move: a configuration on the organization's key keeps signing with it, lists it at its own URL, and moves on rotation without a gap", async () => {
-    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+  /**
+   * A configuration as migration 7 leaves one of issue 31: the organization's key signs for it (made
+   * here by the organization-wide rotation, its activation brought to now), its own key not made
+   * yet, marked `organization_key`; its endpoint's copy pushed.
+   */
+  async function legacyConfig(clientId: string) {
     const tenant = await createTenant();
     const bearer = await issueToken(tenant);
     const create = await api(tenant, bearer, "/v1/webhook-configurations", "POST", {
       url: WEBHOOK_URL,
-      oauth: { token_url: TOKEN_URL, client_id: "legacy-jwt", auth_method: "private_key_jwt" },
+      oauth: { token_url: TOKEN_URL, client_id: clientId, auth_method: "private_key_jwt" },
     });
     const config = (await body<WebhookConfigurationView>(create)).data;
-    // As migration 7 leaves a configuration of issue 31: the organization's key signs for it (made
-    // here by the organization-wide rotation, its activation brought to now), its own key not yet made.
-    const orgRotation = await body<{ kid: string }>(await api(tenant, bearer, "/v1/webhook-settings/rotate-assertion-key", "POST"));
+    const orgKid = (await body<{ kid: string }>(await api(tenant, bearer, "/v1/webhook-settings/rotate-assertion-key", "POST"))).data.kid;
     await inWebhooks(tenant.orgId, "UPDATE assertion_keys SET activates_ms = ? WHERE config_id IS NULL", Date.now() - 1);
     await inWebhooks(tenant.orgId, "DELETE FROM assertion_keys WHERE config_id = ?", config.id);
     await inWebhooks(
@@ -219,7 +221,12 @@ describe("keys per configuration (issue 42, finding 1: the confused deputy)", ()
       config.id,
     );
     await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { description: "push the copy" });
-    const orgKid = orgRotation.data.kid;
+    return { tenant, bearer, config, orgKid };
+  }
+
+  it("the move: a configuration on the organization's key keeps signing with it, lists it at its own URL, and moves on rotation without a gap", async () => {
+    const sent = fakeNetwork({ [TOKEN_URL]: tokenOk(), [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const { tenant, bearer, config, orgKid } = await legacyConfig("legacy-jwt");
     const deliverTo = async () => {
       const res = await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/test`, "POST");
       await attemptNow(tenant, bearer, (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "");
@@ -265,21 +272,7 @@ describe("keys per configuration (issue 42, finding 1: the confused deputy)", ()
       [OTHER_TENANT]: tokenOk(),
       [WEBHOOK_URL]: () => new Response(null, { status: 204 }),
     });
-    const tenant = await createTenant();
-    const bearer = await issueToken(tenant);
-    const create = await api(tenant, bearer, "/v1/webhook-configurations", "POST", {
-      url: WEBHOOK_URL,
-      oauth: { token_url: TOKEN_URL, client_id: "legacy-a", auth_method: "private_key_jwt" },
-    });
-    const config = (await body<WebhookConfigurationView>(create)).data;
-    const orgKid = (await body<{ kid: string }>(await api(tenant, bearer, "/v1/webhook-settings/rotate-assertion-key", "POST"))).data.kid;
-    await inWebhooks(tenant.orgId, "UPDATE assertion_keys SET activates_ms = ? WHERE config_id IS NULL", Date.now() - 1);
-    await inWebhooks(tenant.orgId, "DELETE FROM assertion_keys WHERE config_id = ?", config.id);
-    await inWebhooks(
-      tenant.orgId,
-      "UPDATE configurations SET receiver_auth = json_set(receiver_auth, '$.organization_key', json('true')) WHERE id = ?",
-      config.id,
-    );
+    const { tenant, bearer, config, orgKid } = await legacyConfig("legacy-a");
     expect((await api(tenant, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { oauth: change })).status).toBe(200);
     const res = await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/test`, "POST");
     await attemptNow(tenant, bearer, (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "");
@@ -288,6 +281,33 @@ describe("keys per configuration (issue 42, finding 1: the confused deputy)", ()
     expect(decodeProtectedHeader(assertion).kid).not.toBe(orgKid);
     await jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId, config.id)), { issuer });
     await expect(jwtVerify(assertion, createLocalJWKSet(await jwks(tenant.orgId)), { issuer })).rejects.toThrow();
+  });
+
+  it("within a move's first 10 minutes, a change of its token URL by its receiver activates its own key at once (the organization's never signs for it)", async () => {
+    const sent = fakeNetwork({
+      [TOKEN_URL]: tokenOk(),
+      [OTHER_TENANT]: tokenOk(),
+      [WEBHOOK_URL]: () => new Response(null, { status: 204 }),
+    });
+    const { tenant, bearer, config, orgKid } = await legacyConfig("legacy-window");
+    const moved = await body<{ kid: string }>(
+      await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/rotate-assertion-key`, "POST"),
+    );
+    // The receiver, seeing the new kid at the public URL, points the token URL at another tenant's path.
+    const changed = await webhooksOf(tenant.orgId).updateConfiguration(
+      config.id,
+      { oauth: { token_url: OTHER_TENANT } },
+      { type: "receiver", id: "pts_window", webhook_configuration_id: config.id },
+      Date.now(),
+      undefined,
+      "receiver",
+    );
+    expect(changed.ok).toBe(true);
+    const res = await api(tenant, bearer, `/v1/webhook-configurations/${config.id}/test`, "POST");
+    await attemptNow(tenant, bearer, (await body<{ deliveries: { id: string }[] }>(res)).data.deliveries[0]?.id ?? "");
+    const assertion = assertionOf(sent.filter((x) => x.url === OTHER_TENANT).at(-1) as Sent);
+    expect(decodeProtectedHeader(assertion).kid).toBe(moved.data.kid);
+    expect(decodeProtectedHeader(assertion).kid).not.toBe(orgKid);
   });
 
   it("rotating a configuration that does not use private_key_jwt is 409; a deleted configuration's key set is 404", async () => {

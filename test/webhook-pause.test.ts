@@ -174,4 +174,15 @@ describe("recover takes retrying deliveries and ends the circuit's wait", () => 
     expect(row.state).toBe("waiting");
     expect(row.due_ms as number).toBeLessThanOrEqual(Date.now());
   });
+
+  it("paused time is not failing time: pausing and resuming start the health count again (a resume after a long pause is not disabled by its first failure)", async () => {
+    const config = await createConfig(t, token, SECRET, { url: "https://receiver.example/failing-then-paused" });
+    // Failing for six days, past the five-day disable period, then paused.
+    await inEndpoint(config.id, "UPDATE endpoint SET failing_since_ms = ?", Date.now() - 6 * 24 * 3600 * 1000);
+    await setStatus(config.id, "paused");
+    expect((await endpointRow(config.id)).failing_since_ms).toBeNull();
+    await inEndpoint(config.id, "UPDATE endpoint SET failing_since_ms = ?", Date.now() - 6 * 24 * 3600 * 1000);
+    await setStatus(config.id, "active");
+    expect((await endpointRow(config.id)).failing_since_ms).toBeNull();
+  });
 });

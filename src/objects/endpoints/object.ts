@@ -211,8 +211,10 @@ export class EndpointObject extends DurableObject<Env> {
     }
     if (next !== null && prev !== null && prev.status !== "disabled" && next.status === "disabled")
       announceDisabled(this.db, ep, next, Date.now());
-    // A pause's count of what it holds starts with the pause and ends with it (policy.ts).
-    if ((prev?.status === "paused") !== (next?.status === "paused")) change.held = 0;
+    // A pause's count of what it holds starts with the pause and ends with it (policy.ts). Paused
+    // time is not failing time: the health count starts again on pausing and on resuming, so a
+    // resume after a long pause is not disabled by its first failure (docs/receivers.md).
+    if ((prev?.status === "paused") !== (next?.status === "paused")) Object.assign(change, { held: 0, failing_since_ms: null });
     if (next === null) {
       Object.assign(change, {
         deleted: 1,

@@ -288,13 +288,17 @@ function mergeAuth(current: ReceiverAuth, patch: ConfigurationPatch["oauth"]): R
   return next;
 }
 
+/** The reason recorded when the organization disables a configuration (the API, the manager, the CLI). */
+const ORGANIZATION_DISABLE = "disabled through the API";
+
 /**
  * Operational event types (`webhook.endpoint.*`, `webhook.delivery.exhausted`) describe every
  * endpoint of the organization: only its operations configurations may name them (issue 42).
  */
-function eventsCheck(events: string[] | null | undefined, operations: boolean): Result<void> {
+function eventsCheck(events: string[] | null | undefined, operations: boolean, held: string[] | null = null): Result<void> {
   if (operations) return ok(undefined);
-  const at = (events ?? []).findIndex((e) => (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(e));
+  // A name held from before issue 42 (migration 7 leaves them inert) may stay: it receives nothing.
+  const at = (events ?? []).findIndex((e) => (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(e) && !(held ?? []).includes(e));
   if (at < 0) return ok(undefined);
   return invalid(
     ["events", String(at)],
@@ -322,6 +326,18 @@ export function receiverRefusal(current: ConfigRow, patch: ConfigurationPatch): 
   }
   if (patch.operations !== undefined && patch.operations !== (current.operations === 1)) {
     return { path: ["operations"], text: " is the organization's to change" };
+  }
+  // The organization's settings of its own endpoint: pacing, the shared token, its name.
+  const ours = " is the organization's to change";
+  if (patch.ordered !== undefined && patch.ordered !== (current.ordered === 1)) return { path: ["ordered"], text: ours };
+  if (patch.rate_limit !== undefined && patch.rate_limit !== current.rate_limit) return { path: ["rate_limit"], text: ours };
+  if (patch.token_cache !== undefined && patch.token_cache !== (current.token_cache === 1)) return { path: ["token_cache"], text: ours };
+  if (patch.description !== undefined && patch.description !== current.description) return { path: ["description"], text: ours };
+  // A receiver pauses and resumes; disabling is the organization's, and so is lifting its own disable.
+  if (patch.status === "disabled" && current.status !== "disabled")
+    return { path: ["status"], text: ": a receiver pauses (paused), never disables" };
+  if (patch.status !== undefined && current.status === "disabled" && current.disabled_reason === ORGANIZATION_DISABLE) {
+    return { path: ["status"], text: ": the organization disabled this endpoint; only it can enable it again" };
   }
   if (method === "private_key_jwt" && o?.token_url !== undefined && originOf(o.token_url) !== originOf(current.token_url)) {
     return {
@@ -357,7 +373,7 @@ export function update(
   }
   const operations = patch.operations ?? current.operations === 1;
   if (patch.events !== undefined || patch.operations !== undefined) {
-    const events = eventsCheck(patch.events === undefined ? eventsOf(current) : patch.events, operations);
+    const events = eventsCheck(patch.events === undefined ? eventsOf(current) : patch.events, operations, eventsOf(current));
     if (!events.ok) return events;
   }
   const newSecret = patch.oauth?.client_secret !== undefined;
@@ -397,8 +413,13 @@ export function update(
     delete auth.organization_key;
     auth.organization_keys_until = now + ASSERTION_KEY_OVERLAP_MS;
   }
-  const needsOwnKey =
-    jwt && auth.organization_key !== true && currentAssertionKey(db, now, id) === null && nextAssertionKey(db, now, id) === null;
+  // Within a move's first 10 minutes the organization's key still signs (withAssertionKey) until
+  // the configuration's own activates: a change of what it asserts then activates its own at once,
+  // so the organization's key never signs for a token URL, client or audience set after the move.
+  const ownCurrent = currentAssertionKey(db, now, id);
+  const pendingOwn = nextAssertionKey(db, now, id);
+  const activateNow = jwt && !wasOrgKey && identityMoved && ownCurrent === null && pendingOwn !== null;
+  const needsOwnKey = jwt && auth.organization_key !== true && ownCurrent === null && pendingOwn === null;
   if (needsOwnKey && key === undefined)
     return fail("conflict", "A private_key_jwt configuration needs its own assertion key, and none was made.");
   const status = patch.status ?? current.status;
@@ -419,7 +440,7 @@ export function update(
       patch.ordered === undefined ? current.ordered : patch.ordered ? 1 : 0,
       patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
       status,
-      status !== "disabled" ? null : patch.status === "disabled" && statusChanged ? "disabled through the API" : current.disabled_reason,
+      status !== "disabled" ? null : patch.status === "disabled" && statusChanged ? ORGANIZATION_DISABLE : current.disabled_reason,
       receiverAuthColumn(auth),
       statusChanged ? 1 : 0,
       patch.url !== undefined && patch.url !== current.url ? 1 : 0,
@@ -428,6 +449,7 @@ export function update(
     );
     if (patch.operations !== undefined) db.run("UPDATE configurations SET operations = ? WHERE id = ?", operations ? 1 : 0, id);
     if (needsOwnKey && key !== undefined) insertKey(db, key, id, now, now);
+    if (activateNow) db.run("UPDATE assertion_keys SET activates_ms = ? WHERE config_id = ? AND activates_ms > ?", now, id, now);
     audit({
       action: "webhook_configuration.updated",
       resource_type: "webhook_configuration",

@@ -10,7 +10,6 @@
  * (legacy.ts) before it serves anything; version 3 drops them once they are empty, so an upgraded
  * object ends with exactly the schema of a new one.
  */
-import { OPERATIONAL_EVENT_TYPES } from "../../schemas/receivers";
 import type { Migration } from "../sql";
 
 /** Version 1 as it shipped (frozen: the migration test replays it). */
@@ -164,9 +163,10 @@ const V6: Migration = {
  *   `organization_key` in `receiver_auth`) until their operator rotates or changes whose identity
  *   they assert (docs/receiver-oauth.md, "Moving to the configuration's own key").
  * - `configurations.operations`: the organization's operations configurations, the only ones
- *   operational events reach. A configuration that named an operational type becomes one, unless
- *   a portal link or session was ever issued for it (a receiver may have subscribed it: its
- *   operational types are then kept but inert until the organization sets `operations: true`).
+ *   operational events reach. None is made one by the migration: a configuration that named an
+ *   operational type may have been subscribed by its receiver through the portal, and portal
+ *   links and sessions are pruned within hours, so no row tells which. Its names are kept, inert,
+ *   until the organization sets `operations: true` (docs/deploy.md, the upgrade step).
  */
 const V7: Migration = {
   version: 7,
@@ -176,9 +176,6 @@ const V7: Migration = {
     "ALTER TABLE configurations ADD COLUMN operations INTEGER NOT NULL DEFAULT 0",
     `UPDATE configurations SET receiver_auth = json_set(receiver_auth, '$.organization_key', json('true'))
         WHERE receiver_auth IS NOT NULL AND json_extract(receiver_auth, '$.auth_method') = 'private_key_jwt'`,
-    `UPDATE configurations SET operations = 1 WHERE events IS NOT NULL
-        AND EXISTS (SELECT 1 FROM json_each(configurations.events) WHERE value IN (${OPERATIONAL_EVENT_TYPES.map((t) => `'${t}'`).join(", ")}))
-        AND id NOT IN (SELECT configuration_id FROM portal_links UNION SELECT configuration_id FROM portal_sessions)`,
   ],
 };
 
