@@ -142,6 +142,7 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/webhooks/:id/delete": `${webhook}/delete`,
     "/manager/organizations/:org/webhooks/:id/disable": `${webhook}/disable`,
     "/manager/organizations/:org/webhooks/:id/rotate-signing-secret": `${webhook}/rotate-signing-secret`,
+    "/manager/organizations/:org/webhooks/:id/rotate-assertion-key": `${webhook}/rotate-assertion-key`,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery": delivery,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend": `${delivery}/resend`,
     "/manager/organizations/:org/webhooks/:id/recoveries": `${webhook}/recoveries`,
