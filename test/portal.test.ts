@@ -476,6 +476,11 @@ describe("recovery from the portal", () => {
     const html = await paused.text();
     expect(html).toMatch(/Deliveries to this endpoint are paused/);
     expect(html).toContain(`value="${since}"`);
+    // Disabled by the organization: said as such, not as a pause (issue 42's review).
+    expect((await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`, "PATCH", { status: "disabled" })).status).toBe(200);
+    const disabled = await b.post("/portal/recover", { csrf, since, until: "" });
+    expect(disabled.status).toBe(409);
+    expect(await disabled.text()).toMatch(/Deliveries to this endpoint are disabled/);
     const list = await body<unknown[]>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}/recoveries`));
     expect(list.data).toEqual([]);
     // Without the session's CSRF token nothing starts.

@@ -477,7 +477,10 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       );
       return c.redirect(`/portal/recoveries/${started.id}?notice=recovery-started`, 303);
     } catch (err) {
-      const errors = recoverErrors(err);
+      // A 409 says why in the configuration's words: paused (the receiver's) or disabled.
+      const conflict = err instanceof ApiError && err.code === "conflict";
+      const status = conflict ? (await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId)).status : undefined;
+      const errors = recoverErrors(err, status);
       if (errors === null) throw err;
       return recoverPage(c, values, errors);
     }
@@ -714,12 +717,14 @@ function windowInput(values: RecoverValues): Record<string, string> {
 }
 
 /** A refusal of the recover form in words, each field's message naming the field; null for any other error. */
-function recoverErrors(err: unknown): (RecoverErrors & { status: 400 | 409 }) | null {
+function recoverErrors(err: unknown, status?: WebhookConfigurationRecord["status"]): (RecoverErrors & { status: 400 | 409 }) | null {
   if (!(err instanceof ApiError)) return null;
   if (err.code === "conflict") {
     return {
       message:
-        "Deliveries to this endpoint are paused, so nothing can be re-sent. Resume them on the Endpoint page, then start the recovery.",
+        status === "disabled"
+          ? "Deliveries to this endpoint are disabled, so nothing can be re-sent: the Endpoint page says why, and whether you can enable them again."
+          : "Deliveries to this endpoint are paused, so nothing can be re-sent. Resume them on the Endpoint page, then start the recovery.",
       fields: {},
       status: 409,
     };
