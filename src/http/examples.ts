@@ -203,3 +203,11 @@ export const PORTAL_SESSION = {
   expires_at: "2026-06-01T20:00:00.000Z",
   ended_at: null,
 };
+
+/** An assertion key's rotation (the organization's, or one configuration's: issue 42). */
+export const ASSERTION_KEY_ROTATION = {
+  kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk",
+  activates_at: "2026-06-01T12:10:05.000Z",
+  previous_kid: "n0Vq4Rk2p8sX1yT6wZ3bC5dF7gH9jK0mL2nP4qR6sT8",
+  previous_expires_at: "2026-06-02T12:10:05.000Z",
+};

@@ -29,7 +29,7 @@ import {
 } from "../../webhooks/event-types";
 import { receiverJwks, rotateAssertionKey } from "../../webhooks/receiver-keys";
 import type { AppEnv } from "../context";
-import { EVENT_INPUT, T0, T1 } from "../examples";
+import { ASSERTION_KEY_ROTATION, EVENT_INPUT, T0, T1 } from "../examples";
 import { envelopeRoute, listRoute, param, type Route, rawRoute } from "../route";
 
 const TYPES = "/v1/event-types";
@@ -202,16 +202,21 @@ export const eventTypeRoutes: Route[] = [
     auth: "client",
     response: {
       schema: AssertionKeyRotationView,
-      example: {
-        kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk",
-        activates_at: "2026-06-01T12:10:05.000Z",
-        previous_kid: "n0Vq4Rk2p8sX1yT6wZ3bC5dF7gH9jK0mL2nP4qR6sT8",
-        previous_expires_at: "2026-06-02T12:10:05.000Z",
-      },
+      example: ASSERTION_KEY_ROTATION,
     },
     handle: (c) => rotateAssertionKey(deps(c), orgOf(c), actor(c)),
   }),
 ];
+
+/**
+ * A key set's answer (RFC 7517 5, `application/jwk-set+json`, cacheable 5 minutes); 404 when it has
+ * no key. Public routes are mounted before the API's middleware: this makes its own deps.
+ */
+async function jwksAnswer(c: Context<AppEnv>, orgId: string, configId?: string): Promise<Response> {
+  const jwks = await receiverJwks(depsFromEnv(c.env, Date.now), orgId, configId);
+  if (jwks.keys.length === 0) throw notFound("Key set");
+  return c.json(jwks, 200, { "Cache-Control": "public, max-age=300", "Content-Type": "application/jwk-set+json" });
+}
 
 /**
  * The organization's assertion keys as a JWKS (RFC 7517 5), public: what a receiver's OAuth server
@@ -231,12 +236,7 @@ export const receiverJwksRoutes: Route[] = [
     response: { schema: Jwks, example: { keys: [{ kty: "EC", crv: "P-256", x: "...", y: "...", kid: "...", alg: "ES256", use: "sig" }] } },
     wire: "json",
     errors: [404],
-    // Public routes are mounted before the API's middleware: this one makes its own deps.
-    reply: async (c) => {
-      const jwks = await receiverJwks(depsFromEnv(c.env, Date.now), param(c, "org"));
-      if (jwks.keys.length === 0) throw notFound("Key set");
-      return c.json(jwks, 200, { "Cache-Control": "public, max-age=300", "Content-Type": "application/jwk-set+json" });
-    },
+    reply: (c) => jwksAnswer(c, param(c, "org")),
   }),
   rawRoute({
     method: "GET",
@@ -250,10 +250,6 @@ export const receiverJwksRoutes: Route[] = [
     response: { schema: Jwks, example: { keys: [{ kty: "EC", crv: "P-256", x: "...", y: "...", kid: "...", alg: "ES256", use: "sig" }] } },
     wire: "json",
     errors: [404],
-    reply: async (c) => {
-      const jwks = await receiverJwks(depsFromEnv(c.env, Date.now), param(c, "org"), param(c, "id"));
-      if (jwks.keys.length === 0) throw notFound("Key set");
-      return c.json(jwks, 200, { "Cache-Control": "public, max-age=300", "Content-Type": "application/jwk-set+json" });
-    },
+    reply: (c) => jwksAnswer(c, param(c, "org"), param(c, "id")),
   }),
 ];

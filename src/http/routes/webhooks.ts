@@ -52,6 +52,7 @@ import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/r
 import { readFields } from "../body";
 import { type AppEnv, keywayOrigin } from "../context";
 import {
+  ASSERTION_KEY_ROTATION,
   CONFIG,
   DELIVERY,
   EVENT_ID,
@@ -243,12 +244,7 @@ export const webhookRoutes: Route[] = [
     auth: "client",
     response: {
       schema: AssertionKeyRotationView,
-      example: {
-        kid: "kC8Z0oGd8kJ3Xq2o6Ff1d9rI5yq3tXh0n4bV7wS2eLk",
-        activates_at: "2026-06-01T12:10:05.000Z",
-        previous_kid: "n0Vq4Rk2p8sX1yT6wZ3bC5dF7gH9jK0mL2nP4qR6sT8",
-        previous_expires_at: "2026-06-02T12:10:05.000Z",
-      },
+      example: ASSERTION_KEY_ROTATION,
     },
     handle: (c) => rotateAssertionKey(deps(c), orgOf(c), actor(c), param(c, "id")),
   }),
