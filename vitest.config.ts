@@ -32,12 +32,12 @@ const propertyKnobs = {
 };
 
 /**
- * DOCS and GRAPHQL name the companion Workers (wrangler.toml); here they are the test Worker's own
- * Description and GraphQLEngine entrypoints (test/worker.ts). A binding to the config's own name
+ * PEOPLE and GRAPHQL name the companion Workers (wrangler.toml); here they are the test Worker's own
+ * People and GraphQLEngine entrypoints (test/worker.ts). A binding to the config's own name
  * is rewritten by the plugin to the test Worker.
  */
 const companionsInProcess = {
-  DOCS: { name: "keyway", entrypoint: "Description" },
+  PEOPLE: { name: "keyway", entrypoint: "People" },
   GRAPHQL: { name: "keyway", entrypoint: "GraphQLEngine" },
 };
 

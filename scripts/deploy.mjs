@@ -17,7 +17,7 @@
  * `wrangler deploy`, and needs an environment: the top level of wrangler.toml is the local
  * configuration (placeholder KV id, used by npm start and the tests). The environment comes from
  * `--env`/`-e`, else CLOUDFLARE_ENV (which wrangler itself honours); `--config`/`-c` picks
- * another wrangler.toml, `--docs-config` and `--graphql-config` another configuration for a companion;
+ * another wrangler.toml, `--people-config` and `--graphql-config` another configuration for a companion;
  * every other argument goes to the API Worker's `wrangler deploy` unchanged. KEYWAY_WRANGLER
  * names an executable to run instead of the pinned wrangler (the tests' stub).
  */

@@ -41,11 +41,11 @@ export function wranglerCommand(args) {
 
 /**
  * The Workers keyway runs as, for `wrangler dev`: the API Worker first (the one served on the
- * port), then the companions its service bindings call, the description Worker (DOCS,
- * wrangler.docs.toml) and the GraphQL Worker (GRAPHQL, wrangler.graphql.toml), in one process.
+ * port), then the companions its service bindings call, the people's Worker (PEOPLE,
+ * wrangler.people.toml) and the GraphQL Worker (GRAPHQL, wrangler.graphql.toml), in one process.
  * Deployed, they are three Workers (scripts/deploy.mjs).
  */
-export const KEYWAY_CONFIGS = ["wrangler.toml", "wrangler.docs.toml", "wrangler.graphql.toml"];
+export const KEYWAY_CONFIGS = ["wrangler.toml", "wrangler.people.toml", "wrangler.graphql.toml"];
 
 /** `--config` arguments for every Worker in KEYWAY_CONFIGS. */
 export const devConfigArgs = () => KEYWAY_CONFIGS.flatMap((config) => ["--config", config]);

@@ -1,6 +1,8 @@
 /**
- * Builds the Worker's HTTP app: the declared API routes (http/routes, mounted with their
- * credential checks by http/router.ts) and the manager app. Errors and unknown routes map to the
+ * Builds the API Worker's HTTP app: the declared API routes (http/routes/api.ts, mounted with their
+ * credential checks by http/router.ts), what machines call. The pages for people (the manager, the
+ * portal, GET /, /docs, /explorer) are the people's Worker's (src/people-app.ts), to which the
+ * Worker's entry forwards them (src/index.ts). Errors and unknown routes map to the
  * envelope in one place (http/errors.ts). Every request, whichever part answers it, is observed
  * once (http/middleware/observe.ts: its id, its outcome line and data point), and every response
  * carries `X-Content-Type-Options: nosniff` (http/middleware/headers.ts `noSniff`).
@@ -9,13 +11,11 @@ import { Hono } from "hono";
 import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { AppEnv } from "./http/context";
 import { errorResponse, notFoundResponse } from "./http/errors";
-import { managerApp } from "./http/manager/routes";
 import { provideDeps } from "./http/middleware/deps";
 import { noSniff } from "./http/middleware/headers";
 import { observeRequests } from "./http/middleware/observe";
-import { portalApp } from "./http/portal/routes";
 import { mountRoutes } from "./http/router";
-import { ROUTES } from "./http/routes";
+import { API_ROUTES } from "./http/routes/api";
 
 export interface AppOptions {
   /** Clock in milliseconds; tests inject one to cross expiry and window edges. */
@@ -34,16 +34,12 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.onError((err, c) => errorResponse(c, err));
   app.notFound(notFoundResponse);
   // Outermost, so that no answer goes without it: routes, the checks' refusals, 404s, 405s,
-  // app.onError's pages, the manager's pages and redirects, and an error thrown by observe itself.
+  // app.onError's pages, and an error thrown by observe itself.
   app.use("*", noSniff);
-  // Next, so that it sees every answer (the checks' refusals, 404s, the manager's pages) and its
+  // Next, so that it sees every answer (the checks' refusals, 404s, 405s) and its
   // request id is on every line logged on the way.
   app.use("*", observeRequests());
   // The API: every declared route, with the credential checks each declares (http/router.ts).
-  mountRoutes(app, ROUTES, provideDeps(now));
-  // The manager app has its own sessions, HTML error pages and security headers.
-  app.route("/", managerApp(now));
-  // The portal app (webhook receivers' sessions): its own cookies, pages and framing policy.
-  app.route("/", portalApp(now));
+  mountRoutes(app, API_ROUTES, provideDeps(now));
   return app;
 }

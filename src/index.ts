@@ -1,10 +1,14 @@
 /**
- * Worker entry point: wires the exported handlers and nothing else. The router is built in
- * app.ts; the Queue consumers live in webhooks/consumer.ts; the Durable Object classes (the
- * systems of record, src/objects) must be exported from the main module.
+ * The API Worker's entry point: wires the exported handlers and nothing else. Requests for
+ * people's pages (http/people-paths.ts: the manager, the portal, GET /, /docs, /explorer) go on
+ * to the people's Worker over the PEOPLE service binding, unchanged; every other request is the
+ * API app's (app.ts). The Queue consumers live in webhooks/consumer.ts; the Durable Object
+ * classes (the systems of record, src/objects) must be exported from the main module.
  */
 import { createApp } from "./app";
 import { telemetrySettings } from "./config";
+import { forwardToPeople } from "./http/forward";
+import { isPeoplePath, pathOf } from "./http/people-paths";
 import { describeError, log, setLogFormat } from "./log";
 import { consumeDeadLetters, consumeDeliveries, isDeadLetterQueue } from "./webhooks/consumer";
 
@@ -19,7 +23,8 @@ export { WebhookObject } from "./objects/webhooks/object";
 const app = createApp();
 
 export default {
-  fetch: app.fetch,
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) =>
+    isPeoplePath(pathOf(request.url)) ? forwardToPeople(request, env) : app.fetch(request, env, ctx),
   queue: async (batch, env) => {
     // As the HTTP side does per request (http/middleware/observe.ts): LOG_FORMAT before any line.
     setLogFormat(telemetrySettings(env).logFormat);

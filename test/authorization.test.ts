@@ -179,18 +179,19 @@ describe("the authorization matrix", () => {
       "POST /v1/oauth/introspect",
     ]);
     expect(withAuth("none").map(([n]) => n)).toEqual([
-      // Issue 32: where everything is, and the GraphQL explorer with its files.
+      // Issue 32: where everything is (the people's Worker's since issue 43).
       "GET /",
       "GET /healthz",
       "GET /.well-known/oauth-authorization-server",
-      "GET /explorer",
-      "GET /explorer/assets/{file}",
       "GET /v1/openapi.json",
-      "GET /docs",
       // Issue 31: keyway's public keys, which receivers' OAuth servers fetch as its jwks_uri.
       "GET /v1/receiver-jwks/{org}",
       // Issue 42: one configuration's own keys (its jwks_uri).
       "GET /v1/receiver-jwks/{org}/{id}",
+      // The people's Worker's pages (issue 43): the reference, the GraphQL explorer with its files.
+      "GET /docs",
+      "GET /explorer",
+      "GET /explorer/assets/{file}",
     ]);
     for (const route of ROUTES) {
       if (route.path.startsWith("/admin/")) expect(route.auth, name(route)).toBe("admin");
@@ -199,7 +200,7 @@ describe("the authorization matrix", () => {
 
   it.each(withAuth("none"))("%s needs no credentials", async (_name, route) => {
     const res = await request(route, pathOf(route), {});
-    // The explorer's files are the description Worker's static assets, which only wrangler serves
+    // The explorer's files are the people's Worker's static assets, which only wrangler serves
     // (npm start, deployed: test/e2e/docs.browser.test.ts); in-process its entrypoint has none.
     expect(res.status).toBe(route.path.startsWith("/explorer/assets/") ? 404 : 200);
   });

@@ -8,6 +8,8 @@ import { env, exports } from "cloudflare:workers";
 import { exportJWK, type generateKeyPair, SignJWT } from "jose";
 import { expect } from "vitest";
 import { createApp } from "../src/app";
+import { isPeoplePath, pathOf } from "../src/http/people-paths";
+import { createPeopleApp } from "../src/people-app";
 
 export const BASE = "https://keyway.test";
 /** Must match vitest.config.ts. */
@@ -27,10 +29,16 @@ export function call(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(new Request(`${BASE}${path}`, init));
 }
 
-/** A request through an app with an injected clock (milliseconds) and, optionally, bindings. */
+/**
+ * A request through an app with an injected clock (milliseconds) and, optionally, bindings: the
+ * people's app for a people's path (the manager, the portal, the pages), as the API Worker's entry
+ * would forward it, the API app otherwise.
+ */
 export async function callAt(nowMs: number, path: string, init?: RequestInit, bindings: Env = env): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await createApp({ now: () => nowMs }).fetch(new Request(`${BASE}${path}`, init), bindings, ctx);
+  const url = `${BASE}${path}`;
+  const app = isPeoplePath(pathOf(url)) ? createPeopleApp({ now: () => nowMs }) : createApp({ now: () => nowMs });
+  const res = await app.fetch(new Request(url, init), bindings, ctx);
   await waitOnExecutionContext(ctx);
   return res;
 }

@@ -13,12 +13,12 @@ import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { createApp } from "../src/app";
-import { docsPage, openApiDocument } from "../src/description";
-import { escapeHtml } from "../src/http/docs-page";
+import { escapeHtml, renderDocsPage } from "../src/http/docs-page";
 import { EVENT_BODY, EXAMPLE_ORIGIN, SIGNING_SECRET } from "../src/http/examples";
 import { examplePath, type OperationObject, type ParameterObject, TOKEN_URL } from "../src/http/openapi";
 import type { Auth, Route } from "../src/http/route";
-import { ROUTES } from "../src/http/routes";
+import { openApiDocument, ROUTES } from "../src/http/routes";
+import { createPeopleApp } from "../src/people-app";
 import { Envelope, ErrorEnvelope } from "../src/schemas/common";
 import { PlainTokenError } from "../src/schemas/oauth";
 import { ReceiverTokenRequest, WebhookEvent } from "../src/schemas/webhooks";
@@ -33,13 +33,13 @@ interface Doc {
   components: { securitySchemes: Record<string, unknown> };
 }
 
-/** "GET /v1/me"-style keys of what the router serves; `:param` becomes `{param}`. */
+/** "GET /v1/me"-style keys of what the two Workers' routers serve; `:param` becomes `{param}`. */
 function registeredRoutes(): Set<string> {
   return new Set(
-    createApp()
+    [...createApp().routes, ...createPeopleApp().routes]
       // "ALL" entries are middleware and the 405 fallbacks of http/route.ts, not operations;
       // /manager is the HTML manager app and /portal the receivers' portal, not part of the REST API.
-      .routes.filter((r) => r.method !== "ALL" && !r.path.startsWith("/manager") && !r.path.startsWith("/portal"))
+      .filter((r) => r.method !== "ALL" && !r.path.startsWith("/manager") && !r.path.startsWith("/portal"))
       .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`),
   );
 }
@@ -482,6 +482,6 @@ describe("GET /docs", () => {
 
   it("escapes markup in text it inserts into the page", () => {
     expect(escapeHtml(`"><script>alert('x')</script>&`)).toBe("&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;");
-    expect(docsPage("n")).not.toContain("<script>alert");
+    expect(renderDocsPage(openApiDocument(), "n")).not.toContain("<script>alert");
   });
 });

@@ -16,17 +16,20 @@ export const DEFAULT_CONFIG = join(ROOT, "wrangler.toml");
  * The Workers the API Worker calls over service bindings, each with a configuration of its own,
  * deployed before it (a binding to a Worker that does not exist is refused at upload). `flag` is
  * the deploy script's option naming another configuration; `dist` where a dry run bundles it.
- * @typedef {{ binding: string, file: string, role: string, serves: string, flag: string, dist: string }} Companion
+ * `shares`: it reaches the API Worker's systems of record itself, so each environment's bindings,
+ * vars and secrets must be the API Worker's (checkSharedBindings, and the remote secrets check).
+ * @typedef {{ binding: string, file: string, role: string, serves: string, flag: string, dist: string, shares?: true }} Companion
  * @type {Companion[]}
  */
 export const COMPANIONS = [
   {
-    binding: "DOCS",
-    file: "wrangler.docs.toml",
-    role: "description Worker",
-    serves: "GET /v1/openapi.json and GET /docs",
-    flag: "--docs-config",
-    dist: "docs",
+    binding: "PEOPLE",
+    file: "wrangler.people.toml",
+    role: "people's Worker",
+    serves: "the manager, the portal, GET /, /docs, /explorer and GET /v1/openapi.json",
+    flag: "--people-config",
+    dist: "people",
+    shares: true,
   },
   {
     binding: "GRAPHQL",

@@ -619,6 +619,68 @@ export function checkCompanion(out, env, companion, raw, file) {
       );
     }
   }
+  if (companion.shares) checkSharedBindings(out, env, mine, file, role);
+}
+
+/**
+ * A companion that reaches the systems of record itself (the people's Worker) must reach the API
+ * Worker's: the same KV namespace, Durable Object bindings to the API Worker's own classes
+ * (`script_name` its name in that environment), the same queues and dataset, and the same vars,
+ * or the manager would read one deployment's data and the API serve another's.
+ * @param {Finding[]} out
+ * @param {EnvView} env the API Worker's environment
+ * @param {EnvView} mine the companion's
+ * @param {string} file
+ * @param {string} role
+ */
+export function checkSharedBindings(out, env, mine, file, role) {
+  const s = `env.${env.env}`;
+  const differ = (/** @type {string} */ what, /** @type {string} */ fix) =>
+    error(out, `${file}'s [${s}] ${what}: the ${role} would read or change another deployment's data than the API Worker's.`, fix);
+  for (const kv of env.kv) {
+    const theirs = mine.kv.find((b) => b.binding === kv.binding);
+    if (theirs?.id !== kv.id) {
+      differ(
+        `binds KV "${kv.binding}" to ${q(String(theirs?.id ?? "nothing"))}, not the API Worker's ${q(String(kv.id))}`,
+        `in ${file}:\n[[${s}.kv_namespaces]]\nbinding = ${q(kv.binding)}\nid = ${q(String(kv.id))}`,
+      );
+    }
+  }
+  for (const dobj of env.durableObjects) {
+    const theirs = mine.durableObjects.find((b) => b.name === dobj.name);
+    if (theirs?.className !== dobj.className || theirs.scriptName !== env.name) {
+      differ(
+        `does not bind "${dobj.name}" to the API Worker's class ${dobj.className} of "${env.name}"`,
+        `in ${file}:\n[[${s}.durable_objects.bindings]]\nname = ${q(dobj.name)}\nclass_name = ${q(dobj.className)}\nscript_name = ${q(env.name)}`,
+      );
+    }
+  }
+  for (const producer of env.producers) {
+    const theirs = mine.producers.find((b) => b.binding === producer.binding);
+    if (theirs?.queue !== producer.queue) {
+      differ(
+        `does not send "${producer.binding}" to the API Worker's queue "${producer.queue}"`,
+        `in ${file}:\n[[${s}.queues.producers]]\nbinding = ${q(producer.binding)}\nqueue = ${q(producer.queue)}`,
+      );
+    }
+  }
+  for (const dataset of env.datasets) {
+    const theirs = mine.datasets.find((b) => b.binding === dataset.binding);
+    if (theirs?.dataset !== dataset.dataset) {
+      differ(
+        `does not write "${dataset.binding}" to the API Worker's dataset ${q(String(dataset.dataset))}`,
+        `in ${file}:\n[[${s}.analytics_engine_datasets]]\nbinding = ${q(dataset.binding)}\ndataset = ${q(String(dataset.dataset))}`,
+      );
+    }
+  }
+  for (const [name, value] of Object.entries(env.vars)) {
+    if (mine.vars[name] !== value) {
+      differ(
+        `sets ${name} to ${q(String(mine.vars[name] ?? "nothing"))}, not the API Worker's ${q(String(value))}`,
+        `in ${file}, under [${s}.vars]:\n${name} = ${q(String(value))}`,
+      );
+    }
+  }
 }
 
 /**

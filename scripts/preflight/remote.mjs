@@ -89,7 +89,8 @@ export function jsonArray(stdout) {
  * The checks that ask Cloudflare, through wrangler: the Worker's secrets (by name only; wrangler
  * never returns values), the account's KV namespaces, and every queue the environment uses.
  * @param {EnvView} env
- * @param {{ configPath: string, secretNames: string[], runWrangler: RunWrangler }} options
+ * `only: "secrets"`: the secrets alone (a companion that shares the API Worker's secrets).
+ * @param {{ configPath: string, secretNames: string[], runWrangler: RunWrangler, only?: "secrets" }} options
  * @returns {Promise<Finding[]>}
  */
 export async function checkRemote(env, options) {
@@ -178,7 +179,7 @@ export async function checkRemote(env, options) {
   const queueNames = new Set(
     [...env.producers.map((p) => p.queue), ...env.consumers.flatMap((c) => [c.queue, c.deadLetterQueue ?? ""])].filter((n) => n !== ""),
   );
-  await Promise.all([secrets(), kv(), ...[...queueNames].map(queue)]);
+  await Promise.all(options.only === "secrets" ? [secrets()] : [secrets(), kv(), ...[...queueNames].map(queue)]);
   for (const [why, commands] of failures) {
     error(
       out,

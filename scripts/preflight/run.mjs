@@ -52,12 +52,19 @@ export async function preflight(options) {
   const findings = checkConfig(raw, envName, { configPath, root, companions });
   if (!environmentNames(raw).includes(envName)) return { findings, skipped: [] };
   if (options.offline) return { findings, skipped: REMOTE_CHECKS };
-  const remote = await checkRemote(environmentView(raw, envName), {
-    configPath,
-    secretNames: Object.keys(secretTemplates(root)),
-    runWrangler: options.runWrangler ?? defaultRunWrangler(),
-  });
-  return { findings: [...findings, ...remote], skipped: [] };
+  const secretNames = Object.keys(secretTemplates(root));
+  const runWrangler = options.runWrangler ?? defaultRunWrangler();
+  const remote = await checkRemote(environmentView(raw, envName), { configPath, secretNames, runWrangler });
+  // A companion that shares the systems of record needs the same secrets (ADMIN_TOKEN for the
+  // manager's sign-in, the keyrings for what it seals and verifies).
+  const shared = [];
+  for (const { companion, raw: companionRaw, path } of companions) {
+    if (!companion.shares || !environmentNames(companionRaw).includes(envName)) continue;
+    shared.push(
+      ...(await checkRemote(environmentView(companionRaw, envName), { configPath: path, secretNames, runWrangler, only: "secrets" })),
+    );
+  }
+  return { findings: [...findings, ...remote, ...shared], skipped: [] };
 }
 
 /**

@@ -1,112 +1,27 @@
 /**
- * Every declared HTTP route, and the routes of the API description built from them: GET
- * /v1/openapi.json (the OpenAPI document) and GET /docs (the reference page rendered from it),
- * which are declared here because they describe all the others, themselves included. The keyway-docs
- * Worker (src/description.ts) builds both from these declarations; these two routes fetch them over
- * the DOCS service binding, so the generator stays out of this Worker's bundle. The manager app
- * (http/manager) is an HTML application with its own router and is not part of the API.
+ * Every declared HTTP route, the API Worker's (http/routes/api.ts) and the people's Worker's
+ * (http/routes/people.ts), and the API description built from them: the OpenAPI document that GET
+ * /v1/openapi.json serves and GET /docs renders, which describes every route, those two included.
+ * Only the people's Worker (src/people-worker.ts), the tests and the tools import this module; the
+ * API Worker imports api.ts alone, so the generator and the pages stay out of its bundle. The
+ * manager and the portal (http/manager, http/portal) are HTML applications with their own routers
+ * and are not part of the API.
  */
-import * as z from "zod";
-import { publicBaseUrl } from "../../config";
-import { reach } from "../../objects/stubs";
-import { NONCE, pageNonce } from "../middleware/html";
-import type { OpenApiDocument } from "../openapi";
-import { type Route, rawRoute } from "../route";
-import { adminRoutes } from "./admin";
-import { eventTypeRoutes, receiverJwksRoutes } from "./event-types";
-import { graphqlRoutes } from "./graphql";
-import { meRoutes } from "./me";
-import { oauthRoutes } from "./oauth";
-import { portalRoutes } from "./portal";
-import { serviceRoutes } from "./service";
-import { operatorMirror, operatorWebhookRoutes, webhookRoutes } from "./webhooks";
+import { lazy } from "../../lib/cache";
+import { buildOpenApiDocument, type OpenApiDocument } from "../openapi";
+import type { Route } from "../route";
+import { API_ROUTES } from "./api";
+import { peopleRoutes } from "./people";
 
-const OpenApiDocumentShape = z.looseObject({
-  openapi: z.literal("3.1.0"),
-  info: z.looseObject({ title: z.string(), version: z.string() }),
-  paths: z.record(z.string(), z.unknown()),
-});
+/** The OpenAPI document of ROUTES, built on first use and kept for the isolate's life. */
+export const openApiDocument = lazy((): OpenApiDocument => buildOpenApiDocument(ROUTES));
 
-const descriptionRoutes: Route[] = [
-  rawRoute({
-    method: "GET",
-    path: "/v1/openapi.json",
-    operationId: "getOpenApiDocument",
-    summary: "This OpenAPI 3.1 document",
-    description: "No credentials; cacheable for 5 minutes. `servers` names the configured public origin (`PUBLIC_BASE_URL`), or `/`.",
-    tag: "Service",
-    auth: "none",
-    response: { schema: OpenApiDocumentShape, example: { openapi: "3.1.0", info: { title: "keyway", version: "v1" }, paths: {} } },
-    wire: "json",
-    // A malformed PUBLIC_BASE_URL (config.ts), or the description Worker cannot be reached.
-    errors: [503],
-    // The document is cacheable, so `servers` never echoes the Host a caller sent: it names the
-    // configured public origin, or "/" (relative to wherever the document was fetched from).
-    // (X-Content-Type-Options: nosniff is on every response already, app.ts.)
-    reply: async (c) =>
-      c.json({ ...(await describedApi(c.env)), servers: [{ url: publicBaseUrl(c.env).url ?? "/" }] }, 200, {
-        "Cache-Control": "public, max-age=300",
-      }),
-  }),
-  rawRoute({
-    method: "GET",
-    path: "/docs",
-    operationId: "getDocs",
-    summary: "Interactive API reference (this document, as HTML)",
-    tag: "Service",
-    auth: "none",
-    response: { schema: z.string(), example: "<!doctype html><title>keyway API reference</title>" },
-    wire: "html",
-    // "Try it" may call this origin only; nothing else loads.
-    csp: {
-      defaultSrc: ["'none'"],
-      scriptSrc: [NONCE],
-      styleSrc: [NONCE],
-      connectSrc: ["'self'"],
-      baseUri: ["'none'"],
-      formAction: ["'none'"],
-      frameAncestors: ["'none'"],
-    },
-    // The description Worker cannot be reached.
-    errors: [503],
-    reply: async (c) => c.html(await reach(DESCRIPTION, () => c.env.DOCS.docsPage(pageNonce(c)))),
-  }),
-];
+/** The people's Worker's declared routes: GET /, /docs, /explorer and the explorer's files. */
+export const PEOPLE_ROUTES: readonly Route[] = peopleRoutes(openApiDocument);
 
-/** Every route the Worker serves over HTTP, apart from the manager app. */
-export const ROUTES: readonly Route[] = [
-  ...serviceRoutes,
-  ...descriptionRoutes,
-  ...oauthRoutes,
-  ...meRoutes,
-  ...webhookRoutes,
-  ...portalRoutes,
-  ...eventTypeRoutes,
-  ...receiverJwksRoutes,
-  ...graphqlRoutes,
-  ...adminRoutes,
-  ...operatorWebhookRoutes,
-  // The operator's mirrors of the event catalog, the webhook settings and portal links and
-  // sessions, under /admin/v1/organizations/{org} (the CLI's event-types, webhook-settings and
-  // webhooks portal-* commands), by the one mechanism that mirrors the webhook routes.
-  ...operatorMirror(eventTypeRoutes),
-  ...operatorMirror(portalRoutes),
-];
+const [root, ...pages] = PEOPLE_ROUTES;
 
-const DESCRIPTION = "API description";
+/** Every route keyway serves over HTTP, apart from the manager and the portal: GET / first. */
+export const ROUTES: readonly Route[] = [...(root ? [root] : []), ...API_ROUTES, ...pages];
 
-/**
- * The OpenAPI document from the description Worker, asked once per isolate: it is the same for
- * every request until the next deploy. A failed call is not kept, so the next request asks again.
- */
-let described: Promise<OpenApiDocument> | undefined;
-function describedApi(env: Env): Promise<OpenApiDocument> {
-  if (described === undefined) {
-    const asked = reach(DESCRIPTION, () => env.DOCS.openApiDocument());
-    described = asked;
-    asked.catch(() => {
-      if (described === asked) described = undefined;
-    });
-  }
-  return described;
-}
+export { API_ROUTES };

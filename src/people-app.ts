@@ -1,0 +1,33 @@
+/**
+ * Builds the people's Worker's HTTP app (src/people-worker.ts): the declared pages (GET /, /docs,
+ * /explorer and its files: http/routes/people.ts), the manager app (http/manager) and the receiver
+ * portal (http/portal). The API Worker forwards these paths here (http/people-paths.ts) and
+ * answers everything else itself (src/app.ts). As there, every request is observed once
+ * (http/middleware/observe.ts) and every response carries `X-Content-Type-Options: nosniff`; the
+ * manager and the portal keep their own sessions, HTML error pages and security headers.
+ */
+import { Hono } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
+import type { AppOptions } from "./app";
+import type { AppEnv } from "./http/context";
+import { errorResponse, notFoundResponse } from "./http/errors";
+import { managerApp } from "./http/manager/routes";
+import { provideDeps } from "./http/middleware/deps";
+import { noSniff } from "./http/middleware/headers";
+import { observeRequests } from "./http/middleware/observe";
+import { portalApp } from "./http/portal/routes";
+import { mountRoutes } from "./http/router";
+import { PEOPLE_ROUTES } from "./http/routes";
+
+export function createPeopleApp(options: AppOptions = {}): Hono<AppEnv> {
+  const now = options.now ?? Date.now;
+  const app = new Hono<AppEnv>({ router: new RegExpRouter() });
+  app.onError((err, c) => errorResponse(c, err));
+  app.notFound(notFoundResponse);
+  app.use("*", noSniff);
+  app.use("*", observeRequests());
+  mountRoutes(app, PEOPLE_ROUTES, provideDeps(now));
+  app.route("/", managerApp(now));
+  app.route("/", portalApp(now));
+  return app;
+}
