@@ -5,9 +5,11 @@
  * checks only; the ones that ask Cloudflare are skipped, and the report says so) and then
  * `wrangler deploy --dry-run`, which bundles and validates without uploading (into dist/<worker>).
  * keyway is three Workers: the companions the API Worker calls over service bindings (preflight.mjs
- * COMPANIONS: the description Worker, wrangler.docs.toml; the GraphQL Worker,
+ * COMPANIONS: the people's Worker, wrangler.people.toml; the GraphQL Worker,
  * wrangler.graphql.toml) go first, because a binding to a Worker that does not exist is refused;
- * the API Worker (wrangler.toml) last. If a later upload fails, the earlier ones are harmless: the
+ * the API Worker (wrangler.toml) last, built by scripts/build/api.mjs (its bundle without the
+ * text that only describes the API) and uploaded with `--no-bundle`, so the size a dry run prints
+ * is the size deployed. If a later upload fails, the earlier ones are harmless: the
  * running API Worker calls companions of the release it is about to get, which docs/deploy.md's
  * "The companions' contract" keeps compatible with it ("Three Workers" says why three, "Rolling out
  * a release" what this runs, "Rolling back" how to undo it Worker by Worker).
@@ -24,6 +26,7 @@
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import process from "node:process";
+import { buildApi } from "./build/api.mjs";
 import {
   COMPANIONS,
   companionPaths,
@@ -88,7 +91,7 @@ function checkRepository(configPath, companions, rest) {
  * @param {string[]} dryRun `["--dry-run"]` or nothing
  * @param {string[]} rest the API Worker's extra `wrangler deploy` arguments
  */
-function deployAll(envArgs, configPath, companions, dryRun, rest) {
+async function deployAll(envArgs, configPath, companions, dryRun, rest) {
   const out = (/** @type {string} */ dir) => (dryRun.length > 0 ? ["--outdir", `dist/${dir}`] : []);
   for (const companion of COMPANIONS) {
     const config = companions[companion.binding] ?? companion.file;
@@ -98,7 +101,21 @@ function deployAll(envArgs, configPath, companions, dryRun, rest) {
       return code;
     }
   }
-  return runWrangler(["deploy", ...envArgs, "--config", configPath, ...dryRun, ...out("api"), ...rest]);
+  const built = await buildApi();
+  console.error(`\nAPI Worker built into ${built.main} (${built.removed} doc fields left out, scripts/build/api.mjs).`);
+  // Already bundled and minified: wrangler uploads it as it is.
+  return runWrangler([
+    "deploy",
+    built.main,
+    "--no-bundle",
+    "--no-minify",
+    ...envArgs,
+    "--config",
+    configPath,
+    ...dryRun,
+    ...out("api"),
+    ...rest,
+  ]);
 }
 
 /** @param {string[]} args */

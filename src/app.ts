@@ -7,7 +7,8 @@
  * once (http/middleware/observe.ts: its id, its outcome line and data point), and every response
  * carries `X-Content-Type-Options: nosniff` (http/middleware/headers.ts `noSniff`).
  */
-import { Hono } from "hono";
+import type { Hono } from "hono";
+import { HonoBase } from "hono/hono-base";
 import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { AppEnv } from "./http/context";
 import { errorResponse, notFoundResponse } from "./http/errors";
@@ -30,7 +31,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   // too little for the end-to-end bench to see). It takes no path segment that is both a literal and
   // a parameter (`/x/new` beside `/x/:id`) and refuses one when it is added, so such a route fails
   // every test instead of silently selecting the slower router.
-  const app = new Hono<AppEnv>({ router: new RegExpRouter() });
+  // HonoBase: Hono without its default router (SmartRouter, which brings TrieRouter), which this
+  // app replaces anyway; the same class otherwise, about 2.4 KiB less in the bundle.
+  const app: Hono<AppEnv> = new HonoBase<AppEnv>({ router: new RegExpRouter() });
   app.onError((err, c) => errorResponse(c, err));
   app.notFound(notFoundResponse);
   // Outermost, so that no answer goes without it: routes, the checks' refusals, 404s, 405s,

@@ -6,7 +6,8 @@
  * (http/middleware/observe.ts) and every response carries `X-Content-Type-Options: nosniff`; the
  * manager and the portal keep their own sessions, HTML error pages and security headers.
  */
-import { Hono } from "hono";
+import type { Hono } from "hono";
+import { HonoBase } from "hono/hono-base";
 import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { AppOptions } from "./app";
 import type { AppEnv } from "./http/context";
@@ -14,6 +15,7 @@ import { errorResponse, notFoundResponse } from "./http/errors";
 import { managerApp } from "./http/manager/routes";
 import { provideDeps } from "./http/middleware/deps";
 import { noSniff } from "./http/middleware/headers";
+import { htmlSecurity } from "./http/middleware/html";
 import { observeRequests } from "./http/middleware/observe";
 import { portalApp } from "./http/portal/routes";
 import { mountRoutes } from "./http/router";
@@ -21,12 +23,12 @@ import { PEOPLE_ROUTES } from "./http/routes";
 
 export function createPeopleApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? Date.now;
-  const app = new Hono<AppEnv>({ router: new RegExpRouter() });
+  const app: Hono<AppEnv> = new HonoBase<AppEnv>({ router: new RegExpRouter() });
   app.onError((err, c) => errorResponse(c, err));
   app.notFound(notFoundResponse);
   app.use("*", noSniff);
   app.use("*", observeRequests());
-  mountRoutes(app, PEOPLE_ROUTES, provideDeps(now));
+  mountRoutes(app, PEOPLE_ROUTES, provideDeps(now), htmlSecurity);
   app.route("/", managerApp(now));
   app.route("/", portalApp(now));
   return app;

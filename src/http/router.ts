@@ -17,11 +17,21 @@ import { ApiError } from "../errors";
 import type { AppEnv } from "./context";
 import { type RequestCost, requireCredentials } from "./middleware/credentials";
 import { apiHeaders } from "./middleware/headers";
-import { htmlSecurity } from "./middleware/html";
+import type { Csp } from "./middleware/html";
 import { requireOperator } from "./middleware/operator";
 import { type Auth, honoPath, type Route } from "./route";
 
-export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provideDeps: MiddlewareHandler<AppEnv>): void {
+/**
+ * `pageSecurity` gives an HTML route its security headers and Content-Security-Policy
+ * (middleware/html.ts `htmlSecurity`): only the people's Worker serves pages and passes it, so
+ * hono's secure-headers stays out of the API Worker's bundle; a page declared without it is refused.
+ */
+export function mountRoutes(
+  app: Hono<AppEnv>,
+  routes: readonly Route[],
+  provideDeps: MiddlewareHandler<AppEnv>,
+  pageSecurity?: (csp: Csp) => MiddlewareHandler<AppEnv>,
+): void {
   const authOfPath = new Map<string, Route["auth"]>();
   for (const route of routes) {
     // The checks below run by path, so every method of a path must want the same ones.
@@ -61,7 +71,12 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], provide
     if (dynamic !== undefined) return () => dynamic(c);
     return weights.find((w) => w.method === c.req.method && w.path.test(c.req.path))?.weight;
   };
-  for (const route of routes) if (route.csp) app.use(honoPath(route.path), htmlSecurity(route.csp));
+  for (const route of routes) {
+    if (route.csp === undefined) continue;
+    if (pageSecurity === undefined)
+      throw new Error(`route ${route.method} ${route.path}: an HTML page is mounted only with its security headers`);
+    app.use(honoPath(route.path), pageSecurity(route.csp));
+  }
 
   mount(
     app,

@@ -1,0 +1,108 @@
+/**
+ * What the API Worker's bundle leaves out (issue 43): the text that only describes the API, never
+ * serves it. Route declarations (src/http/routes/*.ts) carry their summary, description and
+ * examples beside the behaviour, so that each route is declared once; schemas (src/schemas/*.ts)
+ * carry `.describe("...")` for the JSON Schema of the API description. The people's Worker builds
+ * the description from them (src/people-worker.ts); the API Worker serves requests, which never
+ * read them. This transform, applied by scripts/build/api.mjs to those files only, replaces:
+ *   - in the object literal given to a route builder (envelopeRoute, listRoute, rawRoute), and in
+ *     its `body`, `response` and `query` entries: `summary`, a literal `description`, `example`;
+ *   - in a query parameter declared apart (an object literal with `name` and `schema`): a literal
+ *     `description` and `example`;
+ *   - `x.describe(<literal>)` in schemas: by `x`;
+ * each with `undefined` (or nothing), by text splices at positions from TypeScript's parser, so
+ * everything else stays byte for byte what the tests ran. Only literals are removed: a
+ * `description` computed from data (a webhook configuration's own) is never one. The runtime
+ * data of operational events (src/schemas/operational.ts: their JSON Schemas and examples are
+ * served to receivers) is not touched: only `.describe(...)` calls are, and that file has none.
+ * test/strip-docs.test.ts holds these rules; test/e2e/deploy.test.ts serves the built bundle.
+ */
+import ts from "typescript";
+
+const ROUTE_BUILDERS = new Set(["envelopeRoute", "listRoute", "rawRoute"]);
+const PROSE = new Set(["summary", "description"]);
+
+/** A string written in the source: a literal, a template, or a `+` of them. */
+function isLiteral(node) {
+  if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateExpression(node)) return true;
+  if (ts.isParenthesizedExpression(node)) return isLiteral(node.expression);
+  return (
+    ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken && isLiteral(node.left) && isLiteral(node.right)
+  );
+}
+
+const propertyName = (p) =>
+  ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : undefined;
+const has = (object, name) => object.properties.some((p) => propertyName(p) === name);
+
+/**
+ * @param {string} text a TypeScript source file
+ * @param {string} fileName
+ * @returns {{ code: string, removed: number }}
+ */
+export function stripDocs(text, fileName) {
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  /** @type {[number, number, string][]} */
+  const edits = [];
+  const blank = (node) => edits.push([node.getStart(source), node.getEnd(), "undefined"]);
+
+  /** The declaration's own doc fields, and those of its body, response and query parameters. */
+  const stripDeclaration = (object) => {
+    for (const p of object.properties) {
+      const name = propertyName(p);
+      if (name === undefined) continue;
+      if (name === "summary" || (name === "description" && isLiteral(p.initializer))) blank(p.initializer);
+      else if ((name === "body" || name === "response") && ts.isObjectLiteralExpression(p.initializer)) stripExample(p.initializer);
+    }
+  };
+  const stripExample = (object) => {
+    for (const p of object.properties) if (propertyName(p) === "example") blank(p.initializer);
+  };
+  const stripQueryParam = (object) => {
+    for (const p of object.properties) {
+      const name = propertyName(p);
+      if (name === "example" || (name !== undefined && PROSE.has(name) && isLiteral(p.initializer))) blank(p.initializer);
+    }
+  };
+
+  const visit = (node) => {
+    if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      const [first] = node.arguments;
+      if (ts.isIdentifier(callee) && ROUTE_BUILDERS.has(callee.text) && first !== undefined && ts.isObjectLiteralExpression(first)) {
+        stripDeclaration(first);
+      }
+      if (
+        ts.isPropertyAccessExpression(callee) &&
+        callee.name.text === "describe" &&
+        node.arguments.length === 1 &&
+        first &&
+        isLiteral(first)
+      ) {
+        // `x.describe("...")` -> `x`: cut from the end of `x` to the end of the call.
+        edits.push([callee.expression.getEnd(), node.getEnd(), ""]);
+        visit(callee.expression);
+        return;
+      }
+    }
+    if (
+      ts.isObjectLiteralExpression(node) &&
+      has(node, "name") &&
+      has(node, "schema") &&
+      (has(node, "description") || has(node, "example"))
+    ) {
+      stripQueryParam(node);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+
+  // An edit inside another (a literal within a blanked example) goes with the outer one; the rest
+  // are applied from the end, so that earlier positions stay valid.
+  edits.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  const kept = [];
+  for (const edit of edits) if (kept.length === 0 || edit[0] >= kept[kept.length - 1][1]) kept.push(edit);
+  let code = text;
+  for (const [start, end, replacement] of kept.reverse()) code = code.slice(0, start) + replacement + code.slice(end);
+  return { code, removed: kept.length };
+}
