@@ -34,10 +34,11 @@ const NOT_HERE = "JSON Schema conversion is not part of the API Worker (scripts/
  */
 async function conversionStub(path) {
   const source = await readFile(path, "utf8");
+  /** @type {Set<string | undefined>} */
   const names = new Set();
-  for (const m of source.matchAll(/^export (?:async )?(?:function|const|let|class) ([A-Za-z_$][\w$]*)/gm)) names.add(m[1]);
+  for (const m of source.matchAll(/^export (?:async )?(?:function|const|let|class) ([A-Za-z_$][\w$]*)/gm)) names.add(m[1] ?? "");
   for (const m of source.matchAll(/^export \{([^}]*)\}(?! from)/gm)) {
-    for (const part of m[1].split(","))
+    for (const part of (m[1] ?? "").split(","))
       names.add(
         part
           .trim()
@@ -45,7 +46,7 @@ async function conversionStub(path) {
           .pop(),
       );
   }
-  const lines = ["const notHere = () => { throw new Error(" + JSON.stringify(NOT_HERE) + "); };"];
+  const lines = [`const notHere = () => { throw new Error(${JSON.stringify(NOT_HERE)}); };`];
   for (const name of names) if (name) lines.push(`export const ${name} = () => notHere;`);
   return lines.join("\n");
 }

@@ -22,7 +22,11 @@ import ts from "typescript";
 const ROUTE_BUILDERS = new Set(["envelopeRoute", "listRoute", "rawRoute"]);
 const PROSE = new Set(["summary", "description"]);
 
-/** A string written in the source: a literal, a template, or a `+` of them. */
+/**
+ * A string written in the source: a literal, a template, or a `+` of them.
+ * @param {ts.Node} node
+ * @returns {boolean}
+ */
 function isLiteral(node) {
   if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateExpression(node)) return true;
   if (ts.isParenthesizedExpression(node)) return isLiteral(node.expression);
@@ -31,9 +35,17 @@ function isLiteral(node) {
   );
 }
 
-const propertyName = (p) =>
-  ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : undefined;
-const has = (object, name) => object.properties.some((p) => propertyName(p) === name);
+/**
+ * An object literal's `name: value` properties, by name (spreads, methods and computed names left out).
+ * @param {ts.ObjectLiteralExpression} object
+ * @returns {[string, ts.Expression][]}
+ */
+const assignments = (object) =>
+  object.properties.flatMap((p) =>
+    ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? [[p.name.text, p.initializer]] : [],
+  );
+/** @param {ts.ObjectLiteralExpression} object @param {string} name */
+const has = (object, name) => assignments(object).some(([n]) => n === name);
 
 /**
  * @param {string} text a TypeScript source file
@@ -44,27 +56,29 @@ export function stripDocs(text, fileName) {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   /** @type {[number, number, string][]} */
   const edits = [];
+  /** @param {ts.Node} node */
   const blank = (node) => edits.push([node.getStart(source), node.getEnd(), "undefined"]);
 
-  /** The declaration's own doc fields, and those of its body, response and query parameters. */
+  /**
+   * The declaration's own doc fields, and those of its body, response and query parameters.
+   * @param {ts.ObjectLiteralExpression} object
+   */
   const stripDeclaration = (object) => {
-    for (const p of object.properties) {
-      const name = propertyName(p);
-      if (name === undefined) continue;
-      if (name === "summary" || (name === "description" && isLiteral(p.initializer))) blank(p.initializer);
-      else if ((name === "body" || name === "response") && ts.isObjectLiteralExpression(p.initializer)) stripExample(p.initializer);
+    for (const [name, value] of assignments(object)) {
+      if (name === "summary" || (name === "description" && isLiteral(value))) blank(value);
+      else if ((name === "body" || name === "response") && ts.isObjectLiteralExpression(value)) stripExample(value);
     }
   };
+  /** @param {ts.ObjectLiteralExpression} object */
   const stripExample = (object) => {
-    for (const p of object.properties) if (propertyName(p) === "example") blank(p.initializer);
+    for (const [name, value] of assignments(object)) if (name === "example") blank(value);
   };
+  /** @param {ts.ObjectLiteralExpression} object */
   const stripQueryParam = (object) => {
-    for (const p of object.properties) {
-      const name = propertyName(p);
-      if (name === "example" || (name !== undefined && PROSE.has(name) && isLiteral(p.initializer))) blank(p.initializer);
-    }
+    for (const [name, value] of assignments(object)) if (name === "example" || (PROSE.has(name) && isLiteral(value))) blank(value);
   };
 
+  /** @param {ts.Node} node */
   const visit = (node) => {
     if (ts.isCallExpression(node)) {
       const callee = node.expression;
@@ -100,8 +114,9 @@ export function stripDocs(text, fileName) {
   // An edit inside another (a literal within a blanked example) goes with the outer one; the rest
   // are applied from the end, so that earlier positions stay valid.
   edits.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  /** @type {[number, number, string][]} */
   const kept = [];
-  for (const edit of edits) if (kept.length === 0 || edit[0] >= kept[kept.length - 1][1]) kept.push(edit);
+  for (const edit of edits) if (edit[0] >= (kept.at(-1)?.[1] ?? 0)) kept.push(edit);
   let code = text;
   for (const [start, end, replacement] of kept.reverse()) code = code.slice(0, start) + replacement + code.slice(end);
   return { code, removed: kept.length };
