@@ -452,7 +452,7 @@ describe("the API Worker and the people's Worker, each of this release, take the
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toContain("text/html");
     // A path a later API Worker forwards and this release does not know is a page's 404, not a failure.
-    const unknown = await env.PEOPLE.fetch(new Request("https://keyway.test/manager/a-page-of-a-later-release"));
+    const unknown = await env.PEOPLE.fetch(new Request("https://keyway.test/explorer/a-page-of-a-later-release"));
     expect(unknown.status).toBe(404);
   });
 

@@ -89,8 +89,10 @@ export function jsonArray(stdout) {
  * The checks that ask Cloudflare, through wrangler: the Worker's secrets (by name only; wrangler
  * never returns values), the account's KV namespaces, and every queue the environment uses.
  * @param {EnvView} env
- * `only: "secrets"`: the secrets alone (a companion that shares the API Worker's secrets).
- * @param {{ configPath: string, secretNames: string[], runWrangler: RunWrangler, only?: "secrets" }} options
+ * `only: "secrets"`: the secrets alone, of a companion that shares the API Worker's (its fix uploads
+ * the API Worker's values, never new ones); `sharedWith`: the configurations of such companions,
+ * whose upload of the same file the API Worker's fix lists too.
+ * @param {{ configPath: string, secretNames: string[], runWrangler: RunWrangler, only?: "secrets", sharedWith?: string[] }} options
  * @returns {Promise<Finding[]>}
  */
 export async function checkRemote(env, options) {
@@ -127,15 +129,27 @@ export async function checkRemote(env, options) {
     const missing = secretNames.filter((name) => !deployed.includes(name));
     if (missing.length === 0) return;
     const file = `.wrangler/secrets-${env.env}.json`;
+    const upload = (/** @type {string} */ to) =>
+      `npx wrangler secret bulk ${file} --env ${env.env}${to}${absent ? "   # creates the Worker as a placeholder until the deploy" : ""}`;
+    const shares = (options.sharedWith ?? []).map((path) => upload(configFlag(path)));
     error(
       out,
       `${absent ? `The Worker "${env.name}" does not exist yet, so it has no secrets` : `The Worker "${env.name}" lacks the secret${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`}: every route that needs ${missing.length > 1 ? "them" : "it"} would answer 503.`,
-      [
-        `node scripts/preflight.mjs --new-secrets ${file} ${missing.join(" ")}`,
-        `npx wrangler secret bulk ${file} --env ${env.env}${cfg}${absent ? "   # creates the Worker as a placeholder until the deploy" : ""}`,
-        `# keep the file's values in your password manager${missing.includes("ADMIN_TOKEN") ? " (ADMIN_TOKEN is the operator's token)" : ""}; rotating a keyring needs its current value`,
-        `rm ${file}`,
-      ].join("\n"),
+      options.only === "secrets"
+        ? [
+            // Never fresh values here: this Worker verifies and decrypts what the API Worker signs
+            // and seals, and signs in with its operator token.
+            `# the API Worker's values, never new ones: put them (from your password manager) in ${file}, then`,
+            upload(cfg),
+            `rm ${file}`,
+          ].join("\n")
+        : [
+            `node scripts/preflight.mjs --new-secrets ${file} ${missing.join(" ")}`,
+            upload(cfg),
+            ...shares,
+            `# keep the file's values in your password manager${missing.includes("ADMIN_TOKEN") ? " (ADMIN_TOKEN is the operator's token)" : ""}; rotating a keyring needs its current value`,
+            `rm ${file}`,
+          ].join("\n"),
     );
   };
 

@@ -54,12 +54,15 @@ export async function preflight(options) {
   if (options.offline) return { findings, skipped: REMOTE_CHECKS };
   const secretNames = Object.keys(secretTemplates(root));
   const runWrangler = options.runWrangler ?? defaultRunWrangler();
-  const remote = await checkRemote(environmentView(raw, envName), { configPath, secretNames, runWrangler });
   // A companion that shares the systems of record needs the same secrets (ADMIN_TOKEN for the
   // manager's sign-in, the keyrings for what it seals and verifies).
+  const sharing = companions.filter(
+    ({ companion, raw: companionRaw }) => companion.shares && environmentNames(companionRaw).includes(envName),
+  );
+  const sharedWith = sharing.map(({ path }) => path);
+  const remote = await checkRemote(environmentView(raw, envName), { configPath, secretNames, runWrangler, sharedWith });
   const shared = [];
-  for (const { companion, raw: companionRaw, path } of companions) {
-    if (!companion.shares || !environmentNames(companionRaw).includes(envName)) continue;
+  for (const { raw: companionRaw, path } of sharing) {
     shared.push(
       ...(await checkRemote(environmentView(companionRaw, envName), { configPath: path, secretNames, runWrangler, only: "secrets" })),
     );

@@ -3,15 +3,16 @@
  * check:deploy`): each way a deploy would go half-wrong is refused with the command or the
  * wrangler.toml lines that fix it. Broken configurations are copies of the repository's
  * wrangler.toml with real-looking ids filled in and one thing broken, written to a temporary
- * directory; the checks that ask Cloudflare run against a stub wrangler (a shell script printing
- * canned answers), so nothing here touches the network. The preflight's value rules are compared
+ * directory with a people's Worker configuration consistent with it (peopleFor), so that each
+ * test sees the one error it breaks; the checks that ask Cloudflare run against a stub wrangler
+ * (a shell script printing canned answers), so nothing here touches the network. The preflight's value rules are compared
  * with src/config.ts, the Worker's own, so the two cannot drift apart unnoticed.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import process from "node:process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -30,11 +31,16 @@ import { ROOT } from "./server";
 
 const run = promisify(execFile);
 const REAL = await readFile(join(ROOT, "wrangler.toml"), "utf8");
-/** The description Worker's configuration (keyway-docs), which the API Worker's DOCS binding names. */
-const REAL_DOCS = await readFile(join(ROOT, "wrangler.docs.toml"), "utf8");
+/**
+ * The people's Worker's configuration (keyway-people), which the API Worker's PEOPLE binding
+ * names; it shares the API Worker's KV namespace, Durable Objects, queues, dataset and vars.
+ */
+const REAL_PEOPLE = await readFile(join(ROOT, "wrangler.people.toml"), "utf8");
 /** The companion Workers' configurations, in the order they are deployed (before the API Worker). */
-const DOCS_TOML = join(ROOT, "wrangler.docs.toml");
+const PEOPLE_TOML = join(ROOT, "wrangler.people.toml");
 const GRAPHQL_TOML = join(ROOT, "wrangler.graphql.toml");
+/** The API Worker's bundle, built by scripts/build/api.mjs and uploaded with --no-bundle. */
+const API_MAIN = join(ROOT, "dist", "api-build", "index.js");
 const STAGING_KV = "5a1f0c3e8b9d4e2fa7c6b5d4e3f2a1b0";
 const PRODUCTION_KV = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b";
 const PUBLIC = "https://keyway.acme.workers.dev";
@@ -85,6 +91,34 @@ function editProductionAll(toml: string, from: string, to: string): string {
   return toml.slice(0, start) + section.replaceAll(from, to);
 }
 
+/** `text` as a literal inside a RegExp. */
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The block of a configuration that starts at the line `header`: it and the lines after it, up to a blank line or a header. */
+const blockOf = (header: string) => new RegExp(`^${literal(header)}\\n(?:(?!\\[)[^\\n]+(?:\\n|$))*`, "m");
+
+/**
+ * The people's Worker's configuration consistent with the API configuration `apiToml`, as an
+ * operator keeps them (checkSharedBindings holds them equal): its [vars], each [env.*.vars] and
+ * each KV namespace block replaced by the API configuration's, so a test that breaks one thing in
+ * the API configuration sees only that one error.
+ */
+function peopleFor(apiToml: string): string {
+  const envs = [...REAL_PEOPLE.matchAll(/^\[env\.([\w-]+)\]$/gm)].map((m) => m[1] ?? "");
+  const headers = ["[vars]", "[[kv_namespaces]]", ...envs.flatMap((e) => [`[env.${e}.vars]`, `[[env.${e}.kv_namespaces]]`])];
+  let toml = REAL_PEOPLE;
+  for (const header of headers) {
+    const pattern = blockOf(header);
+    if (!pattern.test(toml)) throw new Error(`expected ${header} in wrangler.people.toml`);
+    const api = pattern.exec(apiToml)?.[0];
+    if (api !== undefined) toml = toml.replace(pattern, () => api);
+  }
+  return toml;
+}
+
+/** How the preflight names a companion's configuration in its messages (relative to the repository). */
+const fileName = (path: string) => relative(ROOT, path);
+
 let configs = 0;
 async function writeConfig(toml: string): Promise<string> {
   const path = join(dir, `wrangler-${++configs}.toml`);
@@ -94,10 +128,10 @@ async function writeConfig(toml: string): Promise<string> {
 
 const errors = (findings: Finding[]) => findings.filter((f) => f.level === "error");
 
-async function offline(toml: string, env: string | undefined = "production", docsToml?: string) {
-  const companionConfigs = docsToml === undefined ? {} : { DOCS: await writeConfig(docsToml) };
-  const result = await preflight({ env, configPath: await writeConfig(toml), companionConfigs, offline: true });
-  return { ...result, errors: errors(result.findings) };
+async function offline(toml: string, env: string | undefined = "production", peopleToml: string = peopleFor(toml)) {
+  const peoplePath = await writeConfig(peopleToml);
+  const result = await preflight({ env, configPath: await writeConfig(toml), companionConfigs: { PEOPLE: peoplePath }, offline: true });
+  return { ...result, errors: errors(result.findings), peoplePath };
 }
 
 /** The one error whose message contains `text`; fails listing all of them otherwise. */
@@ -169,15 +203,22 @@ esac
   return { bin, calls };
 }
 
-async function online(toml: string, answers: StubAnswers = {}) {
+async function online(toml: string, answers: StubAnswers = {}, peopleToml: string = peopleFor(toml)) {
   const stub = await stubWrangler(answers);
   const configPath = await writeConfig(toml);
+  const peoplePath = await writeConfig(peopleToml);
   const result = await preflight({
     env: "production",
     configPath,
+    companionConfigs: { PEOPLE: peoplePath },
     runWrangler: defaultRunWrangler({ ...process.env, KEYWAY_WRANGLER: stub.bin }),
   });
-  return { ...result, errors: errors(result.findings), configPath, calls: await stub.calls() };
+  return { ...result, errors: errors(result.findings), configPath, peoplePath, calls: await stub.calls() };
+}
+
+/** An API configuration for deployScript and a people's configuration consistent with it (peopleFor). */
+async function deployConfigs(toml: string): Promise<{ config: string; people: string }> {
+  return { config: await writeConfig(toml), people: await writeConfig(peopleFor(toml)) };
 }
 
 /** Runs scripts/deploy.mjs as npm would, with `env` added; never rejects. */
@@ -240,25 +281,53 @@ describe("the repository's wrangler.toml", () => {
     }
     expect(output).toContain("warning: before the first deploy: PUBLIC_BASE_URL is empty in [env.production.vars]");
     expect(output).not.toContain("error:");
-    // wrangler 4.155 bundled the description Worker, the GraphQL Worker, then the API Worker, the
-    // companions each within 150 KiB gzipped and the API Worker within 230 KiB (README,
+    // wrangler 4.155 bundled the people's Worker, the GraphQL Worker, then the API Worker (README,
     // "Performance"; docs/performance.md: issue 30's receivers' portal, event-type schemas and
-    // their validator took it from 147 to 184 KiB, issue 31's receiver OAuth to 201, issue 32's
-    // manager (navigation, dark mode, cards, times, chart values) and GET / with issue 33's shards
-    // and leased slices to 212, issue 41's admission to 216.6, issue 42's per-configuration keys,
-    // portal limits, pause, example events and their pages to 225.3; the next cut, measured, is
-    // issue 43's: the people's pages (manager, portal, landing page and hono/jsx) are a quarter of
-    // the bundle, 189 of 758 KB before gzip, and move to a Worker of their own). The runs are one after the
-    // other, so wrangler's own lines come in that order: the description Worker has only its
-    // static assets (the GraphQL explorer's files, issue 32, which its build command copies first
-    // and which do not count toward its size), the GraphQL Worker no bindings; the API Worker has
-    // its DOCS and GRAPHQL bindings to them.
+    // their validator took the API Worker from 147 to 184 KiB gzipped, issue 31's receiver OAuth to
+    // 201, issue 32's manager (navigation, dark mode, cards, times, chart values) and GET / with
+    // issue 33's shards and leased slices to 212, issue 41's admission to 216.6, issue 42's
+    // per-configuration keys, portal limits, pause, example events and their pages to 225.3).
+    // Issue 43 moved the people's pages (the manager, the portal, the landing page, /docs, the
+    // explorer and the API description) to the people's Worker, and the API Worker's own build
+    // (scripts/build/api.mjs) leaves out the text that only describes the API and zod's JSON
+    // Schema conversion: 225.3 -> 146.75 KiB. Measured then: people's Worker 189.25, GraphQL Worker
+    // 46.67, API Worker 146.75; budgets 200, 60 and 150. The runs are one after the other, so
+    // wrangler's own lines come in that order: the people's Worker has its static assets (the
+    // GraphQL explorer's files, issue 32, which its build command copies first and which do not
+    // count toward its size) and the API Worker's systems of record (KV, Durable Objects of
+    // "keyway", queues, METRICS) and vars; the GraphQL Worker no bindings; the API Worker, built
+    // by deploy.mjs and uploaded unbundled, its PEOPLE and GRAPHQL bindings to them.
     expect(output).toMatch(
-      /\[custom build\] Running: node scripts\/explorer-assets\.mjs[\s\S]*Total Upload: [\d.]+ KiB[^\n]*\n[^\n]*bindings:\nBinding +Resource *\nenv\.ASSETS +Assets *\n\s*--dry-run[\s\S]*Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.[\s\S]*Total Upload: [\d.]+ KiB[\s\S]*env\.DOCS \(keyway-docs\)[\s\S]*env\.GRAPHQL \(keyway-graphql\)/,
+      new RegExp(
+        [
+          String.raw`\[custom build\] Running: node scripts/explorer-assets\.mjs`,
+          String.raw`Total Upload: [\d.]+ KiB[^\n]*\n[^\n]*bindings:\nBinding +Resource *\n`,
+          String.raw`env\.KEYS \(KeyObject, defined in keyway\) +Durable Object`,
+          String.raw`env\.KV \(0+\) +KV Namespace`,
+          String.raw`env\.WEBHOOK_QUEUE \(keyway-webhooks\) +Queue`,
+          String.raw`env\.METRICS \(keyway_metrics\) +Analytics Engine Dataset`,
+          String.raw`env\.ASSETS +Assets *\n`,
+          String.raw`env\.PUBLIC_BASE_URL \(""\) +Environment Variable`,
+          String.raw`--dry-run: exiting now\.`,
+          String.raw`Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.`,
+          String.raw`Total Upload: [\d.]+ KiB`,
+          String.raw`env\.PEOPLE \(keyway-people\) +Worker`,
+          String.raw`env\.GRAPHQL \(keyway-graphql\) +Worker`,
+        ].join(String.raw`[\s\S]*?`),
+      ),
     );
+    // deploy.mjs's own lines (on stderr, which npmRun appends after wrangler's stdout), in order.
+    const commands = [
+      `wrangler deploy --env= --config ${PEOPLE_TOML} --dry-run --outdir dist/people\n`,
+      `wrangler deploy --env= --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql\n`,
+      `API Worker built into ${API_MAIN} (`,
+      `wrangler deploy ${API_MAIN} --no-bundle --no-minify --env= --config ${join(ROOT, "wrangler.toml")} --dry-run --outdir dist/api\n`,
+    ].map((line) => output.indexOf(line));
+    expect(commands.every((at) => at >= 0)).toBe(true);
+    expect([...commands].sort((a, b) => a - b)).toEqual(commands);
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
-    const budgets = [150, 150, 230];
+    const budgets = [200, 60, 150];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
@@ -439,12 +508,12 @@ describe("offline checks refuse", () => {
   });
 
   it("a Durable Object class that no migration creates, with the migration to add", async () => {
-    const toml = editProduction(
-      filled(),
-      '[[env.production.queues.producers]]\nbinding = "WEBHOOK_QUEUE"\n',
-      '[[env.production.durable_objects.bindings]]\nname = "AUDIT"\nclass_name = "AuditObject"\n\n[[env.production.queues.producers]]\nbinding = "WEBHOOK_QUEUE"\n',
-    );
-    const result = await offline(toml);
+    const producer = '[[env.production.queues.producers]]\nbinding = "WEBHOOK_QUEUE"\n';
+    const audit = '[[env.production.durable_objects.bindings]]\nname = "AUDIT"\nclass_name = "AuditObject"\n';
+    const toml = editProduction(filled(), producer, `${audit}\n${producer}`);
+    // The people's Worker binds it too, as the shared bindings require, so the migration is the one error.
+    const people = editProduction(peopleFor(toml), producer, `${audit}script_name = "keyway"\n\n${producer}`);
+    const result = await offline(toml, "production", people);
     expect(result.errors).toHaveLength(1);
     expect(theError(result.errors, 'No [[migrations]] creates the Durable Object class "AuditObject"').fix).toContain(
       '[[migrations]]\ntag = "v7"\nnew_sqlite_classes = ["AuditObject"]',
@@ -456,11 +525,14 @@ describe("offline checks refuse", () => {
     theError(result.errors, 'binds "KEYS" to class "WebhookObject"');
   });
 
-  it("an environment without the DOCS service binding, with the lines naming its description Worker", async () => {
-    const result = await offline(editProduction(filled(), '[[env.production.services]]\nbinding = "DOCS"\nservice = "keyway-docs"\n', ""));
-    expect(theError(result.errors, 'has no service binding "DOCS"').fix).toContain(
-      '[[env.production.services]]\nbinding = "DOCS"\nservice = "keyway-docs"',
+  it("an environment without the PEOPLE service binding, with the lines naming its people's Worker", async () => {
+    const result = await offline(
+      editProduction(filled(), '[[env.production.services]]\nbinding = "PEOPLE"\nservice = "keyway-people"\n', ""),
     );
+    expect(result.errors).toHaveLength(1);
+    const error = theError(result.errors, 'has no service binding "PEOPLE"');
+    expect(error.message).toContain("the manager, the portal, GET /, /docs, /explorer and GET /v1/openapi.json would fail");
+    expect(error.fix).toContain('[[env.production.services]]\nbinding = "PEOPLE"\nservice = "keyway-people"');
   });
 
   it("an environment without the GRAPHQL service binding, or with one to the API Worker itself", async () => {
@@ -474,27 +546,110 @@ describe("offline checks refuse", () => {
     expect(theError(self.errors, 'binds GRAPHQL to the Worker "keyway"').fix).toContain('service = "keyway-graphql"');
   });
 
-  it("a DOCS binding to another environment's description Worker", async () => {
-    const toml = edit(filled(), 'service = "keyway-docs-staging"', 'service = "keyway-docs"');
+  it("a PEOPLE binding to another environment's people's Worker", async () => {
+    const toml = edit(filled(), 'service = "keyway-people-staging"', 'service = "keyway-people"');
     const result = await offline(toml, "staging");
-    expect(theError(result.errors, '[env.staging] binds DOCS to the Worker "keyway-docs"').fix).toContain(
-      'service = "keyway-docs-staging"',
+    expect(result.errors).toHaveLength(1);
+    expect(theError(result.errors, '[env.staging] binds PEOPLE to the Worker "keyway-people"').fix).toContain(
+      'service = "keyway-people-staging"',
     );
   });
 
-  it("a description Worker configuration without the environment, or deploying it under the API Worker's name or another environment's", async () => {
-    const missing = await offline(filled(), "production", edit(REAL_DOCS, '[env.production]\nname = "keyway-docs"\n', ""));
-    expect(theError(missing.errors, "has no [env.production]").fix).toContain('[env.production]\nname = "keyway-docs"');
+  it("a people's Worker configuration without the environment, or deploying it under the API Worker's name or another environment's", async () => {
+    const people = peopleFor(filled());
+    // Its [env.production] is the last part of the file: without it, and its vars and bindings, there is no such environment.
+    const missing = await offline(filled(), "production", people.slice(0, people.indexOf("[env.production]")));
+    expect(missing.errors).toHaveLength(1);
+    const error = theError(missing.errors, `${fileName(missing.peoplePath)} has no [env.production]`);
+    expect(error.message).toContain("the people's Worker that [env.production]'s PEOPLE binding calls would not be deployed");
+    expect(error.fix).toBe(`add to ${fileName(missing.peoplePath)}:\n[env.production]\nname = "keyway-people"`);
 
     const clash = await offline(
       filled(),
       "production",
-      edit(REAL_DOCS, '[env.production]\nname = "keyway-docs"', '[env.production]\nname = "keyway"'),
+      edit(people, '[env.production]\nname = "keyway-people"', '[env.production]\nname = "keyway"'),
     );
-    theError(clash.errors, "the API Worker's own name");
+    expect(theError(clash.errors, "the API Worker's own name").fix).toContain('name = "keyway-people"');
 
-    const shared = await offline(filled(), "production", edit(REAL_DOCS, 'name = "keyway-docs-staging"', 'name = "keyway-docs"'));
-    theError(shared.errors, 'deploys [env.production] and [env.staging] as the same Worker "keyway-docs"');
+    const shared = await offline(filled(), "production", edit(people, 'name = "keyway-people-staging"', 'name = "keyway-people"'));
+    expect(shared.errors).toHaveLength(1);
+    theError(shared.errors, 'deploys [env.production] and [env.staging] as the same Worker "keyway-people"');
+  });
+
+  it("a people's Worker bound to another KV namespace than the API Worker's, with the lines that bind the same", async () => {
+    const other = "0123456789abcdef0123456789abcdef";
+    const result = await offline(filled(), "production", editProduction(peopleFor(filled()), `id = "${PRODUCTION_KV}"`, `id = "${other}"`));
+    expect(result.errors).toHaveLength(1);
+    const file = fileName(result.peoplePath);
+    const error = theError(
+      result.errors,
+      `${file}'s [env.production] binds KV "KV" to "${other}", not the API Worker's "${PRODUCTION_KV}"`,
+    );
+    expect(error.message).toContain("the people's Worker would read or change another deployment's data than the API Worker's");
+    expect(error.fix).toBe(`in ${file}:\n[[env.production.kv_namespaces]]\nbinding = "KV"\nid = "${PRODUCTION_KV}"`);
+  });
+
+  it("a people's Worker whose Durable Object binding lacks script_name (its own class) or names another Worker's", async () => {
+    const people = peopleFor(filled());
+    const fix = (file: string, name: string, className: string) =>
+      `in ${file}:\n[[env.production.durable_objects.bindings]]\nname = "${name}"\nclass_name = "${className}"\nscript_name = "keyway"`;
+
+    const own = await offline(
+      filled(),
+      "production",
+      editProduction(people, 'class_name = "ProofObject"\nscript_name = "keyway"\n', 'class_name = "ProofObject"\n'),
+    );
+    expect(own.errors).toHaveLength(1);
+    const ownFile = fileName(own.peoplePath);
+    expect(
+      theError(own.errors, `${ownFile}'s [env.production] does not bind "PROOFS" to the API Worker's class ProofObject of "keyway"`).fix,
+    ).toBe(fix(ownFile, "PROOFS", "ProofObject"));
+
+    const staging = await offline(
+      filled(),
+      "production",
+      editProduction(
+        people,
+        'class_name = "KeyObject"\nscript_name = "keyway"',
+        'class_name = "KeyObject"\nscript_name = "keyway-staging"',
+      ),
+    );
+    expect(staging.errors).toHaveLength(1);
+    const stagingFile = fileName(staging.peoplePath);
+    expect(
+      theError(staging.errors, `${stagingFile}'s [env.production] does not bind "KEYS" to the API Worker's class KeyObject of "keyway"`)
+        .fix,
+    ).toBe(fix(stagingFile, "KEYS", "KeyObject"));
+  });
+
+  it("a people's Worker sending to another queue or writing another dataset than the API Worker's", async () => {
+    let people = editProduction(peopleFor(filled()), 'queue = "keyway-webhooks-slow"', 'queue = "keyway-staging-webhooks-slow"');
+    people = editProduction(people, 'dataset = "keyway_metrics"', 'dataset = "keyway_staging_metrics"');
+    const result = await offline(filled(), "production", people);
+    expect(result.errors).toHaveLength(2);
+    const file = fileName(result.peoplePath);
+    expect(theError(result.errors, `does not send "WEBHOOK_QUEUE_SLOW" to the API Worker's queue "keyway-webhooks-slow"`).fix).toBe(
+      `in ${file}:\n[[env.production.queues.producers]]\nbinding = "WEBHOOK_QUEUE_SLOW"\nqueue = "keyway-webhooks-slow"`,
+    );
+    expect(theError(result.errors, `does not write "METRICS" to the API Worker's dataset "keyway_metrics"`).fix).toBe(
+      `in ${file}:\n[[env.production.analytics_engine_datasets]]\nbinding = "METRICS"\ndataset = "keyway_metrics"`,
+    );
+  });
+
+  it("a people's Worker whose var differs from the API Worker's, with the line that makes it the same", async () => {
+    const other = "https://people.acme.dev";
+    const result = await offline(
+      filled(),
+      "production",
+      editProduction(peopleFor(filled()), `PUBLIC_BASE_URL = "${PUBLIC}"`, `PUBLIC_BASE_URL = "${other}"`),
+    );
+    expect(result.errors).toHaveLength(1);
+    const file = fileName(result.peoplePath);
+    const error = theError(
+      result.errors,
+      `${file}'s [env.production] sets PUBLIC_BASE_URL to "${other}", not the API Worker's "${PUBLIC}"`,
+    );
+    expect(error.fix).toBe(`in ${file}, under [env.production.vars]:\nPUBLIC_BASE_URL = "${PUBLIC}"`);
   });
 
   it("two environments deploying the same Worker name", async () => {
@@ -555,7 +710,13 @@ describe("offline checks refuse", () => {
       calls.push(args);
       return { code: 0, stdout: "[]", stderr: "" };
     };
-    const result = await preflight({ env: "production", configPath: await writeConfig(filled()), offline: true, runWrangler: spy });
+    const result = await preflight({
+      env: "production",
+      configPath: await writeConfig(filled()),
+      companionConfigs: { PEOPLE: await writeConfig(peopleFor(filled())) },
+      offline: true,
+      runWrangler: spy,
+    });
     expect(calls).toEqual([]);
     expect(formatReport(result, { env: "production", offline: true })).toContain(
       "skipped offline: `wrangler secret list`, `wrangler kv namespace list`, `wrangler queues info` (npm run deploy runs them before deploying)",
@@ -564,26 +725,40 @@ describe("offline checks refuse", () => {
 });
 
 describe("remote checks (through a stub wrangler)", () => {
-  it("pass a complete deployment, asking wrangler about this environment and config file only", async () => {
+  it("pass a complete deployment, asking wrangler about this environment and config files only: the people's Worker's secrets too", async () => {
     const result = await online(filled());
     expect(result.findings).toEqual([]);
     expect(result.calls.sort()).toEqual(
-      ["secret list --format json", "kv namespace list", ...LANES.map((lane) => `queues info keyway-webhooks${lane}`)]
-        .map((c) => `${c} --env production --config ${result.configPath}`)
-        .sort(),
+      [
+        ...["secret list --format json", "kv namespace list", ...LANES.map((lane) => `queues info keyway-webhooks${lane}`)].map(
+          (c) => `${c} --env production --config ${result.configPath}`,
+        ),
+        // It shares the API Worker's KV namespace and queues, asked about above; its secrets are its own.
+        `secret list --format json --env production --config ${result.peoplePath}`,
+      ].sort(),
     );
   });
 
   it("refuse a missing secret, naming it, with commands that generate and upload it", async () => {
     const listed = SECRETS.filter((s) => s !== "WEBHOOK_ENCRYPTION_KEYS").map((name) => ({ name, type: "secret_text" }));
     const result = await online(filled(), { secrets: { out: JSON.stringify(listed) } });
-    expect(result.errors).toHaveLength(1);
-    const error = theError(result.errors, 'The Worker "keyway" lacks the secret WEBHOOK_ENCRYPTION_KEYS:');
-    expect(error.fix).toContain("node scripts/preflight.mjs --new-secrets .wrangler/secrets-production.json WEBHOOK_ENCRYPTION_KEYS\n");
-    expect(error.fix).toContain(
-      `npx wrangler secret bulk .wrangler/secrets-production.json --env production --config ${result.configPath}`,
+    // The stub lists the same secrets for both Workers: each lacks it, and each is told how to upload it.
+    expect(result.errors).toHaveLength(2);
+    // The API Worker's fix makes fresh values and uploads the same file to both Workers; the
+    // people's Worker's never makes new ones (it verifies and decrypts what the API Worker signs
+    // and seals): it uploads the API Worker's values.
+    const api = theError(result.errors, 'The Worker "keyway" lacks the secret WEBHOOK_ENCRYPTION_KEYS:');
+    expect(api.fix).toContain("node scripts/preflight.mjs --new-secrets .wrangler/secrets-production.json WEBHOOK_ENCRYPTION_KEYS\n");
+    for (const configPath of [result.configPath, result.peoplePath]) {
+      expect(api.fix).toContain(`npx wrangler secret bulk .wrangler/secrets-production.json --env production --config ${configPath}`);
+    }
+    expect(api.fix).toContain("rm .wrangler/secrets-production.json");
+    const people = theError(result.errors, 'The Worker "keyway-people" lacks the secret WEBHOOK_ENCRYPTION_KEYS:');
+    expect(people.fix).not.toContain("--new-secrets");
+    expect(people.fix).toContain("the API Worker's values, never new ones");
+    expect(people.fix).toContain(
+      `npx wrangler secret bulk .wrangler/secrets-production.json --env production --config ${result.peoplePath}`,
     );
-    expect(error.fix).toContain("rm .wrangler/secrets-production.json");
   });
 
   it("refuse a Worker that does not exist yet: every secret is missing", async () => {
@@ -595,6 +770,9 @@ describe("remote checks (through a stub wrangler)", () => {
     });
     const error = theError(result.errors, 'The Worker "keyway" does not exist yet');
     expect(error.fix).toContain("--new-secrets .wrangler/secrets-production.json ADMIN_TOKEN TOKEN_SIGNING_KEYS WEBHOOK_ENCRYPTION_KEYS");
+    expect(theError(result.errors, 'The Worker "keyway-people" does not exist yet').fix).toContain(
+      "the API Worker's values, never new ones",
+    );
   });
 
   it("refuse a queue that was never created, with the command that creates it", async () => {
@@ -612,50 +790,69 @@ describe("remote checks (through a stub wrangler)", () => {
     ).toContain("npx wrangler kv namespace create keyway --binding KV --env production");
   });
 
-  it("refuse when wrangler cannot ask Cloudflare, once per cause, pointing to wrangler login", async () => {
+  it("refuse when wrangler cannot ask Cloudflare, once per cause and Worker, pointing to wrangler login", async () => {
     const notLoggedIn = { err: "X [ERROR] You are not authenticated. Please run `wrangler login`.", code: 1 };
     const result = await online(filled(), { secrets: notLoggedIn, kv: notLoggedIn });
-    // One cause, one report: both commands that failed the same way are named in a single error.
-    expect(result.errors).toHaveLength(1);
-    const error = theError(result.errors, "You are not authenticated");
-    expect(error.message).toContain(`\`wrangler secret list --format json --env production --config ${result.configPath}\``);
-    expect(error.message).toContain(`\`wrangler kv namespace list --env production --config ${result.configPath}\``);
-    expect(error.fix).toContain("npx wrangler login");
+    // One cause, one report per Worker asked about: the API Worker's commands that failed the same
+    // way are named in a single error, the people's Worker's secret list in another.
+    expect(result.errors).toHaveLength(2);
+    const api = theError(result.errors, `--config ${result.configPath}\``);
+    expect(api.message).toContain("You are not authenticated");
+    expect(api.message).toContain(`\`wrangler secret list --format json --env production --config ${result.configPath}\``);
+    expect(api.message).toContain(`\`wrangler kv namespace list --env production --config ${result.configPath}\``);
+    expect(api.fix).toContain("npx wrangler login");
+    const people = theError(result.errors, `--config ${result.peoplePath}\``);
+    expect(people.message).toBe(
+      `\`wrangler secret list --format json --env production --config ${result.peoplePath}\` failed (exit 1: You are not authenticated. Please run \`wrangler login\`.)`,
+    );
+    expect(people.fix).toContain("npx wrangler login");
   });
 });
 
 describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
   it("deploys the environment after every check passed, passing other arguments through to wrangler deploy", async () => {
     const stub = await stubWrangler();
-    const config = await writeConfig(filled());
-    const result = await deployScript(["--env", "production", "--config", config, "--message", "release 1"], { KEYWAY_WRANGLER: stub.bin });
+    const { config, people } = await deployConfigs(filled());
+    const result = await deployScript(["--env", "production", "--config", config, "--people-config", people, "--message", "release 1"], {
+      KEYWAY_WRANGLER: stub.bin,
+    });
     expect(result.output).toContain("passed.");
-    expect(result.code).toBe(0);
+    expect(result.code, result.output).toBe(0);
+    expect(result.output).toContain(`API Worker built into ${API_MAIN}`);
     const calls = await stub.calls();
-    // Secrets, KV, four queues (three lanes and their dead-letter queue), then the three deploys:
-    // the companions first (the API Worker's bindings need them), arguments to the API Worker's.
-    expect(calls).toHaveLength(9);
+    // The API Worker's secrets, KV, four queues (three lanes and their dead-letter queue), the
+    // people's Worker's secrets, then the three deploys: the companions first (the API Worker's
+    // bindings need them), then the API Worker's own build, unbundled, with the other arguments.
+    expect(calls).toHaveLength(10);
+    expect(calls.slice(0, -3)).toContain(`secret list --format json --env production --config ${people}`);
     expect(calls.slice(-3)).toEqual([
-      `deploy --env production --config ${DOCS_TOML}`,
+      `deploy --env production --config ${people}`,
       `deploy --env production --config ${GRAPHQL_TOML}`,
-      `deploy --env production --config ${config} --message release 1`,
+      `deploy ${API_MAIN} --no-bundle --no-minify --env production --config ${config} --message release 1`,
     ]);
   });
 
   it("stops before the API Worker when a companion's upload fails, saying so", async () => {
     const stub = await stubWrangler({ failDeployOf: "wrangler.graphql.toml" });
-    const result = await deployScript(["--env", "production", "--config", await writeConfig(filled())], { KEYWAY_WRANGLER: stub.bin });
+    const { config, people } = await deployConfigs(filled());
+    const result = await deployScript(["--env", "production", "--config", config, "--people-config", people], {
+      KEYWAY_WRANGLER: stub.bin,
+    });
     expect(result.code).toBe(1);
     expect(result.output).toContain("The GraphQL Worker was not deployed, so the API Worker was not either.");
+    expect(result.output).not.toContain("API Worker built into");
     expect((await stub.calls()).filter((c) => c.startsWith("deploy"))).toEqual([
-      `deploy --env production --config ${DOCS_TOML}`,
+      `deploy --env production --config ${people}`,
       `deploy --env production --config ${GRAPHQL_TOML}`,
     ]);
   });
 
   it("never calls wrangler deploy when the preflight fails", async () => {
     const stub = await stubWrangler({ secrets: { out: "[]" } });
-    const result = await deployScript(["-e", "production", `--config=${await writeConfig(filled())}`], { KEYWAY_WRANGLER: stub.bin });
+    const { config, people } = await deployConfigs(filled());
+    const result = await deployScript(["-e", "production", `--config=${config}`, `--people-config=${people}`], {
+      KEYWAY_WRANGLER: stub.bin,
+    });
     expect(result.code).toBe(1);
     expect(result.output).toContain("nothing was deployed");
     expect((await stub.calls()).filter((c) => c.startsWith("deploy"))).toEqual([]);
@@ -671,33 +868,43 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
 
   it("with --dry-run and no environment checks every environment and bundles the top level, or stops on a structural error", async () => {
     const stub = await stubWrangler();
-    const config = await writeConfig(REAL);
-    const ok = await deployScript(["--dry-run", "--config", config], { KEYWAY_WRANGLER: stub.bin });
+    const { config, people } = await deployConfigs(REAL);
+    const ok = await deployScript(["--dry-run", "--config", config, "--people-config", people], { KEYWAY_WRANGLER: stub.bin });
     expect(ok.code, ok.output).toBe(0);
     expect(await stub.calls()).toEqual([
-      `deploy --env= --config ${DOCS_TOML} --dry-run --outdir dist/docs`,
+      `deploy --env= --config ${people} --dry-run --outdir dist/people`,
       `deploy --env= --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql`,
-      `deploy --env= --config ${config} --dry-run --outdir dist/api`,
+      `deploy ${API_MAIN} --no-bundle --no-minify --env= --config ${config} --dry-run --outdir dist/api`,
     ]);
 
-    const broken = await writeConfig(
+    const broken = await deployConfigs(
       editProduction(REAL, 'queue = "keyway-webhooks"\nmax_batch_size', 'queue = "keyway-other"\nmax_batch_size'),
     );
-    const refused = await deployScript(["--dry-run", "--config", broken], { KEYWAY_WRANGLER: stub.bin });
+    const refused = await deployScript(["--dry-run", "--config", broken.config, "--people-config", broken.people], {
+      KEYWAY_WRANGLER: stub.bin,
+    });
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/error: Queue "keyway-webhooks" .*\[env\.production\]\) has no consumer/);
     expect(await stub.calls()).toHaveLength(3); // no more bundles
+
+    // Without --people-config, the repository's wrangler.people.toml, which agrees with wrangler.toml.
+    const repository = await stubWrangler();
+    const byDefault = await deployScript(["--dry-run", "--config", config], { KEYWAY_WRANGLER: repository.bin });
+    expect(byDefault.code, byDefault.output).toBe(0);
+    expect((await repository.calls())[0]).toBe(`deploy --env= --config ${PEOPLE_TOML} --dry-run --outdir dist/people`);
   });
 
   it("with --dry-run (check:deploy) runs only the offline checks, then wrangler deploy --dry-run of the three Workers", async () => {
     const stub = await stubWrangler();
-    const config = await writeConfig(filled());
-    const result = await deployScript(["--dry-run", "--env", "production", "--config", config], { KEYWAY_WRANGLER: stub.bin });
-    expect(result.code).toBe(0);
+    const { config, people } = await deployConfigs(filled());
+    const result = await deployScript(["--dry-run", "--env", "production", "--config", config, "--people-config", people], {
+      KEYWAY_WRANGLER: stub.bin,
+    });
+    expect(result.code, result.output).toBe(0);
     expect(await stub.calls()).toEqual([
-      `deploy --env production --config ${DOCS_TOML} --dry-run --outdir dist/docs`,
+      `deploy --env production --config ${people} --dry-run --outdir dist/people`,
       `deploy --env production --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql`,
-      `deploy --env production --config ${config} --dry-run --outdir dist/api`,
+      `deploy ${API_MAIN} --no-bundle --no-minify --env production --config ${config} --dry-run --outdir dist/api`,
     ]);
   });
 });
