@@ -7,7 +7,8 @@
  * memory only, so restarting the server revokes them all. It listens on 127.0.0.1 only and uses
  * nothing but Node built-ins, so `node examples/oauth-server.mjs` is all it takes.
  *
- * Environment: PORT (default 9001), CLIENT_ID (default demo-receiver), CLIENT_SECRET (default: a
+ * Environment: TOKEN_SERVER_PORT (default 9001; not PORT, which is keyway's own under `npm start`,
+ * so a shell that sets it for keyway starts this server on its own port), CLIENT_ID (default demo-receiver), CLIENT_SECRET (default: a
  * random one generated and printed at start), TOKEN_TTL in seconds (default 300).
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
@@ -19,7 +20,7 @@ const INTROSPECT_PATH = "/introspect";
 // A client credentials request is three short fields; anything near this size is not one.
 const MAX_BODY_BYTES = 8 * 1024;
 
-const port = parseIntEnv("PORT", 9001, 1, 65_535);
+const port = parseIntEnv("TOKEN_SERVER_PORT", 9001, 1, 65_535);
 const clientId = process.env.CLIENT_ID || "demo-receiver";
 const tokenTtl = parseIntEnv("TOKEN_TTL", 300, 1, 86_400);
 const generatedSecret = !process.env.CLIENT_SECRET;

@@ -11,7 +11,8 @@
  * only; it listens on 127.0.0.1.
  *
  * Environment: SIGNING_SECRET (required: the whsec_... value keyway returns when the webhook
- * configuration is created), OAUTH_SERVER (default http://127.0.0.1:9001), PORT (default 9002).
+ * configuration is created), OAUTH_SERVER (default http://127.0.0.1:9001), RECEIVER_PORT (default 9002;
+ * not PORT, which is keyway's own under `npm start`).
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
@@ -27,7 +28,7 @@ const INTROSPECT_TIMEOUT_MS = 5_000;
 // Only the recent past matters for a demo; a cap keeps a long-running receiver's memory bounded.
 const MAX_REMEMBERED = 200;
 
-const port = parsePort(process.env.PORT, 9002);
+const port = parsePort(process.env.RECEIVER_PORT, 9002);
 const signingKey = parseSigningSecret(process.env.SIGNING_SECRET);
 const oauthServer = (process.env.OAUTH_SERVER || "http://127.0.0.1:9001").replace(/\/+$/, "");
 
@@ -329,7 +330,7 @@ function parsePort(value, fallback) {
   if (value === undefined || value === "") return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 65_535) {
-    console.error(`receiver: PORT must be an integer in 1..65535, got ${JSON.stringify(value)}.`);
+    console.error(`receiver: RECEIVER_PORT must be an integer in 1..65535, got ${JSON.stringify(value)}.`);
     process.exit(1);
   }
   return n;

@@ -3,13 +3,18 @@
  * with fresh secrets if it is missing (dev-vars.mjs), runs `wrangler dev` on 127.0.0.1 with local
  * persistence, waits for /healthz, then seeds a demo organization (seed.mjs) once per state
  * directory and prints credentials plus curl commands that work as pasted. The demo credentials
- * are kept next to the local KV data, so they are reused exactly as long as that data lives.
+ * are kept next to the local KV data, so they are reused exactly as long as that data lives. Its
+ * ready banner carries two links that need no copying (issue 43): a single-use manager sign-in
+ * link (POST /admin/v1/manager-sign-in-links, 5 minutes) and the GraphQL explorer with the demo's
+ * API key and client credentials in the URL fragment, which the browser keeps to itself and the
+ * page uses to fetch its own access tokens (src/http/explorer-page.ts).
  * wrangler runs in our process group, its output shown through dev-log.mjs (one line per
  * request, each bindings table once), and a terminal Ctrl-C or a group kill reaches it too; signals sent to this process alone are
  * forwarded, and this process exits with wrangler's status.
  *
  * Environment: PORT (default 8787), KEYWAY_PERSIST_DIR (default .wrangler/state),
- * KEYWAY_SEED=0 to skip the demo data, and KEYWAY_VAR_<NAME>=<value> to set any of wrangler.toml's
+ * KEYWAY_SEED=0 to skip the demo data, KEYWAY_API_BUNDLE=<file> to run the API Worker from a built
+ * bundle (scripts/build/api.mjs), and KEYWAY_VAR_<NAME>=<value> to set any of wrangler.toml's
  * vars for this run (e.g. KEYWAY_VAR_WEBHOOK_RETRY_SCHEDULE=1s to watch a delivery exhaust its
  * retries in seconds; docs/configuration.md).
  */
@@ -61,29 +66,79 @@ async function main() {
   child = spawnWrangler(port, persistDir);
   await waitForHealth(baseUrl);
 
+  const vars = await readDevVars(ROOT);
+  const adminToken = vars.ADMIN_TOKEN;
+  if (!adminToken) throw new Error("ADMIN_TOKEN is missing from .dev.vars (delete the file to have it regenerated).");
+  /** @type {import("./seed.mjs").Demo | undefined} */
+  let demo;
   if (process.env.KEYWAY_SEED !== "0") {
-    const vars = await readDevVars(ROOT);
-    const adminToken = vars.ADMIN_TOKEN;
-    if (!adminToken) throw new Error("ADMIN_TOKEN is missing from .dev.vars (delete the file to have it regenerated).");
-    const demo = await loadOrSeedDemo(baseUrl, adminToken, persistDir);
+    demo = await loadOrSeedDemo(baseUrl, adminToken, persistDir);
     console.log(`\n${formatDemo(demo)}`);
   }
-  console.log(`\n${readyBanner(baseUrl, relative(ROOT, persistDir) || persistDir)}\n`);
+  const signIn = await signInLink(baseUrl, adminToken);
+  console.log(`\n${readyBanner(baseUrl, relative(ROOT, persistDir) || persistDir, signIn, demo)}\n`);
+}
+
+/**
+ * A single-use link that signs the operator in to the manager (POST /admin/v1/manager-sign-in-links),
+ * or undefined when keyway would not make one (the banner then falls back to the token sign-in).
+ * @param {string} baseUrl
+ * @param {string} adminToken
+ * @returns {Promise<{ url: string, expires_at: string } | undefined>}
+ */
+async function signInLink(baseUrl, adminToken) {
+  try {
+    const res = await fetch(`${baseUrl}/admin/v1/manager-sign-in-links`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${adminToken}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+    const body = /** @type {{ data?: { url?: unknown, expires_at?: unknown } | null }} */ (await res.json());
+    const { url, expires_at } = body.data ?? {};
+    if (res.status === 200 && typeof url === "string" && typeof expires_at === "string") return { url, expires_at };
+    console.warn(`No manager sign-in link: POST /admin/v1/manager-sign-in-links answered ${res.status}.`);
+  } catch (err) {
+    console.warn(`No manager sign-in link: ${err instanceof Error ? err.message : String(err)}.`);
+  }
+  return undefined;
+}
+
+/**
+ * The explorer's link for the demo client: its API key and client credentials in the fragment,
+ * which browsers never send to a server; the page takes them from there (src/http/explorer-page.ts).
+ * @param {string} baseUrl
+ * @param {import("./seed.mjs").Demo} demo
+ */
+function explorerLink(baseUrl, demo) {
+  const fragment = new URLSearchParams({ api_key: demo.apiKey, client_id: demo.clientId, client_secret: demo.clientSecret });
+  return `${baseUrl}/explorer#${fragment}`;
 }
 
 /**
  * Where everything is, and how to sign in to the manager, so a newcomer needs no docs to find
- * them. The token itself is not printed: it stays in .dev.vars, which the command shows.
+ * them: a sign-in link to click, and the token sign-in as the fallback. The token itself is not
+ * printed: it stays in .dev.vars, which the command shows.
  * @param {string} baseUrl
  * @param {string} stateDir
+ * @param {{ url: string, expires_at: string } | undefined} signIn
+ * @param {import("./seed.mjs").Demo | undefined} demo
  */
-function readyBanner(baseUrl, stateDir) {
+function readyBanner(baseUrl, stateDir, signIn, demo) {
+  const until = signIn?.expires_at.replace(/^.*T(\d\d:\d\d:\d\d).*$/, "$1 UTC");
+  const tokenSignIn = `sign in with the operator token: grep ADMIN_TOKEN .dev.vars`;
   return [
     `keyway is ready on ${baseUrl}`,
     `  API       ${baseUrl}/v1  (every request needs x-api-key; the demo's curl commands above)`,
-    `  Manager   ${baseUrl}/manager  (sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`,
+    ...(signIn
+      ? [`  Manager   ${signIn.url}`, `            (signs you in once, until ${until}; after that, at ${baseUrl}/manager, ${tokenSignIn})`]
+      : [`  Manager   ${baseUrl}/manager  (${tokenSignIn})`]),
     `  API docs  ${baseUrl}/docs  (OpenAPI: ${baseUrl}/v1/openapi.json)`,
-    `  GraphQL   ${baseUrl}/explorer  (GraphiQL; paste the demo's api key and a token into its Headers tab)`,
+    ...(demo
+      ? [
+          `  GraphQL   ${explorerLink(baseUrl, demo)}`,
+          `            (GraphiQL, signed in as the demo client: it fetches and renews its own access token; the credentials stay in the URL fragment, never sent to the server)`,
+        ]
+      : [`  GraphQL   ${baseUrl}/explorer  (GraphiQL; paste an API key and an access token into its Headers tab)`]),
     `  Links     ${baseUrl}/  (every entry point, as a page or as JSON)`,
     `  Stop with Ctrl-C; the local state stays in ${stateDir} for the next npm start.`,
   ].join("\n");
@@ -130,9 +185,14 @@ function varOverrides(env) {
  * @param {string} persistDir
  */
 function spawnWrangler(port, persistDir) {
+  // KEYWAY_API_BUNDLE: the API Worker from that built bundle (scripts/build/api.mjs, what the
+  // deploy uploads) instead of src/index.ts; test/e2e/api-bundle.test.ts serves it this way.
+  const bundle = process.env.KEYWAY_API_BUNDLE;
+  if (bundle) console.log(`The API Worker runs from the built bundle ${bundle} (KEYWAY_API_BUNDLE).`);
   const [bin, args] = wranglerCommand([
     "dev",
-    // The API Worker and the description Worker it calls (wrangler.docs.toml).
+    ...(bundle ? [bundle, "--no-bundle"] : []),
+    // The API Worker and the companions it calls (wrangler.people.toml, wrangler.graphql.toml).
     ...devConfigArgs(),
     "--port",
     String(port),

@@ -188,7 +188,7 @@ describe("security headers on every manager page", () => {
     const declared = managerApp(Date.now)
       .routes.filter((r) => r.method === "GET" && !REDIRECTS.has(r.path))
       .map((r) => r.path);
-    const walked = ["/manager/sign-in", ...Object.keys(pages(mine))];
+    const walked = ["/manager/sign-in", "/manager/sign-in/link", ...Object.keys(pages(mine))];
     expect(new Set(declared)).toEqual(new Set(walked));
     for (const path of OPERATOR_ONLY) expect(walked).toContain(path);
   });
@@ -203,6 +203,10 @@ describe("security headers on every manager page", () => {
       expect(html).toMatch(/<form method="post" action="\/manager\/sign-in"/);
       nonces.push(nonce);
     }
+    // The one-time link's page (issue 43): its GET only offers the button (nothing is used up), with the same headers.
+    const link = await visitor.get("/manager/sign-in/link?ticket=kw_signin_unknown");
+    expect(link.status).toBe(200);
+    nonces.push((await securePage(link, "sign-in link")).nonce);
     expectDistinct(nonces);
   });
 

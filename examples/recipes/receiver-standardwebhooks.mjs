@@ -5,7 +5,7 @@
  * verifies and 400 when it does not, and prints each verified event. A real receiver also checks
  * `Authorization: Bearer <token>` against its own authorization server (see ../receiver.mjs) and
  * processes each webhook-id once, since a retry repeats it. Run: SIGNING_SECRET=whsec_...
- * PORT=9002 node receiver-standardwebhooks.mjs (needs `npm install standardwebhooks`).
+ * RECEIVER_PORT=9002 node receiver-standardwebhooks.mjs (needs `npm install standardwebhooks`).
  */
 import { createServer } from "node:http";
 import { Webhook } from "standardwebhooks";
@@ -14,7 +14,7 @@ const secret = process.env.SIGNING_SECRET;
 if (!secret?.startsWith("whsec_")) throw new Error("set SIGNING_SECRET to the whsec_... value keyway returned");
 // The library takes the base64 part of the secret, without the whsec_ prefix.
 const webhook = new Webhook(secret.slice("whsec_".length));
-const port = Number(process.env.PORT ?? 9002);
+const port = Number(process.env.RECEIVER_PORT ?? 9002);
 
 createServer(async (req, res) => {
   const chunks = [];

@@ -15,7 +15,7 @@
  * `description` computed from data (a webhook configuration's own) is never one. The runtime
  * data of operational events (src/schemas/operational.ts: their JSON Schemas and examples are
  * served to receivers) is not touched: only `.describe(...)` calls are, and that file has none.
- * test/strip-docs.test.ts holds these rules; test/e2e/deploy.test.ts serves the built bundle.
+ * test/e2e/strip-docs.test.ts holds these rules; test/e2e/api-bundle.test.ts serves the built bundle under npm start.
  */
 import ts from "typescript";
 

@@ -947,6 +947,18 @@ export const COMMANDS = [
   },
 
   {
+    words: ["manager", "sign-in-link"],
+    args: [],
+    flags: ["expires-in"],
+    summary:
+      "a single-use link that signs the operator in to the manager app (shown once; works once, within --expires-in seconds, default 300)",
+    call: (_a, f) => ({ method: "POST", path: "/admin/v1/manager-sign-in-links", body: defined({ expires_in: count(f, "expires-in") }) }),
+    secret: "url",
+    notes: (data) => [
+      `Open it in a browser and press Sign in: it signs in once (an operator session of 8 hours); unused, it expires at ${show(data.expires_at)}. It is as good as ADMIN_TOKEN until then: do not share it.`,
+    ],
+  },
+  {
     words: ["audit"],
     args: ["org"],
     flags: ["limit", "all"],

@@ -51,6 +51,10 @@ export const GROUPS = {
     title: "Administrator tokens (sign-ins to the manager app for one organization)",
     notes: ["--name N             a label for the token", "--expires-in-days N  1..365 (default 30)"],
   },
+  manager: {
+    title: "The manager app (the operator's sign-in without pasting ADMIN_TOKEN)",
+    notes: ["--expires-in SECONDS   manager sign-in-link: how long the link may be used in, 60..900 (default 300)"],
+  },
   audit: { title: "Audit log", notes: ["--limit N       at most N entries", "--all           every entry (follows every page)"] },
   webhooks: {
     title: "Webhook configurations (where an organization's events go, and how keyway signs in to each receiver)",

@@ -43,6 +43,7 @@ export const CREDENTIAL = {
   token_endpoint_auth_method: "client_secret_basic" as const,
   jwks: null,
   scopes: ["webhooks:read", "webhooks:write", "events:write", "graphql:mutate"],
+  scopes_unrestricted: true,
   dpop_bound_access_tokens: false,
   status: "active" as const,
   created_at: T0,

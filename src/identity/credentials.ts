@@ -1,7 +1,9 @@
 /**
  * Client credentials (spec 2.1), owned by a user: a client_id and a secret, shown once with only
  * its SHA-256 kept; or, for private_key_jwt (RFC 7523), a client_id and the client's public keys
- * (no secret at all). A credential may be restricted to some scopes and required to use DPoP.
+ * (no secret at all). A credential may be restricted to some scopes and required to use DPoP;
+ * one created without scopes (stored as null) is not restricted: it may have every scope, today's
+ * and any added later (auth/scopes.ts grantedScopes), which its view says (`scopes_unrestricted`).
  * The organization's object is the record; after a change it writes the credential's KV lookup
  * entry (objects/lookup.ts), which lets the token endpoint find the credential in one read, and
  * pushes revocations and changes to every API key's object, which decides on each request
@@ -124,6 +126,7 @@ export function clientCredentialView(record: ClientCredentialRecord): ClientCred
     token_endpoint_auth_method: record.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
     jwks: record.jwks,
     scopes: record.scopes ?? [...ALL_SCOPES],
+    scopes_unrestricted: record.scopes === null,
     dpop_bound_access_tokens: record.dpop_bound,
     status: record.revoked_at === null ? "active" : "revoked",
     created_at: record.created_at,

@@ -129,10 +129,38 @@ export type AdminTokenView = z.output<typeof AdminTokenView>;
 /** Only the mint response carries the token. */
 export const OrgAdminTokenView = AdminTokenView.extend({ token: z.string() });
 
+/** How long an operator's manager sign-in link stays usable by default: 5 minutes (issue 43). */
+export const SIGN_IN_TICKET_SECONDS = 300;
+/** The longest one may be asked for: 15 minutes (a link to open now, not to keep). */
+export const SIGN_IN_TICKET_MAX_SECONDS = 900;
+
+export const CreateManagerSignInLinkInput = z.strictObject({
+  expires_in: z
+    .number()
+    .int({ error: "must be a whole number of seconds" })
+    .min(60, { error: "must be at least 60" })
+    .max(SIGN_IN_TICKET_MAX_SECONDS, { error: `must be at most ${SIGN_IN_TICKET_MAX_SECONDS}` })
+    .optional()
+    .describe(`Seconds the link may be used in (default ${SIGN_IN_TICKET_SECONDS}); it signs in once.`),
+});
+export type CreateManagerSignInLinkInput = z.output<typeof CreateManagerSignInLinkInput>;
+
+export const ManagerSignInLinkView = z.object({
+  url: z
+    .string()
+    .describe(
+      "Open it in a browser within `expires_at` and press Sign in: it opens an operator session in the manager, once. Shown only here (keyway keeps its SHA-256).",
+    ),
+  expires_at: Timestamp,
+});
+export type ManagerSignInLinkView = z.output<typeof ManagerSignInLinkView>;
+
 const ScopeList = z
   .array(z.enum(ALL_SCOPES, { error: `must be one of ${ALL_SCOPES.join(", ")}` }))
   .max(ALL_SCOPES.length)
-  .describe("The scopes this credential's tokens may have (auth/scopes.ts). Omitted: every scope.");
+  .describe(
+    "The scopes this credential's tokens may have (auth/scopes.ts). Omitted (on update: `null`): no restriction, every scope, including any scope keyway adds later; the answer then says `scopes_unrestricted: true`. `[]`: its tokens carry no scope (they reach only what needs none, such as `GET /v1/me`).",
+  );
 
 /** The RFC 7591 name of how a client authenticates at the token endpoint. */
 export const TokenEndpointAuthMethod = z.enum(["client_secret_basic", "client_secret_post", "private_key_jwt"]);
@@ -296,8 +324,16 @@ export const ClientCredentialView = z.object({
   token_endpoint_auth_method: TokenEndpointAuthMethod,
   /** The registered public keys (private_key_jwt), else null. */
   jwks: Jwks.nullable(),
-  /** The scopes its tokens may have. */
-  scopes: z.array(z.string()),
+  scopes: z
+    .array(z.string())
+    .describe(
+      "The scopes its tokens may have now. With `scopes_unrestricted` this is every scope keyway has today; a scope added later is granted too.",
+    ),
+  scopes_unrestricted: z
+    .boolean()
+    .describe(
+      "True when no scope was given at creation (or `scopes: null` was set since): the credential may have every scope, today's and any added later. False: exactly `scopes`.",
+    ),
   dpop_bound_access_tokens: z.boolean(),
   status: z.enum(["active", "revoked"]),
   created_at: Timestamp,
@@ -328,3 +364,5 @@ publicNames.add(ClientCredentialView, { name: "ClientCredentialView" });
 publicNames.add(CreatedClientCredentialView, { name: "CreatedClientCredentialView" });
 publicNames.add(OrgAdminTokenView, { name: "OrgAdminTokenView" });
 publicNames.add(AdminTokenView, { name: "AdminTokenView" });
+publicNames.add(CreateManagerSignInLinkInput, { name: "CreateManagerSignInLinkInput" });
+publicNames.add(ManagerSignInLinkView, { name: "ManagerSignInLinkView" });

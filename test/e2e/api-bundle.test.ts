@@ -5,8 +5,7 @@
  * (KEYWAY_API_BUNDLE) beside the people's and GraphQL Workers, and the paths that run what the
  * build touched answer as they do from the sources: schemas refusing bad input with their
  * messages, an event type's JSON Schema checked (a ReDoS pattern refused) and applied at publish,
- * the description (the people's Worker's, with every summary), a manager page, GraphQL, and a
- * webhook delivered and signed.
+ * the description (the people's Worker's, with every summary), the people's pages and GraphQL.
  */
 import { rm } from "node:fs/promises";
 import { join } from "node:path";

@@ -11,7 +11,10 @@
  * axe's contrast rules passing. The GraphQL explorer (GET /explorer, GraphiQL from npm, served by
  * the description Worker) loads under its strict CSP with no console error, takes the API key and
  * an access token in its Headers tab, runs a `viewer` query and shows its data, light and dark,
- * axe-clean. GET / gives a browser its page of links (each followed) and `fetch` the JSON.
+ * axe-clean; opened from npm start's explorer link (the demo's API key and client credentials in
+ * the URL fragment, issue 43), it runs the default `viewer` query at once with nothing pasted,
+ * fetching its own access token, and the credentials never reach a server's URL or the address
+ * bar. GET / gives a browser its page of links (each followed) and `fetch` the JSON.
  * Screenshots go to test-results/docs-<step>.png for a person to look at. Without /usr/bin/chromium the browser
  * tests are skipped with a one-line notice; the Redocly check still runs.
  */
@@ -418,6 +421,49 @@ const background = (page: Page) =>
       await page.context().close();
       await sleep(RATE_LIMIT_PAUSE_MS);
     }
+  });
+
+  it("the GraphQL explorer opened from npm start's link runs the default viewer query with no token pasted", async () => {
+    const { demo, baseUrl, output } = server();
+    const link = new RegExp(`  GraphQL   (${baseUrl}/explorer#\\S+)\n`).exec(output)?.[1];
+    expect(link, output).toBeDefined();
+    if (!browser) throw new Error("Chromium did not start");
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    const requested: string[] = [];
+    context.on("weberror", (err) => problems.push(err.error().message));
+    context.on("request", (request) => requested.push(`${request.method()} ${request.url()}`));
+    const page = await context.newPage();
+    page.on("console", (message) => {
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) problems.push(message.text());
+    });
+    await page.goto(link ?? "");
+    await page.locator(".graphiql-container").waitFor();
+    // The fragment is gone from the address bar, and the page says who it speaks for.
+    expect(page.url()).toBe(`${baseUrl}/explorer`);
+    await expect.poll(() => page.locator("#auth-status").textContent()).toContain(`Signed in as client ${demo.clientId}`);
+
+    // The default query, as served, runs at once: nothing typed into the Headers tab.
+    await page.getByRole("button", { name: "Execute query (Ctrl-Enter)" }).click();
+    await expect.poll(() => responseText(page)).toContain(demo.organizationId);
+    const answer = JSON.parse(await responseText(page)) as { data: { viewer: { organizationId: string; clientId: string } } };
+    expect(answer.data.viewer).toMatchObject({ organizationId: demo.organizationId, clientId: demo.clientId });
+
+    // A reload (the fragment gone) keeps working from this tab's copy, with the token it has.
+    await page.reload();
+    await page.locator(".graphiql-container").waitFor();
+    await page.getByRole("button", { name: "Execute query (Ctrl-Enter)" }).click();
+    await expect.poll(() => responseText(page)).toContain(demo.organizationId);
+
+    // The credentials went to POST /v1/oauth's body only: never in a URL the browser requested.
+    expect(requested.filter((r) => r.startsWith("POST ") && r.endsWith("/v1/oauth")).length).toBeGreaterThanOrEqual(1);
+    for (const secret of [demo.clientSecret, demo.apiKey]) {
+      expect(requested.filter((r) => r.includes(secret) || r.includes(encodeURIComponent(secret)))).toEqual([]);
+    }
+    expect(await axeViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.screenshot({ path: join(SCREENSHOTS, "docs-explorer-signed-in.png") });
+    await context.close();
   });
 });
 

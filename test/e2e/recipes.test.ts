@@ -221,7 +221,12 @@ describe("docs that work as pasted", () => {
 
     const oauthPort = await freePort();
     const receiverClientSecret = randomBytes(32).toString("base64url");
-    const oauthServer = serve("examples/oauth-server.mjs", { PORT: String(oauthPort), CLIENT_SECRET: receiverClientSecret });
+    // PORT stays keyway's, as in a shell that runs npm start with it: the servers take their own.
+    const oauthServer = serve("examples/oauth-server.mjs", {
+      PORT: String(keyway.port),
+      TOKEN_SERVER_PORT: String(oauthPort),
+      CLIENT_SECRET: receiverClientSecret,
+    });
     started.push(oauthServer.proc);
     await until("the OAuth server", () => oauthServer.output().includes("listening"));
 
@@ -246,7 +251,7 @@ describe("docs that work as pasted", () => {
     expect(created.status).toBe(201);
     const secret = ((await created.json()) as { data: { signing_secret: string } }).data.signing_secret;
 
-    const receiver = serve(file, { SIGNING_SECRET: secret, PORT: String(receiverPort) });
+    const receiver = serve(file, { SIGNING_SECRET: secret, PORT: String(keyway.port), RECEIVER_PORT: String(receiverPort) });
     started.push(receiver.proc);
     await until("the receiver", () => receiver.output().includes("listening"));
 

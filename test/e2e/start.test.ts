@@ -6,6 +6,9 @@
  * wrong or stale printout fails it. The server comes from
  * server.ts: a free port and a temporary state directory, so it never touches a developer's
  * running instance or local data, and `.dev.vars` removed afterwards only if the run created it.
+ * The ready banner's links need no copying (issue 43): the manager's single-use sign-in link
+ * signs a browser in once (its page's GET, then the POST, with cookies, as a browser sends them)
+ * and a second use is refused; the explorer's link carries the demo's credentials in its fragment.
  * A second test covers the `.dev.vars` generation on its own, in a temporary directory.
  */
 import { execFile } from "node:child_process";
@@ -98,20 +101,23 @@ describe("npm start", () => {
     expect(ours().length - before).toBe(3);
     expect(keyway?.output ?? "").not.toContain(probe);
     const output = keyway?.output ?? "";
-    for (const worker of ["keyway", "keyway-docs", "keyway-graphql"]) {
+    for (const worker of ["keyway", "keyway-people", "keyway-graphql"]) {
       expect(output.split(`\n${worker} has access to the following bindings:`).length - 1, worker).toBe(1);
     }
     expect(output).not.toMatch(/local \[not connected\]/);
-    expect(output).toMatch(/env\.DOCS \(keyway-docs\) +Worker +local \[connected\]/);
+    expect(output).toMatch(/env\.PEOPLE \(keyway-people\) +Worker +local \[connected\]/);
   });
 
   it("says where the API, the manager and the docs are, and how to sign in, and each answers there", async () => {
     const output = keyway?.output ?? "";
     const base = `http://127.0.0.1:${port}`;
     expect(output).toContain(`API       ${base}/v1`);
-    expect(output).toContain(`Manager   ${base}/manager  (sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`);
+    expect(output).toMatch(new RegExp(`  Manager   ${base}/manager/sign-in/link\\?ticket=kw_signin_[\\w-]{43}\n`));
+    expect(output).toContain(`(signs you in once, until `);
+    expect(output).toContain(`after that, at ${base}/manager, sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`);
     expect(output).toContain(`API docs  ${base}/docs`);
-    expect(output).toContain(`GraphQL   ${base}/explorer  (GraphiQL;`);
+    expect(output).toMatch(new RegExp(`  GraphQL   ${base}/explorer#api_key=kw_live_ak_\\S+&client_id=\\S+&client_secret=\\S+\n`));
+    expect(output).toContain("(GraphiQL, signed in as the demo client");
     expect(output).toContain(`Links     ${base}/  (every entry point`);
     const signIn = await fetch(`${base}/manager`, { redirect: "manual" });
     expect(signIn.status).toBe(303);
@@ -121,6 +127,78 @@ describe("npm start", () => {
     expect((await fetch(`${base}/docs`)).status).toBe(200);
     expect((await fetch(`${base}/explorer`)).status).toBe(200);
     expect((await fetch(`${base}/`, { headers: { Accept: "application/json" } })).status).toBe(200);
+  });
+
+  it("prints a manager sign-in link that signs a browser in once; a second use is refused", async () => {
+    const output = keyway?.output ?? "";
+    const base = `http://127.0.0.1:${port}`;
+    const link = new RegExp(`  Manager   (${base}/manager/sign-in/link\\?ticket=\\S+)\n`).exec(output)?.[1];
+    expect(link, output).toBeDefined();
+
+    /** A browser's cookie jar over Set-Cookie, and its form POST (Origin and Sec-Fetch-Site as a browser sends them). */
+    const jar = new Map<string, string>();
+    const send = async (url: string, init: RequestInit = {}): Promise<Response> => {
+      const headers = new Headers(init.headers);
+      if (jar.size > 0) headers.set("Cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
+      const res = await fetch(url, { ...init, headers, redirect: "manual" });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair = ""] = line.split(";");
+        const [name = "", ...value] = pair.split("=");
+        if (/max-age=0/i.test(line) || value.join("=") === "") jar.delete(name);
+        else jar.set(name, value.join("="));
+      }
+      return res;
+    };
+    const open = async (): Promise<Response> => {
+      const page = await send(link ?? "");
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).toContain(">Sign in</button>");
+      const fields = Object.fromEntries(
+        [...html.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)"/g)].map((m) => [
+          m[1] ?? "",
+          (m[2] ?? "").replace(/&amp;/g, "&"),
+        ]),
+      );
+      return send(`${base}/manager/sign-in/link`, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", Origin: base, "Sec-Fetch-Site": "same-origin" },
+        body: new URLSearchParams(fields).toString(),
+      });
+    };
+
+    const signedIn = await open();
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.get("location")).toBe("/manager/organizations");
+    expect(jar.has("__Host-kw_session")).toBe(true);
+    const home = await send(`${base}/manager/organizations`);
+    expect(home.status).toBe(200);
+    const homeHtml = await home.text();
+    expect(homeHtml).toContain("Demo organization");
+    expect(homeHtml).toContain("Sign out");
+
+    // The same link again, from a browser with no session: refused, and nobody signed in.
+    jar.clear();
+    const again = await open();
+    expect(again.status).toBe(410);
+    expect(await again.text()).toContain("This sign-in link has already been used");
+    expect(jar.has("__Host-kw_session")).toBe(false);
+  });
+
+  it("makes another sign-in link with the operator CLI (npm run admin -- manager sign-in-link)", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        ["scripts/admin.mjs", "manager", "sign-in-link", "--url", base, "--json", "--expires-in", "120"],
+        { cwd: ROOT, env: { ...process.env, ADMIN_TOKEN: keyway?.adminToken ?? "" }, timeout: 30_000 },
+        (err, out) => (err ? reject(err) : resolve({ stdout: out })),
+      ),
+    );
+    const made = JSON.parse(stdout) as { url: string; expires_at: string };
+    expect(made.url).toMatch(new RegExp(`^${base}/manager/sign-in/link\\?ticket=kw_signin_[\\w-]{43}$`));
+    expect(Date.parse(made.expires_at) - Date.now()).toBeLessThanOrEqual(120_000);
+    expect((await fetch(made.url)).status).toBe(200);
   });
 
   it("never prints the secrets of .dev.vars", async () => {

@@ -1,9 +1,11 @@
 /**
  * The operator API (/admin/v1, product brief): organizations, users, API keys, client
  * credentials and organization administrator tokens. Secrets appear only in the response that
- * creates them; lists never carry them. Bodies are JSON; an empty body counts as `{}`.
+ * creates them; lists never carry them. Bodies are JSON; an empty body counts as `{}`. Also the
+ * operator's single-use manager sign-in links (issue 43: what `npm start` prints).
  */
 import type { Context } from "hono";
+import { mintSignInTicket, SIGN_IN_LINK_PATH } from "../../auth/sessions";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import {
   apiKeyView,
@@ -49,15 +51,19 @@ import {
   CreateClientCredentialInput,
   CreatedApiKeyView,
   CreatedClientCredentialView,
+  CreateManagerSignInLinkInput,
   CreateOrganizationInput,
   CreateUserInput,
   DeletedOrganizationView,
   MAX_ROTATION_GRACE_SECONDS,
+  ManagerSignInLinkView,
   MintOrgAdminTokenInput,
   OrgAdminTokenView,
   OrganizationView,
   RotateApiKeyInput,
   RotatedApiKeyView,
+  SIGN_IN_TICKET_MAX_SECONDS,
+  SIGN_IN_TICKET_SECONDS,
   UpdateApiKeyInput,
   UpdateClientCredentialInput,
   UpdateOrganizationInput,
@@ -65,11 +71,16 @@ import {
 } from "../../schemas/admin";
 import { AuditEntryView } from "../../schemas/audit";
 import { QUOTA_CEILING_PER_SECOND, QUOTA_EXACT_PER_SECOND } from "../../schemas/records";
-import type { AppEnv } from "../context";
+import { type AppEnv, keywayOrigin } from "../context";
 import { ADMIN_TOKEN, ADMIN_TOKEN_SECRET, API_KEY, AUDIT_ENTRY, CREDENTIAL, ORG, T1, TOKEN_REQUEST, USER, usageWindow } from "../examples";
 import { envelopeRoute, listRoute, param, type Route } from "../route";
 
 const ORGS = "/admin/v1/organizations";
+/** The sign-in link's example: the ticket is 256 random bits, base64url. */
+const MANAGER_SIGN_IN_LINK = {
+  url: `https://keyway.example${SIGN_IN_LINK_PATH}?ticket=kw_signin_Qm9vdHN0cmFwLXRpY2tldC1leGFtcGxlLTAxMjM0NTY`,
+  expires_at: "2026-06-01T12:05:00.000Z",
+};
 const ORG_PATH = `${ORGS}/{org}`;
 const KEYS = `${ORG_PATH}/api-keys`;
 const USERS = `${ORG_PATH}/users`;
@@ -99,6 +110,24 @@ const defaults = (c: C) => deps(c).config.defaultLimits;
 const under = (c: C, path: string) => path.replace(/\{(\w+)\}/g, (_, name: string) => param(c, name));
 
 export const adminRoutes: Route[] = [
+  // The manager, without pasting ADMIN_TOKEN (issue 43)
+  envelopeRoute({
+    method: "POST",
+    path: "/admin/v1/manager-sign-in-links",
+    operationId: "createManagerSignInLink",
+    summary: "Create a single-use link that signs the operator in to the manager",
+    description: `A link to the manager app, on this service's origin: opened in a browser within \`expires_in\` seconds (${SIGN_IN_TICKET_SECONDS} by default, at most ${SIGN_IN_TICKET_MAX_SECONDS}), its page's **Sign in** button starts an operator session, exactly as signing in with \`ADMIN_TOKEN\` does. It signs in once: a second use, an expired link, or one minted before \`ADMIN_TOKEN\` changed is refused with 410 and signs nobody in. The link carries a 256-bit ticket shown only in this answer (keyway keeps its SHA-256). \`npm start\` prints one.`,
+    tag: orgsTag,
+    auth: "admin",
+    // 200, not 201: a link is not a resource with an address of its own (nothing can GET it again).
+    body: { schema: CreateManagerSignInLinkInput, example: { expires_in: 300 }, optional: true },
+    response: { schema: ManagerSignInLinkView, example: MANAGER_SIGN_IN_LINK },
+    handle: async (c, input) => {
+      const { ticket, expires_at } = await mintSignInTicket(deps(c), input.expires_in);
+      return { url: `${keywayOrigin(c)}${SIGN_IN_LINK_PATH}?ticket=${ticket}`, expires_at };
+    },
+  }),
+
   // Organizations and users
   envelopeRoute({
     method: "POST",
@@ -422,7 +451,7 @@ export const adminRoutes: Route[] = [
     operationId: "createClientCredential",
     summary: "Issue a client credential to a user",
     description:
-      'With a secret (the default; `client_secret` is shown only here), or with `token_endpoint_auth_method: "private_key_jwt"` and the client\'s public keys in `jwks` (no secret is created; private key material is refused). `scopes` restricts its tokens; `dpop_bound_access_tokens` requires DPoP.',
+      "With a secret (the default; `client_secret` is shown only here), or with `token_endpoint_auth_method: \"private_key_jwt\"` and the client's public keys in `jwks` (no secret is created; private key material is refused). `scopes` restricts its tokens; **without `scopes` the credential is unrestricted**: its tokens may have every scope, including any scope keyway adds later (the answer says `scopes_unrestricted: true`, `scopes` listing today's); `scopes: []` gives its tokens no scope. `dpop_bound_access_tokens` requires DPoP.",
     tag: credentialsTag,
     auth: "admin",
     status: 201,
@@ -463,11 +492,11 @@ export const adminRoutes: Route[] = [
     operationId: "updateClientCredential",
     summary: "Change a client credential: its key set (rotation), scopes, DPoP, name",
     description:
-      "`jwks` replaces a private_key_jwt credential's public keys: during a rotation list the old and the new together, then the new alone. `scopes` (null: every scope) and `dpop_bound_access_tokens` apply to tokens issued from now on. In effect at the next token request everywhere once answered (503 while still being applied; repeat to confirm).",
+      "`jwks` replaces a private_key_jwt credential's public keys: during a rotation list the old and the new together, then the new alone. `scopes` (`null`: no restriction, every scope including any added later; `[]`: none) and `dpop_bound_access_tokens` apply to tokens issued from now on. In effect at the next token request everywhere once answered (503 while still being applied; repeat to confirm).",
     tag: credentialsTag,
     auth: "admin",
     body: { schema: UpdateClientCredentialInput, example: { scopes: ["webhooks:read"] } },
-    response: { schema: ClientCredentialView, example: { ...CREDENTIAL, scopes: ["webhooks:read"] } },
+    response: { schema: ClientCredentialView, example: { ...CREDENTIAL, scopes: ["webhooks:read"], scopes_unrestricted: false } },
     errors: [409],
     handle: async (c, input) =>
       clientCredentialView(await updateClientCredential(deps(c), param(c, "org"), param(c, "user"), param(c, "client"), input, actor(c))),
