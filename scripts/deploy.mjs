@@ -4,12 +4,13 @@
  * start half-configured. `--dry-run` (what check:deploy adds) runs the preflight offline (config
  * checks only; the ones that ask Cloudflare are skipped, and the report says so) and then
  * `wrangler deploy --dry-run`, which bundles and validates without uploading (into dist/<worker>).
- * keyway is three Workers: the companions the API Worker calls over service bindings (preflight.mjs
- * COMPANIONS: the people's Worker, wrangler.people.toml; the GraphQL Worker,
- * wrangler.graphql.toml) go first, because a binding to a Worker that does not exist is refused;
- * the API Worker (wrangler.toml) last, built by scripts/build/api.mjs (its bundle without the
+ * keyway is three Workers, deployed in this order: the GraphQL Worker (wrangler.graphql.toml), which
+ * the API Worker only calls, first, because a service binding to a Worker that does not exist is
+ * refused; the API Worker (wrangler.toml), built by scripts/build/api.mjs (its bundle without the
  * text that only describes the API) and uploaded with `--no-bundle`, so the size a dry run prints
- * is the size deployed. If a later upload fails, the earlier ones are harmless: the
+ * is the size deployed; then the people's Worker (wrangler.people.toml), whose Durable Object
+ * bindings name the API Worker's classes, which must exist first (preflight.mjs COMPANIONS,
+ * `shares`). If a later upload fails, the earlier ones are harmless: the
  * running API Worker calls companions of the release it is about to get, which docs/deploy.md's
  * "The companions' contract" keeps compatible with it ("Three Workers" says why three, "Rolling out
  * a release" what this runs, "Rolling back" how to undo it Worker by Worker).
@@ -93,9 +94,11 @@ function checkRepository(configPath, companions, rest) {
  */
 async function deployAll(envArgs, configPath, companions, dryRun, rest) {
   const out = (/** @type {string} */ dir) => (dryRun.length > 0 ? ["--outdir", `dist/${dir}`] : []);
-  for (const companion of COMPANIONS) {
-    const config = companions[companion.binding] ?? companion.file;
-    const code = runWrangler(["deploy", ...envArgs, "--config", config, ...dryRun, ...out(companion.dist)]);
+  const deployCompanion = (/** @type {import("./preflight/config.mjs").Companion} */ companion) =>
+    runWrangler(["deploy", ...envArgs, "--config", companions[companion.binding] ?? companion.file, ...dryRun, ...out(companion.dist)]);
+  // Before the API Worker: the companions it only calls (their Workers must exist for its bindings).
+  for (const companion of COMPANIONS.filter((c) => !c.shares)) {
+    const code = deployCompanion(companion);
     if (code !== 0) {
       console.error(`\nThe ${companion.role} was not deployed, so the API Worker was not either.`);
       return code;
@@ -104,7 +107,7 @@ async function deployAll(envArgs, configPath, companions, dryRun, rest) {
   const built = await buildApi();
   console.error(`\nAPI Worker built into ${built.main} (${built.removed} doc fields left out, scripts/build/api.mjs).`);
   // Already bundled and minified: wrangler uploads it as it is.
-  return runWrangler([
+  const api = runWrangler([
     "deploy",
     built.main,
     "--no-bundle",
@@ -116,6 +119,21 @@ async function deployAll(envArgs, configPath, companions, dryRun, rest) {
     ...out("api"),
     ...rest,
   ]);
+  if (api !== 0) return api;
+  // After it: the companions that bind its Durable Object classes (`script_name`), which must exist
+  // first (a class added by this release does only once the API Worker is up). Its PEOPLE binding
+  // needs the people's Worker to exist already: from the release before, or on a first deploy as
+  // the placeholder its secrets created (docs/deploy.md, "First production deploy").
+  for (const companion of COMPANIONS.filter((c) => c.shares)) {
+    const code = deployCompanion(companion);
+    if (code !== 0) {
+      console.error(
+        `\nThe ${companion.role} was not deployed; the API Worker was, and serves people's pages from the ${companion.role}'s previous release meanwhile (docs/deploy.md, "The companions' contract"). Run the command again.`,
+      );
+      return code;
+    }
+  }
+  return 0;
 }
 
 /** @param {string[]} args */

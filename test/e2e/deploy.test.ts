@@ -300,6 +300,10 @@ describe("the repository's wrangler.toml", () => {
     expect(output).toMatch(
       new RegExp(
         [
+          String.raw`Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.`,
+          String.raw`Total Upload: [\d.]+ KiB`,
+          String.raw`env\.PEOPLE \(keyway-people\) +Worker`,
+          String.raw`env\.GRAPHQL \(keyway-graphql\) +Worker`,
           String.raw`\[custom build\] Running: node scripts/explorer-assets\.mjs`,
           String.raw`Total Upload: [\d.]+ KiB[^\n]*\n[^\n]*bindings:\nBinding +Resource *\n`,
           String.raw`env\.KEYS \(KeyObject, defined in keyway\) +Durable Object`,
@@ -308,26 +312,22 @@ describe("the repository's wrangler.toml", () => {
           String.raw`env\.METRICS \(keyway_metrics\) +Analytics Engine Dataset`,
           String.raw`env\.ASSETS +Assets *\n`,
           String.raw`env\.PUBLIC_BASE_URL \(""\) +Environment Variable`,
-          String.raw`--dry-run: exiting now\.`,
-          String.raw`Total Upload: [\d.]+ KiB[^\n]*\nNo bindings found\.`,
-          String.raw`Total Upload: [\d.]+ KiB`,
-          String.raw`env\.PEOPLE \(keyway-people\) +Worker`,
-          String.raw`env\.GRAPHQL \(keyway-graphql\) +Worker`,
         ].join(String.raw`[\s\S]*?`),
       ),
     );
     // deploy.mjs's own lines (on stderr, which npmRun appends after wrangler's stdout), in order.
     const commands = [
-      `wrangler deploy --env= --config ${PEOPLE_TOML} --dry-run --outdir dist/people\n`,
       `wrangler deploy --env= --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql\n`,
       `API Worker built into ${API_MAIN} (`,
       `wrangler deploy ${API_MAIN} --no-bundle --no-minify --env= --config ${join(ROOT, "wrangler.toml")} --dry-run --outdir dist/api\n`,
+      `wrangler deploy --env= --config ${PEOPLE_TOML} --dry-run --outdir dist/people\n`,
     ].map((line) => output.indexOf(line));
     expect(commands.every((at) => at >= 0)).toBe(true);
     expect([...commands].sort((a, b) => a - b)).toEqual(commands);
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
-    const budgets = [200, 60, 150];
+    // In deploy order: GraphQL, API, people's.
+    const budgets = [60, 150, 200];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
@@ -821,14 +821,15 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     expect(result.output).toContain(`API Worker built into ${API_MAIN}`);
     const calls = await stub.calls();
     // The API Worker's secrets, KV, four queues (three lanes and their dead-letter queue), the
-    // people's Worker's secrets, then the three deploys: the companions first (the API Worker's
-    // bindings need them), then the API Worker's own build, unbundled, with the other arguments.
+    // people's Worker's secrets, then the three deploys: the GraphQL Worker (the API Worker's binding
+    // needs it), the API Worker's own build, unbundled, with the other arguments, then the people's
+    // Worker (its Durable Object bindings need the API Worker's classes).
     expect(calls).toHaveLength(10);
     expect(calls.slice(0, -3)).toContain(`secret list --format json --env production --config ${people}`);
     expect(calls.slice(-3)).toEqual([
-      `deploy --env production --config ${people}`,
       `deploy --env production --config ${GRAPHQL_TOML}`,
       `deploy ${API_MAIN} --no-bundle --no-minify --env production --config ${config} --message release 1`,
+      `deploy --env production --config ${people}`,
     ]);
   });
 
@@ -841,9 +842,21 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     expect(result.code).toBe(1);
     expect(result.output).toContain("The GraphQL Worker was not deployed, so the API Worker was not either.");
     expect(result.output).not.toContain("API Worker built into");
-    expect((await stub.calls()).filter((c) => c.startsWith("deploy"))).toEqual([
-      `deploy --env production --config ${people}`,
+    expect((await stub.calls()).filter((c) => c.startsWith("deploy"))).toEqual([`deploy --env production --config ${GRAPHQL_TOML}`]);
+  });
+
+  it("says the API Worker went up and serves the previous people's pages when the people's Worker's upload fails after it", async () => {
+    const { config, people } = await deployConfigs(filled());
+    const failing = await stubWrangler({ failDeployOf: people });
+    const result = await deployScript(["--env", "production", "--config", config, "--people-config", people], {
+      KEYWAY_WRANGLER: failing.bin,
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain("The people's Worker was not deployed; the API Worker was");
+    expect((await failing.calls()).filter((c) => c.startsWith("deploy"))).toEqual([
       `deploy --env production --config ${GRAPHQL_TOML}`,
+      `deploy ${API_MAIN} --no-bundle --no-minify --env production --config ${config}`,
+      `deploy --env production --config ${people}`,
     ]);
   });
 
@@ -872,9 +885,9 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     const ok = await deployScript(["--dry-run", "--config", config, "--people-config", people], { KEYWAY_WRANGLER: stub.bin });
     expect(ok.code, ok.output).toBe(0);
     expect(await stub.calls()).toEqual([
-      `deploy --env= --config ${people} --dry-run --outdir dist/people`,
       `deploy --env= --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql`,
       `deploy ${API_MAIN} --no-bundle --no-minify --env= --config ${config} --dry-run --outdir dist/api`,
+      `deploy --env= --config ${people} --dry-run --outdir dist/people`,
     ]);
 
     const broken = await deployConfigs(
@@ -891,7 +904,7 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     const repository = await stubWrangler();
     const byDefault = await deployScript(["--dry-run", "--config", config], { KEYWAY_WRANGLER: repository.bin });
     expect(byDefault.code, byDefault.output).toBe(0);
-    expect((await repository.calls())[0]).toBe(`deploy --env= --config ${PEOPLE_TOML} --dry-run --outdir dist/people`);
+    expect((await repository.calls()).at(-1)).toBe(`deploy --env= --config ${PEOPLE_TOML} --dry-run --outdir dist/people`);
   });
 
   it("with --dry-run (check:deploy) runs only the offline checks, then wrangler deploy --dry-run of the three Workers", async () => {
@@ -902,9 +915,9 @@ describe("npm run deploy (scripts/deploy.mjs, wrangler stubbed)", () => {
     });
     expect(result.code, result.output).toBe(0);
     expect(await stub.calls()).toEqual([
-      `deploy --env production --config ${people} --dry-run --outdir dist/people`,
       `deploy --env production --config ${GRAPHQL_TOML} --dry-run --outdir dist/graphql`,
       `deploy ${API_MAIN} --no-bundle --no-minify --env production --config ${config} --dry-run --outdir dist/api`,
+      `deploy --env production --config ${people} --dry-run --outdir dist/people`,
     ]);
   });
 });
@@ -1021,9 +1034,13 @@ describe("docs/deploy.md", () => {
     expect(page).toContain("`Total Upload: … KiB / gzip: … KiB`");
   });
 
-  it("lists the rollout in the order scripts/deploy.mjs runs it (the companions, then the API Worker) and rolls back each of the three Workers", () => {
+  it("lists the rollout in the order scripts/deploy.mjs runs it (the companions it only calls, the API Worker, then those that bind its objects) and rolls back each of the three Workers", () => {
     const rollout = page.slice(page.indexOf("## Rolling out a release"), page.indexOf("### Gradual rollout"));
-    const order = [...COMPANIONS.map((c) => `--config ${c.file}\``), "--config wrangler.toml`"].map((s) => rollout.indexOf(s));
+    const order = [
+      ...COMPANIONS.filter((c) => !c.shares).map((c) => `--config ${c.file}\``),
+      "--config wrangler.toml`",
+      ...COMPANIONS.filter((c) => c.shares).map((c) => `--config ${c.file}\``),
+    ].map((s) => rollout.indexOf(s));
     expect(order.every((at) => at > 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     const rollback = page.slice(page.indexOf("## Rolling back"), page.indexOf("## The companions' contract"));
