@@ -85,6 +85,16 @@ describe("the API Worker's built bundle", () => {
   it("has no route summary, description or example text, and still every error message a client reads", async () => {
     const built = await buildApi(join(ROOT, "dist", "api-build-test"));
     const bundle = await readFile(built.main, "utf8");
+    // No page code at all: the manager, the portal, the pages and the description's generator are
+    // the people's Worker's (issue 43), as are hono's JSX and secure headers.
+    const inputs = Object.keys(built.metafile.inputs);
+    const pageCode = inputs.filter((path) =>
+      /src\/http\/(manager|portal)\/|src\/http\/(root-page|docs-page|explorer-page|openapi)\.ts|src\/people-|hono\/dist\/(jsx|middleware\/secure-headers)\//.test(
+        path,
+      ),
+    );
+    expect(pageCode).toEqual([]);
+    expect(inputs.some((path) => path.includes("src/objects/key.ts"))).toBe(true);
     // Summaries and descriptions of routes, as the people's Worker's description shows them.
     for (const docText of [
       "Liveness probe",
