@@ -1,14 +1,13 @@
 /**
  * The first hour's way in (issue 32): GET / answers a browser with a page of links and any other
  * client with the same links as JSON, and GET /explorer is the GraphQL explorer's page, rendered
- * by the description Worker (in-process here, test/worker.ts) under a strict CSP. The explorer's
- * files are the description Worker's static assets, which only exist where wrangler runs that
+ * by the people's Worker (in-process here, test/worker.ts) under a strict CSP. The explorer's
+ * files are the people's Worker's static assets, which only exist where wrangler runs that
  * Worker (npm start, deployed); here, without them, the route answers 404 rather than failing.
  * GraphiQL running a query in Chromium is test/e2e/docs.browser.test.ts.
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, callAt } from "./helpers";
+import { call } from "./helpers";
 
 const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 const PATHS = ["/docs", "/v1/openapi.json", "/.well-known/oauth-authorization-server", "/manager", "/explorer", "/v1/graphql", "/healthz"];
