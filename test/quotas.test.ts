@@ -15,7 +15,7 @@ import { errorResponse } from "../src/http/errors";
 import { provideDeps } from "../src/http/middleware/deps";
 import { envelopeRoute } from "../src/http/route";
 import { mountRoutes } from "../src/http/router";
-import { ROUTES } from "../src/http/routes";
+import { API_ROUTES } from "../src/http/routes";
 import { sha256Hex } from "../src/lib/crypto";
 import type { QuotaObject } from "../src/objects/quota";
 import { MAX_KEY_PER_SECOND } from "../src/schemas/records";
@@ -69,7 +69,7 @@ describe("route weights", () => {
   });
   const app = new Hono<AppEnv>();
   app.onError((err, c) => errorResponse(c, err));
-  mountRoutes(app, [...ROUTES, weighted], provideDeps(Date.now));
+  mountRoutes(app, [...API_ROUTES, weighted], provideDeps(Date.now));
   const send = async (path: string, init: RequestInit) => {
     const ctx = createExecutionContext();
     const res = await app.fetch(new Request(`${BASE}${path}`, init), env, ctx);
