@@ -5,11 +5,14 @@
  * One jar for every manager test, so each behaves like the same client.
  */
 import { expect } from "vitest";
-import { call, callAt } from "./helpers";
+import { BASE, call, callAt } from "./helpers";
 
 /** The manager's cookies, spelled out (not imported) so a renamed cookie fails the tests. */
 export const SESSION = "__Host-kw_session";
 export const LOGIN_CSRF = "__Host-kw_login_csrf";
+
+/** What a browser sends with a form posted from a page of the same origin. */
+export const SAME_ORIGIN: Record<string, string> = { Origin: BASE, "Sec-Fetch-Site": "same-origin" };
 
 /** Set-Cookie lines (workerd implements getSetCookie; this types version does not declare it). */
 export const setCookies = (res: Response): string[] => (res.headers as Headers & { getSetCookie(): string[] }).getSetCookie();
@@ -35,10 +38,19 @@ export class Browser {
     return this.send(path, { method: "GET" }, now);
   }
 
-  post(path: string, fields: Record<string, string>, now?: number): Promise<Response> {
+  /**
+   * A form POST with the headers a browser sends with a form of this origin (its Origin and
+   * `Sec-Fetch-Site: same-origin`, which hono/csrf checks); `headers` replaces them, e.g. to post
+   * as another site's page would.
+   */
+  post(path: string, fields: Record<string, string>, now?: number, headers: Record<string, string> = SAME_ORIGIN): Promise<Response> {
     return this.send(
       path,
-      { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() },
+      {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+        body: new URLSearchParams(fields).toString(),
+      },
       now,
     );
   }

@@ -282,6 +282,43 @@ describe("a portal session", () => {
     expect(config.data.status).toBe("active");
   });
 
+  it("answers a refused settings form with every error beside its field and every value typed, the secret included", async () => {
+    const o = await org(1);
+    const { b, csrf } = await session(o);
+    const typed = {
+      csrf,
+      url: "https://10.0.0.1/hook", // the SSRF guard's, said with the schema's
+      token_url: `${RECEIVER}/oauth/token`,
+      client_secret: "typed-in-the-portal-kept",
+      scope: "two  spaces", // the schema's: single spaces only
+      events: "order.created, Not-An-Event", // the schema's, by its number
+    };
+    const refused = await b.post("/portal/settings", typed);
+    expect(refused.status).toBe(400);
+    const html = await refused.text();
+    const error = (id: string) => new RegExp(`<p id="${id}-error" class="field-error" role="alert">([^<]+)</p>`).exec(html)?.[1] ?? "";
+    expect(error("url")).toMatch(/^Webhook URL: /);
+    expect(error("scope")).toMatch(/^Scope must be scope tokens separated by single spaces/);
+    expect(error("events")).toBe("Event types: number 2 must be dot-separated lower-case words, e.g. order.created");
+    expect(html).toContain("<strong>Nothing was changed.</strong>");
+    const input = (id: string) => new RegExp(`<input id="${id}"[^>]*>`).exec(html)?.[0] ?? "";
+    expect(input("url")).toContain('value="https://10.0.0.1/hook"');
+    expect(input("scope")).toContain('value="two  spaces"');
+    expect(input("events")).toContain('value="order.created, Not-An-Event"');
+    expect(input("client_secret")).toContain('value="typed-in-the-portal-kept"');
+    expect(html).not.toContain(RECEIVER_SECRET);
+  });
+
+  it("refuses a form another site posts (hono/csrf) with 403, even with the session's token", async () => {
+    const o = await org(1);
+    const { b, csrf } = await session(o);
+    const res = await b.post("/portal/pause", { csrf }, undefined, { Origin: "https://attacker.example", "Sec-Fetch-Site": "cross-site" });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain("The form was sent from another site");
+    const config = await body<{ status: string }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`));
+    expect(config.data.status).toBe("active");
+  });
+
   it("edits the URLs and events through the SSRF guard, pauses and resumes", async () => {
     const o = await org(1);
     const { b, csrf } = await session(o);

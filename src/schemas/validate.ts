@@ -12,7 +12,8 @@ export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label
   throw invalidInput({ label, issues: result.error.issues.slice(0, 5).map(toIssue) });
 }
 
-function toIssue(issue: z.core.$ZodIssue): InputIssue {
+/** One zod issue as an input issue (exported for the manager's forms, which map every issue to its field). */
+export function toIssue(issue: z.core.$ZodIssue): InputIssue {
   const path = issue.path.map(String);
   if (issue.code === "unrecognized_keys") return { path, unknownKeys: issue.keys };
   return { path, text: ` ${phrase(issue)}` };

@@ -472,10 +472,9 @@ function focused(page: Page): Promise<string> {
       await page.locator("#events-error").waitFor();
       expect(await page.locator("#events").getAttribute("aria-describedby")).toBe("events-error");
       expect(await page.locator("#url").inputValue()).toBe(`${receiver.url}/second`);
-      expect(await page.locator("#client_secret").inputValue()).toBe("");
-      expect(await page.content()).not.toContain("walk-second-secret");
+      // The secret typed in that submit is kept (the page is no-store and same-origin).
+      expect(await page.locator("#client_secret").inputValue()).toBe("walk-second-secret");
       await check(page, "walk-new-webhook-error");
-      await page.locator("#client_secret").fill("walk-second-secret");
       await page.locator("#events").fill("order.created");
       await page.getByRole("button", { name: "Create webhook configuration" }).click();
       await page.getByRole("heading", { level: 1, name: "New webhook configuration" }).waitFor();
@@ -899,6 +898,61 @@ function focused(page: Page): Promise<string> {
       expect(await page.getByRole("button", { name: "Copied" }).isVisible()).toBe(true);
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
       expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  // Issue 43: a refused form says every mistake at once, each beside its field, and keeps every
+  // value typed, the client secret included; the browser's own Origin and Sec-Fetch-Site pass
+  // hono/csrf. The URL's userinfo is the SSRF guard's refusal, which used to wait until the
+  // schema's (the event type, the scope) were fixed.
+  it("refuses a new webhook form with three errors at once, each beside its field, keeping every value typed", async () => {
+    const context = await newContext();
+    try {
+      const page = await context.newPage();
+      await signIn(page, server().adminToken);
+      await page.goto(`${base}/manager/organizations/${server().demo.organizationId}/new-webhook`);
+      const typed = {
+        url: "https://someone:secret@receiver.example/hook",
+        description: "Three errors",
+        events: "order.created, Not-An-Event",
+        token_url: "https://receiver.example/token",
+        client_id: "keyway-browser",
+        client_secret: "typed-in-chromium-and-kept",
+        scope: "two  spaces",
+      };
+      for (const [id, value] of Object.entries(typed)) await page.locator(`#${id}`).fill(value);
+      const [answer] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Create webhook configuration" }).click(),
+      ]);
+      expect(answer.status()).toBe(400);
+      await page.locator("#url-error").waitFor();
+      const errors = await page.locator(".field-error").allTextContents();
+      expect(errors).toHaveLength(3);
+      expect(await page.locator("#url-error").textContent()).toMatch(/^Webhook URL: /);
+      expect(await page.locator("#events-error").textContent()).toBe(
+        "Event types: number 2 must be dot-separated lower-case words, e.g. order.created",
+      );
+      expect(await page.locator("#scope-error").textContent()).toMatch(/^Scope must be scope tokens separated by single spaces/);
+      for (const id of ["url", "events", "scope"]) {
+        expect(await page.locator(`#${id}`).getAttribute("aria-describedby")).toBe(`${id}-error`);
+        expect(await page.locator(`#${id}`).getAttribute("aria-invalid")).toBe("true");
+      }
+      for (const [id, value] of Object.entries(typed)) expect(await page.locator(`#${id}`).inputValue(), id).toBe(value);
+      expect(await page.locator("#form-errors li").count()).toBe(3);
+      await expectAccessible(page, "forms-three-errors");
+      // Fixing the three (the secret is still there) creates it.
+      await page.locator("#url").fill("https://receiver.example/hook");
+      await page.locator("#events").fill("order.created");
+      await page.locator("#scope").fill("two spaces");
+      const [created] = await Promise.all([
+        page.waitForResponse((res) => res.request().method() === "POST"),
+        page.getByRole("button", { name: "Create webhook configuration" }).click(),
+      ]);
+      expect(created.status(), await created.text()).toBe(200);
+      expect(await page.getByLabel("signing secret", { exact: true }).inputValue()).toMatch(/^whsec_/);
     } finally {
       await context.close();
     }

@@ -1,12 +1,12 @@
 /**
- * The manager's An organization's audit log, newest first, paged to its end. Mounted under
+ * The manager's audit log of an organization, newest first, paged to its end. Mounted under
  * /manager/organizations by routes.tsx, behind its session and CSRF checks; the markup is in
  * pages/audit.tsx.
  */
 import { Hono } from "hono";
 import { auditLog } from "../../identity/audit";
 import { AuditLog } from "./pages/audit";
-import { listPage, type ManagerEnv, orgCrumbs, orgFor, page, paged } from "./shared";
+import { listPage, type ManagerEnv, orgCrumbs, orgFor, page, pagerOf } from "./shared";
 
 export function auditRoutes(): Hono<ManagerEnv> {
   const app = new Hono<ManagerEnv>();
@@ -18,7 +18,7 @@ export function auditRoutes(): Hono<ManagerEnv> {
       c,
       "Audit log",
       [...orgCrumbs(c, org, true), { label: "Audit log" }],
-      paged(c, "Audit log", <AuditLog entries={entries.items} />, entries.next_cursor),
+      <AuditLog entries={entries.items} pager={pagerOf(c, entries.next_cursor)} />,
     );
   });
 

@@ -13,10 +13,9 @@
  */
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
-import { ApiError, invalidInput } from "../../errors";
+import { ApiError, type InputIssue } from "../../errors";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "../../objects/webhooks/limits";
 import { CreateEventTypeInput, type EventTypeView, UpdateEventTypeInput, UpdateWebhookSettingsInput } from "../../schemas/receivers";
-import { parseInput } from "../../schemas/validate";
 import { listWebhookConfigurations, receiverJwksPath } from "../../webhooks/configurations";
 import { sendExampleEvent } from "../../webhooks/deliveries";
 import {
@@ -29,6 +28,7 @@ import {
   updateWebhookSettings,
 } from "../../webhooks/event-types";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
+import { checkedInput } from "./form-check";
 import {
   deleteEventTypeConfirmation,
   EMPTY_EVENT_TYPE_FORM,
@@ -99,12 +99,18 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const values = postedTypeForm(await form(c));
     try {
-      const input = parseInput(CreateEventTypeInput, {
-        name: values.name,
-        ...(values.description !== "" ? { description: values.description } : {}),
-        ...jsonFields(values, false),
-        deprecated: values.deprecated,
-      });
+      // Text that is not JSON is said with the schema's other checks, all at once (form-check.ts).
+      const json = jsonFields(values, false);
+      const input = checkedInput(
+        CreateEventTypeInput,
+        {
+          name: values.name,
+          ...(values.description !== "" ? { description: values.description } : {}),
+          ...json.out,
+          deprecated: values.deprecated,
+        },
+        json.issues,
+      );
       const created = await createEventType(c.get("deps"), org.id, input, actor(c));
       return c.redirect(`${typesPath(org.id)}/${created.name}?notice=event-type-saved`, 303);
     } catch (err) {
@@ -158,11 +164,16 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
     const values = { ...postedTypeForm(await form(c)), name: type.name };
     try {
       // Every field is in the form, so each is set: empty text removes the description, the schema or the examples.
-      const input = parseInput(UpdateEventTypeInput, {
-        description: values.description === "" ? null : values.description,
-        ...jsonFields(values, true),
-        deprecated: values.deprecated,
-      });
+      const json = jsonFields(values, true);
+      const input = checkedInput(
+        UpdateEventTypeInput,
+        {
+          description: values.description === "" ? null : values.description,
+          ...json.out,
+          deprecated: values.deprecated,
+        },
+        json.issues,
+      );
       await updateEventType(c.get("deps"), org.id, type.name, input, actor(c));
     } catch (err) {
       const errors = typeFormErrors(err);
@@ -206,7 +217,7 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
       .map((line) => line.trim())
       .filter((line) => line !== "");
     try {
-      const input = parseInput(UpdateWebhookSettingsInput, {
+      const input = checkedInput(UpdateWebhookSettingsInput, {
         refuse_unknown_event_types: values.refuse_unknown_event_types,
         portal_frame_origins: origins,
       });
@@ -372,12 +383,12 @@ function postedTypeForm(fields: Record<string, unknown>): EventTypeFormValues {
 
 /**
  * The schema and examples from their JSON text. Empty means none: absent on create, removed
- * (schema null, examples []) on update. Text that is not JSON is refused here, naming the field,
- * as the domain names a path inside them.
+ * (schema null, examples []) on update. Text that is not JSON is an issue naming the field (as the
+ * domain names a path inside them), returned to be said with the input schema's own.
  */
-function jsonFields(values: EventTypeFormValues, update: boolean): Record<string, unknown> {
+function jsonFields(values: EventTypeFormValues, update: boolean): { out: Record<string, unknown>; issues: InputIssue[] } {
   const out: Record<string, unknown> = {};
-  const issues: { path: string[]; text: string }[] = [];
+  const issues: InputIssue[] = [];
   for (const field of ["schema", "examples"] as const) {
     const text = values[field].trim();
     if (text === "") {
@@ -390,8 +401,7 @@ function jsonFields(values: EventTypeFormValues, update: boolean): Record<string
       issues.push({ path: [field], text: ` is not valid JSON (${err instanceof Error ? err.message : "unreadable"})` });
     }
   }
-  if (issues.length > 0) throw invalidInput({ label: "form", issues });
-  return out;
+  return { out, issues };
 }
 
 /**

@@ -8,11 +8,20 @@ import { Hono } from "hono";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import { createOrganization, deleteOrganization, listOrganizations, updateOrganizationQuota } from "../../identity/organizations";
 import { CreateOrganizationInput, MintOrgAdminTokenInput, UpdateOrganizationInput } from "../../schemas/admin";
-import { parseInput } from "../../schemas/validate";
+import { checkedInput, formErrorsOf, labelled, text, topLevelField } from "./form-check";
 import { confirmations } from "./pages/confirm";
-import { AdminTokenMinted, OrganizationSettings, Organizations } from "./pages/organizations";
+import {
+  AdminTokenMinted,
+  type NameForm,
+  OrganizationSettings,
+  Organizations,
+  QUOTA_FIELD_LABELS,
+  type QuotaField,
+  type QuotaForm,
+} from "./pages/organizations";
 import {
   actor,
+  type C,
   confirmPage,
   csrf,
   form,
@@ -26,54 +35,98 @@ import {
   orgFor,
   PAGE_SIZE,
   page,
-  paged,
+  pagerOf,
 } from "./shared";
+
+const NAME_LABEL = { name: "Name" } as const;
+const TOKEN_NAME_LABEL = { name: "Token name" } as const;
+
+/** The form field a quota issue names: `limits.<field>`. */
+function quotaField(path: string[]): QuotaField | null {
+  const name = path[0] === "limits" ? path[1] : undefined;
+  return name !== undefined && Object.hasOwn(QUOTA_FIELD_LABELS, name) ? (name as QuotaField) : null;
+}
+
+/** The organizations (this request's page of them) and the form that creates one. */
+async function organizationsPage(c: C, create: NameForm) {
+  const orgs = await listOrganizations(c.get("deps"), listPage(c));
+  return page(
+    c,
+    "Organizations",
+    [{ label: "Organizations" }],
+    <Organizations orgs={orgs.items} csrf={csrf(c)} pager={pagerOf(c, orgs.next_cursor)} create={create} />,
+    create.errors ? undefined : notices[c.req.query("notice") ?? ""],
+  );
+}
+
+/** Organization Settings; after a refused quota or mint form, with that form as typed and its messages. */
+async function settingsPage(c: C, org: Awaited<ReturnType<typeof orgFor>>, refused: { quota?: QuotaForm; mint?: NameForm } = {}) {
+  const deps = c.get("deps");
+  const operator = c.get("session").role === "operator";
+  const tokens = (await listOrgAdminTokens(deps, org.id, PAGE_SIZE)).items.map((t) => adminTokenView(t, deps.now()));
+  const failed = refused.quota !== undefined || refused.mint !== undefined;
+  return page(
+    c,
+    "Organization Settings",
+    orgCrumbs(c, org),
+    <OrganizationSettings
+      org={org}
+      operator={operator}
+      tokens={tokens}
+      limits={org.limits ?? null}
+      csrf={csrf(c)}
+      quota={refused.quota}
+      mint={refused.mint}
+    />,
+    failed ? undefined : c.req.query("notice") === "created" ? "Organization created." : notices[c.req.query("notice") ?? ""],
+  );
+}
 
 export function organizationRoutes(): Hono<ManagerEnv> {
   const app = new Hono<ManagerEnv>();
   // Organizations (operator only).
   app.get("/", async (c) => {
     operatorOnly(c);
-    const orgs = await listOrganizations(c.get("deps"), listPage(c));
-    return page(
-      c,
-      "Organizations",
-      [{ label: "Organizations" }],
-      paged(c, "Organizations", <Organizations orgs={orgs.items} csrf={csrf(c)} />, orgs.next_cursor),
-      notices[c.req.query("notice") ?? ""],
-    );
+    return organizationsPage(c, { value: "" });
   });
 
+  // A refusal answers with the list and the form again, the name as typed and its message beside it.
   app.post("/", async (c) => {
     operatorOnly(c);
-    const org = await createOrganization(c.get("deps"), parseInput(CreateOrganizationInput, { name: (await form(c)).name }), actor(c));
-    return c.redirect(`/manager/organizations/${org.id}?notice=created`, 303);
+    const name = text(await form(c), "name");
+    try {
+      const org = await createOrganization(c.get("deps"), checkedInput(CreateOrganizationInput, { name }), actor(c));
+      return c.redirect(`/manager/organizations/${org.id}?notice=created`, 303);
+    } catch (err) {
+      const errors = formErrorsOf(err, topLevelField(NAME_LABEL), labelled(NAME_LABEL));
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return organizationsPage(c, { value: name, errors });
+    }
   });
 
-  // The shared quota (operators only): empty fields remove a limit.
+  // The shared quota (operators only): empty fields remove a limit. A refusal answers with the
+  // Settings page, the quota form as typed and each field's message beside it.
   app.post("/:org/quota", async (c) => {
     operatorOnly(c);
     const org = await orgFor(c);
-    const limits = limitsFrom(await form(c), ["per_second", "per_day", "per_month"], true);
-    const input = parseInput(UpdateOrganizationInput, { limits }, "form");
-    await updateOrganizationQuota(c.get("deps"), org.id, input.limits, actor(c));
+    const fields = await form(c);
+    const values = { per_second: text(fields, "per_second"), per_day: text(fields, "per_day"), per_month: text(fields, "per_month") };
+    try {
+      const limits = limitsFrom(fields, ["per_second", "per_day", "per_month"], true);
+      const input = checkedInput(UpdateOrganizationInput, { limits });
+      await updateOrganizationQuota(c.get("deps"), org.id, input.limits, actor(c));
+    } catch (err) {
+      const errors = formErrorsOf(err, quotaField, labelled(QUOTA_FIELD_LABELS));
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return settingsPage(c, org, { quota: { values, errors } });
+    }
     return c.redirect(`/manager/organizations/${org.id}?notice=quota-saved`, 303);
   });
 
   // Organization Settings.
-  app.get("/:org", async (c) => {
-    const org = await orgFor(c);
-    const deps = c.get("deps");
-    const operator = c.get("session").role === "operator";
-    const tokens = (await listOrgAdminTokens(deps, org.id, PAGE_SIZE)).items.map((t) => adminTokenView(t, deps.now()));
-    return page(
-      c,
-      "Organization Settings",
-      orgCrumbs(c, org),
-      <OrganizationSettings org={org} operator={operator} tokens={tokens} limits={org.limits ?? null} csrf={csrf(c)} />,
-      c.req.query("notice") === "created" ? "Organization created." : notices[c.req.query("notice") ?? ""],
-    );
-  });
+  app.get("/:org", async (c) => settingsPage(c, await orgFor(c)));
 
   app.get("/:org/delete", async (c) => {
     operatorOnly(c);
@@ -103,14 +156,22 @@ export function organizationRoutes(): Hono<ManagerEnv> {
   app.post("/:org/admin-tokens", async (c) => {
     operatorOnly(c);
     const org = await orgFor(c);
-    const input = parseInput(MintOrgAdminTokenInput, optional(await form(c), ["name"]));
-    const { token } = await mintOrgAdminToken(c.get("deps"), org.id, input, actor(c));
-    return page(
-      c,
-      "Administrator token",
-      [...orgCrumbs(c, org, true), { label: "Administrator token" }],
-      <AdminTokenMinted org={org} token={token} />,
-    );
+    const fields = await form(c);
+    try {
+      const input = checkedInput(MintOrgAdminTokenInput, optional(fields, ["name"]));
+      const { token } = await mintOrgAdminToken(c.get("deps"), org.id, input, actor(c));
+      return page(
+        c,
+        "Administrator token",
+        [...orgCrumbs(c, org, true), { label: "Administrator token" }],
+        <AdminTokenMinted org={org} token={token} />,
+      );
+    } catch (err) {
+      const errors = formErrorsOf(err, topLevelField(TOKEN_NAME_LABEL), labelled(TOKEN_NAME_LABEL));
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return settingsPage(c, org, { mint: { value: text(fields, "name"), errors } });
+    }
   });
 
   app.get("/:org/admin-tokens/:token/revoke", async (c) => {

@@ -26,7 +26,7 @@ import {
   Recoveries,
   RecoveryDetail,
 } from "./pages/receivers";
-import { actor, type C, confirmPage, csrf, form, listPage, type ManagerEnv, notices, page, paged } from "./shared";
+import { actor, type C, confirmPage, csrf, form, listPage, type ManagerEnv, notices, page, pagerOf } from "./shared";
 import { webhookCrumbs, webhookFor, webhookPath } from "./webhooks";
 
 /** Pages of portal sessions read to find one (they stay listed a day: far fewer than this many). */
@@ -68,7 +68,7 @@ export function receiverRoutes(): Hono<ManagerEnv> {
       c,
       "Recoveries",
       [...webhookCrumbs(c, org, config), { label: "Recoveries" }],
-      paged(c, "Recoveries", <Recoveries base={base} recoveries={list.items} caption="Newest first, 100 a page" />, list.next_cursor),
+      <Recoveries base={base} recoveries={list.items} caption="Newest first, 100 a page" pager={pagerOf(c, list.next_cursor)} />,
     );
   });
 

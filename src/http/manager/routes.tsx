@@ -1,5 +1,6 @@
 /**
- * The manager app at /manager (spec 2.1, 5.3): sign-in and sign-out, the session and CSRF checks
+ * The manager app at /manager (spec 2.1, 5.3): sign-in (a token, or the operator's single-use
+ * sign-in link) and sign-out, the session and CSRF checks
  * every other page passes, the error page, and the resources' sub-apps mounted with app.route():
  * organizations.tsx, users.tsx, keys.tsx, webhooks.tsx, receivers.tsx (recoveries and portal
  * links), event-types.tsx (the event catalog and webhook settings), audit.tsx (each with its
@@ -14,7 +15,7 @@
  */
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { resume, SESSION_COOKIE, SESSION_TTL_SECONDS, signIn, signOut } from "../../auth/sessions";
+import { resume, SESSION_COOKIE, SESSION_TTL_SECONDS, signIn, signInWithTicket, signOut } from "../../auth/sessions";
 import { ApiError } from "../../errors";
 import { constantTimeEqual } from "../../lib/crypto";
 import { describeError, log } from "../../log";
@@ -25,8 +26,9 @@ import { eventTypeRoutes } from "./event-types";
 import { keyRoutes } from "./keys";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_COOKIE, LOGIN_CSRF_TTL_SECONDS } from "./login-csrf";
 import { organizationRoutes } from "./organizations";
-import { ErrorMessage, SIGN_IN_ERRORS, SignInForm } from "./pages/sign-in";
+import { ErrorMessage, SIGN_IN_ERRORS, SIGN_IN_LINK_REFUSALS, SignInForm, SignInLinkForm, SignInLinkRefused } from "./pages/sign-in";
 import { receiverRoutes } from "./receivers";
+import { sameOriginPosts } from "./same-origin";
 import { type C, form, home, type ManagerEnv, who } from "./shared";
 import { userRoutes } from "./users";
 import { Page } from "./views";
@@ -57,7 +59,9 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   const app = new Hono<ManagerEnv>();
 
   // Scoped to /manager: this app is mounted at the root, where "*" would mean every request.
-  app.use("/manager/*", provideDeps(now) as never, htmlSecurity(MANAGER_CSP));
+  // sameOriginPosts (hono/csrf) refuses a form another site posts, sign-in included, before any
+  // token is read: a second layer beside the session's CSRF token.
+  app.use("/manager/*", provideDeps(now) as never, htmlSecurity(MANAGER_CSP), sameOriginPosts);
 
   app.onError((err, c) => {
     const e = err instanceof ApiError ? err : null;
@@ -94,6 +98,42 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     const opened = await signIn(deps, token);
     // One message for a wrong, revoked or expired token: which one it was would help a guesser.
     if (!opened) return signInPage(c, 401, SIGN_IN_ERRORS.rejected);
+    deleteCookie(c, LOGIN_CSRF_COOKIE, COOKIE);
+    setCookie(c, SESSION_COOKIE, opened.cookie, { ...COOKIE, maxAge: SESSION_TTL_SECONDS });
+    return c.redirect(home(opened.session), 303);
+  });
+
+  // A single-use sign-in link (issue 43; POST /admin/v1/manager-sign-in-links, printed by npm
+  // start). The GET shows one button, so a link scanner or preview that fetches it uses nothing
+  // up; the POST checks the login-CSRF pair (someone else's link submitted from this browser by a
+  // forged form), then redeems the ticket once and opens the operator session the token sign-in
+  // opens. A second use, an expired or unknown ticket is 410 Gone (RFC 9110 section 15.5.11), as
+  // for the receivers' portal links.
+  app.get("/manager/sign-in/link", async (c) => {
+    const deps = c.get("deps");
+    const { nonce, token } = await issueLoginCsrf(deps.config.signingKeys, deps.now());
+    setCookie(c, LOGIN_CSRF_COOKIE, nonce, { ...COOKIE, maxAge: LOGIN_CSRF_TTL_SECONDS });
+    return c.html(
+      <Page title="Sign in to the manager" nonce={pageNonce(c)}>
+        <SignInLinkForm ticket={c.req.query("ticket") ?? ""} loginCsrf={token} />
+      </Page>,
+    );
+  });
+
+  app.post("/manager/sign-in/link", async (c) => {
+    const fields = await form(c);
+    const deps = c.get("deps");
+    const refused = (status: 403 | 410, message: string) =>
+      c.html(
+        <Page title="Not signed in" nonce={pageNonce(c)}>
+          <SignInLinkRefused message={message} />
+        </Page>,
+        status,
+      );
+    const check = await checkLoginCsrf(deps.config.signingKeys, deps.now(), getCookie(c, LOGIN_CSRF_COOKIE), fields.csrf);
+    if (check !== "ok") return refused(403, SIGN_IN_LINK_REFUSALS.form);
+    const opened = await signInWithTicket(deps, typeof fields.ticket === "string" ? fields.ticket : "");
+    if (!opened.ok) return refused(410, SIGN_IN_LINK_REFUSALS[opened.reason]);
     deleteCookie(c, LOGIN_CSRF_COOKIE, COOKIE);
     setCookie(c, SESSION_COOKIE, opened.cookie, { ...COOKIE, maxAge: SESSION_TTL_SECONDS });
     return c.redirect(home(opened.session), 303);

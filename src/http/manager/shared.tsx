@@ -12,8 +12,9 @@ import { getOrganization } from "../../identity/organizations";
 import { readFields } from "../body";
 import type { AppEnv } from "../context";
 import { pageNonce } from "../middleware/html";
+import type { ListPager } from "./list";
 import { Confirm, type Confirmation } from "./pages/confirm";
-import { type Crumb, Page, Pager, type Section } from "./views";
+import { type Crumb, Page, type Section } from "./views";
 
 export type ManagerEnv = {
   Bindings: AppEnv["Bindings"];
@@ -34,13 +35,8 @@ export function listPage(c: C): { limit: number; cursor?: string } {
   return cursor ? { ...PAGE_SIZE, cursor } : PAGE_SIZE;
 }
 
-/** A list's body followed by its pager (views.tsx Pager), for a list page the route answered. */
-export const paged = (c: C, label: string, body: Child, next: string | null): Child => (
-  <>
-    {body}
-    <Pager label={label} path={c.req.path} current={c.req.query("cursor")} next={next} />
-  </>
-);
+/** Where this list page is in its list (list.tsx List's pager): its path, the cursor it was asked with, the next page's. */
+export const pagerOf = (c: C, next: string | null): ListPager => ({ path: c.req.path, current: c.req.query("cursor"), next });
 
 export const notices: Record<string, string> = {
   "user-added": "User added.",
@@ -107,6 +103,13 @@ export async function orgFor(c: C) {
 }
 
 /**
+ * Pages whose first path segment is not their section's: the new forms sit beside their
+ * collection, not under it (so no segment is both a literal and a parameter, for Hono's
+ * RegExpRouter), yet they belong to its section, not to Settings.
+ */
+const SECTION_OF: Record<string, string> = { "new-webhook": "webhooks", "new-event-type": "event-types" };
+
+/**
  * An organization's sections, as the layout's navigation shows them: the one this path is in is
  * current (a webhook's deliveries, recoveries and portal links are in Webhooks, a user's
  * credentials in Users, administrator tokens and the shared quota on Settings). API keys are the
@@ -125,7 +128,8 @@ export function sectionsOf(s: Session, org: { id: string; name: string }, path: 
     ["webhook-settings", "Webhook settings"],
     ["audit-log", "Audit log"],
   ];
-  const current = entries.some(([seg]) => seg === first) ? first : "";
+  const section = SECTION_OF[first] ?? first;
+  const current = entries.some(([seg]) => seg === section) ? section : "";
   return {
     org: org.name,
     items: entries.map(([seg, label]) => ({ label, href: seg === "" ? base : `${base}/${seg}`, current: seg === current })),

@@ -5,7 +5,6 @@
  * pages/users.tsx.
  */
 import { Hono } from "hono";
-import { invalidInput } from "../../errors";
 import {
   clientCredentialView,
   createClientCredential,
@@ -15,11 +14,26 @@ import {
   updateClientCredential,
 } from "../../identity/credentials";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
-import { CreateClientCredentialInput, CreateUserInput, UpdateClientCredentialInput } from "../../schemas/admin";
+import { type ClientCredentialView, CreateClientCredentialInput, CreateUserInput, UpdateClientCredentialInput } from "../../schemas/admin";
+import type { UserRecord } from "../../schemas/records";
 import { ALL_SCOPES } from "../../schemas/scopes";
-import { parseInput } from "../../schemas/validate";
+import { checkedInput, type FormErrors, formErrorsOf, jsonField, labelled, text, topLevelField } from "./form-check";
 import { confirmations } from "./pages/confirm";
-import { ClientCredentialCreated, ClientCredentialEdit, ClientCredentials, Users } from "./pages/users";
+import {
+  ClientCredentialCreated,
+  ClientCredentialEdit,
+  ClientCredentials,
+  CREDENTIAL_FIELD_LABELS,
+  type CredentialField,
+  type CredentialFormValues,
+  credentialFormValues,
+  EMPTY_CREDENTIAL_FORM,
+  EMPTY_USER_FORM,
+  USER_FIELD_LABELS,
+  type UserField,
+  type UserFormValues,
+  Users,
+} from "./pages/users";
 import {
   actor,
   type C,
@@ -34,7 +48,7 @@ import {
   orgFor,
   PAGE_SIZE,
   page,
-  paged,
+  pagerOf,
 } from "./shared";
 import type { Crumb } from "./views";
 
@@ -43,20 +57,23 @@ export function userRoutes(): Hono<ManagerEnv> {
   // Users.
   app.get("/:org/users", async (c) => {
     const org = await orgFor(c);
-    const users = await listUsers(c.get("deps"), org.id, listPage(c));
-    return page(
-      c,
-      "Users",
-      [...orgCrumbs(c, org, true), { label: "Users" }],
-      paged(c, "Users", <Users org={org} users={users.items} csrf={csrf(c)} />, users.next_cursor),
-      notices[c.req.query("notice") ?? ""],
-    );
+    return usersPage(c, org, EMPTY_USER_FORM);
   });
 
+  // A refusal answers with the list and the form again: the values as typed, each field's message beside it.
   app.post("/:org/users", async (c) => {
     const org = await orgFor(c);
-    const input = parseInput(CreateUserInput, optional(await form(c), ["name", "email"]));
-    await createUser(c.get("deps"), org.id, input, actor(c));
+    const fields = await form(c);
+    const values = { name: text(fields, "name"), email: text(fields, "email") };
+    try {
+      const input = checkedInput(CreateUserInput, optional(fields, ["name", "email"]));
+      await createUser(c.get("deps"), org.id, input, actor(c));
+    } catch (err) {
+      const errors = formErrorsOf(err, topLevelField(USER_FIELD_LABELS), labelled(USER_FIELD_LABELS));
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return usersPage(c, org, values, errors);
+    }
     return c.redirect(`/manager/organizations/${org.id}/users?notice=user-added`, 303);
   });
 
@@ -77,62 +94,75 @@ export function userRoutes(): Hono<ManagerEnv> {
   // Client credentials of a user.
   app.get("/:org/users/:user/client-credentials", async (c) => {
     const { org, user } = await userFor(c);
-    const creds = await listClientCredentials(c.get("deps"), org.id, user.id, PAGE_SIZE);
-    return page(
-      c,
-      "Client credentials",
-      credentialCrumbs(c, org, user),
-      <ClientCredentials
-        base={credentialsPath(org.id, user.id)}
-        user={user}
-        credentials={creds.items.map(clientCredentialView)}
-        csrf={csrf(c)}
-      />,
-      notices[c.req.query("notice") ?? ""],
-    );
+    return credentialsPage(c, org, user, EMPTY_CREDENTIAL_FORM);
   });
 
+  // A refusal answers with the list and the form again: the values as typed (the key set's text
+  // too), every field's message at once (the key set's JSON and the schema's checks together).
   app.post("/:org/users/:user/client-credentials", async (c) => {
     const { org, user } = await userFor(c);
     const fields = await form(c);
-    const jwt = fields.token_endpoint_auth_method === "private_key_jwt";
-    const input = parseInput(CreateClientCredentialInput, {
-      ...optional(fields, ["name"]),
-      ...(jwt ? { token_endpoint_auth_method: "private_key_jwt", jwks: jwksFrom(fields) } : {}),
-      ...policyFrom(fields),
-    });
-    const { record, secret } = await createClientCredential(c.get("deps"), org.id, user.id, input, actor(c));
-    return page(
-      c,
-      "New client credentials",
-      [...credentialCrumbs(c, org, user, true), { label: "New" }],
-      <ClientCredentialCreated base={credentialsPath(org.id, user.id)} clientId={record.client_id} secret={secret} />,
-    );
+    const values = postedCredential(fields);
+    try {
+      const jwt = values.method === "private_key_jwt";
+      const jwks = jsonField(values.jwks, ["jwks"]);
+      const input = checkedInput(
+        CreateClientCredentialInput,
+        {
+          ...optional(fields, ["name"]),
+          ...(jwt ? { token_endpoint_auth_method: "private_key_jwt" } : {}),
+          ...(jwks.value !== undefined || (jwt && jwks.issues.length === 0) ? { jwks: jwks.value } : {}),
+          ...policyFrom(fields),
+        },
+        jwks.issues,
+      );
+      const { record, secret } = await createClientCredential(c.get("deps"), org.id, user.id, input, actor(c));
+      return page(
+        c,
+        "New client credentials",
+        [...credentialCrumbs(c, org, user, true), { label: "New" }],
+        <ClientCredentialCreated base={credentialsPath(org.id, user.id)} clientId={record.client_id} secret={secret} />,
+      );
+    } catch (err) {
+      const errors = formErrorsOf(err, topLevelField(CREDENTIAL_FIELD_LABELS), labelled(CREDENTIAL_FIELD_LABELS));
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return credentialsPage(c, org, user, values, errors);
+    }
   });
 
   app.get("/:org/users/:user/client-credentials/:client/edit", async (c) => {
     const { org, user } = await userFor(c);
     const cred = clientCredentialView(await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client")));
-    const base = credentialsPath(org.id, user.id);
-    return page(
-      c,
-      `Client credentials: ${cred.name ?? cred.client_id}`,
-      [...credentialCrumbs(c, org, user, true), { label: cred.name ?? cred.client_id }],
-      <ClientCredentialEdit action={`${base}/${cred.client_id}`} cancel={base} credential={cred} csrf={csrf(c)} />,
-    );
+    return editCredentialPage(c, org, user, cred, credentialFormValues(cred));
   });
 
   app.post("/:org/users/:user/client-credentials/:client", async (c) => {
     const { org, user } = await userFor(c);
     const cred = await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
     const fields = await form(c);
-    const name = typeof fields.name === "string" && fields.name.trim() !== "" ? fields.name : null;
-    const input = parseInput(UpdateClientCredentialInput, {
-      name,
-      ...(cred.auth_method === "private_key_jwt" ? { jwks: jwksFrom(fields) } : {}),
-      ...policyFrom(fields, true),
-    });
-    await updateClientCredential(c.get("deps"), org.id, user.id, cred.client_id, input, actor(c));
+    const values = {
+      ...postedCredential(fields),
+      method: cred.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+    } as const;
+    try {
+      const jwks = cred.auth_method === "private_key_jwt" ? jsonField(values.jwks, ["jwks"]) : { value: undefined, issues: [] };
+      const input = checkedInput(
+        UpdateClientCredentialInput,
+        {
+          name: values.name === "" ? null : values.name,
+          ...(jwks.value !== undefined ? { jwks: jwks.value } : {}),
+          ...policyFrom(fields, true),
+        },
+        jwks.issues,
+      );
+      await updateClientCredential(c.get("deps"), org.id, user.id, cred.client_id, input, actor(c));
+    } catch (err) {
+      const errors = formErrorsOf(err, topLevelField(CREDENTIAL_FIELD_LABELS), labelled(CREDENTIAL_FIELD_LABELS));
+      if (errors === null) throw err;
+      c.status(errors.status);
+      return editCredentialPage(c, org, user, clientCredentialView(cred), values, errors);
+    }
     return c.redirect(`${credentialsPath(org.id, user.id)}?notice=credential-saved`, 303);
   });
 
@@ -155,17 +185,82 @@ export function userRoutes(): Hono<ManagerEnv> {
   return app;
 }
 
+/** A user's client credentials and the form that creates one. */
+async function credentialsPage(
+  c: C,
+  org: OrgRef,
+  user: UserRecord,
+  values: CredentialFormValues,
+  errors?: FormErrors<CredentialField>,
+): Promise<Response> {
+  const creds = await listClientCredentials(c.get("deps"), org.id, user.id, PAGE_SIZE);
+  return page(
+    c,
+    "Client credentials",
+    credentialCrumbs(c, org, user),
+    <ClientCredentials
+      base={credentialsPath(org.id, user.id)}
+      user={user}
+      credentials={creds.items.map(clientCredentialView)}
+      csrf={csrf(c)}
+      values={values}
+      errors={errors}
+    />,
+    errors ? undefined : notices[c.req.query("notice") ?? ""],
+  );
+}
+
+/** A credential's edit form. */
+function editCredentialPage(
+  c: C,
+  org: OrgRef,
+  user: UserRecord,
+  cred: ClientCredentialView,
+  values: CredentialFormValues,
+  errors?: FormErrors<CredentialField>,
+) {
+  const base = credentialsPath(org.id, user.id);
+  return page(
+    c,
+    `Client credentials: ${cred.name ?? cred.client_id}`,
+    [...credentialCrumbs(c, org, user, true), { label: cred.name ?? cred.client_id }],
+    <ClientCredentialEdit
+      action={`${base}/${cred.client_id}`}
+      cancel={base}
+      credential={cred}
+      csrf={csrf(c)}
+      values={values}
+      errors={errors}
+    />,
+  );
+}
+
+/** The users (this request's page of them) and the form that adds one. */
+async function usersPage(c: C, org: OrgRef, values: UserFormValues, errors?: FormErrors<UserField>) {
+  const users = await listUsers(c.get("deps"), org.id, listPage(c));
+  return page(
+    c,
+    "Users",
+    [...orgCrumbs(c, org, true), { label: "Users" }],
+    <Users org={org} users={users.items} csrf={csrf(c)} pager={pagerOf(c, users.next_cursor)} values={values} errors={errors} />,
+    errors ? undefined : notices[c.req.query("notice") ?? ""],
+  );
+}
+
+type OrgRef = { id: string; name: string };
+
 const credentialsPath = (orgId: string, userId: string) => `/manager/organizations/${orgId}/users/${userId}/client-credentials`;
 
-/** The JWK Set textarea, parsed as JSON (its shape is then checked by the input schema). */
-function jwksFrom(fields: Record<string, unknown>): unknown {
-  const text = typeof fields.jwks === "string" ? fields.jwks.trim() : "";
-  if (text === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw invalidInput({ label: "form", issues: [{ path: ["jwks"], text: " is not valid JSON" }] });
-  }
+/** The credential form as posted: the name trimmed, the key set's text as typed, the boxes ticked. */
+function postedCredential(fields: Record<string, unknown>): CredentialFormValues {
+  const policy = policyFrom(fields);
+  return {
+    name: text(fields, "name"),
+    method: fields.token_endpoint_auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+    jwks: text(fields, "jwks"),
+    scopes: policy.scopes ?? [...ALL_SCOPES],
+    dpop: policy.dpop_bound_access_tokens,
+  };
 }
 
 /**

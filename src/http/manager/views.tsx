@@ -123,15 +123,18 @@ input.secret { font-size:1rem; max-width:48rem; font-family: ui-monospace, "Deja
 .copy { margin:0 0 0 .35rem; padding:0 .5rem; font-size:.8rem; vertical-align:baseline; }
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 time[title] { text-decoration: underline dotted; text-underline-offset: 2px; }
-/* An audit entry's changes: one line per field. */
-dl.changes { display:grid; grid-template-columns:minmax(5rem, max-content) minmax(10rem, 1fr); gap:0 .75rem; margin:0; } dl.changes div { display:contents; }
-dl.changes dt { color:var(--muted); } dl.changes dd { margin:0; overflow-wrap:break-word; min-width:0; }
-/* On a phone the fields run on as "name: value" pairs, so an entry stays a short card. */
-@media (max-width: 640px) { table.audit td { font-size:.8rem; } dl.changes { display:inline; } dl.changes div { display:inline; margin-right:.6rem; } dl.changes dt, dl.changes dd { display:inline; }
-  dl.changes dt::after { content:": "; } }
+/* An audit entry's changes run on as "name: value" pairs at every width (one line per field made
+   a change of many fields a tall band: 209 px at 1280 px), each pair kept whole where it fits; a
+   long value is folded under its size (pages/audit.tsx), so no entry is taller than a few lines. */
+table.audit td { font-size:.875rem; line-height:1.35; }
+dl.changes { display:inline; margin:0; } dl.changes div { display:inline-block; margin-right:.75rem; max-width:100%; vertical-align:top; }
+dl.changes dt, dl.changes dd { display:inline; margin:0; } dl.changes dt { color:var(--muted); } dl.changes dt::after { content:": "; }
+dl.changes dd { overflow-wrap:anywhere; } dl.changes details { display:inline; } dl.changes summary { display:inline; cursor:pointer; }
+dl.changes details[open] > .long { display:block; max-height:12rem; overflow:auto; }
+@media (max-width: 640px) { table.audit td { font-size:.8rem; } }
 /* The audit log at wide widths: fixed columns, most of the width for the changes. */
-@media (min-width: 641px) { table.audit { table-layout:fixed; } table.audit th:nth-child(1) { width:8rem; } table.audit th:nth-child(2) { width:20%; }
-  table.audit th:nth-child(3) { width:24%; } table.audit td { overflow-wrap:anywhere; } }
+@media (min-width: 641px) { table.audit { table-layout:fixed; } table.audit th:nth-child(1) { width:8rem; } table.audit th:nth-child(2) { width:18%; }
+  table.audit th:nth-child(3) { width:22%; } table.audit td { overflow-wrap:anywhere; } }
 /* Charts (charts.tsx): inline SVG scaled to the column; each colour is a class. */
 .charts { display:grid; gap:1rem; } @media (min-width: 1100px) { .charts { grid-template-columns: 1fr 1fr; } }
 figure.chart { margin:0; background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:.75rem; min-width:0; }

@@ -5,7 +5,10 @@
  * the forms and lists of its recoveries and portal sessions, whose routes are in receivers.tsx), its
  * edit form (the receiver's client secret write-only), its deletion (confirmed first) and a
  * delivery's full story with its re-send. A refused create or edit answers with the form again:
- * the values as entered (never the secret), keyway's message and each field's. Actions call the
+ * every value as entered (the client secret too: the page is no-store and same-origin, and
+ * retyping a long secret after each refusal is how a wrong one gets stored), keyway's message and
+ * every field's at once: the API's schema and the SSRF guard's URL checks run together
+ * (form-check.ts), so no mistake waits for the next submit to be told. Actions call the
  * same domain functions as the REST routes (webhooks/configurations.ts), as the session's actor.
  * Mounted under /manager/organizations by routes.tsx, behind its session and CSRF checks; the
  * markup is in pages/webhooks.tsx.
@@ -45,6 +48,7 @@ import {
 import { listPortalSessions } from "../../webhooks/portal";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { listRecoveries } from "../../webhooks/recovery";
+import { checkedInput, formErrorsOf, targetIssues } from "./form-check";
 import { confirmations } from "./pages/confirm";
 import { AssertionKeyRotated, ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
@@ -113,10 +117,9 @@ export function webhookRoutes(): Hono<ManagerEnv> {
 
   app.post("/:org/webhooks", async (c) => {
     const org = await orgFor(c);
-    const posted = postedWebhookForm(await form(c));
-    const { values, secret, events } = posted;
+    const { values, secret, events } = postedWebhookForm(await form(c));
     try {
-      const input = parseInput(CreateWebhookConfigurationInput, {
+      const raw = {
         url: values.url,
         oauth: {
           token_url: values.token_url,
@@ -131,7 +134,8 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         ordered: values.ordered,
         token_cache: values.token_cache,
         ...(values.operations ? { operations: true } : {}),
-      });
+      };
+      const input = checkedInput(CreateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values));
       const { config, signingSecret } = await createWebhookConfiguration(c.get("deps"), org.id, input, actor(c));
       return page(
         c,
@@ -199,7 +203,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
       // No status here: disabling goes through its confirmation, re-enabling through its button.
       // An empty secret field is left out, which keeps the stored secret (unless a URL moves to
       // another origin: then the domain refuses it, naming the secret field).
-      const input = parseInput(UpdateWebhookConfigurationInput, {
+      const raw = {
         url: values.url,
         oauth: {
           token_url: values.token_url,
@@ -214,7 +218,8 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         ordered: values.ordered,
         token_cache: values.token_cache,
         operations: values.operations,
-      });
+      };
+      const input = checkedInput(UpdateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values));
       await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
     } catch (err) {
       const errors = formErrors(err);
@@ -406,8 +411,8 @@ function editWebhookPage(c: C, org: OrgRef, config: WebhookConfiguration, values
 
 /**
  * The create and edit forms as posted: text trimmed, boxes on or off, the event types split at
- * commas and spaces. The client secret is kept apart from the values, which go back into the page
- * after a refusal; it never does.
+ * commas and spaces. The client secret is among the values, which go back into the page after a
+ * refusal (into its password field, as typed), and is also returned apart for the input.
  */
 function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFormValues; secret: string; events: string[] } {
   const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string).trim() : "");
@@ -421,28 +426,20 @@ function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFo
     ordered: fields.ordered === "on",
     token_cache: fields.token_cache === "on",
     operations: fields.operations === "on",
+    client_secret: text("client_secret"),
     ...postedReceiverOAuth(fields),
   };
   const events = values.events.split(/[\s,]+/).filter((e) => e !== "");
-  return { values, secret: text("client_secret"), events };
+  return { values, secret: values.client_secret, events };
 }
 
 /**
- * A refusal the person can correct in the form: invalid input (the schema's or the domain's, such
- * as the client secret a move to another origin needs) and a conflict (the organization has its
- * 20 configurations). Anything else (not found, unavailable) is the error page's: null.
+ * A refusal the person can correct in the form: invalid input (the schema's, the URL checks', or
+ * the domain's, such as the client secret a move to another origin needs) and a conflict (the
+ * organization has its 20 configurations). Anything else (not found, unavailable) is the error
+ * page's: null.
  */
-function formErrors(err: unknown): (WebhookFormErrors & { status: 400 | 409 }) | null {
-  if (!(err instanceof ApiError)) return null;
-  if (err.code === "conflict") return { message: err.developerMessage, fields: {}, status: 409 };
-  if (err.code !== "invalid_request") return null;
-  const fields: WebhookFormErrors["fields"] = {};
-  for (const issue of err.input?.issues ?? []) {
-    const field = formField(issue.path);
-    if (field !== null && fields[field] === undefined) fields[field] = fieldMessage(field, issue);
-  }
-  return { message: err.developerMessage, fields, status: 400 };
-}
+const formErrors = (err: unknown): (WebhookFormErrors & { status: 400 | 409 }) | null => formErrorsOf(err, formField, fieldMessage);
 
 /** The form field an input path names (`oauth.token_url` is the token_url field), or null. */
 function formField(path: string[]): WebhookField | null {

@@ -16,6 +16,8 @@ import type {
   WebhookTrafficView,
 } from "../../schemas/webhooks";
 import { TrafficCharts } from "../manager/charts";
+import type { FormErrors } from "../manager/form-check";
+import { FormRefused } from "../manager/pages/event-types";
 import { ReceiverOAuthFacts, receiverOAuthValuesOf, TokenRequestFields } from "../manager/pages/receiver-oauth";
 import { DeliveryFilters, DeliveryList, Health } from "../manager/pages/webhooks";
 import { CopyId, Field, PostForm, Time, Url } from "../manager/views";
@@ -217,51 +219,127 @@ export const DeliveriesPage: FC<{ deliveries: DeliveryRecord[]; query: DeliveryQ
  * method, the secret write-only, scope, resource, audience, DPoP: the receiver runs that server, so
  * it knows them), event types.
  */
-export const SettingsPage: FC<{ config: WebhookConfiguration; oauth: OAuthView; csrf: string }> = ({ config, oauth, csrf }) => (
-  <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
-    <Field id="url" label="Webhook URL" value={config.url} required />
-    <Field
-      id="token_url"
-      label="Token URL"
-      value={config.oauth.token_url}
-      required
-      hint={
-        oauth.auth_method === "private_key_jwt"
-          ? "may move within its origin only: with private_key_jwt a new token server is the provider's to set"
-          : undefined
-      }
-    />
-    {/* Issue 42: whose identity keyway asserts is the organization's to set, never the receiver's. */}
-    <dl>
-      <dt>Client id at the receiver</dt>
-      <dd>
-        <code>{oauth.client_id}</code>
-      </dd>
-      <dt>How keyway authenticates</dt>
-      <dd>
-        <code>{oauth.auth_method}</code>
-        {oauth.assertion_audience !== null && (
-          <>
-            {" "}
-            (assertion audience <code>{oauth.assertion_audience}</code>)
-          </>
+/** The settings form's fields, named as posted. */
+export type PortalSettingsField = "url" | "token_url" | "client_secret" | "events" | "scope" | "resource" | "audience";
+
+/** The settings as the form shows them: stored, or after a refusal as typed (the client secret typed in that submit too). */
+export interface PortalSettingsValues {
+  url: string;
+  token_url: string;
+  client_secret: string;
+  /** As typed: comma-separated; empty for every event. */
+  events: string;
+  scope: string;
+  resource: string;
+  audience: string;
+  dpop: boolean;
+}
+
+export const PORTAL_SETTINGS_LABELS: Record<PortalSettingsField, string> = {
+  url: "Webhook URL",
+  token_url: "Token URL",
+  client_secret: "Client secret at the receiver",
+  events: "Event types",
+  scope: "Scope",
+  resource: "Resource indicators",
+  audience: "Audience",
+};
+
+/** A stored configuration as the form starts: the client secret is write-only, never put in a page. */
+export const portalSettingsValues = (config: WebhookConfiguration, oauth: OAuthView): PortalSettingsValues => {
+  const o = receiverOAuthValuesOf(oauth);
+  return {
+    url: config.url,
+    token_url: config.oauth.token_url,
+    client_secret: "",
+    events: config.events ? config.events.join(", ") : "",
+    scope: o.scope,
+    resource: o.resource,
+    audience: o.audience,
+    dpop: o.dpop,
+  };
+};
+
+/**
+ * The endpoint's settings. A refused save comes back with every value as typed (the client secret
+ * typed in that submit too: the page is no-store and same-origin) and every field's message
+ * beside it at once, keyway's message above the form linking to each.
+ */
+export const SettingsPage: FC<{
+  oauth: OAuthView;
+  values: PortalSettingsValues;
+  errors?: FormErrors<PortalSettingsField> | undefined;
+  csrf: string;
+}> = ({ oauth, values, errors, csrf }) => {
+  const err = (field: PortalSettingsField) => errors?.fields[field];
+  return (
+    <>
+      <FormRefused errors={errors} what="Nothing was changed." />
+      <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
+        <Field id="url" label={PORTAL_SETTINGS_LABELS.url} value={values.url} required error={err("url")} />
+        <Field
+          id="token_url"
+          label={PORTAL_SETTINGS_LABELS.token_url}
+          value={values.token_url}
+          required
+          error={err("token_url")}
+          hint={
+            oauth.auth_method === "private_key_jwt"
+              ? "may move within its origin only: with private_key_jwt a new token server is the provider's to set"
+              : undefined
+          }
+        />
+        {/* Issue 42: whose identity keyway asserts is the organization's to set, never the receiver's. */}
+        <dl>
+          <dt>Client id at the receiver</dt>
+          <dd>
+            <code>{oauth.client_id}</code>
+          </dd>
+          <dt>How keyway authenticates</dt>
+          <dd>
+            <code>{oauth.auth_method}</code>
+            {oauth.assertion_audience !== null && (
+              <>
+                {" "}
+                (assertion audience <code>{oauth.assertion_audience}</code>)
+              </>
+            )}
+          </dd>
+        </dl>
+        <p class="hint">
+          The client id, the authentication method and the assertion's audience are set by the provider of the webhooks: they decide whose
+          identity keyway asserts, so a change goes through them.
+        </p>
+        {oauth.auth_method !== "private_key_jwt" && (
+          <Field
+            id="client_secret"
+            type="password"
+            label={PORTAL_SETTINGS_LABELS.client_secret}
+            hint="the stored one is never shown; empty keeps it; required when either URL moves to another origin"
+            value={values.client_secret === "" ? undefined : values.client_secret}
+            error={err("client_secret")}
+          />
         )}
-      </dd>
-    </dl>
-    <p class="hint">
-      The client id, the authentication method and the assertion's audience are set by the provider of the webhooks: they decide whose
-      identity keyway asserts, so a change goes through them.
-    </p>
-    {oauth.auth_method !== "private_key_jwt" && (
-      <Field
-        id="client_secret"
-        type="password"
-        label="Client secret at the receiver"
-        hint="never shown; empty keeps the stored one; required when either URL moves to another origin"
-      />
-    )}
-    <TokenRequestFields values={receiverOAuthValuesOf(oauth)} err={() => undefined} receiver />
-    <Field id="events" label="Event types" value={config.events ? config.events.join(", ") : ""} hint="comma-separated; empty for all" />
-    <button type="submit">Save</button>
-  </PostForm>
-);
+        <TokenRequestFields
+          values={{
+            ...receiverOAuthValuesOf(oauth),
+            scope: values.scope,
+            resource: values.resource,
+            audience: values.audience,
+            dpop: values.dpop,
+          }}
+          err={(field) => (field === "scope" || field === "resource" || field === "audience" ? err(field) : undefined)}
+          receiver
+        />
+        <Field
+          id="events"
+          label={PORTAL_SETTINGS_LABELS.events}
+          value={values.events}
+          hint="comma-separated; empty for all"
+          error={err("events")}
+        />
+        <button type="submit">Save</button>
+      </PostForm>
+    </>
+  );
+};

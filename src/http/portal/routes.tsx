@@ -13,7 +13,7 @@ import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Child } from "hono/jsx";
 import { publicBaseUrl } from "../../config";
-import { ApiError } from "../../errors";
+import { ApiError, type InputIssue } from "../../errors";
 import { constantTimeEqual } from "../../lib/crypto";
 import { describeError, log } from "../../log";
 import { PAUSE_HOLD_MAX_DAYS, PAUSE_HOLD_MAX_DELIVERIES } from "../../objects/endpoints/policy";
@@ -53,6 +53,7 @@ import {
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
 import { type AppEnv, keywayOrigin } from "../context";
+import { checkedInput, formErrorsOf, targetIssues } from "../manager/form-check";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
 import { Confirm, type Confirmation, confirmations } from "../manager/pages/confirm";
 import type { FormErrors } from "../manager/pages/event-types";
@@ -66,11 +67,24 @@ import {
   sendExampleErrors,
 } from "../manager/pages/send-example";
 import { DELIVERIES_PAGE, DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
+import { sameOriginPosts } from "../manager/same-origin";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { CATALOG_PAGE, CatalogPage, EventTypeEntry, SendExamplePage, subscribed, typeHref } from "./catalog";
 import { PortalPage, type PortalPageProps } from "./layout";
-import { DeliveriesPage, type DeliveryQuery, HomePage, OpenPage, REFUSALS, Refused, SettingsPage } from "./pages";
+import {
+  DeliveriesPage,
+  type DeliveryQuery,
+  HomePage,
+  OpenPage,
+  PORTAL_SETTINGS_LABELS,
+  type PortalSettingsField,
+  type PortalSettingsValues,
+  portalSettingsValues,
+  REFUSALS,
+  Refused,
+  SettingsPage,
+} from "./pages";
 import {
   RECOVER_LABELS,
   RECOVERIES_PAGE,
@@ -171,6 +185,11 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       c.res.headers.delete("X-Frame-Options");
     }
   });
+
+  // A form another site posts (hono/csrf, manager/same-origin.ts) is refused before any token is
+  // read: a second layer beside the session's CSRF token. A dashboard that frames the portal does
+  // not make its forms cross-site: they are the portal's own page's, posted to its own origin.
+  app.use("/portal/*", sameOriginPosts);
 
   app.onError(async (err, c) => {
     const e = err instanceof ApiError ? err : null;
@@ -385,16 +404,19 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   app.get("/portal/settings", async (c) => {
     const s = portal(c);
     const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+    const oauth = webhookConfigurationView(config, keywayOrigin(c)).oauth;
     return page(
       c,
       "Settings",
       "settings",
-      <SettingsPage config={config} oauth={webhookConfigurationView(config, keywayOrigin(c)).oauth} csrf={s.csrf} />,
+      <SettingsPage oauth={oauth} values={portalSettingsValues(config, oauth)} csrf={s.csrf} />,
       endpointName(config),
     );
   });
 
-  // URLs go through the API's SSRF guard (webhooks/configurations.ts): a private address is a 400 naming the field.
+  // URLs go through the API's SSRF guard (webhooks/configurations.ts): a private address is a 400
+  // naming the field. A refusal answers with the form again: every value as typed (the client
+  // secret typed in this submit too) and every field's message at once (manager/form-check.ts).
   app.post("/portal/settings", async (c) => {
     const s = portal(c);
     const fields = await form(c);
@@ -403,10 +425,8 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       .split(",")
       .map((e) => e.trim())
       .filter((e) => e !== "");
-    const current = webhookConfigurationView(
-      await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId),
-      keywayOrigin(c),
-    ).oauth;
+    const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+    const current = webhookConfigurationView(config, keywayOrigin(c)).oauth;
     // Issue 42: the client id, the method and the assertion's audience are not the receiver's to
     // change, and the page has no field for them. A form that posts them anyway (crafted) has them
     // passed on, so the domain refuses a change with a 400 naming the field rather than dropping it.
@@ -421,17 +441,41 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       ...(fields.auth_method !== undefined ? { auth_method: posted.auth_method } : {}),
       ...(text("assertion_audience") !== "" ? { assertion_audience: text("assertion_audience") } : {}),
     };
-    const input = parseInput(UpdateWebhookConfigurationInput, {
+    const values: PortalSettingsValues = {
       url: text("url"),
-      oauth: {
-        token_url: text("token_url"),
-        ...(text("client_secret") !== "" ? { client_secret: text("client_secret") } : {}),
-        ...settings,
-        ...crafted,
-      },
-      events: events.length === 0 ? null : events,
-    });
-    await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s), "receiver");
+      token_url: text("token_url"),
+      client_secret: text("client_secret"),
+      events: text("events"),
+      scope: posted.scope,
+      resource: posted.resource,
+      audience: posted.audience,
+      dpop: posted.dpop,
+    };
+    try {
+      const raw = {
+        url: values.url,
+        oauth: {
+          token_url: values.token_url,
+          ...(values.client_secret !== "" ? { client_secret: values.client_secret } : {}),
+          ...settings,
+          ...crafted,
+        },
+        events: events.length === 0 ? null : events,
+      };
+      const input = checkedInput(UpdateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values));
+      await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s), "receiver");
+    } catch (err) {
+      const errors = formErrorsOf(err, settingsField, settingsMessage);
+      if (errors === null) throw err;
+      return page(
+        c,
+        "Settings",
+        "settings",
+        <SettingsPage oauth={current} values={values} errors={errors} csrf={s.csrf} />,
+        endpointName(config),
+        errors.status,
+      );
+    }
     return c.redirect("/portal/settings?notice=saved", 303);
   });
 
@@ -818,4 +862,19 @@ function deliveryQuery(c: C): DeliveryQuery {
   );
   const cursor = raw("cursor");
   return { filter, q, search, ...(cursor !== "" ? { cursor } : {}) };
+}
+
+/** The settings form's field an input path names (`oauth.token_url` is token_url), or null (said above the form). */
+function settingsField(path: string[]): PortalSettingsField | null {
+  const name = path[0] === "oauth" ? path[1] : path[0];
+  return name !== undefined && Object.hasOwn(PORTAL_SETTINGS_LABELS, name) ? (name as PortalSettingsField) : null;
+}
+
+/** A field's message: its label, then the issue (an event type's or a resource's by its number in the list). */
+function settingsMessage(field: PortalSettingsField, issue: InputIssue): string {
+  const label = PORTAL_SETTINGS_LABELS[field];
+  if (!("text" in issue)) return `${label} is invalid`;
+  const at = field === "events" ? issue.path[1] : field === "resource" ? issue.path[2] : undefined;
+  const index = at !== undefined ? Number(at) : Number.NaN;
+  return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
 }

@@ -5,7 +5,8 @@
  */
 import type { FC } from "hono/jsx";
 import type { AuditEntryView } from "../../../schemas/audit";
-import { TableRegion, Time, Url, when } from "../views";
+import { List, type ListPager } from "../list";
+import { Time, Url, when } from "../views";
 
 const actorText = (a: AuditEntryView["actor"]): string =>
   a.type === "operator"
@@ -18,39 +19,29 @@ const actorText = (a: AuditEntryView["actor"]): string =>
           ? `API client ${a.id}, key ${a.api_key_id}`
           : `webhook receiver in portal session ${a.id} (configuration ${a.webhook_configuration_id})`;
 
-export const AuditLog: FC<{ entries: AuditEntryView[] }> = ({ entries }) => (
-  <>
-    <TableRegion label="Audit log">
-      <table class="wide audit">
-        <caption class="hint">Changes, newest first, 100 a page</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Who</th>
-            <th scope="col">What</th>
-            <th scope="col">Changes</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr>
-              <td data-label="When" class="nowrap">
-                <Time at={e.at} />
-              </td>
-              <td data-label="Who">{actorText(e.actor)}</td>
-              <td data-label="What">
-                <code>{e.action}</code> <code class="hint id">{e.resource.id}</code>
-              </td>
-              <td data-label="Changes">
-                <Changes detail={e.detail} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
-    {entries.length === 0 && <p>No changes recorded yet.</p>}
-  </>
+export const AuditLog: FC<{ entries: AuditEntryView[]; pager: ListPager }> = ({ entries, pager }) => (
+  <List<AuditEntryView>
+    label="Audit log"
+    wide
+    class="audit"
+    caption="Changes, newest first, 100 a page"
+    rows={entries}
+    empty="No changes recorded yet."
+    pager={pager}
+    columns={[
+      { header: "When", class: "nowrap", cell: (e) => <Time at={e.at} /> },
+      { header: "Who", cell: (e) => actorText(e.actor) },
+      {
+        header: "What",
+        cell: (e) => (
+          <>
+            <code>{e.action}</code> <code class="hint id">{e.resource.id}</code>
+          </>
+        ),
+      },
+      { header: "Changes", cell: (e) => <Changes detail={e.detail} /> },
+    ]}
+  />
 );
 
 /** A time as the API writes it; shown in the app's one exact format (views.tsx `when`). */
@@ -75,7 +66,28 @@ function valueText(v: unknown): string {
   return String(v);
 }
 
-/** An entry's detail as a definition list, one line per changed field; "—" when it has none. */
+/**
+ * Values longer than this are folded: their size shows, one click opens them. An event type's JSON
+ * Schema or a long list written out in full would make its entry a tall band of text.
+ */
+const FOLD_AFTER = 120;
+
+/** One changed field's value: a URL as Url breaks it, long text folded under its size, else as it is. */
+const ChangeValue: FC<{ value: unknown }> = ({ value }) => {
+  if (typeof value === "string" && /^https?:\/\//.test(value) && value.length <= FOLD_AFTER) return <Url value={value} />;
+  const text = valueText(value);
+  if (text.length <= FOLD_AFTER) return <>{text}</>;
+  return (
+    <details>
+      <summary>
+        {text.slice(0, 60)}… ({text.length} characters)
+      </summary>
+      <span class="long">{text}</span>
+    </details>
+  );
+};
+
+/** An entry's detail as a definition list of "name: value" pairs that run on; "—" when it has none. */
 const Changes: FC<{ detail: AuditEntryView["detail"] }> = ({ detail }) => {
   const fields = detail === null ? [] : Object.entries(detail);
   if (fields.length === 0) return <>—</>;
@@ -84,7 +96,9 @@ const Changes: FC<{ detail: AuditEntryView["detail"] }> = ({ detail }) => {
       {fields.map(([k, v]) => (
         <div>
           <dt>{words(k)}</dt>
-          <dd>{typeof v === "string" && /^https?:\/\//.test(v) ? <Url value={v} /> : valueText(v)}</dd>
+          <dd>
+            <ChangeValue value={v} />
+          </dd>
         </div>
       ))}
     </dl>

@@ -9,14 +9,13 @@
  */
 import type { FC } from "hono/jsx";
 import type { EventTypeView, WebhookSettingsView } from "../../../schemas/receivers";
-import { Checkbox, Field, PostForm, Status, TableRegion, TextArea, Time } from "../views";
+import type { FormErrors } from "../form-check";
+import { List } from "../list";
+import { Checkbox, Field, PostForm, Status, TextArea, Time } from "../views";
 import type { Confirmation } from "./common";
 
-/** What `refused` said about a form: keyway's message, and each field's own. */
-export interface FormErrors<F extends string> {
-  message: string;
-  fields: Partial<Record<F, string>>;
-}
+/** What `refused` said about a form: keyway's message, and each field's own (one definition, form-check.ts). */
+export type { FormErrors };
 
 /** The summary above a refused form: what happened, then each field's message linking to it. */
 export const FormRefused: FC<{ errors: FormErrors<string> | undefined; what: string }> = ({ errors, what }) => {
@@ -64,39 +63,34 @@ export const EventTypes: FC<{ base: string; create: string; settings: string; ty
         </li>
       </ul>
       {own.length === 0 && <p>No event types of this organization yet: any type may be published, and none is checked.</p>}
-      <TableRegion label="Event types">
-        <table>
-          <caption class="hint">By name: this organization's types, then keyway's own (read-only)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Description</th>
-              <th scope="col">Deprecated</th>
-              <th scope="col">Schema</th>
-            </tr>
-          </thead>
-          <tbody>
-            {[...own, ...types.filter((t) => t.operational)].map((t) => (
-              <tr>
-                <td data-label="Name">
-                  <a href={`${base}/${t.name}`}>
-                    <code>{t.name}</code>
-                  </a>
-                  {t.operational && (
-                    <>
-                      {" "}
-                      <span class="hint">(keyway's own)</span>
-                    </>
-                  )}
-                </td>
-                <td data-label="Description">{t.description ?? "-"}</td>
-                <td data-label="Deprecated">{t.deprecated ? <Status value="deprecated" /> : "no"}</td>
-                <td data-label="Schema">{t.schema === null ? "none (any data)" : "yes"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableRegion>
+      <List<EventTypeView>
+        label="Event types"
+        caption="By name: this organization's types, then keyway's own (read-only)"
+        rows={[...own, ...types.filter((t) => t.operational)]}
+        // keyway's own types are always listed, so the list is never empty; the paragraph above says when the organization has none.
+        empty={null}
+        columns={[
+          {
+            header: "Name",
+            cell: (t) => (
+              <>
+                <a href={`${base}/${t.name}`}>
+                  <code>{t.name}</code>
+                </a>
+                {t.operational && (
+                  <>
+                    {" "}
+                    <span class="hint">(keyway's own)</span>
+                  </>
+                )}
+              </>
+            ),
+          },
+          { header: "Description", cell: (t) => t.description ?? "-" },
+          { header: "Deprecated", cell: (t) => (t.deprecated ? <Status value="deprecated" /> : "no") },
+          { header: "Schema", cell: (t) => (t.schema === null ? "none (any data)" : "yes") },
+        ]}
+      />
     </>
   );
 };

@@ -8,8 +8,11 @@ import type { CreditsUsage } from "../../../ratelimit/windows";
 import type { ApiKeyTrafficView, ApiKeyView } from "../../../schemas/admin";
 import type { Limits } from "../../../schemas/records";
 import { TrafficCharts } from "../charts";
-import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, when } from "../views";
+import type { FormErrors } from "../form-check";
+import { List } from "../list";
+import { CopyId, Field, PostForm, SecretOnce, Status, Time, when } from "../views";
 import type { Org } from "./common";
+import { FormRefused } from "./event-types";
 
 const LOCATION_HINTS: [string, string][] = [
   ["wnam", "Western North America"],
@@ -47,71 +50,105 @@ export function duration(seconds: number): string {
 
 type Usage = { second: { limit: number; used: number; remaining: number }; day: { limit: number; used: number; remaining: number } };
 
-export const ApiKeys: FC<{ org: Org; keys: { view: ApiKeyView; usage: Usage | null }[]; defaults: Limits; csrf: string }> = ({
-  org,
-  keys,
-  defaults,
-  csrf,
-}) => {
+/** A key of the list with today's usage (null when its object could not say). */
+type KeyRow = { view: ApiKeyView; usage: Usage | null };
+
+/** The "Issue an API key" form's fields, named as posted (the limits are the input's `limits.<name>`). */
+export type KeyField = "name" | "per_second" | "location_hint" | "per_day";
+export const KEY_FIELD_LABELS: Record<KeyField, string> = {
+  name: "Name",
+  per_second: "Requests per second",
+  location_hint: "Where its clients are",
+  per_day: "Requests per day",
+};
+export type KeyFormValues = Record<KeyField, string>;
+export const EMPTY_KEY_FORM: KeyFormValues = { name: "", per_second: "", location_hint: "", per_day: "" };
+
+export const ApiKeys: FC<{
+  org: Org;
+  keys: KeyRow[];
+  defaults: Limits;
+  csrf: string;
+  values: KeyFormValues;
+  errors?: FormErrors<KeyField> | undefined;
+}> = ({ org, keys, defaults, csrf, values, errors }) => {
+  const err = (field: KeyField) => errors?.fields[field];
   const base = `/manager/organizations/${org.id}/api-keys`;
   return (
     <>
-      <TableRegion label="API keys">
-        <table class="wide">
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Name</th>
-              <th scope="col">Limits</th>
-              <th scope="col">Used today</th>
-              <th scope="col">Status</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map(({ view: v, usage: u }) => (
-              <tr>
-                <td data-label="Key">
-                  <code>{v.hint}</code>
-                </td>
-                <td data-label="Name">{v.name ?? "-"}</td>
-                <td data-label="Limits">
-                  {u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`}
-                </td>
-                <td data-label="Used today">{u ? `${u.day.used} (${u.day.remaining} left)` : "-"}</td>
-                <td data-label="Status" class="lead">
-                  <Status value={v.status} />
-                </td>
-                <td data-label="Actions">
-                  {v.status === "active" ? (
-                    <a href={`${base}/${v.id}`}>
-                      Limits and revocation<span class="skip"> for {v.hint}</span>
-                    </a>
-                  ) : (
-                    <>
-                      revoked <Time at={v.revoked_at} />
-                    </>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableRegion>
+      <List<KeyRow>
+        label="API keys"
+        wide
+        rows={keys}
+        empty="No API keys yet."
+        columns={[
+          { header: "Key", cell: ({ view: v }) => <code>{v.hint}</code> },
+          { header: "Name", cell: ({ view: v }) => v.name ?? "-" },
+          {
+            header: "Limits",
+            cell: ({ view: v, usage: u }) =>
+              u ? `${u.second.limit}/s, ${u.day.limit}/day` : `${v.limits.per_second}/s, ${v.limits.per_day}/day`,
+          },
+          { header: "Used today", cell: ({ usage: u }) => (u ? `${u.day.used} (${u.day.remaining} left)` : "-") },
+          { header: "Status", class: "lead", cell: ({ view: v }) => <Status value={v.status} /> },
+          {
+            header: "Actions",
+            cell: ({ view: v }) =>
+              v.status === "active" ? (
+                <a href={`${base}/${v.id}`}>
+                  Limits and revocation<span class="skip"> for {v.hint}</span>
+                </a>
+              ) : (
+                <>
+                  revoked <Time at={v.revoked_at} />
+                </>
+              ),
+          },
+        ]}
+      />
       <h2>Issue an API key</h2>
+      <FormRefused errors={errors} what="No key was issued." />
       <PostForm action={base} csrf={csrf} label="Issue an API key">
-        <Field id="name" label="Name" hint="optional" />
-        <Field id="per_second" label="Requests per second" type="number" min={1} hint={`empty for the default, ${defaults.per_second}`} />
+        <Field id="name" label={KEY_FIELD_LABELS.name} hint="optional" value={values.name} error={err("name")} />
+        <Field
+          id="per_second"
+          label={KEY_FIELD_LABELS.per_second}
+          type="number"
+          min={1}
+          hint={`empty for the default, ${defaults.per_second}`}
+          value={values.per_second}
+          error={err("per_second")}
+        />
         <label for="location_hint">
-          Where its clients are <span class="hint">(its Durable Object is created there; empty: near the organization)</span>
+          {KEY_FIELD_LABELS.location_hint} <span class="hint">(its Durable Object is created there; empty: near the organization)</span>
         </label>
-        <select id="location_hint" name="location_hint">
+        {err("location_hint") && (
+          <p id="location_hint-error" class="field-error" role="alert">
+            {err("location_hint")}
+          </p>
+        )}
+        <select
+          id="location_hint"
+          name="location_hint"
+          aria-invalid={err("location_hint") ? "true" : undefined}
+          aria-describedby={err("location_hint") ? "location_hint-error" : undefined}
+        >
           <option value="">(not given)</option>
           {LOCATION_HINTS.map(([value, label]) => (
-            <option value={value}>{label}</option>
+            <option value={value} selected={values.location_hint === value}>
+              {label}
+            </option>
           ))}
         </select>
-        <Field id="per_day" label="Requests per day" type="number" min={1} hint={`empty for the default, ${defaults.per_day}`} />
+        <Field
+          id="per_day"
+          label={KEY_FIELD_LABELS.per_day}
+          type="number"
+          min={1}
+          hint={`empty for the default, ${defaults.per_day}`}
+          value={values.per_day}
+          error={err("per_day")}
+        />
         <button type="submit">Issue API key</button>
       </PostForm>
     </>
@@ -163,6 +200,15 @@ export const ApiKeyRotated: FC<{ base: string; apiKey: ApiKeyView; secret: strin
   </>
 );
 
+/** The limits form's fields on a key's page. */
+export type KeyLimitField = "per_second" | "per_day";
+
+/** A refused form of a key's page: the values as typed and each field's message. */
+export interface RefusedKeyForms {
+  limits?: { values: Record<KeyLimitField, string>; errors: FormErrors<KeyLimitField> };
+  credits?: { values: { action: "add" | "set"; amount: string }; errors: FormErrors<"amount"> };
+}
+
 export const ApiKeyDetail: FC<{
   base: string;
   apiKey: ApiKeyView;
@@ -172,7 +218,8 @@ export const ApiKeyDetail: FC<{
   credits: CreditsUsage | null;
   quota: QuotaUsage[] | null;
   csrf: string;
-}> = ({ base, apiKey, usage, traffic, resetsAt, credits, quota, csrf }) => (
+  refused?: RefusedKeyForms;
+}> = ({ base, apiKey, usage, traffic, resetsAt, credits, quota, csrf, refused = {} }) => (
   <>
     <p>
       <CopyId value={apiKey.id} label="API key id" /> <code>{apiKey.hint}</code> <Status value={apiKey.status} />
@@ -214,13 +261,24 @@ export const ApiKeyDetail: FC<{
         . Each admitted request spends its cost; at zero the key's requests are refused with 429 credits_exhausted.
       </p>
     )}
+    <FormRefused errors={refused.credits?.errors} what="The credits were not changed." />
     <PostForm action={`${base}/credits`} csrf={csrf} label="Change credits">
       <label for="credits-action">Change</label>
       <select id="credits-action" name="action">
         <option value="add">Top up by</option>
-        <option value="set">Set the balance to</option>
+        <option value="set" selected={refused.credits?.values.action === "set"}>
+          Set the balance to
+        </option>
       </select>
-      <Field id="amount" label="Credits" type="number" min={0} required />
+      <Field
+        id="amount"
+        label="Credits"
+        type="number"
+        min={0}
+        required
+        value={refused.credits?.values.amount}
+        error={refused.credits?.errors.fields.amount}
+      />
       <button type="submit">Save credits</button>
     </PostForm>
     <h2>Traffic</h2>
@@ -235,22 +293,25 @@ export const ApiKeyDetail: FC<{
       ]}
     />
     <h2>Change limits</h2>
+    <FormRefused errors={refused.limits?.errors} what="The limits were not changed." />
     <PostForm action={`${base}/limits`} csrf={csrf} label="Change limits">
       <Field
         id="per_second"
-        label="Requests per second"
+        label={KEY_FIELD_LABELS.per_second}
         type="number"
         min={1}
-        value={String(usage.second.limit)}
+        value={refused.limits?.values.per_second ?? String(usage.second.limit)}
         hint="empty restores the default"
+        error={refused.limits?.errors.fields.per_second}
       />
       <Field
         id="per_day"
-        label="Requests per day"
+        label={KEY_FIELD_LABELS.per_day}
         type="number"
         min={1}
-        value={String(usage.day.limit)}
+        value={refused.limits?.values.per_day ?? String(usage.day.limit)}
         hint="empty restores the default"
+        error={refused.limits?.errors.fields.per_day}
       />
       <button type="submit">Save limits</button>
     </PostForm>

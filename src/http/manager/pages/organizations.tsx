@@ -5,54 +5,75 @@
 import type { FC } from "hono/jsx";
 import type { AdminTokenView } from "../../../schemas/admin";
 import { type OrganizationRecord, type OrgQuota, QUOTA_CEILING_PER_SECOND } from "../../../schemas/records";
-import { CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time } from "../views";
+import type { FormErrors } from "../form-check";
+import { List, type ListPager } from "../list";
+import { CopyId, Field, PostForm, SecretOnce, Status, Time } from "../views";
 import type { Org } from "./common";
+import { FormRefused } from "./event-types";
 
-export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string }> = ({ orgs, csrf }) => (
+/** A one-field form (an organization's name, an administrator token's name): its value and, after a refusal, its message. */
+export interface NameForm {
+  value: string;
+  errors?: FormErrors<"name"> | undefined;
+}
+
+/** The shared quota form's fields, named as posted (the input's `limits.<name>`). */
+export type QuotaField = "per_second" | "per_day" | "per_month";
+export const QUOTA_FIELD_LABELS: Record<QuotaField, string> = {
+  per_second: "Requests per second",
+  per_day: "Requests per UTC day",
+  per_month: "Requests per UTC month",
+};
+
+/** The quota form after a refusal: the values as typed and each field's message. */
+export interface QuotaForm {
+  values: Record<QuotaField, string>;
+  errors: FormErrors<QuotaField>;
+}
+
+export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string; pager: ListPager; create: NameForm }> = ({
+  orgs,
+  csrf,
+  pager,
+  create,
+}) => (
   <>
-    <TableRegion label="Organizations">
-      <table>
-        <caption class="hint">Organizations, 100 a page</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Id</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {orgs.map((o) => (
-            <tr>
-              <td data-label="Name">
-                <a href={`/manager/organizations/${o.id}`}>{o.name}</a>
-              </td>
-              <td data-label="Id">
-                <CopyId value={o.id} label={`id of ${o.name}`} />
-              </td>
-              <td data-label="Created">
-                <Time at={o.created_at} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
+    <List<OrganizationRecord>
+      label="Organizations"
+      caption="Organizations, 100 a page"
+      rows={orgs}
+      empty="No organizations yet."
+      pager={pager}
+      columns={[
+        { header: "Name", cell: (o) => <a href={`/manager/organizations/${o.id}`}>{o.name}</a> },
+        { header: "Id", cell: (o) => <CopyId value={o.id} label={`id of ${o.name}`} /> },
+        { header: "Created", cell: (o) => <Time at={o.created_at} /> },
+      ]}
+    />
     <h2>Create an organization</h2>
+    <FormRefused errors={create.errors} what="Nothing was created." />
     <PostForm action="/manager/organizations" csrf={csrf} label="Create an organization">
-      <Field id="name" label="Name" required />
+      <Field id="name" label="Name" required value={create.value} error={create.errors?.fields.name} />
       <button type="submit">Create organization</button>
     </PostForm>
   </>
 );
 
-export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: AdminTokenView[]; limits: OrgQuota | null; csrf: string }> = ({
-  org,
-  operator,
-  tokens,
-  limits,
-  csrf,
-}) => {
+export const OrganizationSettings: FC<{
+  org: Org;
+  operator: boolean;
+  tokens: AdminTokenView[];
+  limits: OrgQuota | null;
+  csrf: string;
+  /** A refused quota form, shown with what was typed. */
+  quota?: QuotaForm | undefined;
+  /** A refused "mint an administrator token" form. */
+  mint?: NameForm | undefined;
+}> = ({ org, operator, tokens, limits, csrf, quota, mint }) => {
   const base = `/manager/organizations/${org.id}`;
+  const stored = (field: QuotaField) => limits?.[field]?.toString() ?? "";
+  const quotaValue = (field: QuotaField) => (quota ? quota.values[field] : stored(field));
+  const quotaError = (field: QuotaField) => quota?.errors.fields[field];
   return (
     <>
       <p>
@@ -91,85 +112,72 @@ export const OrganizationSettings: FC<{ org: Org; operator: boolean; tokens: Adm
               .join(", ")}, counted exactly with each key's own limits.`}
       </p>
       {operator && (
-        <PostForm action={`${base}/quota`} csrf={csrf} label="Shared quota">
-          <Field
-            id="per_second"
-            label="Requests per second"
-            type="number"
-            min={1}
-            value={limits?.per_second?.toString() ?? ""}
-            hint={`at most ${QUOTA_CEILING_PER_SECOND}; empty for none`}
-          />
-          <Field
-            id="per_day"
-            label="Requests per UTC day"
-            type="number"
-            min={1}
-            value={limits?.per_day?.toString() ?? ""}
-            hint="empty for none"
-          />
-          <Field
-            id="per_month"
-            label="Requests per UTC month"
-            type="number"
-            min={1}
-            value={limits?.per_month?.toString() ?? ""}
-            hint="empty for none"
-          />
-          <button type="submit">Save quota</button>
-        </PostForm>
+        <>
+          <FormRefused errors={quota?.errors} what="The quota was not changed." />
+          <PostForm action={`${base}/quota`} csrf={csrf} label="Shared quota">
+            <Field
+              id="per_second"
+              label={QUOTA_FIELD_LABELS.per_second}
+              type="number"
+              min={1}
+              value={quotaValue("per_second")}
+              hint={`at most ${QUOTA_CEILING_PER_SECOND}; empty for none`}
+              error={quotaError("per_second")}
+            />
+            <Field
+              id="per_day"
+              label={QUOTA_FIELD_LABELS.per_day}
+              type="number"
+              min={1}
+              value={quotaValue("per_day")}
+              hint="empty for none"
+              error={quotaError("per_day")}
+            />
+            <Field
+              id="per_month"
+              label={QUOTA_FIELD_LABELS.per_month}
+              type="number"
+              min={1}
+              value={quotaValue("per_month")}
+              hint="empty for none"
+              error={quotaError("per_month")}
+            />
+            <button type="submit">Save quota</button>
+          </PostForm>
+        </>
       )}
       <h2>Administrator tokens</h2>
-      <TableRegion label="Administrator tokens">
-        <table>
-          <caption class="hint">Tokens that sign this organization's administrators in (never shown again after minting)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Name</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last sign-in</th>
-              <th scope="col">Status</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tokens.map((t) => (
-              <tr>
-                <td data-label="Id">
-                  <code>{t.id}</code>
-                </td>
-                <td data-label="Name">{t.name ?? "-"}</td>
-                <td data-label="Expires">
-                  <Time at={t.expires_at} />
-                </td>
-                <td data-label="Last sign-in">
-                  <Time at={t.last_used_at} />
-                </td>
-                <td data-label="Status" class="lead">
-                  <Status value={t.status} />
-                </td>
-                <td data-label="Actions">
-                  {t.status === "active" ? (
-                    <a href={`${base}/admin-tokens/${t.id}/revoke`}>
-                      Revoke<span class="skip"> administrator token {t.id}</span>
-                    </a>
-                  ) : (
-                    "-"
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableRegion>
-      {tokens.length === 0 && <p>No administrator tokens yet.</p>}
+      <List<AdminTokenView>
+        label="Administrator tokens"
+        caption="Tokens that sign this organization's administrators in (never shown again after minting)"
+        rows={tokens}
+        empty="No administrator tokens yet."
+        columns={[
+          { header: "Id", cell: (t) => <code>{t.id}</code> },
+          { header: "Name", cell: (t) => t.name ?? "-" },
+          { header: "Expires", cell: (t) => <Time at={t.expires_at} /> },
+          { header: "Last sign-in", cell: (t) => <Time at={t.last_used_at} /> },
+          { header: "Status", class: "lead", cell: (t) => <Status value={t.status} /> },
+          {
+            header: "Actions",
+            cell: (t) =>
+              t.status === "active" ? (
+                <a href={`${base}/admin-tokens/${t.id}/revoke`}>
+                  Revoke<span class="skip"> administrator token {t.id}</span>
+                </a>
+              ) : (
+                "-"
+              ),
+          },
+        ]}
+      />
       {operator && (
         <>
           <h2>Administrator access</h2>
           <p>Mint a token that signs this organization's administrator into this app, for this organization only.</p>
+          <FormRefused errors={mint?.errors} what="No token was minted." />
           <PostForm action={`${base}/admin-tokens`} csrf={csrf} label="Mint an administrator token">
-            <Field id="name" label="Token name" hint="optional" />
+            <Field id="name" label="Token name" hint="optional" value={mint?.value ?? ""} error={mint?.errors?.fields.name} />
             <button type="submit">Mint administrator token</button>
           </PostForm>
           <h2>Delete organization</h2>

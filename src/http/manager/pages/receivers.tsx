@@ -8,7 +8,8 @@
  */
 import type { FC } from "hono/jsx";
 import type { PortalSessionView, RecoveryView } from "../../../schemas/receivers";
-import { CopyId, Field, PostForm, Status, TableRegion, Time, when } from "../views";
+import { List, type ListPager } from "../list";
+import { CopyId, Field, PostForm, Status, Time, when } from "../views";
 import type { Confirmation } from "./common";
 import { type FormErrors, FormRefused } from "./event-types";
 
@@ -63,57 +64,39 @@ export const RecoverForm: FC<{
 const windowOf = (r: Pick<RecoveryView, "since" | "until">) => `${when(r.since)} to ${when(r.until)}`;
 
 /** A configuration's recoveries: the manager's list and the portal's (`base` is where each recovery's page is under). */
-export const Recoveries: FC<{ base: string; recoveries: RecoveryView[]; caption: string; empty?: string }> = ({
+export const Recoveries: FC<{ base: string; recoveries: RecoveryView[]; caption: string; empty?: string; pager?: ListPager }> = ({
   base,
   recoveries,
   caption,
   empty = "No recoveries yet.",
-}) =>
-  recoveries.length === 0 ? (
-    <p>{empty}</p>
-  ) : (
-    <TableRegion label="Recoveries">
-      <table class="wide">
-        <caption class="hint">{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Recovery</th>
-            <th scope="col">Window (UTC)</th>
-            <th scope="col">Status</th>
-            <th scope="col">Found</th>
-            <th scope="col">Re-sent</th>
-            <th scope="col">Skipped</th>
-            <th scope="col">Created</th>
-            <th scope="col">Finished</th>
-          </tr>
-        </thead>
-        <tbody>
-          {recoveries.map((r) => (
-            <tr>
-              <td data-label="Recovery">
-                <a href={`${base}/recoveries/${r.id}`}>
-                  <code>{r.id}</code>
-                </a>
-              </td>
-              <td data-label="Window (UTC)">{windowOf(r)}</td>
-              <td data-label="Status" class="lead">
-                <Status value={r.status} />
-              </td>
-              <td data-label="Found">{r.found}</td>
-              <td data-label="Re-sent">{r.resent}</td>
-              <td data-label="Skipped">{r.skipped}</td>
-              <td data-label="Created" class="nowrap">
-                <Time at={r.created_at} />
-              </td>
-              <td data-label="Finished" class="nowrap">
-                <Time at={r.finished_at} never="-" />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
-  );
+  pager,
+}) => (
+  <List<RecoveryView>
+    label="Recoveries"
+    wide
+    caption={caption}
+    rows={recoveries}
+    empty={empty}
+    {...(pager ? { pager } : {})}
+    columns={[
+      {
+        header: "Recovery",
+        cell: (r) => (
+          <a href={`${base}/recoveries/${r.id}`}>
+            <code>{r.id}</code>
+          </a>
+        ),
+      },
+      { header: "Window (UTC)", cell: windowOf },
+      { header: "Status", class: "lead", cell: (r) => <Status value={r.status} /> },
+      { header: "Found", cell: (r) => r.found },
+      { header: "Re-sent", cell: (r) => r.resent },
+      { header: "Skipped", cell: (r) => r.skipped },
+      { header: "Created", class: "nowrap", cell: (r) => <Time at={r.created_at} /> },
+      { header: "Finished", class: "nowrap", cell: (r) => <Time at={r.finished_at} never="-" /> },
+    ]}
+  />
+);
 
 /** What a recovery's status means, in a sentence. */
 const RECOVERY_STATUS = {
@@ -211,60 +194,34 @@ export const PortalLinkCreated: FC<{ back: string; url: string; expiresAt: strin
   </>
 );
 
-export const PortalSessions: FC<{ base: string; sessions: PortalSessionView[] }> = ({ base, sessions }) =>
-  sessions.length === 0 ? (
-    <p>No portal sessions in the last day.</p>
-  ) : (
-    <TableRegion label="Portal sessions">
-      <table class="wide">
-        <caption class="hint">Oldest first; ended and expired sessions stay listed for a day</caption>
-        <thead>
-          <tr>
-            <th scope="col">Session</th>
-            <th scope="col">Status</th>
-            <th scope="col">Opened</th>
-            <th scope="col">Last seen</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Ended</th>
-            <th scope="col">Action</th>
-          </tr>
-        </thead>
-        <tbody>
-          {sessions.map((s) => (
-            <tr>
-              <td data-label="Session">
-                <code>{s.id}</code>
-              </td>
-              <td data-label="Status" class="lead">
-                <Status value={s.status} />
-              </td>
-              <td data-label="Opened" class="nowrap">
-                <Time at={s.created_at} />
-              </td>
-              <td data-label="Last seen" class="nowrap">
-                <Time at={s.last_seen_at} />
-              </td>
-              <td data-label="Expires" class="nowrap">
-                <Time at={s.expires_at} />
-              </td>
-              <td data-label="Ended" class="nowrap">
-                <Time at={s.ended_at} never="-" />
-              </td>
-              <td data-label="Action">
-                {s.status === "active" ? (
-                  <a href={`${base}/portal-sessions/${s.id}/end`} aria-label={`End session ${s.id}`}>
-                    End session
-                  </a>
-                ) : (
-                  "-"
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
-  );
+export const PortalSessions: FC<{ base: string; sessions: PortalSessionView[] }> = ({ base, sessions }) => (
+  <List<PortalSessionView>
+    label="Portal sessions"
+    wide
+    caption="Oldest first; ended and expired sessions stay listed for a day"
+    rows={sessions}
+    empty="No portal sessions in the last day."
+    columns={[
+      { header: "Session", cell: (s) => <code>{s.id}</code> },
+      { header: "Status", class: "lead", cell: (s) => <Status value={s.status} /> },
+      { header: "Opened", class: "nowrap", cell: (s) => <Time at={s.created_at} /> },
+      { header: "Last seen", class: "nowrap", cell: (s) => <Time at={s.last_seen_at} /> },
+      { header: "Expires", class: "nowrap", cell: (s) => <Time at={s.expires_at} /> },
+      { header: "Ended", class: "nowrap", cell: (s) => <Time at={s.ended_at} never="-" /> },
+      {
+        header: "Action",
+        cell: (s) =>
+          s.status === "active" ? (
+            <a href={`${base}/portal-sessions/${s.id}/end`} aria-label={`End session ${s.id}`}>
+              End session
+            </a>
+          ) : (
+            "-"
+          ),
+      },
+    ]}
+  />
+);
 
 export const endPortalSessionConfirmation = (
   s: Pick<PortalSessionView, "id" | "created_at" | "last_seen_at">,

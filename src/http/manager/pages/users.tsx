@@ -6,124 +6,159 @@ import type { FC } from "hono/jsx";
 import { type ClientCredentialView, USE_RESOLUTION_MS } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time } from "../views";
+import type { FormErrors } from "../form-check";
+import { List, type ListPager } from "../list";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, Time } from "../views";
 import type { Org } from "./common";
+import { FormRefused } from "./event-types";
 
-export const Users: FC<{ org: Org; users: UserRecord[]; csrf: string }> = ({ org, users, csrf }) => {
+/** The "Add a user" form's fields, named as posted. */
+export type UserField = "name" | "email";
+export const USER_FIELD_LABELS: Record<UserField, string> = { name: "Name", email: "E-mail" };
+export type UserFormValues = Record<UserField, string>;
+export const EMPTY_USER_FORM: UserFormValues = { name: "", email: "" };
+
+/** The users, and the form that adds one: after a refusal with the values as typed and each field's message beside it. */
+export const Users: FC<{
+  org: Org;
+  users: UserRecord[];
+  csrf: string;
+  pager: ListPager;
+  values: UserFormValues;
+  errors?: FormErrors<UserField> | undefined;
+}> = ({ org, users, csrf, pager, values, errors }) => {
   const base = `/manager/organizations/${org.id}/users`;
   return (
     <>
-      <TableRegion label="Users">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {users.map((u) => (
-              <tr>
-                <td data-label="Name">{u.name}</td>
-                <td data-label="E-mail">{u.email ?? "-"}</td>
-                <td data-label="Created">
-                  <Time at={u.created_at} />
-                </td>
-                <td data-label="Actions">
-                  <a href={`${base}/${u.id}/client-credentials`}>
-                    Client credentials<span class="skip"> of {u.name}</span>
-                  </a>
-                  {" | "}
-                  <a href={`${base}/${u.id}/remove`}>
-                    Remove<span class="skip"> {u.name}</span>
-                  </a>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableRegion>
-      {users.length === 0 && <p>No users yet.</p>}
+      <List<UserRecord>
+        label="Users"
+        rows={users}
+        empty="No users yet."
+        pager={pager}
+        columns={[
+          { header: "Name", cell: (u) => u.name },
+          { header: "E-mail", cell: (u) => u.email ?? "-" },
+          { header: "Created", cell: (u) => <Time at={u.created_at} /> },
+          {
+            header: "Actions",
+            cell: (u) => (
+              <>
+                <a href={`${base}/${u.id}/client-credentials`}>
+                  Client credentials<span class="skip"> of {u.name}</span>
+                </a>
+                {" | "}
+                <a href={`${base}/${u.id}/remove`}>
+                  Remove<span class="skip"> {u.name}</span>
+                </a>
+              </>
+            ),
+          },
+        ]}
+      />
       <h2>Add a user</h2>
+      <FormRefused errors={errors} what="Nobody was added." />
       <PostForm action={base} csrf={csrf} label="Add a user">
-        <Field id="name" label="Name" required />
-        <Field id="email" label="E-mail" type="email" hint="optional" />
+        <Field id="name" label={USER_FIELD_LABELS.name} required value={values.name} error={errors?.fields.name} />
+        <Field id="email" label={USER_FIELD_LABELS.email} type="email" hint="optional" value={values.email} error={errors?.fields.email} />
         <button type="submit">Add user</button>
       </PostForm>
     </>
   );
 };
 
-export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials: ClientCredentialView[]; csrf: string }> = ({
-  base,
-  user,
-  credentials,
-  csrf,
-}) => (
+/** The credential forms' fields, named as posted (the scope boxes are `scopes`' together). */
+export type CredentialField = "name" | "token_endpoint_auth_method" | "jwks" | "scopes" | "dpop_bound_access_tokens";
+export const CREDENTIAL_FIELD_LABELS: Record<CredentialField, string> = {
+  name: "Name",
+  token_endpoint_auth_method: "How the client authenticates",
+  jwks: "Public keys (JWK Set)",
+  scopes: "Scopes its tokens may have",
+  dpop_bound_access_tokens: "Require DPoP",
+};
+
+/** The create and edit forms' values: stored, or after a refusal as typed. */
+export interface CredentialFormValues {
+  name: string;
+  method: "client_secret_basic" | "private_key_jwt";
+  /** The JWK Set as typed (JSON text). */
+  jwks: string;
+  scopes: string[];
+  dpop: boolean;
+}
+
+export const EMPTY_CREDENTIAL_FORM: CredentialFormValues = {
+  name: "",
+  method: "client_secret_basic",
+  jwks: "",
+  scopes: [...ALL_SCOPES],
+  dpop: false,
+};
+
+/** A stored credential as the edit form shows it. */
+export const credentialFormValues = (cr: ClientCredentialView): CredentialFormValues => ({
+  name: cr.name ?? "",
+  method: cr.token_endpoint_auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+  jwks: cr.jwks ? JSON.stringify(cr.jwks, null, 2) : "",
+  scopes: cr.scopes,
+  dpop: cr.dpop_bound_access_tokens,
+});
+
+export const ClientCredentials: FC<{
+  base: string;
+  user: UserRecord;
+  credentials: ClientCredentialView[];
+  csrf: string;
+  values: CredentialFormValues;
+  errors?: FormErrors<CredentialField> | undefined;
+}> = ({ base, user, credentials, csrf, values, errors }) => (
   <>
     <p>
       Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
     </p>
-    <TableRegion label="Client credentials">
-      <table class="wide">
-        <thead>
-          <tr>
-            <th scope="col">client_id</th>
-            <th scope="col">Name</th>
-            <th scope="col">Authentication</th>
-            <th scope="col">Scopes</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Status</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {credentials.map((cr) => (
-            <tr>
-              <td data-label="client_id">
-                <CopyId value={cr.client_id} label={`client_id ${cr.client_id}`} />
-              </td>
-              <td data-label="Name">{cr.name ?? "-"}</td>
-              <td data-label="Authentication">
-                {cr.token_endpoint_auth_method === "private_key_jwt"
-                  ? `private_key_jwt (${cr.jwks?.keys.length ?? 0} keys)`
-                  : "client secret"}
-                {cr.dpop_bound_access_tokens ? "; DPoP required" : ""}
-              </td>
-              <td data-label="Scopes">{cr.scopes.length === ALL_SCOPES.length ? "all" : cr.scopes.join(" ") || "none"}</td>
-              <td data-label="Created">
-                <Time at={cr.created_at} />
-              </td>
-              <td data-label="Last used">
-                <Time at={cr.last_used_at} />
-              </td>
-              <td data-label="Status" class="lead">
-                <Status value={cr.status} />
-              </td>
-              <td data-label="Actions">
-                {cr.status === "active" ? (
-                  <>
-                    <a href={`${base}/${cr.client_id}/edit`}>
-                      Edit<span class="skip"> {cr.client_id}</span>
-                    </a>{" "}
-                    <a href={`${base}/${cr.client_id}/revoke`}>
-                      Revoke<span class="skip"> {cr.client_id}</span>
-                    </a>
-                  </>
-                ) : (
-                  <>
-                    revoked <Time at={cr.revoked_at} />
-                  </>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
+    <List<ClientCredentialView>
+      label="Client credentials"
+      wide
+      rows={credentials}
+      // The paragraph below says it when there are none.
+      empty={null}
+      columns={[
+        { header: "client_id", cell: (cr) => <CopyId value={cr.client_id} label={`client_id ${cr.client_id}`} /> },
+        { header: "Name", cell: (cr) => cr.name ?? "-" },
+        {
+          header: "Authentication",
+          cell: (cr) => (
+            <>
+              {cr.token_endpoint_auth_method === "private_key_jwt"
+                ? `private_key_jwt (${cr.jwks?.keys.length ?? 0} keys)`
+                : "client secret"}
+              {cr.dpop_bound_access_tokens ? "; DPoP required" : ""}
+            </>
+          ),
+        },
+        { header: "Scopes", cell: (cr) => (cr.scopes_unrestricted ? "all, unrestricted" : cr.scopes.join(" ") || "none") },
+        { header: "Created", cell: (cr) => <Time at={cr.created_at} /> },
+        { header: "Last used", cell: (cr) => <Time at={cr.last_used_at} /> },
+        { header: "Status", class: "lead", cell: (cr) => <Status value={cr.status} /> },
+        {
+          header: "Actions",
+          cell: (cr) =>
+            cr.status === "active" ? (
+              <>
+                <a href={`${base}/${cr.client_id}/edit`}>
+                  Edit<span class="skip"> {cr.client_id}</span>
+                </a>{" "}
+                <a href={`${base}/${cr.client_id}/revoke`}>
+                  Revoke<span class="skip"> {cr.client_id}</span>
+                </a>
+              </>
+            ) : (
+              <>
+                revoked <Time at={cr.revoked_at} />
+              </>
+            ),
+        },
+      ]}
+    />
     {credentials.length === 0 ? (
       <p>No client credentials yet.</p>
     ) : (
@@ -133,47 +168,88 @@ export const ClientCredentials: FC<{ base: string; user: UserRecord; credentials
       </p>
     )}
     <h2>Create client credentials</h2>
+    <FormRefused errors={errors} what="Nothing was created." />
     <PostForm action={base} csrf={csrf} label="Create client credentials">
-      <Field id="name" label="Name" hint="optional, e.g. the application using it" />
-      <fieldset>
-        <legend>How the client authenticates</legend>
+      <Field
+        id="name"
+        label={CREDENTIAL_FIELD_LABELS.name}
+        hint="optional, e.g. the application using it"
+        value={values.name}
+        error={errors?.fields.name}
+      />
+      <fieldset id="token_endpoint_auth_method">
+        <legend>{CREDENTIAL_FIELD_LABELS.token_endpoint_auth_method}</legend>
         <p class="check">
-          <input id="method-secret" name="token_endpoint_auth_method" type="radio" value="client_secret_basic" checked />
+          <input
+            id="method-secret"
+            name="token_endpoint_auth_method"
+            type="radio"
+            value="client_secret_basic"
+            checked={values.method === "client_secret_basic"}
+          />
           <label for="method-secret">A client secret (shown once)</label>
         </p>
         <p class="check">
-          <input id="method-jwt" name="token_endpoint_auth_method" type="radio" value="private_key_jwt" />
+          <input
+            id="method-jwt"
+            name="token_endpoint_auth_method"
+            type="radio"
+            value="private_key_jwt"
+            checked={values.method === "private_key_jwt"}
+          />
           <label for="method-jwt">private_key_jwt: a JWT signed with the client's private key (no secret is created)</label>
         </p>
       </fieldset>
-      <JwksField value="" />
-      <CredentialPolicy scopes={[...ALL_SCOPES]} dpop={false} />
+      <JwksField value={values.jwks} error={errors?.fields.jwks} />
+      <CredentialPolicy scopes={values.scopes} dpop={values.dpop} error={errors?.fields.scopes} />
       <button type="submit">Create client credentials</button>
     </PostForm>
   </>
 );
 
-/** The key set of a private_key_jwt credential, as JSON (public keys only). */
-const JwksField: FC<{ value: string; required?: boolean }> = ({ value, required }) => (
+/** The key set of a private_key_jwt credential, as JSON (public keys only), with its message after a refusal. */
+const JwksField: FC<{ value: string; required?: boolean; error?: string | undefined }> = ({ value, required, error }) => (
   <>
     <label for="jwks">
-      Public keys (JWK Set){" "}
+      {CREDENTIAL_FIELD_LABELS.jwks}{" "}
       <span class="hint">
         ({required ? "during a rotation list the old and the new key, then the new one alone" : "for private_key_jwt only"}; public keys
         only, as <code>{'{"keys": [...]}'}</code>)
       </span>
     </label>
-    <textarea id="jwks" name="jwks" rows={6} spellcheck={false} required={required}>
+    {error && (
+      <p id="jwks-error" class="field-error" role="alert">
+        {error}
+      </p>
+    )}
+    <textarea
+      id="jwks"
+      name="jwks"
+      rows={6}
+      spellcheck={false}
+      required={required}
+      aria-invalid={error ? "true" : undefined}
+      aria-describedby={error ? "jwks-error" : undefined}
+    >
       {value}
     </textarea>
   </>
 );
 
 /** What a credential's tokens may be: its scopes and whether they must be DPoP-bound. */
-const CredentialPolicy: FC<{ scopes: string[]; dpop: boolean }> = ({ scopes, dpop }) => (
+const CredentialPolicy: FC<{ scopes: string[]; dpop: boolean; error?: string | undefined }> = ({ scopes, dpop, error }) => (
   <>
-    <fieldset>
-      <legend>Scopes its tokens may have</legend>
+    <fieldset id="scopes" aria-describedby={error ? "scopes-error scopes-meaning" : "scopes-meaning"}>
+      <legend>{CREDENTIAL_FIELD_LABELS.scopes}</legend>
+      {error && (
+        <p id="scopes-error" class="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      <p class="hint" id="scopes-meaning">
+        Every box ticked (the default): no restriction, so its tokens may have every scope, including any scope keyway adds later. Some
+        ticked: only those. None ticked: its tokens carry no scope and reach only what needs none, such as <code>GET /v1/me</code>.
+      </p>
       {/* Says the checkboxes were on the form: unchecked boxes are not sent at all. */}
       <input type="hidden" name="scopes-shown" value="1" />
       {ALL_SCOPES.map((s) => (
@@ -189,18 +265,25 @@ const CredentialPolicy: FC<{ scopes: string[]; dpop: boolean }> = ({ scopes, dpo
   </>
 );
 
-export const ClientCredentialEdit: FC<{ action: string; cancel: string; credential: ClientCredentialView; csrf: string }> = ({
-  action,
-  cancel,
-  credential,
-  csrf,
-}) => (
-  <PostForm action={action} csrf={csrf} label="Edit client credentials">
-    <Field id="name" label="Name" hint="optional" value={credential.name ?? ""} />
-    {credential.token_endpoint_auth_method === "private_key_jwt" && <JwksField value={JSON.stringify(credential.jwks, null, 2)} required />}
-    <CredentialPolicy scopes={credential.scopes} dpop={credential.dpop_bound_access_tokens} />
-    <button type="submit">Save</button> <a href={cancel}>Cancel</a>
-  </PostForm>
+export const ClientCredentialEdit: FC<{
+  action: string;
+  cancel: string;
+  credential: ClientCredentialView;
+  csrf: string;
+  values: CredentialFormValues;
+  errors?: FormErrors<CredentialField> | undefined;
+}> = ({ action, cancel, credential, csrf, values, errors }) => (
+  <>
+    <FormRefused errors={errors} what="Nothing was changed." />
+    <PostForm action={action} csrf={csrf} label="Edit client credentials">
+      <Field id="name" label={CREDENTIAL_FIELD_LABELS.name} hint="optional" value={values.name} error={errors?.fields.name} />
+      {credential.token_endpoint_auth_method === "private_key_jwt" && (
+        <JwksField value={values.jwks} required error={errors?.fields.jwks} />
+      )}
+      <CredentialPolicy scopes={values.scopes} dpop={values.dpop} error={errors?.fields.scopes} />
+      <button type="submit">Save</button> <a href={cancel}>Cancel</a>
+    </PostForm>
+  </>
 );
 
 export const ClientCredentialCreated: FC<{ base: string; clientId: string; secret: string | null }> = ({ base, clientId, secret }) => (

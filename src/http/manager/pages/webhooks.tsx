@@ -11,6 +11,8 @@ import type {
   WebhookTrafficView,
 } from "../../../schemas/webhooks";
 import { TrafficCharts } from "../charts";
+import type { FormErrors } from "../form-check";
+import { List } from "../list";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, Url } from "../views";
 import type { Confirmation } from "./common";
 import {
@@ -116,11 +118,10 @@ const last24hText = (t: Last24h): string =>
     ? "no attempts in the last 24 hours"
     : `${Math.round(t.success_rate * 1000) / 10}% of ${t.succeeded + t.failed} attempts succeeded, ${t.latency_ms_avg} ms on average`;
 
-export const WebhookConfigurations: FC<{ base: string; create: string; configs: { config: WebhookConfiguration; last24h: Last24h }[] }> = ({
-  base,
-  create,
-  configs,
-}) => (
+/** A configuration of the list with its last 24 hours. */
+type ConfigRow = { config: WebhookConfiguration; last24h: Last24h };
+
+export const WebhookConfigurations: FC<{ base: string; create: string; configs: ConfigRow[] }> = ({ base, create, configs }) => (
   <>
     {configs.length === 0 ? (
       <p>
@@ -132,41 +133,33 @@ export const WebhookConfigurations: FC<{ base: string; create: string; configs: 
         <a href={create}>New webhook configuration</a>
       </p>
     )}
-    {configs.length > 0 && (
-      <TableRegion label="Webhook configurations">
-        <table class="wide">
-          <caption class="hint">Every configuration of the organization (at most 20)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Configuration</th>
-              <th scope="col">Health</th>
-              <th scope="col">Last 24 hours</th>
-              <th scope="col">Events</th>
-            </tr>
-          </thead>
-          <tbody>
-            {configs.map(({ config: w, last24h }) => (
-              <tr>
-                <td data-label="Configuration">
-                  <a href={`${base}/${w.id}`}>{w.description ?? w.url}</a>
-                  {w.description !== null && (
-                    <>
-                      <br />
-                      <Url value={w.url} />
-                    </>
-                  )}
-                </td>
-                <td data-label="Health" class="lead">
-                  <Health config={w} />
-                </td>
-                <td data-label="Last 24 hours">{last24hText(last24h)}</td>
-                <td data-label="Events">{w.events ? w.events.join(", ") : "all"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableRegion>
-    )}
+    <List<ConfigRow>
+      label="Webhook configurations"
+      wide
+      caption="Every configuration of the organization (at most 20)"
+      rows={configs}
+      // The paragraph above says it, with the link to the form.
+      empty={null}
+      columns={[
+        {
+          header: "Configuration",
+          cell: ({ config: w }) => (
+            <>
+              <a href={`${base}/${w.id}`}>{w.description ?? w.url}</a>
+              {w.description !== null && (
+                <>
+                  <br />
+                  <Url value={w.url} />
+                </>
+              )}
+            </>
+          ),
+        },
+        { header: "Health", class: "lead", cell: ({ config: w }) => <Health config={w} /> },
+        { header: "Last 24 hours", cell: ({ last24h }) => last24hText(last24h) },
+        { header: "Events", cell: ({ config: w }) => (w.events ? w.events.join(", ") : "all") },
+      ]}
+    />
   </>
 );
 
@@ -634,7 +627,10 @@ export type WebhookField =
 
 /**
  * What the create and edit forms show: the stored values, or after a refusal the values as
- * entered. The receiver's client secret is not here: it is write-only, never put in a page.
+ * entered. The receiver's stored client secret is write-only and never put in a page (the edit
+ * form starts with the field empty); a secret the person just typed comes back after a refusal,
+ * into the same password field: the page is no-store and same-origin, it is their own input, and
+ * making them retype it after every refusal is how a mistyped secret gets saved.
  */
 export interface WebhookFormValues extends ReceiverOAuthValues {
   url: string;
@@ -648,6 +644,8 @@ export interface WebhookFormValues extends ReceiverOAuthValues {
   token_cache: boolean;
   /** Issue 42: one of the organization's operations configurations (operational events go only to these). */
   operations: boolean;
+  /** As typed in this submit (never the stored one); empty on a fresh form. */
+  client_secret: string;
 }
 
 export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
@@ -660,6 +658,7 @@ export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
   ordered: false,
   token_cache: false,
   operations: false,
+  client_secret: "",
   ...EMPTY_RECEIVER_OAUTH,
 };
 
@@ -674,6 +673,8 @@ export const formValuesOf = (config: WebhookConfiguration, oauth: WebhookConfigu
   ordered: config.ordered,
   token_cache: config.token_cache,
   operations: config.operations === true,
+  // Write-only: the stored secret never reaches a page; empty keeps it.
+  client_secret: "",
   ...receiverOAuthValuesOf(oauth),
 });
 
@@ -690,17 +691,14 @@ export const WEBHOOK_FIELD_LABELS: Record<WebhookField, string> = {
 };
 
 /** Why the form was refused: keyway's message as the API words it, and each field's own message. */
-export interface WebhookFormErrors {
-  message: string;
-  fields: Partial<Record<WebhookField, string>>;
-}
+export type WebhookFormErrors = FormErrors<WebhookField>;
 
 /**
  * The form that creates a configuration or edits one: where webhooks go, how keyway signs in to
  * the receiver (its OAuth token URL and client credentials) and how deliveries are paced. After a
- * refusal it comes back with the values as entered, keyway's message above it and each field's
- * message beside that field (the field described by it and focused); the client secret field is
- * always empty, since a secret is never written into a page.
+ * refusal it comes back with every value as entered (the client secret typed in that submit
+ * included, never the stored one), keyway's message above it and every field's message beside
+ * that field at once (the field described by it, the first one focused).
  */
 export const WebhookConfigurationForm: FC<{
   mode: "create" | "edit";
@@ -778,6 +776,7 @@ export const WebhookConfigurationForm: FC<{
                 ? `stored encrypted; never shown again; ${CLIENT_SECRET_NOT_FOR_JWT}`
                 : `write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`
             }
+            value={values.client_secret === "" ? undefined : values.client_secret}
             error={err("client_secret")}
           />
           <TokenRequestFields values={values} err={err} />
