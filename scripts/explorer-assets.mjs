@@ -1,7 +1,7 @@
 /**
  * The GraphQL explorer's static files (GET /explorer, http/explorer-page.ts), copied from the npm
  * packages that ship them, graphiql's UMD build and the React 18 UMD builds it runs on, into the
- * directory the keyway-docs Worker serves as Workers Static Assets (wrangler.docs.toml, `[assets]`).
+ * directory the keyway-people Worker serves as Workers Static Assets (wrangler.people.toml, `[assets]`).
  * wrangler runs this as that Worker's build command, before `wrangler dev` and `wrangler deploy`
  * bundle it, so the files always match the installed, pinned versions (package-lock.json) and
  * nothing is fetched from a CDN. Static assets are not part of the Worker's script: about 620 KiB
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-/** Where wrangler.docs.toml's `[assets] directory` points; git-ignored (.wrangler/). */
+/** Where wrangler.people.toml's `[assets] directory` points; git-ignored (.wrangler/). */
 export const ASSETS_DIR = join(ROOT, ".wrangler", "explorer-assets");
 
 /** Served name (under /explorer/assets/) and the package file it is copied from. */

@@ -12,7 +12,7 @@
  * production). Remote checks (skipped offline) ask wrangler for the Worker's secrets, the
  * account's KV namespaces and each queue. Every refusal names the exact command or the exact
  * wrangler.toml lines that fix it. The companion Workers the API Worker calls over service bindings
- * (COMPANIONS: the description Worker, wrangler.docs.toml; the GraphQL Worker, wrangler.graphql.toml)
+ * (COMPANIONS: the people's Worker, wrangler.people.toml; the GraphQL Worker, wrangler.graphql.toml)
  * are checked with it: each environment must bind the companion of the same environment, which
  * must exist as a section of its own. `--new-secrets FILE [NAME...]` writes fresh secrets in the
  * shapes of .dev.vars.example to a mode-600 file for `wrangler secret bulk`, never printing them.

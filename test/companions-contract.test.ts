@@ -1,6 +1,6 @@
 /**
  * The companions' contract (docs/deploy.md, "The companions' contract"). `wrangler versions` rolls
- * the API Worker, keyway-graphql and keyway-docs out one by one, so for a while the API Worker of
+ * the API Worker, keyway-graphql and keyway-people out one by one, so for a while the API Worker of
  * one release calls the companions of the release before or after it, and the engine calls back
  * into that API Worker's backend. The fixtures (test/fixtures/companions/) are this release's
  * calls and answers as recorded; each test holds one side as the code is now against the other

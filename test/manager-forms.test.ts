@@ -185,6 +185,8 @@ describe("hono/csrf beside the session's CSRF token", () => {
       { "Sec-Fetch-Site": "cross-site" },
       // A sibling subdomain is another origin: same-site is not enough.
       { Origin: "https://evil.keyway.test", "Sec-Fetch-Site": "same-site" },
+      // An attacker's page with Referrer-Policy no-referrer sends Origin: null; Sec-Fetch-Site still tells.
+      { Origin: "null", "Sec-Fetch-Site": "cross-site" },
     ];
     for (const headers of crossSite) {
       const res = await b.post(`${orgBase(t)}/users`, fields, undefined, headers);
@@ -192,9 +194,19 @@ describe("hono/csrf beside the session's CSRF token", () => {
       expect(await res.text()).toContain("The form was sent from another site, so it was not accepted.");
     }
     expect(await admin<unknown[]>("GET", `/organizations/${t.orgId}/users`)).toHaveLength(1);
-    // The same form from the manager's own page is accepted.
-    expect((await b.post(`${orgBase(t)}/users`, fields, undefined, { Origin: BASE })).status).toBe(303);
-    expect(await admin<unknown[]>("GET", `/organizations/${t.orgId}/users`)).toHaveLength(2);
+    // The same form from the manager's own page is accepted: as a browser sends it from a page
+    // whose Referrer-Policy is no-referrer (Origin: null, with Sec-Fetch-Site), as one without
+    // Sec-Fetch-Site sends it (Origin: null alone: the session token decides), and with the origin.
+    const own: Record<string, string>[] = [{ Origin: "null", "Sec-Fetch-Site": "same-origin" }, { Origin: "null" }, { Origin: BASE }];
+    for (const [i, headers] of own.entries()) {
+      const res = await b.post(`${orgBase(t)}/users`, { ...fields, email: `own${i}@example.com` }, undefined, headers);
+      expect(res.status, JSON.stringify(headers)).toBe(303);
+    }
+    expect(await admin<unknown[]>("GET", `/organizations/${t.orgId}/users`)).toHaveLength(4);
+    // Origin: null without Sec-Fetch-Site and without the session's token: the token check refuses it.
+    const tokenless = await b.post(`${orgBase(t)}/users`, { ...fields, csrf: "forged" }, undefined, { Origin: "null" });
+    expect(tokenless.status).toBe(403);
+    expect(await admin<unknown[]>("GET", `/organizations/${t.orgId}/users`)).toHaveLength(4);
   });
 
   it("refuses a cross-site sign-in too, before the token is looked at", async () => {

@@ -317,6 +317,12 @@ describe("a portal session", () => {
     expect(await res.text()).toContain("The form was sent from another site");
     const config = await body<{ status: string }>(await api(o.t, o.bearer, `/v1/webhook-configurations/${o.configs[0]?.id}`));
     expect(config.data.status).toBe("active");
+    // The link's own form too, whose body the portal reads before this check: a 403, not a failure.
+    const open = await b.post("/portal/open", { link: "x" }, undefined, {
+      Origin: "https://attacker.example",
+      "Sec-Fetch-Site": "cross-site",
+    });
+    expect(open.status).toBe(403);
   });
 
   it("edits the URLs and events through the SSRF guard, pauses and resumes", async () => {

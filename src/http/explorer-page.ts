@@ -1,7 +1,7 @@
 /**
  * The GraphQL explorer served at /explorer: GraphiQL (the npm package `graphiql`, its UMD build,
- * on React 18's UMD builds) pointed at POST /v1/graphql. It is rendered by the keyway-docs Worker
- * (src/description.ts), like /docs, and its scripts and style sheet are that Worker's static
+ * on React 18's UMD builds) pointed at POST /v1/graphql. It is rendered by the people's Worker
+ * (src/people-worker.ts), like /docs, and its scripts and style sheet are that Worker's static
  * assets (/explorer/assets/*, copied from node_modules by scripts/explorer-assets.mjs): nothing
  * comes from a CDN, and none of it is in the API Worker's bundle. It works under a strict
  * Content-Security-Policy (EXPLORER_CSP): scripts only with this response's nonce, style sheets
@@ -17,11 +17,14 @@
  * sessionStorage (a reload keeps working; closing the tab or "Forget" ends it), fetches an access
  * token from POST /v1/oauth (same origin, spec 4.1's JSON body) and sends the API key and that
  * token with every query, fetching a new token a minute before the current one expires. Values
- * typed into the Headers tab win over them.
+ * typed into the Headers tab win over them. Away from loopback (a deployed keyway) the page asks
+ * first, naming the client: a link someone else made would otherwise sign a person in as that
+ * someone, and what they then create (a webhook configuration with their receiver's secret, say)
+ * would land in the link maker's organization, as a login CSRF does.
  */
 import { type Csp, NONCE } from "./middleware/html";
 
-/** Where the copied package files are served (wrangler.docs.toml, `[assets]`). */
+/** Where the copied package files are served (wrangler.people.toml, `[assets]`). */
 export const EXPLORER_ASSETS = "/explorer/assets";
 
 /**
@@ -104,7 +107,8 @@ window.__webpack_nonce__=${JSON.stringify(nonce)};
 const STORE=${JSON.stringify(CREDENTIALS_STORE)};
 const creds=(()=>{const f=new URLSearchParams(location.hash.slice(1));
 if(f.get("api_key")&&f.get("client_id")&&f.get("client_secret")){const c={api_key:f.get("api_key"),client_id:f.get("client_id"),client_secret:f.get("client_secret")};
-history.replaceState(null,"",location.pathname+location.search);try{sessionStorage.setItem(STORE,JSON.stringify(c))}catch{}return c}
+history.replaceState(null,"",location.pathname+location.search);
+if(/^(localhost|127(\\.\\d{1,3}){3}|\\[::1\\])$/.test(location.hostname)||confirm("Sign this explorer in as the client "+c.client_id+" with the API key and secret this link carries? Accept only a link you made yourself: what you run here is done as that client.")){try{sessionStorage.setItem(STORE,JSON.stringify(c))}catch{}return c}}
 try{const c=JSON.parse(sessionStorage.getItem(STORE)||"null");if(c&&c.api_key&&c.client_id&&c.client_secret)return c}catch{}return null})();
 let token=null,renewal=0;
 const renew=async()=>{const r=await fetch("/v1/oauth",{method:"POST",headers:{"content-type":"application/json",accept:"application/json","x-api-key":creds.api_key},

@@ -9,7 +9,7 @@
  * credential into the requests that use them). /docs and GET /'s page are also checked dark
  * (Chromium's `colorScheme: "dark"`, which `prefers-color-scheme` follows): a dark background and
  * axe's contrast rules passing. The GraphQL explorer (GET /explorer, GraphiQL from npm, served by
- * the description Worker) loads under its strict CSP with no console error, takes the API key and
+ * the people's Worker) loads under its strict CSP with no console error, takes the API key and
  * an access token in its Headers tab, runs a `viewer` query and shows its data, light and dark,
  * axe-clean; opened from npm start's explorer link (the demo's API key and client credentials in
  * the URL fragment, issue 43), it runs the default `viewer` query at once with nothing pasted,

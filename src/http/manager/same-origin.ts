@@ -20,7 +20,12 @@ const guard = csrf();
 export const CROSS_SITE_REFUSAL = "The form was sent from another site, so it was not accepted. Open the page here and submit it again.";
 
 export const sameOriginPosts: MiddlewareHandler = async (c: Context, next: Next) => {
-  if (c.req.header("origin") !== undefined || c.req.header("sec-fetch-site") !== undefined) {
+  // `Origin: null` is what a browser sends on a same-origin form POST from a page whose
+  // Referrer-Policy is no-referrer (ours: middleware/html.ts), so without Sec-Fetch-Site (Safari
+  // before 16.4) it tells nothing, as no header does: the session token decides.
+  const origin = c.req.header("origin");
+  const fetchSite = c.req.header("sec-fetch-site");
+  if (fetchSite !== undefined || (origin !== undefined && origin !== "null")) {
     // Run the guard alone (its `next` only records that it passed), so an error from the route
     // below is never mistaken for the guard's refusal.
     let passed = false;
@@ -49,9 +54,10 @@ const DRAIN_BYTES = 256 * 1024;
  * sent" for every refusal.
  */
 async function drain(request: Request): Promise<void> {
-  const reader = request.body?.getReader();
-  if (!reader) return;
+  // Already read (the portal reads a form before this check runs): nothing left to drain.
+  if (request.bodyUsed || request.body === null) return;
   try {
+    const reader = request.body.getReader();
     for (let seen = 0; seen <= DRAIN_BYTES; ) {
       const { done, value } = await reader.read();
       if (done) return;

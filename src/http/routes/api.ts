@@ -68,18 +68,25 @@ export const API_ROUTES: readonly Route[] = [
 
 const DESCRIPTION = "API description";
 
+/** How long an isolate keeps the document: as long as its answer may be cached (Cache-Control). */
+const DESCRIBED_TTL_MS = 300_000;
+
 /**
- * The OpenAPI document from the people's Worker, asked once per isolate: it is the same for every
- * request until the next deploy. A failed call is not kept, so the next request asks again.
+ * The OpenAPI document from the people's Worker, kept per isolate for DESCRIBED_TTL_MS: the people's
+ * Worker is deployed after the API Worker (scripts/deploy.mjs), so an isolate that asked during a
+ * rollout may hold the previous release's document, and asks again within minutes. A failed call
+ * is not kept, so the next request asks again.
  */
-let described: Promise<OpenApiDocument> | undefined;
+let described: { document: Promise<OpenApiDocument>; at: number } | undefined;
 function describedApi(env: Env): Promise<OpenApiDocument> {
-  if (described === undefined) {
+  const now = Date.now();
+  if (described === undefined || now - described.at >= DESCRIBED_TTL_MS) {
     const asked = reach(DESCRIPTION, () => env.PEOPLE.openApiDocument());
-    described = asked;
+    const entry = { document: asked, at: now };
+    described = entry;
     asked.catch(() => {
-      if (described === asked) described = undefined;
+      if (described === entry) described = undefined;
     });
   }
-  return described;
+  return described.document;
 }
