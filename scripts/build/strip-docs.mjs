@@ -7,8 +7,8 @@
  * read them. This transform, applied by scripts/build/api.mjs to those files only, replaces:
  *   - in the object literal given to a route builder (envelopeRoute, listRoute, rawRoute), and in
  *     its `body`, `response` and `query` entries: `summary`, a literal `description`, `example`;
- *   - in a query parameter declared apart (an object literal with `name` and `schema`): a literal
- *     `description` and `example`;
+ *   - in each query parameter of its `query` (an array written there, or a constant array the
+ *     declaration names, `query: DELIVERY_QUERY`): a literal `description` and `example`;
  *   - `x.describe(<literal>)` in schemas: by `x`;
  * each with `undefined` (or nothing), by text splices at positions from TypeScript's parser, so
  * everything else stays byte for byte what the tests ran. Only literals are removed: a
@@ -44,8 +44,6 @@ const assignments = (object) =>
   object.properties.flatMap((p) =>
     ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? [[p.name.text, p.initializer]] : [],
   );
-/** @param {ts.ObjectLiteralExpression} object @param {string} name */
-const has = (object, name) => assignments(object).some(([n]) => n === name);
 
 /**
  * @param {string} text a TypeScript source file
@@ -59,6 +57,24 @@ export function stripDocs(text, fileName) {
   /** @param {ts.Node} node */
   const blank = (node) => edits.push([node.getStart(source), node.getEnd(), "undefined"]);
 
+  /** The route builders' declaration objects, and the names of the constant arrays their `query` names. */
+  /** @type {ts.ObjectLiteralExpression[]} */
+  const declarations = [];
+  /** @type {Set<string>} */
+  const queryNames = new Set();
+  /** @param {ts.Node} node */
+  const find = (node) => {
+    if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && ROUTE_BUILDERS.has(node.expression.text)) {
+      const [first] = node.arguments;
+      if (first !== undefined && ts.isObjectLiteralExpression(first)) {
+        declarations.push(first);
+        for (const [name, value] of assignments(first)) if (name === "query" && ts.isIdentifier(value)) queryNames.add(value.text);
+      }
+    }
+    ts.forEachChild(node, find);
+  };
+  find(source);
+
   /**
    * The declaration's own doc fields, and those of its body, response and query parameters.
    * @param {ts.ObjectLiteralExpression} object
@@ -67,7 +83,12 @@ export function stripDocs(text, fileName) {
     for (const [name, value] of assignments(object)) {
       if (name === "summary" || (name === "description" && isLiteral(value))) blank(value);
       else if ((name === "body" || name === "response") && ts.isObjectLiteralExpression(value)) stripExample(value);
+      else if (name === "query" && ts.isArrayLiteralExpression(value)) stripQuery(value);
     }
+  };
+  /** @param {ts.ArrayLiteralExpression} array */
+  const stripQuery = (array) => {
+    for (const element of array.elements) if (ts.isObjectLiteralExpression(element)) stripQueryParam(element);
   };
   /** @param {ts.ObjectLiteralExpression} object */
   const stripExample = (object) => {
@@ -80,12 +101,19 @@ export function stripDocs(text, fileName) {
 
   /** @param {ts.Node} node */
   const visit = (node) => {
+    if (ts.isObjectLiteralExpression(node) && declarations.includes(node)) stripDeclaration(node);
+    if (
+      ts.isVariableDeclaration(node) &&
+      ts.isIdentifier(node.name) &&
+      queryNames.has(node.name.text) &&
+      node.initializer !== undefined &&
+      ts.isArrayLiteralExpression(node.initializer)
+    ) {
+      stripQuery(node.initializer);
+    }
     if (ts.isCallExpression(node)) {
       const callee = node.expression;
       const [first] = node.arguments;
-      if (ts.isIdentifier(callee) && ROUTE_BUILDERS.has(callee.text) && first !== undefined && ts.isObjectLiteralExpression(first)) {
-        stripDeclaration(first);
-      }
       if (
         ts.isPropertyAccessExpression(callee) &&
         callee.name.text === "describe" &&
@@ -98,14 +126,6 @@ export function stripDocs(text, fileName) {
         visit(callee.expression);
         return;
       }
-    }
-    if (
-      ts.isObjectLiteralExpression(node) &&
-      has(node, "name") &&
-      has(node, "schema") &&
-      (has(node, "description") || has(node, "example"))
-    ) {
-      stripQueryParam(node);
     }
     ts.forEachChild(node, visit);
   };
