@@ -36,6 +36,11 @@ export const ENV = {
   // observability UI): about 7 file writes per request, which doubled the Worker process's CPU
   // per request here. Production has no such local store, so the bench measures without it.
   X_LOCAL_OBSERVABILITY: "false",
+  // wrangler also appends every message it is given, at any log level (so every line the Worker
+  // logs), to a debug log file under ~/.config/.wrangler/logs, one open-append-close each: about
+  // 1 ms of its node process's CPU per line here (bench/tail.mjs, docs/performance.md, "The API
+  // Worker's tail"). Production has no such file.
+  WRANGLER_WRITE_LOGS: "false",
 };
 const TICK_MS = 1000 / 100; // /proc CPU times are in clock ticks (USER_HZ = 100 on Linux)
 

@@ -14,7 +14,8 @@
  *
  * Environment: PORT (default 8787), KEYWAY_PERSIST_DIR (default .wrangler/state),
  * KEYWAY_SEED=0 to skip the demo data, KEYWAY_API_BUNDLE=<file> to run the API Worker from a built
- * bundle (scripts/build/api.mjs), and KEYWAY_VAR_<NAME>=<value> to set any of wrangler.toml's
+ * bundle (scripts/build/api.mjs), KEYWAY_LOCAL_TRACES=1 and KEYWAY_WRANGLER_LOGS=1 to keep
+ * wrangler's local traces and debug log file, and KEYWAY_VAR_<NAME>=<value> to set any of wrangler.toml's
  * vars for this run (e.g. KEYWAY_VAR_WEBHOOK_RETRY_SCHEDULE=1s to watch a delivery exhaust its
  * retries in seconds; docs/configuration.md).
  */
@@ -231,6 +232,11 @@ function spawnWrangler(port, persistDir) {
       // docs/performance.md, "The local tracing store"). Off unless asked for with
       // KEYWAY_LOCAL_TRACES=1 (production has no such store).
       X_LOCAL_OBSERVABILITY: process.env.KEYWAY_LOCAL_TRACES === "1" ? "true" : "false",
+      // wrangler also appends every line it prints, at any log level, to a debug log file under
+      // ~/.config/.wrangler/logs, never pruned: about 1 ms of its CPU per request, 40 to 50% of
+      // npm start's own (issue 43, docs/performance.md, "The API Worker's tail"). Off unless asked
+      // for with KEYWAY_WRANGLER_LOGS=1; the terminal shows the same lines.
+      WRANGLER_WRITE_LOGS: process.env.KEYWAY_WRANGLER_LOGS === "1" ? "true" : "false",
     },
   });
   const filter = devLogFilter();
