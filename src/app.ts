@@ -23,8 +23,11 @@ export interface AppOptions {
   now?: () => number;
 }
 
-export function createApp(options: AppOptions = {}): Hono<AppEnv> {
-  const now = options.now ?? Date.now;
+/**
+ * What each of keyway's HTTP apps starts with, the API Worker's here and the people's Worker's
+ * (people-app.ts): the router, the error and not-found answers, `nosniff` and observation.
+ */
+export function baseApp(): Hono<AppEnv> {
   // RegExpRouter: every route in one regular expression, built once per isolate, whose match is one
   // `exec` and a table lookup; the default (SmartRouter) had fallen back to TrieRouter, which walks
   // and allocates per request (issue 33: on this route table 2.0 to 2.3 µs a match against 0.06,
@@ -42,7 +45,12 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   // Next, so that it sees every answer (the checks' refusals, 404s, 405s) and its
   // request id is on every line logged on the way.
   app.use("*", observeRequests());
+  return app;
+}
+
+export function createApp(options: AppOptions = {}): Hono<AppEnv> {
+  const app = baseApp();
   // The API: every declared route, with the credential checks each declares (http/router.ts).
-  mountRoutes(app, API_ROUTES, provideDeps(now));
+  mountRoutes(app, API_ROUTES, provideDeps(options.now ?? Date.now));
   return app;
 }

@@ -7,27 +7,18 @@
  * manager and the portal keep their own sessions, HTML error pages and security headers.
  */
 import type { Hono } from "hono";
-import { HonoBase } from "hono/hono-base";
-import { RegExpRouter } from "hono/router/reg-exp-router";
-import type { AppOptions } from "./app";
+import { type AppOptions, baseApp } from "./app";
 import type { AppEnv } from "./http/context";
-import { errorResponse, notFoundResponse } from "./http/errors";
 import { managerApp } from "./http/manager/routes";
 import { provideDeps } from "./http/middleware/deps";
-import { noSniff } from "./http/middleware/headers";
 import { htmlSecurity } from "./http/middleware/html";
-import { observeRequests } from "./http/middleware/observe";
 import { portalApp } from "./http/portal/routes";
 import { mountRoutes } from "./http/router";
 import { PEOPLE_ROUTES } from "./http/routes";
 
 export function createPeopleApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? Date.now;
-  const app: Hono<AppEnv> = new HonoBase<AppEnv>({ router: new RegExpRouter() });
-  app.onError((err, c) => errorResponse(c, err));
-  app.notFound(notFoundResponse);
-  app.use("*", noSniff);
-  app.use("*", observeRequests());
+  const app = baseApp();
   mountRoutes(app, PEOPLE_ROUTES, provideDeps(now), htmlSecurity);
   app.route("/", managerApp(now));
   app.route("/", portalApp(now));
