@@ -217,6 +217,24 @@ export async function startWorker(args, options = {}) {
     { cwd: ROOT, env: options.env ?? ENV, stdio: ["ignore", options.logLevel ? "pipe" : "ignore", "inherit"], detached: true },
   );
   child.stdout?.resume();
+  stopWithCleanups(child, persist);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(`${base}/healthz`);
+  const startupMs = performance.now() - started;
+  /** @type {Server} */
+  const server = { pids: [], root: child.pid };
+  findProcesses(server);
+  const all = descendants(/** @type {number} */ (child.pid));
+  return { base, startupMs, server, stateDir, persist, all: [/** @type {number} */ (child.pid), ...all] };
+}
+
+/**
+ * At the end of the run (cleanups): ends `child`'s process group, spawned `detached` (wrangler, its
+ * node child, workerd), waits until every member is gone, then removes its state directory.
+ * @param {import("node:child_process").ChildProcess} child
+ * @param {string} persist
+ */
+export function stopWithCleanups(child, persist) {
   cleanups.push(async () => {
     const group = -(/** @type {number} */ (child.pid));
     const signal = (/** @type {NodeJS.Signals | 0} */ s) => {
@@ -228,19 +246,11 @@ export async function startWorker(args, options = {}) {
       }
     };
     signal("SIGTERM");
-    // Wait for the whole group (wrangler, its node child, workerd) before removing its state.
+    // Wait for the whole group before removing its state.
     for (let i = 0; i < 100 && signal(0); i++) await sleep(100);
     signal("SIGKILL");
     await rm(persist, { recursive: true, force: true });
   });
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/healthz`);
-  const startupMs = performance.now() - started;
-  /** @type {Server} */
-  const server = { pids: [], root: child.pid };
-  findProcesses(server);
-  const all = descendants(/** @type {number} */ (child.pid));
-  return { base, startupMs, server, stateDir, persist, all: [/** @type {number} */ (child.pid), ...all] };
 }
 
 /**

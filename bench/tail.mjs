@@ -47,6 +47,7 @@ import {
   seed,
   sleep,
   spread,
+  stopWithCleanups,
   waitFor,
 } from "./lib.mjs";
 
@@ -196,21 +197,7 @@ async function start(name, variant) {
   });
   let bytes = 0;
   for (const stream of [child.stdout, child.stderr]) stream?.on("data", (/** @type {Buffer} */ chunk) => (bytes += chunk.length));
-  cleanups.push(async () => {
-    const group = -(/** @type {number} */ (child.pid));
-    const signal = (/** @type {NodeJS.Signals | 0} */ s) => {
-      try {
-        process.kill(group, s);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    signal("SIGTERM");
-    for (let i = 0; i < 100 && signal(0); i++) await sleep(100);
-    signal("SIGKILL");
-    await rm(persist, { recursive: true, force: true });
-  });
+  stopWithCleanups(child, persist);
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/healthz`, 120_000);
   const root = /** @type {number} */ (child.pid);
