@@ -133,7 +133,7 @@ export function checkNameAndFlags(out, env, others, section) {
   if (!flags.includes(STRICT_EGRESS_FLAG)) {
     error(
       out,
-      `${section} runs without the compatibility flag "${STRICT_EGRESS_FLAG}": webhooks and receivers' token requests could reach the zone's own origin, or a private address a public name resolves to (src/webhooks/ssrf.ts).`,
+      `${section} runs without the compatibility flag "${STRICT_EGRESS_FLAG}": webhooks and receivers' token requests could reach the zone's own origin, or a private address a public name resolves to (src/lib/ssrf.ts).`,
       `in wrangler.toml (top level, or ${section} if it sets its own):\ncompatibility_flags = ${JSON.stringify([...flags, STRICT_EGRESS_FLAG])}`,
     );
   }

@@ -7,9 +7,11 @@
  *   Only a success is decided there: every failure (and a missing or stale copy) is decided by the
  *   organization's object, one path whatever the reason, so that timing tells an unknown client_id
  *   from nothing;
- * - a client assertion (private_key_jwt): the organization's object verifies it against the
- *   credential's registered public keys and records its jti, so that it is used once whatever API
- *   key or location it comes through. That is the one case where the request makes a second call:
+ * - a client assertion: private_key_jwt (signed by the client's registered keys, or by a key of
+ *   the set at its `jwks_uri`) or federated_jwt (issue 44: a workload's JWT signed by one of the
+ *   organization's trusted issuers): the organization's object verifies it, fetching a URL's key
+ *   set when it must (objects/org/remote-keys.ts), and records its jti, so that it is used once
+ *   whatever API key or location it comes through (unless the issuer's JWTs may be reused). That is the one case where the request makes a second call:
  *   the key set and the ledger of used assertions live with the credential.
  * A token request with a DPoP proof has the proof's id recorded once (RFC 9449 11.1) by the
  * ProofObject its id names (objects/proofs.ts, issue 41), whatever API key, location or endpoint it
@@ -116,8 +118,11 @@ export async function authenticateClient(
     if (params.client_assertion_type !== CLIENT_ASSERTION_TYPE || assertion === undefined) {
       throw fail(`client_assertion_type must be "${CLIENT_ASSERTION_TYPE}", with the signed JWT in client_assertion.`);
     }
-    if (clientId === undefined || (typeof params.client_id === "string" && params.client_id !== assertedClientId(assertion))) {
-      throw fail();
+    // A private_key_jwt assertion names its client (`sub`); a federated_jwt one names the workload,
+    // so its client sends client_id beside it. Whether the two agree is the object's to decide
+    // (a private_key_jwt assertion must have iss = sub = client_id), with the key set at hand.
+    if (clientId === undefined) {
+      throw fail("Client authentication failed: send client_id with the client assertion (a federated_jwt client must).");
     }
     const [result, replayed] = await Promise.all([
       settled(
@@ -145,6 +150,7 @@ export async function authenticateClient(
       scopes: lookup.scopes,
       dpop_bound: lookup.dpop_bound,
       version: lookup.version,
+      access_token_strategy: lookup.access_token_strategy,
     };
     // A DPoP proof was recorded beside the admission (gate.ts).
     return { clientId: presentedId, organizationId: org, facts, admitted, proofReplayed: admitted.proofReplayed };

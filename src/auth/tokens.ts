@@ -16,7 +16,7 @@ import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
-import { invalidToken, signAccessToken, verifyAccessToken } from "./access-token";
+import { invalidToken, signAccessToken, signJwtAccessToken, verifyAccessToken } from "./access-token";
 import { authenticateClient, type PresentedClientRequest } from "./client-auth";
 import { dpopChallenge, invalidProofAtResource, invalidProofAtTokenEndpoint, presentedProof } from "./dpop";
 import { type Admitted, admit } from "./gate";
@@ -36,6 +36,8 @@ export interface Principal {
   scopes: Scope[];
   /** The DPoP key's thumbprint of a DPoP-bound token; null for a Bearer token. */
   jkt: string | null;
+  /** `jwt` for an RFC 9068 token (issue 44), else `opaque`. */
+  format: "opaque" | "jwt";
 }
 
 /** What a token request presents, and where it was sent (for DPoP's htu and assertions' aud). */
@@ -47,6 +49,8 @@ export interface TokenRequestContext {
   url: string;
   /** What a client assertion's `aud` may name. */
   audiences: string[];
+  /** keyway's issuer identifier (RFC 8414 2), a JWT access token's `iss` and, as RFC 9728's resource identifier, its `aud`. */
+  issuer: string;
 }
 
 /**
@@ -97,8 +101,11 @@ export async function issueAccessToken(
     scope: scopes.join(" "),
     ...(proof.kind === "valid" ? { cnf: { jkt: proof.proof.jkt }, akid: client.admitted.apiKey.id } : {}),
   };
+  const jwt = client.facts.access_token_strategy === "jwt";
   return {
-    access_token: await signAccessToken(deps.config.signingKeys, claims),
+    access_token: jwt
+      ? await signJwtAccessToken(deps.config.signingKeys, claims, { issuer: context.issuer, resource: context.issuer })
+      : await signAccessToken(deps.config.signingKeys, claims),
     token_type: proof.kind === "valid" ? "DPoP" : "Bearer",
     expires_in: ttl,
     refresh_token: null,
@@ -181,6 +188,7 @@ export async function authenticateRequest(
     expiresAt: claims.exp,
     scopes: scopesOfClaim(claims.scope),
     jkt: claims.cnf?.jkt ?? null,
+    format: claims.fmt === "jwt" ? "jwt" : "opaque",
   };
 }
 

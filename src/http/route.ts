@@ -37,6 +37,8 @@ export const TAGS = {
   "Operator: organizations and users": "Operator API; `Authorization: Bearer <ADMIN_TOKEN>`.",
   "Operator: API keys": "Operator API. The secret `api_key` is shown only in the creation response.",
   "Operator: client credentials": "Operator API. The `client_secret` is shown only in the creation response.",
+  "Operator: trusted issuers":
+    "Operator API. Workload identity issuers whose JWTs authenticate the organization's `federated_jwt` credentials (docs/clients.md).",
   "Operator: webhooks":
     "Operator API: an organization's webhook configurations, deliveries, event types, webhook settings, recoveries and portal links and sessions, as its clients see them under /v1 (create, read, change, pause and resume, test, re-send, recover).",
   Service: "Unauthenticated service routes: liveness, OAuth discovery and this description.",

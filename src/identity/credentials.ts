@@ -1,7 +1,10 @@
 /**
  * Client credentials (spec 2.1), owned by a user: a client_id and a secret, shown once with only
  * its SHA-256 kept; or, for private_key_jwt (RFC 7523), a client_id and the client's public keys
- * (no secret at all). A credential may be restricted to some scopes and required to use DPoP;
+ * or the URL where it publishes them (`jwks_uri`, fetched and checked here once, then kept and
+ * refreshed by the organization's object); or, for federated_jwt (issue 44), a client_id, one of
+ * the organization's trusted issuers and the workload's exact subject (no secret at all). Each
+ * chooses what its access tokens are (`access_token_strategy`: opaque, or RFC 9068 JWTs). A credential may be restricted to some scopes and required to use DPoP;
  * one created without scopes (stored as null) is not restricted: it may have every scope, today's
  * and any added later (auth/scopes.ts grantedScopes), which its view says (`scopes_unrestricted`).
  * The organization's object is the record; after a change it writes the credential's KV lookup
@@ -16,6 +19,7 @@ import { type InputIssue, invalidInput, notFound } from "../errors";
 import { sha256Hex } from "../lib/crypto";
 import { CLIENT_ID_PATTERN, newClientId, newClientSecret } from "../lib/ids";
 import { jwkProblem } from "../lib/jwk-check";
+import { checkIssuer } from "../lib/key-sets";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap } from "../objects/stubs";
@@ -25,6 +29,7 @@ import type { ClientCredentialRecord } from "../schemas/records";
 import { ALL_SCOPES } from "../schemas/scopes";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
+import { fetchCheckedKeySet } from "./trusted-issuers";
 
 export async function createClientCredential(
   deps: Deps,
@@ -33,23 +38,34 @@ export async function createClientCredential(
   input: CreateClientCredentialInput,
   actor: Actor,
 ): Promise<{ record: ClientCredentialRecord; secret: string | null }> {
-  const jwt = input.token_endpoint_auth_method === "private_key_jwt";
+  const method = input.token_endpoint_auth_method;
+  const secretless = method === "private_key_jwt" || method === "federated_jwt";
   if (input.jwks !== undefined) await checkKeys(input.jwks);
-  // A private_key_jwt credential has no secret: the hash of a random value nobody ever sees.
+  const fetched = input.jwks_uri === undefined ? undefined : await fetchCheckedKeySet(deps, input.jwks_uri, "jwks_uri");
+  // The issuer as it was registered (normalized the same way), so that it names the trusted issuer.
+  const issuer =
+    input.federated === undefined ? undefined : checkIssuer(input.federated.issuer, { allowInsecure: deps.config.allowInsecureTargets });
+  if (issuer !== undefined && !issuer.ok) {
+    throw invalidInput({ label: "request body", issues: [{ path: ["federated", "issuer"], text: ` ${issuer.reason}` }] });
+  }
+  // A credential without a secret stores the hash of a random value nobody ever sees.
   const secret = newClientSecret();
   const credential = {
     client_id: newClientId(),
     user_id: userId,
     name: input.name ?? null,
-    auth_method: jwt ? ("private_key_jwt" as const) : ("client_secret" as const),
+    auth_method: secretless ? method : ("client_secret" as const),
     secret_hash: await sha256Hex(secret),
     jwks: input.jwks ?? null,
+    jwks_uri: input.jwks_uri ?? null,
+    federated: input.federated === undefined || issuer?.ok !== true ? null : { issuer: issuer.issuer, subject: input.federated.subject },
+    access_token_strategy: input.access_token_strategy ?? "opaque",
     scopes: input.scopes ?? null,
     dpop_bound: input.dpop_bound_access_tokens ?? false,
     created_at: isoTime(deps.now()),
   };
-  const record = unwrap(await reach("organization", () => organization(deps, orgId).createCredential(credential, actor)));
-  return { record, secret: jwt ? null : secret };
+  const record = unwrap(await reach("organization", () => organization(deps, orgId).createCredential(credential, actor, fetched)));
+  return { record, secret: secretless ? null : secret };
 }
 
 /** A new key set (a rotation), scopes, DPoP, or name; in effect on the next token request everywhere once this answers. */
@@ -63,14 +79,17 @@ export async function updateClientCredential(
 ): Promise<ClientCredentialRecord> {
   if (!CLIENT_ID_PATTERN.test(clientId)) throw notFound("Client credential");
   if (input.jwks !== undefined) await checkKeys(input.jwks);
+  const fetched = input.jwks_uri === undefined ? undefined : await fetchCheckedKeySet(deps, input.jwks_uri, "jwks_uri");
   const patch = {
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.jwks !== undefined ? { jwks: input.jwks } : {}),
+    ...(input.jwks_uri !== undefined ? { jwks_uri: input.jwks_uri } : {}),
+    ...(input.access_token_strategy !== undefined ? { access_token_strategy: input.access_token_strategy } : {}),
     ...(input.scopes !== undefined ? { scopes: input.scopes } : {}),
     ...(input.dpop_bound_access_tokens !== undefined ? { dpop_bound: input.dpop_bound_access_tokens } : {}),
   };
   const change = unwrap(
-    await reach("organization", () => organization(deps, orgId).updateCredential(userId, clientId, patch, actor, deps.now())),
+    await reach("organization", () => organization(deps, orgId).updateCredential(userId, clientId, patch, actor, deps.now(), fetched)),
   );
   return applied(change, "The change of the client credential");
 }
@@ -123,8 +142,11 @@ export function clientCredentialView(record: ClientCredentialRecord): ClientCred
     organization_id: record.organization_id,
     user_id: record.user_id,
     name: record.name,
-    token_endpoint_auth_method: record.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+    token_endpoint_auth_method: record.auth_method === "client_secret" ? "client_secret_basic" : record.auth_method,
     jwks: record.jwks,
+    jwks_uri: record.jwks_uri,
+    federated: record.federated,
+    access_token_strategy: record.access_token_strategy,
     scopes: record.scopes ?? [...ALL_SCOPES],
     scopes_unrestricted: record.scopes === null,
     dpop_bound_access_tokens: record.dpop_bound,

@@ -43,6 +43,8 @@ export const newDeliveryId = (configurationId: string): string =>
 /** The routing part of a configuration or delivery id: the first characters after its prefix. */
 export const routeOf = (id: string): string => id.slice(id.indexOf("_") + 1, id.indexOf("_") + 1 + DELIVERY_ROUTE_CHARS);
 export const newAdminTokenId = (): string => randomId("oat");
+/** A trusted issuer of an organization (issue 44). */
+export const newTrustedIssuerId = (): string => randomId("iss");
 
 /** client_id is not a secret (RFC 6749 section 2.2) but is unguessable all the same. */
 export const newClientId = (): string => `kw_client_${randomToken(16)}`;

@@ -34,10 +34,17 @@ const CLOCK_TOLERANCE_S = 5;
 
 export const CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
-export type Verified<T> = ({ ok: true } & T) | { ok: false; reason: string };
+/** A failure's `keyMiss`: no key of the set verified it (unknown `kid`, or a signature none of them made): a reason to fetch a URL's key set again. */
+export type Verified<T> = ({ ok: true } & T) | { ok: false; reason: string; keyMiss?: boolean };
 
 const reasonOf = (err: unknown): string =>
   err instanceof errors.JOSEError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : "unreadable";
+
+const failure = (err: unknown): { ok: false; reason: string; keyMiss: boolean } => ({
+  ok: false,
+  reason: reasonOf(err),
+  keyMiss: err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWSSignatureVerificationFailed,
+});
 
 /** The client a client assertion claims to be (its `sub`), read without verifying anything. */
 export function assertedClientId(assertion: string): string | undefined {
@@ -71,7 +78,75 @@ export async function verifyClientAssertion(
     if (typeof payload.jti !== "string" || payload.jti === "" || payload.jti.length > 256) return { ok: false, reason: "bad jti" };
     return { ok: true, jti: payload.jti, exp: payload.exp };
   } catch (err) {
-    return { ok: false, reason: reasonOf(err) };
+    return failure(err);
+  }
+}
+
+/**
+ * `typ` values a client assertion may carry: none, the generic ones, or RFC 7523bis'
+ * `client-authentication+jwt`. Any other explicit type (an `at+jwt` access token, a `dpop+jwt`
+ * proof, an ID token's own type) is a token made for something else and is refused, so a token an
+ * issuer minted for another purpose cannot pass as a workload's identity (RFC 8725 3.11).
+ */
+const ASSERTION_TYPES = new Set(["jwt", "jose", "client-authentication+jwt", "application/client-authentication+jwt"]);
+
+export interface FederatedExpectation {
+  issuer: string;
+  subject: string;
+  audiences: string[];
+  nowMs: number;
+  /** The issuer's bound on a JWT's lifetime: `exp` at most this far ahead of now and of `iat`. */
+  maxLifetimeS: number;
+  /** `once`: a `jti` is required (the caller records it). */
+  requireJti: boolean;
+}
+
+/**
+ * A workload's JWT from a trusted issuer (federated client authentication, issue 44; RFC 7523 3
+ * with the workload's issuer as `iss`): signed by a key of the issuer's set with an allowed
+ * algorithm, `iss` the issuer, `sub` the credential's subject exactly, `aud` one of keyway's,
+ * `exp` in the future and within the issuer's maximum lifetime, `nbf` passed; `jti` required when
+ * each JWT is to be used once. jose checks the signature before any claim.
+ */
+export async function verifyFederatedAssertion(
+  assertion: string,
+  keys: JWK[],
+  expect: FederatedExpectation,
+): Promise<Verified<{ jti: string | null; exp: number }>> {
+  try {
+    const { payload, protectedHeader } = await jwtVerify(assertion, createLocalJWKSet({ keys } as JSONWebKeySet), {
+      algorithms: JWT_ALGS,
+      issuer: expect.issuer,
+      subject: expect.subject,
+      audience: expect.audiences,
+      currentDate: new Date(expect.nowMs),
+      clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: expect.requireJti ? ["exp", "jti"] : ["exp"],
+    });
+    if (protectedHeader.typ !== undefined && !ASSERTION_TYPES.has(protectedHeader.typ.toLowerCase())) {
+      return { ok: false, reason: `typ ${protectedHeader.typ.slice(0, 40)} is not a client assertion's` };
+    }
+    const now = Math.floor(expect.nowMs / 1000);
+    const exp = payload.exp as number;
+    if (exp > now + expect.maxLifetimeS + CLOCK_TOLERANCE_S) return { ok: false, reason: `exp more than ${expect.maxLifetimeS} s ahead` };
+    if (typeof payload.iat === "number" && exp - payload.iat > expect.maxLifetimeS) {
+      return { ok: false, reason: `lifetime (exp - iat) over ${expect.maxLifetimeS} s` };
+    }
+    const jti = typeof payload.jti === "string" ? payload.jti : null;
+    if (expect.requireJti && (jti === null || jti === "" || jti.length > 256)) return { ok: false, reason: "bad jti" };
+    return { ok: true, jti, exp };
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/** A JWT's `kid` header, read without verifying anything; undefined when absent or unreadable. */
+export function headerKid(jwt: string): string | undefined {
+  try {
+    const { kid } = decodeProtectedHeader(jwt);
+    return typeof kid === "string" ? kid : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -25,6 +25,8 @@ export const CredentialLookup = z.object({
   auth_method: z.enum(["client_secret", "private_key_jwt"]).default("client_secret"),
   scopes: z.array(z.string()).nullable().default(null),
   dpop_bound: z.boolean().default(false),
+  /** Its access tokens are RFC 9068 JWTs (issue 44); entries written before are opaque. */
+  access_token_strategy: z.enum(["opaque", "jwt"]).default("opaque"),
   /** The credential's version this entry mirrors; entries written before versions existed are 1. */
   version: z.number().int().default(1),
 });
@@ -61,7 +63,7 @@ export async function readCredentialLookup(kv: KVNamespace, clientId: string, no
   return parsed.data;
 }
 
-export function writeCredentialLookup(kv: KVNamespace, clientId: string, entry: CredentialLookup): Promise<void> {
+export function writeCredentialLookup(kv: KVNamespace, clientId: string, entry: z.input<typeof CredentialLookup>): Promise<void> {
   seen.delete(clientId); // a miss kept in this isolate ends here
   return kv.put(kvKeys.clientCredential(clientId), JSON.stringify(CredentialLookup.parse(entry)));
 }

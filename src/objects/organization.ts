@@ -22,7 +22,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { JWK } from "jose";
 import { digestsEqual, sha256Hex } from "../lib/crypto";
-import { refuseAsIfVerified, verifyClientAssertion } from "../lib/jwt";
+import { headerKid, refuseAsIfVerified, type Verified, verifyClientAssertion, verifyFederatedAssertion } from "../lib/jwt";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { Actor, AuditEntryView } from "../schemas/audit";
@@ -34,12 +34,14 @@ import type {
   OrgAdminTokenRecord,
   OrganizationRecord,
   OrgQuota,
+  TrustedIssuerRecord,
   UserRecord,
 } from "../schemas/records";
 import { type KeySnapshot, USE_RESOLUTION_MS } from "./key";
 import * as access from "./org/access";
 import { appendAudit, audit, auditPage, housekeep, WRITE_PRUNE } from "./org/audit";
 import { Propagation } from "./org/propagation";
+import { RemoteKeySets } from "./org/remote-keys";
 import {
   type ClientFacts,
   type CredentialRow,
@@ -50,8 +52,10 @@ import {
   type KeyRow,
   keyRecord,
   keyRow,
+  keySetRow,
   type LimitPatch,
   MAX_ACTIVE_API_KEYS,
+  MAX_TRUSTED_ISSUERS,
   MIGRATIONS,
   type OrgRow,
   objectHashOf,
@@ -59,6 +63,10 @@ import {
   type Propagated,
   quotaOf,
   type SessionInfo,
+  type TrustedIssuerRow,
+  trustedIssuerByIssuer,
+  trustedIssuerRecord,
+  trustedIssuerRow,
   type UserRow,
   userRecord,
   userRow,
@@ -86,11 +94,15 @@ export class OrganizationObject extends DurableObject<Env> {
   /** When expired rows were last pruned (memory: a restarted object prunes at its first alarm). */
   private housekeptAt = 0;
   private readonly propagation: Propagation;
+  /** Key sets fetched from URLs: trusted issuers' and private_key_jwt clients' `jwks_uri` (issue 44). */
+  private readonly remoteKeys: RemoteKeySets;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, MIGRATIONS);
     this.propagation = new Propagation(ctx.storage, () => this.env);
+    // Loopback and http key set URLs only where webhooks may use them (local development).
+    this.remoteKeys = new RemoteKeySets(ctx.storage.sql, () => this.env.WEBHOOK_ALLOW_INSECURE_TARGETS === "true");
     void ctx.blockConcurrencyWhile(async () => {
       this.propagation.alarmAt = await ctx.storage.getAlarm();
       // Every organization keeps an alarm: housekeeping runs even when nothing ever fails.
@@ -298,15 +310,25 @@ export class OrganizationObject extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------------
   // Client credentials
 
+  /**
+   * A new credential. A federated one must name one of the organization's trusted issuers; a
+   * `jwks_uri` one comes with the set the Worker fetched to check it (`fetched`), kept here as
+   * the URL's first copy.
+   */
   async createCredential(
     credential: Omit<ClientCredentialRecord, "organization_id" | "last_used_at" | "revoked_at" | "version">,
     actor: Actor,
+    fetched?: { keys: JWK[]; maxAgeSeconds: number | null; now: number },
   ): Promise<Result<ClientCredentialRecord>> {
     if (!this.exists() || userRow(this.sql, credential.user_id) === undefined) return missing("User");
+    if (credential.federated !== null && trustedIssuerByIssuer(this.sql, credential.federated.issuer) === undefined) {
+      return fail("invalid_request", "federated.issuer is not one of this organization's trusted issuers: register it first.");
+    }
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
-        `INSERT INTO client_credentials (client_id, user_id, name, secret_hash, auth_method, jwks, scopes, dpop_bound, created_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO client_credentials (client_id, user_id, name, secret_hash, auth_method, jwks, scopes, dpop_bound, created_at,
+            jwks_uri, federated_issuer, federated_subject, token_strategy)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         credential.client_id,
         credential.user_id,
         credential.name,
@@ -316,15 +338,25 @@ export class OrganizationObject extends DurableObject<Env> {
         credential.scopes === null ? null : JSON.stringify(credential.scopes),
         credential.dpop_bound ? 1 : 0,
         credential.created_at,
+        credential.jwks_uri,
+        credential.federated?.issuer ?? null,
+        credential.federated?.subject ?? null,
+        credential.access_token_strategy,
       );
+      if (credential.jwks_uri !== null && fetched !== undefined) {
+        this.remoteKeys.store(credential.jwks_uri, fetched.keys, fetched.maxAgeSeconds, fetched.now);
+      }
       this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'put')", credential.client_id);
       audit(this.sql, actor, "client_credential.created", "client_credential", credential.client_id, {
         user_id: credential.user_id,
         name: credential.name,
-        token_endpoint_auth_method: credential.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+        token_endpoint_auth_method: credential.auth_method === "client_secret" ? "client_secret_basic" : credential.auth_method,
         ...(credential.jwks ? { key_ids: credential.jwks.keys.map((k) => k.kid ?? null) } : {}),
+        ...(credential.jwks_uri ? { jwks_uri: credential.jwks_uri } : {}),
+        ...(credential.federated ? { federated: credential.federated } : {}),
         ...(credential.scopes ? { scopes: credential.scopes } : {}),
         ...(credential.dpop_bound ? { dpop_bound_access_tokens: true } : {}),
+        ...(credential.access_token_strategy === "jwt" ? { access_token_strategy: "jwt" } : {}),
       });
     });
     await this.propagation.run();
@@ -372,23 +404,47 @@ export class OrganizationObject extends DurableObject<Env> {
   async updateCredential(
     userId: string,
     clientId: string,
-    patch: { name?: string | null; jwks?: Jwks; scopes?: string[] | null; dpop_bound?: boolean },
+    patch: {
+      name?: string | null;
+      jwks?: Jwks;
+      jwks_uri?: string;
+      scopes?: string[] | null;
+      dpop_bound?: boolean;
+      access_token_strategy?: "opaque" | "jwt";
+    },
     actor: Actor,
     now: number,
+    fetched?: { keys: JWK[]; maxAgeSeconds: number | null },
   ): Promise<Result<Propagated<ClientCredentialRecord>>> {
     const found = this.getCredential(userId, clientId);
     if (!found.ok) return found;
     const current = found.value;
     if (current.revoked_at !== null) return fail("conflict", "The client credential is revoked; create a new one.");
-    if (patch.jwks !== undefined && current.auth_method !== "private_key_jwt") {
-      return fail("invalid_request", "jwks is only for a private_key_jwt credential.");
+    if ((patch.jwks !== undefined || patch.jwks_uri !== undefined) && current.auth_method !== "private_key_jwt") {
+      return fail("invalid_request", `${patch.jwks !== undefined ? "jwks" : "jwks_uri"} is only for a private_key_jwt credential.`);
     }
-    const facts = patch.jwks !== undefined || patch.scopes !== undefined || patch.dpop_bound !== undefined;
+    const facts =
+      patch.jwks !== undefined ||
+      patch.jwks_uri !== undefined ||
+      patch.scopes !== undefined ||
+      patch.dpop_bound !== undefined ||
+      patch.access_token_strategy !== undefined;
+    // A key set replaces a URL and a URL replaces a key set: a credential has one source of keys.
+    const jwks = patch.jwks ?? (patch.jwks_uri !== undefined ? null : current.jwks);
+    const jwksUri = patch.jwks_uri ?? (patch.jwks !== undefined ? null : current.jwks_uri);
     this.ctx.storage.transactionSync(() => {
+      if (patch.jwks_uri !== undefined && fetched !== undefined)
+        this.remoteKeys.store(patch.jwks_uri, fetched.keys, fetched.maxAgeSeconds, now);
+      this.sql.exec(
+        "UPDATE client_credentials SET jwks_uri = ?, token_strategy = ? WHERE client_id = ?",
+        jwksUri,
+        patch.access_token_strategy ?? current.access_token_strategy,
+        clientId,
+      );
       this.sql.exec(
         "UPDATE client_credentials SET name = ?, jwks = ?, scopes = ?, dpop_bound = ?, version = version + ? WHERE client_id = ?",
         patch.name === undefined ? current.name : patch.name,
-        JSON.stringify(patch.jwks ?? current.jwks),
+        jwks === null ? null : JSON.stringify(jwks),
         patch.scopes === undefined
           ? current.scopes === null
             ? null
@@ -414,6 +470,7 @@ export class OrganizationObject extends DurableObject<Env> {
       audit(this.sql, actor, "client_credential.updated", "client_credential", clientId, {
         fields: Object.keys(patch).filter((k) => patch[k as keyof typeof patch] !== undefined),
         ...(patch.jwks ? { key_ids: patch.jwks.keys.map((k) => k.kid ?? null) } : {}),
+        ...(patch.jwks_uri ? { jwks_uri: patch.jwks_uri } : {}),
       });
     });
     const pending = await this.propagation.run();
@@ -449,10 +506,17 @@ export class OrganizationObject extends DurableObject<Env> {
   }
 
   /**
-   * private_key_jwt (RFC 7523 3): the client assertion verified against the credential's
-   * registered keys, then its jti recorded until the assertion expires, so that it is used once
-   * whatever API key or location it comes through. Every failure answers null with a reason for
-   * the logs; the client learns only invalid_client.
+   * A client assertion (RFC 7523 3), verified against the credential's keys, then its jti
+   * recorded until the assertion expires, so that it is used once whatever API key or location it
+   * comes through:
+   * - private_key_jwt: signed by one of the client's keys (`jwks`, or the set at its `jwks_uri`),
+   *   `iss` = `sub` = client_id, at most 300 s of life;
+   * - federated_jwt (issue 44): signed by its trusted issuer's key set, `iss` the issuer, `sub`
+   *   the credential's subject, within the issuer's maximum lifetime; its jti recorded once unless
+   *   the issuer's JWTs may be reused until they expire (`assertion_reuse`).
+   * A key set fetched from a URL is fetched again when no key of it verifies the JWT
+   * (objects/org/remote-keys.ts). Every failure answers null with a reason for the logs; the
+   * client learns only invalid_client.
    */
   async authenticateAssertion(
     clientId: string,
@@ -462,26 +526,142 @@ export class OrganizationObject extends DurableObject<Env> {
     proof?: LegacyProof,
   ): Promise<Result<{ facts: ClientFacts | null; reason?: string }>> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
-    if (row === undefined || row.auth_method !== "private_key_jwt" || row.jwks === null) {
+    const issuer = row?.federated_issuer == null ? undefined : trustedIssuerByIssuer(this.sql, row.federated_issuer);
+    const assertsWith =
+      row === undefined
+        ? null
+        : row.auth_method === "private_key_jwt" && (row.jwks !== null || row.jwks_uri !== null)
+          ? row
+          : row.auth_method === "federated_jwt" && issuer !== undefined
+            ? row
+            : null;
+    if (assertsWith === null) {
       // The same signature check as for a known client, against a key nobody holds: timing does
       // not tell which client_ids exist.
       await refuseAsIfVerified(assertion, { clientId, audiences, nowMs: now });
-      return ok({ facts: null, reason: "no private_key_jwt credential with this client_id" });
+      const reason =
+        row?.auth_method === "federated_jwt" ? "its issuer is no longer trusted" : "no assertion-based credential with this client_id";
+      return ok({ facts: null, reason });
     }
-    const keys = (JSON.parse(row.jwks) as Jwks).keys as JWK[];
-    const verified = await verifyClientAssertion(assertion, keys, { clientId, audiences, nowMs: now });
+    const verify = (keys: JWK[]): Promise<Verified<{ jti: string | null; exp: number }>> =>
+      issuer === undefined
+        ? verifyClientAssertion(assertion, keys, { clientId, audiences, nowMs: now })
+        : verifyFederatedAssertion(assertion, keys, {
+            issuer: issuer.issuer,
+            subject: assertsWith.federated_subject ?? "",
+            audiences,
+            nowMs: now,
+            maxLifetimeS: issuer.max_lifetime_s,
+            requireJti: issuer.assertion_reuse === "once",
+          });
+    const url = issuer?.jwks_uri ?? assertsWith.jwks_uri;
+    let verified: Verified<{ jti: string | null; exp: number }>;
+    if (url === null) {
+      verified = await verify((JSON.parse(assertsWith.jwks ?? '{"keys":[]}') as Jwks).keys as JWK[]);
+    } else {
+      const kid = headerKid(assertion);
+      const first = await this.remoteKeys.keys(url, { kid, miss: false }, now);
+      verified = await verify(first.keys);
+      // A signature none of the held keys made: the set may have rotated since (at most once a minute).
+      if (!verified.ok && verified.keyMiss === true && !first.fetched) {
+        const again = await this.remoteKeys.keys(url, { kid, miss: true }, now);
+        if (again.fetched) verified = await verify(again.keys);
+      }
+    }
     if (!verified.ok) return ok({ facts: null, reason: verified.reason });
-    const jtiHash = await sha256Hex(`${clientId} ${verified.jti}`);
-    // An assertion lives minutes: each new one deletes a few expired ones (the daily housekeeping takes what a quiet spell leaves).
-    pruneExpired(this.sql, "assertion_jtis", "jti_hash", "expires_ms", now, WRITE_PRUNE);
-    const first = this.sql.exec(
-      "INSERT OR IGNORE INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)",
-      jtiHash,
-      verified.exp * 1000 + 60_000,
-    ).rowsWritten;
-    if (first === 0) return ok({ facts: null, reason: "jti already used" });
-    if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok({ facts: await this.withLegacyProof(this.factsOf(row), proof) });
+    if (verified.jti !== null && (issuer === undefined || issuer.assertion_reuse === "once")) {
+      // A federated JWT's id is the issuer's: recorded per issuer, so one JWT is used once whichever credential it names.
+      const jtiHash = await sha256Hex(issuer === undefined ? `${clientId} ${verified.jti}` : `iss ${issuer.issuer} ${verified.jti}`);
+      // An assertion lives minutes: each new one deletes a few expired ones (the daily housekeeping takes what a quiet spell leaves).
+      pruneExpired(this.sql, "assertion_jtis", "jti_hash", "expires_ms", now, WRITE_PRUNE);
+      const first = this.sql.exec(
+        "INSERT OR IGNORE INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)",
+        jtiHash,
+        verified.exp * 1000 + 60_000,
+      ).rowsWritten;
+      if (first === 0) return ok({ facts: null, reason: "jti already used" });
+    }
+    if (assertsWith.revoked_at === null) this.noteCredentialUse(clientId, now);
+    return ok({ facts: await this.withLegacyProof(this.factsOf(assertsWith), proof) });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Trusted issuers (issue 44)
+
+  /** Registers an issuer with the key set the Worker fetched from its `jwks_uri` to check it. */
+  createTrustedIssuer(
+    record: Omit<TrustedIssuerRecord, "organization_id" | "key_set">,
+    fetched: { keys: JWK[]; maxAgeSeconds: number | null; now: number },
+    actor: Actor,
+  ): Result<TrustedIssuerRecord> {
+    if (!this.exists()) return missing("Organization");
+    if (trustedIssuerByIssuer(this.sql, record.issuer) !== undefined) {
+      return fail("conflict", "This issuer is already trusted by the organization.");
+    }
+    const count = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM trusted_issuers").one().n;
+    if (count >= MAX_TRUSTED_ISSUERS) {
+      return fail("conflict", `An organization trusts at most ${MAX_TRUSTED_ISSUERS} issuers; remove one first.`);
+    }
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        `INSERT INTO trusted_issuers (id, issuer, name, jwks_uri, jwks_uri_source, assertion_reuse, max_lifetime_s, created_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        record.id,
+        record.issuer,
+        record.name,
+        record.jwks_uri,
+        record.jwks_uri_source,
+        record.assertion_reuse,
+        record.max_assertion_lifetime_seconds,
+        record.created_at,
+      );
+      this.remoteKeys.store(record.jwks_uri, fetched.keys, fetched.maxAgeSeconds, fetched.now);
+      audit(this.sql, actor, "trusted_issuer.created", "trusted_issuer", record.id, {
+        issuer: record.issuer,
+        jwks_uri: record.jwks_uri,
+        assertion_reuse: record.assertion_reuse,
+        max_assertion_lifetime_seconds: record.max_assertion_lifetime_seconds,
+      });
+    });
+    return ok(this.trustedIssuerOf(trustedIssuerRow(this.sql, record.id) as TrustedIssuerRow));
+  }
+
+  listTrustedIssuers(page: PageRequest): Result<Page<TrustedIssuerRecord>> {
+    if (!this.exists()) return missing("Organization");
+    return pageOfTable(this.sql, "trusted_issuers", page, (row: TrustedIssuerRow) => this.trustedIssuerOf(row));
+  }
+
+  getTrustedIssuer(id: string): Result<TrustedIssuerRecord> {
+    const row = this.exists() ? trustedIssuerRow(this.sql, id) : undefined;
+    return row === undefined ? missing("Trusted issuer") : ok(this.trustedIssuerOf(row));
+  }
+
+  /**
+   * Stops trusting an issuer: its federated credentials are revoked in the same transaction
+   * (pushed to every key object like any revocation, so their tokens stop on the next request),
+   * and its key set is dropped.
+   */
+  async removeTrustedIssuer(id: string, actor: Actor, now: number): Promise<Result<Propagated<TrustedIssuerRecord>>> {
+    const row = this.exists() ? trustedIssuerRow(this.sql, id) : undefined;
+    if (row === undefined) return missing("Trusted issuer");
+    const record = this.trustedIssuerOf(row);
+    this.ctx.storage.transactionSync(() => {
+      const active = this.sql
+        .exec<{ client_id: string }>(
+          "SELECT client_id FROM client_credentials WHERE federated_issuer = ? AND revoked_at IS NULL",
+          row.issuer,
+        )
+        .toArray();
+      for (const { client_id } of active) this.revokeCredentialRow(client_id, now, actor);
+      this.sql.exec("DELETE FROM trusted_issuers WHERE id = ?", id);
+      this.remoteKeys.prune();
+      audit(this.sql, actor, "trusted_issuer.removed", "trusted_issuer", id, { issuer: row.issuer, revoked_credentials: active.length });
+    });
+    return ok({ record, pending: await this.propagation.run() });
+  }
+
+  private trustedIssuerOf(row: TrustedIssuerRow): TrustedIssuerRecord {
+    return trustedIssuerRecord(this.org().id, row, keySetRow(this.sql, row.jwks_uri));
   }
 
   /**
@@ -516,6 +696,7 @@ export class OrganizationObject extends DurableObject<Env> {
       scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
       dpop_bound: row.dpop_bound === 1,
       version: row.version,
+      access_token_strategy: row.token_strategy,
     };
   }
 

@@ -162,37 +162,94 @@ const ScopeList = z
     "The scopes this credential's tokens may have (auth/scopes.ts). Omitted (on update: `null`): no restriction, every scope, including any scope keyway adds later; the answer then says `scopes_unrestricted: true`. `[]`: its tokens carry no scope (they reach only what needs none, such as `GET /v1/me`).",
   );
 
-/** The RFC 7591 name of how a client authenticates at the token endpoint. */
-export const TokenEndpointAuthMethod = z.enum(["client_secret_basic", "client_secret_post", "private_key_jwt"]);
+/**
+ * How a client authenticates at the token endpoint: the RFC 7591 names, and `federated_jwt`
+ * (issue 44): a JWT that a trusted issuer signed for the workload (Keycloak's `federated-jwt`).
+ */
+export const TokenEndpointAuthMethod = z.enum(["client_secret_basic", "client_secret_post", "private_key_jwt", "federated_jwt"]);
+
+/** What the credential's access tokens are (issue 44): keyway's opaque tokens, or RFC 9068 JWTs others can verify. */
+export const AccessTokenStrategy = z
+  .enum(["opaque", "jwt"])
+  .describe(
+    "`opaque` (the default): keyway's own tokens, checked by keyway (and its introspection endpoint). `jwt`: RFC 9068 JWT access tokens (`typ` at+jwt, ES256) signed by the key set at `/.well-known/jwks.json`, which any resource server can verify; keyway's own routes still refuse one on the request after its revocation.",
+  );
+export type AccessTokenStrategy = z.output<typeof AccessTokenStrategy>;
+
+/** An http(s) URL keyway fetches (checked by the SSRF guard where it is used). */
+const FetchedUrl = z.string().min(1, { error: "must not be empty" }).max(2048, { error: "must be at most 2048 characters" });
+
+/** Who a federated credential is: the workload's issuer and its exact subject. */
+export const FederatedIdentity = z.strictObject({
+  issuer: FetchedUrl.describe(
+    "One of the organization's trusted issuers (`POST /admin/v1/organizations/{org}/trusted-issuers`), exactly as registered.",
+  ),
+  subject: z
+    .string()
+    .min(1, { error: "must not be empty" })
+    .max(512, { error: "must be at most 512 characters" })
+    .describe(
+      'The `sub` the issuer puts in the workload\'s JWT, matched exactly (no patterns: see docs/clients.md, "Why exact subjects"), such as `repo:octo-org/app:ref:refs/heads/main` or `system:serviceaccount:prod:billing`.',
+    ),
+});
+export type FederatedIdentity = z.output<typeof FederatedIdentity>;
+
+const METHOD_FIELDS = {
+  jwks: "private_key_jwt",
+  jwks_uri: "private_key_jwt",
+  federated: "federated_jwt",
+} as const;
 
 export const CreateClientCredentialInput = z
   .strictObject({
     name: DisplayName.optional(),
     token_endpoint_auth_method: TokenEndpointAuthMethod.optional().describe(
-      "`private_key_jwt` (RFC 7523): the client signs a JWT with its private key; `jwks` holds the public keys and no secret is created. Otherwise (the default) a client secret is created, used with HTTP Basic or in the body.",
+      "`private_key_jwt` (RFC 7523): the client signs a JWT with its private key; `jwks` (or `jwks_uri`) holds the public keys and no secret is created. `federated_jwt`: the client presents a JWT its workload issuer signed (a CI job's or a Kubernetes service account's token); `federated` names the issuer and subject and no secret is created. Otherwise (the default) a client secret is created, used with HTTP Basic or in the body.",
     ),
     jwks: Jwks.optional().describe("The client's public keys (JWK Set), for private_key_jwt only. Private key material is refused."),
+    jwks_uri: FetchedUrl.optional().describe(
+      "Instead of `jwks`: where the client publishes its public keys (RFC 7591 2). keyway fetches it (https; through the SSRF guard), keeps it for its `Cache-Control` max-age (5 min to 24 h, 1 h without one), and fetches it again, at most once a minute, when an assertion names a key it does not hold: the client rotates keys without calling keyway.",
+    ),
+    federated: FederatedIdentity.optional().describe("For federated_jwt only: the trusted issuer and the workload's subject."),
     scopes: ScopeList.optional(),
     dpop_bound_access_tokens: z
       .boolean()
       .optional()
       .describe("Every token of this credential must be DPoP-bound (RFC 9449): a token request without a DPoP proof is refused."),
+    access_token_strategy: AccessTokenStrategy.optional(),
   })
   .superRefine((input, ctx) => {
-    const jwt = input.token_endpoint_auth_method === "private_key_jwt";
-    if (jwt && input.jwks === undefined) ctx.addIssue({ code: "custom", path: ["jwks"], message: "is required with private_key_jwt" });
-    if (!jwt && input.jwks !== undefined)
-      ctx.addIssue({ code: "custom", path: ["jwks"], message: "is only for a private_key_jwt credential" });
+    const method = input.token_endpoint_auth_method;
+    for (const [field, needs] of Object.entries(METHOD_FIELDS)) {
+      if (input[field as keyof typeof METHOD_FIELDS] !== undefined && method !== needs) {
+        ctx.addIssue({ code: "custom", path: [field], message: `is only for a ${needs} credential` });
+      }
+    }
+    if (method === "private_key_jwt" && (input.jwks === undefined) === (input.jwks_uri === undefined)) {
+      ctx.addIssue({ code: "custom", path: ["jwks"], message: "give either jwks or jwks_uri with private_key_jwt" });
+    }
+    if (method === "federated_jwt" && input.federated === undefined) {
+      ctx.addIssue({ code: "custom", path: ["federated"], message: "is required with federated_jwt" });
+    }
   });
 export type CreateClientCredentialInput = z.output<typeof CreateClientCredentialInput>;
 
 /** A credential's changes: its name, a new key set (a rotation: list old and new keys together), its scopes, DPoP. */
-export const UpdateClientCredentialInput = z.strictObject({
-  name: DisplayName.nullable().optional(),
-  jwks: Jwks.optional().describe("Replaces the key set of a private_key_jwt credential (list old and new keys during a rotation)."),
-  scopes: ScopeList.nullable().optional(),
-  dpop_bound_access_tokens: z.boolean().optional(),
-});
+export const UpdateClientCredentialInput = z
+  .strictObject({
+    name: DisplayName.nullable().optional(),
+    jwks: Jwks.optional().describe(
+      "Replaces the key set of a private_key_jwt credential (list old and new keys during a rotation); replaces a `jwks_uri` too.",
+    ),
+    jwks_uri: FetchedUrl.optional().describe("Moves a private_key_jwt credential to a key set URL (replacing `jwks`)."),
+    scopes: ScopeList.nullable().optional(),
+    dpop_bound_access_tokens: z.boolean().optional(),
+    access_token_strategy: AccessTokenStrategy.optional(),
+  })
+  .refine((input) => input.jwks === undefined || input.jwks_uri === undefined, {
+    path: ["jwks_uri"],
+    message: "give either jwks or jwks_uri, not both",
+  });
 export type UpdateClientCredentialInput = z.output<typeof UpdateClientCredentialInput>;
 
 /** Organizations and users hold no secrets: their views are the stored records. */
@@ -320,10 +377,15 @@ export const ClientCredentialView = z.object({
   organization_id: z.string(),
   user_id: z.string(),
   name: z.string().nullable(),
-  /** `client_secret_basic` for a secret (client_secret_post works too), or `private_key_jwt`. */
+  /** `client_secret_basic` for a secret (client_secret_post works too), `private_key_jwt` or `federated_jwt`. */
   token_endpoint_auth_method: TokenEndpointAuthMethod,
   /** The registered public keys (private_key_jwt), else null. */
   jwks: Jwks.nullable(),
+  /** Where a private_key_jwt client publishes its keys, when it registered a URL instead of `jwks`; else null. */
+  jwks_uri: z.string().nullable(),
+  /** A federated_jwt credential's trusted issuer and subject; else null. */
+  federated: FederatedIdentity.nullable(),
+  access_token_strategy: AccessTokenStrategy,
   scopes: z
     .array(z.string())
     .describe(
@@ -342,8 +404,52 @@ export const ClientCredentialView = z.object({
 });
 export type ClientCredentialView = z.output<typeof ClientCredentialView>;
 
-/** `client_secret` is shown only here, and only for a secret credential (none exists for private_key_jwt). */
+/** `client_secret` is shown only here, and only for a secret credential (none exists for private_key_jwt or federated_jwt). */
 export const CreatedClientCredentialView = ClientCredentialView.extend({ client_secret: z.string().optional() });
+
+/** What a trusted issuer's JWTs may do (issue 44, docs/clients.md "Federated workload identity"). */
+export const AssertionReuse = z
+  .enum(["once", "until_expiry"])
+  .describe(
+    "`once` (the default): each JWT must carry a `jti` and authenticates one token request (RFC 7523 3, point 7). `until_expiry`: a JWT may authenticate any number of token requests until it expires, and needs no `jti`, for issuers whose workloads read one token from a file or the environment and reuse it (Kubernetes projected service-account tokens, CI job tokens), as cloud workload-identity federation accepts; the lifetime bound still holds.",
+  );
+
+export const CreateTrustedIssuerInput = z.strictObject({
+  issuer: FetchedUrl.describe(
+    "The issuer identifier, exactly as its JWTs' `iss` says (https, no query or fragment), such as `https://token.actions.githubusercontent.com`.",
+  ),
+  jwks_uri: FetchedUrl.optional().describe(
+    "Where the issuer publishes its keys. Omitted: found through the issuer's OpenID Connect Discovery document (`/.well-known/openid-configuration`) or its RFC 8414 metadata, whose `issuer` must match exactly.",
+  ),
+  name: DisplayName.optional(),
+  assertion_reuse: AssertionReuse.optional(),
+  max_assertion_lifetime_seconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(86_400)
+    .optional()
+    .describe(
+      "The longest a JWT from this issuer may live: its `exp` at most this far ahead of now (and of its `iat`). Default 3600 (Kubernetes' default projected token lives an hour); at most 86400.",
+    ),
+});
+export type CreateTrustedIssuerInput = z.output<typeof CreateTrustedIssuerInput>;
+
+export const TrustedIssuerView = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string().nullable(),
+  issuer: z.string(),
+  jwks_uri: z.string(),
+  /** `registered` when the request gave `jwks_uri`, `discovered` when keyway found it in the issuer's metadata. */
+  jwks_uri_source: z.enum(["registered", "discovered"]),
+  assertion_reuse: z.enum(["once", "until_expiry"]),
+  max_assertion_lifetime_seconds: z.number().int(),
+  /** The key set keyway holds for it: when it was fetched and its key ids; null until fetched. */
+  key_set: z.object({ fetched_at: Timestamp, key_ids: z.array(z.string().nullable()) }).nullable(),
+  created_at: Timestamp,
+});
+export type TrustedIssuerView = z.output<typeof TrustedIssuerView>;
 
 // Public names in the API description (http/openapi.ts).
 publicNames.add(CreateOrganizationInput, { name: "CreateOrganizationInput" });
@@ -361,6 +467,8 @@ publicNames.add(ApiKeyTrafficView, { name: "ApiKeyTrafficView" });
 publicNames.add(CreatedApiKeyView, { name: "CreatedApiKeyView" });
 publicNames.add(RotatedApiKeyView, { name: "RotatedApiKeyView" });
 publicNames.add(ClientCredentialView, { name: "ClientCredentialView" });
+publicNames.add(CreateTrustedIssuerInput, { name: "CreateTrustedIssuerInput" });
+publicNames.add(TrustedIssuerView, { name: "TrustedIssuerView" });
 publicNames.add(CreatedClientCredentialView, { name: "CreatedClientCredentialView" });
 publicNames.add(OrgAdminTokenView, { name: "OrgAdminTokenView" });
 publicNames.add(AdminTokenView, { name: "AdminTokenView" });

@@ -129,11 +129,17 @@ export const ClientCredentialRecord = z.object({
    * How the client authenticates: its secret (client_secret_basic or client_secret_post), or a
    * JWT signed with one of its `jwks` keys (private_key_jwt, RFC 7523).
    */
-  auth_method: z.enum(["client_secret", "private_key_jwt"]),
-  /** SHA-256 (hex) of the client secret; for private_key_jwt, of a random value nobody knows. */
+  auth_method: z.enum(["client_secret", "private_key_jwt", "federated_jwt"]),
+  /** SHA-256 (hex) of the client secret; for private_key_jwt and federated_jwt, of a random value nobody knows. */
   secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
-  /** The public keys of a private_key_jwt client; null for a secret. */
+  /** The public keys of a private_key_jwt client; null for a secret, a key set URL or a federated client. */
   jwks: Jwks.nullable(),
+  /** Where a private_key_jwt client publishes its keys (issue 44); null otherwise. */
+  jwks_uri: z.string().nullable().default(null),
+  /** A federated_jwt client's trusted issuer and exact subject (issue 44); null otherwise. */
+  federated: z.object({ issuer: z.string(), subject: z.string() }).nullable().default(null),
+  /** What its access tokens are (issue 44): opaque (keyway's) or RFC 9068 JWTs. */
+  access_token_strategy: z.enum(["opaque", "jwt"]).default("opaque"),
   /** The scopes its tokens may have; null: every scope. */
   scopes: z.array(z.string()).nullable(),
   /** Its tokens must be DPoP-bound (RFC 9449 `dpop_bound_access_tokens`). */
@@ -146,6 +152,21 @@ export const ClientCredentialRecord = z.object({
   revoked_at: Timestamp.nullable(),
 });
 export type ClientCredentialRecord = z.output<typeof ClientCredentialRecord>;
+
+/** An issuer whose JWTs authenticate the organization's federated_jwt credentials (issue 44). */
+export const TrustedIssuerRecord = z.object({
+  id: z.string(),
+  organization_id: z.string(),
+  name: z.string().nullable(),
+  issuer: z.string(),
+  jwks_uri: z.string(),
+  jwks_uri_source: z.enum(["registered", "discovered"]),
+  assertion_reuse: z.enum(["once", "until_expiry"]),
+  max_assertion_lifetime_seconds: z.number().int(),
+  key_set: z.object({ fetched_at: Timestamp, key_ids: z.array(z.string().nullable()) }).nullable(),
+  created_at: Timestamp,
+});
+export type TrustedIssuerRecord = z.output<typeof TrustedIssuerRecord>;
 
 export const OrgAdminTokenRecord = z.object({
   id: z.string(),
@@ -174,5 +195,7 @@ export const AccessTokenClaims = z.object({
   cnf: z.object({ jkt: z.string() }).optional(),
   /** A DPoP-bound token's API key id: its proofs' single use is checked by that key's object. */
   akid: z.string().optional(),
+  /** Set (not signed) when the token was an RFC 9068 JWT (issue 44) rather than a `kw_at_` token. */
+  fmt: z.literal("jwt").optional(),
 });
 export type AccessTokenClaims = z.output<typeof AccessTokenClaims>;

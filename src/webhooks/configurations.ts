@@ -14,6 +14,7 @@ import { ApiError, invalidInput, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
 import { open, type SealedValue, seal } from "../lib/aead";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
+import { checkTarget } from "../lib/ssrf";
 import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, UNAVAILABLE_RETRY_AFTER_SECONDS, unwrap, webhookObject } from "../objects/stubs";
@@ -29,7 +30,6 @@ import {
 } from "../schemas/webhooks";
 import { newAssertionKey, newDpopKey } from "./receiver-keys";
 import { newSigningSecret } from "./signature";
-import { checkTarget } from "./ssrf";
 
 /** How long a rotated-out signing secret keeps signing (both signatures are sent). */
 export const SIGNING_SECRET_OVERLAP_MS = 24 * 3600 * 1000;

@@ -18,6 +18,7 @@
  */
 import type { Deps } from "../deps";
 import { base64Encode, base64UrlEncode, encodeUtf8, hex } from "../lib/encoding";
+import { checkTarget } from "../lib/ssrf";
 import { readCapped } from "../lib/streams";
 import {
   type AttemptResponse,
@@ -28,7 +29,6 @@ import {
 } from "../schemas/webhooks";
 import { dpopProof, nonceAsked, type TokenRequestParts, tokenRequest } from "./receiver-auth";
 import type { OpenedKey } from "./receiver-keys";
-import { checkTarget } from "./ssrf";
 
 export const MAX_REDIRECTS = 5;
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;

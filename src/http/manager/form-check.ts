@@ -9,8 +9,8 @@
 import type { z } from "zod";
 import type { Deps } from "../../deps";
 import { ApiError, type InputIssue, invalidInput } from "../../errors";
+import { checkTarget } from "../../lib/ssrf";
 import { toIssue } from "../../schemas/validate";
-import { checkTarget } from "../../webhooks/ssrf";
 
 /**
  * `value` parsed by `schema`, or one invalid_request ApiError naming every issue: `extra` and the

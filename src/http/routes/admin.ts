@@ -36,6 +36,13 @@ import {
   listOrganizations,
   updateOrganizationQuota,
 } from "../../identity/organizations";
+import {
+  createTrustedIssuer,
+  getTrustedIssuer,
+  listTrustedIssuers,
+  removeTrustedIssuer,
+  trustedIssuerView,
+} from "../../identity/trusted-issuers";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
 import { MAX_ACTIVE_API_KEYS } from "../../objects/organization";
 import { usageView } from "../../ratelimit/service";
@@ -53,6 +60,7 @@ import {
   CreatedClientCredentialView,
   CreateManagerSignInLinkInput,
   CreateOrganizationInput,
+  CreateTrustedIssuerInput,
   CreateUserInput,
   DeletedOrganizationView,
   MAX_ROTATION_GRACE_SECONDS,
@@ -64,6 +72,7 @@ import {
   RotatedApiKeyView,
   SIGN_IN_TICKET_MAX_SECONDS,
   SIGN_IN_TICKET_SECONDS,
+  TrustedIssuerView,
   UpdateApiKeyInput,
   UpdateClientCredentialInput,
   UpdateOrganizationInput,
@@ -85,10 +94,24 @@ const ORG_PATH = `${ORGS}/{org}`;
 const KEYS = `${ORG_PATH}/api-keys`;
 const USERS = `${ORG_PATH}/users`;
 const CREDENTIALS = `${USERS}/{user}/client-credentials`;
+const ISSUERS = `${ORG_PATH}/trusted-issuers`;
 
 const orgsTag = "Operator: organizations and users";
 const keysTag = "Operator: API keys";
 const credentialsTag = "Operator: client credentials";
+const issuersTag = "Operator: trusted issuers";
+const TRUSTED_ISSUER = {
+  id: "iss_01jz8q3v0c4x2m9t6n5r7w1y3a",
+  organization_id: ORG.id,
+  name: "GitHub Actions",
+  issuer: "https://token.actions.githubusercontent.com",
+  jwks_uri: "https://token.actions.githubusercontent.com/.well-known/jwks",
+  jwks_uri_source: "discovered" as const,
+  assertion_reuse: "once" as const,
+  max_assertion_lifetime_seconds: 3600,
+  key_set: { fetched_at: T1, key_ids: ["cc413527-173f-5a05-976e-9c52b1d7b431"] },
+  created_at: T1,
+};
 
 /** Two buckets of each series, for the description (a real answer has 24 and 30). */
 const TRAFFIC_EXAMPLE = {
@@ -451,7 +474,7 @@ export const adminRoutes: Route[] = [
     operationId: "createClientCredential",
     summary: "Issue a client credential to a user",
     description:
-      "With a secret (the default; `client_secret` is shown only here), or with `token_endpoint_auth_method: \"private_key_jwt\"` and the client's public keys in `jwks` (no secret is created; private key material is refused). `scopes` restricts its tokens; **without `scopes` the credential is unrestricted**: its tokens may have every scope, including any scope keyway adds later (the answer says `scopes_unrestricted: true`, `scopes` listing today's); `scopes: []` gives its tokens no scope. `dpop_bound_access_tokens` requires DPoP.",
+      'With a secret (the default; `client_secret` is shown only here), or with `token_endpoint_auth_method: "private_key_jwt"` and the client\'s public keys in `jwks` or the URL that publishes them in `jwks_uri` (no secret is created; private key material is refused), or with `token_endpoint_auth_method: "federated_jwt"` and `federated: {issuer, subject}` (a trusted issuer\'s workload, no secret: docs/clients.md). `access_token_strategy: "jwt"` makes its tokens RFC 9068 JWTs. `scopes` restricts its tokens; **without `scopes` the credential is unrestricted**: its tokens may have every scope, including any scope keyway adds later (the answer says `scopes_unrestricted: true`, `scopes` listing today\'s); `scopes: []` gives its tokens no scope. `dpop_bound_access_tokens` requires DPoP.',
     tag: credentialsTag,
     auth: "admin",
     status: 201,
@@ -492,7 +515,7 @@ export const adminRoutes: Route[] = [
     operationId: "updateClientCredential",
     summary: "Change a client credential: its key set (rotation), scopes, DPoP, name",
     description:
-      "`jwks` replaces a private_key_jwt credential's public keys: during a rotation list the old and the new together, then the new alone. `scopes` (`null`: no restriction, every scope including any added later; `[]`: none) and `dpop_bound_access_tokens` apply to tokens issued from now on. In effect at the next token request everywhere once answered (503 while still being applied; repeat to confirm).",
+      "`jwks` replaces a private_key_jwt credential's public keys: during a rotation list the old and the new together, then the new alone (or set `jwks_uri` once and rotate at that URL without calling keyway). `access_token_strategy` chooses opaque or JWT tokens from now on. `scopes` (`null`: no restriction, every scope including any added later; `[]`: none) and `dpop_bound_access_tokens` apply to tokens issued from now on. In effect at the next token request everywhere once answered (503 while still being applied; repeat to confirm).",
     tag: credentialsTag,
     auth: "admin",
     body: { schema: UpdateClientCredentialInput, example: { scopes: ["webhooks:read"] } },
@@ -513,5 +536,61 @@ export const adminRoutes: Route[] = [
     response: { schema: ClientCredentialView, example: { ...CREDENTIAL, status: "revoked", revoked_at: T1 } },
     handle: async (c) =>
       clientCredentialView(await revokeClientCredential(deps(c), param(c, "org"), param(c, "user"), param(c, "client"), actor(c))),
+  }),
+
+  // Trusted issuers (issue 44)
+  envelopeRoute({
+    method: "POST",
+    path: ISSUERS,
+    operationId: "createTrustedIssuer",
+    summary: "Trust a workload identity issuer",
+    description:
+      "Its JWTs then authenticate the organization's `federated_jwt` credentials that name it. Without `jwks_uri`, keyway finds the key set through the issuer's OpenID Connect Discovery document or RFC 8414 metadata (whose `issuer` must match exactly); either way it fetches the set now and refuses (400) an issuer whose keys it cannot fetch. `assertion_reuse` and `max_assertion_lifetime_seconds` bound what its JWTs may do (docs/clients.md).",
+    tag: issuersTag,
+    auth: "admin",
+    status: 201,
+    body: {
+      schema: CreateTrustedIssuerInput,
+      example: { issuer: "https://token.actions.githubusercontent.com", name: "GitHub Actions" },
+    },
+    response: { schema: TrustedIssuerView, example: TRUSTED_ISSUER },
+    errors: [409],
+    handle: async (c, input) => trustedIssuerView(await createTrustedIssuer(deps(c), param(c, "org"), input, actor(c))),
+    location: (issuer, c) => `${under(c, ISSUERS)}/${issuer.id}`,
+  }),
+  listRoute({
+    method: "GET",
+    path: ISSUERS,
+    operationId: "listTrustedIssuers",
+    summary: "List the organization's trusted issuers",
+    tag: issuersTag,
+    auth: "admin",
+    response: { schema: TrustedIssuerView, example: [TRUSTED_ISSUER] },
+    handle: async (c, query) => {
+      const page = await listTrustedIssuers(deps(c), param(c, "org"), query);
+      return { ...page, items: page.items.map(trustedIssuerView) };
+    },
+  }),
+  envelopeRoute({
+    method: "GET",
+    path: `${ISSUERS}/{issuer}`,
+    operationId: "getTrustedIssuer",
+    summary: "Get a trusted issuer",
+    tag: issuersTag,
+    auth: "admin",
+    response: { schema: TrustedIssuerView, example: TRUSTED_ISSUER },
+    handle: async (c) => trustedIssuerView(await getTrustedIssuer(deps(c), param(c, "org"), param(c, "issuer"))),
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: `${ISSUERS}/{issuer}`,
+    operationId: "removeTrustedIssuer",
+    summary: "Stop trusting an issuer",
+    description:
+      "Revokes every `federated_jwt` credential that names it, in the same change: their tokens stop working on the very next request everywhere (503 while still being applied; repeat to confirm).",
+    tag: issuersTag,
+    auth: "admin",
+    response: { schema: TrustedIssuerView, example: TRUSTED_ISSUER },
+    handle: async (c) => trustedIssuerView(await removeTrustedIssuer(deps(c), param(c, "org"), param(c, "issuer"), actor(c))),
   }),
 ];

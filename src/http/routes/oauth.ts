@@ -31,7 +31,7 @@ const adminBody = {
   form: true,
 } as const;
 const CLIENT_AUTH =
-  "The client authenticates with `client_id` and `client_secret` in the body or with HTTP Basic, or with a client assertion (`private_key_jwt`: `client_assertion_type` `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and `client_assertion`, signed by a registered key, `iss` = `sub` = client_id, `aud` the issuer or this endpoint's URL, `exp` at most 300 s ahead, `jti` used once). The credential must belong to the API key's organization.";
+  "The client authenticates with `client_id` and `client_secret` in the body or with HTTP Basic, or with a client assertion (`private_key_jwt`: `client_assertion_type` `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and `client_assertion`, signed by a registered key, `iss` = `sub` = client_id, `aud` the issuer or this endpoint's URL, `exp` at most 300 s ahead, `jti` used once; keys registered as `jwks` or published at the credential's `jwks_uri`), or a federated workload's JWT (`federated_jwt`: the same `client_assertion_type`, `client_assertion` the JWT its trusted issuer signed with `iss` the issuer, `sub` the credential's subject, `aud` the issuer or this endpoint's URL, and `client_id` in the body). The credential must belong to the API key's organization.";
 const DPOP =
   "With a `DPoP` header holding a valid proof (RFC 9449: `typ` dpop+jwt, `htm` POST, `htu` this URL, `iat` within 60 s, a fresh `jti`) the token is DPoP-bound: `token_type` is `DPoP`, and it works only as `Authorization: DPoP <token>` with a proof of the same key, with the API key it was issued with. `scope` narrows the token (unknown or disallowed: 400 `invalid_scope`).";
 
@@ -141,7 +141,14 @@ async function tokenFor(c: Context<AppEnv>) {
   return issueAccessToken(
     c.get("deps"),
     c.req.header(API_KEY_HEADER),
-    { request, dpop: c.req.raw.headers.get("dpop"), method: c.req.method, url: urlOf(c), audiences: audiencesOf(c) },
+    {
+      request,
+      dpop: c.req.raw.headers.get("dpop"),
+      method: c.req.method,
+      url: urlOf(c),
+      audiences: audiencesOf(c),
+      issuer: issuerOf(c),
+    },
     (admitted) => c.set("admitted", admitted),
   );
 }

@@ -167,10 +167,13 @@ export class Propagation {
                   organization_id: org.id,
                   user_id: row.user_id,
                   secret_hash: row.secret_hash,
-                  auth_method: row.auth_method,
+                  // Every credential without a secret is "private_key_jwt" here: the entry's one use is
+                  // that such a credential is never authenticated from it (and an earlier release reads it).
+                  auth_method: row.auth_method === "client_secret" ? "client_secret" : "private_key_jwt",
                   scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
                   dpop_bound: row.dpop_bound === 1,
                   version: row.version,
+                  ...(row.token_strategy === "jwt" ? { access_token_strategy: "jwt" as const } : {}),
                 });
               } else {
                 await deleteCredentialLookup(this.env.KV, client_id);

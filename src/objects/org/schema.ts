@@ -13,6 +13,7 @@ import {
   type OrgAdminTokenRecord,
   type OrganizationRecord,
   OrgQuota,
+  type TrustedIssuerRecord,
   type UserRecord,
 } from "../../schemas/records";
 import type { Migration } from "../sql";
@@ -133,7 +134,28 @@ export const MIGRATIONS: Migration[] = [
       "ALTER TABLE api_keys ADD COLUMN previous_until_ms INTEGER",
     ],
   },
+  {
+    // Issue 44: clients without shared secrets, and JWT access tokens.
+    version: 9,
+    statements: [
+      // A private_key_jwt client's key set URL (instead of `jwks`); a federated_jwt client's issuer and exact subject.
+      "ALTER TABLE client_credentials ADD COLUMN jwks_uri TEXT",
+      "ALTER TABLE client_credentials ADD COLUMN federated_issuer TEXT",
+      "ALTER TABLE client_credentials ADD COLUMN federated_subject TEXT",
+      // 'opaque' or 'jwt' (RFC 9068).
+      "ALTER TABLE client_credentials ADD COLUMN token_strategy TEXT NOT NULL DEFAULT 'opaque'",
+      `CREATE TABLE trusted_issuers (id TEXT PRIMARY KEY, issuer TEXT NOT NULL UNIQUE, name TEXT, jwks_uri TEXT NOT NULL,
+        jwks_uri_source TEXT NOT NULL, assertion_reuse TEXT NOT NULL, max_lifetime_s INTEGER NOT NULL, created_at TEXT NOT NULL)`,
+      // Key sets fetched from a URL (an issuer's, a client's): what was fetched, until when it is
+      // fresh, and the last attempt (a refetch at most once a minute per URL: objects/org/remote-keys.ts).
+      `CREATE TABLE key_sets (url TEXT PRIMARY KEY, jwks TEXT, fetched_ms INTEGER, fresh_until_ms INTEGER NOT NULL DEFAULT 0,
+        attempted_ms INTEGER NOT NULL DEFAULT 0)`,
+    ],
+  },
 ];
+
+/** The most trusted issuers an organization may register (each is a key set keyway fetches and keeps). */
+export const MAX_TRUSTED_ISSUERS = 20;
 
 export type Row = Record<string, SqlStorageValue>;
 export interface UserRow extends Row {
@@ -149,8 +171,13 @@ export interface CredentialRow extends Row {
   user_id: string;
   name: string | null;
   secret_hash: string;
-  auth_method: "client_secret" | "private_key_jwt";
+  auth_method: "client_secret" | "private_key_jwt" | "federated_jwt";
   jwks: string | null;
+  /** Migration 9. */
+  jwks_uri: string | null;
+  federated_issuer: string | null;
+  federated_subject: string | null;
+  token_strategy: "opaque" | "jwt";
   scopes: string | null;
   dpop_bound: number;
   version: number;
@@ -194,6 +221,25 @@ export interface AdminTokenRow extends Row {
   last_used_at: string | null;
   revoked_at: string | null;
 }
+export interface TrustedIssuerRow extends Row {
+  rowid: number;
+  id: string;
+  issuer: string;
+  name: string | null;
+  jwks_uri: string;
+  jwks_uri_source: "registered" | "discovered";
+  assertion_reuse: "once" | "until_expiry";
+  max_lifetime_s: number;
+  created_at: string;
+}
+export interface KeySetRow extends Row {
+  url: string;
+  /** The JWKS JSON last fetched; null before a fetch succeeded. */
+  jwks: string | null;
+  fetched_ms: number | null;
+  fresh_until_ms: number;
+  attempted_ms: number;
+}
 export interface AuditRow extends Row {
   rowid: number;
   at: string;
@@ -213,6 +259,8 @@ export interface ClientFacts {
   /** Its tokens must be DPoP-bound. */
   dpop_bound: boolean;
   version: number;
+  /** Its access tokens are RFC 9068 JWTs (issue 44); absent from an object of an earlier release: opaque. */
+  access_token_strategy?: "opaque" | "jwt";
   /** For the release before issue 41 only: its token request's DPoP proof had been used before. */
   proof_replayed?: boolean;
 }
@@ -265,6 +313,37 @@ export function credentialRow(sql: SqlStorage, clientId: string): CredentialRow 
   return sql.exec<CredentialRow>("SELECT rowid, * FROM client_credentials WHERE client_id = ?", clientId).toArray()[0];
 }
 
+export function trustedIssuerRow(sql: SqlStorage, id: string): TrustedIssuerRow | undefined {
+  return sql.exec<TrustedIssuerRow>("SELECT rowid, * FROM trusted_issuers WHERE id = ?", id).toArray()[0];
+}
+
+export function trustedIssuerByIssuer(sql: SqlStorage, issuer: string): TrustedIssuerRow | undefined {
+  return sql.exec<TrustedIssuerRow>("SELECT rowid, * FROM trusted_issuers WHERE issuer = ?", issuer).toArray()[0];
+}
+
+export function keySetRow(sql: SqlStorage, url: string): KeySetRow | undefined {
+  return sql.exec<KeySetRow>("SELECT * FROM key_sets WHERE url = ?", url).toArray()[0];
+}
+
+export function trustedIssuerRecord(orgId: string, row: TrustedIssuerRow, keys: KeySetRow | undefined): TrustedIssuerRecord {
+  const held = keys?.jwks != null && keys.fetched_ms != null ? (JSON.parse(keys.jwks) as Jwks) : null;
+  return {
+    id: row.id,
+    organization_id: orgId,
+    name: row.name,
+    issuer: row.issuer,
+    jwks_uri: row.jwks_uri,
+    jwks_uri_source: row.jwks_uri_source,
+    assertion_reuse: row.assertion_reuse,
+    max_assertion_lifetime_seconds: row.max_lifetime_s,
+    key_set:
+      held === null || keys?.fetched_ms == null
+        ? null
+        : { fetched_at: isoTime(keys.fetched_ms), key_ids: held.keys.map((k) => (typeof k.kid === "string" ? k.kid : null)) },
+    created_at: row.created_at,
+  };
+}
+
 export function keyRow(sql: SqlStorage, id: string): KeyRow | undefined {
   return sql.exec<KeyRow>("SELECT rowid, * FROM api_keys WHERE id = ?", id).toArray()[0];
 }
@@ -286,6 +365,12 @@ export function credentialRecord(orgId: string, row: CredentialRow): ClientCrede
     auth_method: row.auth_method,
     secret_hash: row.secret_hash,
     jwks: row.jwks === null ? null : (JSON.parse(row.jwks) as Jwks),
+    jwks_uri: row.jwks_uri,
+    federated:
+      row.federated_issuer === null || row.federated_subject === null
+        ? null
+        : { issuer: row.federated_issuer, subject: row.federated_subject },
+    access_token_strategy: row.token_strategy,
     scopes: row.scopes === null ? null : (JSON.parse(row.scopes) as string[]),
     dpop_bound: row.dpop_bound === 1,
     version: row.version,

@@ -1,7 +1,7 @@
 /**
- * SSRF guard for outbound URLs chosen by API users (a webhook `url`, an OAuth `token_url`). It
- * runs when the URL is configured and again at every redirect hop, and decides from the URL
- * alone: the scheme, credentials, length, well-known internal host names and literal IP
+ * SSRF guard for outbound URLs chosen by API users (a webhook `url`, an OAuth `token_url`, a JWK Set
+ * or issuer URL: lib/key-sets.ts). It runs when the URL is configured and again at every redirect
+ * hop, and decides from the URL alone: the scheme, credentials, length, well-known internal host names and literal IP
  * addresses in the IANA special-purpose registries (RFC 6890), classified by ipaddr.js (its
  * `range()` keeps the registries; the few blocks it does not know are listed here), including
  * IPv6 forms that embed an IPv4 address (mapped, translated, NAT64, 6to4, Teredo), decoded here. Host names are not resolved here (a
