@@ -14,7 +14,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Route } from "../src/http/route";
 import { ROUTES } from "../src/http/routes";
 import { ALL_SCOPES } from "../src/schemas/scopes";
-import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL, WORKLOAD_ISSUER, WORKLOAD_ISSUER_JWKS } from "./fake-network";
 import { ADMIN_TOKEN, admin, authed, BASE, basic, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser } from "./manager-helpers";
 
@@ -57,6 +57,10 @@ async function org(): Promise<Org> {
   await post("/v1/event-types", { name: eventType });
   const recovery = await post(`/v1/webhook-configurations/${config.id}/recover`, { since: new Date(Date.now() - 60_000).toISOString() });
   const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${tenant.orgId}/admin-tokens`, { name: "matrix" });
+  const issuer = await admin<{ id: string }>("POST", `/organizations/${tenant.orgId}/trusted-issuers`, {
+    issuer: WORKLOAD_ISSUER,
+    jwks_uri: WORKLOAD_ISSUER_JWKS,
+  });
   return {
     tenant,
     token,
@@ -72,6 +76,7 @@ async function org(): Promise<Org> {
       token: minted.id,
       name: eventType,
       recovery: recovery.id,
+      issuer: issuer.id,
       session: await portalSession(post, config.id, headers),
     },
   };
@@ -183,7 +188,10 @@ describe("the authorization matrix", () => {
       "GET /",
       "GET /healthz",
       "GET /.well-known/oauth-authorization-server",
+      // RFC 9728: the /v1 API's protected resource metadata.
+      "GET /.well-known/oauth-protected-resource",
       "GET /v1/openapi.json",
+      "GET /.well-known/jwks.json",
       // Issue 31: keyway's public keys, which receivers' OAuth servers fetch as its jwks_uri.
       "GET /v1/receiver-jwks/{org}",
       // Issue 42: one configuration's own keys (its jwks_uri).

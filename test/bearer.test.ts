@@ -3,7 +3,10 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { signAccessToken } from "../src/auth/access-token";
 import { loadConfig } from "../src/config";
-import { adminCall, authed, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+import { adminCall, authed, BASE, body, call, callAt, createTenant, issueToken, type Tenant, tokenRequest } from "./helpers";
+
+/** RFC 9728 5.1: every /v1 challenge names the protected resource's metadata (test/protected-resource.test.ts). */
+const RESOURCE_METADATA = `resource_metadata="${BASE}/.well-known/oauth-protected-resource"`;
 
 let t: Tenant;
 let token: string;
@@ -44,7 +47,7 @@ describe("bearer middleware", () => {
     const res = await call("/v1/me", { headers: { "x-api-key": t.apiKey } });
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toBe(
-      'Bearer realm="keyway", DPoP realm="keyway", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"',
+      `Bearer ${RESOURCE_METADATA}, realm="keyway", DPoP ${RESOURCE_METADATA}, realm="keyway", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"`,
     );
     const json = await body(res);
     expect(json).toMatchObject({ response_status: 401, data: null, error: "invalid_token" });
@@ -55,7 +58,7 @@ describe("bearer middleware", () => {
     const res = await call("/v1/me", { headers: { "x-api-key": t.apiKey, Authorization: `Basic ${btoa("a:b")}` } });
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toBe(
-      'Bearer realm="keyway", DPoP realm="keyway", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"',
+      `Bearer ${RESOURCE_METADATA}, realm="keyway", DPoP ${RESOURCE_METADATA}, realm="keyway", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"`,
     );
   });
 
@@ -87,7 +90,9 @@ describe("bearer middleware", () => {
     const { res, json } = await me(t, mutate(token));
     expect(res.status).toBe(401);
     expect(json.error).toBe("invalid_token");
-    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="keyway", error="invalid_token", error_description="/);
+    expect(res.headers.get("www-authenticate")).toMatch(
+      /^Bearer resource_metadata="[^"]+", realm="keyway", error="invalid_token", error_description="/,
+    );
   });
 
   it("refuses a token once it expires, and not a millisecond before", async () => {

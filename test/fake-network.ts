@@ -21,6 +21,8 @@ export type Handler = (request: Sent, index: number) => Response | Promise<Respo
 export const RECEIVER = "https://receiver.example";
 export const TOKEN_URL = `${RECEIVER}/oauth/token`;
 export const WEBHOOK_URL = `${RECEIVER}/webhooks`;
+export const WORKLOAD_ISSUER = `${RECEIVER}/workload-issuer`;
+export const WORKLOAD_ISSUER_JWKS = `${WORKLOAD_ISSUER}/jwks`;
 
 export const json = (value: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(value), { status, headers: { "Content-Type": "application/json", ...headers } });
@@ -77,6 +79,19 @@ export function receiver(options: { token?: string; webhookStatus?: number; expi
     [TOKEN_URL]: () =>
       json({ access_token: options.token ?? "receiver-token-1", token_type: "Bearer", expires_in: options.expiresIn ?? 300 }),
     [WEBHOOK_URL]: () => new Response(null, { status: options.webhookStatus ?? 204 }),
+    // A workload identity issuer's key set (issue 44), the public key of RFC 7517 A.1.
+    [WORKLOAD_ISSUER_JWKS]: () =>
+      json({
+        keys: [
+          {
+            kty: "EC",
+            crv: "P-256",
+            x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+            y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+            kid: "1",
+          },
+        ],
+      }),
   };
 }
 

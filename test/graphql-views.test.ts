@@ -137,6 +137,7 @@ const ADDED_TO_A_VIEW = new Set([
   "WebhookConfiguration.oauth.authMethod",
   "WebhookConfiguration.oauth.dpop",
   "WebhookConfiguration.operations",
+  "Viewer.token.format",
 ]);
 
 function compareFields(

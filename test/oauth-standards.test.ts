@@ -320,7 +320,9 @@ describe("DPoP (RFC 9449)", () => {
       expect(res.status, name).toBe(401);
       const json = await body(res);
       expect(json.error, name).toBe(error);
-      expect(res.headers.get("www-authenticate"), name).toMatch(new RegExp(`^DPoP realm="keyway", algs="[^"]+", error="${error}"`));
+      expect(res.headers.get("www-authenticate"), name).toMatch(
+        new RegExp(`^DPoP resource_metadata="[^"]+", realm="keyway", algs="[^"]+", error="${error}"`),
+      );
     }
     const once = await proof(pair, "GET", ME, { ath });
     expect((await dpopCall("/v1/me", { token, proof: once })).status).toBe(200);
@@ -406,7 +408,7 @@ describe("scopes", () => {
     expect(publish.status).toBe(403);
     expect((await body(publish)).error).toBe("insufficient_scope");
     expect(publish.headers.get("www-authenticate")).toBe(
-      'Bearer realm="keyway", error="insufficient_scope", error_description="The access token lacks a needed scope", scope="events:write"',
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource", realm="keyway", error="insufficient_scope", error_description="The access token lacks a needed scope", scope="events:write"`,
     );
     // GET /v1/me needs no scope.
     expect((await call("/v1/me", authed(t, token))).status).toBe(200);

@@ -260,6 +260,7 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     expect(await res.json()).toEqual({
       issuer: BASE,
       token_endpoint: `${BASE}/v1/oauth/token`,
+      jwks_uri: `${BASE}/.well-known/jwks.json`,
       grant_types_supported: ["client_credentials"],
       token_endpoint_auth_methods_supported: methods,
       token_endpoint_auth_signing_alg_values_supported: algs,

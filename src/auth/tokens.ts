@@ -246,6 +246,7 @@ export function meView(p: Principal, nowMs: number): MeView {
       issued_at: isoTime(p.issuedAt * 1000),
       expires_at: isoTime(p.expiresAt * 1000),
       expires_in: Math.max(0, p.expiresAt - Math.floor(nowMs / 1000)),
+      format: p.format,
     },
   };
 }

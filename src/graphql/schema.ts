@@ -93,6 +93,8 @@ type AccessToken {
   issuedAt: DateTime!
   expiresAt: DateTime!
   expiresIn: Int!
+  """opaque, or jwt for an RFC 9068 token (a credential with access_token_strategy jwt). Null from an API Worker before issue 44."""
+  format: String
 }
 
 type RateLimitUsage {

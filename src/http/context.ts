@@ -18,6 +18,12 @@ export interface AppEnv {
     actor: Actor;
     /** "oauth" renders errors as RFC 6749 5.2 bodies instead of the envelope. */
     errorStyle: "envelope" | "oauth";
+    /**
+     * The URL of the protected resource's metadata (RFC 9728 3.1), set by the router on the /v1
+     * routes that take an access token: http/errors.ts adds it to their Bearer and DPoP
+     * challenges (RFC 9728 5.1).
+     */
+    resourceMetadata: string;
     /** A body read before admission (route `cost`), or the error reading it raised. */
     preread: Record<string, unknown> | ApiError;
   };

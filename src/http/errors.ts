@@ -1,20 +1,27 @@
 /**
  * The one place errors become HTTP API responses. ApiError maps to the envelope (or, on the
  * standard token endpoint, to RFC 6749 5.2 `{error, error_description}`); its internal detail,
- * if any, is logged here and never sent. Anything else is our own fault: logged, and answered
- * with a generic 500 that carries no internal detail.
+ * if any, is logged here and never sent. On the /v1 routes that take an access token, Bearer and
+ * DPoP challenges get RFC 9728's `resource_metadata` here (http/resource-metadata.ts), the one
+ * place that knows both the challenge and the origin. Anything else is our own fault: logged,
+ * and answered with a generic 500 that carries no internal detail.
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError } from "../errors";
 import { describeError, log } from "../log";
 import type { AppEnv } from "./context";
+import { withResourceMetadata } from "./resource-metadata";
 
 export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
   const error = err instanceof ApiError ? err : internal(c, err);
   if (error.detail !== undefined) log.error("request failed", { code: error.code, path: c.req.path, detail: error.detail });
   const status = error.status as ContentfulStatusCode;
-  const headers = { ...error.headers, "Cache-Control": "no-store" };
+  const headers: Record<string, string> = { ...error.headers, "Cache-Control": "no-store" };
+  // RFC 9728 5.1: the protected resource's challenges say where its metadata is.
+  const metadata = c.get("resourceMetadata");
+  const challenge = headers["WWW-Authenticate"];
+  if (metadata !== undefined && challenge !== undefined) headers["WWW-Authenticate"] = withResourceMetadata(challenge, metadata);
   if (c.get("errorStyle") === "oauth") {
     return c.json({ error: error.code, error_description: error.developerMessage }, status, headers);
   }

@@ -48,6 +48,7 @@ const PATH_PARAMS: Record<string, { description: string; example: string }> = {
   token: { description: "Administrator token id (`oat_...`), not the token.", example: ADMIN_TOKEN_ID },
   name: { description: "Event type name (`group.event`).", example: "order.created" },
   recovery: { description: "Recovery id (`rcv_...`).", example: RECOVERY_ID },
+  issuer: { description: "Trusted issuer id (`iss_...`), not the issuer's URL.", example: "iss_01jz8q3v0c4x2m9t6n5r7w1y3a" },
   session: { description: "Portal session id (`pts_...`).", example: PORTAL_SESSION.id },
   file: { description: "A file of the GraphQL explorer (`GET /explorer`): graphiql's and React's builds.", example: "graphiql.min.css" },
 };
@@ -394,7 +395,8 @@ export function buildOpenApiDocument(routes: readonly Route[]): OpenApiDocument 
           schema: { type: "integer", minimum: 0 },
         },
         "WWW-Authenticate": {
-          description: "`Bearer` challenge (RFC 6750) when the access token is the problem.",
+          description:
+            "`Bearer` challenge (RFC 6750), or `DPoP` (RFC 9449), when the access token is the problem. On /v1 it names the protected resource metadata in `resource_metadata` (RFC 9728 5.1): `GET /.well-known/oauth-protected-resource`.",
           schema: { type: "string" },
         },
         Allow: { description: "The methods the path takes (RFC 9110 10.2.1), e.g. `GET, HEAD`.", schema: { type: "string" } },

@@ -7,6 +7,8 @@
  *     one call to the key's object, except on the routes declared `auth: "apiKey"` (the token
  *     endpoints, which admit the key with the client credential their body presents);
  *   /admin/*: the operator token.
+ * The /v1 paths that take an access token are the protected resource: their challenges name its
+ * metadata (RFC 9728 5.1, `protectedResource` below).
  * A declaration whose `auth` disagrees with what its path gets is refused at startup, so what the
  * API description says and what the router enforces cannot differ. Every path answers the
  * methods it does not declare with 405 and `Allow` (RFC 9110 15.5.6).
@@ -19,7 +21,9 @@ import { type RequestCost, requireCredentials } from "./middleware/credentials";
 import { apiHeaders } from "./middleware/headers";
 import type { Csp } from "./middleware/html";
 import { requireOperator } from "./middleware/operator";
+import { resourceMetadataUrl } from "./resource-metadata";
 import { type Auth, honoPath, type Route } from "./route";
+import { issuerOf } from "./routes/oauth";
 
 /**
  * `pageSecurity` gives an HTML route its security headers and Content-Security-Policy
@@ -85,7 +89,7 @@ export function mountRoutes(
   // RFC 6749 5.2 error bodies on the plain token endpoint, set before the API key check so its
   // refusals use them too.
   for (const route of routes) if (route.errorStyle === "oauth") app.use(honoPath(route.path), oauthErrorStyle);
-  app.use("/v1/*", apiHeaders, provideDeps, requireCredentials(tokenEndpoints, costOf));
+  app.use("/v1/*", apiHeaders, provideDeps, protectedResource(tokenEndpoints), requireCredentials(tokenEndpoints, costOf));
   app.use("/admin/*", apiHeaders, provideDeps, requireOperator);
   mount(
     app,
@@ -98,6 +102,30 @@ function enforcedAuth(path: string, mountedFirst: boolean): Auth {
   if (path.startsWith("/admin/")) return "admin";
   if (path.startsWith("/v1/") && !mountedFirst) return "client";
   return "none";
+}
+
+/**
+ * Marks the requests to the protected resource (RFC 9728 1.2): every /v1 path that takes an
+ * access token (`auth: "client"`, and the unknown /v1 paths, refused for their credentials
+ * first), so that their Bearer and DPoP challenges name its metadata (RFC 9728 5.1, added by
+ * http/errors.ts). Not the token endpoints (the authorization server's, whose challenges are
+ * Basic) nor /admin (the operator's `Bearer realm="keyway-admin"` is not an OAuth resource). The
+ * resource identifier is the issuer (routes/oauth.ts `issuerOf`), as the metadata says; with a
+ * malformed PUBLIC_BASE_URL the challenges go without it rather than the request failing here.
+ */
+function protectedResource(tokenEndpoints: ReadonlySet<string>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!tokenEndpoints.has(c.req.path)) {
+      let resource: string | null = null;
+      try {
+        resource = issuerOf(c);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+      }
+      if (resource !== null) c.set("resourceMetadata", resourceMetadataUrl(resource));
+    }
+    await next();
+  };
 }
 
 const oauthErrorStyle: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -30,6 +30,7 @@ import { ALL_SCOPES } from "../schemas/scopes";
 import { type Actor, applied } from "./changes";
 import { organization } from "./organizations";
 import { fetchCheckedKeySet } from "./trusted-issuers";
+import { getUser } from "./users";
 
 export async function createClientCredential(
   deps: Deps,
@@ -41,6 +42,8 @@ export async function createClientCredential(
   const method = input.token_endpoint_auth_method;
   const secretless = method === "private_key_jwt" || method === "federated_jwt";
   if (input.jwks !== undefined) await checkKeys(input.jwks);
+  // The user first when keyway is to fetch a URL: a request naming no one is a 404, whatever the URL answers.
+  if (input.jwks_uri !== undefined) await getUser(deps, orgId, userId);
   const fetched = input.jwks_uri === undefined ? undefined : await fetchCheckedKeySet(deps, input.jwks_uri, "jwks_uri");
   // The issuer as it was registered (normalized the same way), so that it names the trusted issuer.
   const issuer =
@@ -79,6 +82,7 @@ export async function updateClientCredential(
 ): Promise<ClientCredentialRecord> {
   if (!CLIENT_ID_PATTERN.test(clientId)) throw notFound("Client credential");
   if (input.jwks !== undefined) await checkKeys(input.jwks);
+  if (input.jwks_uri !== undefined) await getClientCredential(deps, orgId, userId, clientId);
   const fetched = input.jwks_uri === undefined ? undefined : await fetchCheckedKeySet(deps, input.jwks_uri, "jwks_uri");
   const patch = {
     ...(input.name !== undefined ? { name: input.name } : {}),

@@ -18,7 +18,7 @@ import { reach, unwrap } from "../objects/stubs";
 import type { CreateTrustedIssuerInput, TrustedIssuerView } from "../schemas/admin";
 import type { TrustedIssuerRecord } from "../schemas/records";
 import { type Actor, applied } from "./changes";
-import { organization } from "./organizations";
+import { getOrganization, organization } from "./organizations";
 
 /** Kubernetes' default projected service-account token lives an hour. */
 export const DEFAULT_MAX_ASSERTION_LIFETIME_S = 3600;
@@ -39,6 +39,8 @@ export async function createTrustedIssuer(
   input: CreateTrustedIssuerInput,
   actor: Actor,
 ): Promise<TrustedIssuerRecord> {
+  // The organization first: a request naming none is a 404, whatever its issuer would fetch.
+  await getOrganization(deps, orgId);
   const policy = { allowInsecure: deps.config.allowInsecureTargets };
   const issuer = checkIssuer(input.issuer, policy);
   if (!issuer.ok) throw refused("issuer", issuer.reason);

@@ -47,7 +47,14 @@ export const MeView = z.object({
   user_id: z.string(),
   client_id: z.string(),
   api_key_id: z.string(),
-  token: z.object({ id: z.string(), issued_at: z.iso.datetime(), expires_at: z.iso.datetime(), expires_in: z.number().int() }),
+  token: z.object({
+    id: z.string(),
+    issued_at: z.iso.datetime(),
+    expires_at: z.iso.datetime(),
+    expires_in: z.number().int(),
+    /** `jwt` for an RFC 9068 token (a credential with `access_token_strategy: "jwt"`, issue 44), else `opaque`. */
+    format: z.enum(["opaque", "jwt"]),
+  }),
 });
 export type MeView = z.output<typeof MeView>;
 
@@ -80,6 +87,8 @@ export type IntrospectionResponse = z.output<typeof IntrospectionResponse>;
 export const AuthorizationServerMetadata = z.object({
   issuer: z.url(),
   token_endpoint: z.url(),
+  /** RFC 8414 2: the key set of keyway's JWT access tokens (issue 44). */
+  jwks_uri: z.url(),
   grant_types_supported: z.array(z.string()),
   token_endpoint_auth_methods_supported: z.array(z.string()),
   token_endpoint_auth_signing_alg_values_supported: z.array(z.string()),
@@ -105,3 +114,21 @@ publicNames.add(MeView, { name: "MeView" });
 publicNames.add(AuthorizationServerMetadata, { name: "AuthorizationServerMetadata" });
 publicNames.add(TokenAdminRequest, { name: "TokenAdminRequest" });
 publicNames.add(IntrospectionResponse, { name: "IntrospectionResponse" });
+
+/**
+ * RFC 9728 section 2 protected resource metadata, as GET /.well-known/oauth-protected-resource
+ * serves it: the /v1 API's resource identifier (the issuer's origin, RFC 9728 3.3), the
+ * authorization server that issues its tokens, and how tokens are presented to it.
+ */
+export const ProtectedResourceMetadata = z.object({
+  resource: z.url(),
+  authorization_servers: z.array(z.url()),
+  scopes_supported: z.array(z.string()),
+  bearer_methods_supported: z.array(z.string()),
+  dpop_signing_alg_values_supported: z.array(z.string()),
+  resource_name: z.string(),
+  resource_documentation: z.url(),
+});
+export type ProtectedResourceMetadata = z.output<typeof ProtectedResourceMetadata>;
+
+publicNames.add(ProtectedResourceMetadata, { name: "ProtectedResourceMetadata" });

@@ -29,7 +29,13 @@ export const meRoutes: Route[] = [
         user_id: USER_ID,
         client_id: CLIENT_ID,
         api_key_id: KEY_ID,
-        token: { id: "tok_qynxaqk1y3a0q5gpvhagb0tk3y", issued_at: T0, expires_at: "2026-06-01T13:00:00.000Z", expires_in: 3595 },
+        token: {
+          id: "tok_qynxaqk1y3a0q5gpvhagb0tk3y",
+          issued_at: T0,
+          expires_at: "2026-06-01T13:00:00.000Z",
+          expires_in: 3595,
+          format: "opaque",
+        },
         limits: { per_second: 5, per_day: 10_000 },
         usage: {
           second: usageWindow(5, 1, "2026-06-01T12:00:01.000Z"),

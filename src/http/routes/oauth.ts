@@ -12,12 +12,26 @@ import type { PresentedClientRequest } from "../../auth/client-auth";
 import { API_KEY_HEADER } from "../../auth/gate";
 import { introspectAccessToken, revokeAccessToken } from "../../auth/token-lifecycle";
 import { issueAccessToken } from "../../auth/tokens";
-import { publicBaseUrl } from "../../config";
+import { loadConfig, publicBaseUrl } from "../../config";
 import { ApiError } from "../../errors";
+import { accessTokenKeys } from "../../lib/token-keys";
+import { Jwks } from "../../schemas/jose";
 import { IntrospectionResponse, PlainTokenResponse, TokenAdminRequest, TokenData, TokenRequest } from "../../schemas/oauth";
 import { parseBasicCredentials, readFields } from "../body";
 import type { AppEnv } from "../context";
 import { ACCESS_TOKEN, TOKEN, TOKEN_REQUEST } from "../examples";
+
+/** An example of a published key (a real one's members are longer). */
+const ACCESS_TOKEN_JWK = {
+  kty: "EC" as const,
+  crv: "P-256",
+  x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+  y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+  kid: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+  alg: "ES256",
+  use: "sig" as const,
+};
+
 import { envelopeRoute, type Route, rawRoute } from "../route";
 
 /** Token requests are small; 16 KiB leaves room for long ids and client assertions without inviting abuse. */
@@ -35,7 +49,32 @@ const CLIENT_AUTH =
 const DPOP =
   "With a `DPoP` header holding a valid proof (RFC 9449: `typ` dpop+jwt, `htm` POST, `htu` this URL, `iat` within 60 s, a fresh `jti`) the token is DPoP-bound: `token_type` is `DPoP`, and it works only as `Authorization: DPoP <token>` with a proof of the same key, with the API key it was issued with. `scope` narrows the token (unknown or disallowed: 400 `invalid_scope`).";
 
+/** Where keyway publishes the public keys of its JWT access tokens (RFC 8414 `jwks_uri`). */
+export const JWKS_PATH = "/.well-known/jwks.json";
+/**
+ * How long a resource server may cache the key set: a new key is published (the keyring's step 1,
+ * docs/deploy.md) at least this long before it signs, so that no cached copy meets a token it cannot verify.
+ */
+export const JWKS_MAX_AGE_S = 300;
+
 export const oauthRoutes: Route[] = [
+  rawRoute({
+    method: "GET",
+    path: JWKS_PATH,
+    operationId: "getAccessTokenKeySet",
+    summary: "The public keys of keyway's JWT access tokens (JWK Set)",
+    description: `The ES256 keys that sign the RFC 9068 access tokens of credentials with \`access_token_strategy: "jwt"\`, each named by its RFC 7638 thumbprint (\`kid\`). During a rotation it lists the key that signs and the ones whose tokens may still be live. Cacheable for ${JWKS_MAX_AGE_S} s; no API key needed.`,
+    tag: "Access tokens",
+    auth: "none",
+    response: { schema: Jwks, example: { keys: [ACCESS_TOKEN_JWK] } },
+    wire: "json",
+    errors: [503],
+    reply: async (c) => {
+      // A service route: no deps middleware runs before it (no API key, no clock), only the config.
+      const keys = await accessTokenKeys(loadConfig(c.env).signingKeys);
+      return c.json({ keys: keys.map((key) => key.publicJwk) }, 200, { "Cache-Control": `public, max-age=${JWKS_MAX_AGE_S}` });
+    },
+  }),
   envelopeRoute({
     method: "POST",
     path: "/v1/oauth",
