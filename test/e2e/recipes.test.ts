@@ -5,17 +5,19 @@
  * examples/recipes/, shown there verbatim) obtain a token with openid-client v6 and with
  * oauth4webapi and make a protected call, one after another with no pause (the demo key's
  * development limit), private_key_jwt with a key pair made by each of the page's two key recipes
- * (jose, openssl); and the receiver recipe verifies a real delivery with
+ * (jose, openssl); a federated client (issue 44) authenticates with a JWT of the local workload
+ * issuer (examples/local-issuer.mjs, shown there too) with each library; a JWT access token
+ * verifies with jose against the metadata's jwks_uri; and the receiver recipe verifies a real delivery with
  * the `standardwebhooks` package, its token fetched from examples/oauth-server.mjs.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type Keyway, ROOT, sleep, startKeyway } from "./server";
+import { freePort, type Keyway, operatorCall, ROOT, sleep, startKeyway } from "./server";
 
 interface Run {
   code: number | null;
@@ -213,6 +215,89 @@ describe("docs that work as pasted", () => {
       "active false",
       "GET /v1/me refused: 401 invalid_token",
     ]);
+  });
+
+  /** The local workload issuer docs/clients.md shows, trusted by the demo organization, and a federated credential of its subject. */
+  let federated: Promise<{ issuerUrl: string; clientId: string }> | undefined;
+  const FEDERATED_SUBJECT = "repo:acme/api:ref:refs/heads/main";
+  const federatedSetup = () =>
+    (federated ??= (async () => {
+      const port = await freePort();
+      const issuer = serve("examples/local-issuer.mjs", { PORT: String(port) });
+      started.push(issuer.proc);
+      await until("the local issuer", () => issuer.output().includes("listening"));
+      const issuerUrl = `http://127.0.0.1:${port}`;
+      const trusted = await operatorCall(keyway, "POST", `/organizations/${keyway.demo.organizationId}/trusted-issuers`, {
+        issuer: issuerUrl,
+      });
+      expect(trusted.status, await trusted.clone().text()).toBe(201);
+      const created = await operatorCall(
+        keyway,
+        "POST",
+        `/organizations/${keyway.demo.organizationId}/users/${keyway.demo.userId}/client-credentials`,
+        {
+          token_endpoint_auth_method: "federated_jwt",
+          federated: { issuer: issuerUrl, subject: FEDERATED_SUBJECT },
+        },
+      );
+      expect(created.status, await created.clone().text()).toBe(201);
+      return { issuerUrl, clientId: ((await created.json()) as { data: { client_id: string } }).data.client_id };
+    })());
+
+  it.each([
+    ["oauth4webapi", "examples/recipes/federated-oauth4webapi.mjs"],
+    ["openid-client v6", "examples/recipes/federated-openid-client.mjs"],
+  ])(
+    "authenticates a federated client with its workload's JWT from the local issuer with %s, as docs/clients.md shows it",
+    async (_name, file) => {
+      const blocks = await codeBlocks("docs/clients.md");
+      expect(blocks).toContain(await shown(file));
+      expect(blocks).toContain(await shown("examples/local-issuer.mjs"));
+      const { issuerUrl, clientId } = await federatedSetup();
+      // The platform's part: a JWT for keyway, written to a file as a projected token is.
+      const minted = await fetch(`${issuerUrl}/token?${new URLSearchParams({ sub: FEDERATED_SUBJECT, aud: keyway.baseUrl })}`);
+      expect(minted.status).toBe(200);
+      const dir = await mkdtemp(join(tmpdir(), "keyway-workload-"));
+      await writeFile(join(dir, "workload.jwt"), `${await minted.text()}\n`);
+      const result = await run(process.execPath, [file], {
+        ...demoEnv(),
+        KEYWAY_CLIENT_ID: clientId,
+        KEYWAY_CLIENT_SECRET: "",
+        KEYWAY_WORKLOAD_TOKEN_FILE: join(dir, "workload.jwt"),
+      });
+      await rm(dir, { recursive: true, force: true });
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      const [issued, me] = result.stdout.trim().split("\n");
+      expect(issued?.toLowerCase()).toBe("bearer token, expires in 3600 s");
+      expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: clientId });
+    },
+  );
+
+  it("verifies a JWT access token with jose against the metadata's jwks_uri, then calls /v1/me with it, as docs/clients.md shows it", async () => {
+    const file = "examples/recipes/jwt-access-token-jose.mjs";
+    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+    const created = await operatorCall(
+      keyway,
+      "POST",
+      `/organizations/${keyway.demo.organizationId}/users/${keyway.demo.userId}/client-credentials`,
+      {
+        access_token_strategy: "jwt",
+        scopes: ["webhooks:read"],
+      },
+    );
+    expect(created.status, await created.clone().text()).toBe(201);
+    const cred = ((await created.json()) as { data: { client_id: string; client_secret: string } }).data;
+    const result = await run(process.execPath, [file], {
+      ...demoEnv(),
+      KEYWAY_CLIENT_ID: cred.client_id,
+      KEYWAY_CLIENT_SECRET: cred.client_secret,
+    });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const [verified, me] = result.stdout.trim().split("\n");
+    expect(verified).toBe(`verified: sub ${keyway.demo.userId}, client_id ${cred.client_id}, scope webhooks:read`);
+    expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: cred.client_id });
   });
 
   it("verifies a real delivery with standardwebhooks as docs/clients.md shows it", async () => {
