@@ -2,7 +2,8 @@
  * Security headers on every page of the manager app (src/http/manager/routes.tsx): each HTML page
  * a GET reaches (the sign-in page; as the operator and as an organization administrator, every
  * page their role may see, the webhook configuration, delivery and confirmation pages, the event
- * types, webhook settings (the assertion key's rotation too), recoveries and the end of a portal session included; and the HTML
+ * types, webhook settings (the assertion key's rotation too), recoveries, the end of a portal session and the trusted issuers with
+ * the removal of one included; and the HTML
  * error page) answers with a Content-Security-Policy whose nonce is new on every
  * response, with the other secure headers (nosniff, framing refused, no referrer, HSTS, no-store),
  * and carries that nonce on every <script> and <style> it contains. The walk is checked against
@@ -14,7 +15,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { managerApp } from "../src/http/manager/routes";
-import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { fakeNetwork, json, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { ADMIN_TOKEN, admin, authed, BASE, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser } from "./manager-helpers";
 import { attemptNow, configInput, createConfig } from "./webhook-helpers";
@@ -70,7 +71,27 @@ interface Org {
   eventType: string;
   recovery: string;
   session: string;
+  /** A trusted issuer of the organization's. */
+  issuer: string;
 }
+
+/** A workload identity issuer the organizations trust (its metadata and keys served by the fake network). */
+const ISSUER = "https://issuer.example";
+const issuerNetwork = {
+  [`${ISSUER}/.well-known/openid-configuration`]: () => json({ issuer: ISSUER, jwks_uri: `${ISSUER}/jwks` }),
+  [`${ISSUER}/jwks`]: () =>
+    json({
+      keys: [
+        {
+          kty: "EC",
+          crv: "P-256",
+          kid: "k1",
+          x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+          y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+        },
+      ],
+    }),
+};
 
 /** An organization with a webhook configuration (described `description`), a delivery to it with one attempt, and an administrator token. */
 async function organization(description: string): Promise<Org> {
@@ -100,6 +121,7 @@ async function organization(description: string): Promise<Org> {
   const token = new URL(link.url).searchParams.get("token") ?? "";
   expect((await receiverBrowser.post("/portal/open", { csrf: Browser.csrf(openPage), token })).status).toBe(303);
   const [session] = await admin<{ id: string }[]>("GET", `${webhookApi}/portal-sessions`);
+  const issuer = await admin<{ id: string }>("POST", `/organizations/${tenant.orgId}/trusted-issuers`, { issuer: ISSUER });
   return {
     tenant,
     bearer,
@@ -110,6 +132,7 @@ async function organization(description: string): Promise<Org> {
     eventType,
     recovery: recovery.id,
     session: session?.id ?? "",
+    issuer: issuer.id,
   };
 }
 
@@ -126,6 +149,8 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/admin-tokens/:token/revoke": `${org}/admin-tokens/${o.adminTokenId}/revoke`,
     "/manager/organizations/:org/audit-log": `${org}/audit-log`,
     "/manager/organizations/:org/users": `${org}/users`,
+    "/manager/organizations/:org/trusted-issuers": `${org}/trusted-issuers`,
+    "/manager/organizations/:org/trusted-issuers/:issuer/remove": `${org}/trusted-issuers/${o.issuer}/remove`,
     "/manager/organizations/:org/users/:user/remove": `${user}/remove`,
     "/manager/organizations/:org/users/:user/client-credentials": `${user}/client-credentials`,
     "/manager/organizations/:org/users/:user/client-credentials/:client/revoke": `${user}/client-credentials/${o.tenant.clientId}/revoke`,
@@ -176,7 +201,7 @@ let operator: Browser;
 let orgAdmin: Browser;
 
 beforeAll(async () => {
-  fakeNetwork(receiver());
+  fakeNetwork({ ...receiver(), ...issuerNetwork });
   mine = await organization("mine-orders");
   other = await organization("other-orders");
   operator = await Browser.signedIn(ADMIN_TOKEN);

@@ -81,6 +81,15 @@ export const OPTIONS = /** @type {const} */ ({
   audience: { type: "string" },
   "assertion-audience": { type: "string" },
   "no-dpop": { type: "boolean" },
+  // Workload identity (issue 44): trusted issuers, and credentials' federated_jwt, key set URL and token kind.
+  issuer: { type: "string" },
+  "jwks-uri": { type: "string" },
+  "assertion-reuse": { type: "string" },
+  "max-lifetime": { type: "string" },
+  method: { type: "string" },
+  "federated-issuer": { type: "string" },
+  "federated-subject": { type: "string" },
+  "access-token-strategy": { type: "string" },
 });
 
 /**

@@ -4,7 +4,8 @@
  * arguments, flags, path, body and output columns, plus the commands that make several calls
  * or print their own way (webhooks show, webhooks create and rotate-secret with the signing
  * secret shown once, webhooks recoveries, event-types show, deliveries show, keys traffic, orgs
- * export). The event catalog, the webhook settings, recoveries and portal links and sessions go
+ * export). Trusted issuers (issue 44) and the credentials' federated_jwt, jwks_uri and access token
+ * options are plain routes of the table. The event catalog, the webhook settings, recoveries and portal links and sessions go
  * to the operator's mirror of their /v1 routes (src/http/routes/webhooks.ts `operatorMirror`).
  */
 import { writeFileSync } from "node:fs";
@@ -57,6 +58,17 @@ export const usersPath = (/** @type {Record<string, string>} */ a) => `${orgPath
 
 export const credentialsPath = (/** @type {Record<string, string>} */ a) => `${usersPath(a)}/${enc(a.user ?? "")}/client-credentials`;
 
+export const issuersPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/trusted-issuers`;
+
+/** How a client credential authenticates (`credentials create --method`; the API's TokenEndpointAuthMethod less client_secret_post, a secret too). */
+export const CREDENTIAL_METHODS = ["client_secret_basic", "private_key_jwt", "federated_jwt"];
+
+/** What a credential's access tokens are (`--access-token-strategy`, the API's AccessTokenStrategy). */
+export const TOKEN_STRATEGIES = ["opaque", "jwt"];
+
+/** Whether one JWT of a trusted issuer may authenticate more than once (`--assertion-reuse`, the API's AssertionReuse). */
+export const ASSERTION_REUSE = ["once", "until_expiry"];
+
 export const keysPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/api-keys`;
 
 export const tokensPath = (/** @type {Record<string, string>} */ a) => `${orgPath(a)}/admin-tokens`;
@@ -95,9 +107,36 @@ export const CREDENTIAL_COLUMNS = [
   { header: "AUTH", value: field("token_endpoint_auth_method") },
   { header: "SCOPES", value: (item) => (Array.isArray(item.scopes) ? item.scopes.join(" ") : undefined) },
   { header: "DPOP", value: field("dpop_bound_access_tokens") },
+  { header: "TOKENS", value: field("access_token_strategy") },
+  // What it authenticates with, when not a secret: its key set URL, or its trusted issuer and subject.
+  {
+    header: "WITH",
+    value: (item) =>
+      isObject(item.federated)
+        ? `${show(item.federated.issuer)} ${show(item.federated.subject)}`
+        : typeof item.jwks_uri === "string"
+          ? item.jwks_uri
+          : undefined,
+  },
   { header: "STATUS", value: field("status") },
   { header: "CREATED", value: field("created_at") },
   { header: "LAST USED", value: field("last_used_at") },
+];
+
+/** @type {Column[]} */
+export const ISSUER_COLUMNS = [
+  { header: "ID", value: field("id") },
+  { header: "NAME", value: field("name") },
+  { header: "ISSUER", value: field("issuer") },
+  { header: "JWKS_URI", value: field("jwks_uri") },
+  { header: "SOURCE", value: field("jwks_uri_source") },
+  { header: "REUSE", value: field("assertion_reuse") },
+  { header: "MAX LIFETIME", value: field("max_assertion_lifetime_seconds") },
+  {
+    header: "KEYS",
+    value: (item) => (isObject(item.key_set) && Array.isArray(item.key_set.key_ids) ? item.key_set.key_ids.map(show).join(" ") : undefined),
+  },
+  { header: "FETCHED", value: nested("key_set", "fetched_at") },
 ];
 
 /** @type {Column[]} */
@@ -323,31 +362,44 @@ export const COMMANDS = [
   {
     words: ["credentials", "create"],
     args: ["org", "user"],
-    flags: ["name", "jwks", "scopes", "dpop"],
-    summary: "issue a client credential to a user (client_secret shown once; with --jwks, private_key_jwt and no secret)",
-    call: (a, f) => ({
-      method: "POST",
-      path: credentialsPath(a),
-      body: defined({
-        name: f.name,
-        ...(f.jwks !== undefined ? { token_endpoint_auth_method: "private_key_jwt", jwks: jwksFile(f.jwks) } : {}),
-        scopes: scopeList(f.scopes, false),
-        dpop_bound_access_tokens: onOff(f.dpop),
-      }),
-    }),
+    flags: ["name", "method", "jwks", "jwks-uri", "federated-issuer", "federated-subject", "access-token-strategy", "scopes", "dpop"],
+    summary:
+      "issue a client credential to a user (client_secret shown once; with --jwks or --jwks-uri, private_key_jwt, and with --method federated_jwt, no secret)",
+    call: (a, f) => {
+      const method = credentialMethod(f);
+      return {
+        method: "POST",
+        path: credentialsPath(a),
+        body: defined({
+          name: f.name,
+          token_endpoint_auth_method: method === "client_secret_basic" ? undefined : method,
+          jwks: f.jwks === undefined ? undefined : jwksFile(f.jwks),
+          jwks_uri: flagText(f["jwks-uri"]),
+          federated:
+            f["federated-issuer"] === undefined && f["federated-subject"] === undefined
+              ? undefined
+              : { issuer: flagText(f["federated-issuer"]) ?? "", subject: flagText(f["federated-subject"]) ?? "" },
+          access_token_strategy: oneOf(f, "access-token-strategy", TOKEN_STRATEGIES),
+          scopes: scopeList(f.scopes, false),
+          dpop_bound_access_tokens: onOff(f.dpop),
+        }),
+      };
+    },
     secret: "client_secret",
   },
   {
     words: ["credentials", "update"],
     args: ["org", "user", "client_id"],
-    flags: ["name", "jwks", "scopes", "dpop"],
-    summary: "change a client credential: a new key set (rotation), scopes, DPoP, name",
+    flags: ["name", "jwks", "jwks-uri", "access-token-strategy", "scopes", "dpop"],
+    summary: "change a client credential: a new key set or key set URL (rotation), access tokens, scopes, DPoP, name",
     call: (a, f) => ({
       method: "PATCH",
       path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}`,
       body: defined({
         name: f.name,
         jwks: f.jwks === undefined ? undefined : jwksFile(f.jwks),
+        jwks_uri: flagText(f["jwks-uri"]),
+        access_token_strategy: oneOf(f, "access-token-strategy", TOKEN_STRATEGIES),
         scopes: scopeList(f.scopes, true),
         dpop_bound_access_tokens: onOff(f.dpop),
       }),
@@ -375,6 +427,51 @@ export const COMMANDS = [
     flags: [],
     summary: "revoke a client credential (its tokens stop working at once)",
     call: (a) => ({ method: "DELETE", path: `${credentialsPath(a)}/${enc(a.client_id ?? "")}` }),
+  },
+
+  {
+    words: ["trusted-issuers", "create"],
+    args: ["org"],
+    flags: ["issuer", "jwks-uri", "name", "assertion-reuse", "max-lifetime"],
+    required: ["issuer"],
+    summary: "trust a workload identity issuer for federated_jwt credentials (keyway fetches its key set now)",
+    call: (a, f) => {
+      if (typeof f.issuer !== "string") throw new UsageError("trusted-issuers create: --issuer URL is required");
+      return {
+        method: "POST",
+        path: issuersPath(a),
+        body: defined({
+          issuer: f.issuer,
+          jwks_uri: flagText(f["jwks-uri"]),
+          name: flagText(f.name),
+          assertion_reuse: oneOf(f, "assertion-reuse", ASSERTION_REUSE),
+          max_assertion_lifetime_seconds: count(f, "max-lifetime"),
+        }),
+      };
+    },
+  },
+  {
+    words: ["trusted-issuers", "list"],
+    args: ["org"],
+    flags: ["limit"],
+    summary: "list an organization's trusted issuers, with the key ids keyway holds",
+    list: issuersPath,
+    columns: ISSUER_COLUMNS,
+    noun: "trusted issuers",
+  },
+  {
+    words: ["trusted-issuers", "get"],
+    args: ["org", "issuer_id"],
+    flags: [],
+    summary: "show a trusted issuer",
+    call: (a) => ({ method: "GET", path: `${issuersPath(a)}/${enc(a.issuer_id ?? "")}` }),
+  },
+  {
+    words: ["trusted-issuers", "remove"],
+    args: ["org", "issuer_id"],
+    flags: [],
+    summary: "stop trusting an issuer: the federated_jwt credentials that name it are revoked with it",
+    call: (a) => ({ method: "DELETE", path: `${issuersPath(a)}/${enc(a.issuer_id ?? "")}` }),
   },
 
   {
@@ -986,21 +1083,41 @@ export function webhookState(view) {
 }
 
 /**
+ * `credentials create`'s method: --method, else private_key_jwt with --jwks or --jwks-uri, federated_jwt
+ * with --federated-issuer or --federated-subject, else a secret. federated_jwt needs both its flags.
+ * @param {Flags} f
+ */
+function credentialMethod(f) {
+  const method =
+    oneOf(f, "method", CREDENTIAL_METHODS) ??
+    (f.jwks !== undefined || f["jwks-uri"] !== undefined
+      ? "private_key_jwt"
+      : f["federated-issuer"] !== undefined || f["federated-subject"] !== undefined
+        ? "federated_jwt"
+        : "client_secret_basic");
+  if (method === "federated_jwt" && (typeof f["federated-issuer"] !== "string" || typeof f["federated-subject"] !== "string")) {
+    throw new UsageError("credentials create: federated_jwt needs --federated-issuer URL and --federated-subject SUB");
+  }
+  return method;
+}
+
+/**
  * Everything the operator API holds about one organization, every list followed to its end: the
  * organization, its users with their client credentials, API keys, administrator tokens, webhook
- * configurations and the audit log. The API never returns a secret after creation, so neither
+ * configurations, trusted issuers and the audit log. The API never returns a secret after creation, so neither
  * does this (test/e2e/admin-cli.test.ts checks it against the secrets it created).
  * @param {Client} client
  * @param {Record<string, string>} a
  */
 export async function exportOrganization(client, a) {
   const all = (/** @type {string} */ path) => readList(client, path, Number.POSITIVE_INFINITY).then((r) => r.items);
-  const [organization, users, apiKeys, adminTokens, webhooks, audit] = await Promise.all([
+  const [organization, users, apiKeys, adminTokens, webhooks, issuers, audit] = await Promise.all([
     send(client, { method: "GET", path: orgPath(a) }),
     all(usersPath(a)),
     all(keysPath(a)),
     all(tokensPath(a)),
     all(webhooksPath(a)),
+    all(issuersPath(a)),
     all(`${orgPath(a)}/audit-log`),
   ]);
   const credentials = await Promise.all(users.map((u) => all(credentialsPath({ ...a, user: String(u.id ?? "") }))));
@@ -1012,6 +1129,7 @@ export async function exportOrganization(client, a) {
     api_keys: apiKeys,
     admin_tokens: adminTokens,
     webhook_configurations: webhooks,
+    trusted_issuers: issuers,
     audit_log: audit,
   };
 }

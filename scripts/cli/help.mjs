@@ -3,7 +3,7 @@
  * command, one group's, or one command's synopsis with what its flags mean, then the environment
  * and exit status.
  */
-import { COMMANDS, DELIVERY_STATUSES, LOCATION_HINTS } from "./commands.mjs";
+import { ASSERTION_REUSE, COMMANDS, CREDENTIAL_METHODS, DELIVERY_STATUSES, LOCATION_HINTS, TOKEN_STRATEGIES } from "./commands.mjs";
 import { AUDIT_DEFAULT_LIMIT } from "./common.mjs";
 /** @typedef {import("./common.mjs").Flags} Flags */
 /** @typedef {import("./http.mjs").Client} Client */
@@ -19,12 +19,31 @@ export const GROUPS = {
     ],
   },
   users: { title: "Users", notes: ["--email E       the user's e-mail address"] },
+  "trusted-issuers": {
+    title: "Trusted issuers (workload identity issuers whose JWTs authenticate federated_jwt credentials)",
+    notes: [
+      "--issuer URL          the issuer, exactly as its JWTs' iss (https), e.g. https://token.actions.githubusercontent.com",
+      "--jwks-uri URL        where it publishes its keys; default: found in its OpenID or RFC 8414 metadata",
+      "--name N              a label for the issuer",
+      `--assertion-reuse R   ${ASSERTION_REUSE.join(" or ")}: one token request per JWT (needs a jti; the default), or any number`,
+      "                      until it expires (Kubernetes projected tokens, CI job tokens read from a file)",
+      "--max-lifetime SECONDS  the longest a JWT of it may live, 60..86400 (default 3600)",
+      "<issuer_id>           the ID column of `trusted-issuers list` (iss_...); remove revokes its federated credentials",
+    ],
+  },
   credentials: {
     title: "Client credentials",
     notes: [
       "--name N        a label for the credential",
+      `--method M      how the client authenticates: ${CREDENTIAL_METHODS.join(", ")} (default: a secret,`,
+      "                or what --jwks, --jwks-uri or --federated-issuer imply)",
       '--jwks FILE     a JSON file holding the client\'s public keys ({"keys": [...]}): private_key_jwt, no secret;',
       "                on update it replaces the key set (list old and new during a rotation)",
+      "--jwks-uri URL  private_key_jwt: where the client publishes its keys, instead of --jwks; keyway fetches it",
+      "                (https) and again when a JWT names a key it does not hold: the client rotates on its own",
+      "--federated-issuer URL   federated_jwt: one of the organization's trusted issuers, exactly as registered",
+      "--federated-subject SUB  federated_jwt: the workload's `sub`, matched exactly (e.g. repo:org/app:ref:refs/heads/main)",
+      `--access-token-strategy S  ${TOKEN_STRATEGIES.join(" or ")}: keyway's opaque tokens (the default) or RFC 9068 JWTs`,
       '--scopes "S.."  the scopes its tokens may have, space-separated; update: `all` lifts the restriction',
       "--dpop on|off   whether its tokens must be DPoP-bound",
       "<client_id>     the CLIENT_ID column of `credentials list` (kw_client_...)",
@@ -229,6 +248,14 @@ export function commandRows(group) {
         until: "TIME",
         "expires-in": "SECONDS",
         "frame-origin": "O",
+        issuer: "URL",
+        "jwks-uri": "URL",
+        "assertion-reuse": "R",
+        "max-lifetime": "SECONDS",
+        method: "M",
+        "federated-issuer": "URL",
+        "federated-subject": "SUB",
+        "access-token-strategy": "S",
       };
       const metavar = metavars[flag] ?? "N";
       return command.required?.includes(flag) ? `--${flag} ${metavar}` : `[--${flag} ${metavar}]`;

@@ -120,6 +120,127 @@ describe("operator CLI", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it("trusts a workload identity issuer and issues federated_jwt and jwks_uri credentials with JWT access tokens, then removes the issuer, revoking them (trusted-issuers, credentials --method --jwks-uri --access-token-strategy)", async () => {
+    // A stand-in workload issuer on 127.0.0.1 (npm start allows loopback targets): its OpenID metadata and key set, and a client's key set.
+    const key = { ...(await exportJWK((await generateKeyPair("ES256", { extractable: true })).publicKey)), kid: "ci-1", alg: "ES256" };
+    const server = createServer((req, res) => {
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const bodies: Record<string, unknown> = {
+        "/.well-known/openid-configuration": { issuer: origin, jwks_uri: `${origin}/jwks` },
+        "/jwks": { keys: [key] },
+        "/client-jwks": { keys: [{ ...key, kid: "client-1" }] },
+      };
+      const found = bodies[req.url ?? ""];
+      res.statusCode = found === undefined ? 404 : 200;
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify(found ?? {}));
+    });
+    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+    const issuerUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const orgId = value((await admin("orgs", "create", "Workload Corp")).stdout, "id");
+      const userId = value((await admin("users", "create", orgId, "Ci")).stdout, "id");
+
+      const trusted = await admin(
+        "trusted-issuers",
+        "create",
+        orgId,
+        "--issuer",
+        issuerUrl,
+        "--name",
+        "ci",
+        "--assertion-reuse",
+        "until_expiry",
+        "--max-lifetime",
+        "600",
+      );
+      expect(trusted.code, trusted.stderr).toBe(0);
+      const issuerId = value(trusted.stdout, "id");
+      expect(value(trusted.stdout, "jwks_uri")).toBe(`${issuerUrl}/jwks`);
+      expect(value(trusted.stdout, "jwks_uri_source")).toBe("discovered");
+      expect(value(trusted.stdout, "assertion_reuse")).toBe("until_expiry");
+      expect(value(trusted.stdout, "max_assertion_lifetime_seconds")).toBe("600");
+      const listed = await admin("trusted-issuers", "list", orgId);
+      expect(listed.stdout).toMatch(/ID +NAME +ISSUER +JWKS_URI +SOURCE +REUSE +MAX LIFETIME +KEYS +FETCHED/);
+      expect(listed.stdout).toMatch(new RegExp(`${issuerId} +ci +${issuerUrl} +${issuerUrl}/jwks +discovered +until_expiry +600 +ci-1 `));
+      expect(JSON.parse((await admin("trusted-issuers", "get", orgId, issuerId, "--json")).stdout)).toMatchObject({
+        issuer: issuerUrl,
+        key_set: { key_ids: ["ci-1"] },
+      });
+      // Given --jwks-uri, it is registered rather than discovered; a bad reuse value is refused before sending.
+      const registered = await admin(
+        "trusted-issuers",
+        "create",
+        orgId,
+        "--issuer",
+        `${issuerUrl}/other`,
+        "--jwks-uri",
+        `${issuerUrl}/jwks`,
+      );
+      expect(registered.code, registered.stderr).toBe(0);
+      expect(value(registered.stdout, "jwks_uri_source")).toBe("registered");
+      const badReuse = await admin("trusted-issuers", "create", orgId, "--issuer", issuerUrl, "--assertion-reuse", "twice");
+      expect(badReuse.code).toBe(2);
+      expect(badReuse.stderr).toMatch(/--assertion-reuse must be one of once, until_expiry/);
+      const unreachable = await admin("trusted-issuers", "create", orgId, "--issuer", "http://127.0.0.1:9/nowhere");
+      expect(unreachable.code).toBe(1);
+      expect(unreachable.stderr).toMatch(/issuer/);
+
+      const federated = await admin(
+        "credentials",
+        "create",
+        orgId,
+        userId,
+        "--method",
+        "federated_jwt",
+        "--federated-issuer",
+        issuerUrl,
+        "--federated-subject",
+        "repo:octo-org/app:ref:refs/heads/main",
+        "--access-token-strategy",
+        "jwt",
+      );
+      expect(federated.code, federated.stderr).toBe(0);
+      expect(federated.stdout).not.toMatch(/client_secret/);
+      const federatedId = value(federated.stdout, "client_id");
+      expect(value(federated.stdout, "token_endpoint_auth_method")).toBe("federated_jwt");
+      expect(value(federated.stdout, "federated.issuer")).toBe(issuerUrl);
+      expect(value(federated.stdout, "federated.subject")).toBe("repo:octo-org/app:ref:refs/heads/main");
+      expect(value(federated.stdout, "access_token_strategy")).toBe("jwt");
+      const missing = await admin("credentials", "create", orgId, userId, "--method", "federated_jwt", "--federated-issuer", issuerUrl);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/--federated-subject/);
+
+      const byUrl = await admin("credentials", "create", orgId, userId, "--jwks-uri", `${issuerUrl}/client-jwks`);
+      expect(byUrl.code, byUrl.stderr).toBe(0);
+      const byUrlId = value(byUrl.stdout, "client_id");
+      expect(value(byUrl.stdout, "token_endpoint_auth_method")).toBe("private_key_jwt");
+      expect(value(byUrl.stdout, "jwks_uri")).toBe(`${issuerUrl}/client-jwks`);
+      expect(value(byUrl.stdout, "access_token_strategy")).toBe("opaque");
+      const updated = await admin("credentials", "update", orgId, userId, byUrlId, "--access-token-strategy", "jwt");
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(JSON.parse((await admin("credentials", "get", orgId, userId, byUrlId, "--json")).stdout)).toMatchObject({
+        access_token_strategy: "jwt",
+        jwks_uri: `${issuerUrl}/client-jwks`,
+      });
+      const badStrategy = await admin("credentials", "update", orgId, userId, byUrlId, "--access-token-strategy", "jws");
+      expect(badStrategy.code).toBe(2);
+      expect(badStrategy.stderr).toMatch(/did you mean "jwt"/);
+      const credentials = await admin("credentials", "list", orgId, userId);
+      expect(credentials.stdout).toMatch(/TOKENS +WITH/);
+      expect(credentials.stdout).toContain(`${issuerUrl} repo:octo-org/app:ref:refs/heads/main`);
+
+      // Removing the issuer revokes the credential that names it.
+      const removed = await admin("trusted-issuers", "remove", orgId, issuerId);
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(value((await admin("credentials", "get", orgId, userId, federatedId)).stdout, "status")).toBe("revoked");
+      expect(value((await admin("credentials", "get", orgId, userId, byUrlId)).stdout, "status")).toBe("active");
+      expect((await admin("trusted-issuers", "list", orgId)).stdout).not.toContain(issuerId);
+    } finally {
+      await new Promise((closed) => server.close(closed));
+    }
+  });
+
   it("deletes an organization only when the operator names it, and the organization is then gone", async () => {
     const org = await admin("orgs", "create", "Leaving Corp");
     const orgId = value(org.stdout, "id");
@@ -439,7 +560,7 @@ describe("operator CLI", () => {
       const exported = await admin("orgs", "export", orgId, "--out", file);
       expect(exported.code, exported.stderr).toBe(0);
       expect(exported.stdout).toMatch(
-        /^Wrote .*hooks-corp\.json: 1 users, 1 api keys, 1 admin tokens, 1 webhook configurations, \d+ audit log\.$/m,
+        /^Wrote .*hooks-corp\.json: 1 users, 1 api keys, 1 admin tokens, 1 webhook configurations, 0 trusted issuers, \d+ audit log\.$/m,
       );
       const text = await readFile(file, "utf8");
       const doc = JSON.parse(text) as {
@@ -1186,6 +1307,7 @@ describe("operator CLI", () => {
       "orgs",
       "users",
       "credentials",
+      "trusted-issuers",
       "keys",
       "admin-tokens",
       "audit",

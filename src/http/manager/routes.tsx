@@ -2,7 +2,7 @@
  * The manager app at /manager (spec 2.1, 5.3): sign-in (a token, or the operator's single-use
  * sign-in link) and sign-out, the session and CSRF checks
  * every other page passes, the error page, and the resources' sub-apps mounted with app.route():
- * organizations.tsx, users.tsx, keys.tsx, webhooks.tsx, receivers.tsx (recoveries and portal
+ * organizations.tsx, users.tsx, trusted-issuers.tsx, keys.tsx, webhooks.tsx, receivers.tsx (recoveries and portal
  * links), event-types.tsx (the event catalog and webhook settings), audit.tsx (each with its
  * markup in pages/). Whatever removes or stops something (revocations, removing a user, disabling a
  * webhook configuration) and re-sends go through a confirmation page (a GET) that names the
@@ -30,6 +30,7 @@ import { ErrorMessage, SIGN_IN_ERRORS, SIGN_IN_LINK_REFUSALS, SignInForm, SignIn
 import { receiverRoutes } from "./receivers";
 import { sameOriginPosts } from "./same-origin";
 import { type C, form, home, type ManagerEnv, who } from "./shared";
+import { trustedIssuerRoutes } from "./trusted-issuers";
 import { userRoutes } from "./users";
 import { Page } from "./views";
 import { webhookRoutes } from "./webhooks";
@@ -166,6 +167,7 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
   app.route("/manager/organizations", organizationRoutes());
   app.route("/manager/organizations", auditRoutes());
   app.route("/manager/organizations", userRoutes());
+  app.route("/manager/organizations", trustedIssuerRoutes());
   app.route("/manager/organizations", keyRoutes());
   app.route("/manager/organizations", webhookRoutes());
   app.route("/manager/organizations", receiverRoutes());

@@ -44,6 +44,8 @@ export const notices: Record<string, string> = {
   "user-removed": "User removed; their client credentials were revoked.",
   "credential-revoked": "Client credentials revoked.",
   "credential-saved": "Client credentials saved; the next token request everywhere follows them.",
+  "issuer-added": "Trusted issuer added; its key set was fetched.",
+  "issuer-removed": "Trusted issuer removed; the federated client credentials that named it were revoked.",
   "key-revoked": "API key revoked.",
   "limits-saved": "Limits saved; they apply from the next request.",
   "credits-saved": "Credits saved; they apply from the next request.",
@@ -112,7 +114,7 @@ const SECTION_OF: Record<string, string> = { "new-webhook": "webhooks", "new-eve
 /**
  * An organization's sections, as the layout's navigation shows them: the one this path is in is
  * current (a webhook's deliveries, recoveries and portal links are in Webhooks, a user's
- * credentials in Users, administrator tokens and the shared quota on Settings). API keys are the
+ * credentials in Users, removing a trusted issuer in Trusted issuers, administrator tokens and the shared quota on Settings). API keys are the
  * operator's only, so an organization administrator is not shown a link that answers 404.
  */
 export function sectionsOf(s: Session, org: { id: string; name: string }, path: string): { org: string; items: Section[] } {
@@ -122,6 +124,7 @@ export function sectionsOf(s: Session, org: { id: string; name: string }, path: 
   const entries: [string, string][] = [
     ["", "Settings and quota"],
     ["users", "Users and credentials"],
+    ["trusted-issuers", "Trusted issuers"],
     ...(s.role === "operator" ? ([["api-keys", "API keys"]] as [string, string][]) : []),
     ["webhooks", "Webhooks"],
     ["event-types", "Event types"],

@@ -1,10 +1,13 @@
 /**
  * The manager's Users of an organization and their client credentials: add and remove users;
- * create, edit (key set, scopes, DPoP) and revoke credentials. Mounted under
+ * create (a secret, private_key_jwt with keys or a key set URL, federated_jwt naming one of the
+ * organization's trusted issuers), edit (key set or its URL, scopes, DPoP, access tokens) and
+ * revoke credentials. Mounted under
  * /manager/organizations by routes.tsx, behind its session and CSRF checks; the markup is in
  * pages/users.tsx.
  */
 import { Hono } from "hono";
+import type { InputIssue } from "../../errors";
 import {
   clientCredentialView,
   createClientCredential,
@@ -13,6 +16,7 @@ import {
   revokeClientCredential,
   updateClientCredential,
 } from "../../identity/credentials";
+import { listTrustedIssuers } from "../../identity/trusted-issuers";
 import { createUser, getUser, listUsers, removeUser } from "../../identity/users";
 import { type ClientCredentialView, CreateClientCredentialInput, CreateUserInput, UpdateClientCredentialInput } from "../../schemas/admin";
 import type { UserRecord } from "../../schemas/records";
@@ -29,6 +33,7 @@ import {
   credentialFormValues,
   EMPTY_CREDENTIAL_FORM,
   EMPTY_USER_FORM,
+  methodOf,
   USER_FIELD_LABELS,
   type UserField,
   type UserFormValues,
@@ -105,13 +110,19 @@ export function userRoutes(): Hono<ManagerEnv> {
     const values = postedCredential(fields);
     try {
       const jwt = values.method === "private_key_jwt";
+      const federated = values.method === "federated_jwt";
       const jwks = jsonField(values.jwks, ["jwks"]);
       const input = checkedInput(
         CreateClientCredentialInput,
         {
-          ...optional(fields, ["name"]),
-          ...(jwt ? { token_endpoint_auth_method: "private_key_jwt" } : {}),
-          ...(jwks.value !== undefined || (jwt && jwks.issues.length === 0) ? { jwks: jwks.value } : {}),
+          ...optional(fields, ["name", "jwks_uri"]),
+          ...(values.method !== "client_secret_basic" ? { token_endpoint_auth_method: values.method } : {}),
+          ...(jwks.value !== undefined || (jwt && jwks.issues.length === 0 && values.jwks_uri === "") ? { jwks: jwks.value } : {}),
+          // Issuer and subject are sent with federated_jwt only (or when typed, for the schema to say they do not belong).
+          ...(federated || values.federated_issuer !== "" || values.federated_subject !== ""
+            ? { federated: { issuer: values.federated_issuer, subject: values.federated_subject } }
+            : {}),
+          access_token_strategy: values.access_token_strategy,
           ...policyFrom(fields),
         },
         jwks.issues,
@@ -124,7 +135,7 @@ export function userRoutes(): Hono<ManagerEnv> {
         <ClientCredentialCreated base={credentialsPath(org.id, user.id)} clientId={record.client_id} secret={secret} />,
       );
     } catch (err) {
-      const errors = formErrorsOf(err, topLevelField(CREDENTIAL_FIELD_LABELS), labelled(CREDENTIAL_FIELD_LABELS));
+      const errors = formErrorsOf(err, credentialField, labelled(CREDENTIAL_FIELD_LABELS));
       if (errors === null) throw err;
       c.status(errors.status);
       return credentialsPage(c, org, user, values, errors);
@@ -141,27 +152,37 @@ export function userRoutes(): Hono<ManagerEnv> {
     const { org, user } = await userFor(c);
     const cred = await getClientCredential(c.get("deps"), org.id, user.id, c.req.param("client"));
     const fields = await form(c);
-    const values = {
+    const view = clientCredentialView(cred);
+    const values: CredentialFormValues = {
       ...postedCredential(fields),
-      method: cred.auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
-    } as const;
+      method: methodOf(view.token_endpoint_auth_method),
+      federated_issuer: view.federated?.issuer ?? "",
+      federated_subject: view.federated?.subject ?? "",
+    };
     try {
-      const jwks = cred.auth_method === "private_key_jwt" ? jsonField(values.jwks, ["jwks"]) : { value: undefined, issues: [] };
+      const jwt = cred.auth_method === "private_key_jwt";
+      const jwks = jwt ? jsonField(values.jwks, ["jwks"]) : { value: undefined, issues: [] };
+      // A new key set URL is sent (and fetched) only when it changed; keys typed with it are the schema's to refuse.
+      const uriChanged = jwt && values.jwks_uri !== "" && values.jwks_uri !== (cred.jwks_uri ?? "");
+      const issues: InputIssue[] = [...jwks.issues];
+      if (jwt && values.jwks === "" && values.jwks_uri === "") issues.push({ path: ["jwks"], text: ": give the keys or a key set URL" });
       const input = checkedInput(
         UpdateClientCredentialInput,
         {
           name: values.name === "" ? null : values.name,
-          ...(jwks.value !== undefined ? { jwks: jwks.value } : {}),
+          ...(jwks.value !== undefined && (!uriChanged || values.jwks !== credentialFormValues(view).jwks) ? { jwks: jwks.value } : {}),
+          ...(uriChanged ? { jwks_uri: values.jwks_uri } : {}),
+          ...(values.access_token_strategy !== cred.access_token_strategy ? { access_token_strategy: values.access_token_strategy } : {}),
           ...policyFrom(fields, true),
         },
-        jwks.issues,
+        issues,
       );
       await updateClientCredential(c.get("deps"), org.id, user.id, cred.client_id, input, actor(c));
     } catch (err) {
-      const errors = formErrorsOf(err, topLevelField(CREDENTIAL_FIELD_LABELS), labelled(CREDENTIAL_FIELD_LABELS));
+      const errors = formErrorsOf(err, credentialField, labelled(CREDENTIAL_FIELD_LABELS));
       if (errors === null) throw err;
       c.status(errors.status);
-      return editCredentialPage(c, org, user, clientCredentialView(cred), values, errors);
+      return editCredentialPage(c, org, user, view, values, errors);
     }
     return c.redirect(`${credentialsPath(org.id, user.id)}?notice=credential-saved`, 303);
   });
@@ -193,13 +214,18 @@ async function credentialsPage(
   values: CredentialFormValues,
   errors?: FormErrors<CredentialField>,
 ): Promise<Response> {
-  const creds = await listClientCredentials(c.get("deps"), org.id, user.id, PAGE_SIZE);
+  const [creds, issuers] = await Promise.all([
+    listClientCredentials(c.get("deps"), org.id, user.id, PAGE_SIZE),
+    listTrustedIssuers(c.get("deps"), org.id, PAGE_SIZE),
+  ]);
   return page(
     c,
     "Client credentials",
     credentialCrumbs(c, org, user),
     <ClientCredentials
       base={credentialsPath(org.id, user.id)}
+      issuers={issuers.items}
+      issuersPath={`/manager/organizations/${org.id}/trusted-issuers`}
       user={user}
       credentials={creds.items.map(clientCredentialView)}
       csrf={csrf(c)}
@@ -251,13 +277,23 @@ type OrgRef = { id: string; name: string };
 
 const credentialsPath = (orgId: string, userId: string) => `/manager/organizations/${orgId}/users/${userId}/client-credentials`;
 
+/** The form field an issue names: `federated.issuer` and `federated.subject` are fields of their own. */
+function credentialField(path: string[]): CredentialField | null {
+  if (path[0] === "federated") return path[1] === "subject" ? "federated_subject" : "federated_issuer";
+  return topLevelField(CREDENTIAL_FIELD_LABELS)(path);
+}
+
 /** The credential form as posted: the name trimmed, the key set's text as typed, the boxes ticked. */
 function postedCredential(fields: Record<string, unknown>): CredentialFormValues {
   const policy = policyFrom(fields);
   return {
     name: text(fields, "name"),
-    method: fields.token_endpoint_auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+    method: methodOf(text(fields, "token_endpoint_auth_method")),
     jwks: text(fields, "jwks"),
+    jwks_uri: text(fields, "jwks_uri"),
+    federated_issuer: text(fields, "federated_issuer"),
+    federated_subject: text(fields, "federated_subject"),
+    access_token_strategy: fields.access_token_strategy === "jwt" ? "jwt" : "opaque",
     scopes: policy.scopes ?? [...ALL_SCOPES],
     dpop: policy.dpop_bound_access_tokens,
   };

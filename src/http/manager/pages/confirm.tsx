@@ -3,7 +3,7 @@
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import type { AdminTokenView, ApiKeyView, ClientCredentialView } from "../../../schemas/admin";
+import type { AdminTokenView, ApiKeyView, ClientCredentialView, TrustedIssuerView } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import type { DeliveryRecord, WebhookConfigurationRecord } from "../../../schemas/webhooks";
 import { Field, PostForm, when } from "../views";
@@ -48,6 +48,14 @@ export const confirmations = {
     consequence:
       "Revoking stops this client from obtaining tokens, and access tokens it already has stop working at once. This cannot be undone.",
     button: "Revoke client credentials",
+    danger: true,
+  }),
+  removeTrustedIssuer: (i: Pick<TrustedIssuerView, "id" | "name" | "issuer">): Confirmation => ({
+    title: `Stop trusting issuer ${quoted(i.name)}(${i.issuer}, ${i.id})?`,
+    consequence:
+      "Every federated_jwt client credential that names this issuer is revoked with it: access tokens issued with them stop " +
+      "working at once, and its JWTs no longer authenticate anyone. This cannot be undone.",
+    button: "Remove trusted issuer",
     danger: true,
   }),
   revokeApiKey: (k: Pick<ApiKeyView, "id" | "name" | "hint">): Confirmation => ({

@@ -83,6 +83,9 @@ export const OrganizationSettings: FC<{
         <li>
           <a href={`${base}/users`}>Users</a> and their client credentials
         </li>
+        <li>
+          <a href={`${base}/trusted-issuers`}>Trusted issuers</a>: workload identity issuers for federated credentials
+        </li>
         {operator && (
           <li>
             <a href={`${base}/api-keys`}>API keys</a> (operators only)

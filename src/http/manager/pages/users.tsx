@@ -1,9 +1,9 @@
 /**
- * The manager's Users and their client credentials: the lists, the create and edit forms (secret or private_key_jwt key set, scopes, DPoP), and the one-time display of a new client secret. Plain data in, markup out (no request, no storage); routes load the
+ * The manager's Users and their client credentials: the lists, the create and edit forms (a secret, private_key_jwt with a key set or its URL, or federated_jwt naming a trusted issuer and a subject; scopes, DPoP, opaque or JWT access tokens), and the one-time display of a new client secret. Plain data in, markup out (no request, no storage); routes load the
  * data. Hono JSX escapes every interpolated value.
  */
 import type { FC } from "hono/jsx";
-import { type ClientCredentialView, USE_RESOLUTION_MS } from "../../../schemas/admin";
+import { type ClientCredentialView, type TrustedIssuerView, USE_RESOLUTION_MS } from "../../../schemas/admin";
 import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
 import type { FormErrors } from "../form-check";
@@ -67,21 +67,41 @@ export const Users: FC<{
 };
 
 /** The credential forms' fields, named as posted (the scope boxes are `scopes`' together). */
-export type CredentialField = "name" | "token_endpoint_auth_method" | "jwks" | "scopes" | "dpop_bound_access_tokens";
+export type CredentialField =
+  | "name"
+  | "token_endpoint_auth_method"
+  | "jwks"
+  | "jwks_uri"
+  | "federated_issuer"
+  | "federated_subject"
+  | "access_token_strategy"
+  | "scopes"
+  | "dpop_bound_access_tokens";
 export const CREDENTIAL_FIELD_LABELS: Record<CredentialField, string> = {
   name: "Name",
   token_endpoint_auth_method: "How the client authenticates",
   jwks: "Public keys (JWK Set)",
+  jwks_uri: "Key set URL (jwks_uri)",
+  federated_issuer: "Trusted issuer",
+  federated_subject: "Subject (the JWT's sub)",
+  access_token_strategy: "Access tokens",
   scopes: "Scopes its tokens may have",
   dpop_bound_access_tokens: "Require DPoP",
 };
 
+export type CredentialMethod = "client_secret_basic" | "private_key_jwt" | "federated_jwt";
+
 /** The create and edit forms' values: stored, or after a refusal as typed. */
 export interface CredentialFormValues {
   name: string;
-  method: "client_secret_basic" | "private_key_jwt";
+  method: CredentialMethod;
   /** The JWK Set as typed (JSON text). */
   jwks: string;
+  jwks_uri: string;
+  /** federated_jwt: the trusted issuer (its identifier) and the subject. */
+  federated_issuer: string;
+  federated_subject: string;
+  access_token_strategy: "opaque" | "jwt";
   scopes: string[];
   dpop: boolean;
 }
@@ -90,6 +110,10 @@ export const EMPTY_CREDENTIAL_FORM: CredentialFormValues = {
   name: "",
   method: "client_secret_basic",
   jwks: "",
+  jwks_uri: "",
+  federated_issuer: "",
+  federated_subject: "",
+  access_token_strategy: "opaque",
   scopes: [...ALL_SCOPES],
   dpop: false,
 };
@@ -97,20 +121,52 @@ export const EMPTY_CREDENTIAL_FORM: CredentialFormValues = {
 /** A stored credential as the edit form shows it. */
 export const credentialFormValues = (cr: ClientCredentialView): CredentialFormValues => ({
   name: cr.name ?? "",
-  method: cr.token_endpoint_auth_method === "private_key_jwt" ? "private_key_jwt" : "client_secret_basic",
+  method: methodOf(cr.token_endpoint_auth_method),
   jwks: cr.jwks ? JSON.stringify(cr.jwks, null, 2) : "",
+  jwks_uri: cr.jwks_uri ?? "",
+  federated_issuer: cr.federated?.issuer ?? "",
+  federated_subject: cr.federated?.subject ?? "",
+  access_token_strategy: cr.access_token_strategy,
   scopes: cr.scopes,
   dpop: cr.dpop_bound_access_tokens,
 });
 
+/** The form's method for an API method name (client_secret_post is a secret too). */
+export const methodOf = (m: string): CredentialMethod => (m === "private_key_jwt" || m === "federated_jwt" ? m : "client_secret_basic");
+
+/** How a credential authenticates, in a few words: the method and what it names. */
+const Authentication: FC<{ cr: ClientCredentialView }> = ({ cr }) => (
+  <>
+    {cr.token_endpoint_auth_method === "private_key_jwt" ? (
+      cr.jwks_uri !== null ? (
+        <>
+          private_key_jwt (keys at <code>{cr.jwks_uri}</code>)
+        </>
+      ) : (
+        `private_key_jwt (${cr.jwks?.keys.length ?? 0} keys)`
+      )
+    ) : cr.federated !== null ? (
+      <>
+        federated_jwt: <code>{cr.federated.issuer}</code>, subject <code>{cr.federated.subject}</code>
+      </>
+    ) : (
+      "client secret"
+    )}
+    {cr.dpop_bound_access_tokens ? "; DPoP required" : ""}
+  </>
+);
+
 export const ClientCredentials: FC<{
   base: string;
+  /** The organization's trusted issuers, the federated method's choices; and where they are managed. */
+  issuers: TrustedIssuerView[];
+  issuersPath: string;
   user: UserRecord;
   credentials: ClientCredentialView[];
   csrf: string;
   values: CredentialFormValues;
   errors?: FormErrors<CredentialField> | undefined;
-}> = ({ base, user, credentials, csrf, values, errors }) => (
+}> = ({ base, issuers, issuersPath, user, credentials, csrf, values, errors }) => (
   <>
     <p>
       Client credentials of <strong>{user.name}</strong>. API clients exchange them for access tokens at <code>POST /v1/oauth</code>.
@@ -124,17 +180,8 @@ export const ClientCredentials: FC<{
       columns={[
         { header: "client_id", cell: (cr) => <CopyId value={cr.client_id} label={`client_id ${cr.client_id}`} /> },
         { header: "Name", cell: (cr) => cr.name ?? "-" },
-        {
-          header: "Authentication",
-          cell: (cr) => (
-            <>
-              {cr.token_endpoint_auth_method === "private_key_jwt"
-                ? `private_key_jwt (${cr.jwks?.keys.length ?? 0} keys)`
-                : "client secret"}
-              {cr.dpop_bound_access_tokens ? "; DPoP required" : ""}
-            </>
-          ),
-        },
+        { header: "Authentication", cell: (cr) => <Authentication cr={cr} /> },
+        { header: "Access tokens", cell: (cr) => (cr.access_token_strategy === "jwt" ? "JWT (RFC 9068)" : "opaque") },
         { header: "Scopes", cell: (cr) => (cr.scopes_unrestricted ? "all, unrestricted" : cr.scopes.join(" ") || "none") },
         { header: "Created", cell: (cr) => <Time at={cr.created_at} /> },
         { header: "Last used", cell: (cr) => <Time at={cr.last_used_at} /> },
@@ -199,8 +246,54 @@ export const ClientCredentials: FC<{
           />
           <label for="method-jwt">private_key_jwt: a JWT signed with the client's private key (no secret is created)</label>
         </p>
+        <p class="check">
+          <input
+            id="method-federated"
+            name="token_endpoint_auth_method"
+            type="radio"
+            value="federated_jwt"
+            checked={values.method === "federated_jwt"}
+          />
+          <label for="method-federated">federated_jwt: a JWT a trusted issuer signed for the workload (no secret, no keys)</label>
+        </p>
       </fieldset>
       <JwksField value={values.jwks} error={errors?.fields.jwks} />
+      <JwksUriField value={values.jwks_uri} error={errors?.fields.jwks_uri} />
+      <fieldset>
+        <legend>federated_jwt only</legend>
+        <label for="federated_issuer">
+          {CREDENTIAL_FIELD_LABELS.federated_issuer}{" "}
+          <span class="hint">
+            (the organization's <a href={issuersPath}>trusted issuers</a>)
+          </span>
+        </label>
+        {errors?.fields.federated_issuer && (
+          <p id="federated_issuer-error" class="field-error" role="alert">
+            {errors.fields.federated_issuer}
+          </p>
+        )}
+        <select
+          id="federated_issuer"
+          name="federated_issuer"
+          aria-invalid={errors?.fields.federated_issuer ? "true" : undefined}
+          aria-describedby={errors?.fields.federated_issuer ? "federated_issuer-error" : undefined}
+        >
+          <option value="">{issuers.length === 0 ? "(none trusted yet)" : "(choose one)"}</option>
+          {issuers.map((i) => (
+            <option value={i.issuer} selected={values.federated_issuer === i.issuer}>
+              {i.name ? `${i.name}: ${i.issuer}` : i.issuer}
+            </option>
+          ))}
+        </select>
+        <Field
+          id="federated_subject"
+          label={CREDENTIAL_FIELD_LABELS.federated_subject}
+          hint="matched exactly, e.g. repo:octo-org/app:ref:refs/heads/main or system:serviceaccount:prod:billing"
+          value={values.federated_subject}
+          error={errors?.fields.federated_subject}
+        />
+      </fieldset>
+      <TokenStrategy value={values.access_token_strategy} error={errors?.fields.access_token_strategy} />
       <CredentialPolicy scopes={values.scopes} dpop={values.dpop} error={errors?.fields.scopes} />
       <button type="submit">Create client credentials</button>
     </PostForm>
@@ -208,13 +301,16 @@ export const ClientCredentials: FC<{
 );
 
 /** The key set of a private_key_jwt credential, as JSON (public keys only), with its message after a refusal. */
-const JwksField: FC<{ value: string; required?: boolean; error?: string | undefined }> = ({ value, required, error }) => (
+const JwksField: FC<{ value: string; rotation?: boolean; error?: string | undefined }> = ({ value, rotation, error }) => (
   <>
     <label for="jwks">
       {CREDENTIAL_FIELD_LABELS.jwks}{" "}
       <span class="hint">
-        ({required ? "during a rotation list the old and the new key, then the new one alone" : "for private_key_jwt only"}; public keys
-        only, as <code>{'{"keys": [...]}'}</code>)
+        (
+        {rotation
+          ? "during a rotation list the old and the new key, then the new one alone; empty it to use a key set URL"
+          : "for private_key_jwt only"}
+        ; public keys only, as <code>{'{"keys": [...]}'}</code>)
       </span>
     </label>
     {error && (
@@ -227,13 +323,43 @@ const JwksField: FC<{ value: string; required?: boolean; error?: string | undefi
       name="jwks"
       rows={6}
       spellcheck={false}
-      required={required}
       aria-invalid={error ? "true" : undefined}
       aria-describedby={error ? "jwks-error" : undefined}
     >
       {value}
     </textarea>
   </>
+);
+
+/** A private_key_jwt credential's key set URL, instead of pasting the keys. */
+const JwksUriField: FC<{ value: string; error?: string | undefined }> = ({ value, error }) => (
+  <Field
+    id="jwks_uri"
+    label={CREDENTIAL_FIELD_LABELS.jwks_uri}
+    hint="private_key_jwt, instead of the keys above: keyway fetches it now and again when a JWT names a new key"
+    value={value}
+    error={error}
+  />
+);
+
+/** Opaque tokens (keyway's) or RFC 9068 JWTs any resource server can verify. */
+const TokenStrategy: FC<{ value: "opaque" | "jwt"; error?: string | undefined }> = ({ value, error }) => (
+  <fieldset id="access_token_strategy" aria-describedby={error ? "access_token_strategy-error" : undefined}>
+    <legend>{CREDENTIAL_FIELD_LABELS.access_token_strategy}</legend>
+    {error && (
+      <p id="access_token_strategy-error" class="field-error" role="alert">
+        {error}
+      </p>
+    )}
+    <p class="check">
+      <input id="strategy-opaque" name="access_token_strategy" type="radio" value="opaque" checked={value === "opaque"} />
+      <label for="strategy-opaque">opaque: keyway's own tokens (the default)</label>
+    </p>
+    <p class="check">
+      <input id="strategy-jwt" name="access_token_strategy" type="radio" value="jwt" checked={value === "jwt"} />
+      <label for="strategy-jwt">JWT (RFC 9068): signed with keyway's published key set, verifiable by any resource server</label>
+    </p>
+  </fieldset>
 );
 
 /** What a credential's tokens may be: its scopes and whether they must be DPoP-bound. */
@@ -278,8 +404,18 @@ export const ClientCredentialEdit: FC<{
     <PostForm action={action} csrf={csrf} label="Edit client credentials">
       <Field id="name" label={CREDENTIAL_FIELD_LABELS.name} hint="optional" value={values.name} error={errors?.fields.name} />
       {credential.token_endpoint_auth_method === "private_key_jwt" && (
-        <JwksField value={values.jwks} required error={errors?.fields.jwks} />
+        <>
+          <JwksField value={values.jwks} rotation error={errors?.fields.jwks} />
+          <JwksUriField value={values.jwks_uri} error={errors?.fields.jwks_uri} />
+        </>
       )}
+      {credential.federated !== null && (
+        <p>
+          Authenticates with JWTs of <code>{credential.federated.issuer}</code> for the subject <code>{credential.federated.subject}</code>{" "}
+          (fixed: create another credential to change them).
+        </p>
+      )}
+      <TokenStrategy value={values.access_token_strategy} error={errors?.fields.access_token_strategy} />
       <CredentialPolicy scopes={values.scopes} dpop={values.dpop} error={errors?.fields.scopes} />
       <button type="submit">Save</button> <a href={cancel}>Cancel</a>
     </PostForm>
@@ -293,7 +429,9 @@ export const ClientCredentialCreated: FC<{ base: string; clientId: string; secre
       <input id="client-id" class="secret" type="text" readonly value={clientId} />
     </div>
     {secret === null ? (
-      <p>No secret: this client authenticates with a JWT signed by one of its registered keys (private_key_jwt).</p>
+      <p>
+        No secret: this client authenticates with a JWT (private_key_jwt: signed by one of its keys; federated_jwt: by its trusted issuer).
+      </p>
     ) : (
       <SecretOnce id="client-secret" label="client_secret" value={secret} />
     )}
