@@ -18,6 +18,7 @@ import {
   type JSONWebKeySet,
   type JWK,
   type JWTHeaderParameters,
+  type JWTVerifyOptions,
   jwtVerify,
 } from "jose";
 import { IsolateCache } from "./cache";
@@ -62,7 +63,7 @@ export async function verifyClientAssertion(
   expect: { clientId: string; audiences: string[]; nowMs: number },
 ): Promise<Verified<{ jti: string; exp: number }>> {
   try {
-    const { payload } = await jwtVerify(assertion, createLocalJWKSet({ keys } as JSONWebKeySet), {
+    const { payload } = await verifyWithSet(assertion, keys, {
       algorithms: JWT_ALGS,
       issuer: expect.clientId,
       subject: expect.clientId,
@@ -114,7 +115,7 @@ export async function verifyFederatedAssertion(
   expect: FederatedExpectation,
 ): Promise<Verified<{ jti: string | null; exp: number }>> {
   try {
-    const { payload, protectedHeader } = await jwtVerify(assertion, createLocalJWKSet({ keys } as JSONWebKeySet), {
+    const { payload, protectedHeader } = await verifyWithSet(assertion, keys, {
       algorithms: JWT_ALGS,
       issuer: expect.issuer,
       subject: expect.subject,
@@ -147,6 +148,34 @@ export function headerKid(jwt: string): string | undefined {
     return typeof kid === "string" ? kid : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** The most keys of one set a JWT without a `kid` is tried against (each try is one signature check). */
+export const MAX_CANDIDATE_KEYS = 10;
+
+/**
+ * jwtVerify against a key set. A JWT without a `kid` (RFC 7515 4.1.4 makes it optional) matches
+ * every key of its algorithm's type, and a set holds two while its owner rotates: jose then
+ * refuses with JWKSMultipleMatchingKeys, which yields the candidates; each is tried in turn (at
+ * most MAX_CANDIDATE_KEYS, so a set of many keys costs a bounded number of checks), and none
+ * verifying is a signature failure, as with one key.
+ */
+async function verifyWithSet(jwt: string, keys: JWK[], options: JWTVerifyOptions) {
+  try {
+    return await jwtVerify(jwt, createLocalJWKSet({ keys } as JSONWebKeySet), options);
+  } catch (err) {
+    if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw err;
+    let tried = 0;
+    for await (const candidate of err) {
+      if (++tried > MAX_CANDIDATE_KEYS) break;
+      try {
+        return await jwtVerify(jwt, candidate, options);
+      } catch (inner) {
+        if (!(inner instanceof errors.JWSSignatureVerificationFailed)) throw inner;
+      }
+    }
+    throw new errors.JWSSignatureVerificationFailed();
   }
 }
 

@@ -226,7 +226,7 @@ export const CreateClientCredentialInput = z
       }
     }
     if (method === "private_key_jwt" && (input.jwks === undefined) === (input.jwks_uri === undefined)) {
-      ctx.addIssue({ code: "custom", path: ["jwks"], message: "give either jwks or jwks_uri with private_key_jwt" });
+      ctx.addIssue({ code: "custom", path: ["jwks"], message: "must be given (or jwks_uri instead, not both) with private_key_jwt" });
     }
     if (method === "federated_jwt" && input.federated === undefined) {
       ctx.addIssue({ code: "custom", path: ["federated"], message: "is required with federated_jwt" });
@@ -248,7 +248,7 @@ export const UpdateClientCredentialInput = z
   })
   .refine((input) => input.jwks === undefined || input.jwks_uri === undefined, {
     path: ["jwks_uri"],
-    message: "give either jwks or jwks_uri, not both",
+    message: "must not be given with jwks: a credential has one source of keys",
   });
 export type UpdateClientCredentialInput = z.output<typeof UpdateClientCredentialInput>;
 
@@ -426,8 +426,8 @@ export const CreateTrustedIssuerInput = z.strictObject({
   max_assertion_lifetime_seconds: z
     .number()
     .int()
-    .min(60)
-    .max(86_400)
+    .min(60, { error: "must be at least 60" })
+    .max(86_400, { error: "must be at most 86400" })
     .optional()
     .describe(
       "The longest a JWT from this issuer may live: its `exp` at most this far ahead of now (and of its `iat`). Default 3600 (Kubernetes' default projected token lives an hour); at most 86400.",

@@ -291,7 +291,10 @@ describe("the repository's wrangler.toml", () => {
     // explorer and the API description) to the people's Worker, and the API Worker's own build
     // (scripts/build/api.mjs) leaves out the text that only describes the API and zod's JSON
     // Schema conversion: 225.3 -> 146.75 KiB. Measured then: people's Worker 189.25, GraphQL Worker
-    // 46.67, API Worker 146.75; budgets 200, 60 and 150. The runs are one after the other, so
+    // 46.67, API Worker 146.75; budgets 200, 60 and 150. Issue 44 (clients without shared secrets:
+    // trusted issuers, key sets fetched from URLs, JWT access tokens, protected resource metadata)
+    // took the API Worker to 153.4 and the people's Worker (its pages for them) to 199.6: budgets
+    // 160 and 210 (docs/performance.md). The runs are one after the other, so
     // wrangler's own lines come in that order: the people's Worker has its static assets (the
     // GraphQL explorer's files, issue 32, which its build command copies first and which do not
     // count toward its size) and the API Worker's systems of record (KV, Durable Objects of
@@ -327,7 +330,7 @@ describe("the repository's wrangler.toml", () => {
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
     // In deploy order: GraphQL, API, people's.
-    const budgets = [60, 150, 200];
+    const budgets = [60, 160, 210];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
