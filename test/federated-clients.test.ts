@@ -185,10 +185,11 @@ interface CredentialView {
 }
 
 const trust = (t: Tenant, input: Record<string, unknown>) => admin<IssuerView>("POST", issuersPath(t), input);
-const federatedClient = (t: Tenant, issuer: string, extra: Record<string, unknown> = {}) =>
+/** A federated credential; one per issuer and subject may be active (409 otherwise), so tests needing two name two subjects. */
+const federatedClient = (t: Tenant, issuer: string, extra: Record<string, unknown> = {}, subject = SUBJECT) =>
   admin<CredentialView>("POST", credentialsPath(t), {
     token_endpoint_auth_method: "federated_jwt",
-    federated: { issuer, subject: SUBJECT },
+    federated: { issuer, subject },
     ...extra,
   });
 
@@ -354,10 +355,15 @@ describe("trusted issuers", () => {
     const t = await createTenant();
     const issuer = await trust(t, { issuer: ISSUER });
     const cred = await federatedClient(t, ISSUER);
-    const jwtCred = await federatedClient(t, ISSUER, { access_token_strategy: "jwt" });
+    const jwtSubject = `${SUBJECT}:jwt`;
+    const jwtCred = await federatedClient(t, ISSUER, { access_token_strategy: "jwt" }, jwtSubject);
+    const subjects = new Map([
+      [cred.client_id, SUBJECT],
+      [jwtCred.client_id, jwtSubject],
+    ]);
     const tokens: string[] = [];
     for (const c of [cred, jwtCred]) {
-      const res = await present(t, c.client_id, await workloadJwt(keyA));
+      const res = await present(t, c.client_id, await workloadJwt(keyA, { sub: subjects.get(c.client_id) }));
       expect(res.status).toBe(200);
       tokens.push(String((await plainJson(res)).access_token));
     }
@@ -374,7 +380,7 @@ describe("trusted issuers", () => {
     await admin("DELETE", `${issuersPath(t)}/${issuer.id}`);
     for (const token of tokens) expect((await call("/v1/me", authed(t, token))).status).toBe(401);
     for (const c of [cred, jwtCred]) {
-      const res = await present(t, c.client_id, await workloadJwt(keyA));
+      const res = await present(t, c.client_id, await workloadJwt(keyA, { sub: subjects.get(c.client_id) }));
       expect(await outcome(res)).toBe("401 invalid_client");
       expect((await admin<CredentialView>("GET", `${credentialsPath(t)}/${c.client_id}`)).revoked_at).not.toBeNull();
     }
@@ -414,13 +420,13 @@ describe("federated_jwt credentials", () => {
 
     const res = await adminCall("POST", credentialsPath(t), {
       token_endpoint_auth_method: "federated_jwt",
-      federated: { issuer: ISSUER, subject: SUBJECT },
+      federated: { issuer: ISSUER, subject: `${SUBJECT}:created` },
     });
     const created = await body<CredentialView>(res);
     expect(res.status).toBe(201);
     expect(created.data).toMatchObject({
       token_endpoint_auth_method: "federated_jwt",
-      federated: { issuer: ISSUER, subject: SUBJECT },
+      federated: { issuer: ISSUER, subject: `${SUBJECT}:created` },
       jwks: null,
       jwks_uri: null,
       access_token_strategy: "opaque",
@@ -498,13 +504,16 @@ describe("federated_jwt credentials", () => {
     expect(calls).toEqual(["KEYS.admit", "ORGS.authenticateAssertion"]);
     expect(sent).toEqual([]);
 
-    const bound = await federatedClient(t, ISSUER, { access_token_strategy: "jwt", dpop_bound_access_tokens: true });
-    expect(await outcome(await present(t, bound.client_id, await workloadJwt(keyA)))).toBe("400 invalid_dpop_proof");
+    const boundSubject = `${SUBJECT}:bound`;
+    const bound = await federatedClient(t, ISSUER, { access_token_strategy: "jwt", dpop_bound_access_tokens: true }, boundSubject);
+    expect(await outcome(await present(t, bound.client_id, await workloadJwt(keyA, { sub: boundSubject })))).toBe("400 invalid_dpop_proof");
     const pair = await es256();
     const answer = await plainJson(
       await call(
         "/v1/oauth/token",
-        form(t, assertionFields(bound.client_id, await workloadJwt(keyA)), { DPoP: await dpopProof(pair, "POST", TOKEN_URL) }),
+        form(t, assertionFields(bound.client_id, await workloadJwt(keyA, { sub: boundSubject })), {
+          DPoP: await dpopProof(pair, "POST", TOKEN_URL),
+        }),
       ),
     );
     expect(answer.token_type).toBe("DPoP");
@@ -540,12 +549,15 @@ describe("federated_jwt credentials", () => {
     expect(refused.status).toBe(401);
   });
 
-  it('with "once", a JWT used by one credential is refused for another credential of the same subject (the jti is the issuer\'s)', async () => {
-    const twin = await federatedClient(t, ISSUER);
-    const jwt = await workloadJwt(keyA);
-    expect(await outcome(await present(t, cred.client_id, jwt))).toBe("200");
+  it('with "once", a JWT used by one credential is refused for its successor of the same subject (the jti is the issuer\'s)', async () => {
+    const subject = `${SUBJECT}:twin`;
+    const first = await federatedClient(t, ISSUER, {}, subject);
+    const jwt = await workloadJwt(keyA, { sub: subject });
+    expect(await outcome(await present(t, first.client_id, jwt))).toBe("200");
+    await admin("DELETE", `${credentialsPath(t)}/${first.client_id}`);
+    const twin = await federatedClient(t, ISSUER, {}, subject);
     expect(await outcome(await present(t, twin.client_id, jwt))).toBe("401 invalid_client");
-    expect(await outcome(await present(t, twin.client_id, await workloadJwt(keyA)))).toBe("200");
+    expect(await outcome(await present(t, twin.client_id, await workloadJwt(keyA, { sub: subject })))).toBe("200");
   });
 
   it('assertion_reuse "once" refuses the second use of a JWT and a JWT without jti; "until_expiry" accepts both', async () => {
@@ -630,10 +642,10 @@ describe("key rotation at the issuer", () => {
 });
 
 describe("key set freshness", () => {
-  it("keeps a set for its max-age clamped to [5 min, 24 h], then fetches it again even for a known kid", async () => {
-    let maxAge = 60;
+  it("keeps a set for its max-age clamped to [5 min, 1 h] (5 min for no-store), then fetches it again even for a known kid", async () => {
+    let cacheControl = "max-age=60";
     const jwksUrl = "https://fresh.example/jwks";
-    const sent = fakeNetwork({ [jwksUrl]: () => json({ keys: [jwkA] }, 200, { "Cache-Control": `max-age=${maxAge}` }) });
+    const sent = fakeNetwork({ [jwksUrl]: () => json({ keys: [jwkA] }, 200, { "Cache-Control": cacheControl }) });
     const fetches = () => sent.filter((r) => r.url === jwksUrl).length;
     const t = await createTenant();
     const t0 = Date.now();
@@ -644,14 +656,61 @@ describe("key set freshness", () => {
     // max-age=60 is read as 5 minutes: no fetch at 4 minutes, one after 5.
     expect(await tryAt(t0 + 240_000)).toBe("200");
     expect(fetches()).toBe(1);
-    maxAge = 7 * 86_400;
+    cacheControl = `max-age=${7 * 86_400}`;
     expect(await tryAt(t0 + 301_000)).toBe("200");
     expect(fetches()).toBe(2);
-    // A week's max-age is read as 24 hours.
-    expect(await tryAt(t0 + 301_000 + 23 * 3600_000)).toBe("200");
+    // A week's max-age is read as one hour: a key the issuer withdrew stops within the hour.
+    expect(await tryAt(t0 + 301_000 + 59 * 60_000)).toBe("200");
     expect(fetches()).toBe(2);
-    expect(await tryAt(t0 + 302_000 + 24 * 3600_000)).toBe("200");
+    cacheControl = "no-store";
+    expect(await tryAt(t0 + 302_000 + 3600_000)).toBe("200");
     expect(fetches()).toBe(3);
+    // no-store is read as the shortest, 5 minutes (not as "none said": an hour).
+    expect(await tryAt(t0 + 303_000 + 3600_000 + 300_000)).toBe("200");
+    expect(fetches()).toBe(4);
+  });
+
+  it("refreshes an issuer's set at the operator's request: a withdrawn key stops at once (404 for an unknown issuer, 400 when unreachable)", async () => {
+    let published: JWK[] = [jwkA];
+    let up = true;
+    const jwksUrl = "https://refresh.example/jwks";
+    fakeNetwork({ [jwksUrl]: () => (up ? json({ keys: published }) : new Response("down", { status: 503 })) });
+    const t = await createTenant();
+    const issuer = await trust(t, { issuer: "https://refresh.example", jwks_uri: jwksUrl });
+    const cred = await federatedClient(t, "https://refresh.example");
+    const jwt = () => workloadJwt(keyA, { iss: "https://refresh.example" });
+    expect(await outcome(await present(t, cred.client_id, await jwt()))).toBe("200");
+    published = [jwkB];
+    // Still held: the set is fresh for an hour.
+    expect(await outcome(await present(t, cred.client_id, await jwt()))).toBe("200");
+    const path = `/organizations/${t.orgId}/trusted-issuers/${issuer.id}/refresh-keys`;
+    const refreshed = await adminCall("POST", path);
+    expect(refreshed.status).toBe(200);
+    expect(((await refreshed.json()) as { data: { key_set: { key_ids: string[] } } }).data.key_set.key_ids).toEqual([jwkB.kid]);
+    expect(await outcome(await present(t, cred.client_id, await jwt()))).toBe("401 invalid_client");
+    up = false;
+    expect((await adminCall("POST", path)).status).toBe(400);
+    const unknown = await adminCall("POST", `/organizations/${t.orgId}/trusted-issuers/iss_00000000000000000000000000/refresh-keys`);
+    expect(unknown.status).toBe(404);
+  });
+
+  it("refuses a second active credential for the same issuer and subject (409), and allows it once the first is revoked", async () => {
+    const dup = "https://dup.example";
+    fakeNetwork({ [`${dup}/jwks`]: () => json({ keys: [jwkA] }) });
+    const t = await createTenant();
+    await trust(t, { issuer: dup, jwks_uri: `${dup}/jwks` });
+    const first = await federatedClient(t, dup);
+    const again = await adminCall("POST", `/organizations/${t.orgId}/users/${t.userId}/client-credentials`, {
+      token_endpoint_auth_method: "federated_jwt",
+      federated: { issuer: dup, subject: SUBJECT },
+    });
+    expect(again.status).toBe(409);
+    await adminCall("DELETE", `/organizations/${t.orgId}/users/${t.userId}/client-credentials/${first.client_id}`);
+    const after = await adminCall("POST", `/organizations/${t.orgId}/users/${t.userId}/client-credentials`, {
+      token_endpoint_auth_method: "federated_jwt",
+      federated: { issuer: dup, subject: SUBJECT },
+    });
+    expect(after.status).toBe(201);
   });
 });
 
@@ -790,7 +849,13 @@ describe("JWT access tokens (RFC 9068)", () => {
     const { payload, protectedHeader } = await verifyAsResourceServer(answer.access_token);
     expect(protectedHeader).toMatchObject({ alg: "ES256", typ: "at+jwt" });
     expect(keySet.keys.map((k) => k.kid)).toContain(protectedHeader.kid);
-    expect(payload).toMatchObject({ iss: BASE, aud: BASE, sub: t.userId, client_id: jt.clientId, scope: answer.scope });
+    expect(payload).toMatchObject({
+      iss: BASE,
+      aud: [BASE, `urn:keyway:org:${t.orgId}`],
+      sub: t.userId,
+      client_id: jt.clientId,
+      scope: answer.scope,
+    });
     expect(typeof payload.jti).toBe("string");
     expect(payload.iat).toBeTypeOf("number");
     expect((payload.exp as number) - (payload.iat as number)).toBe(answer.expires_in);
@@ -974,4 +1039,40 @@ describe("property", () => {
       { numRuns: RUNS, ...replay },
     );
   }, 120_000);
+});
+
+describe("a change while a key set is being fetched", () => {
+  it("a credential revoked while its token request waits for its issuer's keys gets no token: decided again after the fetch", async () => {
+    const slowIssuer = "https://slow.example";
+    const url = `${slowIssuer}/jwks`;
+    // Flags polled by the handler (it runs in the organization object's request, not this test's).
+    const state = { slow: false, fetching: false, release: false };
+    fakeNetwork({
+      [url]: async () => {
+        if (state.slow) {
+          state.fetching = true;
+          while (!state.release) await new Promise((done) => setTimeout(done, 5));
+        }
+        return json({ keys: state.slow ? [jwkA, jwkB] : [jwkA] });
+      },
+    });
+    const t = await createTenant();
+    await trust(t, { issuer: slowIssuer, jwks_uri: url });
+    const cred = await federatedClient(t, slowIssuer);
+    // A JWT signed with a key the held set lacks, past the minute: the object fetches the set, slowly.
+    state.slow = true;
+    const later = Date.now() + 61_000;
+    const pending = present(
+      t,
+      cred.client_id,
+      await workloadJwt(keyB, { iss: slowIssuer, kid: "b1", at: Math.floor(later / 1000) }),
+      later,
+    );
+    for (let i = 0; i < 400 && !state.fetching; i++) await new Promise((done) => setTimeout(done, 5));
+    expect(state.fetching).toBe(true);
+    const revoked = await adminCall("DELETE", `${credentialsPath(t)}/${cred.client_id}`);
+    expect(revoked.status).toBe(200);
+    state.release = true;
+    expect(await outcome(await pending)).toBe("401 invalid_client");
+  });
 });

@@ -62,8 +62,8 @@ describe("fetchKeySet", () => {
 
   it.each([
     [undefined, null],
-    ["no-store, max-age=300", null],
-    ["max-age=60, no-cache", null],
+    ["no-store, max-age=300", 0],
+    ["max-age=60, no-cache", 0],
     ['max-age="120"', 120],
     ["Max-Age=0", 0],
     ["max-age=soon", null],

@@ -1,9 +1,17 @@
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import * as oauth from "oauth4webapi";
 
-const { KEYWAY_URL = "http://127.0.0.1:8787", KEYWAY_API_KEY, KEYWAY_CLIENT_ID, KEYWAY_CLIENT_SECRET } = process.env;
-if (!KEYWAY_API_KEY || !KEYWAY_CLIENT_ID || !KEYWAY_CLIENT_SECRET) {
-  throw new Error('set KEYWAY_API_KEY, KEYWAY_CLIENT_ID and KEYWAY_CLIENT_SECRET (of a credential with access_token_strategy "jwt")');
+const {
+  KEYWAY_URL = "http://127.0.0.1:8787",
+  KEYWAY_API_KEY,
+  KEYWAY_CLIENT_ID,
+  KEYWAY_CLIENT_SECRET,
+  KEYWAY_ORGANIZATION_ID,
+} = process.env;
+if (!KEYWAY_API_KEY || !KEYWAY_CLIENT_ID || !KEYWAY_CLIENT_SECRET || !KEYWAY_ORGANIZATION_ID) {
+  throw new Error(
+    'set KEYWAY_API_KEY, KEYWAY_CLIENT_ID and KEYWAY_CLIENT_SECRET (of a credential with access_token_strategy "jwt") and KEYWAY_ORGANIZATION_ID (the resource server\'s organization)',
+  );
 }
 
 const issuer = new URL(KEYWAY_URL);
@@ -32,8 +40,9 @@ if (typeof as.jwks_uri !== "string") throw new Error("keyway's metadata names no
 const keyway = createRemoteJWKSet(new URL(as.jwks_uri));
 const { payload } = await jwtVerify(token, keyway, {
   issuer: as.issuer,
-  // keyway's API is the resource; its identifier (RFC 9728 `resource`) is the issuer.
-  audience: as.issuer,
+  // Every organization's tokens come from this issuer and key set: the audience names this
+  // resource server's organization, so another organization's token is refused here.
+  audience: `urn:keyway:org:${KEYWAY_ORGANIZATION_ID}`,
   typ: "at+jwt",
   algorithms: ["ES256"],
 });

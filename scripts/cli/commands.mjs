@@ -473,6 +473,13 @@ export const COMMANDS = [
     summary: "stop trusting an issuer: the federated_jwt credentials that name it are revoked with it",
     call: (a) => ({ method: "DELETE", path: `${issuersPath(a)}/${enc(a.issuer_id ?? "")}` }),
   },
+  {
+    words: ["trusted-issuers", "refresh"],
+    args: ["org", "issuer_id"],
+    flags: [],
+    summary: "fetch an issuer's key set now (a key it withdrew stops authenticating at once)",
+    call: (a) => ({ method: "POST", path: `${issuersPath(a)}/${enc(a.issuer_id ?? "")}/refresh-keys` }),
+  },
 
   {
     words: ["keys", "create"],

@@ -10,7 +10,10 @@
  *   requires (`iss`, `exp`, `aud`, `sub`, `client_id`, `iat`, `jti`), `scope`, `cnf.jkt` when
  *   DPoP-bound (RFC 9449 6.1), and two private claims keyway's own routes need (`org_id`, and
  *   `api_key_id` for a DPoP-bound token), so that resource servers other than keyway verify
- *   them without a call. keyway reads one into the same claims as an opaque token: revocation,
+ *   them without a call. `aud` names keyway's API (RFC 9728's resource identifier) and the
+ *   organization (`urn:keyway:org:<id>`): every organization's tokens come from one issuer and
+ *   one key set, so a resource server of one organization checks its own audience and no other
+ *   organization's token passes it (RFC 9068 4: the audience check is the resource server's). keyway reads one into the same claims as an opaque token: revocation,
  *   limits and DPoP are decided the same way.
  * Either kind's kid selects the key, so keys rotate without invalidating live tokens.
  */
@@ -46,6 +49,9 @@ const JwtAccessTokenClaims = z.object({
   api_key_id: z.string().optional(),
 });
 
+/** The audience naming an organization in its JWT access tokens. */
+export const organizationAudience = (orgId: string): string => `urn:keyway:org:${orgId}`;
+
 /** Where a JWT access token is issued and for what (RFC 9068 2.2: `iss`, and `aud` the resource: RFC 9728's identifier). */
 export interface JwtAudience {
   issuer: string;
@@ -66,7 +72,7 @@ export async function signJwtAccessToken(keys: VersionedKey[], claims: AccessTok
     .setProtectedHeader({ alg: ACCESS_TOKEN_ALG, typ: AT_JWT_TYPE, kid: signing.kid })
     .setIssuer(where.issuer)
     .setSubject(claims.sub)
-    .setAudience(where.resource)
+    .setAudience([where.resource, organizationAudience(claims.org)])
     .setIssuedAt(claims.iat)
     .setExpirationTime(claims.exp)
     .setJti(claims.jti)

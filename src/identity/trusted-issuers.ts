@@ -73,6 +73,16 @@ export async function getTrustedIssuer(deps: Deps, orgId: string, id: string): P
   return unwrap(await reach("organization", () => organization(deps, orgId).getTrustedIssuer(id)));
 }
 
+/**
+ * Fetches the issuer's key set now and replaces the one held (after the issuer withdrew a key):
+ * 400 when it cannot be fetched, and the held set is then left as it was.
+ */
+export async function refreshTrustedIssuer(deps: Deps, orgId: string, id: string, actor: Actor): Promise<TrustedIssuerRecord> {
+  const current = await getTrustedIssuer(deps, orgId, id);
+  const fetched = await fetchCheckedKeySet(deps, current.jwks_uri, "jwks_uri");
+  return unwrap(await reach("organization", () => organization(deps, orgId).refreshTrustedIssuer(id, fetched, actor)));
+}
+
 /** Revokes the issuer's federated credentials with it; in effect on the next request everywhere once this answers. */
 export async function removeTrustedIssuer(deps: Deps, orgId: string, id: string, actor: Actor): Promise<TrustedIssuerRecord> {
   if (!ID_PATTERN.test(id)) throw notFound("Trusted issuer");

@@ -24,6 +24,8 @@ export interface JwkMembers {
 
 /** RFC 7518 3.3: "A key of size 2048 bits or larger MUST be used with these algorithms" (RS256, PS256 by 3.5). */
 export const MIN_RSA_BITS = 2048;
+/** Larger moduli only cost verification time (a 16,384-bit key is ~64x a 2048-bit one): none is needed. */
+export const MAX_RSA_BITS = 8192;
 
 /** EC curves keyway verifies, with the algorithm each goes with and its coordinate size (RFC 7518 3.4, 6.2.1.2). */
 const EC_CURVES: Record<string, { alg: string; bytes: number }> = {
@@ -75,6 +77,7 @@ async function rsaProblem(jwk: JwkMembers, n: Uint8Array | undefined, e: Uint8Ar
   if (n === undefined || e === undefined) return "must have n and e for an RSA key";
   const bits = bitLength(n);
   if (bits < MIN_RSA_BITS) return `has an RSA modulus (n) of ${bits} bits; at least ${MIN_RSA_BITS} are required (RFC 7518 3.3)`;
+  if (bits > MAX_RSA_BITS) return `has an RSA modulus (n) of ${bits} bits; at most ${MAX_RSA_BITS} are accepted`;
   // An RSA modulus is the product of two odd primes.
   if (((n[n.length - 1] ?? 0) & 1) === 0) return "has an even RSA modulus (n), which no RSA key has";
   // 65537 is what every current key generator uses; a small exponent such as 3 has a history of

@@ -63,7 +63,7 @@ export async function verifyClientAssertion(
   expect: { clientId: string; audiences: string[]; nowMs: number },
 ): Promise<Verified<{ jti: string; exp: number }>> {
   try {
-    const { payload } = await verifyWithSet(assertion, keys, {
+    const { payload, protectedHeader } = await verifyWithSet(assertion, keys, {
       algorithms: JWT_ALGS,
       issuer: expect.clientId,
       subject: expect.clientId,
@@ -72,6 +72,8 @@ export async function verifyClientAssertion(
       clockTolerance: CLOCK_TOLERANCE_S,
       requiredClaims: ["exp", "jti"],
     });
+    const typ = assertionTypeProblem(protectedHeader.typ);
+    if (typ !== null) return { ok: false, reason: typ };
     const now = Math.floor(expect.nowMs / 1000);
     if (typeof payload.exp !== "number" || payload.exp > now + MAX_ASSERTION_LIFETIME_S) {
       return { ok: false, reason: `exp more than ${MAX_ASSERTION_LIFETIME_S} s ahead` };
@@ -90,6 +92,11 @@ export async function verifyClientAssertion(
  * issuer minted for another purpose cannot pass as a workload's identity (RFC 8725 3.11).
  */
 const ASSERTION_TYPES = new Set(["jwt", "jose", "client-authentication+jwt", "application/client-authentication+jwt"]);
+
+/** Why a client assertion's `typ` is another kind of token's, or null when it may be an assertion. */
+function assertionTypeProblem(typ: string | undefined): string | null {
+  return typ === undefined || ASSERTION_TYPES.has(typ.toLowerCase()) ? null : `typ ${typ.slice(0, 40)} is not a client assertion's`;
+}
 
 export interface FederatedExpectation {
   issuer: string;
@@ -124,9 +131,8 @@ export async function verifyFederatedAssertion(
       clockTolerance: CLOCK_TOLERANCE_S,
       requiredClaims: expect.requireJti ? ["exp", "jti"] : ["exp"],
     });
-    if (protectedHeader.typ !== undefined && !ASSERTION_TYPES.has(protectedHeader.typ.toLowerCase())) {
-      return { ok: false, reason: `typ ${protectedHeader.typ.slice(0, 40)} is not a client assertion's` };
-    }
+    const typ = assertionTypeProblem(protectedHeader.typ);
+    if (typ !== null) return { ok: false, reason: typ };
     const now = Math.floor(expect.nowMs / 1000);
     const exp = payload.exp as number;
     if (exp > now + expect.maxLifetimeS + CLOCK_TOLERANCE_S) return { ok: false, reason: `exp more than ${expect.maxLifetimeS} s ahead` };

@@ -53,7 +53,8 @@ type Fetched =
 
 /**
  * The keys of the JWK Set at `url` that can verify signatures, and how long it may be cached
- * (`Cache-Control: max-age`, null when absent or when `no-store`/`no-cache` is present).
+ * (`Cache-Control: max-age`; null when absent; 0 when `no-store`/`no-cache` is present: kept as
+ * briefly as the caller allows).
  */
 export async function fetchKeySet(url: string, policy: FetchPolicy): Promise<KeySetResult> {
   const fetched = await guardedJson(url, "key set", policy, deadline(policy));
@@ -205,14 +206,14 @@ async function usableKey(candidate: unknown): Promise<JWK | null> {
   return key;
 }
 
-/** RFC 9111 5.2.2.1: `max-age=N`; null when absent, malformed, or beside `no-store` or `no-cache`. */
+/** RFC 9111 5.2.2.1: `max-age=N`; null when absent or malformed, 0 beside `no-store` or `no-cache`. */
 function maxAge(header: string | null): number | null {
   if (header === null) return null;
   let seconds: number | null = null;
   for (const part of header.split(",")) {
     const [name = "", value] = part.trim().split("=", 2);
     const directive = name.trim().toLowerCase();
-    if (directive === "no-store" || directive === "no-cache") return null;
+    if (directive === "no-store" || directive === "no-cache") return 0;
     if (directive === "max-age" && value !== undefined && seconds === null) {
       const digits = value.trim().replace(/^"(.*)"$/, "$1");
       if (/^[0-9]{1,10}$/.test(digits)) seconds = Number(digits);

@@ -324,6 +324,19 @@ export class OrganizationObject extends DurableObject<Env> {
     if (credential.federated !== null && trustedIssuerByIssuer(this.sql, credential.federated.issuer) === undefined) {
       return fail("invalid_request", "federated.issuer is not one of this organization's trusted issuers: register it first.");
     }
+    // One active credential per workload: two would let one JWT pick either (their users and scopes).
+    if (
+      credential.federated !== null &&
+      this.sql
+        .exec(
+          "SELECT 1 FROM client_credentials WHERE federated_issuer = ? AND federated_subject = ? AND revoked_at IS NULL",
+          credential.federated.issuer,
+          credential.federated.subject,
+        )
+        .toArray().length > 0
+    ) {
+      return fail("conflict", "An active credential already names this issuer and subject: revoke it first, or use it.");
+    }
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
         `INSERT INTO client_credentials (client_id, user_id, name, secret_hash, auth_method, jwks, scopes, dpop_bound, created_at,
@@ -352,7 +365,7 @@ export class OrganizationObject extends DurableObject<Env> {
         name: credential.name,
         token_endpoint_auth_method: credential.auth_method === "client_secret" ? "client_secret_basic" : credential.auth_method,
         ...(credential.jwks ? { key_ids: credential.jwks.keys.map((k) => k.kid ?? null) } : {}),
-        ...(credential.jwks_uri ? { jwks_uri: credential.jwks_uri } : {}),
+        ...(credential.jwks_uri ? { jwks_uri: withoutQuery(credential.jwks_uri) } : {}),
         ...(credential.federated ? { federated: credential.federated } : {}),
         ...(credential.scopes ? { scopes: credential.scopes } : {}),
         ...(credential.dpop_bound ? { dpop_bound_access_tokens: true } : {}),
@@ -467,10 +480,11 @@ export class OrganizationObject extends DurableObject<Env> {
         );
         this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'put')", clientId);
       }
+      if (patch.jwks !== undefined || patch.jwks_uri !== undefined) this.remoteKeys.prune();
       audit(this.sql, actor, "client_credential.updated", "client_credential", clientId, {
         fields: Object.keys(patch).filter((k) => patch[k as keyof typeof patch] !== undefined),
         ...(patch.jwks ? { key_ids: patch.jwks.keys.map((k) => k.kid ?? null) } : {}),
-        ...(patch.jwks_uri ? { jwks_uri: patch.jwks_uri } : {}),
+        ...(patch.jwks_uri ? { jwks_uri: withoutQuery(patch.jwks_uri) } : {}),
       });
     });
     const pending = await this.propagation.run();
@@ -527,8 +541,9 @@ export class OrganizationObject extends DurableObject<Env> {
   ): Promise<Result<{ facts: ClientFacts | null; reason?: string }>> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
     const issuer = row?.federated_issuer == null ? undefined : trustedIssuerByIssuer(this.sql, row.federated_issuer);
+    // A revoked credential is refused as an unknown one is (the decoy check), without fetching its keys.
     const assertsWith =
-      row === undefined
+      row === undefined || row.revoked_at !== null
         ? null
         : row.auth_method === "private_key_jwt" && (row.jwks !== null || row.jwks_uri !== null)
           ? row
@@ -569,6 +584,17 @@ export class OrganizationObject extends DurableObject<Env> {
       }
     }
     if (!verified.ok) return ok({ facts: null, reason: verified.reason });
+    // The checks above awaited (a signature, perhaps a fetch of seconds): a revocation, a change of
+    // the credential or the issuer's removal may have committed since. Decided again from the rows
+    // as they are now, in the same synchronous step as the jti's record, so that nothing answered
+    // as done before this point lets a token out after it.
+    const current = credentialRow(this.sql, clientId);
+    if (current === undefined || current.revoked_at !== null || current.version !== assertsWith.version) {
+      return ok({ facts: null, reason: "the credential was revoked or changed meanwhile" });
+    }
+    if (issuer !== undefined && trustedIssuerByIssuer(this.sql, issuer.issuer)?.id !== issuer.id) {
+      return ok({ facts: null, reason: "its issuer was removed meanwhile" });
+    }
     if (verified.jti !== null && (issuer === undefined || issuer.assertion_reuse === "once")) {
       // A federated JWT's id is the issuer's: recorded per issuer, so one JWT is used once whichever credential it names.
       const jtiHash = await sha256Hex(issuer === undefined ? `${clientId} ${verified.jti}` : `iss ${issuer.issuer} ${verified.jti}`);
@@ -581,8 +607,8 @@ export class OrganizationObject extends DurableObject<Env> {
       ).rowsWritten;
       if (first === 0) return ok({ facts: null, reason: "jti already used" });
     }
-    if (assertsWith.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok({ facts: await this.withLegacyProof(this.factsOf(assertsWith), proof) });
+    this.noteCredentialUse(clientId, now);
+    return ok({ facts: await this.withLegacyProof(this.factsOf(current), proof) });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -618,7 +644,7 @@ export class OrganizationObject extends DurableObject<Env> {
       this.remoteKeys.store(record.jwks_uri, fetched.keys, fetched.maxAgeSeconds, fetched.now);
       audit(this.sql, actor, "trusted_issuer.created", "trusted_issuer", record.id, {
         issuer: record.issuer,
-        jwks_uri: record.jwks_uri,
+        jwks_uri: withoutQuery(record.jwks_uri),
         assertion_reuse: record.assertion_reuse,
         max_assertion_lifetime_seconds: record.max_assertion_lifetime_seconds,
       });
@@ -658,6 +684,27 @@ export class OrganizationObject extends DurableObject<Env> {
       audit(this.sql, actor, "trusted_issuer.removed", "trusted_issuer", id, { issuer: row.issuer, revoked_credentials: active.length });
     });
     return ok({ record, pending: await this.propagation.run() });
+  }
+
+  /**
+   * Replaces an issuer's held key set with one the Worker fetched now (the operator's "refresh",
+   * after the issuer withdrew a key): a key it no longer publishes stops at once, not when the
+   * held set goes stale.
+   */
+  refreshTrustedIssuer(
+    id: string,
+    fetched: { keys: JWK[]; maxAgeSeconds: number | null; now: number },
+    actor: Actor,
+  ): Result<TrustedIssuerRecord> {
+    const row = this.exists() ? trustedIssuerRow(this.sql, id) : undefined;
+    if (row === undefined) return missing("Trusted issuer");
+    this.ctx.storage.transactionSync(() => {
+      this.remoteKeys.store(row.jwks_uri, fetched.keys, fetched.maxAgeSeconds, fetched.now);
+      audit(this.sql, actor, "trusted_issuer.keys_refreshed", "trusted_issuer", id, {
+        key_ids: fetched.keys.map((k) => (typeof k.kid === "string" ? k.kid : null)),
+      });
+    });
+    return ok(this.trustedIssuerOf(row));
   }
 
   private trustedIssuerOf(row: TrustedIssuerRow): TrustedIssuerRecord {
@@ -1006,6 +1053,7 @@ export class OrganizationObject extends DurableObject<Env> {
     this.sql.exec("UPDATE organization SET revision = revision + 1");
     this.sql.exec("INSERT INTO revocations (revision, client_id, revoked_at) SELECT revision, ?, ? FROM organization", clientId, at);
     this.sql.exec("INSERT OR REPLACE INTO pending_lookups (client_id, op) VALUES (?, 'delete')", clientId);
+    this.remoteKeys.prune();
     audit(this.sql, actor, "client_credential.revoked", "client_credential", clientId, null);
   }
 
@@ -1025,4 +1073,10 @@ export class OrganizationObject extends DurableObject<Env> {
     this.housekeptAt = more ? 0 : now;
     return more;
   }
+}
+
+/** A URL as audit entries keep it: without its query, which may carry a secret (lib/key-sets.ts). */
+function withoutQuery(url: string): string {
+  const at = url.search(/[?#]/);
+  return at === -1 ? url : url.slice(0, at);
 }

@@ -208,7 +208,7 @@ export const CreateClientCredentialInput = z
     ),
     jwks: Jwks.optional().describe("The client's public keys (JWK Set), for private_key_jwt only. Private key material is refused."),
     jwks_uri: FetchedUrl.optional().describe(
-      "Instead of `jwks`: where the client publishes its public keys (RFC 7591 2). keyway fetches it (https; through the SSRF guard), keeps it for its `Cache-Control` max-age (5 min to 24 h, 1 h without one), and fetches it again, at most once a minute, when an assertion names a key it does not hold: the client rotates keys without calling keyway.",
+      "Instead of `jwks`: where the client publishes its public keys (RFC 7591 2). keyway fetches it (https; through the SSRF guard), keeps it for its `Cache-Control` max-age (5 min to 1 h, 1 h without one), and fetches it again, at most once a minute, when an assertion names a key it does not hold: the client rotates keys without calling keyway.",
     ),
     federated: FederatedIdentity.optional().describe("For federated_jwt only: the trusted issuer and the workload's subject."),
     scopes: ScopeList.optional(),

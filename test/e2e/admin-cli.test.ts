@@ -230,6 +230,11 @@ describe("operator CLI", () => {
       expect(credentials.stdout).toMatch(/TOKENS +WITH/);
       expect(credentials.stdout).toContain(`${issuerUrl} repo:octo-org/app:ref:refs/heads/main`);
 
+      // A refresh fetches the issuer's set again (after a key is withdrawn there).
+      const refreshed = await admin("trusted-issuers", "refresh", orgId, issuerId);
+      expect(refreshed.code, refreshed.stderr).toBe(0);
+      expect(value(refreshed.stdout, "id")).toBe(issuerId);
+
       // Removing the issuer revokes the credential that names it.
       const removed = await admin("trusted-issuers", "remove", orgId, issuerId);
       expect(removed.code, removed.stderr).toBe(0);

@@ -281,12 +281,18 @@ describe("issue 44 against npm start: federated workload identity, a key set URL
     expect(res.status, JSON.stringify(issued)).toBe(200);
     const { payload, protectedHeader } = await jwtVerify(issued.access_token, createRemoteJWKSet(new URL(jwksUri)), {
       issuer,
-      audience: issuer,
+      audience: `urn:keyway:org:${org.orgId}`,
       typ: "at+jwt",
       algorithms: ["ES256"],
     });
     expect(protectedHeader.kid).toBe(published[0]?.kid);
-    expect(payload).toMatchObject({ iss: issuer, sub: org.userId, aud: issuer, client_id: cred.client_id, scope: "webhooks:read" });
+    expect(payload).toMatchObject({
+      iss: issuer,
+      sub: org.userId,
+      aud: [issuer, `urn:keyway:org:${org.orgId}`],
+      client_id: cred.client_id,
+      scope: "webhooks:read",
+    });
     expect(payload.org_id).toBe(org.orgId);
     expect(typeof payload.jti).toBe("string");
     expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(issued.expires_in);

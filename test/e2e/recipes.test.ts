@@ -292,6 +292,7 @@ describe("docs that work as pasted", () => {
       ...demoEnv(),
       KEYWAY_CLIENT_ID: cred.client_id,
       KEYWAY_CLIENT_SECRET: cred.client_secret,
+      KEYWAY_ORGANIZATION_ID: keyway.demo.organizationId,
     });
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);

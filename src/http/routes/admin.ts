@@ -40,6 +40,7 @@ import {
   createTrustedIssuer,
   getTrustedIssuer,
   listTrustedIssuers,
+  refreshTrustedIssuer,
   removeTrustedIssuer,
   trustedIssuerView,
 } from "../../identity/trusted-issuers";
@@ -580,6 +581,18 @@ export const adminRoutes: Route[] = [
     auth: "admin",
     response: { schema: TrustedIssuerView, example: TRUSTED_ISSUER },
     handle: async (c) => trustedIssuerView(await getTrustedIssuer(deps(c), param(c, "org"), param(c, "issuer"))),
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${ISSUERS}/{issuer}/refresh-keys`,
+    operationId: "refreshTrustedIssuerKeys",
+    summary: "Fetch a trusted issuer's key set now",
+    description:
+      "Replaces the key set keyway holds for the issuer with the one its `jwks_uri` publishes now: a key the issuer withdrew (say, after a compromise) stops authenticating at once instead of when the held set goes stale (at most an hour). 400 when the set cannot be fetched; the held set is then unchanged.",
+    tag: issuersTag,
+    auth: "admin",
+    response: { schema: TrustedIssuerView, example: TRUSTED_ISSUER },
+    handle: async (c) => trustedIssuerView(await refreshTrustedIssuer(deps(c), param(c, "org"), param(c, "issuer"), actor(c))),
   }),
   envelopeRoute({
     method: "DELETE",

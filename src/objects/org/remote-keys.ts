@@ -5,14 +5,17 @@
  * whatever the number of isolates and locations; the rules are pure functions of the row and the
  * time (`plan`, `freshUntil`), the fetch is lib/key-sets.ts (through the SSRF guard).
  *
- * - A set is fresh for its `Cache-Control` max-age, clamped to [5 min, 24 h] (1 h without one),
- *   as Keycloak and Hydra cache a client's JWKS URL.
+ * - A set is fresh for its `Cache-Control` max-age, clamped to [5 min, 1 h] (1 h without one;
+ *   5 min with `no-store`): a key its owner withdrew (a compromise) stops within the hour even
+ *   when no JWT names a new one, whatever max-age the owner's server sends. An issuer's set can
+ *   also be fetched at once by the operator (`refresh`, after a compromise).
  * - A JWT naming a `kid` the set lacks, or a signature none of its keys made, fetches the set
  *   again (a rotation at the issuer or client), at most once a minute per URL: a stranger's
  *   made-up `kid`s cost the issuer one request a minute, not one per token request.
  * - A failed fetch keeps the previous set in use until 24 h after it was fetched (the issuer
  *   being down does not stop its workloads at once), then fails closed.
- * Concurrent token requests needing the same fetch share it (one request in flight per URL).
+ * Concurrent token requests needing the same fetch share it (one request in flight per URL): a
+ * request that finds the set lacking while a fetch is under way waits for that fetch.
  */
 import type { JWK } from "jose";
 import { fetchKeySet } from "../../lib/key-sets";
@@ -21,7 +24,7 @@ import { type KeySetRow, keySetRow } from "./schema";
 export const REFETCH_INTERVAL_MS = 60_000;
 export const DEFAULT_FRESH_S = 3600;
 export const MIN_FRESH_S = 300;
-export const MAX_FRESH_S = 86_400;
+export const MAX_FRESH_S = 3600;
 /** How long a set may still be used while its URL fails. */
 export const STALE_IF_ERROR_MS = 24 * 3600 * 1000;
 
@@ -46,14 +49,14 @@ export function usableKeys(row: KeySetRow | undefined, now: number): JWK[] {
  */
 export function plan(row: KeySetRow | undefined, want: { kid: string | undefined; miss: boolean }, now: number): KeySetStep {
   const held = usableKeys(row, now);
-  const lacking =
-    held.length === 0 ||
-    now >= (row?.fresh_until_ms ?? 0) ||
-    want.miss ||
-    (want.kid !== undefined && !held.some((key) => key.kid === want.kid));
-  if (!lacking) return { use: held };
+  if (!lacks(held, want) && now < (row?.fresh_until_ms ?? 0)) return { use: held };
   if (row !== undefined && now - row.attempted_ms < REFETCH_INTERVAL_MS) return { use: held };
   return { fetch: true, fallback: held };
+}
+
+/** The held keys cannot verify the JWT: none held, its `kid` is not among them, or its signature matched none. */
+export function lacks(held: JWK[], want: { kid: string | undefined; miss: boolean }): boolean {
+  return held.length === 0 || want.miss || (want.kid !== undefined && !held.some((key) => key.kid === want.kid));
 }
 
 export class RemoteKeySets {
@@ -70,7 +73,15 @@ export class RemoteKeySets {
    */
   async keys(url: string, want: { kid: string | undefined; miss: boolean }, now: number): Promise<{ keys: JWK[]; fetched: boolean }> {
     const step = plan(keySetRow(this.sql, url), want, now);
-    if ("use" in step) return { keys: step.use, fetched: false };
+    if ("use" in step) {
+      // Held back by the rate bound only because a fetch is under way: that fetch is the answer.
+      const running = this.inFlight.get(url);
+      if (running !== undefined && lacks(step.use, want)) {
+        const fetched = await running;
+        return { keys: fetched ?? step.use, fetched: fetched !== null };
+      }
+      return { keys: step.use, fetched: false };
+    }
     const fetched = await this.fetch(url, now);
     return { keys: fetched ?? step.fallback, fetched: fetched !== null };
   }
