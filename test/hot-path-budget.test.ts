@@ -141,7 +141,7 @@ const BUDGET = {
    */
   graphqlViewer: {
     calls: { "KEYS.admit": 1, "GRAPHQL.run": 1, "METRICS.writeDataPoint": 1 },
-    bytes: { "KEYS.admit": 710, "GRAPHQL.run": 828 },
+    bytes: { "KEYS.admit": 710, "GRAPHQL.run": 846 },
     sql: { KeyObject: { statements: 1, rowsWritten: 1 } },
     crypto: { "digest src/lib/crypto.ts<src/auth/gate.ts": 1, "timingSafeEqual src/lib/crypto.ts<src/ratelimit/admission.ts": 1 },
     json: { "parse src/http/body.ts": 1, "stringify src/graphql-worker.ts": 1, "stringify src/log.ts": 1 },

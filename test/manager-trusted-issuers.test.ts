@@ -213,4 +213,32 @@ describe("trusted issuers in the manager", () => {
     expect(fieldError(html, "jwks")).toBe("Public keys (JWK Set): give the keys or a key set URL");
     expect(input(html, "strategy-opaque")).toMatch(/checked/);
   });
+
+  it("fetches an issuer's keys now from its row: a key it withdrew is gone from what keyway holds; an unreachable set leaves them", async () => {
+    let published = [{ ...KEY, kid: "ci-key-1" }];
+    let up = true;
+    fakeNetwork({
+      [`${ISSUER}/.well-known/openid-configuration`]: () => json({ issuer: ISSUER, jwks_uri: `${ISSUER}/keys` }),
+      [`${ISSUER}/keys`]: () => (up ? json({ keys: published }) : new Response("down", { status: 503 })),
+    });
+    const t = await createTenant();
+    const issuer = await admin<{ id: string }>("POST", `/organizations/${t.orgId}/trusted-issuers`, { issuer: ISSUER });
+    const b = await Browser.signedIn(ADMIN_TOKEN);
+    const page = `${orgBase(t)}/trusted-issuers`;
+    let html = await (await b.get(page)).text();
+    expect(html).toContain(`Fetch keys now<span class="skip"> of ${ISSUER}</span>`);
+    published = [{ ...KEY, kid: "ci-key-2" }];
+    let res = await b.post(`${page}/${issuer.id}/refresh`, { csrf: Browser.csrf(html) });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("Location")).toBe(`${page}?notice=issuer-keys-refreshed`);
+    html = await (await b.get(`${page}?notice=issuer-keys-refreshed`)).text();
+    expect(html).toContain("ci-key-2");
+    expect(html).not.toContain("ci-key-1");
+    up = false;
+    res = await b.post(`${page}/${issuer.id}/refresh`, { csrf: Browser.csrf(html) });
+    expect(res.headers.get("Location")).toBe(`${page}?notice=issuer-keys-unreachable`);
+    html = await (await b.get(`${page}?notice=issuer-keys-unreachable`)).text();
+    expect(html).toContain("could not be fetched");
+    expect(html).toContain("ci-key-2");
+  });
 });

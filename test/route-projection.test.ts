@@ -15,7 +15,7 @@ import { errorResponse } from "../src/http/errors";
 import { envelopeRoute, listRoute, type Route } from "../src/http/route";
 import { mountRoutes } from "../src/http/router";
 import { ROUTES } from "../src/http/routes";
-import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
+import { fakeNetwork, receiver, TOKEN_URL, WEBHOOK_URL, WORKLOAD_ISSUER, WORKLOAD_ISSUER_JWKS } from "./fake-network";
 import { ADMIN_TOKEN, admin, authed, BASE, body, call, createTenant, issueToken } from "./helpers";
 import { Browser } from "./manager-helpers";
 
@@ -197,6 +197,11 @@ describe("the real routes", () => {
     });
     const event = await post<{ deliveries: { id: string }[] }>("/v1/events", { type: "order.created", data: {} });
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, {});
+    // Issue 44: a trusted issuer (its key set served by the fake network's receiver routes).
+    const issuer = await admin<{ id: string }>("POST", `/organizations/${t.orgId}/trusted-issuers`, {
+      issuer: WORKLOAD_ISSUER,
+      jwks_uri: WORKLOAD_ISSUER_JWKS,
+    });
     // Issue 30: an event type, a recovery and a portal session (opened as a browser does).
     await post("/v1/event-types", { name: "order.created", schema: { type: "object" } });
     const recovery = await post<{ id: string }>(`/v1/webhook-configurations/${config.id}/recover`, {
@@ -219,6 +224,7 @@ describe("the real routes", () => {
       token: minted.id,
       config: config.id,
       delivery: event.deliveries[0]?.id ?? "",
+      issuer: issuer.id,
     };
     const secrets = [
       t.clientSecret,

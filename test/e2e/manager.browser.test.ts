@@ -370,12 +370,16 @@ function focused(page: Page): Promise<string> {
       // The organization's sections, on every organization page, the current one marked.
       const sections = page.getByRole("navigation", { name: "Organization sections" });
       expect(await sections.getByRole("link", { name: "Settings and quota" }).getAttribute("aria-current")).toBe("page");
-      expect(await sections.getByRole("link").count()).toBe(7);
+      expect(await sections.getByRole("link").count()).toBe(8);
       await page.getByRole("link", { name: `Revoke administrator token ${minted.body.data?.id}` }).click();
       await page.getByRole("heading", { level: 1, name: /^Revoke administrator token “/ }).waitFor();
       await check(page, "walk-confirm-revoke-admin-token");
       await page.goto(`${org}/users`);
       await check(page, "walk-users");
+      // Issue 44: the trusted issuers (none yet: the list's empty state and the form).
+      await page.goto(`${org}/trusted-issuers`);
+      await check(page, "walk-trusted-issuers");
+      await page.goto(`${org}/users`);
       await page.getByRole("link", { name: "Remove Demo user" }).click();
       await page.getByRole("heading", { level: 1, name: /^Remove user “Demo user” \(demo@example.com, usr_/ }).waitFor();
       await check(page, "walk-confirm-remove-user");

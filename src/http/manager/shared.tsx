@@ -46,6 +46,8 @@ export const notices: Record<string, string> = {
   "credential-saved": "Client credentials saved; the next token request everywhere follows them.",
   "issuer-added": "Trusted issuer added; its key set was fetched.",
   "issuer-removed": "Trusted issuer removed; the federated client credentials that named it were revoked.",
+  "issuer-keys-refreshed": "The issuer's key set was fetched now: a key it no longer publishes stops authenticating.",
+  "issuer-keys-unreachable": "The issuer's key set could not be fetched; the keys held before are kept.",
   "key-revoked": "API key revoked.",
   "limits-saved": "Limits saved; they apply from the next request.",
   "credits-saved": "Credits saved; they apply from the next request.",

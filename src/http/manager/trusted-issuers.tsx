@@ -6,7 +6,14 @@
  * call the domain functions of `/admin/v1/organizations/{org}/trusted-issuers`.
  */
 import { Hono } from "hono";
-import { createTrustedIssuer, getTrustedIssuer, listTrustedIssuers, removeTrustedIssuer } from "../../identity/trusted-issuers";
+import { ApiError } from "../../errors";
+import {
+  createTrustedIssuer,
+  getTrustedIssuer,
+  listTrustedIssuers,
+  refreshTrustedIssuer,
+  removeTrustedIssuer,
+} from "../../identity/trusted-issuers";
 import { CreateTrustedIssuerInput } from "../../schemas/admin";
 import { checkedInput, type FormErrors, formErrorsOf, labelled, text, topLevelField } from "./form-check";
 import { confirmations } from "./pages/confirm";
@@ -54,6 +61,19 @@ export function trustedIssuerRoutes(): Hono<ManagerEnv> {
       return issuersPage(c, org, values, errors);
     }
     return c.redirect(`/manager/organizations/${org.id}/trusted-issuers?notice=issuer-added`, 303);
+  });
+
+  // The issuer's key set fetched now (after it withdrew a key): a refusal (unreachable) is a notice, the held set unchanged.
+  app.post("/:org/trusted-issuers/:issuer/refresh", async (c) => {
+    const org = await orgFor(c);
+    let notice = "issuer-keys-refreshed";
+    try {
+      await refreshTrustedIssuer(c.get("deps"), org.id, c.req.param("issuer"), actor(c));
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.code !== "invalid_request") throw err;
+      notice = "issuer-keys-unreachable";
+    }
+    return c.redirect(`/manager/organizations/${org.id}/trusted-issuers?notice=${notice}`, 303);
   });
 
   app.get("/:org/trusted-issuers/:issuer/remove", async (c) => {

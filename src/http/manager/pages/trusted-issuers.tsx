@@ -93,9 +93,16 @@ export const TrustedIssuers: FC<{
           {
             header: "Actions",
             cell: (i) => (
-              <a href={`${base}/${i.id}/remove`}>
-                Remove<span class="skip"> {i.issuer}</span>
-              </a>
+              <>
+                <PostForm action={`${base}/${i.id}/refresh`} csrf={csrf} class="inline" label={`Fetch the keys of ${i.issuer} now`}>
+                  <button type="submit">
+                    Fetch keys now<span class="skip"> of {i.issuer}</span>
+                  </button>
+                </PostForm>{" "}
+                <a href={`${base}/${i.id}/remove`}>
+                  Remove<span class="skip"> {i.issuer}</span>
+                </a>
+              </>
             ),
           },
         ]}

@@ -336,7 +336,7 @@ const JwksUriField: FC<{ value: string; error?: string | undefined }> = ({ value
   <Field
     id="jwks_uri"
     label={CREDENTIAL_FIELD_LABELS.jwks_uri}
-    hint="private_key_jwt, instead of the keys above: keyway fetches it now and again when a JWT names a new key"
+    hint="private_key_jwt, instead of the keys above: keyway fetches it now, and again when a JWT carries a key it does not hold"
     value={value}
     error={error}
   />
