@@ -15,6 +15,7 @@ import {
   OrgQuota,
   QUOTA_CEILING_PER_SECOND,
   QUOTA_EXACT_PER_SECOND,
+  TrustedIssuerRecord,
   UserRecord,
 } from "./records";
 import { ALL_SCOPES } from "./scopes";
@@ -435,20 +436,8 @@ export const CreateTrustedIssuerInput = z.strictObject({
 });
 export type CreateTrustedIssuerInput = z.output<typeof CreateTrustedIssuerInput>;
 
-export const TrustedIssuerView = z.object({
-  id: z.string(),
-  organization_id: z.string(),
-  name: z.string().nullable(),
-  issuer: z.string(),
-  jwks_uri: z.string(),
-  /** `registered` when the request gave `jwks_uri`, `discovered` when keyway found it in the issuer's metadata. */
-  jwks_uri_source: z.enum(["registered", "discovered"]),
-  assertion_reuse: z.enum(["once", "until_expiry"]),
-  max_assertion_lifetime_seconds: z.number().int(),
-  /** The key set keyway holds for it: when it was fetched and its key ids; null until fetched. */
-  key_set: z.object({ fetched_at: Timestamp, key_ids: z.array(z.string().nullable()) }).nullable(),
-  created_at: Timestamp,
-});
+/** A trusted issuer holds no secret: its view is the stored record. */
+export const TrustedIssuerView = TrustedIssuerRecord;
 export type TrustedIssuerView = z.output<typeof TrustedIssuerView>;
 
 // Public names in the API description (http/openapi.ts).

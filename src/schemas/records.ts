@@ -160,9 +160,11 @@ export const TrustedIssuerRecord = z.object({
   name: z.string().nullable(),
   issuer: z.string(),
   jwks_uri: z.string(),
+  /** `registered` when the request gave `jwks_uri`, `discovered` when keyway found it in the issuer's metadata. */
   jwks_uri_source: z.enum(["registered", "discovered"]),
   assertion_reuse: z.enum(["once", "until_expiry"]),
   max_assertion_lifetime_seconds: z.number().int(),
+  /** The key set keyway holds for it: when it was fetched and its key ids; null until fetched. */
   key_set: z.object({ fetched_at: Timestamp, key_ids: z.array(z.string().nullable()) }).nullable(),
   created_at: Timestamp,
 });
