@@ -609,7 +609,7 @@ function focused(page: Page): Promise<string> {
       await receiver.close();
       console.info(`manager pages checked with axe-core at 1280 and 390 px: ${checked.join(", ")}`);
     }
-    expect(checked).toHaveLength(45);
+    expect(checked).toHaveLength(46);
   });
 
   it("looks into a healthy and a failing endpoint: health, charts, filters, paging, a delivery's story, rotation, an API key's traffic", async () => {
