@@ -19,11 +19,11 @@ export interface AppEnv {
     /** "oauth" renders errors as RFC 6749 5.2 bodies instead of the envelope. */
     errorStyle: "envelope" | "oauth";
     /**
-     * The URL of the protected resource's metadata (RFC 9728 3.1), set by the router on the /v1
-     * routes that take an access token: http/errors.ts adds it to their Bearer and DPoP
-     * challenges (RFC 9728 5.1).
+     * Set by the router on the /v1 routes that take an access token (the protected resource):
+     * http/errors.ts adds the URL of its metadata (RFC 9728 3.1) to their Bearer and DPoP
+     * challenges (RFC 9728 5.1), built only when a refusal carries one.
      */
-    resourceMetadata: string;
+    protectedResource: true;
     /** A body read before admission (route `cost`), or the error reading it raised. */
     preread: Record<string, unknown> | ApiError;
   };
@@ -31,6 +31,7 @@ export interface AppEnv {
 
 /**
  * keyway's public origin for URLs handed to others (a configuration's key set URL, portal links):
- * the configured PUBLIC_BASE_URL, or this request's origin.
+ * the configured PUBLIC_BASE_URL, or this request's origin. It is also keyway's OAuth issuer
+ * identifier (RFC 8414 3.3) and the /v1 API's resource identifier (RFC 9728 `resource`).
  */
 export const keywayOrigin = (c: { env: Env; req: { url: string } }): string => publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;

@@ -10,8 +10,8 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError } from "../errors";
 import { describeError, log } from "../log";
-import type { AppEnv } from "./context";
-import { withResourceMetadata } from "./resource-metadata";
+import { type AppEnv, keywayOrigin } from "./context";
+import { resourceMetadataUrl, withResourceMetadata } from "./resource-metadata";
 
 export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
   const error = err instanceof ApiError ? err : internal(c, err);
@@ -19,9 +19,9 @@ export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
   const status = error.status as ContentfulStatusCode;
   const headers: Record<string, string> = { ...error.headers, "Cache-Control": "no-store" };
   // RFC 9728 5.1: the protected resource's challenges say where its metadata is.
-  const metadata = c.get("resourceMetadata");
   const challenge = headers["WWW-Authenticate"];
-  if (metadata !== undefined && challenge !== undefined) headers["WWW-Authenticate"] = withResourceMetadata(challenge, metadata);
+  const metadata = challenge !== undefined && c.get("protectedResource") === true ? metadataUrl(c) : null;
+  if (challenge !== undefined && metadata !== null) headers["WWW-Authenticate"] = withResourceMetadata(challenge, metadata);
   if (c.get("errorStyle") === "oauth") {
     return c.json({ error: error.code, error_description: error.developerMessage }, status, headers);
   }
@@ -47,4 +47,18 @@ function internal(c: Context<AppEnv>, err: unknown): ApiError {
 
 export function notFoundResponse(c: Context<AppEnv>): Response {
   return errorResponse(c, new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}.`));
+}
+
+/**
+ * The URL of the protected resource's metadata (RFC 9728 3.1), its identifier being keyway's
+ * origin; null with a malformed PUBLIC_BASE_URL, when the challenge goes without it rather than
+ * the refusal failing.
+ */
+function metadataUrl(c: Context<AppEnv>): string | null {
+  try {
+    return resourceMetadataUrl(keywayOrigin(c));
+  } catch (err) {
+    if (err instanceof ApiError) return null;
+    throw err;
+  }
 }

@@ -21,9 +21,7 @@ import { type RequestCost, requireCredentials } from "./middleware/credentials";
 import { apiHeaders } from "./middleware/headers";
 import type { Csp } from "./middleware/html";
 import { requireOperator } from "./middleware/operator";
-import { resourceMetadataUrl } from "./resource-metadata";
 import { type Auth, honoPath, type Route } from "./route";
-import { issuerOf } from "./routes/oauth";
 
 /**
  * `pageSecurity` gives an HTML route its security headers and Content-Security-Policy
@@ -108,22 +106,13 @@ function enforcedAuth(path: string, mountedFirst: boolean): Auth {
  * Marks the requests to the protected resource (RFC 9728 1.2): every /v1 path that takes an
  * access token (`auth: "client"`, and the unknown /v1 paths, refused for their credentials
  * first), so that their Bearer and DPoP challenges name its metadata (RFC 9728 5.1, added by
- * http/errors.ts). Not the token endpoints (the authorization server's, whose challenges are
- * Basic) nor /admin (the operator's `Bearer realm="keyway-admin"` is not an OAuth resource). The
- * resource identifier is the issuer (routes/oauth.ts `issuerOf`), as the metadata says; with a
- * malformed PUBLIC_BASE_URL the challenges go without it rather than the request failing here.
+ * http/errors.ts, which builds the URL only for a refusal that has a challenge: an admitted
+ * request pays nothing). Not the token endpoints (the authorization server's, whose challenges
+ * are Basic) nor /admin (the operator's `Bearer realm="keyway-admin"` is not an OAuth resource).
  */
 function protectedResource(tokenEndpoints: ReadonlySet<string>): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (!tokenEndpoints.has(c.req.path)) {
-      let resource: string | null = null;
-      try {
-        resource = issuerOf(c);
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-      }
-      if (resource !== null) c.set("resourceMetadata", resourceMetadataUrl(resource));
-    }
+    if (!tokenEndpoints.has(c.req.path)) c.set("protectedResource", true);
     await next();
   };
 }

@@ -12,13 +12,13 @@ import type { PresentedClientRequest } from "../../auth/client-auth";
 import { API_KEY_HEADER } from "../../auth/gate";
 import { introspectAccessToken, revokeAccessToken } from "../../auth/token-lifecycle";
 import { issueAccessToken } from "../../auth/tokens";
-import { loadConfig, publicBaseUrl } from "../../config";
+import { loadConfig } from "../../config";
 import { ApiError } from "../../errors";
 import { accessTokenKeys } from "../../lib/token-keys";
 import { Jwks } from "../../schemas/jose";
 import { IntrospectionResponse, PlainTokenResponse, TokenAdminRequest, TokenData, TokenRequest } from "../../schemas/oauth";
 import { parseBasicCredentials, readFields } from "../body";
-import type { AppEnv } from "../context";
+import { type AppEnv, keywayOrigin } from "../context";
 import { ACCESS_TOKEN, TOKEN, TOKEN_REQUEST } from "../examples";
 
 /** An example of a published key (a real one's members are longer). */
@@ -156,13 +156,9 @@ export const oauthRoutes: Route[] = [
   }),
 ];
 
-/** The issuer (RFC 8414 3.3) and the URLs a client assertion's `aud` may name: the issuer, a token endpoint, this endpoint. */
-export function issuerOf(c: Context<AppEnv>): string {
-  return publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
-}
-
+/** The URLs a client assertion's `aud` may name: the issuer (keywayOrigin), a token endpoint, this endpoint. */
 function audiencesOf(c: Context<AppEnv>): string[] {
-  const issuer = issuerOf(c);
+  const issuer = keywayOrigin(c);
   const here = new URL(c.req.url);
   return [
     ...new Set([issuer, `${issuer}/v1/oauth`, `${issuer}/v1/oauth/token`, `${issuer}${here.pathname}`, `${here.origin}${here.pathname}`]),
@@ -186,7 +182,7 @@ async function tokenFor(c: Context<AppEnv>) {
       method: c.req.method,
       url: urlOf(c),
       audiences: audiencesOf(c),
-      issuer: issuerOf(c),
+      issuer: keywayOrigin(c),
     },
     (admitted) => c.set("admitted", admitted),
   );

@@ -14,10 +14,11 @@ import { publicBaseUrl } from "../../config";
 import { JWT_ALGS } from "../../lib/jwt";
 import { AuthorizationServerMetadata, ProtectedResourceMetadata } from "../../schemas/oauth";
 import { ALL_SCOPES } from "../../schemas/scopes";
+import { keywayOrigin } from "../context";
 import { EXAMPLE_ORIGIN } from "../examples";
 import { RESOURCE_METADATA_PATH } from "../resource-metadata";
 import { type Route, rawRoute } from "../route";
-import { issuerOf, JWKS_PATH } from "./oauth";
+import { JWKS_PATH } from "./oauth";
 
 const AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"];
 
@@ -51,7 +52,7 @@ export const serviceRoutes: Route[] = [
       // Built from the request's Host when no origin is configured: a shared cache must not hand
       // one host's issuer to another host's clients (a cache keyed without Host would), so that
       // answer is not stored. With PUBLIC_BASE_URL (production requires it) it is one document.
-      return c.json(metadataOf(configured ?? new URL(c.req.url).origin), 200, {
+      return c.json(metadataOf(keywayOrigin(c)), 200, {
         "Cache-Control": configured === null ? "no-store" : "public, max-age=3600",
       });
     },
@@ -73,7 +74,7 @@ export const serviceRoutes: Route[] = [
       // RFC 9728 3.3: `resource` is the identifier this URL was built from; as for the
       // authorization server's metadata above, not stored by caches when it comes from Host.
       const configured = publicBaseUrl(c.env).url;
-      return c.json(resourceMetadataOf(issuerOf(c)), 200, {
+      return c.json(resourceMetadataOf(keywayOrigin(c)), 200, {
         "Cache-Control": configured === null ? "no-store" : "public, max-age=3600",
       });
     },
