@@ -73,7 +73,7 @@ import {
 } from "./org/schema";
 import { recordProofAt } from "./proofs";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, pruneExpired, type Result } from "./sql";
-import type { KeyedAuditEntry } from "./webhooks/audit";
+import { type KeyedAuditEntry, redactUrl } from "./webhooks/audit";
 
 export {
   AUDIT_RETENTION_DAYS,
@@ -365,7 +365,7 @@ export class OrganizationObject extends DurableObject<Env> {
         name: credential.name,
         token_endpoint_auth_method: credential.auth_method === "client_secret" ? "client_secret_basic" : credential.auth_method,
         ...(credential.jwks ? { key_ids: credential.jwks.keys.map((k) => k.kid ?? null) } : {}),
-        ...(credential.jwks_uri ? { jwks_uri: withoutQuery(credential.jwks_uri) } : {}),
+        ...(credential.jwks_uri ? { jwks_uri: redactUrl(credential.jwks_uri) } : {}),
         ...(credential.federated ? { federated: credential.federated } : {}),
         ...(credential.scopes ? { scopes: credential.scopes } : {}),
         ...(credential.dpop_bound ? { dpop_bound_access_tokens: true } : {}),
@@ -449,15 +449,12 @@ export class OrganizationObject extends DurableObject<Env> {
       if (patch.jwks_uri !== undefined && fetched !== undefined)
         this.remoteKeys.store(patch.jwks_uri, fetched.keys, fetched.maxAgeSeconds, now);
       this.sql.exec(
-        "UPDATE client_credentials SET jwks_uri = ?, token_strategy = ? WHERE client_id = ?",
-        jwksUri,
-        patch.access_token_strategy ?? current.access_token_strategy,
-        clientId,
-      );
-      this.sql.exec(
-        "UPDATE client_credentials SET name = ?, jwks = ?, scopes = ?, dpop_bound = ?, version = version + ? WHERE client_id = ?",
+        `UPDATE client_credentials SET name = ?, jwks = ?, jwks_uri = ?, token_strategy = ?, scopes = ?, dpop_bound = ?,
+          version = version + ? WHERE client_id = ?`,
         patch.name === undefined ? current.name : patch.name,
         jwks === null ? null : JSON.stringify(jwks),
+        jwksUri,
+        patch.access_token_strategy ?? current.access_token_strategy,
         patch.scopes === undefined
           ? current.scopes === null
             ? null
@@ -484,7 +481,7 @@ export class OrganizationObject extends DurableObject<Env> {
       audit(this.sql, actor, "client_credential.updated", "client_credential", clientId, {
         fields: Object.keys(patch).filter((k) => patch[k as keyof typeof patch] !== undefined),
         ...(patch.jwks ? { key_ids: patch.jwks.keys.map((k) => k.kid ?? null) } : {}),
-        ...(patch.jwks_uri ? { jwks_uri: withoutQuery(patch.jwks_uri) } : {}),
+        ...(patch.jwks_uri ? { jwks_uri: redactUrl(patch.jwks_uri) } : {}),
       });
     });
     const pending = await this.propagation.run();
@@ -584,6 +581,13 @@ export class OrganizationObject extends DurableObject<Env> {
       }
     }
     if (!verified.ok) return ok({ facts: null, reason: verified.reason });
+    // Single use: a federated JWT's id is the issuer's, recorded per issuer, so one JWT is used once
+    // whichever credential it names. Hashed here, before the check below: nothing may await between
+    // that check and the record.
+    const once = verified.jti !== null && (issuer === undefined || issuer.assertion_reuse === "once");
+    const jtiHash = once
+      ? await sha256Hex(issuer === undefined ? `${clientId} ${verified.jti}` : `iss ${issuer.issuer} ${verified.jti}`)
+      : null;
     // The checks above awaited (a signature, perhaps a fetch of seconds): a revocation, a change of
     // the credential or the issuer's removal may have committed since. Decided again from the rows
     // as they are now, in the same synchronous step as the jti's record, so that nothing answered
@@ -595,9 +599,7 @@ export class OrganizationObject extends DurableObject<Env> {
     if (issuer !== undefined && trustedIssuerByIssuer(this.sql, issuer.issuer)?.id !== issuer.id) {
       return ok({ facts: null, reason: "its issuer was removed meanwhile" });
     }
-    if (verified.jti !== null && (issuer === undefined || issuer.assertion_reuse === "once")) {
-      // A federated JWT's id is the issuer's: recorded per issuer, so one JWT is used once whichever credential it names.
-      const jtiHash = await sha256Hex(issuer === undefined ? `${clientId} ${verified.jti}` : `iss ${issuer.issuer} ${verified.jti}`);
+    if (jtiHash !== null) {
       // An assertion lives minutes: each new one deletes a few expired ones (the daily housekeeping takes what a quiet spell leaves).
       pruneExpired(this.sql, "assertion_jtis", "jti_hash", "expires_ms", now, WRITE_PRUNE);
       const first = this.sql.exec(
@@ -644,7 +646,7 @@ export class OrganizationObject extends DurableObject<Env> {
       this.remoteKeys.store(record.jwks_uri, fetched.keys, fetched.maxAgeSeconds, fetched.now);
       audit(this.sql, actor, "trusted_issuer.created", "trusted_issuer", record.id, {
         issuer: record.issuer,
-        jwks_uri: withoutQuery(record.jwks_uri),
+        jwks_uri: redactUrl(record.jwks_uri),
         assertion_reuse: record.assertion_reuse,
         max_assertion_lifetime_seconds: record.max_assertion_lifetime_seconds,
       });
@@ -1073,10 +1075,4 @@ export class OrganizationObject extends DurableObject<Env> {
     this.housekeptAt = more ? 0 : now;
     return more;
   }
-}
-
-/** A URL as audit entries keep it: without its query, which may carry a secret (lib/key-sets.ts). */
-function withoutQuery(url: string): string {
-  const at = url.search(/[?#]/);
-  return at === -1 ? url : url.slice(0, at);
 }
