@@ -9,7 +9,7 @@
  * several times: differences within the run-to-run spread are noise.
  */
 import { generateKeyPairSync, randomUUID, sign } from "node:crypto";
-import { api, median, need, round, runMain, seed, startKeyway } from "./lib.mjs";
+import { api, median, need, p90, round, runMain, seed, startKeyway, timedTokenRequest } from "./lib.mjs";
 
 const TRIES = Number(process.env.TRIES ?? 200);
 
@@ -64,18 +64,7 @@ async function main() {
     }),
   };
   const success = () => ({ client_id: good.client_id, client_secret: good.client_secret });
-  /** @param {Record<string, string>} fields */
-  const attempt = async (fields) => {
-    const body = new URLSearchParams({ grant_type: "client_credentials", ...fields }).toString();
-    const started = performance.now();
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "x-api-key": s.apiKey, "Content-Type": "application/x-www-form-urlencoded" },
-      body,
-    });
-    await res.arrayBuffer();
-    return { ms: performance.now() - started, status: res.status };
-  };
+  const attempt = (/** @type {Record<string, string>} */ fields) => timedTokenRequest(url, s.apiKey, fields);
   /** @type {Record<string, number[]>} */
   const times = Object.fromEntries([...Object.keys(kinds), "success (for scale)"].map((k) => [k, []]));
   for (let i = 0; i < 20; i++) for (const make of [...Object.values(kinds), success]) await attempt(make()); // warm-up
@@ -88,7 +77,6 @@ async function main() {
     const { ms } = await attempt(success());
     times["success (for scale)"]?.push(ms);
   }
-  const p90 = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)] ?? 0;
   const spread = (/** @type {string[]} */ names) => {
     const medians = names.map((k) => median(times[k] ?? []));
     return round(Math.max(...medians) - Math.min(...medians), 2);

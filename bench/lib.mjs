@@ -59,6 +59,26 @@ export const median = (/** @type {number[]} */ xs) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 };
+/**
+ * One form-encoded client-credentials request to a token endpoint with an API key (RFC 6749 4.4.2),
+ * timed from the send to the answer's last byte, for the benches that time token requests one by
+ * one (client-auth-timing.mjs, token-methods.mjs).
+ * @param {string} url @param {string} apiKey @param {Record<string, string>} fields
+ */
+export async function timedTokenRequest(url, apiKey, fields) {
+  const body = new URLSearchParams({ grant_type: "client_credentials", ...fields }).toString();
+  const started = performance.now();
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "x-api-key": apiKey, "Content-Type": "application/x-www-form-urlencoded" },
+    body,
+  });
+  const text = await res.text();
+  return { ms: performance.now() - started, status: res.status, text };
+}
+
+/** The 90th percentile (nearest rank below), for the sequential timings of the token benches. */
+export const p90 = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)] ?? 0;
 export const round = (/** @type {number} */ x, /** @type {number} */ d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
 export async function freePort() {

@@ -18,7 +18,7 @@
  */
 import { generateKeyPairSync, randomUUID, sign } from "node:crypto";
 import { createServer } from "node:http";
-import { api, median, need, round, runMain, seed, startKeyway } from "./lib.mjs";
+import { api, median, need, p90, round, runMain, seed, startKeyway, timedTokenRequest } from "./lib.mjs";
 
 const TRIES = Number(process.env.TRIES ?? 200);
 const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -127,20 +127,11 @@ async function main() {
       client_assertion: reused,
     }),
   };
-  /** @param {Record<string, string>} fields */
-  const token = async (fields) => {
-    const body = new URLSearchParams({ grant_type: "client_credentials", ...fields }).toString();
-    const started = performance.now();
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "x-api-key": s.apiKey, "Content-Type": "application/x-www-form-urlencoded" },
-      body,
-    });
-    const answer = /** @type {{ access_token?: string }} */ (await res.json());
-    return { ms: performance.now() - started, status: res.status, token: answer.access_token ?? "" };
-  };
-  const opaque = (await token(methods["client_secret, opaque token"]?.() ?? {})).token;
-  const jwtToken = (await token(methods["client_secret, JWT token"]?.() ?? {})).token;
+  const token = (/** @type {Record<string, string>} */ fields) => timedTokenRequest(url, s.apiKey, fields);
+  const accessToken = async (/** @type {Record<string, string>} */ fields) =>
+    need(/** @type {{ access_token?: string }} */ (JSON.parse((await token(fields)).text)).access_token, "access_token");
+  const opaque = await accessToken(methods["client_secret, opaque token"]?.() ?? {});
+  const jwtToken = await accessToken(methods["client_secret, JWT token"]?.() ?? {});
   /** @param {string} t */
   const me = async (t) => {
     const started = performance.now();
@@ -170,7 +161,6 @@ async function main() {
       times[name]?.push(ms);
     }
   }
-  const p90 = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)] ?? 0;
   const reference = median(times["client_secret, opaque token"] ?? []);
   const readReference = median(times["GET /v1/me, opaque token"] ?? []);
   for (const [name, xs] of Object.entries(times)) {
