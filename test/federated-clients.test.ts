@@ -1076,3 +1076,30 @@ describe("a change while a key set is being fetched", () => {
     expect(await outcome(await pending)).toBe("401 invalid_client");
   });
 });
+
+describe("an attacker's assertion", () => {
+  it("keyway's own JWT access token is no workload identity, even where an organization trusts keyway as an issuer", async () => {
+    // Every claim a federated assertion needs is there (iss keyway, sub a user, aud keyway's
+    // origin, an hour of life): only its `typ` (at+jwt, RFC 8725 3.11) says it is no assertion.
+    const published = await (await call("/.well-known/jwks.json")).json();
+    const jwksUrl = `${BASE}/.well-known/jwks.json`;
+    fakeNetwork({ [jwksUrl]: () => json(published) });
+    const t = await createTenant();
+    await trust(t, { issuer: BASE, jwks_uri: jwksUrl });
+    const jwtCred = await admin<CredentialView>("POST", credentialsPath(t), { access_token_strategy: "jwt" });
+    const issued = await plainJson(
+      await call(
+        "/v1/oauth/token",
+        form(t, {
+          grant_type: "client_credentials",
+          client_id: jwtCred.client_id,
+          client_secret: jwtCred.client_secret ?? "",
+        }),
+      ),
+    );
+    const accessToken = String(issued.access_token);
+    expect(decodeProtectedHeader(accessToken).typ).toBe("at+jwt");
+    const workload = await federatedClient(t, BASE, {}, t.userId);
+    expect(await outcome(await present(t, workload.client_id, accessToken))).toBe("401 invalid_client");
+  });
+});
