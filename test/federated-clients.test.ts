@@ -16,6 +16,7 @@
  * 7. A property: with assertion_reuse "once", each distinct JWT authenticates exactly once.
  * Each refusal sits next to the same request made right.
  */
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import {
@@ -1101,5 +1102,26 @@ describe("an attacker's assertion", () => {
     expect(decodeProtectedHeader(accessToken).typ).toBe("at+jwt");
     const workload = await federatedClient(t, BASE, {}, t.userId);
     expect(await outcome(await present(t, workload.client_id, accessToken))).toBe("401 invalid_client");
+  });
+});
+
+describe("the refetch bound across a restart", () => {
+  it("an object restarted within the minute fetches no more: the last attempt is stored, not remembered", async () => {
+    const issuer = "https://restart.example";
+    const url = `${issuer}/jwks`;
+    const sent = fakeNetwork({ [url]: () => json({ keys: [jwkA] }) });
+    const fetches = () => sent.filter((r) => r.url === url).length;
+    const t = await createTenant();
+    await trust(t, { issuer, jwks_uri: url });
+    const cred = await federatedClient(t, issuer);
+    const later = Date.now() + 61_000;
+    const unknownKid = (kid: string) => workloadJwt(keyB, { iss: issuer, kid, at: Math.floor(later / 1000) });
+    expect(await outcome(await present(t, cred.client_id, await unknownKid("x1"), later))).toBe("401 invalid_client");
+    expect(fetches()).toBe(2);
+    await evictDurableObject(env.ORGS.get(env.ORGS.idFromName(t.orgId)));
+    expect(await outcome(await present(t, cred.client_id, await unknownKid("x2"), later + 1_000))).toBe("401 invalid_client");
+    expect(fetches()).toBe(2);
+    expect(await outcome(await present(t, cred.client_id, await unknownKid("x3"), later + 61_000))).toBe("401 invalid_client");
+    expect(fetches()).toBe(3);
   });
 });
