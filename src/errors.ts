@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   not_found: { status: 404, user: "The requested resource was not found." },
   method_not_allowed: { status: 405, user: "This operation is not supported." },
   conflict: { status: 409, user: "The request conflicts with the current state of the resource." },
+  /** Issue 45: a polling cursor below what retention deleted (a read from it would skip events). */
+  cursor_expired: { status: 410, user: "Some events are no longer available. Please start reading again." },
   payload_too_large: { status: 413, user: "The request is too large." },
   /** draft-ietf-httpapi-idempotency-key-header 2.7: a key reused with a different request. */
   idempotency_key_reused: { status: 422, user: "The request could not be processed. Please check it and try again." },

@@ -57,6 +57,7 @@ const SECURITY_OF_AUTH: Record<Auth, Record<string, string[]>[]> = {
   apiKey: [{ apiKey: [] }],
   client: [{ apiKey: [], oauth2: [] }],
   admin: [{ admin: [] }],
+  polling: [{ pollingToken: [] }],
 };
 const documentedRoutes = (): Set<string> => new Set(operations().map((op) => `${op.method} ${op.path}`));
 

@@ -341,7 +341,7 @@ describe("DPoP-bound webhooks (RFC 9449)", () => {
     const config = await createConfig(t, token, "dpop-secret", {
       oauth: { token_url: TOKEN_URL, client_id: "keyway", client_secret: "dpop-secret", dpop: true },
     });
-    const jkt = (await view(config.id)).oauth.dpop_jkt;
+    const jkt = (await view(config.id)).oauth?.dpop_jkt;
     expect(jkt).toEqual(expect.any(String));
     await deliver(config.id);
 

@@ -74,7 +74,8 @@ export const WEBHOOK_INPUT = {
 export const CONFIG = {
   id: CONFIG_ID,
   organization_id: ORG_ID,
-  url: WEBHOOK_INPUT.url,
+  delivery: "push" as const,
+  url: WEBHOOK_INPUT.url as string | null,
   events: WEBHOOK_INPUT.events,
   description: WEBHOOK_INPUT.description,
   oauth: {
@@ -100,10 +101,34 @@ export const CONFIG = {
   pause_reason: null,
   failing_since: null,
   last_delivered_at: T1,
+  signature_scheme: "v1" as "v1" | "v1a" | null,
+  signing_public_key: null as string | null,
   signing_secret_rotated_at: T0,
+  polling: null,
   created_at: T0,
   updated_at: T0,
 };
+/** A v1a configuration's public key (issue 45): `whpk_` + base64 of the Ed25519 key's 32 bytes. */
+export const SIGNING_PUBLIC_KEY = "whpk_Gj6VZq2pJ3rS0QnbY2nE0v0i2o0b1mE8kU7oPpG5Pj0=";
+/** A polling configuration (issue 45), as created: no url or oauth; where and with what its receiver reads. */
+export const POLLING_CONFIG = {
+  ...CONFIG,
+  delivery: "polling" as const,
+  url: null,
+  oauth: null,
+  ordered: true,
+  signature_scheme: null,
+  signing_public_key: null,
+  lane: "new" as const,
+  last_delivered_at: null,
+  polling: {
+    url: `https://keyway.example.com/v1/polling-endpoints/${CONFIG_ID}/events`,
+    token_active: true,
+    backlog: 0,
+    last_polled_at: null,
+  },
+};
+export const POLLING_TOKEN = "kw_poll_q8Zr3xJH0pVtY1mN5aK7bW2cE9fR4sT6uL0oD3gI8hQ";
 export const SIGNING_SECRET = "whsec_sZ/yq9wk7vLLlqLSuaSK3/YS8duu8IZDDhGP0Q9gc8Q=";
 /** What a client publishes (POST /v1/events), and so the `type` and `data` its receivers get. */
 export const EVENT_INPUT = { type: "order.created", data: { order_id: "1234", total: 42.5 } };

@@ -159,6 +159,8 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   idempotency_key_reused: "an `Idempotency-Key` used in the last 24 hours for a different request",
   not_found: "unknown path, or a resource that does not exist or belongs to another organization",
   method_not_allowed: "the path does not take this method; `Allow` lists those it does",
+  cursor_expired:
+    "a polling read's cursor is older than what retention kept (events after it were deleted): read without `after` to start from the oldest event kept",
   conflict:
     "the organization already has the most webhook configurations or active API keys it may have, a delivery has an attempt in flight, or its configuration is disabled or deleted",
   payload_too_large: "body over 16 KiB (events: 100 KiB)",
@@ -220,6 +222,7 @@ const SECURITY: Record<Auth, Record<string, string[]>[]> = {
   apiKey: [{ apiKey: [] }],
   client: [{ apiKey: [], oauth2: [] }],
   admin: [{ admin: [] }],
+  polling: [{ pollingToken: [] }],
 };
 
 const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {
@@ -236,6 +239,12 @@ const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {
     flows: { clientCredentials: { tokenUrl: TOKEN_URL, scopes: { ...SCOPES } } },
   },
   admin: { type: "http", scheme: "bearer", description: "The operator token `ADMIN_TOKEN`; `/admin/v1` only." },
+  pollingToken: {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "A polling configuration's read credential (`kw_poll_...`, issue 45), shown once when the configuration is created or its token rotated: it reads that configuration's events and nothing else, and is not the organization's API key.",
+  },
   receiverToken: {
     type: "http",
     scheme: "bearer",

@@ -24,7 +24,8 @@ export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
  * credentials in the body or HTTP Basic); `client` is the API key plus an access token; `admin`
  * is the operator token.
  */
-export type Auth = "none" | "apiKey" | "client" | "admin";
+/** `polling`: a polling configuration's own read credential, checked by the route (issue 45), mounted ahead of the /v1 checks like `none`. */
+export type Auth = "none" | "apiKey" | "client" | "admin" | "polling";
 
 /** Groups of operations in the API description, with their descriptions. */
 export const TAGS = {

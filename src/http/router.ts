@@ -48,8 +48,12 @@ export function mountRoutes(
     if (route.scope !== undefined && route.auth !== "client") {
       throw new Error(`route ${route.method} ${route.path}: only routes that take an access token declare a scope`);
     }
-    const enforced = enforcedAuth(route.path, route.auth === "none");
-    if (route.auth !== enforced && !(route.auth === "apiKey" && enforced === "client")) {
+    const enforced = enforcedAuth(route.path, mountedFirst(route));
+    if (
+      route.auth !== enforced &&
+      !(route.auth === "apiKey" && enforced === "client") &&
+      !(route.auth === "polling" && enforced === "none")
+    ) {
       throw new Error(`route ${route.method} ${route.path} declares auth "${route.auth}" but its path gets "${enforced}"`);
     }
   }
@@ -80,10 +84,7 @@ export function mountRoutes(
     app.use(honoPath(route.path), pageSecurity(route.csp));
   }
 
-  mount(
-    app,
-    routes.filter((r) => r.auth === "none"),
-  );
+  mount(app, routes.filter(mountedFirst));
   // RFC 6749 5.2 error bodies on the plain token endpoint, set before the API key check so its
   // refusals use them too.
   for (const route of routes) if (route.errorStyle === "oauth") app.use(honoPath(route.path), oauthErrorStyle);
@@ -91,9 +92,12 @@ export function mountRoutes(
   app.use("/admin/*", apiHeaders, provideDeps, requireOperator);
   mount(
     app,
-    routes.filter((r) => r.auth !== "none"),
+    routes.filter((r) => !mountedFirst(r)),
   );
 }
+
+/** Routes that check their own credentials, or need none: ahead of the path-wide checks. */
+const mountedFirst = (route: Route): boolean => route.auth === "none" || route.auth === "polling";
 
 /** What the middleware above enforces on a path (a public route is mounted ahead of it). */
 function enforcedAuth(path: string, mountedFirst: boolean): Auth {

@@ -99,29 +99,70 @@ const Operations = z
     "The organization's operations configuration: the only kind that may name, and receives, keyway's operational event types (`webhook.endpoint.disabled`, `.paused`, `.recovered`, `webhook.delivery.exhausted`), which describe the organization's other endpoints. Set by the organization (API, manager, CLI), never from the receivers' portal; no portal link opens one. Default false.",
   );
 
-export const CreateWebhookConfigurationInput = z.strictObject({
-  url: TargetUrl,
-  events: Events.optional(),
-  description: DisplayName.optional(),
-  oauth: CreateOAuthInput,
-  token_cache: z
-    .boolean()
-    .optional()
-    .describe(
-      "One receiver token for the whole endpoint, fetched once however many deliveries run at the same moment, reused until 60 s before its `expires_in` runs out, and fetched again after the receiver answers 401. Without it (the default), every webhook is preceded by its own token request (spec 4.3).",
+/**
+ * How a configuration's webhooks are signed (issue 45; Standard Webhooks, "Signature scheme" and
+ * "Asymmetric signatures"): `v1`, HMAC-SHA256 with a shared secret (`whsec_`), or `v1a`, Ed25519
+ * with keyway's private key (`whsk_`, never shown), verified with the public key (`whpk_`).
+ */
+export const SignatureScheme = z.enum(["v1", "v1a"]);
+export type SignatureScheme = z.output<typeof SignatureScheme>;
+const SIGNATURE_SCHEME_DESCRIPTION =
+  "`v1` (the default): HMAC-SHA256 with a shared `whsec_` secret shown once. `v1a`: Ed25519 (Standard Webhooks' asymmetric signatures): keyway keeps the private key sealed and shows the public key (`whpk_`, `signing_public_key`), which verifies but cannot sign.";
+
+/** Issue 45: `push` (keyway sends each event to `url`) or `polling` (the receiver reads its events with a credential of its own). */
+export const Delivery = z.enum(["push", "polling"]);
+export type Delivery = z.output<typeof Delivery>;
+
+/** Fields a polling configuration has no use for: it has no URL, no receiver token endpoint, no pacing and no signature. */
+const PUSH_ONLY = ["url", "oauth", "token_cache", "ordered", "rate_limit", "signature_scheme"] as const;
+
+export const CreateWebhookConfigurationInput = z
+  .strictObject({
+    delivery: Delivery.optional().describe(
+      '`push` (the default): keyway sends each event to `url`. `polling`: no `url`; keyway keeps the configuration\'s events in publish order and the receiver reads them at `polling.url` with the `polling.token` shown in the answer (docs/receivers.md, "Polling").',
     ),
-  ordered: z
-    .boolean()
-    .optional()
-    .describe(
-      "Deliver this endpoint's events one at a time, in publish order: a delivery that keeps failing holds the line until it succeeds or exhausts its retries. Default false.",
+    url: TargetUrl.optional().describe("Where keyway sends the webhooks (required unless `delivery` is `polling`)."),
+    events: Events.optional(),
+    description: DisplayName.optional(),
+    oauth: CreateOAuthInput.optional().describe("The receiver's token endpoint and client (required unless `delivery` is `polling`)."),
+    token_cache: z
+      .boolean()
+      .optional()
+      .describe(
+        "One receiver token for the whole endpoint, fetched once however many deliveries run at the same moment, reused until 60 s before its `expires_in` runs out, and fetched again after the receiver answers 401. Without it (the default), every webhook is preceded by its own token request (spec 4.3).",
+      ),
+    ordered: z
+      .boolean()
+      .optional()
+      .describe(
+        "Deliver this endpoint's events one at a time, in publish order: a delivery that keeps failing holds the line until it succeeds or exhausts its retries. Default false.",
+      ),
+    rate_limit: RateLimit.optional().describe(
+      `At most this many webhook requests to the endpoint in any one-second window (1 to ${MAX_RATE_LIMIT}); excess deliveries wait, none is dropped. Default: no limit.`,
     ),
-  rate_limit: RateLimit.optional().describe(
-    `At most this many webhook requests to the endpoint in any one-second window (1 to ${MAX_RATE_LIMIT}); excess deliveries wait, none is dropped. Default: no limit.`,
-  ),
-  operations: Operations.optional(),
-});
+    operations: Operations.optional(),
+    signature_scheme: SignatureScheme.optional().describe(SIGNATURE_SCHEME_DESCRIPTION),
+  })
+  .superRefine((input, ctx) => {
+    if (input.delivery === "polling") {
+      for (const field of PUSH_ONLY) {
+        if (input[field] !== undefined)
+          ctx.addIssue({ code: "custom", path: [field], message: "is not used by a polling configuration (delivery: polling)" });
+      }
+      return;
+    }
+    if (input.url === undefined) ctx.addIssue({ code: "custom", path: ["url"], message: "is required (unless delivery is polling)" });
+    if (input.oauth === undefined) ctx.addIssue({ code: "custom", path: ["oauth"], message: "is required (unless delivery is polling)" });
+  });
 export type CreateWebhookConfigurationInput = z.output<typeof CreateWebhookConfigurationInput>;
+
+/** The rotation's optional body: a new scheme makes the new key of that scheme (changing the scheme is a rotation). */
+export const RotateSigningSecretInput = z.strictObject({
+  signature_scheme: SignatureScheme.optional().describe(
+    `The new key's scheme (default: the configuration's current one). ${SIGNATURE_SCHEME_DESCRIPTION} The previous key keeps signing through its grace whatever its scheme, so the receiver gets both signatures meanwhile.`,
+  ),
+});
+export type RotateSigningSecretInput = z.output<typeof RotateSigningSecretInput>;
 
 export const UpdateWebhookConfigurationInput = z.strictObject({
   url: TargetUrl.optional(),
@@ -206,8 +247,18 @@ export const WebhookConfigurationRecord = z.object({
   rate_limit: z.number().int().nullable(),
   /** Issue 42; a copy from before it has none (false). */
   operations: z.boolean().optional(),
-  /** Newest first; an older one stays valid until its expires_at (rotation overlap). */
-  signing_secrets: z.array(z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable() })).min(1),
+  /**
+   * Newest first; an older one stays valid until its expires_at (rotation overlap). The sealed
+   * secret's prefix names its scheme (`whsec_`: v1, `whsk_`: v1a, whose `public_key` is kept
+   * beside it, issue 45). Empty for a polling configuration, which signs nothing.
+   */
+  signing_secrets: z.array(
+    z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable(), public_key: z.string().nullable().optional() }),
+  ),
+  /** Issue 45; a copy from before it has none (push). */
+  delivery: Delivery.optional(),
+  /** A polling configuration's read credential: the SHA-256 (hex) of its token, null once revoked. */
+  polling: z.object({ token_hash: z.string().nullable(), token_created_at: Timestamp.nullable() }).nullable().optional(),
   status: z.enum(["active", "paused", "disabled"]),
   disabled_reason: z.string().nullable(),
   /** +1 per change; the endpoint's object holds the copy of one version (objects/endpoints). */
@@ -258,37 +309,58 @@ export const EndpointState = z.object({
 });
 export type EndpointState = z.output<typeof EndpointState>;
 
+/** A polling configuration's reading, as its endpoint's object counts it (issue 45). */
+export const PollingState = z.object({
+  backlog: z
+    .number()
+    .int()
+    .describe("Events after the last cursor the receiver presented (not read yet, as far as keyway knows); counted up to 10,000."),
+  last_polled_at: Timestamp.nullable().describe("When the receiver last read its events; null before its first read."),
+});
+export type PollingState = z.output<typeof PollingState>;
+
 /** A configuration as the domain hands it to surfaces: the organization's record and its endpoint's state. */
 export interface WebhookConfiguration extends WebhookConfigurationRecord {
-  state: EndpointState;
+  state: EndpointState & { polling?: PollingState | null | undefined };
 }
+
+/** A polling configuration's URL and reading, as every view shows it. */
+const PollingView = z.object({
+  url: z.string().describe("Where the receiver reads this configuration's events (`GET`, with its polling token)."),
+  token_active: z.boolean().describe("Whether a polling token can read (false once revoked, until one is rotated in)."),
+  ...PollingState.shape,
+});
 
 export const WebhookConfigurationView = z.object({
   id: z.string(),
   organization_id: z.string(),
-  url: z.string(),
+  delivery: Delivery.describe("`push`: keyway sends each event to `url`; `polling`: the receiver reads them at `polling.url`."),
+  url: z.string().nullable().describe("Where keyway sends the webhooks; null for a polling configuration."),
   events: z.array(z.string()).nullable(),
   description: z.string().nullable(),
-  oauth: z.object({
-    token_url: z.string(),
-    client_id: z.string(),
-    auth_method: ReceiverAuthMethod.describe(OAUTH_DESCRIPTIONS.auth_method),
-    scope: z.string().nullable(),
-    resource: z.array(z.string()).nullable(),
-    audience: z.string().nullable(),
-    assertion_audience: z.string().nullable(),
-    dpop: z.boolean().describe(OAUTH_DESCRIPTIONS.dpop),
-    dpop_jkt: z
-      .string()
-      .nullable()
-      .describe("The RFC 7638 thumbprint of keyway's DPoP key for this configuration (`cnf.jkt` of its tokens)."),
-    jwks_uri: z
-      .string()
-      .nullable()
-      .describe(
-        "private_key_jwt: the absolute URL of this configuration's own public keys (`/v1/receiver-jwks/{organization_id}/{id}`), to register as the client's `jwks_uri` at the receiver's OAuth server.",
-      ),
-  }),
+  oauth: z
+    .object({
+      token_url: z.string(),
+      client_id: z.string(),
+      auth_method: ReceiverAuthMethod.describe(OAUTH_DESCRIPTIONS.auth_method),
+      scope: z.string().nullable(),
+      resource: z.array(z.string()).nullable(),
+      audience: z.string().nullable(),
+      assertion_audience: z.string().nullable(),
+      dpop: z.boolean().describe(OAUTH_DESCRIPTIONS.dpop),
+      dpop_jkt: z
+        .string()
+        .nullable()
+        .describe("The RFC 7638 thumbprint of keyway's DPoP key for this configuration (`cnf.jkt` of its tokens)."),
+      jwks_uri: z
+        .string()
+        .nullable()
+        .describe(
+          "private_key_jwt: the absolute URL of this configuration's own public keys (`/v1/receiver-jwks/{organization_id}/{id}`), to register as the client's `jwks_uri` at the receiver's OAuth server.",
+        ),
+    })
+    .nullable()
+    .describe("How keyway gets the receiver's token; null for a polling configuration."),
   token_cache: z.boolean(),
   ordered: z.boolean().describe("Delivered one at a time, in publish order."),
   rate_limit: z.number().int().nullable().describe("At most this many webhook requests in any one-second window; null for no limit."),
@@ -296,16 +368,80 @@ export const WebhookConfigurationView = z.object({
   status: z.enum(["active", "paused", "disabled"]),
   disabled_reason: z.string().nullable(),
   ...EndpointState.shape,
-  signing_secret_rotated_at: Timestamp,
+  signature_scheme: SignatureScheme.nullable().describe(
+    "How its webhooks are signed now (the newest key's scheme): `v1` (HMAC, shared secret) or `v1a` (Ed25519, `signing_public_key`); null for a polling configuration.",
+  ),
+  signing_public_key: z
+    .string()
+    .nullable()
+    .describe(
+      "`v1a`: the newest key's public key (`whpk_` + base64 of its 32 bytes), which verifies the `v1a,` signatures; null otherwise.",
+    ),
+  signing_secret_rotated_at: Timestamp.describe("When the newest signing key was made (its creation, for a polling configuration)."),
+  polling: PollingView.nullable().describe("A polling configuration's reading: its URL, backlog and last read; null for push."),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 export type WebhookConfigurationView = z.output<typeof WebhookConfigurationView>;
 
-export const CreatedWebhookConfigurationView = WebhookConfigurationView.extend({ signing_secret: z.string() });
+/** A polling configuration's reading with its read credential, shown once (at creation and at a rotation of the token). */
+const PollingWithToken = PollingView.extend({
+  token: z
+    .string()
+    .describe("The read credential of this configuration alone (`kw_poll_...`), sent as `Authorization: Bearer <token>`: shown only here."),
+});
+
+export const CreatedWebhookConfigurationView = WebhookConfigurationView.extend({
+  signing_secret: z.string().nullable().describe("`v1`: the `whsec_` secret, shown only here; null for `v1a` and polling configurations."),
+  polling: PollingWithToken.nullable().describe("A polling configuration's URL and token (the token shown only here); null for push."),
+});
+
+/** A polling read's query (issue 45): after which cursor, how many, how long to wait for one. */
+export const PollQuery = z.strictObject({
+  after: z.string().max(512, { error: "is too long" }).optional(),
+  limit: z.coerce
+    .number({ error: "must be a number" })
+    .int({ error: "must be an integer" })
+    .min(1, { error: "must be at least 1" })
+    .max(100, { error: "must be at most 100" })
+    .optional(),
+  wait: z.coerce
+    .number({ error: "must be a number of seconds" })
+    .int({ error: "must be a whole number of seconds" })
+    .min(0, { error: "must be at least 0" })
+    .max(20, { error: "must be at most 20 (seconds)" })
+    .optional(),
+});
+
+/** A webhook's body, as a polling read answers it: exactly what a webhook would carry. */
+export const PolledEvent = z.object({
+  id: z.string().describe("The event's id (`evt_...`): the same on every read and every configuration; deduplicate by it."),
+  type: z.string(),
+  created_at: Timestamp,
+  data: z.unknown(),
+});
+
+/** One polling read: events in publish order after the cursor, and the cursor to read after them. */
+export const PolledEventsView = z.object({
+  events: z.array(PolledEvent).describe("At most `limit` (100) events after `after`, oldest first, each as a webhook would carry it."),
+  next_cursor: z
+    .string()
+    .describe("Pass as `after` on the next read (the same cursor when no event came): keep it once the events are processed."),
+  has_more: z.boolean().describe("More events are there already: read again at once."),
+});
+publicNames.add(PolledEventsView, { name: "PolledEventsView" });
+
+/** After a rotation of a polling configuration's token: the new token, shown once. */
+export const PollingTokenRotatedView = WebhookConfigurationView.extend({ polling: PollingWithToken });
 
 /** After a rotation: the new secret (shown once) and when the previous one stops signing. */
-export const RotatedWebhookConfigurationView = CreatedWebhookConfigurationView.extend({ previous_secret_expires_at: Timestamp });
+export const RotatedWebhookConfigurationView = WebhookConfigurationView.extend({
+  signing_secret: z
+    .string()
+    .nullable()
+    .describe("`v1`: the new `whsec_` secret, shown only here; null for `v1a` (its public key is `signing_public_key`)."),
+  previous_secret_expires_at: Timestamp,
+});
 
 /**
  * What keyway keeps of the webhook URL's answer to a failed attempt (issue 22, docs/webhooks.md
@@ -545,6 +681,8 @@ publicNames.add(PublishEventInput, { name: "PublishEventInput" });
 publicNames.add(WebhookConfigurationView, { name: "WebhookConfigurationView" });
 publicNames.add(CreatedWebhookConfigurationView, { name: "CreatedWebhookConfigurationView" });
 publicNames.add(RotatedWebhookConfigurationView, { name: "RotatedWebhookConfigurationView" });
+publicNames.add(PollingTokenRotatedView, { name: "PollingTokenRotatedView" });
+publicNames.add(RotateSigningSecretInput, { name: "RotateSigningSecretInput" });
 publicNames.add(PublishedEventView, { name: "PublishedEventView" });
 publicNames.add(DeliveryView, { name: "DeliveryView" });
 

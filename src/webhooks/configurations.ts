@@ -13,6 +13,7 @@ import type { Deps } from "../deps";
 import { ApiError, invalidInput, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
 import { open, type SealedValue, seal } from "../lib/aead";
+import { sha256Hex } from "../lib/crypto";
 import { ID_PATTERN, newWebhookConfigurationId } from "../lib/ids";
 import { checkTarget } from "../lib/ssrf";
 import { isoTime } from "../lib/time";
@@ -23,13 +24,15 @@ import type { Changed } from "../objects/webhooks/object";
 import {
   type CreateWebhookConfigurationInput,
   receiverOAuth,
+  type SignatureScheme,
   type UpdateWebhookConfigurationInput,
   type WebhookConfiguration,
   type WebhookConfigurationRecord,
   type WebhookConfigurationView,
 } from "../schemas/webhooks";
+import { newPollingToken, pollingPath } from "./polling";
 import { newAssertionKey, newDpopKey } from "./receiver-keys";
-import { newSigningSecret } from "./signature";
+import { newSigningKey } from "./signature";
 
 /** How long a rotated-out signing secret keeps signing (both signatures are sent). */
 export const SIGNING_SECRET_OVERLAP_MS = 24 * 3600 * 1000;
@@ -62,23 +65,33 @@ async function applied(deps: Deps, changed: Changed): Promise<WebhookConfigurati
   return withState(deps, changed.record);
 }
 
+/** What a creation shows once: the v1 secret, or a polling configuration's token (null otherwise). */
+export interface CreatedSecrets {
+  signingSecret: string | null;
+  pollingToken: string | null;
+}
+
 export async function createWebhookConfiguration(
   deps: Deps,
   orgId: string,
   input: CreateWebhookConfigurationInput,
   actor: Actor,
-): Promise<{ config: WebhookConfiguration; signingSecret: string }> {
+): Promise<{ config: WebhookConfiguration } & CreatedSecrets> {
+  if (input.delivery === "polling") return createPollingConfiguration(deps, orgId, input, actor);
+  if (input.url === undefined || input.oauth === undefined) throw new ApiError("invalid_request", "url and oauth are required.");
   const url = validTarget(deps, "url", input.url);
   const tokenUrl = validTarget(deps, "oauth.token_url", input.oauth.token_url);
   const id = newWebhookConfigurationId();
   const now = deps.now();
   const owner = { organization_id: orgId, id };
-  const signingSecret = newSigningSecret();
+  const key = await newSigningKey(input.signature_scheme ?? "v1");
   const o = input.oauth;
   const jwt = o.auth_method === "private_key_jwt";
   const configuration = {
     id,
     url,
+    delivery: "push" as const,
+    polling: null,
     events: input.events ? [...new Set(input.events)] : null,
     description: input.description ?? null,
     oauth: {
@@ -99,18 +112,61 @@ export async function createWebhookConfiguration(
     ordered: input.ordered ?? false,
     rate_limit: input.rate_limit ?? null,
     operations: input.operations ?? false,
-    signing_secret: {
-      secret: await seal(deps.config.encryptionKeys, signingSecret, aad(owner, "signing_secret")),
-      created_at: isoTime(now),
-      expires_at: null,
-    },
+    signing_secret: await sealedSigningKey(deps, owner, key, now),
   };
   // The configuration's own assertion key (issue 42): only the server that registers its key set accepts its assertions.
   const assertionKey = jwt ? await newAssertionKey(deps, orgId, id) : undefined;
   const record = unwrap(
     await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now, assertionKey)),
   );
-  return { config: await withState(deps, record), signingSecret };
+  return { config: await withState(deps, record), signingSecret: key.publicKey === null ? key.secret : null, pollingToken: null };
+}
+
+/**
+ * A polling configuration (issue 45): no URL, no receiver OAuth, no pacing and no signing key; a
+ * read credential of its own, of which the organization's object keeps only the SHA-256 (the
+ * token is shown once, here). The SQL columns a push configuration needs hold empty values.
+ */
+async function createPollingConfiguration(
+  deps: Deps,
+  orgId: string,
+  input: CreateWebhookConfigurationInput,
+  actor: Actor,
+): Promise<{ config: WebhookConfiguration } & CreatedSecrets> {
+  const id = newWebhookConfigurationId();
+  const now = deps.now();
+  const token = newPollingToken();
+  const configuration = {
+    id,
+    url: "",
+    delivery: "polling" as const,
+    polling: { token_hash: await sha256Hex(token), token_created_at: isoTime(now) },
+    events: input.events ? [...new Set(input.events)] : null,
+    description: input.description ?? null,
+    oauth: { token_url: "", client_id: "", client_secret: null, auth_method: "client_secret_post" as const, dpop_key: null },
+    token_cache: false,
+    ordered: true,
+    rate_limit: null,
+    operations: input.operations ?? false,
+    signing_secret: null,
+  };
+  const record = unwrap(await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now)));
+  return { config: await withState(deps, record), signingSecret: null, pollingToken: token };
+}
+
+/** A signing key as the record keeps it: the secret sealed, the public key (v1a) beside it. */
+async function sealedSigningKey(
+  deps: Deps,
+  owner: { organization_id: string; id: string },
+  key: { secret: string; publicKey: string | null },
+  now: number,
+): Promise<WebhookConfigurationRecord["signing_secrets"][number]> {
+  return {
+    secret: await seal(deps.config.encryptionKeys, key.secret, aad(owner, "signing_secret")),
+    created_at: isoTime(now),
+    expires_at: null,
+    ...(key.publicKey === null ? {} : { public_key: key.publicKey }),
+  };
 }
 
 /** Scoped to the caller's organization: another organization's id is simply not found. */
@@ -203,20 +259,27 @@ export async function rotateSigningSecret(
   orgId: string,
   id: string,
   actor: Actor,
-): Promise<{ config: WebhookConfiguration; signingSecret: string; previousExpiresAt: string }> {
+  scheme?: SignatureScheme,
+): Promise<{ config: WebhookConfiguration; signingSecret: string | null; previousExpiresAt: string }> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const now = deps.now();
   const previousExpiresAt = isoTime(now + SIGNING_SECRET_OVERLAP_MS);
-  const signingSecret = newSigningSecret();
-  const secret = {
-    secret: await seal(deps.config.encryptionKeys, signingSecret, aad({ organization_id: orgId, id }, "signing_secret")),
-    created_at: isoTime(now),
-    expires_at: null,
-  };
+  // Without a scheme the new key keeps the current one's: read it (a change of scheme is a rotation, issue 45).
+  const current = scheme ?? signatureSchemeOf(unwrap(await reach("webhooks", () => webhooks(deps, orgId).configuration(id))));
+  if (current === null) throw new ApiError("conflict", "A polling configuration signs nothing: it has no signing key to rotate.");
+  const key = await newSigningKey(current);
+  const secret = await sealedSigningKey(deps, { organization_id: orgId, id }, key, now);
   const changed = unwrap(
     await reach("webhooks", () => webhooks(deps, orgId).rotateSigningSecret(id, secret, previousExpiresAt, actor, now)),
   );
-  return { config: await withState(deps, changed.record), signingSecret, previousExpiresAt };
+  return { config: await withState(deps, changed.record), signingSecret: key.publicKey === null ? key.secret : null, previousExpiresAt };
+}
+
+/** The scheme the newest key signs with (`v1a` keys keep their public key); null for a polling configuration. */
+export function signatureSchemeOf(record: Pick<WebhookConfigurationRecord, "signing_secrets" | "delivery">): SignatureScheme | null {
+  if (record.delivery === "polling") return null;
+  const newest = record.signing_secrets[0];
+  return newest?.public_key ? "v1a" : "v1";
 }
 
 /** Signing secrets that are still live at `nowMs`, newest first. */
@@ -271,21 +334,34 @@ function oauthView(config: WebhookConfiguration, origin: string): WebhookConfigu
  * registers it (RFC 7591 2, `jwks_uri`).
  */
 export function webhookConfigurationView(config: WebhookConfiguration, origin: string): WebhookConfigurationView {
+  const polling = config.delivery === "polling";
+  const { polling: pollingState, ...state } = config.state;
   return {
     id: config.id,
     organization_id: config.organization_id,
-    url: config.url,
+    delivery: polling ? "polling" : "push",
+    url: polling ? null : config.url,
     events: config.events,
     description: config.description,
-    oauth: oauthView(config, origin),
+    oauth: polling ? null : oauthView(config, origin),
     token_cache: config.token_cache,
     ordered: config.ordered,
     rate_limit: config.rate_limit,
     operations: config.operations === true,
     status: config.status,
     disabled_reason: config.disabled_reason,
-    ...config.state,
+    ...state,
+    signature_scheme: signatureSchemeOf(config),
+    signing_public_key: config.signing_secrets[0]?.public_key ?? null,
     signing_secret_rotated_at: config.signing_secrets[0]?.created_at ?? config.created_at,
+    polling: polling
+      ? {
+          url: `${origin}${pollingPath(config.id)}`,
+          token_active: (config.polling?.token_hash ?? null) !== null,
+          backlog: pollingState?.backlog ?? 0,
+          last_polled_at: pollingState?.last_polled_at ?? null,
+        }
+      : null,
     created_at: config.created_at,
     updated_at: config.updated_at,
   };

@@ -15,6 +15,7 @@ import { eventTypeRoutes, receiverJwksRoutes } from "./event-types";
 import { graphqlRoutes } from "./graphql";
 import { meRoutes } from "./me";
 import { oauthRoutes } from "./oauth";
+import { pollingRoutes } from "./polling";
 import { portalRoutes } from "./portal";
 import { serviceRoutes } from "./service";
 import { operatorMirror, operatorWebhookRoutes, webhookRoutes } from "./webhooks";
@@ -53,6 +54,7 @@ export const API_ROUTES: readonly Route[] = [
   ...oauthRoutes,
   ...meRoutes,
   ...webhookRoutes,
+  ...pollingRoutes,
   ...portalRoutes,
   ...eventTypeRoutes,
   ...receiverJwksRoutes,

@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import * as z from "zod";
+import { ApiError } from "../../errors";
 import { getOrganization } from "../../identity/organizations";
 import { publicNames } from "../../schemas/common";
 import { RecoverInput, RecoveryView } from "../../schemas/receivers";
@@ -18,9 +19,11 @@ import {
   DeliveryStatus,
   DeliveryView,
   EventType,
+  PollingTokenRotatedView,
   PublishEventInput,
   PublishedEventView,
   RotatedWebhookConfigurationView,
+  RotateSigningSecretInput,
   UpdateWebhookConfigurationInput,
   type WebhookConfiguration,
   WebhookConfigurationView,
@@ -47,6 +50,7 @@ import {
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
+import { revokePollingToken, rotatePollingToken } from "../../webhooks/polling";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
@@ -57,6 +61,8 @@ import {
   DELIVERY,
   EVENT_ID,
   EVENT_INPUT,
+  POLLING_CONFIG,
+  POLLING_TOKEN,
   PUBLISHED,
   RECOVERY_ID,
   SIGNING_SECRET,
@@ -140,7 +146,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Create webhook configuration",
     description:
-      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. Without `events` the configuration receives every event type of the organization's (keyway's operational `webhook.*` events only when `events` names them). The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond). Each configuration is an independent delivery lane: a slow, hanging, failing or throttled receiver delays only its own deliveries. `ordered`, `rate_limit` and `token_cache` set how its deliveries are paced; a 429 or 503 with Retry-After pauses the endpoint (at most 1 hour), and repeated failures open a circuit (one probe at a time until one succeeds). The answer's `lane`, `paused_until` and `pause_reason` say where it stands.",
+      "Spec 2.5. `url` and `oauth.token_url` must be public `https:` URLs. `signature_scheme: \"v1a\"` signs with Ed25519 (the answer's `signing_public_key` verifies; no secret is shown). `delivery: \"polling\"` creates a configuration without `url` or `oauth` whose receiver reads its events at `polling.url` with `polling.token` (shown only here). Without `events` the configuration receives every event type of the organization's (keyway's operational `webhook.*` events only when `events` names them). The `signing_secret` is shown only here. An organization may have at most 20 configurations (409 beyond). Each configuration is an independent delivery lane: a slow, hanging, failing or throttled receiver delays only its own deliveries. `ordered`, `rate_limit` and `token_cache` set how its deliveries are paced; a 429 or 503 with Retry-After pauses the endpoint (at most 1 hour), and repeated failures open a circuit (one probe at a time until one succeeds). The answer's `lane`, `paused_until` and `pause_reason` say where it stands.",
     tag: configTag,
     auth: "client",
     status: 201,
@@ -149,8 +155,13 @@ export const webhookRoutes: Route[] = [
     errors: [409],
     handle: async (c, input) => {
       // On the operator's mirror, operatorMirror has already found the path's organization.
-      const { config, signingSecret } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
-      return { ...viewFor(c)(config), signing_secret: signingSecret };
+      const { config, signingSecret, pollingToken } = await createWebhookConfiguration(deps(c), orgOf(c), input, actor(c));
+      const view = viewFor(c)(config);
+      return {
+        ...view,
+        signing_secret: signingSecret,
+        polling: view.polling === null || pollingToken === null ? null : { ...view.polling, token: pollingToken },
+      };
     },
     location: (data) => `${CONFIGS}/${data.id}`,
   }),
@@ -217,6 +228,7 @@ export const webhookRoutes: Route[] = [
     tag: configTag,
     errors: [409],
     auth: "client",
+    body: { schema: RotateSigningSecretInput, example: { signature_scheme: "v1a" }, optional: true },
     response: {
       schema: RotatedWebhookConfigurationView,
       example: {
@@ -226,10 +238,55 @@ export const webhookRoutes: Route[] = [
         previous_secret_expires_at: "2026-06-02T12:00:05.000Z",
       },
     },
-    handle: async (c) => {
-      const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(deps(c), orgOf(c), param(c, "id"), actor(c));
+    handle: async (c, input) => {
+      const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(
+        deps(c),
+        orgOf(c),
+        param(c, "id"),
+        actor(c),
+        input.signature_scheme,
+      );
       return { ...viewFor(c)(config), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
     },
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/rotate-polling-token`,
+    operationId: "rotatePollingToken",
+    scope: "webhooks:write",
+    summary: "Rotate a polling configuration's read token",
+    description:
+      "Issue 45. A new `polling.token` (shown only here); the previous one stops reading at once (a read waiting with it ends). 409 for a push configuration. Answered once the configuration's endpoint object has the change (503 with Retry-After otherwise: the previous token may read until it lands, within seconds).",
+    tag: configTag,
+    errors: [409],
+    auth: "client",
+    response: {
+      schema: PollingTokenRotatedView,
+      example: { ...POLLING_CONFIG, polling: { ...POLLING_CONFIG.polling, token: POLLING_TOKEN } },
+    },
+    handle: async (c) => {
+      const { config, token } = await rotatePollingToken(deps(c), orgOf(c), param(c, "id"), actor(c));
+      const view = viewFor(c)(config);
+      if (view.polling === null) throw new ApiError("conflict", "This webhook configuration delivers by push: it has no polling token.");
+      return { ...view, polling: { ...view.polling, token } };
+    },
+  }),
+  envelopeRoute({
+    method: "DELETE",
+    path: `${CONFIG_PATH}/polling-token`,
+    operationId: "revokePollingToken",
+    scope: "webhooks:write",
+    summary: "Revoke a polling configuration's read token",
+    description:
+      "Issue 45. No read succeeds (401) until a new token is rotated in (`polling.token_active` false); the configuration keeps its events meanwhile. 409 for a push configuration; 503 with Retry-After if its endpoint object has not taken the change yet (repeat it).",
+    tag: configTag,
+    errors: [409],
+    auth: "client",
+    response: {
+      schema: WebhookConfigurationView,
+      example: { ...POLLING_CONFIG, polling: { ...POLLING_CONFIG.polling, token_active: false } },
+    },
+    handle: async (c) => viewFor(c)(await revokePollingToken(deps(c), orgOf(c), param(c, "id"), actor(c))),
   }),
   envelopeRoute({
     method: "POST",
@@ -422,6 +479,8 @@ const OPERATOR_MIRRORED = [
   "updateWebhookConfiguration",
   "deleteWebhookConfiguration",
   "rotateSigningSecret",
+  "rotatePollingToken",
+  "revokePollingToken",
   "rotateConfigurationAssertionKey",
   "testWebhookConnection",
   "sendTestEvent",

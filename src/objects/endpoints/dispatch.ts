@@ -166,15 +166,15 @@ export function dueForRecovery(db: Db, now: number): { lost: number; abandoned: 
  * (open ones are never pruned); true if more remain to delete.
  */
 export function prune(db: Db, ep: EndpointRow, retentionDays: number, now: number): boolean {
-  const expired = db.all<{ id: string; bytes: number }>(
-    "SELECT id, length(CAST(body AS BLOB)) AS bytes FROM deliveries WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
+  const expired = db.all<{ id: string; bytes: number; pos: number | null }>(
+    "SELECT id, length(CAST(body AS BLOB)) AS bytes, pos FROM deliveries WHERE created_ms < ? ORDER BY created_ms LIMIT ?",
     now - retentionDays * DAY_MS,
     ALARM_BATCH,
   );
   const over = ep.stored_bytes > STORAGE_BUDGET_BYTES;
   const early = over
-    ? db.all<{ id: string; bytes: number }>(
-        "SELECT id, length(CAST(body AS BLOB)) AS bytes FROM deliveries WHERE state IS NULL ORDER BY created_ms LIMIT ?",
+    ? db.all<{ id: string; bytes: number; pos: number | null }>(
+        "SELECT id, length(CAST(body AS BLOB)) AS bytes, pos FROM deliveries WHERE state IS NULL ORDER BY created_ms LIMIT ?",
         ALARM_BATCH,
       )
     : [];
@@ -182,12 +182,15 @@ export function prune(db: Db, ep: EndpointRow, retentionDays: number, now: numbe
   // The hourly counts live as long as deliveries do (at most 24 x retentionDays rows).
   db.run("DELETE FROM hourly WHERE hour_ms < ?", now - retentionDays * DAY_MS);
   if (doomed.size === 0) return false;
+  // A polling configuration's cursors below the highest position deleted are refused (polling.ts).
+  const pruned = Math.max(0, ...[...expired, ...early].map((r) => r.pos ?? 0));
   db.txn(() => {
     for (const [id, bytes] of doomed) {
       db.run("DELETE FROM attempts WHERE delivery_id = ?", id);
       db.run("DELETE FROM deliveries WHERE id = ?", id);
       db.run("UPDATE endpoint SET stored_bytes = max(0, stored_bytes - ?)", bytes);
     }
+    if (pruned > 0) db.run("UPDATE endpoint SET pruned_pos = max(pruned_pos, ?)", pruned);
   });
   return expired.length === ALARM_BATCH || (over && early.length === ALARM_BATCH);
 }

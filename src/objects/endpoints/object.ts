@@ -30,6 +30,7 @@ import type {
   EndpointState,
   FetchedToken,
   Lane,
+  PollingState,
   WebhookConfigurationRecord,
 } from "../../schemas/webhooks";
 import { Db } from "../db";
@@ -76,6 +77,18 @@ import {
   slotLength,
   TOKEN_REUSE_MARGIN_MS,
 } from "./policy";
+import {
+  acceptPolled,
+  acknowledge,
+  decideRead,
+  POLL_PAGE_MAX,
+  POLL_WAIT_MAX_MS,
+  POLL_WAITERS_MAX,
+  pollingState,
+  type ReadPage,
+  type ReadRequest,
+  readAfter,
+} from "./polling";
 import {
   endCircuitWait,
   listRecoveries,
@@ -245,6 +258,8 @@ export class EndpointObject extends DurableObject<Env> {
         Object.assign(change, { token: null, token_key: null, token_expires_ms: null });
     }
     this.updateEndpoint(change);
+    // A waiting read is decided again on the new copy (a revoked or rotated token reads nothing more).
+    this.wakeReaders();
     return snapshot.version;
   }
 
@@ -257,6 +272,12 @@ export class EndpointObject extends DurableObject<Env> {
     if (snapshot !== null) this.apply(snapshot);
     const ep = this.endpoint();
     if (ep === undefined) return { accepted: false, version: 0 };
+    if (this.configOf(ep)?.delivery === "polling") {
+      // Kept for the receiver to read (polling.ts); a waiting read returns at once.
+      if (acceptPolled(this.db, deliveries, now).length > 0) this.wakeReaders();
+      await this.pump(now);
+      return { accepted: true, version: ep.version };
+    }
     const inserted = accept(this.db, deliveries, now);
     if (this.configOf(ep)?.status === "paused" && ep.deleted !== 1 && inserted.length > 0) this.hold(ep, inserted, now);
     await this.pump(now);
@@ -304,9 +325,57 @@ export class EndpointObject extends DurableObject<Env> {
     return version;
   }
 
-  state(now: number): EndpointState {
+  // -------------------------------------------------------------------------------------------
+  // A polling configuration's reads (issue 45; polling.ts holds the rules)
+
+  /** Reads waiting for an event (long polling): each resolves when one arrives, the configuration changes, or its wait ends. */
+  private readonly readers = new Set<() => void>();
+
+  private wakeReaders(): void {
+    for (const wake of this.readers) wake();
+    this.readers.clear();
+  }
+
+  /**
+   * One read of a polling configuration's events: the credential and cursor decided by
+   * `decideRead` on the copy this object holds (a revocation or rotation the organization
+   * committed is here before its answer), then the page; with none and `wait_ms`, the read waits
+   * here for an event (or a change of the configuration, after which it is decided again) up to
+   * POLL_WAIT_MAX_MS. Waiting holds no input gate: hand-overs and other reads go on meanwhile.
+   */
+  async poll(request: ReadRequest, now: number): Promise<Result<ReadPage>> {
+    const limit = Math.min(Math.max(1, Math.trunc(request.limit)), POLL_PAGE_MAX);
+    const until = now + Math.min(Math.max(0, request.wait_ms), POLL_WAIT_MAX_MS);
+    for (let waited = false; ; waited = true) {
+      const ep = this.endpoint();
+      const decided = decideRead(this.configOf(ep), ep, request);
+      if (!decided.ok || ep === undefined) return decided.ok ? missing("Polling endpoint") : decided;
+      const page = readAfter(this.db, ep.configuration_id, decided.value.after, limit);
+      const left = until - Date.now();
+      if (page.bodies.length > 0 || left <= 0 || (waited && left < 50)) {
+        acknowledge(this.db, ep, decided.value.after, Date.now());
+        return ok(page);
+      }
+      if (this.readers.size >= POLL_WAITERS_MAX) {
+        acknowledge(this.db, ep, decided.value.after, Date.now());
+        if (!waited) return ok(page);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        function done(): void {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.readers.add(done);
+      });
+    }
+  }
+
+  /** The endpoint's lane, pause and health; for a polling configuration, its backlog and last read (issue 45). */
+  state(now: number): EndpointState & { polling: PollingState | null } {
     const ep = this.endpoint();
-    if (ep === undefined) return { lane: "new", paused_until: null, pause_reason: null, failing_since: null, last_delivered_at: null };
+    if (ep === undefined)
+      return { lane: "new", paused_until: null, pause_reason: null, failing_since: null, last_delivered_at: null, polling: null };
     const paused = pausedNow(ep, now);
     // Past its probe time, an open circuit is half-open: not paused, but one attempt at a time.
     const halfOpen = paused === null && ep.pause_kind === "circuit";
@@ -320,6 +389,7 @@ export class EndpointObject extends DurableObject<Env> {
         (halfOpen ? `circuit half-open after ${ep.failures} failed attempts in a row: one attempt at a time until one succeeds` : null),
       failing_since: ep.failing_since_ms === null ? null : isoTime(ep.failing_since_ms),
       last_delivered_at: ep.last_delivered_ms === null ? null : isoTime(ep.last_delivered_ms),
+      polling: this.configOf(ep)?.delivery === "polling" ? pollingState(this.db, ep) : null,
     };
   }
 

@@ -106,6 +106,21 @@ export const MIGRATIONS: Migration[] = [
       "CREATE INDEX portal_meter_expiry ON portal_meter (expires_ms)",
     ],
   },
+  {
+    // Issue 45: a polling configuration's events (polling.ts). `pos`: a delivery's place in what
+    // the receiver reads, from the endpoint's own counter `poll_pos` (never reused, so a cursor
+    // cannot skip a row); `acked_pos`: the last cursor the receiver presented; `pruned_pos`: the
+    // highest position retention deleted (a cursor below it is refused); `last_poll_ms`.
+    version: 8,
+    statements: [
+      "ALTER TABLE deliveries ADD COLUMN pos INTEGER",
+      "CREATE INDEX deliveries_by_pos ON deliveries (pos) WHERE pos IS NOT NULL",
+      "ALTER TABLE endpoint ADD COLUMN poll_pos INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE endpoint ADD COLUMN acked_pos INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE endpoint ADD COLUMN pruned_pos INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE endpoint ADD COLUMN last_poll_ms INTEGER",
+    ],
+  },
 ];
 
 type Row = Record<string, SqlStorageValue>;
@@ -159,6 +174,11 @@ export interface EndpointRow extends Row {
   announced: "paused" | "disabled" | null;
   /** Deliveries published during the current pause (status `paused`) and held; migration 6. */
   held: number;
+  /** A polling configuration's positions (migration 8, polling.ts): the last given, the last acknowledged, the highest pruned. */
+  poll_pos: number;
+  acked_pos: number;
+  pruned_pos: number;
+  last_poll_ms: number | null;
 }
 
 export type DeliveryState = "waiting" | "queued" | "running";

@@ -37,7 +37,10 @@ export interface NewConfiguration {
   ordered: boolean;
   rate_limit: number | null;
   operations: boolean;
-  signing_secret: WebhookConfigurationRecord["signing_secrets"][number];
+  /** Null for a polling configuration, which signs nothing (issue 45). */
+  signing_secret: WebhookConfigurationRecord["signing_secrets"][number] | null;
+  delivery: "push" | "polling";
+  polling: WebhookConfigurationRecord["polling"];
 }
 
 /** A change to a configuration; absent fields are kept (null clears an optional one). */
@@ -210,12 +213,56 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
     rate_limit: row.rate_limit,
     operations: row.operations === 1,
     signing_secrets: JSON.parse(row.signing_secrets) as WebhookConfigurationRecord["signing_secrets"],
+    ...(row.delivery === "polling"
+      ? { delivery: "polling" as const, polling: JSON.parse(row.polling ?? "null") as WebhookConfigurationRecord["polling"] }
+      : {}),
     status: row.status,
     disabled_reason: row.disabled_reason,
     version: row.version,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
+}
+
+/**
+ * What a polling configuration cannot be changed to (issue 45): it has no URL, no receiver token
+ * endpoint and no pacing, and nothing to pause (its events wait for the receiver anyway; it stops
+ * reading, or the organization disables it).
+ */
+export function pollingRefusal(patch: ConfigurationPatch): { path: string[]; text: string } | null {
+  for (const field of ["url", "oauth", "token_cache", "ordered", "rate_limit"] as const) {
+    if (patch[field] !== undefined) return { path: [field], text: " is not used by a polling configuration (delivery: polling)" };
+  }
+  if (patch.status === "paused") {
+    return {
+      path: ["status"],
+      text: ": a polling configuration is not paused (its events wait for the receiver's reads anyway); disable it to stop keeping events",
+    };
+  }
+  return null;
+}
+
+/** Sets a polling configuration's read credential (its SHA-256, or null: revoked), a new version pushed to its endpoint. */
+export function setPollingToken(db: Db, id: string, tokenHash: string | null, audit: Audit, now: number): Result<void> {
+  const current = configRow(db, id);
+  if (current === undefined) return missing("Webhook configuration");
+  if (current.delivery !== "polling") return fail("conflict", "This webhook configuration delivers by push: it has no polling token.");
+  const at = isoTime(now);
+  db.txn(() => {
+    db.run(
+      "UPDATE configurations SET polling = ?, version = version + 1, updated_at = ? WHERE id = ?",
+      JSON.stringify({ token_hash: tokenHash, token_created_at: tokenHash === null ? null : at }),
+      at,
+      id,
+    );
+    audit({
+      action: tokenHash === null ? "webhook_configuration.polling_token_revoked" : "webhook_configuration.polling_token_rotated",
+      resource_type: "webhook_configuration",
+      resource_id: id,
+      detail: {},
+    });
+  });
+  return ok(undefined);
 }
 
 export function create(db: Db, input: NewConfiguration, audit: Audit, now: number, key?: AssertionKeyCandidate): Result<void> {
@@ -235,8 +282,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
   db.txn(() => {
     db.run(
       `INSERT INTO configurations (id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit,
-        signing_secrets, status, version, status_version, receiver_auth, operations, created_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?, ?)`,
+        signing_secrets, status, version, status_version, receiver_auth, operations, created_at, updated_at, delivery, polling)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?, ?, ?, ?)`,
       input.id,
       input.url,
       input.events === null ? null : JSON.stringify(input.events),
@@ -247,11 +294,13 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
       input.token_cache ? 1 : 0,
       input.ordered ? 1 : 0,
       input.rate_limit,
-      JSON.stringify([input.signing_secret]),
+      JSON.stringify(input.signing_secret === null ? [] : [input.signing_secret]),
       receiverAuthColumn(input.oauth),
       input.operations ? 1 : 0,
       at,
       at,
+      input.delivery === "polling" ? "polling" : null,
+      input.polling ? JSON.stringify(input.polling) : null,
     );
     // The first key of a configuration signs at once: no receiver can have cached a set without it.
     if (input.oauth.auth_method === "private_key_jwt" && key !== undefined) insertKey(db, key, input.id, now, now);
@@ -369,6 +418,10 @@ export function update(
   if (current === undefined) return missing("Webhook configuration");
   if (by === "receiver") {
     const refused = receiverRefusal(current, patch);
+    if (refused !== null) return invalid(refused.path, refused.text);
+  }
+  if (current.delivery === "polling") {
+    const refused = pollingRefusal(patch);
     if (refused !== null) return invalid(refused.path, refused.text);
   }
   const operations = patch.operations ?? current.operations === 1;
@@ -512,6 +565,7 @@ export function rotateSigningSecret(
 ): Result<void> {
   const current = configRow(db, id);
   if (current === undefined) return missing("Webhook configuration");
+  if (current.delivery === "polling") return fail("conflict", "A polling configuration signs nothing: it has no signing key to rotate.");
   const stored = JSON.parse(current.signing_secrets) as WebhookConfigurationRecord["signing_secrets"];
   const live = stored
     .filter((s) => s.expires_at === null || Date.parse(s.expires_at) > now)

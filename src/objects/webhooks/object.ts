@@ -52,6 +52,7 @@ import {
   remove,
   rotateAssertionKey,
   rotateSigningSecret,
+  setPollingToken,
   snapshotOf,
   synced,
   unsynced,
@@ -269,6 +270,14 @@ export class WebhookObject extends DurableObject<Env> {
     if (this.deleted()) return missing("Organization");
     const rotated = rotateSigningSecret(this.db, id, secret, previousExpiresAt, this.auditFor(actor, now), now);
     if (!rotated.ok) return rotated;
+    return this.changed(id, now);
+  }
+
+  /** A polling configuration's new read credential (its SHA-256), or null to revoke it (issue 45); pushed to its endpoint before the answer. */
+  async setPollingToken(id: string, tokenHash: string | null, actor: Actor, now: number): Promise<Result<Changed>> {
+    if (this.deleted()) return missing("Organization");
+    const set = setPollingToken(this.db, id, tokenHash, this.auditFor(actor, now), now);
+    if (!set.ok) return set;
     return this.changed(id, now);
   }
 

@@ -179,10 +179,21 @@ const V7: Migration = {
   ],
 };
 
+/**
+ * Version 8 (issue 45): `delivery` ('polling', or NULL for push) and a polling configuration's read
+ * credential (`polling`: JSON {token_hash, token_created_at}, the token's SHA-256 only). A polling
+ * configuration's `url`, `token_url`, `client_id` and `client_secret` hold empty values (the
+ * columns are NOT NULL since version 1).
+ */
+const V8: Migration = {
+  version: 8,
+  statements: ["ALTER TABLE configurations ADD COLUMN delivery TEXT", "ALTER TABLE configurations ADD COLUMN polling TEXT"],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8];
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -209,6 +220,9 @@ export interface ConfigRow extends Row {
   receiver_auth: string | null;
   /** Issue 42: 1 for the organization's operations configurations (operational events go only there). */
   operations: number;
+  /** Issue 45 (version 8): 'polling', or null for push; a polling configuration's credential JSON. */
+  delivery: "polling" | null;
+  polling: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -224,4 +238,4 @@ export interface FanoutRow extends Row {
 
 /** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
 export const CONFIG_COLUMNS =
-  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at";
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at, delivery, polling";
