@@ -5,9 +5,11 @@
  * cursor reads nothing), rotation and revocation, retention's expired cursor, and the refusals of
  * what a polling configuration has no use for.
  */
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { body, call, createTenant, issueToken, type Tenant } from "./helpers";
+import { EVENT_RETENTION_DAYS } from "../src/objects/webhooks/limits";
+import { body, call, callAt, counting, createTenant, issueToken, type Tenant } from "./helpers";
 import { api, endpointOf } from "./webhook-helpers";
 
 let t: Tenant;
@@ -78,5 +80,230 @@ describe("polling configurations", () => {
     const fourth = await publish("order.created", { n: 4 });
     const next = await read(c, c.polling.token, `?after=${first.page.next_cursor}`);
     expect(next.page.events.map((e) => e.id)).toEqual([fourth]);
+  });
+
+  it("a read makes exactly one Durable Object call (the configuration's endpoint object), and none for a malformed token", async () => {
+    const c = await createPolling();
+    await publish();
+    const { bindings, calls } = counting();
+    const res = await callAt(
+      Date.now(),
+      `/v1/polling-endpoints/${c.id}/events`,
+      { headers: { Authorization: `Bearer ${c.polling.token}` } },
+      bindings,
+    );
+    expect(res.status).toBe(200);
+    expect(calls).toEqual(["ENDPOINTS.poll"]);
+    calls.length = 0;
+    const refused = await callAt(
+      Date.now(),
+      `/v1/polling-endpoints/${c.id}/events`,
+      { headers: { Authorization: "Bearer kw_at_x" } },
+      bindings,
+    );
+    expect(refused.status).toBe(401);
+    expect(calls).toEqual([]);
+  });
+
+  it("a waiting read returns as soon as an event is published, and one configuration's wait holds up no other's read", async () => {
+    const a = await createPolling();
+    const b = await createPolling();
+    const startA = await read(a, a.polling.token);
+    const started = Date.now();
+    const waiting = read(a, a.polling.token, `?after=${startA.page.next_cursor}&wait=20`);
+    // B reads (and A's object takes hand-overs) while A's read waits.
+    const other = await read(b, b.polling.token, "?wait=0");
+    expect(other.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2000);
+    await new Promise((r) => setTimeout(r, 200));
+    const published = Date.now();
+    const id = await publish("order.created", { waited: true });
+    const got = await waiting;
+    expect(got.page.events.map((e) => e.id)).toContain(id);
+    expect(Date.now() - published).toBeLessThan(2000);
+  });
+
+  it("an empty read with wait answers empty when the wait ends", async () => {
+    const c = await createPolling({ events: ["nothing.ever"] });
+    const started = Date.now();
+    const got = await read(c, c.polling.token, "?wait=1");
+    expect(got.status).toBe(200);
+    expect(got.page.events).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it("reads only its own events, filtered by type like any configuration", async () => {
+    const only = await createPolling({ events: ["invoice.sent"] });
+    await publish("order.created", { skip: true });
+    const sentId = await publish("invoice.sent", { keep: true });
+    const got = await read(only, only.polling.token);
+    expect(got.page.events.map((e) => e.id)).toEqual([sentId]);
+  });
+
+  it("another configuration's token reads nothing (401) and its cursor reads nothing (404)", async () => {
+    const a = await createPolling();
+    const b = await createPolling();
+    await publish("order.created", { secret: "a's" });
+    const wrongToken = await read(a, b.polling.token);
+    expect(wrongToken.status).toBe(401);
+    expect(wrongToken.res.headers.get("www-authenticate")).toMatch(/^Bearer realm="keyway-polling"/);
+    expect(JSON.stringify(await wrongToken.res.json())).not.toContain("a's");
+    const bCursor = (await read(b, b.polling.token)).page.next_cursor;
+    const wrongCursor = await read(a, a.polling.token, `?after=${bCursor}`);
+    expect(wrongCursor.status).toBe(404);
+    // No token, an API key's access token, garbage, and an unknown configuration.
+    expect((await call(`/v1/polling-endpoints/${a.id}/events`)).status).toBe(401);
+    expect((await call(`/v1/polling-endpoints/${a.id}/events`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(401);
+    expect((await read(a, "kw_poll_not-a-real-token")).status).toBe(401);
+    expect((await read({ id: "whk_00000000000000000000000000" }, a.polling.token)).status).toBe(404);
+    // Bad query parameters are 400, never a 5xx.
+    for (const q of ["?limit=0", "?limit=101", "?wait=21", "?wait=-1", "?limit=abc", `?after=${"x".repeat(600)}`, "?after=%E0%A4%A"]) {
+      expect([400, 404], q).toContain((await read(a, a.polling.token, q)).status);
+    }
+    expect((await read(a, a.polling.token, "?after=bm90LWEtY3Vyc29y")).status).toBe(404);
+  });
+
+  it("a rotated-out or revoked token reads nothing; a read waiting with it ends; a rotated-in token reads", async () => {
+    const c = await createPolling();
+    await publish();
+    const first = await read(c, c.polling.token);
+    const waiting = read(c, c.polling.token, `?after=${first.page.next_cursor}&wait=20`);
+    await new Promise((r) => setTimeout(r, 200));
+    const revoked = await api(t, token, `/v1/webhook-configurations/${c.id}/polling-token`, "DELETE");
+    expect(revoked.status).toBe(200);
+    expect((await body<{ polling: { token_active: boolean } }>(revoked)).data.polling.token_active).toBe(false);
+    const ended = await waiting;
+    expect(ended.status).toBe(401);
+    expect((await read(c, c.polling.token)).status).toBe(401);
+    const rotated = await api(t, token, `/v1/webhook-configurations/${c.id}/rotate-polling-token`, "POST");
+    const next = (await body<{ polling: { token: string; token_active: boolean } }>(rotated)).data.polling;
+    expect(next.token_active).toBe(true);
+    expect((await read(c, next.token)).status).toBe(200);
+    expect((await read(c, c.polling.token)).status).toBe(401);
+    const again = await api(t, token, `/v1/webhook-configurations/${c.id}/rotate-polling-token`, "POST");
+    const third = (await body<{ polling: { token: string } }>(again)).data.polling.token;
+    expect((await read(c, next.token)).status).toBe(401);
+    expect((await read(c, third)).status).toBe(200);
+  });
+
+  it("refuses what a polling configuration has no use for, and push-only actions on it", async () => {
+    const bad = await api(t, token, "/v1/webhook-configurations", "POST", { delivery: "polling", url: "https://receiver.example/hook" });
+    expect(bad.status).toBe(400);
+    const noUrl = await api(t, token, "/v1/webhook-configurations", "POST", { events: ["order.created"] });
+    expect(noUrl.status).toBe(400);
+    const c = await createPolling();
+    for (const patch of [{ url: "https://receiver.example/x" }, { status: "paused" }, { rate_limit: 5 }, { ordered: false }]) {
+      expect((await api(t, token, `/v1/webhook-configurations/${c.id}`, "PATCH", patch)).status, JSON.stringify(patch)).toBe(400);
+    }
+    expect((await api(t, token, `/v1/webhook-configurations/${c.id}`, "PATCH", { description: "renamed" })).status).toBe(200);
+    expect((await api(t, token, `/v1/webhook-configurations/${c.id}/rotate-signing-secret`, "POST")).status).toBe(409);
+    expect((await api(t, token, `/v1/webhook-configurations/${c.id}/test-connection`, "POST")).status).toBe(409);
+    const test = await api(t, token, `/v1/webhook-configurations/${c.id}/test`, "POST");
+    expect(test.status).toBe(202);
+    const delivery = (await body<{ deliveries: { id: string }[] }>(test)).data.deliveries[0]!.id;
+    expect((await api(t, token, `/v1/deliveries/${delivery}/retry`, "POST")).status).toBe(409);
+    const push = await api(t, token, "/v1/webhook-configurations", "POST", {
+      url: "https://receiver.example/hook",
+      oauth: { token_url: "https://receiver.example/token", client_id: "k", client_secret: "s" },
+    });
+    const pushId = (await body<{ id: string }>(push)).data.id;
+    expect((await api(t, token, `/v1/webhook-configurations/${pushId}/rotate-polling-token`, "POST")).status).toBe(409);
+    expect((await api(t, token, `/v1/webhook-configurations/${pushId}/polling-token`, "DELETE")).status).toBe(409);
+  });
+
+  it("marks what the receiver read past as delivered, and shows the backlog and the last read", async () => {
+    const c = await createPolling({ events: ["backlog.item"] });
+    for (let i = 0; i < 3; i++) await publish("backlog.item", { i });
+    const before = (
+      await body<{ polling: { backlog: number; last_polled_at: string | null } }>(await api(t, token, `/v1/webhook-configurations/${c.id}`))
+    ).data;
+    expect(before.polling).toMatchObject({ backlog: 3, last_polled_at: null });
+    const page = await read(c, c.polling.token, "?limit=2");
+    expect(page.page.has_more).toBe(true);
+    await read(c, c.polling.token, `?after=${page.page.next_cursor}`);
+    const after = (
+      await body<{ polling: { backlog: number; last_polled_at: string | null } }>(await api(t, token, `/v1/webhook-configurations/${c.id}`))
+    ).data;
+    expect(after.polling.backlog).toBe(1);
+    expect(after.polling.last_polled_at).not.toBeNull();
+    const deliveries = (await body<{ status: string }[]>(await api(t, token, `/v1/webhook-configurations/${c.id}/deliveries`))).data;
+    expect(deliveries.map((d) => d.status).sort()).toEqual(["delivered", "delivered", "pending"]);
+  });
+
+  it("refuses a cursor below what retention deleted (410), rather than skip events silently", async () => {
+    const c = await createPolling({ events: ["old.event"] });
+    await publish("old.event", { n: 1 });
+    const start = await read(c, ""); // 401: an empty token
+    expect(start.status).toBe(401);
+    const first = await read(c, c.polling.token);
+    // Age the event past retention and run the endpoint's housekeeping.
+    await runInDurableObject(endpointOf(c.id), (_o, state) => {
+      state.storage.sql.exec("UPDATE deliveries SET created_ms = created_ms - ?", (EVENT_RETENTION_DAYS + 1) * 86_400_000);
+    });
+    await publish("old.event", { n: 2 });
+    await runDurableObjectAlarm(endpointOf(c.id));
+    const zero = await read(c, c.polling.token, `?after=${encodeURIComponent(btoa(`${c.id}:0`).replaceAll("=", ""))}`);
+    expect(zero.status).toBe(410);
+    expect(JSON.stringify(await zero.res.json())).toContain("cursor_expired");
+    // The receiver's own cursor, past the deleted event, still reads.
+    const next = await read(c, c.polling.token, `?after=${first.page.next_cursor}`);
+    expect(next.status).toBe(200);
+    expect(next.page.events.map((e) => e.data)).toEqual([{ n: 2 }]);
+  });
+});
+
+describe("polling: the reader's rule as a property", () => {
+  beforeAll(async () => {
+    t = await createTenant({ per_second: 1000, per_day: 1_000_000 });
+    token = await issueToken(t);
+  });
+
+  it("a reader that follows next_cursor, from any interleaving of publishes and reads (some repeated from an older cursor), gets every event, in publish order, none skipped", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.constant("publish" as const), fc.constant("read" as const), fc.constant("reread" as const)), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        fc.integer({ min: 1, max: 3 }),
+        async (steps, limit) => {
+          const type = `prop.e${Math.random().toString(36).slice(2, 8)}`;
+          const c = await createPolling({ events: [type] });
+          const published: string[] = [];
+          const seen: string[] = [];
+          let cursor: string | null = null;
+          let previous: string | null = null;
+          const readOnce = async (from: string | null) => {
+            const got = await read(c, c.polling.token, `?limit=${limit}${from === null ? "" : `&after=${from}`}`);
+            expect(got.status).toBe(200);
+            return got.page;
+          };
+          for (const step of steps) {
+            if (step === "publish") published.push(await publish(type, { n: published.length }));
+            else if (step === "read") {
+              const page = await readOnce(cursor);
+              seen.push(...page.events.map((e) => e.id));
+              previous = cursor;
+              cursor = page.next_cursor;
+            } else {
+              // At least once: an earlier cursor answers the same events again, in the same order.
+              const page = await readOnce(previous);
+              const again = page.events.map((e) => e.id);
+              expect(again.every((id) => published.includes(id))).toBe(true);
+            }
+          }
+          for (;;) {
+            const page = await readOnce(cursor);
+            seen.push(...page.events.map((e) => e.id));
+            cursor = page.next_cursor;
+            if (!page.has_more) break;
+          }
+          expect(seen).toEqual(published);
+          // At most 20 configurations per organization: each run removes its own.
+          expect((await api(t, token, `/v1/webhook-configurations/${c.id}`, "DELETE")).status).toBe(200);
+        },
+      ),
+      { numRuns: 15 },
+    );
   });
 });

@@ -8,7 +8,7 @@
  * free text of the receiver's, is kept or answered (outbound.ts keeps only registered codes).
  */
 import type { Deps } from "../deps";
-import { notFound } from "../errors";
+import { ApiError, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
 import { ID_PATTERN } from "../lib/ids";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
@@ -19,6 +19,8 @@ import { DeliveryFailure, deadlineOf, requestReceiverToken } from "./outbound";
 export async function testConnection(deps: Deps, orgId: string, configId: string, _actor: Actor): Promise<ConnectionTestView> {
   if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
   const config = unwrap(await reach("webhooks", () => webhookObject(deps, orgId).configurationForToken(configId)));
+  if (config.delivery === "polling")
+    throw new ApiError("conflict", "A polling configuration has no token endpoint to test: its receiver reads its events.");
   const o = receiverOAuth(config);
   const base = { webhook_configuration_id: config.id, auth_method: o.auth_method, dpop: o.dpop_key !== null };
   const started = deps.now();

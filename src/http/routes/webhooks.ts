@@ -312,8 +312,9 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Fetch a token from the receiver, and say what happened",
     description:
-      "Issue 31: a token request only, made exactly as before a webhook (the configuration's `auth_method`, `scope`, `resource`, `audience`, DPoP proof and nonce; the SSRF guard on every hop), answered 200 whatever happened, in keyway's words: `outcome` (`token_issued`, `refused_by_ssrf_guard`, `dns_failure`, `connection_refused`, `tls_failure`, `timeout`, `network_error`, `redirect_refused`, `http_error`, `not_json`, `no_access_token`), the HTTP status, the RFC 6749 `error` code when the answer carried a registered one, and for a token its `token_type` and `expires_in`. Nothing of the token, and no free text of the receiver's, is answered.",
+      "Issue 31: a token request only, made exactly as before a webhook (the configuration's `auth_method`, `scope`, `resource`, `audience`, DPoP proof and nonce; the SSRF guard on every hop), answered 200 whatever happened, in keyway's words: `outcome` (`token_issued`, `refused_by_ssrf_guard`, `dns_failure`, `connection_refused`, `tls_failure`, `timeout`, `network_error`, `redirect_refused`, `http_error`, `not_json`, `no_access_token`), the HTTP status, the RFC 6749 `error` code when the answer carried a registered one, and for a token its `token_type` and `expires_in`. Nothing of the token, and no free text of the receiver's, is answered. 409 for a polling configuration (it has no token endpoint).",
     tag: configTag,
+    errors: [409],
     auth: "client",
     response: { schema: ConnectionTestView, example: CONNECTION_TEST },
     handle: (c) => testConnection(deps(c), orgOf(c), param(c, "id"), actor(c)),

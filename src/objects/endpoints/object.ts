@@ -435,6 +435,7 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep === undefined || row === undefined) return missing("Delivery");
     const config = this.configOf(ep);
     if (ep.deleted === 1 || config === null) return fail("conflict", "The delivery's webhook configuration has been deleted.");
+    if (config.delivery === "polling") return fail("conflict", POLLING_CONFLICT);
     if (config.status === "paused") return fail("conflict", PAUSED_CONFLICT);
     if (config.status !== "active")
       return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
@@ -467,6 +468,7 @@ export class EndpointObject extends DurableObject<Env> {
     if (live === "webhook configuration was deleted") return missing("Webhook configuration");
     if (typeof live === "string")
       return fail("conflict", "The webhook configuration is disabled; re-enable it (PATCH status: active) first.");
+    if (live.delivery === "polling") return fail("conflict", POLLING_CONFLICT);
     if (live.status === "paused") return fail("conflict", PAUSED_CONFLICT);
     const job = this.db.txn(() => {
       const row = startRecovery(this.db, since, until, actor, now);
@@ -529,6 +531,8 @@ export class EndpointObject extends DurableObject<Env> {
       this.plan(now);
       return { go: false, reason: live };
     }
+    // A polling configuration sends nothing (it has no URL): a ticket for it is a fault, dropped.
+    if (live.delivery === "polling") return { go: false, reason: "polling configuration: its receiver reads its events" };
     // Not now: the ticket is dropped and the delivery waits here for a better moment.
     const refuse = async (reason: string): Promise<Begun> => {
       putBack(this.db, row.id, now);
@@ -1142,6 +1146,9 @@ function liveConfig(ep: EndpointRow, config: WebhookConfigurationRecord | null):
 }
 
 /** Why nothing is sent while the configuration's status is `paused`. */
+/** Issue 45: a polling configuration's events are read by its receiver, from a cursor it keeps. */
+const POLLING_CONFLICT =
+  "A polling configuration sends nothing: its receiver reads its events, and reads them again from an earlier cursor (GET /v1/polling-endpoints/{id}/events?after=...).";
 const HELD_REASON = "deliveries paused (status paused): held here, sent in publish order when resumed";
 const PAUSED_CONFLICT = "Deliveries to this webhook configuration are paused; resume them (PATCH status: active) first.";
 

@@ -434,7 +434,8 @@ export function update(
   const method = auth.auth_method ?? "client_secret_post";
   const jwt = method === "private_key_jwt";
   // With private_key_jwt nothing secret goes to the token URL (an assertion for its audience only).
-  if (!newSecret && !jwt) {
+  // A polling configuration has no token URL (its oauth fields are refused above).
+  if (!newSecret && !jwt && current.delivery !== "polling") {
     if (current.client_secret === "null") {
       return invalid(["oauth", "client_secret"], ` is required: auth_method ${method} sends a client secret, and none is stored`);
     }
