@@ -70,7 +70,7 @@ describe("GET /v1/openapi.json", () => {
     const doc = (await res.json()) as Doc;
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).length).toBeGreaterThan(0);
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["admin", "apiKey", "oauth2", "receiverToken"]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["admin", "apiKey", "oauth2", "pollingToken", "receiverToken"]);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-api-key" });
     expect(doc.components.securitySchemes.admin).toMatchObject({ type: "http", scheme: "bearer" });
   });
@@ -241,7 +241,9 @@ describe("client errors", () => {
         ? (authed(t, token).headers as Record<string, string>)
         : route.auth === "apiKey"
           ? { "x-api-key": t.apiKey }
-          : {};
+          : route.auth === "polling"
+            ? { Authorization: "Bearer kw_poll_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }
+            : {};
   const send = (route: Route, init: { method?: string; headers?: Record<string, string>; body?: string }) =>
     call(examplePath(route.path), {
       method: init.method ?? route.method,

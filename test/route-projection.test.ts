@@ -195,6 +195,8 @@ describe("the real routes", () => {
       url: WEBHOOK_URL,
       oauth: { token_url: TOKEN_URL, client_id: "kw", client_secret: receiverSecret },
     });
+    // Issue 45: a polling configuration, read with its own token.
+    const polling = await post<{ id: string; polling: { token: string } }>("/v1/webhook-configurations", { delivery: "polling" });
     const event = await post<{ deliveries: { id: string }[] }>("/v1/events", { type: "order.created", data: {} });
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${t.orgId}/admin-tokens`, {});
     // Issue 44: a trusted issuer (its key set served by the fake network's receiver routes).
@@ -223,6 +225,7 @@ describe("the real routes", () => {
       client: t.clientId,
       token: minted.id,
       config: config.id,
+      polling: polling.id,
       delivery: event.deliveries[0]?.id ?? "",
       issuer: issuer.id,
     };
@@ -232,6 +235,7 @@ describe("the real routes", () => {
       token,
       minted.token,
       config.signing_secret,
+      polling.polling.token,
       receiverSecret,
       linkToken,
       linkToken.split(".")[0] ?? "",
@@ -240,12 +244,24 @@ describe("the real routes", () => {
     for (const route of enveloped) {
       const where = `${route.method} ${route.path}`;
       const path = route.path.replace(/\{(\w+)\}/g, (_, param: string) => {
-        const name = param === "id" ? (route.path.includes("/deliveries/{id}") ? "delivery" : "config") : param;
+        const name =
+          param === "id"
+            ? route.path.includes("/deliveries/{id}")
+              ? "delivery"
+              : route.path.startsWith("/v1/polling-endpoints/")
+                ? "polling"
+                : "config"
+            : param;
         const id = ids[name];
         if (!id) throw new Error(`${where}: no id for {${param}}; add one to this test`);
         return id;
       });
-      const headers = route.auth === "admin" ? { Authorization: `Bearer ${ADMIN_TOKEN}` } : client;
+      const headers =
+        route.auth === "admin"
+          ? { Authorization: `Bearer ${ADMIN_TOKEN}` }
+          : route.auth === "polling"
+            ? { Authorization: `Bearer ${polling.polling.token}` }
+            : client;
       const res = await call(path, { headers });
       const text = await res.text();
       expect(res.status, `${where}: ${text}`).toBe(200);

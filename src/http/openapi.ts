@@ -182,6 +182,7 @@ export const ERROR_RESPONSES: Record<number, string> = {
   404: "NotFound",
   405: "MethodNotAllowed",
   409: "Conflict",
+  410: "Gone",
   413: "PayloadTooLarge",
   415: "UnsupportedMediaType",
   422: "UnprocessableContent",
