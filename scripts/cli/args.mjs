@@ -90,6 +90,9 @@ export const OPTIONS = /** @type {const} */ ({
   "federated-issuer": { type: "string" },
   "federated-subject": { type: "string" },
   "access-token-strategy": { type: "string" },
+  // Issue 45: a configuration's signature scheme (webhooks create, rotate-secret) and how it delivers (create).
+  "signature-scheme": { type: "string" },
+  delivery: { type: "string" },
 });
 
 /**

@@ -2,8 +2,8 @@
  * The operator CLI's commands: one table, each entry one route of the operator API
  * (src/http/routes/admin.ts and the operator's mirror of the webhook routes) with its positional
  * arguments, flags, path, body and output columns, plus the commands that make several calls
- * or print their own way (webhooks show, webhooks create and rotate-secret with the signing
- * secret shown once, webhooks recoveries, event-types show, deliveries show, keys traffic, orgs
+ * or print their own way (webhooks show, webhooks create, rotate-secret and rotate-polling-token
+ * with the signing secret or polling token shown once, webhooks recoveries, event-types show, deliveries show, keys traffic, orgs
  * export). Trusted issuers (issue 44) and the credentials' federated_jwt, jwks_uri and access token
  * options are plain routes of the table. The event catalog, the webhook settings, recoveries and portal links and sessions go
  * to the operator's mirror of their /v1 routes (src/http/routes/webhooks.ts `operatorMirror`).
@@ -43,6 +43,29 @@ import {
 /** The flags of the receiver's token endpoint (issue 31), on webhooks create and update. */
 const RECEIVER_AUTH_FLAGS = ["auth-method", "scope", "resource", "audience", "assertion-audience", "dpop", "no-dpop"];
 const AUTH_METHODS = ["client_secret_post", "client_secret_basic", "private_key_jwt"];
+
+/** How a configuration's webhooks are signed (the API's SignatureScheme, issue 45): `--signature-scheme`. */
+export const SIGNATURE_SCHEMES = ["v1", "v1a"];
+
+/** How a configuration's events reach its receiver (the API's Delivery, issue 45): `webhooks create --delivery`. */
+export const DELIVERIES = ["push", "polling"];
+
+/**
+ * The flags of `webhooks create` a polling configuration has no use for: it has no URL, no
+ * receiver token endpoint, no pacing and no signature (the API refuses those fields for it).
+ */
+const PUSH_ONLY_FLAGS = [
+  "webhook-url",
+  "token-url",
+  "client-id",
+  "client-secret-stdin",
+  "client-secret-file",
+  "ordered",
+  "rate-limit",
+  "token-cache",
+  "signature-scheme",
+  ...RECEIVER_AUTH_FLAGS,
+];
 
 /** What `deliveries list --status` filters by (the API's DeliveryStatus, src/schemas/webhooks.ts). */
 export const DELIVERY_STATUSES = ["pending", "retrying", "delivered", "failed"];
@@ -184,7 +207,8 @@ export const AUDIT_COLUMNS = [
 export const WEBHOOK_COLUMNS = [
   { header: "ID", value: field("id") },
   { header: "DESCRIPTION", value: field("description") },
-  { header: "URL", value: field("url") },
+  // A polling configuration has no URL: its receiver reads its events (issue 45).
+  { header: "URL", value: (item) => (item.delivery === "polling" ? "(polling)" : item.url) },
   {
     header: "STATUS",
     value: (item) => (item.status === "active" && typeof item.pause_reason === "string" ? "active, paused" : item.status),
@@ -593,21 +617,27 @@ export const COMMANDS = [
     words: ["webhooks", "show"],
     args: ["org", "id"],
     flags: [],
-    summary: "show a webhook configuration with its health: the last 24 hours' attempts, success rate and latency",
+    summary:
+      "show a webhook configuration with its health: the last 24 hours' attempts, success rate and latency (a polling configuration: its backlog and last read)",
     run: async (client, a) => {
       const [config, traffic] = await Promise.all([
         send(client, { method: "GET", path: webhookPath(a) }),
         send(client, { method: "GET", path: `${webhookPath(a)}/traffic` }),
       ]);
       const last = isObject(traffic) && isObject(traffic.last_24h) ? traffic.last_24h : {};
+      const view = isObject(config) ? config : {};
+      const data = { ...view, last_24h: last };
+      // A polling configuration sends nothing: what tells how its receiver keeps up is what waits and when it last read.
+      if (isObject(view.polling)) {
+        const reading = { state: webhookState(view), backlog: view.polling.backlog, last_polled_at: view.polling.last_polled_at };
+        return { data, text: `${record(view)}\nReading\n${record(reading)}` };
+      }
       const health = {
         attempts: Number(last.succeeded ?? 0) + Number(last.failed ?? 0),
         failed: last.failed,
         success_rate: typeof last.success_rate === "number" ? `${Math.round(last.success_rate * 1000) / 10}%` : "-",
         latency_ms_avg: last.latency_ms_avg,
       };
-      const view = isObject(config) ? config : {};
-      const data = { ...view, last_24h: last };
       return { data, text: `${record(view)}\nLast 24 hours\n${record({ state: webhookState(view), ...health })}` };
     },
   },
@@ -626,10 +656,12 @@ export const COMMANDS = [
       "rate-limit",
       "token-cache",
       "operations",
+      "signature-scheme",
+      "delivery",
       ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
-      "create a webhook configuration: where events go and how keyway signs in to the receiver (signing_secret shown once); the receiver's client secret from stdin or a file (none with --auth-method private_key_jwt)",
+      "create a webhook configuration: where events go and how keyway signs in to the receiver (signing_secret shown once; with --signature-scheme v1a a public key, no secret); the receiver's client secret from stdin or a file (none with --auth-method private_key_jwt). --delivery polling: none of those flags, the receiver reads its events with a polling token (shown once)",
     required: ["webhook-url", "token-url", "client-id"],
     validate: (a, f) => void createWebhookCall(a, f),
     run: async (client, a, f) => shownOnce(await send(client, createWebhookCall(a, f)), f),
@@ -691,7 +723,7 @@ export const COMMANDS = [
       const view = isObject(config) ? config : {};
       const name = typeof view.description === "string" ? `“${clean(view.description)}” ` : "";
       throw new UsageError(
-        `webhooks delete stops every delivery to ${name}(${clean(String(view.id ?? a.id))}, ${clean(String(view.url ?? ""))}): its pending deliveries fail and it cannot be undone; to confirm, add --yes`,
+        `webhooks delete stops every delivery to ${name}(${clean(String(view.id ?? a.id))}, ${clean(String(view.url ?? (view.delivery === "polling" ? "polling" : "")))}): its pending deliveries fail and it cannot be undone; to confirm, add --yes`,
         "webhooks",
       );
     },
@@ -701,15 +733,39 @@ export const COMMANDS = [
   {
     words: ["webhooks", "rotate-secret"],
     args: ["org", "id"],
-    flags: [],
-    summary: "a new signing secret (shown once); the current one keeps signing beside it for 24 hours",
+    flags: ["signature-scheme"],
+    summary:
+      "a new signing key: a v1 secret (shown once) or a v1a public key; the current one keeps signing beside it for 24 hours. --signature-scheme changes the scheme (a rotation; default: the current one)",
+    validate: (a, f) => void rotateSecretCall(a, f),
     run: async (client, a, f) => {
-      const data = await send(client, { method: "POST", path: `${webhookPath(a)}/rotate-signing-secret` });
+      const data = await send(client, rotateSecretCall(a, f));
       const until = isObject(data) ? show(data.previous_secret_expires_at) : "-";
       return shownOnce(data, f, [
-        `Until ${until} each webhook carries a signature with the new secret and one with the previous one (and one with each secret rotated out earlier, until its own 24 hours end), so the receiver can switch in that time.`,
+        `Until ${until} each webhook carries a signature with the new key and one with the previous one (and one with each key rotated out earlier, until its own 24 hours end), whatever their schemes, so the receiver can switch in that time.`,
       ]);
     },
+  },
+  {
+    words: ["webhooks", "rotate-polling-token"],
+    args: ["org", "id"],
+    flags: [],
+    summary:
+      "a polling configuration: a new polling token (shown once, the receiver's read credential); the previous one stops reading at once",
+    run: async (client, a, f) =>
+      shownOnce(await send(client, { method: "POST", path: `${webhookPath(a)}/rotate-polling-token` }), f, [
+        "The previous polling token no longer reads (a read waiting with it has ended); the configuration keeps its events and the receiver's cursor.",
+      ]),
+  },
+  {
+    words: ["webhooks", "revoke-polling-token"],
+    args: ["org", "id"],
+    flags: [],
+    summary:
+      "a polling configuration: revoke its polling token, so no read succeeds (401) until `webhooks rotate-polling-token` makes a new one; its events are kept",
+    call: (a) => ({ method: "DELETE", path: `${webhookPath(a)}/polling-token` }),
+    notes: (_data, a) => [
+      `Revoked: no read succeeds (401) until \`webhooks rotate-polling-token ${show(a.org)} ${show(a.id)}\` makes a new token; the configuration keeps its events meanwhile.`,
+    ],
   },
   {
     words: ["webhooks", "rotate-assertion-key"],
@@ -1083,6 +1139,11 @@ export const COMMANDS = [
 export function webhookState(view) {
   if (view.status === "disabled") return `disabled: ${typeof view.disabled_reason === "string" ? view.disabled_reason : "no reason given"}`;
   if (view.status === "paused") return "paused: deliveries are held, and sent in publish order when it is resumed";
+  if (isObject(view.polling)) {
+    const { token_active: active, backlog, last_polled_at: last } = view.polling;
+    if (active === false) return "polling, token revoked: no read succeeds until `webhooks rotate-polling-token` makes a new token";
+    return `polling: ${show(backlog)} event(s) not read yet, last read ${typeof last === "string" ? show(last) : "never"}`;
+  }
   if (typeof view.pause_reason === "string") {
     return `paused${typeof view.paused_until === "string" ? ` until ${view.paused_until}` : ""}: ${view.pause_reason}`;
   }
@@ -1188,6 +1249,9 @@ function creditsBody(f) {
  * @returns {import("./common.mjs").Call}
  */
 export function createWebhookCall(a, f) {
+  const delivery = oneOf(f, "delivery", DELIVERIES);
+  if (delivery === "polling") return pollingWebhookCall(a, f);
+  const scheme = oneOf(f, "signature-scheme", SIGNATURE_SCHEMES);
   /** @type {string[]} */
   const missing = [];
   const url = flagText(f["webhook-url"]);
@@ -1202,11 +1266,16 @@ export function createWebhookCall(a, f) {
   if (secret === undefined && auth.auth_method !== "private_key_jwt") {
     missing.push("--client-secret-stdin or --client-secret-file FILE (or --auth-method private_key_jwt)");
   }
-  if (missing.length > 0) throw new UsageError(`webhooks create: give ${missing.join("; ")}`, "webhooks");
+  if (missing.length > 0) {
+    // Nothing of where to send: perhaps a receiver that cannot take inbound HTTP, which polling is for.
+    const polling = url === undefined ? "; or --delivery polling, which takes none of them" : "";
+    throw new UsageError(`webhooks create: give ${missing.join("; ")}${polling}`, "webhooks");
+  }
   return {
     method: "POST",
     path: webhooksPath(a),
     body: defined({
+      delivery,
       url,
       oauth: defined({ token_url: tokenUrl, client_id: clientId, client_secret: secret, ...auth }),
       events: eventList(f.events, false),
@@ -1215,14 +1284,59 @@ export function createWebhookCall(a, f) {
       ordered: f.ordered === true ? true : undefined,
       token_cache: f["token-cache"] === true ? true : undefined,
       operations: f.operations === true ? true : undefined,
+      signature_scheme: scheme,
     }),
   };
 }
 
 /**
- * A configuration's answer with its new signing secret: the record, then the secret apart with
- * the warning that this is the only time it is shown (keyway keeps it encrypted, to sign with; it
- * never returns it). With --json, stdout stays the JSON and the warning goes to stderr.
+ * `webhooks create --delivery polling` (issue 45): no URL, no receiver token endpoint, no pacing,
+ * no signature; a flag of those is refused before anything is sent (and before a client secret
+ * is read). The answer has the polling URL and its token, shown once.
+ * @param {Record<string, string>} a
+ * @param {Flags} f
+ * @returns {import("./common.mjs").Call}
+ */
+function pollingWebhookCall(a, f) {
+  const given = PUSH_ONLY_FLAGS.filter((flag) => f[flag] !== undefined);
+  if (given.length > 0) {
+    throw new UsageError(
+      `webhooks create --delivery polling takes no ${given.map((flag) => `--${flag}`).join(", ")}: a polling configuration has no URL, receiver token endpoint, pacing or signature (its receiver reads its events with the polling token)`,
+      "webhooks",
+    );
+  }
+  return {
+    method: "POST",
+    path: webhooksPath(a),
+    body: defined({
+      delivery: "polling",
+      events: eventList(f.events, false),
+      description: flagText(f.description),
+      operations: f.operations === true ? true : undefined,
+    }),
+  };
+}
+
+/**
+ * `webhooks rotate-secret`: POST .../rotate-signing-secret, with `{signature_scheme}` when
+ * --signature-scheme is given (changing the scheme is a rotation), else no body.
+ * @param {Record<string, string>} a
+ * @param {Flags} f
+ * @returns {import("./common.mjs").Call}
+ */
+export function rotateSecretCall(a, f) {
+  const scheme = oneOf(f, "signature-scheme", SIGNATURE_SCHEMES);
+  const path = `${webhookPath(a)}/rotate-signing-secret`;
+  return scheme === undefined ? { method: "POST", path } : { method: "POST", path, body: { signature_scheme: scheme } };
+}
+
+/**
+ * A configuration's answer with what it shows only once, apart below the record: a v1 signing
+ * secret (keyway keeps it encrypted, to sign with, and never returns it) or a polling
+ * configuration's `polling.token` (keyway keeps only its hash), each with the warning that this
+ * is the only time it is shown. A v1a configuration has no secret (`signing_secret: null`): its
+ * `signing_public_key` is printed apart instead, said to be public. With --json, stdout stays
+ * the JSON and the warnings go to stderr.
  * @param {unknown} data
  * @param {Flags} f
  * @param {string[]} [notes]
@@ -1230,13 +1344,42 @@ export function createWebhookCall(a, f) {
  */
 export function shownOnce(data, f, notes = []) {
   const view = isObject(data) ? data : {};
+  const json = f.json === true;
+  const where = (/** @type {string} */ name) => (json ? `(data.${name})` : "above");
   const { signing_secret: secret, ...rest } = view;
-  const warning = `The signing_secret ${f.json === true ? "(data.signing_secret)" : "above"} is shown only now: keyway keeps it encrypted to sign with and never shows it again (\`webhooks rotate-secret\` makes a new one). Give it to the receiver, which verifies each webhook's signature with it.`;
-  if (f.json === true) {
-    for (const line of [warning, ...notes]) process.stderr.write(`${line}\n`);
+  /** @type {Item} */
+  let shown = rest;
+  /** @type {Item} */
+  const apart = {};
+  /** @type {string[]} */
+  const warnings = [];
+  if (typeof secret === "string") {
+    apart.signing_secret = secret;
+    warnings.push(
+      `The signing_secret ${where("signing_secret")} is shown only now: keyway keeps it encrypted to sign with and never shows it again (\`webhooks rotate-secret\` makes a new one). Give it to the receiver, which verifies each webhook's signature with it.`,
+    );
+  } else if (typeof view.signing_public_key === "string") {
+    const { signing_public_key: publicKey, ...others } = shown;
+    shown = others;
+    apart.signing_public_key = publicKey;
+    warnings.push(
+      `signature_scheme v1a: keyway signs each webhook with Ed25519 and keeps the private key sealed; the signing_public_key ${where("signing_public_key")} verifies the signatures. It is public, not a secret: give it to the receiver (it cannot sign), and \`webhooks show\` prints it again.`,
+    );
+  }
+  if (isObject(view.polling) && typeof view.polling.token === "string") {
+    const { token, ...polling } = view.polling;
+    shown = { ...shown, polling };
+    apart["polling.token"] = token;
+    warnings.push(
+      `The polling.token ${where("polling.token")} is shown only now: keyway keeps only its hash and never shows it again (\`webhooks rotate-polling-token\` makes a new one, ending this one). Give it to the receiver, which reads its events at polling.url with \`Authorization: Bearer <token>\`.`,
+    );
+  }
+  if (json) {
+    for (const line of [...warnings, ...notes]) process.stderr.write(`${line}\n`);
     return { data };
   }
-  return { data, text: `${record(rest)}\n${record({ signing_secret: secret })}${warning}\n${notes.map((n) => `${n}\n`).join("")}` };
+  const below = Object.keys(apart).length > 0 ? `\n${record(apart)}` : "\n";
+  return { data, text: `${record(shown)}${below}${[...warnings, ...notes].map((n) => `${n}\n`).join("")}` };
 }
 
 /**

@@ -3,7 +3,16 @@
  * command, one group's, or one command's synopsis with what its flags mean, then the environment
  * and exit status.
  */
-import { ASSERTION_REUSE, COMMANDS, CREDENTIAL_METHODS, DELIVERY_STATUSES, LOCATION_HINTS, TOKEN_STRATEGIES } from "./commands.mjs";
+import {
+  ASSERTION_REUSE,
+  COMMANDS,
+  CREDENTIAL_METHODS,
+  DELIVERIES,
+  DELIVERY_STATUSES,
+  LOCATION_HINTS,
+  SIGNATURE_SCHEMES,
+  TOKEN_STRATEGIES,
+} from "./commands.mjs";
 import { AUDIT_DEFAULT_LIMIT } from "./common.mjs";
 /** @typedef {import("./common.mjs").Flags} Flags */
 /** @typedef {import("./http.mjs").Client} Client */
@@ -101,6 +110,14 @@ export const GROUPS = {
       "--audience A           sent as audience in the token request; update: `none` sends none",
       "--assertion-audience U private_key_jwt: the assertion's aud (default the token URL); update: `none` for the default",
       "--dpop, --no-dpop      ask for DPoP-bound tokens and send webhooks with DPoP proofs (RFC 9449), or stop",
+      `--signature-scheme S   create, rotate-secret: ${SIGNATURE_SCHEMES.join(" or ")}. v1 (the default): HMAC-SHA256 with a whsec_`,
+      "                       secret, shown once; v1a: Ed25519, keyway keeps the private key and shows the public key",
+      "                       (signing_public_key, whpk_...), which is not a secret. rotate-secret: default the current",
+      "                       scheme; another one is a rotation, both keys signing for 24 hours",
+      `--delivery D           create: ${DELIVERIES.join(" or ")}. push (the default): keyway sends each event to --webhook-url;`,
+      "                       polling: no --webhook-url, --token-url, --client-id, client secret, pacing or signature;",
+      "                       the receiver reads its events at polling.url with the polling.token shown once",
+      "                       (`GET /v1/polling-endpoints/{id}/events`, `Authorization: Bearer kw_poll_...`)",
       "--yes                  webhooks delete, end-portal-session: confirms it (without it, nothing is sent but a look-up)",
       "--since TIME           webhooks recover: the window's start, with its zone, e.g. 2026-06-01T09:00:00Z (UTC)",
       "--until TIME           webhooks recover: the window's end (default: now)",
@@ -168,7 +185,10 @@ Exit status
 Secrets (api_key, client_secret, token) are printed only by the command that creates them (and a
 key's new api_key by \`keys rotate\`): keyway keeps only their hashes and never shows them again.
 A webhook configuration's signing_secret is printed by \`webhooks create\` and \`webhooks
-rotate-secret\` only: keyway keeps it encrypted, to sign with. Lists and gets never include them.
+rotate-secret\` only: keyway keeps it encrypted, to sign with (a v1a configuration has none: its
+signing_public_key is public, and every view shows it). A polling configuration's polling.token
+is printed by \`webhooks create\` and \`webhooks rotate-polling-token\` only: keyway keeps its
+hash. Lists and gets never include them.
 Secrets given to keyway (a receiver's client secret) are read from stdin or a file, never argv.
 `;
 
@@ -256,6 +276,8 @@ export function commandRows(group) {
         "federated-issuer": "URL",
         "federated-subject": "SUB",
         "access-token-strategy": "S",
+        "signature-scheme": "v1|v1a",
+        delivery: "push|polling",
       };
       const metavar = metavars[flag] ?? "N";
       return command.required?.includes(flag) ? `--${flag} ${metavar}` : `[--${flag} ${metavar}]`;

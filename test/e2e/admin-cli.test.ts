@@ -764,6 +764,78 @@ describe("operator CLI", () => {
     }
   });
 
+  it("signs with Ed25519 and switches scheme by rotation, and keeps a polling configuration's token: created, read with, rotated, revoked (issue 45)", async () => {
+    const receiver = await startReceiver();
+    try {
+      const orgId = value((await admin("orgs", "create", "Polling Corp")).stdout, "id");
+      const where = ["--webhook-url", `${receiver.url}/hook`, "--token-url", `${receiver.url}/token`, "--client-id", "keyway"];
+
+      // v1a: no secret to show; the public key apart, said to be public. Rotating to v1 makes a secret, shown once.
+      const v1a = await cli(
+        ["webhooks", "create", orgId, ...where, "--client-secret-stdin", "--signature-scheme", "v1a"],
+        env,
+        ROOT,
+        "receiver-secret\n",
+      );
+      expect(v1a.code, v1a.stderr).toBe(0);
+      const pushId = value(v1a.stdout, "id");
+      expect(value(v1a.stdout, "signature_scheme")).toBe("v1a");
+      const publicKey = value(v1a.stdout, "signing_public_key");
+      expect(publicKey).toMatch(/^whpk_/);
+      expect(v1a.stdout).not.toMatch(/^signing_secret /m);
+      expect(v1a.stdout).toMatch(/It is public, not a secret/);
+      expect(value((await admin("webhooks", "show", orgId, pushId)).stdout, "signing_public_key")).toBe(publicKey);
+      const toV1 = await admin("webhooks", "rotate-secret", orgId, pushId, "--signature-scheme", "v1");
+      expect(toV1.code, toV1.stderr).toBe(0);
+      expect(value(toV1.stdout, "signing_secret")).toMatch(/^whsec_/);
+      expect(value(toV1.stdout, "signature_scheme")).toBe("v1");
+      expect(toV1.stdout).toMatch(/signing_secret above is shown only now/);
+
+      // Polling: none of the push flags; the token shown once, apart, and it reads the events.
+      const created = await admin("webhooks", "create", orgId, "--delivery", "polling", "--description", "Warehouse");
+      expect(created.code, created.stderr).toBe(0);
+      const id = value(created.stdout, "id");
+      expect(value(created.stdout, "url")).toBe("-");
+      expect(value(created.stdout, "oauth")).toBe("-");
+      const pollingUrl = value(created.stdout, "polling.url");
+      expect(pollingUrl).toBe(`${keyway.baseUrl}/v1/polling-endpoints/${id}/events`);
+      const first = value(created.stdout, "polling.token");
+      expect(first).toMatch(/^kw_poll_/);
+      expect(created.stdout).toMatch(/polling\.token above is shown only now/);
+      const read = (token: string) => fetch(pollingUrl, { headers: { Authorization: `Bearer ${token}` } });
+      const page = await read(first);
+      expect(page.status).toBe(200);
+      expect(((await page.json()) as { data: { events: unknown[] } }).data.events).toEqual([]);
+      const list = await admin("webhooks", "list", orgId);
+      expect(list.stdout).toMatch(new RegExp(`\n${id} +Warehouse +\\(polling\\) +active`));
+      const shown = await admin("webhooks", "show", orgId, id);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).not.toContain(first);
+      expect(value(shown.stdout, "state")).toMatch(/^polling: \d+ event\(s\) not read yet, last read \d{4}-/);
+
+      const rotated = await admin("webhooks", "rotate-polling-token", orgId, id);
+      expect(rotated.code, rotated.stderr).toBe(0);
+      const second = value(rotated.stdout, "polling.token");
+      expect(second).toMatch(/^kw_poll_/);
+      expect(second).not.toBe(first);
+      expect((await read(first)).status).toBe(401);
+      expect((await read(second)).status).toBe(200);
+
+      const revoked = await admin("webhooks", "revoke-polling-token", orgId, id);
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(value(revoked.stdout, "polling.token_active")).toBe("false");
+      expect(revoked.stdout).not.toContain(second);
+      expect((await read(second)).status).toBe(401);
+      expect(value((await admin("webhooks", "show", orgId, id)).stdout, "state")).toMatch(/^polling, token revoked/);
+      // A push configuration has no polling token: keyway's 409, exit 1.
+      const push = await admin("webhooks", "rotate-polling-token", orgId, pushId);
+      expect(push.code).toBe(1);
+      expect(push.stderr).toMatch(/HTTP 409/);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("sets the receiver's token endpoint (method, scope, resources, audience, DPoP), tests the connection in words and rotates the assertion key", async () => {
     const receiver = await startReceiver();
     try {
