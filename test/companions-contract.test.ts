@@ -211,6 +211,67 @@ describe("the GraphQL engine of this release serves the API Worker of the releas
     ]);
   });
 
+  it("against an API Worker from before issue 45, answers its views without the new fields and fails only what needs the new methods", async () => {
+    // That backend's views have no delivery, signature_scheme, signing_public_key or polling, its
+    // creation no pollingToken, and it lacks rotateSigningKey, rotatePollingToken and revokePollingToken.
+    const calls = documents.flatMap((d) => d.calls);
+    const view = calls.find((c) => c.method === "getWebhookConfiguration")?.outcome;
+    const read = await run(
+      callWith("query($id: ID!) { webhookConfiguration(id: $id) { id url delivery signatureScheme signingPublicKey polling { url } } }", {
+        id: "whk_1",
+      }),
+      backendOf({ getWebhookConfiguration: view }),
+    );
+    expect((read.body as { errors?: unknown }).errors).toBeUndefined();
+    expect((read.body as { data: { webhookConfiguration: Record<string, unknown> } }).data.webhookConfiguration).toMatchObject({
+      url: "https://receiver.example/webhooks",
+      delivery: null,
+      signatureScheme: null,
+      signingPublicKey: null,
+      polling: null,
+    });
+    const created = calls.find((c) => c.method === "createWebhookConfiguration")?.outcome;
+    const create = await run(
+      callWith(
+        "mutation($input: CreateWebhookConfigurationInput!) { createWebhookConfiguration(input: $input) { signingSecret pollingToken } }",
+        {
+          input: { url: "https://receiver.example/webhooks", oauth: { tokenUrl: "https://receiver.example/oauth/token", clientId: "kw" } },
+        },
+      ),
+      backendOf({ createWebhookConfiguration: created }),
+    );
+    expect(create.body).toEqual({
+      data: { createWebhookConfiguration: { signingSecret: expect.stringMatching(/^whsec_/), pollingToken: null } },
+    });
+    // A rotation without a scheme is the method every backend has; with one, the new method, which fails alone and rotates nothing.
+    const rotated = calls.find((c) => c.method === "rotateSigningSecret")?.outcome;
+    const asked: { method: string; args: unknown[] }[] = [];
+    const old = () => backendOf({ rotateSigningSecret: rotated }, asked);
+    const plain = await run(callWith('mutation { rotateSigningSecret(id: "whk_1") { signingSecret } }', {}), old());
+    expect((plain.body as { errors?: unknown }).errors).toBeUndefined();
+    const withScheme = await run(
+      callWith('mutation { rotateSigningSecret(id: "whk_1", signatureScheme: "v1a") { signingSecret } }', {}),
+      old(),
+    );
+    // The payload is non-null, as it always was: its error nulls the answer's data.
+    expect(withScheme.body).toMatchObject({
+      data: null,
+      errors: [{ path: ["rotateSigningSecret"], extensions: { code: "server_error" } }],
+    });
+    const polling = await run(
+      callWith('mutation { rotatePollingToken(id: "whk_1") { token } revokePollingToken(id: "whk_1") { id } }', {}),
+      old(),
+    );
+    expect(polling.status).toBe(200);
+    const body = polling.body as { data: Record<string, unknown>; errors: { path: string[]; extensions: unknown }[] };
+    expect(body.data).toEqual({ rotatePollingToken: null, revokePollingToken: null });
+    expect(body.errors.map((e) => [e.path, e.extensions]).sort()).toEqual([
+      [["revokePollingToken"], { code: "server_error", status: 500 }],
+      [["rotatePollingToken"], { code: "server_error", status: 500 }],
+    ]);
+    expect(asked).toEqual([{ method: "rotateSigningSecret", args: ["whk_1"] }]);
+  });
+
   it.each(documents.map((d) => [d.calls.map((c) => c.method).join(", "), d] as const))(
     "still makes the recorded backend calls (%s) with every recorded argument",
     async (_methods, doc) => {

@@ -43,6 +43,7 @@ import {
   DeliveryAttempt,
   DeliveryView,
   PublishedEventView,
+  RotateSigningSecretInput,
   UpdateWebhookConfigurationInput,
   WebhookConfigurationView,
 } from "../src/schemas/webhooks";
@@ -137,6 +138,8 @@ const ADDED_TO_A_VIEW = new Set([
   "WebhookConfiguration.oauth.authMethod",
   "WebhookConfiguration.oauth.dpop",
   "WebhookConfiguration.operations",
+  // Issue 45's delivery; its other fields (signatureScheme, signingPublicKey, polling) are nullable in the view too.
+  "WebhookConfiguration.delivery",
   "Viewer.token.format",
 ]);
 
@@ -200,6 +203,10 @@ describe("the GraphQL schema matches the REST views", () => {
     expect(compareArguments(mutation, input as z.ZodObject, ["webhookConfigurationId"])).toEqual([]);
   });
 
+  it("rotateSigningSecret's arguments, with the configuration's id of REST's path, against REST's optional body", () => {
+    expect(compareArguments("rotateSigningSecret", RotateSigningSecretInput, ["id"])).toEqual([]);
+  });
+
   it("Viewer, with rateLimit resolved from the rate limiter on demand", () => {
     expect(compare("Viewer", MeView, ["rateLimit"])).toEqual([]);
   });
@@ -210,9 +217,10 @@ describe("the GraphQL schema matches the REST views", () => {
       "WebhookConfiguration.description: in GraphQL, not in the view",
       "WebhookConfiguration.retries: in the view, not in GraphQL",
     ]);
-    const nullability = WebhookConfigurationView.extend({ url: z.string().nullable() });
+    const nullability = WebhookConfigurationView.extend({ status: z.string().nullable(), url: z.string() });
     expect(compare("WebhookConfiguration", nullability)).toEqual([
-      "WebhookConfiguration.url: nullable is true in the view, false in GraphQL",
+      "WebhookConfiguration.url: nullable is false in the view, true in GraphQL",
+      "WebhookConfiguration.status: nullable is true in the view, false in GraphQL",
     ]);
   });
 });

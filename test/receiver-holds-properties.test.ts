@@ -41,8 +41,14 @@ import { api, configInput, webhooksOf } from "./webhook-helpers";
 const knobs = env as unknown as Record<string, string | undefined>;
 const RUNS = Number(knobs.KEYWAY_PROPERTY_RUNS || 0);
 const runs = (fallback: number) => (RUNS > 0 ? RUNS : fallback);
-const NOON = Date.UTC(2026, 10, 27, 12);
 const DAY = 24 * 3600 * 1000;
+/**
+ * The models' clocks start at the next noon UTC, a day or more ahead of the real clock: the objects
+ * mix the given time with their own (retention, alarms), and a start fixed in the calendar passed
+ * into the real past on 2026-11-28, after which the signing-secret property timed out (its
+ * rotations dated a day before the real clock).
+ */
+const NOON = Math.ceil(Date.now() / DAY) * DAY + DAY + 12 * 3600 * 1000;
 
 describe("the portal's meter (property 1)", () => {
   const ACTIONS: PortalAction[] = ["connection_test", "test_event", "resend", "recover"];

@@ -73,10 +73,18 @@ export interface PageArgs {
 export interface GraphQLBackend {
   listWebhookConfigurations(page: PageArgs): Promise<Outcome<Page<WebhookConfigurationView>>>;
   getWebhookConfiguration(id: string): Promise<Outcome<WebhookConfigurationView>>;
-  createWebhookConfiguration(input: unknown): Promise<Outcome<{ config: WebhookConfigurationView; signingSecret: string }>>;
+  /**
+   * `signingSecret` is null for a `v1a` or a polling configuration, and `pollingToken` is a polling
+   * configuration's read token (issue 45): an API Worker before issue 45 sends no `pollingToken`,
+   * and always a secret, since it makes only `v1` push configurations.
+   */
+  createWebhookConfiguration(
+    input: unknown,
+  ): Promise<Outcome<{ config: WebhookConfigurationView; signingSecret: string | null; pollingToken?: string | null }>>;
   updateWebhookConfiguration(id: string, input: unknown): Promise<Outcome<WebhookConfigurationView>>;
   deleteWebhookConfiguration(id: string): Promise<Outcome<WebhookConfigurationView>>;
-  rotateSigningSecret(id: string): Promise<Outcome<{ config: WebhookConfigurationView; signingSecret: string; previousExpiresAt: string }>>;
+  /** In the configuration's current scheme; `signingSecret` is null when that is `v1a` (issue 45). */
+  rotateSigningSecret(id: string): Promise<Outcome<RotatedSigningKey>>;
   listDeliveries(configurationId: string, page: PageArgs): Promise<Outcome<Page<DeliveryRecord>>>;
   getDelivery(id: string): Promise<Outcome<DeliveryRecord>>;
   /** `idempotencyKey` as the caller gave it: the backend checks it as REST checks the header. */
@@ -107,4 +115,23 @@ export interface GraphQLBackend {
   // Issue 31: methods an API Worker of the release before lacks (the same rule 4).
   rotateAssertionKey(): Promise<Outcome<output<typeof AssertionKeyRotationView>>>;
   testWebhookConnection(configurationId: string): Promise<Outcome<ConnectionTestView>>;
+
+  // Issue 45: methods an API Worker of the release before lacks (the same rule 4).
+  /**
+   * A rotation to the scheme `input` names: REST's body of POST .../rotate-signing-secret,
+   * `{ signature_scheme? }`. A method of its own rather than an argument added to
+   * rotateSigningSecret: an API Worker before issue 45 would ignore that argument and rotate in the
+   * current scheme, where lacking this method it fails the field and changes nothing.
+   */
+  rotateSigningKey(id: string, input: unknown): Promise<Outcome<RotatedSigningKey>>;
+  /** A polling configuration's new read token (shown once); conflict for a push configuration. */
+  rotatePollingToken(id: string): Promise<Outcome<{ config: WebhookConfigurationView; token: string }>>;
+  revokePollingToken(id: string): Promise<Outcome<WebhookConfigurationView>>;
+}
+
+/** A signing key rotation's answer: the new `v1` secret (null for `v1a`, whose public key is in the view). */
+export interface RotatedSigningKey {
+  config: WebhookConfigurationView;
+  signingSecret: string | null;
+  previousExpiresAt: string;
 }

@@ -97,7 +97,12 @@ export const rootValue = {
   createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     // On create, an explicit null is the same as leaving a field out.
     const created = unwrapOutcome(await ctx.backend.createWebhookConfiguration(withoutNulls(renameKeys(args.input, toSnake))));
-    return { webhookConfiguration: camelize(created.config), signingSecret: created.signingSecret };
+    // pollingToken: a polling configuration's read token (issue 45), shown only here; an API Worker before it sends none.
+    return {
+      webhookConfiguration: camelize(created.config),
+      signingSecret: created.signingSecret,
+      pollingToken: created.pollingToken ?? null,
+    };
   },
 
   updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
@@ -107,13 +112,27 @@ export const rootValue = {
     camelize(unwrapOutcome(await ctx.backend.deleteWebhookConfiguration(id(args)))),
 
   rotateSigningSecret: async (args: Args, ctx: GraphQLContext) => {
-    const rotated = unwrapOutcome(await ctx.backend.rotateSigningSecret(id(args)));
+    // A new scheme goes to the method of issue 45, which an API Worker before it lacks (the field
+    // then fails and nothing rotates); without one, the method every API Worker has.
+    const rotated = unwrapOutcome(
+      await (args.signatureScheme == null
+        ? ctx.backend.rotateSigningSecret(id(args))
+        : ctx.backend.rotateSigningKey(id(args), { signature_scheme: args.signatureScheme })),
+    );
     return {
       webhookConfiguration: camelize(rotated.config),
       signingSecret: rotated.signingSecret,
       previousSecretExpiresAt: rotated.previousExpiresAt,
     };
   },
+
+  // Polling configurations' read token (issue 45).
+  rotatePollingToken: async (args: Args, ctx: GraphQLContext) => {
+    const rotated = unwrapOutcome(await ctx.backend.rotatePollingToken(id(args)));
+    return { webhookConfiguration: camelize(rotated.config), token: rotated.token };
+  },
+
+  revokePollingToken: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.revokePollingToken(id(args)))),
 
   publishEvent: async (args: Args, ctx: GraphQLContext) => {
     // `data` is the caller's JSON, passed through untouched (no key renaming); as plain JSON,

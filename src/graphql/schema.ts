@@ -33,11 +33,19 @@ type Query {
 }
 
 type Mutation {
-  """The "Create webhook configuration" operation (spec 2.5). signingSecret is shown only here."""
+  """
+  The "Create webhook configuration" operation (spec 2.5). signingSecret (v1) and pollingToken
+  (delivery: "polling") are shown only here.
+  """
   createWebhookConfiguration(input: CreateWebhookConfigurationInput!): CreateWebhookConfigurationPayload!
   updateWebhookConfiguration(id: ID!, input: UpdateWebhookConfigurationInput!): WebhookConfiguration!
   deleteWebhookConfiguration(id: ID!): WebhookConfiguration!
-  rotateSigningSecret(id: ID!): RotateSigningSecretPayload!
+  """
+  A new signing key; the previous one keeps signing until previousSecretExpiresAt. signatureScheme
+  (v1 or v1a; default the current one) changes the scheme: that is a rotation too, and the receiver
+  gets both signatures meanwhile. 409 for a polling configuration.
+  """
+  rotateSigningSecret(id: ID!, signatureScheme: String): RotateSigningSecretPayload!
   """
   Publishes to every matching configuration. With an idempotencyKey seen in the last 24 hours
   the original event is answered (replayed: true) and no deliveries are created.
@@ -77,6 +85,14 @@ type Mutation {
   what happened in keyway's words. Nothing of the token, and no free text of the receiver's.
   """
   testWebhookConnection(id: ID!): ConnectionTest
+  # Issue 45, nullable for the same reason as those of issue 30.
+  """
+  A polling configuration's new read token, shown only here; the previous one stops reading at
+  once. 409 for a push configuration.
+  """
+  rotatePollingToken(id: ID!): RotatePollingTokenPayload
+  """No read succeeds (401) until a token is rotated in (polling.tokenActive false). 409 for a push configuration."""
+  revokePollingToken(id: ID!): WebhookConfiguration
 }
 
 type Viewer {
@@ -198,11 +214,18 @@ type ConnectionTest {
 type WebhookConfiguration {
   id: ID!
   organizationId: ID!
-  url: String!
+  """
+  push (keyway sends each event to url) or polling (the receiver reads them at polling.url; issue 45).
+  Never null from an API Worker of issue 45 or later; nullable for the companions' contract.
+  """
+  delivery: String
+  """Where keyway sends the webhooks; null for a polling configuration."""
+  url: String
   """Event types delivered; null means every type."""
   events: [String!]
   description: String
-  oauth: OAuthTarget!
+  """How keyway gets the receiver's token; null for a polling configuration."""
+  oauth: OAuthTarget
   tokenCache: Boolean!
   """Its events are delivered one at a time, in publish order."""
   ordered: Boolean!
@@ -225,20 +248,51 @@ type WebhookConfiguration {
   """Since when every delivery attempt has failed; null while deliveries succeed."""
   failingSince: DateTime
   lastDeliveredAt: DateTime
+  """
+  How its webhooks are signed now (the newest key's scheme): v1 (HMAC-SHA256, a shared whsec_
+  secret) or v1a (Ed25519, verified with signingPublicKey); null for a polling configuration.
+  """
+  signatureScheme: String
+  """v1a: the newest key's public key (whpk_...), which verifies the v1a signatures; null otherwise."""
+  signingPublicKey: String
   signingSecretRotatedAt: DateTime!
+  """A polling configuration's reading (issue 45); null for push."""
+  polling: PollingState
   createdAt: DateTime!
   updatedAt: DateTime!
 }
 
+"""Where and how a polling configuration's receiver reads its events."""
+type PollingState {
+  """GET it with Authorization: Bearer and the configuration's polling token."""
+  url: String!
+  """Whether a polling token can read (false once revoked, until one is rotated in)."""
+  tokenActive: Boolean!
+  """Events after the last cursor the receiver presented; counted up to 10,000."""
+  backlog: Int!
+  """When the receiver last read; null before its first read."""
+  lastPolledAt: DateTime
+}
+
 type CreateWebhookConfigurationPayload {
   webhookConfiguration: WebhookConfiguration!
-  signingSecret: String!
+  """v1: the whsec_ secret, shown only here; null for v1a (see signingPublicKey) and polling configurations."""
+  signingSecret: String
+  """delivery: "polling": the configuration's read token (kw_poll_...), shown only here; null otherwise."""
+  pollingToken: String
 }
 
 type RotateSigningSecretPayload {
   webhookConfiguration: WebhookConfiguration!
-  signingSecret: String!
+  """v1: the new whsec_ secret, shown only here; null for v1a (see webhookConfiguration.signingPublicKey)."""
+  signingSecret: String
   previousSecretExpiresAt: DateTime!
+}
+
+type RotatePollingTokenPayload {
+  webhookConfiguration: WebhookConfiguration!
+  """The new read token (kw_poll_...), shown only here."""
+  token: String!
 }
 
 type PageInfo {
@@ -442,15 +496,21 @@ input OAuthCredentialsPatch {
 }
 
 input CreateWebhookConfigurationInput {
-  url: String!
+  """push (the default) or polling: no url, oauth, tokenCache, ordered, rateLimit or signatureScheme then."""
+  delivery: String
+  """Required unless delivery is polling."""
+  url: String
   events: [String!]
   description: String
-  oauth: OAuthCredentialsInput!
+  """Required unless delivery is polling."""
+  oauth: OAuthCredentialsInput
   tokenCache: Boolean
   ordered: Boolean
   rateLimit: Int
   """The organization's operations configuration (receives operational events); default false."""
   operations: Boolean
+  """v1 (the default): HMAC-SHA256 with a whsec_ secret; v1a: Ed25519, verified with signingPublicKey."""
+  signatureScheme: String
 }
 
 input UpdateWebhookConfigurationInput {

@@ -26,7 +26,12 @@ import {
   UpdateWebhookSettingsInput,
 } from "../schemas/receivers";
 import { parseInput } from "../schemas/validate";
-import { CreateWebhookConfigurationInput, PublishEventInput, UpdateWebhookConfigurationInput } from "../schemas/webhooks";
+import {
+  CreateWebhookConfigurationInput,
+  PublishEventInput,
+  RotateSigningSecretInput,
+  UpdateWebhookConfigurationInput,
+} from "../schemas/webhooks";
 import {
   createWebhookConfiguration,
   deleteWebhookConfiguration,
@@ -47,6 +52,7 @@ import {
   updateEventType,
   updateWebhookSettings,
 } from "../webhooks/event-types";
+import { revokePollingToken, rotatePollingToken } from "../webhooks/polling";
 import { createPortalLink, endPortalSession, listPortalSessions } from "../webhooks/portal";
 import { rotateAssertionKey } from "../webhooks/receiver-keys";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../webhooks/recovery";
@@ -107,8 +113,8 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("createWebhookConfiguration", async () => {
       this.need("graphql:mutate", "webhooks:write");
       const parsed = parseInput(CreateWebhookConfigurationInput, input);
-      const { config, signingSecret } = await createWebhookConfiguration(this.deps, this.orgId, parsed, this.actor);
-      return { config: webhookConfigurationView(config, this.origin()), signingSecret };
+      const { config, signingSecret, pollingToken } = await createWebhookConfiguration(this.deps, this.orgId, parsed, this.actor);
+      return { config: webhookConfigurationView(config, this.origin()), signingSecret, pollingToken };
     });
   }
 
@@ -128,11 +134,7 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
   }
 
   rotateSigningSecret(id: string) {
-    return outcomeOf("rotateSigningSecret", async () => {
-      this.need("graphql:mutate", "webhooks:write");
-      const { config, signingSecret, previousExpiresAt } = await rotateSigningSecret(this.deps, this.orgId, id, this.actor);
-      return { config: webhookConfigurationView(config, this.origin()), signingSecret, previousExpiresAt };
-    });
+    return this.rotateSigningKey(id, undefined);
   }
 
   listDeliveries(configurationId: string, page: PageArgs) {
@@ -281,6 +283,38 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     return outcomeOf("testWebhookConnection", () => {
       this.need("graphql:mutate", "webhooks:write");
       return testConnection(this.deps, this.orgId, configurationId, this.actor);
+    });
+  }
+
+  // Issue 45: the routes of http/routes/webhooks.ts (rotate-signing-secret with a body, rotate-polling-token, polling-token).
+
+  /** rotateSigningSecret with REST's optional body; without one (rotateSigningSecret), in the current scheme. */
+  rotateSigningKey(id: string, input: unknown) {
+    return outcomeOf("rotateSigningSecret", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      // REST's body is optional: none is the same as {}. GraphQL takes it as the field's arguments.
+      const { signature_scheme } = parseInput(RotateSigningSecretInput, input ?? {}, "arguments");
+      const rotated = await rotateSigningSecret(this.deps, this.orgId, id, this.actor, signature_scheme);
+      return {
+        config: webhookConfigurationView(rotated.config, this.origin()),
+        signingSecret: rotated.signingSecret,
+        previousExpiresAt: rotated.previousExpiresAt,
+      };
+    });
+  }
+
+  rotatePollingToken(id: string) {
+    return outcomeOf("rotatePollingToken", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      const { config, token } = await rotatePollingToken(this.deps, this.orgId, id, this.actor);
+      return { config: webhookConfigurationView(config, this.origin()), token };
+    });
+  }
+
+  revokePollingToken(id: string) {
+    return outcomeOf("revokePollingToken", async () => {
+      this.need("graphql:mutate", "webhooks:write");
+      return webhookConfigurationView(await revokePollingToken(this.deps, this.orgId, id, this.actor), this.origin());
     });
   }
 }
