@@ -73,6 +73,8 @@ interface Org {
   session: string;
   /** A trusted issuer of the organization's. */
   issuer: string;
+  /** A polling configuration of the organization's (issue 45: its token's pages). */
+  polling: string;
 }
 
 /** A workload identity issuer the organizations trust (its metadata and keys served by the fake network). */
@@ -122,6 +124,10 @@ async function organization(description: string): Promise<Org> {
   expect((await receiverBrowser.post("/portal/open", { csrf: Browser.csrf(openPage), token })).status).toBe(303);
   const [session] = await admin<{ id: string }[]>("GET", `${webhookApi}/portal-sessions`);
   const issuer = await admin<{ id: string }>("POST", `/organizations/${tenant.orgId}/trusted-issuers`, { issuer: ISSUER });
+  const polling = await admin<{ id: string }>("POST", `/organizations/${tenant.orgId}/webhook-configurations`, {
+    delivery: "polling",
+    description: `${description} polling`,
+  });
   return {
     tenant,
     bearer,
@@ -133,6 +139,7 @@ async function organization(description: string): Promise<Org> {
     recovery: recovery.id,
     session: session?.id ?? "",
     issuer: issuer.id,
+    polling: polling.id,
   };
 }
 
@@ -168,6 +175,8 @@ function pages(o: Org): Record<string, string> {
     "/manager/organizations/:org/webhooks/:id/disable": `${webhook}/disable`,
     "/manager/organizations/:org/webhooks/:id/rotate-signing-secret": `${webhook}/rotate-signing-secret`,
     "/manager/organizations/:org/webhooks/:id/rotate-assertion-key": `${webhook}/rotate-assertion-key`,
+    "/manager/organizations/:org/webhooks/:id/rotate-polling-token": `${org}/webhooks/${o.polling}/rotate-polling-token`,
+    "/manager/organizations/:org/webhooks/:id/revoke-polling-token": `${org}/webhooks/${o.polling}/revoke-polling-token`,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery": delivery,
     "/manager/organizations/:org/webhooks/:id/deliveries/:delivery/resend": `${delivery}/resend`,
     "/manager/organizations/:org/webhooks/:id/recoveries": `${webhook}/recoveries`,

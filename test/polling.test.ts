@@ -252,6 +252,46 @@ describe("polling configurations", () => {
   });
 });
 
+describe("polling: hand-overs repeated, late or concurrent", () => {
+  const delivery = (configId: string, seq: number, n: number) => ({
+    id: `${configId}_d${n}`,
+    seq,
+    event_id: `evt_late${n}`,
+    event_type: "order.created",
+    body: JSON.stringify({ id: `evt_late${n}`, type: "order.created", created_at: new Date().toISOString(), data: { n } }),
+    created_ms: Date.now(),
+    created_at: new Date().toISOString(),
+  });
+
+  it("a repeated hand-over adds nothing; a late one (lower publish sequence, after a read) is read next, never skipped", async () => {
+    const c = await createPolling({ events: ["never.published"] });
+    const stub = endpointOf(c.id);
+    expect((await stub.accept(null, [delivery(c.id, 1_000_002, 2)], Date.now())).accepted).toBe(true);
+    await stub.accept(null, [delivery(c.id, 1_000_002, 2)], Date.now());
+    const first = await read(c, c.polling.token);
+    expect(first.page.events.map((e) => e.data)).toEqual([{ n: 2 }]);
+    // A delivery of an earlier publish arrives only now (a hand-over retried after a failure).
+    await stub.accept(null, [delivery(c.id, 1_000_001, 1)], Date.now());
+    const next = await read(c, c.polling.token, `?after=${first.page.next_cursor}`);
+    expect(next.page.events.map((e) => e.data)).toEqual([{ n: 1 }]);
+    const rows = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT count(*) AS n FROM deliveries").one().n);
+    expect(rows).toBe(2);
+  });
+
+  it("ten reads waiting at once are all answered by one publish; an eleventh is answered at once", async () => {
+    const c = await createPolling({ events: ["fanin.event"] });
+    const start = (await read(c, c.polling.token)).page.next_cursor;
+    const waiting = Array.from({ length: 10 }, () => read(c, c.polling.token, `?after=${start}&wait=20`));
+    await new Promise((r) => setTimeout(r, 300));
+    const began = Date.now();
+    const eleventh = await read(c, c.polling.token, `?after=${start}&wait=20`);
+    expect(eleventh.page.events).toEqual([]);
+    expect(Date.now() - began).toBeLessThan(2000);
+    const id = await publish("fanin.event", { all: true });
+    for (const got of await Promise.all(waiting)) expect(got.page.events.map((e) => e.id)).toEqual([id]);
+  });
+});
+
 describe("polling: the reader's rule as a property", () => {
   beforeAll(async () => {
     t = await createTenant({ per_second: 1000, per_day: 1_000_000 });

@@ -56,6 +56,7 @@ export const notices: Record<string, string> = {
   "webhook-saved": "Webhook configuration saved.",
   "webhook-disabled": "Webhook configuration disabled; nothing is sent to it until it is re-enabled.",
   "webhook-enabled": "Webhook configuration re-enabled; its health count starts again.",
+  "polling-token-revoked": "Polling token revoked: no read succeeds until a new one is rotated in.",
   "test-sent": "Test event published; its delivery is listed below.",
   resent: "Re-sent; the new attempt appears here once it is made.",
   "event-type-saved": "Event type saved; publishes of this type are checked against its schema from now on.",

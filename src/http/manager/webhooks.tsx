@@ -21,6 +21,7 @@ import {
   CreateWebhookConfigurationInput,
   DeliveryFilter,
   type DeliveryRecord,
+  SignatureScheme,
   UpdateWebhookConfigurationInput,
   type WebhookConfiguration,
   type WebhookTrafficView,
@@ -45,6 +46,7 @@ import {
   sendTestEvent,
   webhookTraffic,
 } from "../../webhooks/deliveries";
+import { revokePollingToken, rotatePollingToken } from "../../webhooks/polling";
 import { listPortalSessions } from "../../webhooks/portal";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { listRecoveries } from "../../webhooks/recovery";
@@ -53,6 +55,7 @@ import { confirmations } from "./pages/confirm";
 import { AssertionKeyRotated, ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
 import {
+  configName,
   DELIVERIES_PAGE,
   DeliveryDetail,
   type DeliveryQuery,
@@ -83,7 +86,7 @@ import {
   PAGE_SIZE,
   page,
 } from "./shared";
-import type { Crumb } from "./views";
+import { type Crumb, SecretOnce } from "./views";
 
 export function webhookRoutes(): Hono<ManagerEnv> {
   const app = new Hono<ManagerEnv>();
@@ -119,29 +122,43 @@ export function webhookRoutes(): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const { values, secret, events } = postedWebhookForm(await form(c));
     try {
-      const raw = {
-        url: values.url,
-        oauth: {
-          token_url: values.token_url,
-          client_id: values.client_id,
-          // Left out when empty: private_key_jwt takes none, and for the others the schema says it is required.
-          ...(secret !== "" ? { client_secret: secret } : {}),
-          ...createOAuthInput(values),
-        },
+      const common = {
         ...(events.length > 0 ? { events } : {}),
         ...(values.description !== "" ? { description: values.description } : {}),
-        ...(values.rate_limit !== "" ? { rate_limit: Number(values.rate_limit) } : {}),
-        ordered: values.ordered,
-        token_cache: values.token_cache,
         ...(values.operations ? { operations: true } : {}),
       };
-      const input = checkedInput(CreateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values));
-      const { config, signingSecret } = await createWebhookConfiguration(c.get("deps"), org.id, input, actor(c));
+      // Issue 45: a polling configuration takes none of push's fields (the form's are ignored).
+      const polling = values.delivery === "polling";
+      const raw = polling
+        ? { delivery: "polling", ...common }
+        : {
+            signature_scheme: values.signature_scheme,
+            url: values.url,
+            oauth: {
+              token_url: values.token_url,
+              client_id: values.client_id,
+              // Left out when empty: private_key_jwt takes none, and for the others the schema says it is required.
+              ...(secret !== "" ? { client_secret: secret } : {}),
+              ...createOAuthInput(values),
+            },
+            ...common,
+            ...(values.rate_limit !== "" ? { rate_limit: Number(values.rate_limit) } : {}),
+            ordered: values.ordered,
+            token_cache: values.token_cache,
+          };
+      const input = checkedInput(CreateWebhookConfigurationInput, raw, polling ? [] : targetIssues(c.get("deps"), values));
+      const { config, signingSecret, pollingToken } = await createWebhookConfiguration(c.get("deps"), org.id, input, actor(c));
       return page(
         c,
         "New webhook configuration",
-        [...webhookCrumbs(c, org, config), { label: "Signing secret" }],
-        <WebhookConfigurationCreated base={webhookPath(org.id, config.id)} config={config} secret={signingSecret} />,
+        [...webhookCrumbs(c, org, config), { label: polling ? "Polling token" : "Signing key" }],
+        <WebhookConfigurationCreated
+          base={webhookPath(org.id, config.id)}
+          config={config}
+          view={webhookConfigurationView(config, keywayOrigin(c))}
+          secret={signingSecret}
+          pollingToken={pollingToken}
+        />,
       );
     } catch (err) {
       const errors = formErrors(err);
@@ -181,7 +198,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         query={query}
         next={deliveries.next_cursor}
         csrf={csrf(c)}
-        oauth={webhookConfigurationView(config, keywayOrigin(c)).oauth}
+        view={webhookConfigurationView(config, keywayOrigin(c))}
         origin={keywayOrigin(c)}
       >
         {receivers}
@@ -199,27 +216,36 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   app.post("/:org/webhooks/:id", async (c) => {
     const { org, config } = await webhookFor(c);
     const { values, secret, events } = postedWebhookForm(await form(c));
+    if (config.delivery === "polling") values.delivery = "polling";
     try {
       // No status here: disabling goes through its confirmation, re-enabling through its button.
       // An empty secret field is left out, which keeps the stored secret (unless a URL moves to
       // another origin: then the domain refuses it, naming the secret field).
-      const raw = {
-        url: values.url,
-        oauth: {
-          token_url: values.token_url,
-          client_id: values.client_id,
-          ...(secret !== "" ? { client_secret: secret } : {}),
-          ...updateOAuthInput(values, webhookConfigurationView(config, keywayOrigin(c)).oauth),
-        },
+      const common = {
         events: events.length === 0 ? null : events,
         description: values.description === "" ? null : values.description,
-        // A number field posts text; parseInput's schema says what a valid limit is.
-        rate_limit: values.rate_limit === "" ? null : Number(values.rate_limit),
-        ordered: values.ordered,
-        token_cache: values.token_cache,
         operations: values.operations,
       };
-      const input = checkedInput(UpdateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values));
+      const current = webhookConfigurationView(config, keywayOrigin(c)).oauth;
+      // A polling configuration (issue 45) has no URL, OAuth or pacing to change.
+      const raw =
+        current === null
+          ? common
+          : {
+              url: values.url,
+              oauth: {
+                token_url: values.token_url,
+                client_id: values.client_id,
+                ...(secret !== "" ? { client_secret: secret } : {}),
+                ...updateOAuthInput(values, current),
+              },
+              ...common,
+              // A number field posts text; parseInput's schema says what a valid limit is.
+              rate_limit: values.rate_limit === "" ? null : Number(values.rate_limit),
+              ordered: values.ordered,
+              token_cache: values.token_cache,
+            };
+      const input = checkedInput(UpdateWebhookConfigurationInput, raw, current === null ? [] : targetIssues(c.get("deps"), values));
       await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
     } catch (err) {
       const errors = formErrors(err);
@@ -307,7 +333,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         delivery={delivery}
         body={body}
         sentHeaders={maskedWebhookHeaders(delivery.id, config)}
-        resendable={canResend(c.get("deps"), config, delivery)}
+        resendable={config.delivery !== "polling" && canResend(c.get("deps"), config, delivery)}
       />,
       notices[c.req.query("notice") ?? ""],
     );
@@ -317,10 +343,49 @@ export function webhookRoutes(): Hono<ManagerEnv> {
   app.get("/:org/webhooks/:id/rotate-signing-secret", async (c) => {
     const { org, config } = await webhookFor(c);
     const base = webhookPath(org.id, config.id);
-    return confirmPage(c, webhookCrumbs(c, org, config), confirmations.rotateSigningSecret(config), {
+    const scheme = SignatureScheme.safeParse(c.req.query("scheme"));
+    return confirmPage(c, webhookCrumbs(c, org, config), confirmations.rotateSigningSecret(config, scheme.data), {
       action: `${base}/rotate-signing-secret`,
       cancel: base,
     });
+  });
+
+  // Issue 45: a polling configuration's read token, rotated (shown once) or revoked, each asked first.
+  for (const action of ["rotate", "revoke"] as const) {
+    app.get(`/:org/webhooks/:id/${action}-polling-token`, async (c) => {
+      const { org, config } = await webhookFor(c);
+      if (config.delivery !== "polling")
+        throw new ApiError("conflict", "This webhook configuration delivers by push: it has no polling token.");
+      const base = webhookPath(org.id, config.id);
+      return confirmPage(c, webhookCrumbs(c, org, config), confirmations[`${action}PollingToken`](config), {
+        action: `${base}/${action}-polling-token`,
+        cancel: base,
+      });
+    });
+  }
+
+  app.post("/:org/webhooks/:id/rotate-polling-token", async (c) => {
+    const { org, config } = await webhookFor(c);
+    const { token } = await rotatePollingToken(c.get("deps"), org.id, config.id, actor(c));
+    const base = webhookPath(org.id, config.id);
+    return page(
+      c,
+      "New polling token",
+      [...webhookCrumbs(c, org, config), { label: "New polling token" }],
+      <>
+        <SecretOnce id="polling-token" label="polling token" value={token} stored="hash" />
+        <p>The previous token no longer reads. Give this one to the receiver.</p>
+        <p>
+          <a href={base}>Back to the webhook configuration</a>
+        </p>
+      </>,
+    );
+  });
+
+  app.post("/:org/webhooks/:id/revoke-polling-token", async (c) => {
+    const { org, config } = await webhookFor(c);
+    await revokePollingToken(c.get("deps"), org.id, config.id, actor(c));
+    return c.redirect(`${webhookPath(org.id, config.id)}?notice=polling-token-revoked`, 303);
   });
 
   // Issue 42: the configuration's own private_key_jwt key: asked first, then the new key's timeline.
@@ -346,7 +411,8 @@ export function webhookRoutes(): Hono<ManagerEnv> {
 
   app.post("/:org/webhooks/:id/rotate-signing-secret", async (c) => {
     const { org, config } = await webhookFor(c);
-    const rotated = await rotateSigningSecret(c.get("deps"), org.id, config.id, actor(c));
+    const scheme = SignatureScheme.safeParse((await form(c)).signature_scheme);
+    const rotated = await rotateSigningSecret(c.get("deps"), org.id, config.id, actor(c), scheme.data);
     return page(
       c,
       "New signing secret",
@@ -354,6 +420,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
       <SigningSecretRotated
         base={webhookPath(org.id, config.id)}
         secret={rotated.signingSecret}
+        publicKey={rotated.config.signing_secrets[0]?.public_key ?? null}
         previousExpiresAt={rotated.previousExpiresAt}
       />,
     );
@@ -427,6 +494,8 @@ function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFo
     token_cache: fields.token_cache === "on",
     operations: fields.operations === "on",
     client_secret: text("client_secret"),
+    delivery: fields.delivery === "polling" ? "polling" : "push",
+    signature_scheme: fields.signature_scheme === "v1a" ? "v1a" : "v1",
     ...postedReceiverOAuth(fields),
   };
   const events = values.events.split(/[\s,]+/).filter((e) => e !== "");
@@ -482,7 +551,8 @@ async function receiverSections(c: C, orgId: string, config: WebhookConfiguratio
     listPortalSessions(deps, orgId, config.id, { limit: 100 }),
   ]);
   const hourAgo = new Date(deps.now() - 3600_000).toISOString().slice(0, 16);
-  return (
+  // A polling configuration's receiver reads again from an older cursor: nothing to re-send (issue 45).
+  const recovery = config.delivery !== "polling" && (
     <>
       <h2 id="recovery">Recovery after an outage</h2>
       <RecoverForm action={`${base}/recover`} csrf={csrf(c)} values={{ since: hourAgo, until: "" }} />
@@ -492,6 +562,11 @@ async function receiverSections(c: C, orgId: string, config: WebhookConfiguratio
           <a href={`${base}/recoveries`}>Every recovery of this configuration</a>
         </p>
       )}
+    </>
+  );
+  return (
+    <>
+      {recovery}
       <h2 id="portal">Receiver's portal</h2>
       <PortalLinkForm action={`${base}/portal-links`} csrf={csrf(c)} />
       <h3>Portal sessions</h3>
@@ -517,7 +592,7 @@ export function webhookCrumbs(c: C, org: { id: string; name: string }, config?: 
 }
 
 /** A configuration is named by its description, or else by its URL (never by its id alone). */
-const webhookTitle = (config: Pick<WebhookConfiguration, "description" | "url">): string => `Webhook: ${config.description ?? config.url}`;
+const webhookTitle = (config: Pick<WebhookConfiguration, "id" | "description" | "url">): string => `Webhook: ${configName(config)}`;
 
 /**
  * The deliveries' filters from the query string: status and event type (checked by the API's own

@@ -19,7 +19,7 @@ import { TrafficCharts } from "../manager/charts";
 import type { FormErrors } from "../manager/form-check";
 import { FormRefused } from "../manager/pages/event-types";
 import { ReceiverOAuthFacts, receiverOAuthValuesOf, TokenRequestFields } from "../manager/pages/receiver-oauth";
-import { DeliveryFilters, DeliveryList, Health } from "../manager/pages/webhooks";
+import { DeliveryFilters, DeliveryList, Health, PollingFacts, SCHEME_WORDS } from "../manager/pages/webhooks";
 import { CopyId, Field, PostForm, Time, Url } from "../manager/views";
 
 /** The link's page: one button, so that a link scanner's GET does not use the link up. */
@@ -60,119 +60,167 @@ const percent = (rate: number | null) => (rate === null ? "-" : `${Math.round(ra
 
 type OAuthView = WebhookConfigurationView["oauth"];
 
+/** The endpoint's page; a polling configuration (issue 45) shows its reading instead of its URLs, OAuth and traffic. */
 export const HomePage: FC<{
   config: WebhookConfiguration;
   traffic: WebhookTrafficView;
   csrf: string;
-  oauth: OAuthView;
+  view: WebhookConfigurationView;
   origin: string;
-}> = ({ config, traffic, csrf, oauth, origin }) => (
-  <>
-    <dl class="facts">
-      <dt>Webhook URL</dt>
-      <dd>
-        <Url value={config.url} />
-      </dd>
-      <dt>Token URL</dt>
-      <dd>
-        <Url value={config.oauth.token_url} />
-      </dd>
-      <dt>Client id at the receiver</dt>
-      <dd>
-        <code class="wrap">{config.oauth.client_id}</code>
-      </dd>
-      <dt>Event types</dt>
-      <dd>{config.events ? config.events.join(", ") : "all"}</dd>
-      <dt>Configuration</dt>
-      <dd>
-        <CopyId value={config.id} label="configuration id" />
-      </dd>
-      <dt>Signing secret rotated</dt>
-      <dd>
-        <Time at={config.signing_secrets[0]?.created_at ?? config.created_at} />
-      </dd>
-    </dl>
-    <section class="card" aria-labelledby="health">
-      <h2 id="health">Health</h2>
-      <p>
-        <Health config={config} />.
-      </p>
-      <div class="stats">
-        <div>
-          Success rate, 24 h<strong>{percent(traffic.last_24h.success_rate)}</strong>
-        </div>
-        <div>
-          Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
-        </div>
-        <div>
-          Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
-        </div>
-        <div>
-          Mean latency, 24 h<strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
-        </div>
-      </div>
-      <p>
-        Delivery: {LANES[config.state.lane]};{" "}
-        {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
-        {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`}.
-      </p>
-      {config.status === "active" ? (
+}> = ({ config, traffic, csrf, view, origin }) => {
+  const oauth = view.oauth;
+  const other = view.signature_scheme === "v1a" ? "v1" : "v1a";
+  return (
+    <>
+      {view.polling !== null && <PollingFacts polling={view.polling} />}
+      <dl class="facts">
+        {oauth !== null && (
+          <>
+            <dt>Webhook URL</dt>
+            <dd>
+              <Url value={config.url} />
+            </dd>
+            <dt>Token URL</dt>
+            <dd>
+              <Url value={oauth.token_url} />
+            </dd>
+            <dt>Client id at the receiver</dt>
+            <dd>
+              <code class="wrap">{oauth.client_id}</code>
+            </dd>
+          </>
+        )}
+        <dt>Event types</dt>
+        <dd>{config.events ? config.events.join(", ") : "all"}</dd>
+        <dt>Configuration</dt>
+        <dd>
+          <CopyId value={config.id} label="configuration id" />
+        </dd>
+        {view.signature_scheme !== null && (
+          <>
+            <dt>Signature scheme</dt>
+            <dd>{SCHEME_WORDS[view.signature_scheme]}</dd>
+            {view.signing_public_key !== null && (
+              <>
+                <dt>Public key</dt>
+                <dd>
+                  <CopyId value={view.signing_public_key} label="public key" />
+                </dd>
+              </>
+            )}
+            <dt>Signing key rotated</dt>
+            <dd>
+              <Time at={view.signing_secret_rotated_at} />
+            </dd>
+          </>
+        )}
+      </dl>
+      <section class="card" aria-labelledby="health">
+        <h2 id="health">Health</h2>
+        <p>
+          <Health config={config} />.
+        </p>
+        {oauth !== null && (
+          <>
+            <div class="stats">
+              <div>
+                Success rate, 24 h<strong>{percent(traffic.last_24h.success_rate)}</strong>
+              </div>
+              <div>
+                Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
+              </div>
+              <div>
+                Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
+              </div>
+              <div>
+                Mean latency, 24 h
+                <strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
+              </div>
+            </div>
+            <p>
+              Delivery: {LANES[config.state.lane]};{" "}
+              {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
+              {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`}.
+            </p>
+          </>
+        )}
+        {config.status === "active" ? (
+          <>
+            <PostForm action="/portal/test" csrf={csrf} class="inline" label="Send a test event">
+              <button type="submit" class="secondary">
+                Send test event
+              </button>
+            </PostForm>{" "}
+            {oauth !== null && (
+              <>
+                <a href="/portal/pause">Pause deliveries</a>
+                <p class="hint">
+                  While paused nothing is sent to this endpoint; events published meanwhile are held and delivered, in publish order, when
+                  you resume (within a bound the next page states).
+                </p>
+              </>
+            )}
+          </>
+        ) : config.status === "paused" ? (
+          <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
+            <p>Deliveries are paused: events published meanwhile are held. Resuming delivers them now, in publish order.</p>
+            <button type="submit">Resume deliveries</button>
+          </PostForm>
+        ) : (
+          <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
+            <p>
+              Deliveries are disabled{config.disabled_reason ? ` (${config.disabled_reason})` : ""}: nothing is sent, and events published
+              meanwhile are not delivered to this endpoint. Resuming sends new events again and resets the health count.
+            </p>
+            <button type="submit">Resume deliveries</button>
+          </PostForm>
+        )}
+      </section>
+      {oauth !== null && (
         <>
-          <PostForm action="/portal/test" csrf={csrf} class="inline" label="Send a test event">
-            <button type="submit" class="secondary">
-              Send test event
-            </button>
-          </PostForm>{" "}
-          <a href="/portal/pause">Pause deliveries</a>
-          <p class="hint">
-            While paused nothing is sent to this endpoint; events published meanwhile are held and delivered, in publish order, when you
-            resume (within a bound the next page states).
+          <section class="card" aria-labelledby="receiver-oauth">
+            <h2 id="receiver-oauth">Your token endpoint</h2>
+            <p>How keyway gets a token from your OAuth server before each webhook; change it on the Settings page.</p>
+            <ReceiverOAuthFacts oauth={oauth} origin={origin} />
+            <PostForm action="/portal/test-connection" csrf={csrf} class="inline" label="Test the connection to your token endpoint">
+              <p>Fetches a token from your token URL (only that, as before a webhook) and says what happened; nothing is delivered.</p>
+              <button type="submit" class="secondary">
+                Test connection
+              </button>
+            </PostForm>
+          </section>
+          <h2>Traffic</h2>
+          <TrafficCharts
+            id="attempts"
+            what="Attempts"
+            hours={traffic.hours}
+            days={traffic.days}
+            series={[
+              { key: "succeeded", label: "Succeeded", tone: "good" },
+              { key: "failed", label: "Failed", tone: "bad" },
+            ]}
+          />
+          <h2>Signing secret</h2>
+          <p>
+            Rotate it when it may have leaked, or on a schedule. The current key keeps signing beside the new one for 24 hours.{" "}
+            <a href="/portal/rotate-signing-secret">Rotate the signing secret</a> or{" "}
+            <a href={`/portal/rotate-signing-secret?scheme=${other}`}>rotate to {other}</a> ({SCHEME_WORDS[other]}).
           </p>
         </>
-      ) : config.status === "paused" ? (
-        <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
-          <p>Deliveries are paused: events published meanwhile are held. Resuming delivers them now, in publish order.</p>
-          <button type="submit">Resume deliveries</button>
-        </PostForm>
-      ) : (
-        <PostForm action="/portal/resume" csrf={csrf} class="inline" label="Resume deliveries">
-          <p>
-            Deliveries are disabled{config.disabled_reason ? ` (${config.disabled_reason})` : ""}: nothing is sent, and events published
-            meanwhile are not delivered to this endpoint. Resuming sends new events again and resets the health count.
-          </p>
-          <button type="submit">Resume deliveries</button>
-        </PostForm>
       )}
-    </section>
-    <section class="card" aria-labelledby="receiver-oauth">
-      <h2 id="receiver-oauth">Your token endpoint</h2>
-      <p>How keyway gets a token from your OAuth server before each webhook; change it on the Settings page.</p>
-      <ReceiverOAuthFacts oauth={oauth} origin={origin} />
-      <PostForm action="/portal/test-connection" csrf={csrf} class="inline" label="Test the connection to your token endpoint">
-        <p>Fetches a token from your token URL (only that, as before a webhook) and says what happened; nothing is delivered.</p>
-        <button type="submit" class="secondary">
-          Test connection
-        </button>
-      </PostForm>
-    </section>
-    <h2>Traffic</h2>
-    <TrafficCharts
-      id="attempts"
-      what="Attempts"
-      hours={traffic.hours}
-      days={traffic.days}
-      series={[
-        { key: "succeeded", label: "Succeeded", tone: "good" },
-        { key: "failed", label: "Failed", tone: "bad" },
-      ]}
-    />
-    <h2>Signing secret</h2>
-    <p>
-      Rotate it when it may have leaked, or on a schedule. The current secret keeps signing beside the new one for 24 hours.{" "}
-      <a href="/portal/rotate-signing-secret">Rotate the signing secret</a>
-    </p>
-  </>
-);
+      {view.polling !== null && (
+        <>
+          <h2>Polling token</h2>
+          <p>
+            Read your events at the polling URL above with <code>Authorization: Bearer</code> your polling token. Rotate it when it may have
+            leaked: the new one is shown once and the current one stops reading at once.{" "}
+            <a href="/portal/rotate-polling-token">Rotate the polling token</a>
+          </p>
+        </>
+      )}
+    </>
+  );
+};
 
 /** What the deliveries list is narrowed to (routes.tsx `deliveryQuery`). */
 export interface DeliveryQuery {
@@ -250,7 +298,7 @@ export const portalSettingsValues = (config: WebhookConfiguration, oauth: OAuthV
   const o = receiverOAuthValuesOf(oauth);
   return {
     url: config.url,
-    token_url: config.oauth.token_url,
+    token_url: oauth?.token_url ?? "",
     client_secret: "",
     events: config.events ? config.events.join(", ") : "",
     scope: o.scope,
@@ -272,74 +320,85 @@ export const SettingsPage: FC<{
   csrf: string;
 }> = ({ oauth, values, errors, csrf }) => {
   const err = (field: PortalSettingsField) => errors?.fields[field];
+  const events = (
+    <Field
+      id="events"
+      label={PORTAL_SETTINGS_LABELS.events}
+      value={values.events}
+      hint="comma-separated; empty for all"
+      error={err("events")}
+    />
+  );
   return (
     <>
       <FormRefused errors={errors} what="Nothing was changed." />
-      <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
-        <Field id="url" label={PORTAL_SETTINGS_LABELS.url} value={values.url} required error={err("url")} />
-        <Field
-          id="token_url"
-          label={PORTAL_SETTINGS_LABELS.token_url}
-          value={values.token_url}
-          required
-          error={err("token_url")}
-          hint={
-            oauth.auth_method === "private_key_jwt"
-              ? "may move within its origin only: with private_key_jwt a new token server is the provider's to set"
-              : undefined
-          }
-        />
-        {/* Issue 42: whose identity keyway asserts is the organization's to set, never the receiver's. */}
-        <dl>
-          <dt>Client id at the receiver</dt>
-          <dd>
-            <code>{oauth.client_id}</code>
-          </dd>
-          <dt>How keyway authenticates</dt>
-          <dd>
-            <code>{oauth.auth_method}</code>
-            {oauth.assertion_audience !== null && (
-              <>
-                {" "}
-                (assertion audience <code>{oauth.assertion_audience}</code>)
-              </>
-            )}
-          </dd>
-        </dl>
-        <p class="hint">
-          The client id, the authentication method and the assertion's audience are set by the provider of the webhooks: they decide whose
-          identity keyway asserts, so a change goes through them.
-        </p>
-        {oauth.auth_method !== "private_key_jwt" && (
+      {oauth === null ? (
+        // A polling configuration (issue 45): no URL and no token endpoint; its event types only.
+        <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
+          {events}
+          <button type="submit">Save</button>
+        </PostForm>
+      ) : (
+        <PostForm action="/portal/settings" csrf={csrf} label="Edit the endpoint">
+          <Field id="url" label={PORTAL_SETTINGS_LABELS.url} value={values.url} required error={err("url")} />
           <Field
-            id="client_secret"
-            type="password"
-            label={PORTAL_SETTINGS_LABELS.client_secret}
-            hint="the stored one is never shown; empty keeps it; required when either URL moves to another origin"
-            value={values.client_secret === "" ? undefined : values.client_secret}
-            error={err("client_secret")}
+            id="token_url"
+            label={PORTAL_SETTINGS_LABELS.token_url}
+            value={values.token_url}
+            required
+            error={err("token_url")}
+            hint={
+              oauth.auth_method === "private_key_jwt"
+                ? "may move within its origin only: with private_key_jwt a new token server is the provider's to set"
+                : undefined
+            }
           />
-        )}
-        <TokenRequestFields
-          values={{
-            ...receiverOAuthValuesOf(oauth),
-            scope: values.scope,
-            resource: values.resource,
-            audience: values.audience,
-            dpop: values.dpop,
-          }}
-          err={(field) => (field === "scope" || field === "resource" || field === "audience" ? err(field) : undefined)}
-          receiver
-        />
-        <Field
-          id="events"
-          label={PORTAL_SETTINGS_LABELS.events}
-          value={values.events}
-          hint="comma-separated; empty for all"
-          error={err("events")}
-        />
-        <button type="submit">Save</button>
-      </PostForm>
+          {/* Issue 42: whose identity keyway asserts is the organization's to set, never the receiver's. */}
+          <dl>
+            <dt>Client id at the receiver</dt>
+            <dd>
+              <code>{oauth.client_id}</code>
+            </dd>
+            <dt>How keyway authenticates</dt>
+            <dd>
+              <code>{oauth.auth_method}</code>
+              {oauth.assertion_audience !== null && (
+                <>
+                  {" "}
+                  (assertion audience <code>{oauth.assertion_audience}</code>)
+                </>
+              )}
+            </dd>
+          </dl>
+          <p class="hint">
+            The client id, the authentication method and the assertion's audience are set by the provider of the webhooks: they decide whose
+            identity keyway asserts, so a change goes through them.
+          </p>
+          {oauth.auth_method !== "private_key_jwt" && (
+            <Field
+              id="client_secret"
+              type="password"
+              label={PORTAL_SETTINGS_LABELS.client_secret}
+              hint="the stored one is never shown; empty keeps it; required when either URL moves to another origin"
+              value={values.client_secret === "" ? undefined : values.client_secret}
+              error={err("client_secret")}
+            />
+          )}
+          <TokenRequestFields
+            values={{
+              ...receiverOAuthValuesOf(oauth),
+              scope: values.scope,
+              resource: values.resource,
+              audience: values.audience,
+              dpop: values.dpop,
+            }}
+            err={(field) => (field === "scope" || field === "resource" || field === "audience" ? err(field) : undefined)}
+            receiver
+          />
+          {events}
+          <button type="submit">Save</button>
+        </PostForm>
+      )}
     </>
   );
 };

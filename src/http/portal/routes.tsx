@@ -21,7 +21,7 @@ import { MAX_EVENT_TYPES } from "../../objects/webhooks/event-types";
 import { EVENT_RETENTION_DAYS } from "../../objects/webhooks/limits";
 import { type EventTypeView, OPERATIONAL_EVENT_TYPES, PORTAL_SESSION_SECONDS, RecoverInput } from "../../schemas/receivers";
 import { parseInput } from "../../schemas/validate";
-import { DeliveryFilter, UpdateWebhookConfigurationInput, type WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { DeliveryFilter, SignatureScheme, UpdateWebhookConfigurationInput, type WebhookConfigurationRecord } from "../../schemas/webhooks";
 import {
   getWebhookConfiguration,
   rotateSigningSecret,
@@ -41,6 +41,7 @@ import {
   webhookTraffic,
 } from "../../webhooks/deliveries";
 import { eventCatalog, getEventType, listEventTypes } from "../../webhooks/event-types";
+import { rotatePollingToken } from "../../webhooks/polling";
 import {
   frameOriginsForLink,
   meteredPortalAction,
@@ -66,8 +67,9 @@ import {
   type SendExampleValues,
   sendExampleErrors,
 } from "../manager/pages/send-example";
-import { DELIVERIES_PAGE, DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
+import { configName, DELIVERIES_PAGE, DeliveryDetail, SigningSecretRotated } from "../manager/pages/webhooks";
 import { sameOriginPosts } from "../manager/same-origin";
+import { SecretOnce } from "../manager/views";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { CATALOG_PAGE, CatalogPage, EventTypeEntry, SendExamplePage, subscribed, typeHref } from "./catalog";
@@ -145,7 +147,7 @@ const NOTICES: Record<string, string> = {
 
 /** What pausing asks before it happens: what is held, how it is delivered on resume, and the bound. */
 const pauseConfirmation = (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
-  title: `Pause deliveries to ${w.description ? `“${w.description}” ` : ""}(${w.id}, ${w.url})?`,
+  title: `Pause deliveries to ${w.description ? `“${w.description}” ` : ""}(${w.id}, ${w.url || "polling"})?`,
   consequence:
     "While paused nothing is sent to this endpoint. Events published meanwhile are held, not dropped: when you resume, they are " +
     "delivered, in publish order (one at a time for an ordered endpoint). The bound: a pause holds at most " +
@@ -268,13 +270,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       c,
       "Endpoint",
       "home",
-      <HomePage
-        config={config}
-        traffic={traffic}
-        csrf={s.csrf}
-        oauth={webhookConfigurationView(config, keywayOrigin(c)).oauth}
-        origin={origin}
-      />,
+      <HomePage config={config} traffic={traffic} csrf={s.csrf} view={webhookConfigurationView(config, keywayOrigin(c))} origin={origin} />,
       endpointName(config),
     );
   });
@@ -319,7 +315,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
         delivery={delivery}
         body={body}
         sentHeaders={maskedWebhookHeaders(delivery.id, config)}
-        resendable={canResend(deps, config, delivery)}
+        resendable={config.delivery !== "polling" && canResend(deps, config, delivery)}
       />,
       endpointName(config),
     );
@@ -378,7 +374,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   app.get("/portal/rotate-signing-secret", async (c) => {
     const s = portal(c);
     const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
-    const confirmation = confirmations.rotateSigningSecret(config);
+    const confirmation = confirmations.rotateSigningSecret(config, SignatureScheme.safeParse(c.req.query("scheme")).data);
     return page(
       c,
       confirmation.title,
@@ -391,13 +387,50 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   // The new secret is shown once, on this answer to the POST (never behind a GET that could be replayed).
   app.post("/portal/rotate-signing-secret", async (c) => {
     const s = portal(c);
-    const rotated = await rotateSigningSecret(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
+    const scheme = SignatureScheme.safeParse((await form(c)).signature_scheme).data;
+    const rotated = await rotateSigningSecret(c.get("deps"), s.orgId, s.configurationId, receiverActor(s), scheme);
     return page(
       c,
       "New signing secret",
       "home",
-      <SigningSecretRotated base="/portal" secret={rotated.signingSecret} previousExpiresAt={rotated.previousExpiresAt} />,
+      <SigningSecretRotated
+        base="/portal"
+        secret={rotated.signingSecret}
+        publicKey={rotated.config.signing_secrets[0]?.public_key ?? null}
+        previousExpiresAt={rotated.previousExpiresAt}
+      />,
       endpointName(rotated.config),
+    );
+  });
+
+  // Issue 45: a polling configuration's read token, as the signing secret: rotated here, shown once on the POST's answer.
+  app.get("/portal/rotate-polling-token", async (c) => {
+    const s = portal(c);
+    const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
+    const confirmation = confirmations.rotatePollingToken(config);
+    return page(
+      c,
+      confirmation.title,
+      "home",
+      <Confirm {...confirmation} action="/portal/rotate-polling-token" cancel="/portal" csrf={s.csrf} />,
+      endpointName(config),
+    );
+  });
+
+  app.post("/portal/rotate-polling-token", async (c) => {
+    const s = portal(c);
+    const { config, token } = await rotatePollingToken(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
+    return page(
+      c,
+      "New polling token",
+      "home",
+      <>
+        <SecretOnce id="polling-token" label="polling token" value={token} stored="hash" />
+        <p>
+          The previous token no longer reads. <a href="/portal">Back to the endpoint</a>
+        </p>
+      </>,
+      endpointName(config),
     );
   });
 
@@ -427,6 +460,26 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       .filter((e) => e !== "");
     const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
     const current = webhookConfigurationView(config, keywayOrigin(c)).oauth;
+    if (current === null) {
+      // A polling configuration (issue 45): its event types are all the receiver sets.
+      const values = { ...portalSettingsValues(config, null), events: text("events") };
+      try {
+        const input = parseInput(UpdateWebhookConfigurationInput, { events: events.length === 0 ? null : events });
+        await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s), "receiver");
+      } catch (err) {
+        const errors = formErrorsOf(err, settingsField, settingsMessage);
+        if (errors === null) throw err;
+        return page(
+          c,
+          "Settings",
+          "settings",
+          <SettingsPage oauth={null} values={values} errors={errors} csrf={s.csrf} />,
+          endpointName(config),
+          errors.status,
+        );
+      }
+      return c.redirect("/portal/settings?notice=saved", 303);
+    }
     // Issue 42: the client id, the method and the assertion's audience are not the receiver's to
     // change, and the page has no field for them. A form that posts them anyway (crafted) has them
     // passed on, so the domain refuses a change with a 400 naming the field rather than dropping it.
@@ -722,7 +775,7 @@ async function form(c: C): Promise<Record<string, unknown>> {
   return fields;
 }
 
-const endpointName = (config: { description: string | null; url: string }) => config.description ?? config.url;
+const endpointName = (config: { id: string; description: string | null; url: string }) => configName(config);
 
 /** A page of the layout; in a session with its navigation and sign-out form. */
 function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 409 | 410 | 429 = 200, extra: Partial<PortalPageProps> = {}) {

@@ -16,6 +16,10 @@ export type { Confirmation } from "./common";
 /** A name in curly quotes when there is one, for a confirmation's question. */
 const quoted = (name: string | null | undefined): string => (name ? `“${name}” ` : "");
 
+/** A configuration's id and where it delivers, for a question (a polling configuration has no URL: issue 45). */
+const named = (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): string =>
+  `${quoted(w.description)}(${w.id}, ${w.url || "polling"})`;
+
 /**
  * Every confirmation names what it acts on the way its list shows it (name, id, the end of a
  * key), so an administrator with two similar rows open in two tabs cannot confirm the wrong one.
@@ -95,7 +99,7 @@ export const confirmations = {
     danger: true,
   }),
   disableWebhook: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
-    title: `Disable webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
+    title: `Disable webhook configuration ${named(w)}?`,
     consequence:
       "While it is disabled no new events are sent to it, and deliveries waiting for a retry fail at their next attempt. " +
       "Re-enabling it resumes deliveries and resets its health count.",
@@ -112,7 +116,7 @@ export const confirmations = {
     danger: false,
   }),
   rotateAssertionKey: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
-    title: `Rotate the assertion key of webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
+    title: `Rotate the assertion key of webhook configuration ${named(w)}?`,
     consequence:
       "A new key is made and published at this configuration's JWKS URL at once; it starts signing its private_key_jwt assertions " +
       "10 minutes later, by when the receiver's OAuth server has fetched the keys again. The current key keeps signing until then " +
@@ -121,14 +125,31 @@ export const confirmations = {
     button: "Rotate assertion key",
     danger: false,
   }),
-  rotateSigningSecret: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
-    title: `Rotate the signing secret of webhook configuration ${quoted(w.description)}(${w.id}, ${w.url})?`,
+  /** `scheme`: the new key's, when it changes (issue 45: a change of scheme is a rotation). */
+  rotateSigningSecret: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">, scheme?: "v1" | "v1a"): Confirmation => ({
+    title: `Rotate the signing secret of webhook configuration ${named(w)}${scheme ? ` to ${scheme}` : ""}?`,
     consequence:
-      "A new signing secret is made and shown once. For the next 24 hours each webhook carries a signature with the new secret " +
-      "and one with the current secret, and a secret rotated out earlier keeps signing until its own 24 hours end, so the " +
-      "receiver can switch to the new secret at any point in that time; after it, only the new secret signs.",
+      `A new signing key${scheme ? ` (${scheme})` : ""} is made: a v1 secret is shown once, a v1a key's public key shown. ` +
+      "For the next 24 hours each webhook carries a signature with the new key and one with the current key, and a key rotated " +
+      "out earlier keeps signing until its own 24 hours end, so the receiver can switch at any point in that time.",
     button: "Rotate signing secret",
     danger: false,
+    ...(scheme ? { hidden: { signature_scheme: scheme } } : {}),
+  }),
+  rotatePollingToken: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
+    title: `Rotate the polling token of webhook configuration ${named(w)}?`,
+    consequence:
+      "A new polling token is made and shown once. The current token stops reading at once (a read waiting with it ends): the " +
+      "receiver reads nothing until it has the new one. Its events are kept meanwhile.",
+    button: "Rotate polling token",
+    danger: true,
+  }),
+  revokePollingToken: (w: Pick<WebhookConfigurationRecord, "id" | "url" | "description">): Confirmation => ({
+    title: `Revoke the polling token of webhook configuration ${named(w)}?`,
+    consequence:
+      "No read succeeds (401) until a new token is rotated in. The configuration keeps its events meanwhile, for the receiver to read then.",
+    button: "Revoke polling token",
+    danger: true,
   }),
 };
 

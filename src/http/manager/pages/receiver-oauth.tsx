@@ -13,6 +13,9 @@ import type { Confirmation } from "./common";
 
 type AssertionKeyRotation = import("zod").output<typeof AssertionKeyRotationView>;
 
+/** A push configuration's view of the receiver's OAuth settings (a polling configuration has none: issue 45). */
+export type ReceiverOAuthView = NonNullable<WebhookConfigurationView["oauth"]>;
+
 /** The fields as posted, each named as the input's `oauth.<name>`. */
 export type ReceiverOAuthField = "auth_method" | "scope" | "resource" | "audience" | "assertion_audience";
 
@@ -35,14 +38,18 @@ export const EMPTY_RECEIVER_OAUTH: ReceiverOAuthValues = {
   dpop: false,
 };
 
-export const receiverOAuthValuesOf = (o: WebhookConfigurationView["oauth"]): ReceiverOAuthValues => ({
-  auth_method: o.auth_method,
-  scope: o.scope ?? "",
-  resource: (o.resource ?? []).join("\n"),
-  audience: o.audience ?? "",
-  assertion_audience: o.assertion_audience ?? "",
-  dpop: o.dpop,
-});
+/** The form's values of stored settings; a polling configuration's (none) are the empty form's. */
+export const receiverOAuthValuesOf = (o: WebhookConfigurationView["oauth"]): ReceiverOAuthValues =>
+  o === null
+    ? EMPTY_RECEIVER_OAUTH
+    : {
+        auth_method: o.auth_method,
+        scope: o.scope ?? "",
+        resource: (o.resource ?? []).join("\n"),
+        audience: o.audience ?? "",
+        assertion_audience: o.assertion_audience ?? "",
+        dpop: o.dpop,
+      };
 
 export const RECEIVER_OAUTH_LABELS: Record<ReceiverOAuthField, string> = {
   auth_method: "Client authentication at the token URL",
@@ -108,7 +115,7 @@ export function createOAuthInput(v: ReceiverOAuthValues): Record<string, unknown
  * The `oauth` additions of an update: an empty field removes its setting (null). The method and
  * DPoP are sent only when they change, since turning DPoP on makes a new key every time.
  */
-export function updateOAuthInput(v: ReceiverOAuthValues, current: WebhookConfigurationView["oauth"]): Record<string, unknown> {
+export function updateOAuthInput(v: ReceiverOAuthValues, current: ReceiverOAuthView): Record<string, unknown> {
   const resource = lines(v.resource);
   return {
     ...(v.auth_method !== current.auth_method ? { auth_method: v.auth_method } : {}),
@@ -204,7 +211,7 @@ const METHOD_WORDS: Record<ReceiverAuthMethod, string> = {
 };
 
 /** What the receiver's OAuth server is told to expect: the method, what is asked for, the keys. */
-export const ReceiverOAuthFacts: FC<{ oauth: WebhookConfigurationView["oauth"]; origin: string }> = ({ oauth, origin }) => (
+export const ReceiverOAuthFacts: FC<{ oauth: ReceiverOAuthView; origin: string }> = ({ oauth, origin }) => (
   <dl class="facts">
     <dt>Token URL</dt>
     <dd>

@@ -4,8 +4,10 @@
  */
 import type { Child, FC } from "hono/jsx";
 import type {
+  Delivery,
   DeliveryFilter,
   DeliveryRecord,
+  SignatureScheme,
   WebhookConfiguration,
   WebhookConfigurationView,
   WebhookTrafficView,
@@ -76,6 +78,10 @@ export const Health: FC<{ config: WebhookConfiguration }> = ({ config: w }) => {
         <>
           every attempt has failed since <Time at={w.state.failing_since} />
         </>
+      ) : w.delivery === "polling" ? (
+        <>
+          polling; last poll <Time at={w.state.polling?.last_polled_at ?? null} never="never" />
+        </>
       ) : w.state.last_delivered_at !== null ? (
         <>
           healthy; last delivered <Time at={w.state.last_delivered_at} />
@@ -145,11 +151,11 @@ export const WebhookConfigurations: FC<{ base: string; create: string; configs: 
           header: "Configuration",
           cell: ({ config: w }) => (
             <>
-              <a href={`${base}/${w.id}`}>{w.description ?? w.url}</a>
+              <a href={`${base}/${w.id}`}>{configName(w)}</a>
               {w.description !== null && (
                 <>
                   <br />
-                  <Url value={w.url} />
+                  {w.url === "" ? "polling" : <Url value={w.url} />}
                 </>
               )}
             </>
@@ -303,43 +309,54 @@ export const WebhookConfigurationDetail: FC<{
   /** The cursor of the next page of deliveries, or null on the last. */
   next: string | null;
   csrf: string;
-  /** The configuration's view of the receiver's OAuth settings, and keyway's origin (where its JWKS URL is). */
-  oauth: WebhookConfigurationView["oauth"];
+  /** The configuration's view (its OAuth settings, signing key, polling), and keyway's origin (where its JWKS URL is). */
+  view: WebhookConfigurationView;
   origin: string;
   /** Recovery and the receiver's portal (webhooks.tsx `receiverSections`), before the signing secret. */
   children?: Child;
-}> = ({ base, config, traffic, deliveries, query, next, csrf, oauth, origin, children }) => {
+}> = ({ base, config, traffic, deliveries, query, next, csrf, view, origin, children }) => {
   const filtered = query.filter.status !== undefined || query.filter.event_type !== undefined || query.q !== "";
+  const oauth = view.oauth;
   return (
     <>
       <p>
-        <CopyId value={config.id} label="configuration id" /> <Url value={config.url} />
+        <CopyId value={config.id} label="configuration id" /> {view.url === null ? "polling" : <Url value={view.url} />}
       </p>
       <section class="card" aria-labelledby="health">
         <h2 id="health">Health</h2>
         <p>
           <Health config={config} />.
         </p>
-        <div class="stats">
-          <div>
-            Success rate, 24 h
-            <strong>{traffic.last_24h.success_rate === null ? "-" : `${Math.round(traffic.last_24h.success_rate * 1000) / 10}%`}</strong>
+        {view.polling !== null ? (
+          <PollingFacts polling={view.polling} />
+        ) : (
+          <div class="stats">
+            <div>
+              Success rate, 24 h
+              <strong>{traffic.last_24h.success_rate === null ? "-" : `${Math.round(traffic.last_24h.success_rate * 1000) / 10}%`}</strong>
+            </div>
+            <div>
+              Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
+            </div>
+            <div>
+              Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
+            </div>
+            <div>
+              Mean latency, 24 h<strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
+            </div>
           </div>
-          <div>
-            Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
-          </div>
-          <div>
-            Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
-          </div>
-          <div>
-            Mean latency, 24 h<strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
-          </div>
-        </div>
+        )}
         <p>
-          Delivery: {LANES[config.state.lane]};{" "}
-          {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
-          {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`};{" "}
-          {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}
+          {view.polling !== null ? (
+            "Delivery: polling (the receiver reads its events, in publish order, with its polling token)"
+          ) : (
+            <>
+              Delivery: {LANES[config.state.lane]};{" "}
+              {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}
+              {config.rate_limit === null ? "no rate limit" : `at most ${config.rate_limit} per second`};{" "}
+              {config.token_cache ? "one shared receiver token" : "a token request before each webhook"}
+            </>
+          )}
           {config.operations === true && "; the organization's operations configuration (operational events)"}.
         </p>
         {config.status === "active" ? (
@@ -360,27 +377,53 @@ export const WebhookConfigurationDetail: FC<{
           </PostForm>
         )}
       </section>
-      <section class="card" aria-labelledby="receiver-oauth">
-        <h2 id="receiver-oauth">The receiver's token endpoint</h2>
-        <ReceiverOAuthFacts oauth={oauth} origin={origin} />
-        <PostForm action={`${base}/test-connection`} csrf={csrf} class="inline" label="Test the connection to the token endpoint">
-          <p>Fetches a token from the token URL (only that, as before a webhook) and says what happened; nothing is delivered.</p>
-          <button type="submit" class="secondary">
-            Test connection
-          </button>
-        </PostForm>
-      </section>
-      <h2>Traffic</h2>
-      <TrafficCharts
-        id="attempts"
-        what="Attempts"
-        hours={traffic.hours}
-        days={traffic.days}
-        series={[
-          { key: "succeeded", label: "Succeeded", tone: "good" },
-          { key: "failed", label: "Failed", tone: "bad" },
-        ]}
-      />
+      {oauth !== null && (
+        <section class="card" aria-labelledby="receiver-oauth">
+          <h2 id="receiver-oauth">The receiver's token endpoint</h2>
+          <ReceiverOAuthFacts oauth={oauth} origin={origin} />
+          <PostForm action={`${base}/test-connection`} csrf={csrf} class="inline" label="Test the connection to the token endpoint">
+            <p>Fetches a token from the token URL (only that, as before a webhook) and says what happened; nothing is delivered.</p>
+            <button type="submit" class="secondary">
+              Test connection
+            </button>
+          </PostForm>
+        </section>
+      )}
+      {view.polling !== null && (
+        <section class="card" aria-labelledby="polling-token">
+          <h2 id="polling-token">Polling token</h2>
+          <p>
+            {view.polling.token_active
+              ? "Active: the receiver reads with it. Rotating makes a new one, shown once, and stops this one at once."
+              : "Revoked: no read succeeds until a new token is rotated in (the events are kept meanwhile)."}
+          </p>
+          <ul class="links">
+            <li>
+              <a href={`${base}/rotate-polling-token`}>Rotate the polling token</a>
+            </li>
+            {view.polling.token_active && (
+              <li>
+                <a href={`${base}/revoke-polling-token`}>Revoke the polling token</a>
+              </li>
+            )}
+          </ul>
+        </section>
+      )}
+      {view.polling === null && (
+        <>
+          <h2>Traffic</h2>
+          <TrafficCharts
+            id="attempts"
+            what="Attempts"
+            hours={traffic.hours}
+            days={traffic.days}
+            series={[
+              { key: "succeeded", label: "Succeeded", tone: "good" },
+              { key: "failed", label: "Failed", tone: "bad" },
+            ]}
+          />
+        </>
+      )}
       <h2 id="deliveries">Deliveries</h2>
       <DeliveryFilters action={base} clearHref={`${base}#deliveries`} query={query} filtered={filtered} />
       <DeliveryList
@@ -393,14 +436,7 @@ export const WebhookConfigurationDetail: FC<{
         owner="configuration"
       />
       {children}
-      <h2>Signing secret</h2>
-      <p>
-        Rotate the signing secret when it may have leaked, or on a schedule. The current secret keeps signing beside the new one for 24
-        hours.
-      </p>
-      <p>
-        <a href={`${base}/rotate-signing-secret`}>Rotate the signing secret</a>
-      </p>
+      {view.signature_scheme !== null && <SigningKey base={base} view={view} />}
       {config.oauth.auth_method === "private_key_jwt" && (
         <>
           <h2>Assertion key</h2>
@@ -418,7 +454,8 @@ export const WebhookConfigurationDetail: FC<{
       <h2>Change or delete</h2>
       <ul class="links">
         <li>
-          <a href={`${base}/edit`}>Edit the webhook configuration</a> (its URL, the receiver's OAuth client, event types and pacing)
+          <a href={`${base}/edit`}>Edit the webhook configuration</a>{" "}
+          {view.polling !== null ? "(its description and event types)" : "(its URL, the receiver's OAuth client, event types and pacing)"}
         </li>
         <li>
           <a href={`${base}/delete`}>Delete this webhook configuration</a> (nothing more is sent to it; this cannot be undone)
@@ -514,32 +551,38 @@ export const DeliveryDetail: FC<{
     </TableRegion>
     {delivery.attempts.length === 0 && <p>No attempt yet.</p>}
     <h2>Request</h2>
-    <p>
-      <code>POST {config.url}</code>
-    </p>
-    <TableRegion label="Request headers">
-      <table>
-        <caption class="hint">The headers of each attempt; the access token and the signature are masked</caption>
-        <thead>
-          <tr>
-            <th scope="col">Header</th>
-            <th scope="col">Value</th>
-          </tr>
-        </thead>
-        <tbody>
-          {sentHeaders.map(([name, value]) => (
-            <tr>
-              <td data-label="Header">
-                <code>{name}</code>
-              </td>
-              <td data-label="Value">
-                <code class="wrap">{value}</code>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableRegion>
+    {config.delivery === "polling" ? (
+      <p>None: the receiver reads this event at its polling URL.</p>
+    ) : (
+      <>
+        <p>
+          <code>POST {config.url}</code>
+        </p>
+        <TableRegion label="Request headers">
+          <table>
+            <caption class="hint">The headers of each attempt; the access token and the signature are masked</caption>
+            <thead>
+              <tr>
+                <th scope="col">Header</th>
+                <th scope="col">Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {sentHeaders.map(([name, value]) => (
+                <tr>
+                  <td data-label="Header">
+                    <code>{name}</code>
+                  </td>
+                  <td data-label="Value">
+                    <code class="wrap">{value}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableRegion>
+      </>
+    )}
     <section aria-labelledby="payload-heading">
       <h2 id="payload-heading">Payload</h2>
       {/* Focusable, so a long payload can be scrolled by keyboard. */}
@@ -559,18 +602,23 @@ function pretty(body: string): string {
   }
 }
 
-/** The new signing secret, shown once, and what the overlap means. */
-export const SigningSecretRotated: FC<{ base: string; secret: string; previousExpiresAt: string }> = ({
+/** The new signing secret shown once (v1), or the new public key (v1a), and what the overlap means. */
+export const SigningSecretRotated: FC<{ base: string; secret: string | null; publicKey: string | null; previousExpiresAt: string }> = ({
   base,
   secret,
+  publicKey,
   previousExpiresAt,
 }) => (
   <>
-    <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
+    {secret !== null ? (
+      <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
+    ) : (
+      <PublicKey value={publicKey} />
+    )}
     <p>
-      Each webhook carries one signature (<code>v1,...</code>) per secret that still signs: the new one, the previous one until{" "}
-      <Time at={previousExpiresAt} />, and any secret rotated out earlier until its own 24 hours end. The receiver can switch to the new
-      secret at any point in that time; after it only the new secret signs.
+      Each webhook carries one signature (<code>v1,...</code> or <code>v1a,...</code>) per key that still signs: the new one, the previous
+      one until <Time at={previousExpiresAt} />, and any secret rotated out earlier until its own 24 hours end. The receiver can switch to
+      the new secret at any point in that time; after it only the new secret signs.
     </p>
     <p>
       <a href={base}>Back to the webhook configuration</a>
@@ -623,6 +671,8 @@ export type WebhookField =
   | "client_id"
   | "client_secret"
   | "rate_limit"
+  | "delivery"
+  | "signature_scheme"
   | ReceiverOAuthField;
 
 /**
@@ -646,6 +696,9 @@ export interface WebhookFormValues extends ReceiverOAuthValues {
   operations: boolean;
   /** As typed in this submit (never the stored one); empty on a fresh form. */
   client_secret: string;
+  /** Issue 45: chosen on creation only (the scheme changes by rotation). */
+  delivery: Delivery;
+  signature_scheme: SignatureScheme;
 }
 
 export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
@@ -659,6 +712,8 @@ export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
   token_cache: false,
   operations: false,
   client_secret: "",
+  delivery: "push",
+  signature_scheme: "v1",
   ...EMPTY_RECEIVER_OAUTH,
 };
 
@@ -675,6 +730,8 @@ export const formValuesOf = (config: WebhookConfiguration, oauth: WebhookConfigu
   operations: config.operations === true,
   // Write-only: the stored secret never reaches a page; empty keeps it.
   client_secret: "",
+  delivery: config.delivery === "polling" ? "polling" : "push",
+  signature_scheme: "v1",
   ...receiverOAuthValuesOf(oauth),
 });
 
@@ -687,6 +744,8 @@ export const WEBHOOK_FIELD_LABELS: Record<WebhookField, string> = {
   client_id: "Client id at the receiver",
   client_secret: "Client secret at the receiver",
   rate_limit: "Rate limit (deliveries per second)",
+  delivery: "Delivery",
+  signature_scheme: "Signature scheme",
   ...RECEIVER_OAUTH_LABELS,
 };
 
@@ -710,6 +769,10 @@ export const WebhookConfigurationForm: FC<{
 }> = ({ mode, action, cancel, values, errors, csrf }) => {
   const err = (field: WebhookField) => errors?.fields[field];
   const listed = Object.entries(errors?.fields ?? {}) as [WebhookField, string][];
+  const create = mode === "create";
+  // An edit of a polling configuration has no URL, OAuth or pacing (issue 45); creation offers both, push's fields ignored for polling.
+  const push = create || values.delivery === "push";
+  const forPush = create ? "push only; " : "";
   return (
     <>
       {errors && (
@@ -729,16 +792,36 @@ export const WebhookConfigurationForm: FC<{
         </div>
       )}
       <PostForm action={action} csrf={csrf} label={mode === "create" ? "New webhook configuration" : "Edit the webhook configuration"}>
+        {create && (
+          <>
+            <Choice
+              id="delivery"
+              legend={WEBHOOK_FIELD_LABELS.delivery}
+              value={values.delivery}
+              options={DELIVERIES}
+              error={err("delivery")}
+            />
+            <Choice
+              id="signature_scheme"
+              legend={`${WEBHOOK_FIELD_LABELS.signature_scheme} (push only)`}
+              value={values.signature_scheme}
+              options={SCHEMES}
+              error={err("signature_scheme")}
+            />
+          </>
+        )}
         <fieldset>
-          <legend>Where webhooks go</legend>
-          <Field
-            id="url"
-            label={WEBHOOK_FIELD_LABELS.url}
-            hint="a public https: URL; keyway POSTs each event to it"
-            value={values.url}
-            required
-            error={err("url")}
-          />
+          <legend>{push ? "Where webhooks go" : "The configuration"}</legend>
+          {push && (
+            <Field
+              id="url"
+              label={WEBHOOK_FIELD_LABELS.url}
+              hint={`${forPush}a public https: URL; keyway POSTs each event to it`}
+              value={values.url}
+              required={!create}
+              error={err("url")}
+            />
+          )}
           <Field
             id="description"
             label={WEBHOOK_FIELD_LABELS.description}
@@ -754,57 +837,67 @@ export const WebhookConfigurationForm: FC<{
             error={err("events")}
           />
         </fieldset>
+        {push && (
+          <fieldset>
+            <legend>How keyway signs in to the receiver (OAuth client credentials{create ? "; push only" : ""})</legend>
+            <Field
+              id="token_url"
+              label={WEBHOOK_FIELD_LABELS.token_url}
+              hint="the receiver's OAuth token endpoint, a public https: URL"
+              value={values.token_url}
+              required={!create}
+              error={err("token_url")}
+            />
+            <Field
+              id="client_id"
+              label={WEBHOOK_FIELD_LABELS.client_id}
+              value={values.client_id}
+              required={!create}
+              error={err("client_id")}
+            />
+            <AuthMethodChoice value={values.auth_method} error={err("auth_method")} />
+            {/* Not required in HTML: private_key_jwt takes none (the hint says so); the schema asks for it otherwise. */}
+            <Field
+              id="client_secret"
+              type="password"
+              label={WEBHOOK_FIELD_LABELS.client_secret}
+              hint={
+                mode === "create"
+                  ? `stored encrypted; never shown again; ${CLIENT_SECRET_NOT_FOR_JWT}`
+                  : `write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`
+              }
+              value={values.client_secret === "" ? undefined : values.client_secret}
+              error={err("client_secret")}
+            />
+            <TokenRequestFields values={values} err={err} />
+            <Checkbox
+              id="token_cache"
+              label="Share one receiver token"
+              checked={values.token_cache}
+              hint="reused until 60 s before it expires; otherwise a token request before each webhook"
+            />
+          </fieldset>
+        )}
         <fieldset>
-          <legend>How keyway signs in to the receiver (OAuth client credentials)</legend>
-          <Field
-            id="token_url"
-            label={WEBHOOK_FIELD_LABELS.token_url}
-            hint="the receiver's OAuth token endpoint, a public https: URL"
-            value={values.token_url}
-            required
-            error={err("token_url")}
-          />
-          <Field id="client_id" label={WEBHOOK_FIELD_LABELS.client_id} value={values.client_id} required error={err("client_id")} />
-          <AuthMethodChoice value={values.auth_method} error={err("auth_method")} />
-          {/* Not required in HTML: private_key_jwt takes none (the hint says so); the schema asks for it otherwise. */}
-          <Field
-            id="client_secret"
-            type="password"
-            label={WEBHOOK_FIELD_LABELS.client_secret}
-            hint={
-              mode === "create"
-                ? `stored encrypted; never shown again; ${CLIENT_SECRET_NOT_FOR_JWT}`
-                : `write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`
-            }
-            value={values.client_secret === "" ? undefined : values.client_secret}
-            error={err("client_secret")}
-          />
-          <TokenRequestFields values={values} err={err} />
-          <Checkbox
-            id="token_cache"
-            label="Share one receiver token"
-            checked={values.token_cache}
-            hint="reused until 60 s before it expires; otherwise a token request before each webhook"
-          />
-        </fieldset>
-        <fieldset>
-          <legend>Pacing</legend>
-          <Checkbox id="ordered" label="Ordered" checked={values.ordered} hint="one at a time, in publish order" />
+          <legend>{push ? "Pacing" : "Operations"}</legend>
+          {push && <Checkbox id="ordered" label="Ordered" checked={values.ordered} hint={`${forPush}one at a time, in publish order`} />}
           <Checkbox
             id="operations"
             label="Operations configuration"
             checked={values.operations}
             hint="the organization's own: the only kind that may receive keyway's operational webhook.* events (they describe every endpoint); no portal link opens it"
           />
-          <Field
-            id="rate_limit"
-            type="number"
-            min={1}
-            label={WEBHOOK_FIELD_LABELS.rate_limit}
-            value={values.rate_limit}
-            hint="1 to 1000; empty for none; excess deliveries wait"
-            error={err("rate_limit")}
-          />
+          {push && (
+            <Field
+              id="rate_limit"
+              type="number"
+              min={1}
+              label={WEBHOOK_FIELD_LABELS.rate_limit}
+              value={values.rate_limit}
+              hint={`${forPush}1 to 1000; empty for none; excess deliveries wait`}
+              error={err("rate_limit")}
+            />
+          )}
         </fieldset>
         <button type="submit">{mode === "create" ? "Create webhook configuration" : "Save"}</button>{" "}
         <a href={cancel} class="button secondary">
@@ -815,34 +908,143 @@ export const WebhookConfigurationForm: FC<{
   );
 };
 
-/** A new configuration: its signing secret, shown this once, and what the receiver does with it. */
-export const WebhookConfigurationCreated: FC<{ base: string; config: WebhookConfiguration; secret: string }> = ({
-  base,
-  config,
-  secret,
-}) => (
+/** A new configuration: its v1 signing secret or polling token, shown this once, or its v1a public key, and what the receiver does with it. */
+export const WebhookConfigurationCreated: FC<{
+  base: string;
+  config: WebhookConfiguration;
+  view: WebhookConfigurationView;
+  secret: string | null;
+  pollingToken: string | null;
+}> = ({ base, config, view, secret, pollingToken }) => (
   <>
     <p>
-      <CopyId value={config.id} label="configuration id" /> sends {config.events ? config.events.join(", ") : "every event"} to{" "}
-      <Url value={config.url} />.
+      <CopyId value={config.id} label="configuration id" /> {view.polling !== null ? "keeps" : "sends"}{" "}
+      {config.events ? config.events.join(", ") : "every event"}{" "}
+      {view.polling !== null ? (
+        <>
+          for its receiver to read at <Url value={view.polling.url} />
+        </>
+      ) : (
+        <>
+          to <Url value={config.url} />
+        </>
+      )}
+      .
     </p>
-    <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
-    <p>
-      Give it to the receiver: it checks each webhook's <code>webhook-signature</code> header (HMAC-SHA256 over the webhook-id, the
-      timestamp and the body) with it, and refuses a webhook whose signature does not match.
-    </p>
+    {pollingToken !== null && (
+      <>
+        <SecretOnce id="polling-token" label="polling token" value={pollingToken} stored="hash" />
+        <p>
+          Give the URL and the token to the receiver: it reads its events with <code>GET</code> and <code>Authorization: Bearer</code> the
+          token (docs/receivers.md, "Polling").
+        </p>
+      </>
+    )}
+    {secret !== null && (
+      <>
+        <SecretOnce id="signing-secret" label="signing secret" value={secret} stored="sealed" />
+        <p>
+          Give it to the receiver: it checks each webhook's <code>webhook-signature</code> header (HMAC-SHA256 over the webhook-id, the
+          timestamp and the body) with it, and refuses a webhook whose signature does not match.
+        </p>
+      </>
+    )}
+    {view.signing_public_key !== null && <PublicKey value={view.signing_public_key} />}
     <p>
       <a href={base}>Go to the webhook configuration</a>
     </p>
   </>
 );
 
+/** A v1a configuration's public key: not a secret, shown on its page too. */
+const PublicKey: FC<{ value: string | null }> = ({ value }) => (
+  <p>
+    Public key (v1a, Ed25519): {value === null ? "-" : <CopyId value={value} label="public key" />}. Give it to the receiver: it verifies
+    each webhook's <code>v1a,</code> signature with it (Standard Webhooks); it cannot sign, so it need not be kept secret.
+  </p>
+);
+
+/** How webhooks are signed now, and the rotation, in the current scheme or the other (a change of scheme is a rotation). */
+const SigningKey: FC<{ base: string; view: WebhookConfigurationView }> = ({ base, view }) => {
+  const other = view.signature_scheme === "v1a" ? "v1" : "v1a";
+  return (
+    <>
+      <h2>Signing key</h2>
+      <p>Signature scheme: {SCHEME_WORDS[view.signature_scheme ?? "v1"]}.</p>
+      {view.signing_public_key !== null && <PublicKey value={view.signing_public_key} />}
+      <p>
+        Rotate it when it may have leaked, or on a schedule. The current key keeps signing beside the new one for 24 hours, whatever their
+        schemes.
+      </p>
+      <ul class="links">
+        <li>
+          <a href={`${base}/rotate-signing-secret`}>Rotate the signing secret</a>
+        </li>
+        <li>
+          <a href={`${base}/rotate-signing-secret?scheme=${other}`}>Rotate to {other}</a> ({SCHEME_WORDS[other]})
+        </li>
+      </ul>
+    </>
+  );
+};
+
+/** A polling configuration's reading: its URL, backlog, last read and token state. */
+export const PollingFacts: FC<{ polling: NonNullable<WebhookConfigurationView["polling"]> }> = ({ polling }) => (
+  <dl class="facts">
+    <dt>Polling URL</dt>
+    <dd>
+      <Url value={polling.url} />
+    </dd>
+    <dt>Backlog</dt>
+    <dd>{polling.backlog} events not read yet</dd>
+    <dt>Last poll</dt>
+    <dd>
+      <Time at={polling.last_polled_at} never="never" />
+    </dd>
+    <dt>Polling token</dt>
+    <dd>{polling.token_active ? "active" : "revoked"}</dd>
+  </dl>
+);
+
+export const SCHEME_WORDS: Record<SignatureScheme, string> = {
+  v1: "v1, HMAC-SHA256 with a shared secret (whsec_)",
+  v1a: "v1a, Ed25519: keyway keeps the private key, the receiver verifies with the public key (whpk_)",
+};
+
+const DELIVERIES: [Delivery, string][] = [
+  ["push", "Push: keyway sends each event to the receiver's URL"],
+  ["polling", "Polling: the receiver reads its events from keyway with a token of its own (no URL or OAuth)"],
+];
+const SCHEMES = Object.entries(SCHEME_WORDS) as [SignatureScheme, string][];
+
+/** A choice as radio buttons in a group of their own (its id is where an error's link points). */
+export const Choice: FC<{ id: string; legend: string; value: string; options: [string, string][]; error?: string | undefined }> = (p) => (
+  <fieldset id={p.id} aria-describedby={p.error ? `${p.id}-error` : undefined}>
+    <legend>{p.legend}</legend>
+    {p.error && (
+      <p id={`${p.id}-error`} class="field-error" role="alert">
+        {p.error}
+      </p>
+    )}
+    {p.options.map(([value, label]) => (
+      <p class="check">
+        <input id={`${p.id}-${value}`} name={p.id} type="radio" value={value} checked={value === p.value} />
+        <label for={`${p.id}-${value}`}>{label}</label>
+      </p>
+    ))}
+  </fieldset>
+);
+
+/** A configuration's name in lists and titles: its description, or its URL, or (polling) its id. */
+export const configName = (w: Pick<WebhookConfiguration, "id" | "description" | "url">): string =>
+  w.description ?? (w.url !== "" ? w.url : `polling ${w.id}`);
+
 /**
  * Deleting a configuration, asked first (the confirmation page of confirm.tsx), naming it as the
  * list does: description, id and URL.
  */
 export const deleteWebhookConfirmation = (w: Pick<WebhookConfiguration, "id" | "url" | "description">): Confirmation => ({
-  title: `Delete webhook configuration ${w.description ? `“${w.description}” ` : ""}(${w.id}, ${w.url})?`,
+  title: `Delete webhook configuration ${w.description ? `“${w.description}” ` : ""}(${w.id}, ${w.url || "polling"})?`,
   consequence:
     "Nothing more is sent to it: its deliveries still pending or waiting for a retry end failed, without a request, and events " +
     "published from now on are not sent there. This cannot be undone; to send webhooks to that receiver again, create a new " +
