@@ -546,7 +546,9 @@ export function maskedWebhookHeaders(deliveryId: string, config: WebhookConfigur
       accessToken: "•••• (the receiver's access token, fetched for this attempt)",
       deliveryId,
       timestamp: "(the attempt's time, Unix seconds)",
-      signature: "v1,•••• (HMAC-SHA256 with each live signing secret)",
+      signature: (config?.signing_secrets ?? []).some((k) => k.public_key)
+        ? "v1a,•••• (Ed25519 with each live signing key; v1,•••• for a v1 secret still in its grace)"
+        : "v1,•••• (HMAC-SHA256 with each live signing secret)",
       dpopProof: dpop ? "•••• (a DPoP proof of keyway's key for this configuration, new for each request)" : undefined,
     }),
   );

@@ -229,8 +229,13 @@ export async function retryDelivery(deps: Deps, orgId: string, deliveryId: strin
  */
 export function canResend(
   deps: Deps,
-  config: Pick<WebhookConfigurationRecord, "status">,
+  config: Pick<WebhookConfigurationRecord, "status" | "delivery">,
   delivery: Pick<DeliveryRecord, "in_flight_until">,
 ): boolean {
-  return config.status === "active" && (delivery.in_flight_until === null || Date.parse(delivery.in_flight_until) <= deps.now());
+  // A polling configuration sends nothing: its receiver reads again from an earlier cursor (issue 45).
+  return (
+    config.status === "active" &&
+    config.delivery !== "polling" &&
+    (delivery.in_flight_until === null || Date.parse(delivery.in_flight_until) <= deps.now())
+  );
 }
