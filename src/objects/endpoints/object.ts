@@ -358,7 +358,7 @@ export class EndpointObject extends DurableObject<Env> {
       }
       if (this.readers.size >= POLL_WAITERS_MAX) {
         acknowledge(this.db, ep, decided.value.after, Date.now());
-        if (!waited) return ok(page);
+        return ok(page);
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, left);
