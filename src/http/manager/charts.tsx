@@ -149,3 +149,22 @@ export function TrafficCharts<K extends string>(props: {
     </div>
   );
 }
+
+/** An endpoint's delivery attempts by hour and by day, under its heading: the manager's configuration page and the portal's endpoint page. */
+export function AttemptTraffic(props: { hours: Bucket<"succeeded" | "failed">[]; days: Bucket<"succeeded" | "failed">[] }) {
+  return (
+    <>
+      <h2>Traffic</h2>
+      <TrafficCharts
+        id="attempts"
+        what="Attempts"
+        hours={props.hours}
+        days={props.days}
+        series={[
+          { key: "succeeded", label: "Succeeded", tone: "good" },
+          { key: "failed", label: "Failed", tone: "bad" },
+        ]}
+      />
+    </>
+  );
+}

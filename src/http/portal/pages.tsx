@@ -15,7 +15,7 @@ import type {
   WebhookConfigurationView,
   WebhookTrafficView,
 } from "../../schemas/webhooks";
-import { TrafficCharts } from "../manager/charts";
+import { AttemptTraffic } from "../manager/charts";
 import type { FormErrors } from "../manager/form-check";
 import { FormRefused } from "../manager/pages/event-types";
 import { ReceiverOAuthFacts, receiverOAuthValuesOf, TokenRequestFields } from "../manager/pages/receiver-oauth";
@@ -189,17 +189,7 @@ export const HomePage: FC<{
               </button>
             </PostForm>
           </section>
-          <h2>Traffic</h2>
-          <TrafficCharts
-            id="attempts"
-            what="Attempts"
-            hours={traffic.hours}
-            days={traffic.days}
-            series={[
-              { key: "succeeded", label: "Succeeded", tone: "good" },
-              { key: "failed", label: "Failed", tone: "bad" },
-            ]}
-          />
+          <AttemptTraffic hours={traffic.hours} days={traffic.days} />
           <h2>Signing secret</h2>
           <p>
             Rotate it when it may have leaked, or on a schedule. The current key keeps signing beside the new one for 24 hours.{" "}

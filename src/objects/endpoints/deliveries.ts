@@ -43,29 +43,35 @@ export interface NewDelivery {
 export const deliveryBytes = (body: string): number => encodeUtf8(body).byteLength + DELIVERY_ROW_BYTES;
 
 /**
- * Inserts new deliveries, due at once; a delivery already here (a repeated fan-out) is left as it
- * is. Answers the ids inserted, in the order given (publish order).
+ * Inserts new deliveries, due at once (`polled`: kept for a polling configuration's receiver); a
+ * delivery already here (a repeated fan-out) is left as it is. Answers the ids inserted, in the
+ * order given (publish order).
  */
-export function accept(db: Db, deliveries: NewDelivery[], now: number): string[] {
+export function accept(db: Db, deliveries: NewDelivery[], now: number, polled = false): string[] {
   const at = isoTime(now);
   const inserted: string[] = [];
   db.txn(() => {
     for (const d of deliveries) {
       if (db.first("SELECT 1 AS x FROM deliveries WHERE id = ?", d.id) !== undefined) continue;
       inserted.push(d.id);
-      db.run("UPDATE endpoint SET stored_bytes = stored_bytes + ?", deliveryBytes(d.body));
+      // A polling configuration's delivery (issue 45, polling.ts) takes the next read position and
+      // waits for no ticket (state NULL, no due time): nothing is sent, the receiver reads it.
+      db.run("UPDATE endpoint SET stored_bytes = stored_bytes + ?, poll_pos = poll_pos + ?", deliveryBytes(d.body), polled ? 1 : 0);
       db.run(
-        `INSERT OR IGNORE INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms,
-          state, created_ms, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 1, 0, 0, ?, 'waiting', ?, ?, ?)`,
+        `INSERT INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms,
+          state, created_ms, created_at, updated_at, pos) VALUES (?, ?, ?, ?, ?, 'pending', 1, 0, 0, ?, ?, ?, ?, ?,
+          CASE WHEN ? THEN (SELECT poll_pos FROM endpoint) END)`,
         d.id,
         d.seq,
         d.event_id,
         d.event_type,
         d.body,
-        now,
+        polled ? null : now,
+        polled ? null : "waiting",
         d.created_ms,
         d.created_at,
         at,
+        polled ? 1 : 0,
       );
     }
   });

@@ -78,7 +78,6 @@ import {
   TOKEN_REUSE_MARGIN_MS,
 } from "./policy";
 import {
-  acceptPolled,
   acknowledge,
   decideRead,
   POLL_PAGE_MAX,
@@ -274,7 +273,7 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep === undefined) return { accepted: false, version: 0 };
     if (this.configOf(ep)?.delivery === "polling") {
       // Kept for the receiver to read (polling.ts); a waiting read returns at once.
-      if (acceptPolled(this.db, deliveries, now).length > 0) this.wakeReaders();
+      if (accept(this.db, deliveries, now, true).length > 0) this.wakeReaders();
       await this.pump(now);
       return { accepted: true, version: ep.version };
     }

@@ -6,7 +6,7 @@
  * object's SQL over them:
  *
  * - each delivery gets `pos`, the next of the endpoint's own counter (`poll_pos`), when it is
- *   inserted: publish order (the organization hands an endpoint its deliveries in fan-out order,
+ *   inserted (deliveries.ts `accept`, polled): publish order (the organization hands an endpoint its deliveries in fan-out order,
  *   one hand-over at a time), and never below a position already served, so a cursor cannot skip
  *   a delivery that arrives late (at least once, never "at most once");
  * - a read after cursor `p` acknowledges everything up to `p` (the receiver asks for what follows
@@ -24,7 +24,6 @@ import { isoTime } from "../../lib/time";
 import type { PollingState, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import { fail, missing, ok, type Result } from "../sql";
-import { deliveryBytes, type NewDelivery } from "./deliveries";
 import type { EndpointRow } from "./schema";
 
 /** The most events one read answers. */
@@ -97,34 +96,6 @@ export function decideRead(
     );
   }
   return ok({ after: cursor.pos });
-}
-
-/** Inserts a polling configuration's new deliveries with the next positions; a repeated hand-over inserts nothing twice. */
-export function acceptPolled(db: Db, deliveries: NewDelivery[], now: number): string[] {
-  const at = isoTime(now);
-  const inserted: string[] = [];
-  db.txn(() => {
-    for (const d of deliveries) {
-      if (db.first("SELECT 1 AS x FROM deliveries WHERE id = ?", d.id) !== undefined) continue;
-      inserted.push(d.id);
-      db.run("UPDATE endpoint SET stored_bytes = stored_bytes + ?, poll_pos = poll_pos + 1", deliveryBytes(d.body));
-      // Not waiting for a ticket (state NULL): nothing is sent; the receiver reads it.
-      db.run(
-        `INSERT INTO deliveries (id, seq, event_id, event_type, body, status, series, series_attempts, attempts, due_ms,
-          state, created_ms, created_at, updated_at, pos) VALUES (?, ?, ?, ?, ?, 'pending', 1, 0, 0, NULL, NULL, ?, ?, ?,
-          (SELECT poll_pos FROM endpoint))`,
-        d.id,
-        d.seq,
-        d.event_id,
-        d.event_type,
-        d.body,
-        d.created_ms,
-        d.created_at,
-        at,
-      );
-    }
-  });
-  return inserted;
 }
 
 /** Up to `limit` events after position `after`, in order, and whether more follow. Reads the rows it answers (+1). */

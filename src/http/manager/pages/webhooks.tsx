@@ -12,7 +12,7 @@ import type {
   WebhookConfigurationView,
   WebhookTrafficView,
 } from "../../../schemas/webhooks";
-import { TrafficCharts } from "../charts";
+import { AttemptTraffic } from "../charts";
 import type { FormErrors } from "../form-check";
 import { List } from "../list";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, Url } from "../views";
@@ -409,21 +409,7 @@ export const WebhookConfigurationDetail: FC<{
           </ul>
         </section>
       )}
-      {view.polling === null && (
-        <>
-          <h2>Traffic</h2>
-          <TrafficCharts
-            id="attempts"
-            what="Attempts"
-            hours={traffic.hours}
-            days={traffic.days}
-            series={[
-              { key: "succeeded", label: "Succeeded", tone: "good" },
-              { key: "failed", label: "Failed", tone: "bad" },
-            ]}
-          />
-        </>
-      )}
+      {view.polling === null && <AttemptTraffic hours={traffic.hours} days={traffic.days} />}
       <h2 id="deliveries">Deliveries</h2>
       <DeliveryFilters action={base} clearHref={`${base}#deliveries`} query={query} filtered={filtered} />
       <DeliveryList
