@@ -271,5 +271,15 @@ describe("a polling configuration in the manager", () => {
     expect((await read(created.id, created.polling.token)).status).toBe(401);
     expect((await read(created.id, token)).status).toBe(200);
     expect(await (await portal.get("/portal")).text()).not.toContain(token);
+
+    // Once the organization revokes it, the receiver cannot issue itself a new one.
+    await admin("DELETE", `/organizations/${t.orgId}/webhook-configurations/${created.id}/polling-token`);
+    const revokedHome = await (await portal.get("/portal")).text();
+    expect(revokedHome).not.toContain("/portal/rotate-polling-token");
+    expect(revokedHome).toContain("The organization has revoked this endpoint");
+    const refused = await portal.post("/portal/rotate-polling-token", { csrf: asked.csrf });
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).not.toMatch(/kw_poll_/);
+    expect((await read(created.id, token)).status).toBe(401);
   });
 });

@@ -278,6 +278,56 @@ describe("polling: hand-overs repeated, late or concurrent", () => {
     expect(rows).toBe(2);
   });
 
+  it("reads whose wait ran out leave no trace: ten of them, then an eleventh still waits", async () => {
+    const c = await createPolling({ events: ["quiet.event"] });
+    await Promise.all(Array.from({ length: 10 }, () => read(c, c.polling.token, "?wait=1")));
+    const began = Date.now();
+    const eleventh = await read(c, c.polling.token, "?wait=2");
+    expect(eleventh.page.events).toEqual([]);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(1800);
+  });
+
+  it("a cursor past the last position given is refused (404), and the accounting stays right", async () => {
+    const c = await createPolling({ events: ["ahead.event"] });
+    const ahead = btoa(`${c.id}:1000000`).replaceAll("=", "").replaceAll("+", "-").replaceAll("/", "_");
+    expect((await read(c, c.polling.token, `?after=${ahead}`)).status).toBe(404);
+    await publish("ahead.event", { n: 1 });
+    await publish("ahead.event", { n: 2 });
+    const view = async () =>
+      (await body<{ polling: { backlog: number } }>(await api(t, token, `/v1/webhook-configurations/${c.id}`))).data.polling.backlog;
+    expect(await view()).toBe(2);
+    const page = await read(c, c.polling.token);
+    expect(page.page.events).toHaveLength(2);
+    await read(c, c.polling.token, `?after=${page.page.next_cursor}`);
+    expect(await view()).toBe(0);
+  });
+
+  it("without a cursor, a read starts at the oldest event kept, even when retention deleted one handed over later", async () => {
+    const c = await createPolling({ events: ["never.published"] });
+    const stub = endpointOf(c.id);
+    await stub.accept(null, [delivery(c.id, 2_000_001, 11)], Date.now());
+    const old = { ...delivery(c.id, 2_000_000, 10), created_ms: Date.now() - (EVENT_RETENTION_DAYS + 1) * 86_400_000 };
+    await stub.accept(null, [old], Date.now());
+    await runDurableObjectAlarm(stub);
+    const fresh = await read(c, c.polling.token);
+    expect(fresh.page.events.map((e) => e.data)).toEqual([{ n: 11 }]);
+    // A cursor before the deleted one cannot tell what it missed: 410, not a silent gap.
+    const zero = btoa(`${c.id}:0`).replaceAll("=", "");
+    expect((await read(c, c.polling.token, `?after=${zero}`)).status).toBe(410);
+  });
+
+  it("disabling a polling configuration announces nothing (it has no endpoint in trouble)", async () => {
+    const c = await createPolling();
+    expect((await api(t, token, `/v1/webhook-configurations/${c.id}`, "PATCH", { status: "disabled" })).status).toBe(200);
+    const notices = await runInDurableObject(
+      endpointOf(c.id),
+      (_o, state) => state.storage.sql.exec("SELECT count(*) AS n FROM notices").one().n,
+    );
+    expect(notices).toBe(0);
+    // Disabled, it keeps no new event, and its receiver still reads what it has.
+    expect((await read(c, c.polling.token)).status).toBe(200);
+  });
+
   it("ten reads waiting at once are all answered by one publish; an eleventh is answered at once", async () => {
     const c = await createPolling({ events: ["fanin.event"] });
     const start = (await read(c, c.polling.token)).page.next_cursor;

@@ -314,7 +314,7 @@ export const PollingState = z.object({
   backlog: z
     .number()
     .int()
-    .describe("Events after the last cursor the receiver presented (not read yet, as far as keyway knows); counted up to 10,000."),
+    .describe("Events after the last cursor the receiver presented (not read yet, as far as keyway knows), less those retention deleted."),
   last_polled_at: Timestamp.nullable().describe("When the receiver last read its events; null before its first read."),
 });
 export type PollingState = z.output<typeof PollingState>;

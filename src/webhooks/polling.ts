@@ -14,6 +14,7 @@ import { randomToken, sha256Hex } from "../lib/crypto";
 import { ID_PATTERN } from "../lib/ids";
 import { POLL_PAGE_MAX, POLL_WAIT_MAX_MS, type ReadPage } from "../objects/endpoints/polling";
 import { endpointObject, reach, unwrap, webhookObject } from "../objects/stubs";
+import type { ChangedBy } from "../objects/webhooks/configurations";
 import type { WebhookConfiguration } from "../schemas/webhooks";
 
 export const POLLING_TOKEN_PREFIX = "kw_poll_";
@@ -68,15 +69,17 @@ export async function readPolledEvents(
 }
 
 /** A new read credential for a polling configuration, shown once; the previous one stops at once. */
+/** `by: "receiver"` (the portal): refused while the organization has the token revoked. */
 export async function rotatePollingToken(
   deps: Deps,
   orgId: string,
   id: string,
   actor: Actor,
+  by: ChangedBy = "organization",
 ): Promise<{ config: WebhookConfiguration; token: string }> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const token = newPollingToken();
-  const config = await setToken(deps, orgId, id, await sha256Hex(token), actor);
+  const config = await setToken(deps, orgId, id, await sha256Hex(token), actor, by);
   return { config, token };
 }
 
@@ -86,9 +89,16 @@ export async function revokePollingToken(deps: Deps, orgId: string, id: string, 
   return setToken(deps, orgId, id, null, actor);
 }
 
-async function setToken(deps: Deps, orgId: string, id: string, hash: string | null, actor: Actor): Promise<WebhookConfiguration> {
+async function setToken(
+  deps: Deps,
+  orgId: string,
+  id: string,
+  hash: string | null,
+  actor: Actor,
+  by: ChangedBy = "organization",
+): Promise<WebhookConfiguration> {
   const now = deps.now();
-  const changed = unwrap(await reach("webhooks", () => webhookObject(deps, orgId).setPollingToken(id, hash, actor, now)));
+  const changed = unwrap(await reach("webhooks", () => webhookObject(deps, orgId).setPollingToken(id, hash, actor, now, by)));
   if (!changed.applied) {
     // The old credential may still read at the endpoint until the push lands: say so rather than claim it is done.
     throw new ApiError(

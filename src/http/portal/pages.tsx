@@ -201,11 +201,15 @@ export const HomePage: FC<{
       {view.polling !== null && (
         <>
           <h2>Polling token</h2>
-          <p>
-            Read your events at the polling URL above with <code>Authorization: Bearer</code> your polling token. Rotate it when it may have
-            leaked: the new one is shown once and the current one stops reading at once.{" "}
-            <a href="/portal/rotate-polling-token">Rotate the polling token</a>
-          </p>
+          {view.polling.token_active ? (
+            <p>
+              Read your events at the polling URL above with <code>Authorization: Bearer</code> your polling token. Rotate it when it may
+              have leaked: the new one is shown once and the current one stops reading at once.{" "}
+              <a href="/portal/rotate-polling-token">Rotate the polling token</a>
+            </p>
+          ) : (
+            <p>The organization has revoked this endpoint's polling token: reads are refused until it issues a new one.</p>
+          )}
         </>
       )}
     </>

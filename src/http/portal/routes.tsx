@@ -419,7 +419,7 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
 
   app.post("/portal/rotate-polling-token", async (c) => {
     const s = portal(c);
-    const { config, token } = await rotatePollingToken(c.get("deps"), s.orgId, s.configurationId, receiverActor(s));
+    const { config, token } = await rotatePollingToken(c.get("deps"), s.orgId, s.configurationId, receiverActor(s), "receiver");
     return page(
       c,
       "New polling token",

@@ -221,7 +221,9 @@ export class EndpointObject extends DurableObject<Env> {
       stopRecoveries(this.db, Date.now());
       this.recoveryRunning = false;
     }
-    if (next !== null && prev !== null && prev.status !== "disabled" && next.status === "disabled")
+    // Operational events tell of an endpoint's trouble; a polling configuration has no endpoint to
+    // be in trouble (the organization disables it itself), so it announces nothing (issue 45).
+    if (next !== null && prev !== null && prev.status !== "disabled" && next.status === "disabled" && next.delivery !== "polling")
       announceDisabled(this.db, ep, next, Date.now());
     // A pause's count of what it holds starts with the pause and ends with it (policy.ts). Paused
     // time is not failing time: the health count starts again on pausing and on resuming, so a
@@ -331,8 +333,7 @@ export class EndpointObject extends DurableObject<Env> {
   private readonly readers = new Set<() => void>();
 
   private wakeReaders(): void {
-    for (const wake of this.readers) wake();
-    this.readers.clear();
+    for (const wake of [...this.readers]) wake();
   }
 
   /**
@@ -360,12 +361,16 @@ export class EndpointObject extends DurableObject<Env> {
         return ok(page);
       }
       await new Promise<void>((resolve) => {
+        const readers = this.readers;
         const timer = setTimeout(done, left);
+        // Leaves the set however it ends (a wake, or its own timer), so a read that timed out
+        // never counts against POLL_WAITERS_MAX afterwards.
         function done(): void {
           clearTimeout(timer);
+          readers.delete(done);
           resolve();
         }
-        this.readers.add(done);
+        readers.add(done);
       });
     }
   }
@@ -388,7 +393,7 @@ export class EndpointObject extends DurableObject<Env> {
         (halfOpen ? `circuit half-open after ${ep.failures} failed attempts in a row: one attempt at a time until one succeeds` : null),
       failing_since: ep.failing_since_ms === null ? null : isoTime(ep.failing_since_ms),
       last_delivered_at: ep.last_delivered_ms === null ? null : isoTime(ep.last_delivered_ms),
-      polling: this.configOf(ep)?.delivery === "polling" ? pollingState(this.db, ep) : null,
+      polling: this.configOf(ep)?.delivery === "polling" ? pollingState(ep) : null,
     };
   }
 
@@ -1144,10 +1149,10 @@ function liveConfig(ep: EndpointRow, config: WebhookConfigurationRecord | null):
   return config.status === "disabled" ? "webhook configuration is disabled" : config;
 }
 
-/** Why nothing is sent while the configuration's status is `paused`. */
 /** Issue 45: a polling configuration's events are read by its receiver, from a cursor it keeps. */
 const POLLING_CONFLICT =
   "A polling configuration sends nothing: its receiver reads its events, and reads them again from an earlier cursor (GET /v1/polling-endpoints/{id}/events?after=...).";
+/** Why nothing is sent while the configuration's status is `paused`. */
 const HELD_REASON = "deliveries paused (status paused): held here, sent in publish order when resumed";
 const PAUSED_CONFLICT = "Deliveries to this webhook configuration are paused; resume them (PATCH status: active) first.";
 

@@ -32,8 +32,6 @@ export const POLL_PAGE_MAX = 100;
 export const POLL_WAIT_MAX_MS = 20_000;
 /** Reads waiting at once on one configuration; more are answered at once with what there is, so no caller holds the object open without bound. */
 export const POLL_WAITERS_MAX = 10;
-/** The backlog is counted up to this (a count reads the rows it counts). */
-export const BACKLOG_COUNT_MAX = 10_000;
 
 /** What a read asks: its credential's hash, the position after which it reads, how many, how long it may wait. */
 export interface ReadRequest {
@@ -69,11 +67,12 @@ export function decodeCursor(cursor: string): { configuration_id: string; pos: n
  * Whether this read may proceed, and from which position: a pure function of the configuration's
  * copy, the endpoint's row and the request. Every refusal of the credential is the same 401 (a
  * revoked, rotated-out or other configuration's token look alike to the caller); a cursor of
- * another configuration is 404; one below what retention deleted is 410.
+ * another configuration, or one past the last position given, is 404; one below what retention
+ * deleted is 410.
  */
 export function decideRead(
   config: WebhookConfigurationRecord | null,
-  ep: Pick<EndpointRow, "configuration_id" | "deleted" | "pruned_pos"> | undefined,
+  ep: Pick<EndpointRow, "configuration_id" | "deleted" | "pruned_pos" | "poll_pos"> | undefined,
   request: Pick<ReadRequest, "token_hash" | "cursor">,
 ): Result<{ after: number }> {
   if (config === null || ep === undefined || ep.deleted === 1 || config.delivery !== "polling") return missing("Polling endpoint");
@@ -81,9 +80,12 @@ export function decideRead(
   if (expected === null || !digestsEqual(expected, request.token_hash)) {
     return fail("invalid_token", "The polling token is not this configuration's, or it was revoked or rotated out.");
   }
-  if (request.cursor === null) return ok({ after: ep.pruned_pos });
+  // Without a cursor: from the oldest event kept, whatever retention deleted before it.
+  if (request.cursor === null) return ok({ after: 0 });
   const cursor = decodeCursor(request.cursor);
-  if (cursor === null || cursor.configuration_id !== ep.configuration_id) {
+  // A cursor of another configuration, or past the last position given (made up: it would mark
+  // events not yet published as read, and skip them when they come), is not one this endpoint answered.
+  if (cursor === null || cursor.configuration_id !== ep.configuration_id || cursor.pos > ep.poll_pos) {
     return fail(
       "not_found",
       "This cursor is not one of this polling endpoint's; use a cursor it answered, or none to start from the oldest event kept.",
@@ -137,9 +139,13 @@ export function acknowledge(db: Db, ep: Pick<EndpointRow, "acked_pos" | "last_po
   });
 }
 
-/** The backlog (events after the last cursor presented, counted up to BACKLOG_COUNT_MAX) and the last read. */
-export function pollingState(db: Db, ep: Pick<EndpointRow, "acked_pos" | "last_poll_ms">): PollingState {
-  const backlog =
-    db.value<number>("SELECT count(*) AS n FROM (SELECT 1 FROM deliveries WHERE pos > ? LIMIT ?)", ep.acked_pos, BACKLOG_COUNT_MAX) ?? 0;
+/**
+ * The backlog (positions given after the last cursor presented, less those retention deleted) and
+ * the last read, from the endpoint's row alone: every view of the configuration asks, so it reads
+ * no delivery. Exact while retention deletes in position order (it deletes the oldest first; a
+ * hand-over late by days is the only exception, counted as deleted).
+ */
+export function pollingState(ep: Pick<EndpointRow, "acked_pos" | "last_poll_ms" | "poll_pos" | "pruned_pos">): PollingState {
+  const backlog = Math.max(0, ep.poll_pos - Math.max(ep.acked_pos, ep.pruned_pos));
   return { backlog, last_polled_at: ep.last_poll_ms === null ? null : isoTime(ep.last_poll_ms) };
 }

@@ -243,10 +243,23 @@ export function pollingRefusal(patch: ConfigurationPatch): { path: string[]; tex
 }
 
 /** Sets a polling configuration's read credential (its SHA-256, or null: revoked), a new version pushed to its endpoint. */
-export function setPollingToken(db: Db, id: string, tokenHash: string | null, audit: Audit, now: number): Result<void> {
+export function setPollingToken(
+  db: Db,
+  id: string,
+  tokenHash: string | null,
+  audit: Audit,
+  now: number,
+  by: ChangedBy = "organization",
+): Result<void> {
   const current = configRow(db, id);
   if (current === undefined) return missing("Webhook configuration");
   if (current.delivery !== "polling") return fail("conflict", "This webhook configuration delivers by push: it has no polling token.");
+  // A revocation is the organization's: its receiver (the portal) may rotate a live token, never
+  // issue one the organization took away (as only the organization re-enables, issue 42).
+  const revoked = current.polling === null || (JSON.parse(current.polling) as { token_hash: string | null }).token_hash === null;
+  if (by === "receiver" && (revoked || tokenHash === null)) {
+    return fail("forbidden", "The organization revoked this endpoint's polling token; only it can issue a new one.");
+  }
   const at = isoTime(now);
   db.txn(() => {
     db.run(
@@ -308,16 +321,20 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
       action: "webhook_configuration.created",
       resource_type: "webhook_configuration",
       resource_id: input.id,
-      detail: {
-        url: redactUrl(input.url),
-        token_url: redactUrl(input.oauth.token_url),
-        events: input.events,
-        ordered: input.ordered,
-        rate_limit: input.rate_limit,
-        auth_method: input.oauth.auth_method ?? "client_secret_post",
-        dpop: input.oauth.dpop_key != null,
-        ...(input.operations ? { operations: true } : {}),
-      },
+      detail:
+        input.delivery === "polling"
+          ? { delivery: "polling", events: input.events, ...(input.operations ? { operations: true } : {}) }
+          : {
+              url: redactUrl(input.url),
+              token_url: redactUrl(input.oauth.token_url),
+              events: input.events,
+              ordered: input.ordered,
+              rate_limit: input.rate_limit,
+              auth_method: input.oauth.auth_method ?? "client_secret_post",
+              dpop: input.oauth.dpop_key != null,
+              signature_scheme: input.signing_secret?.public_key ? "v1a" : "v1",
+              ...(input.operations ? { operations: true } : {}),
+            },
     });
   });
   return ok(undefined);
@@ -590,7 +607,11 @@ export function rotateSigningSecret(
       action: "webhook_configuration.signing_secret_rotated",
       resource_type: "webhook_configuration",
       resource_id: id,
-      detail: { previous_secret_expires_at: previousExpiresAt, signing_secrets: secrets.length },
+      detail: {
+        previous_secret_expires_at: previousExpiresAt,
+        signing_secrets: secrets.length,
+        signature_scheme: secret.public_key ? "v1a" : "v1",
+      },
     });
   });
   return ok(undefined);

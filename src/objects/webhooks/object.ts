@@ -274,9 +274,15 @@ export class WebhookObject extends DurableObject<Env> {
   }
 
   /** A polling configuration's new read credential (its SHA-256), or null to revoke it (issue 45); pushed to its endpoint before the answer. */
-  async setPollingToken(id: string, tokenHash: string | null, actor: Actor, now: number): Promise<Result<Changed>> {
+  async setPollingToken(
+    id: string,
+    tokenHash: string | null,
+    actor: Actor,
+    now: number,
+    by: ChangedBy = "organization",
+  ): Promise<Result<Changed>> {
     if (this.deleted()) return missing("Organization");
-    const set = setPollingToken(this.db, id, tokenHash, this.auditFor(actor, now), now);
+    const set = setPollingToken(this.db, id, tokenHash, this.auditFor(actor, now), now, by);
     if (!set.ok) return set;
     return this.changed(id, now);
   }
