@@ -29,7 +29,7 @@ export const pollingRoutes: Route[] = [
         description: "The `next_cursor` of the previous read; absent: from the oldest event kept.",
         schema: PollQuery.shape.after,
       },
-      { name: "limit", description: "At most this many events (1 to 100, default 100).", schema: PollQuery.shape.limit, example: "100" },
+      { name: "limit", description: "At most this many events (1 to 100, default 100).", schema: PollQuery.shape.limit },
       {
         name: "wait",
         description: "Seconds to wait for an event when none is there (0 to 20, default 0).",
