@@ -34,7 +34,6 @@ export const pollingRoutes: Route[] = [
         name: "wait",
         description: "Seconds to wait for an event when none is there (0 to 20, default 0).",
         schema: PollQuery.shape.wait,
-        example: "20",
       },
     ],
     response: {
