@@ -332,7 +332,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
               rate_limit: input.rate_limit,
               auth_method: input.oauth.auth_method ?? "client_secret_post",
               dpop: input.oauth.dpop_key != null,
-              signature_scheme: input.signing_secret?.public_key ? "v1a" : "v1",
+              // The default (v1) goes unsaid, as `operations: false` does.
+              ...(input.signing_secret?.public_key ? { signature_scheme: "v1a" } : {}),
               ...(input.operations ? { operations: true } : {}),
             },
     });
