@@ -113,8 +113,14 @@ const SIGNATURE_SCHEME_DESCRIPTION =
 export const Delivery = z.enum(["push", "polling"]);
 export type Delivery = z.output<typeof Delivery>;
 
-/** Fields a polling configuration has no use for: it has no URL, no receiver token endpoint, no pacing and no signature. */
-const PUSH_ONLY = ["url", "oauth", "token_cache", "ordered", "rate_limit", "signature_scheme"] as const;
+/**
+ * The settings a polling configuration has no use for, at creation and in a change (it has no URL,
+ * no receiver token endpoint and no pacing): the create schema refuses them, and so does the
+ * organization's object for a change (objects/webhooks/configurations.ts `pollingRefusal`).
+ */
+export const PUSH_SETTINGS = ["url", "oauth", "token_cache", "ordered", "rate_limit"] as const;
+/** ... and at creation its signature scheme too: it signs nothing. */
+const PUSH_ONLY = [...PUSH_SETTINGS, "signature_scheme"] as const;
 
 export const CreateWebhookConfigurationInput = z
   .strictObject({
@@ -267,6 +273,9 @@ export const WebhookConfigurationRecord = z.object({
   updated_at: Timestamp,
 });
 export type WebhookConfigurationRecord = z.output<typeof WebhookConfigurationRecord>;
+
+/** The scheme a kept signing key signs with: a `v1a` key keeps its public key beside it (issue 45). */
+export const keyScheme = (key: { public_key?: string | null | undefined }): SignatureScheme => (key.public_key ? "v1a" : "v1");
 
 /** The receiver's OAuth settings with issue 31's defaults filled in (an endpoint's copy from before it has none). */
 export function receiverOAuth(config: Pick<WebhookConfigurationRecord, "oauth">) {

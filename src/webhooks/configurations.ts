@@ -23,6 +23,7 @@ import type { AssertionKeyCandidate, ChangedBy, ConfigurationPatch } from "../ob
 import type { Changed } from "../objects/webhooks/object";
 import {
   type CreateWebhookConfigurationInput,
+  keyScheme,
   receiverOAuth,
   type SignatureScheme,
   type UpdateWebhookConfigurationInput,
@@ -279,7 +280,7 @@ export async function rotateSigningSecret(
 export function signatureSchemeOf(record: Pick<WebhookConfigurationRecord, "signing_secrets" | "delivery">): SignatureScheme | null {
   if (record.delivery === "polling") return null;
   const newest = record.signing_secrets[0];
-  return newest?.public_key ? "v1a" : "v1";
+  return newest === undefined ? "v1" : keyScheme(newest);
 }
 
 /** Signing secrets that are still live at `nowMs`, newest first. */

@@ -28,6 +28,7 @@ import {
   DeliveryQueueMessage,
   type DeliveryTicket,
   type FetchedToken,
+  keyScheme,
   type LegacyTicket,
   type ReportMessage,
   receiverOAuth,
@@ -546,7 +547,7 @@ export function maskedWebhookHeaders(deliveryId: string, config: WebhookConfigur
       accessToken: "•••• (the receiver's access token, fetched for this attempt)",
       deliveryId,
       timestamp: "(the attempt's time, Unix seconds)",
-      signature: (config?.signing_secrets ?? []).some((k) => k.public_key)
+      signature: (config?.signing_secrets ?? []).some((k) => keyScheme(k) === "v1a")
         ? "v1a,•••• (Ed25519 with each live signing key; v1,•••• for a v1 secret still in its grace)"
         : "v1,•••• (HMAC-SHA256 with each live signing secret)",
       dpopProof: dpop ? "•••• (a DPoP proof of keyway's key for this configuration, new for each request)" : undefined,

@@ -36,9 +36,6 @@ export async function newSigningKey(scheme: SignatureScheme): Promise<{ secret: 
   return { secret: `${SIGNING_PRIVATE_KEY_PREFIX}${base64Encode(both)}`, publicKey: `${SIGNING_PUBLIC_KEY_PREFIX}${base64Encode(pub)}` };
 }
 
-/** Which scheme a kept secret signs with. */
-export const schemeOf = (secret: string): SignatureScheme => (secret.startsWith(SIGNING_PRIVATE_KEY_PREFIX) ? "v1a" : "v1");
-
 function base64UrlBytes(text: string | undefined): Uint8Array | null {
   if (text === undefined) return null;
   return base64Decode(

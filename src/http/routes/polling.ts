@@ -10,6 +10,7 @@ import { depsFromEnv } from "../../deps";
 import { parseInput } from "../../schemas/validate";
 import { PolledEventsView, PollQuery } from "../../schemas/webhooks";
 import { readPolledEvents } from "../../webhooks/polling";
+import { envelope } from "../envelope";
 import { EVENT_ID, T0 } from "../examples";
 import { param, type Route, rawRoute } from "../route";
 
@@ -54,9 +55,11 @@ export const pollingRoutes: Route[] = [
       const next = new URL(self);
       next.searchParams.set("after", page.next_cursor);
       const links = { self: { href: self }, ...(page.has_more ? { next: { href: next.toString() } } : {}) };
-      const body =
-        `{"response_status":200,"developer_message":"Success","user_message":"Success","data":{"events":[${page.bodies.join(",")}],` +
-        `"next_cursor":${JSON.stringify(page.next_cursor)},"has_more":${page.has_more}},"_links":${JSON.stringify(links)}}`;
+      // The one envelope (http/envelope.ts), its empty `events` replaced by the stored bodies as
+      // they are (a function, so a `$` in a body is not a replacement pattern). The first match is
+      // data's: the keys before it are fixed words, and a quote in a link is escaped.
+      const shell = JSON.stringify(envelope(200, { events: [], next_cursor: page.next_cursor, has_more: page.has_more }, links));
+      const body = shell.replace('"events":[]', () => `"events":[${page.bodies.join(",")}]`);
       return new Response(body, { status: 200, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
     },
   }),

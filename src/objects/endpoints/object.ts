@@ -273,14 +273,13 @@ export class EndpointObject extends DurableObject<Env> {
     if (snapshot !== null) this.apply(snapshot);
     const ep = this.endpoint();
     if (ep === undefined) return { accepted: false, version: 0 };
-    if (this.configOf(ep)?.delivery === "polling") {
-      // Kept for the receiver to read (polling.ts); a waiting read returns at once.
-      if (accept(this.db, deliveries, now, true).length > 0) this.wakeReaders();
-      await this.pump(now);
-      return { accepted: true, version: ep.version };
-    }
-    const inserted = accept(this.db, deliveries, now);
-    if (this.configOf(ep)?.status === "paused" && ep.deleted !== 1 && inserted.length > 0) this.hold(ep, inserted, now);
+    const config = this.configOf(ep);
+    // A polling configuration's deliveries are kept for its receiver to read (polling.ts): a
+    // waiting read returns at once.
+    const polled = config?.delivery === "polling";
+    const inserted = accept(this.db, deliveries, now, polled);
+    if (polled && inserted.length > 0) this.wakeReaders();
+    else if (config?.status === "paused" && ep.deleted !== 1 && inserted.length > 0) this.hold(ep, inserted, now);
     await this.pump(now);
     return { accepted: true, version: ep.version };
   }
@@ -352,11 +351,8 @@ export class EndpointObject extends DurableObject<Env> {
       if (!decided.ok || ep === undefined) return decided.ok ? missing("Polling endpoint") : decided;
       const page = readAfter(this.db, ep.configuration_id, decided.value.after, limit);
       const left = until - Date.now();
-      if (page.bodies.length > 0 || left <= 0 || (waited && left < 50)) {
-        acknowledge(this.db, ep, decided.value.after, Date.now());
-        return ok(page);
-      }
-      if (this.readers.size >= POLL_WAITERS_MAX) {
+      // Answered now: events are there, the wait is over, or enough reads wait already.
+      if (page.bodies.length > 0 || left <= 0 || (waited && left < 50) || this.readers.size >= POLL_WAITERS_MAX) {
         acknowledge(this.db, ep, decided.value.after, Date.now());
         return ok(page);
       }

@@ -6,9 +6,10 @@
  * object's SQL over them:
  *
  * - each delivery gets `pos`, the next of the endpoint's own counter (`poll_pos`), when it is
- *   inserted (deliveries.ts `accept`, polled): publish order (the organization hands an endpoint its deliveries in fan-out order,
- *   one hand-over at a time), and never below a position already served, so a cursor cannot skip
- *   a delivery that arrives late (at least once, never "at most once");
+ *   inserted (deliveries.ts `accept`, polled): publish order (the organization hands an endpoint
+ *   its deliveries in fan-out order, one hand-over at a time), and never below a position already
+ *   served, so a cursor cannot skip a delivery that arrives late (at least once, never "at most
+ *   once");
  * - a read after cursor `p` acknowledges everything up to `p` (the receiver asks for what follows
  *   what it has): those deliveries become `delivered`, the backlog is what is after `p`;
  * - retention deletes the oldest rows (30 days, or sooner past the storage budget) and remembers

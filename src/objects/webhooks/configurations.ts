@@ -18,7 +18,7 @@ import type { SealedValue } from "../../lib/aead";
 import { isoTime } from "../../lib/time";
 import type { Actor } from "../../schemas/audit";
 import { OPERATIONAL_EVENT_TYPES } from "../../schemas/receivers";
-import type { ReceiverAuthMethod, WebhookConfigurationRecord } from "../../schemas/webhooks";
+import { keyScheme, PUSH_SETTINGS, type ReceiverAuthMethod, type WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import type { EndpointSnapshot } from "../endpoints/object";
 import { fail, invalid, missing, ok, type Result } from "../sql";
@@ -230,7 +230,7 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
  * reading, or the organization disables it).
  */
 export function pollingRefusal(patch: ConfigurationPatch): { path: string[]; text: string } | null {
-  for (const field of ["url", "oauth", "token_cache", "ordered", "rate_limit"] as const) {
+  for (const field of PUSH_SETTINGS) {
     if (patch[field] !== undefined) return { path: [field], text: " is not used by a polling configuration (delivery: polling)" };
   }
   if (patch.status === "paused") {
@@ -333,7 +333,7 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
               auth_method: input.oauth.auth_method ?? "client_secret_post",
               dpop: input.oauth.dpop_key != null,
               // The default (v1) goes unsaid, as `operations: false` does.
-              ...(input.signing_secret?.public_key ? { signature_scheme: "v1a" } : {}),
+              ...(input.signing_secret && keyScheme(input.signing_secret) === "v1a" ? { signature_scheme: "v1a" } : {}),
               ...(input.operations ? { operations: true } : {}),
             },
     });
@@ -611,7 +611,7 @@ export function rotateSigningSecret(
       detail: {
         previous_secret_expires_at: previousExpiresAt,
         signing_secrets: secrets.length,
-        signature_scheme: secret.public_key ? "v1a" : "v1",
+        signature_scheme: keyScheme(secret),
       },
     });
   });
