@@ -460,12 +460,10 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       .filter((e) => e !== "");
     const config = await getWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId);
     const current = webhookConfigurationView(config, keywayOrigin(c)).oauth;
-    if (current === null) {
-      // A polling configuration (issue 45): its event types are all the receiver sets.
-      const values = { ...portalSettingsValues(config, null), events: text("events") };
+    /** Saves the change `build` makes, as the receiver's; a refused one is the form again, with why beside each field. */
+    const save = async (build: () => UpdateWebhookConfigurationInput, values: PortalSettingsValues) => {
       try {
-        const input = parseInput(UpdateWebhookConfigurationInput, { events: events.length === 0 ? null : events });
-        await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s), "receiver");
+        await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, build(), receiverActor(s), "receiver");
       } catch (err) {
         const errors = formErrorsOf(err, settingsField, settingsMessage);
         if (errors === null) throw err;
@@ -473,12 +471,19 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
           c,
           "Settings",
           "settings",
-          <SettingsPage oauth={null} values={values} errors={errors} csrf={s.csrf} />,
+          <SettingsPage oauth={current} values={values} errors={errors} csrf={s.csrf} />,
           endpointName(config),
           errors.status,
         );
       }
       return c.redirect("/portal/settings?notice=saved", 303);
+    };
+    if (current === null) {
+      // A polling configuration (issue 45): its event types are all the receiver sets.
+      return save(() => parseInput(UpdateWebhookConfigurationInput, { events: events.length === 0 ? null : events }), {
+        ...portalSettingsValues(config, null),
+        events: text("events"),
+      });
     }
     // Issue 42: the client id, the method and the assertion's audience are not the receiver's to
     // change, and the page has no field for them. A form that posts them anyway (crafted) has them
@@ -504,32 +509,17 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       audience: posted.audience,
       dpop: posted.dpop,
     };
-    try {
-      const raw = {
-        url: values.url,
-        oauth: {
-          token_url: values.token_url,
-          ...(values.client_secret !== "" ? { client_secret: values.client_secret } : {}),
-          ...settings,
-          ...crafted,
-        },
-        events: events.length === 0 ? null : events,
-      };
-      const input = checkedInput(UpdateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values));
-      await updateWebhookConfiguration(c.get("deps"), s.orgId, s.configurationId, input, receiverActor(s), "receiver");
-    } catch (err) {
-      const errors = formErrorsOf(err, settingsField, settingsMessage);
-      if (errors === null) throw err;
-      return page(
-        c,
-        "Settings",
-        "settings",
-        <SettingsPage oauth={current} values={values} errors={errors} csrf={s.csrf} />,
-        endpointName(config),
-        errors.status,
-      );
-    }
-    return c.redirect("/portal/settings?notice=saved", 303);
+    const raw = {
+      url: values.url,
+      oauth: {
+        token_url: values.token_url,
+        ...(values.client_secret !== "" ? { client_secret: values.client_secret } : {}),
+        ...settings,
+        ...crafted,
+      },
+      events: events.length === 0 ? null : events,
+    };
+    return save(() => checkedInput(UpdateWebhookConfigurationInput, raw, targetIssues(c.get("deps"), values)), values);
   });
 
   // Pause and resume are the configuration's status (PATCH `status` in the API): `paused` holds
