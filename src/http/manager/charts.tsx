@@ -8,6 +8,7 @@
  * sheet, and each series also differs by position in the stack and by its legend.
  */
 import type { Bucket } from "../../lib/series";
+import type { WebhookTrafficView } from "../../schemas/webhooks";
 import { TableRegion } from "./views";
 
 export interface ChartSeries<K extends string> {
@@ -166,5 +167,26 @@ export function AttemptTraffic(props: { hours: Bucket<"succeeded" | "failed">[];
         ]}
       />
     </>
+  );
+}
+
+/** An endpoint's last 24 hours at a glance (success rate, attempts, failures, mean latency): the manager's configuration page and the portal's endpoint page. */
+export function Last24Hours(props: { last: WebhookTrafficView["last_24h"] }) {
+  const { last } = props;
+  return (
+    <div class="stats">
+      <div>
+        Success rate, 24 h<strong>{last.success_rate === null ? "-" : `${Math.round(last.success_rate * 1000) / 10}%`}</strong>
+      </div>
+      <div>
+        Attempts, 24 h<strong>{last.succeeded + last.failed}</strong>
+      </div>
+      <div>
+        Failed, 24 h<strong>{last.failed}</strong>
+      </div>
+      <div>
+        Mean latency, 24 h<strong>{last.latency_ms_avg === null ? "-" : `${last.latency_ms_avg} ms`}</strong>
+      </div>
+    </div>
   );
 }

@@ -15,7 +15,7 @@ import type {
   WebhookConfigurationView,
   WebhookTrafficView,
 } from "../../schemas/webhooks";
-import { AttemptTraffic } from "../manager/charts";
+import { AttemptTraffic, Last24Hours } from "../manager/charts";
 import type { FormErrors } from "../manager/form-check";
 import { FormRefused } from "../manager/pages/event-types";
 import { ReceiverOAuthFacts, receiverOAuthValuesOf, TokenRequestFields } from "../manager/pages/receiver-oauth";
@@ -55,8 +55,6 @@ const LANES = {
   new: "new lane (no deliveries yet)",
   slow: "slow lane (did not answer within the fast lane's deadline)",
 } as const;
-
-const percent = (rate: number | null) => (rate === null ? "-" : `${Math.round(rate * 1000) / 10}%`);
 
 type OAuthView = WebhookConfigurationView["oauth"];
 
@@ -122,21 +120,7 @@ export const HomePage: FC<{
         </p>
         {oauth !== null && (
           <>
-            <div class="stats">
-              <div>
-                Success rate, 24 h<strong>{percent(traffic.last_24h.success_rate)}</strong>
-              </div>
-              <div>
-                Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
-              </div>
-              <div>
-                Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
-              </div>
-              <div>
-                Mean latency, 24 h
-                <strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
-              </div>
-            </div>
+            <Last24Hours last={traffic.last_24h} />
             <p>
               Delivery: {LANES[config.state.lane]};{" "}
               {config.ordered ? "ordered (one at a time, in publish order)" : "unordered (several at a time)"};{" "}

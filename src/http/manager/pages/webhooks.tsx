@@ -12,7 +12,7 @@ import type {
   WebhookConfigurationView,
   WebhookTrafficView,
 } from "../../../schemas/webhooks";
-import { AttemptTraffic } from "../charts";
+import { AttemptTraffic, Last24Hours } from "../charts";
 import type { FormErrors } from "../form-check";
 import { List } from "../list";
 import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, Url } from "../views";
@@ -327,25 +327,7 @@ export const WebhookConfigurationDetail: FC<{
         <p>
           <Health config={config} />.
         </p>
-        {view.polling !== null ? (
-          <PollingFacts polling={view.polling} />
-        ) : (
-          <div class="stats">
-            <div>
-              Success rate, 24 h
-              <strong>{traffic.last_24h.success_rate === null ? "-" : `${Math.round(traffic.last_24h.success_rate * 1000) / 10}%`}</strong>
-            </div>
-            <div>
-              Attempts, 24 h<strong>{traffic.last_24h.succeeded + traffic.last_24h.failed}</strong>
-            </div>
-            <div>
-              Failed, 24 h<strong>{traffic.last_24h.failed}</strong>
-            </div>
-            <div>
-              Mean latency, 24 h<strong>{traffic.last_24h.latency_ms_avg === null ? "-" : `${traffic.last_24h.latency_ms_avg} ms`}</strong>
-            </div>
-          </div>
-        )}
+        {view.polling !== null ? <PollingFacts polling={view.polling} /> : <Last24Hours last={traffic.last_24h} />}
         <p>
           {view.polling !== null ? (
             "Delivery: polling (the receiver reads its events, in publish order, with its polling token)"
