@@ -8,9 +8,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
 import { EVENT_RETENTION_DAYS } from "../src/objects/webhooks/limits";
-import { body, call, callAt, counting, createTenant, issueToken, type Tenant } from "./helpers";
-import { api, endpointOf } from "./webhook-helpers";
+import { body, call, callAt, counting, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
+import { api, endpointOf, webhooksOf } from "./webhook-helpers";
 
 let t: Tenant;
 let token: string;
@@ -253,6 +254,12 @@ describe("polling configurations", () => {
 });
 
 describe("polling: hand-overs repeated, late or concurrent", () => {
+  // A tenant of its own: an organization holds at most 20 configurations.
+  beforeAll(async () => {
+    t = await createTenant({ per_second: 1000, per_day: 1_000_000 });
+    token = await issueToken(t);
+  });
+
   const delivery = (configId: string, seq: number, n: number) => ({
     id: `${configId}_d${n}`,
     seq,
@@ -326,6 +333,33 @@ describe("polling: hand-overs repeated, late or concurrent", () => {
     expect(notices).toBe(0);
     // Disabled, it keeps no new event, and its receiver still reads what it has.
     expect((await read(c, c.polling.token)).status).toBe(200);
+  });
+
+  it("a revocation its endpoint has not taken is not answered as done (503), and holds once the push lands", async () => {
+    const c = await createPolling();
+    expect((await read(c, c.polling.token)).status).toBe(200);
+    const restore = await withObjectEnv(webhooksOf(t.orgId), (real) => unreachable(real, "ENDPOINTS", "sync", "accept"));
+    const pending = await api(t, token, `/v1/webhook-configurations/${c.id}/polling-token`, "DELETE");
+    expect(pending.status).toBe(503);
+    expect(pending.headers.get("retry-after")).not.toBeNull();
+    await restore();
+    // The organization's alarm pushes what its endpoint lacks; the old token reads nothing after.
+    await runDurableObjectAlarm(webhooksOf(t.orgId));
+    expect((await read(c, c.polling.token)).status).toBe(401);
+    const again = await api(t, token, `/v1/webhook-configurations/${c.id}/polling-token`, "DELETE");
+    expect(again.status).toBe(200);
+  });
+
+  it("a caller's clock skewed an hour ahead does not lengthen a read's wait", async () => {
+    const c = await createPolling({ events: ["never.published"] });
+    const began = Date.now();
+    const got = await endpointOf(c.id).poll(
+      { token_hash: await sha256Hex(c.polling.token), cursor: null, limit: 10, wait_ms: 1000 },
+      Date.now() + 3_600_000,
+    );
+    expect(got.ok).toBe(true);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(900);
+    expect(Date.now() - began).toBeLessThan(5000);
   });
 
   it("ten reads waiting at once are all answered by one publish; an eleventh is answered at once", async () => {

@@ -342,9 +342,11 @@ export class EndpointObject extends DurableObject<Env> {
    * here for an event (or a change of the configuration, after which it is decided again) up to
    * POLL_WAIT_MAX_MS. Waiting holds no input gate: hand-overs and other reads go on meanwhile.
    */
-  async poll(request: ReadRequest, now: number): Promise<Result<ReadPage>> {
+  async poll(request: ReadRequest, _now: number): Promise<Result<ReadPage>> {
     const limit = Math.min(Math.max(1, Math.trunc(request.limit)), POLL_PAGE_MAX);
-    const until = now + Math.min(Math.max(0, request.wait_ms), POLL_WAIT_MAX_MS);
+    // The wait is a duration, timed on this object's clock alone: the caller's `now` comes from
+    // another machine, and a skew between the two must not lengthen (or cut) the wait.
+    const until = Date.now() + Math.min(Math.max(0, request.wait_ms), POLL_WAIT_MAX_MS);
     for (let waited = false; ; waited = true) {
       const ep = this.endpoint();
       const decided = decideRead(this.configOf(ep), ep, request);
