@@ -5,7 +5,7 @@
  */
 import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterAll, afterEach, beforeAll, vi } from "vitest";
+import { vi } from "vitest";
 import worker from "../src/index";
 import type { DeliveryQueueMessage } from "../src/schemas/webhooks";
 
@@ -43,7 +43,13 @@ export function fakeNetwork(next: Record<string, Handler>): Sent[] {
   return sent;
 }
 
-beforeAll(() => {
+/**
+ * Puts the interception in place for one test file. The workers project's setup file
+ * (test/setup/workers.ts) calls it before every file, because that project reuses one runtime and
+ * one module graph across files (`isolate: false`): hooks registered when this module was first
+ * imported would belong to that first file alone, and vitest restores every spy after each file.
+ */
+export function interceptFetch(): void {
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input, init);
     const body = request.body === null ? "" : new TextDecoder().decode(await request.arrayBuffer());
@@ -61,15 +67,12 @@ beforeAll(() => {
       Promise.resolve(handler(record, index)).then(resolve, reject);
     });
   });
-});
+}
 
-afterEach(() => {
+/** After each test: no routes, so nothing a later test did not declare is answered. */
+export function clearRoutes(): void {
   routes = {};
-});
-
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+}
 
 export const never = (): Promise<Response> => new Promise(() => {});
 

@@ -18,20 +18,10 @@
  * places for one proof lifetime (70 s) after the change (docs/storage.md, "DPoP proof ids").
  */
 import { DurableObject } from "cloudflare:workers";
+import { proofObjectName, proofShard } from "./proof-place";
 import { type Migration, migrate, pruneExpired } from "./sql";
 
-/** How many ProofObjects share the proof ids: fixed, since it chooses where each proof is recorded. */
-export const PROOF_SHARDS = 64;
-
-/** Which ProofObject records a proof id (0..PROOF_SHARDS-1): FNV-1a of the id, so only the id decides. */
-export function proofShard(proofId: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < proofId.length; i++) h = Math.imul(h ^ proofId.charCodeAt(i), 16777619);
-  return (h >>> 0) % PROOF_SHARDS;
-}
-
-/** A ProofObject's name. */
-export const proofObjectName = (index: number): string => `proofs:${index}`;
+export { PROOF_SHARDS, proofObjectName, proofShard } from "./proof-place";
 
 /** Records a proof id at the ProofObject it names, from another object (the Worker goes through objects/stubs.ts, which keeps the ids). */
 export function recordProofAt(namespace: DurableObjectNamespace<ProofObject>, proof: { jti: string; expiresMs: number }): Promise<boolean> {

@@ -7,6 +7,7 @@
  */
 import * as z from "zod";
 import { publicBaseUrl } from "../../config";
+import { derived } from "../../lib/cache";
 import { reach } from "../../objects/stubs";
 import type { OpenApiDocument } from "../openapi";
 import { type Route, rawRoute } from "../route";
@@ -77,18 +78,22 @@ const DESCRIBED_TTL_MS = 300_000;
  * The OpenAPI document from the people's Worker, kept per isolate for DESCRIBED_TTL_MS: the people's
  * Worker is deployed after the API Worker (scripts/deploy.mjs), so an isolate that asked during a
  * rollout may hold the previous release's document, and asks again within minutes. A failed call
- * is not kept, so the next request asks again.
+ * is not kept, so the next request asks again. Kept per PEOPLE binding (one per isolate when
+ * deployed), so a document is only ever served by the binding that answered it.
  */
-let described: { document: Promise<OpenApiDocument>; at: number } | undefined;
+const describedBy = derived((_people: Env["PEOPLE"]) => ({
+  entry: undefined as { document: Promise<OpenApiDocument>; at: number } | undefined,
+}));
 function describedApi(env: Env): Promise<OpenApiDocument> {
+  const described = describedBy(env.PEOPLE);
   const now = Date.now();
-  if (described === undefined || now - described.at >= DESCRIBED_TTL_MS) {
+  if (described.entry === undefined || now - described.entry.at >= DESCRIBED_TTL_MS) {
     const asked = reach(DESCRIPTION, () => env.PEOPLE.openApiDocument());
     const entry = { document: asked, at: now };
-    described = entry;
+    described.entry = entry;
     asked.catch(() => {
-      if (described === entry) described = undefined;
+      if (described.entry === entry) described.entry = undefined;
     });
   }
-  return described.document;
+  return described.entry.document;
 }
