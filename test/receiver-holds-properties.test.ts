@@ -17,7 +17,7 @@
  * 3. Every signing secret within its grace signs: after random sequences of rotations at random
  *    intervals, the secrets that sign are exactly the current one and each rotated out less than
  *    24 hours ago (at most 10: a rotation past that is refused and changes nothing).
- * Runs: KEYWAY_PROPERTY_RUNS (as test/admission-properties.test.ts) raises them.
+ * Runs: KEYWAY_PROPERTY_RUNS (as test/unit/admission-properties.test.ts) raises them.
  */
 import { env } from "cloudflare:workers";
 import fc from "fast-check";

@@ -15,7 +15,7 @@ import {
   plan,
   type QuotaAnswer,
   resume,
-} from "../src/ratelimit/admission";
+} from "../../src/ratelimit/admission";
 
 const HOUR = 3_600_000;
 const H = Date.UTC(2026, 10, 27, 10);

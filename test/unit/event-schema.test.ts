@@ -4,7 +4,7 @@
  * here proves the validator needs no eval.
  */
 import { describe, expect, it } from "vitest";
-import { checkExamples, checkSchema, compileSchema, patternRisk, pointerSegments } from "../src/lib/json-schema";
+import { checkExamples, checkSchema, compileSchema, patternRisk, pointerSegments } from "../../src/lib/json-schema";
 
 const ORDER = {
   type: "object",

@@ -17,7 +17,7 @@ import {
   receiveLease,
   spendLease,
   wantFor,
-} from "../src/ratelimit/lease";
+} from "../../src/ratelimit/lease";
 
 const S = 1_800_000_000_000; // a whole second
 const PAID: Paid = { day: Math.floor(S / 86_400_000), quotaDay: 0, month: 0, epoch: 1, period: null };

@@ -20,10 +20,10 @@ import {
 } from "graphql";
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
-import { toCamel } from "../src/graphql/resolvers";
-import { schema } from "../src/graphql/schema";
-import { ApiKeyUsage } from "../src/schemas/admin";
-import { MeView } from "../src/schemas/oauth";
+import { toCamel } from "../../src/graphql/resolvers";
+import { schema } from "../../src/graphql/schema";
+import { ApiKeyUsage } from "../../src/schemas/admin";
+import { MeView } from "../../src/schemas/oauth";
 import {
   CreateEventTypeInput,
   CreatePortalLinkInput,
@@ -35,7 +35,7 @@ import {
   UpdateEventTypeInput,
   UpdateWebhookSettingsInput,
   WebhookSettingsView,
-} from "../src/schemas/receivers";
+} from "../../src/schemas/receivers";
 import {
   AssertionKeyRotationView,
   ConnectionTestView,
@@ -46,7 +46,7 @@ import {
   RotateSigningSecretInput,
   UpdateWebhookConfigurationInput,
   WebhookConfigurationView,
-} from "../src/schemas/webhooks";
+} from "../../src/schemas/webhooks";
 
 type Kind = "string" | "number" | "boolean" | "object" | "json";
 interface Shape {

@@ -1,6 +1,6 @@
 /** The byte codecs under tokens, secrets and Basic credentials: canonical in, canonical out. */
 import { describe, expect, it } from "vitest";
-import { base64Decode, base64Encode, base64UrlDecode, base64UrlEncode, hex } from "../src/lib/encoding";
+import { base64Decode, base64Encode, base64UrlDecode, base64UrlEncode, hex } from "../../src/lib/encoding";
 
 const bytes = (...b: number[]) => new Uint8Array(b);
 

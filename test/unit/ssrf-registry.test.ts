@@ -8,7 +8,7 @@
  */
 import ipaddr from "ipaddr.js";
 import { describe, expect, it } from "vitest";
-import { checkTarget } from "../src/lib/ssrf";
+import { checkTarget } from "../../src/lib/ssrf";
 
 type Block = { cidr: string; name: string; rfc: string; global: boolean; policy?: string };
 

@@ -5,7 +5,7 @@
  * metadata host names, in both the strict and the allow-insecure (local development) policy.
  */
 import { describe, expect, it } from "vitest";
-import { checkTarget, type TargetPolicy } from "../src/lib/ssrf";
+import { checkTarget, type TargetPolicy } from "../../src/lib/ssrf";
 
 const strict: TargetPolicy = { allowInsecure: false };
 const insecure: TargetPolicy = { allowInsecure: true };

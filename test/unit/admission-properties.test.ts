@@ -23,10 +23,9 @@
  * 5. Erasure reaches every shard the key ever had.
  * Each fails with today's rule in its place (the closing note of issue 41 lists how).
  */
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { PROOF_SHARDS, proofShard } from "../src/objects/proofs";
+import { PROOF_SHARDS, proofShard } from "../../src/objects/proof-place";
 import {
   type Admission,
   type AdmissionState,
@@ -58,10 +57,10 @@ import {
   shardsToSync,
   takeBack,
   type Write,
-} from "../src/ratelimit/admission";
-import { type Lease, owedAmount } from "../src/ratelimit/lease";
-import { EMPTY_QUOTA, giveBackQuota, type QuotaLimits, type QuotaState, quotaCharge } from "../src/ratelimit/quota";
-import type { KeyCredits, OrgQuota } from "../src/schemas/records";
+} from "../../src/ratelimit/admission";
+import { type Lease, owedAmount } from "../../src/ratelimit/lease";
+import { EMPTY_QUOTA, giveBackQuota, type QuotaLimits, type QuotaState, quotaCharge } from "../../src/ratelimit/quota";
+import type { KeyCredits, OrgQuota } from "../../src/schemas/records";
 
 /** Noon of a UTC day: a run's few minutes never cross midnight, so one day window holds them all. */
 const NOON = Date.UTC(2026, 10, 27, 12);
@@ -70,9 +69,9 @@ const CLIENTS = ["c0", "c1", "c2", "c3"];
 /**
  * How many runs each property makes in `npm test`; KEYWAY_PROPERTY_RUNS raises them for a longer
  * search, and KEYWAY_PROPERTY_SEED with KEYWAY_PROPERTY_PATH replays a failure as fast-check printed
- * it (vitest.config.ts hands them to the Workers pool as bindings: its `process.env` is not the shell's).
+ * it (environment variables of the shell, since this file runs in Node: the unit tier).
  */
-const knobs = env as unknown as Record<string, string | undefined>;
+const knobs = process.env;
 const RUNS = Number(knobs.KEYWAY_PROPERTY_RUNS || 400);
 const replay = knobs.KEYWAY_PROPERTY_SEED
   ? { seed: Number(knobs.KEYWAY_PROPERTY_SEED), path: knobs.KEYWAY_PROPERTY_PATH, endOnFailure: true }
