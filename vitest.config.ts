@@ -1,10 +1,12 @@
 /**
- * Three projects. "workers": the suite proper, inside workerd through @cloudflare/vitest-plugin
- * with the bindings of wrangler.toml (real KV, Durable Objects and Queues; storage isolated per
- * test file); secrets get fixed test values so it never depends on a developer's .dev.vars.
- * "pipeline": the same runtime with the webhook Queue consumed for real, for end-to-end delivery,
- * retries and recovery. "e2e": Node tests that start the real `npm start` (wrangler dev) and talk
- * to it over HTTP.
+ * The tiers of docs/testing.md as vitest projects. "unit": the pure cores in Node, in seconds.
+ * "workers": the suite proper, inside workerd through @cloudflare/vitest-plugin with the bindings
+ * of wrangler.toml (real KV, Durable Objects and Queues; one runtime per workerd process for all
+ * the files it runs, each test owning its data); secrets get fixed test values so it never depends
+ * on a developer's .dev.vars. "pipeline": the same runtime with the webhook Queue consumed for
+ * real, for end-to-end delivery, retries and recovery. "node": Node-only tools. "e2e" and
+ * "browser": Node tests against the real `npm start` (wrangler dev) over HTTP, the browser ones in
+ * Chromium.
  */
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -48,10 +50,33 @@ const companionsInProcess = {
  */
 const quietOutcomeLines = (log: string): false | undefined => (log.includes('"msg":"request"') ? false : undefined);
 
+/**
+ * How many files run at once (docs/testing.md, "How npm test runs the tiers"), for a two-core
+ * machine. The tiers that keep a core busy (unit, node, workers) run two at a time: each workers
+ * file runs in one of two workerd processes reused from file to file (three were 4 % faster alone
+ * and 9 % dearer in CPU, which the other lane needs). The tiers that mostly wait (pipeline's retry
+ * schedules, the e2e files on one shared npm start) run four at a time. The browser files run two
+ * at a time, after them: four at once made each wait longer for the CPU, and a waiting page keeps
+ * polling, so they took 140 s and 270 CPU-seconds where two at a time take 102 s and 178. `npm
+ * test` (scripts/test.mjs) runs the busy and the waiting tiers side by side; a plain `vitest run`
+ * runs the groups one after another (sequence.groupOrder), since a group's projects share one limit.
+ */
+const BUSY = { maxWorkers: 2 };
+const WAITING = { maxWorkers: 4, sequence: { groupOrder: 2 } };
+const BROWSER = { maxWorkers: 2, sequence: { groupOrder: 3 } };
+
 export default defineConfig({
   test: {
     onConsoleLog: quietOutcomeLines,
+    // The default reporter, and each file's time (the ten slowest printed, test-results/timings-*.json).
+    reporters: ["default", "./test/reporters/timings.ts"],
     projects: [
+      {
+        // The pure cores (admission, leases, the SSRF guard, JSON Schema checks, encodings, the
+        // polling cursor, signatures, the schemas) in Node: seconds, the inner loop while changing
+        // them. What workerd has and Node lacks is given by test/setup/unit.ts.
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", setupFiles: ["./test/setup/unit.ts"], ...BUSY },
+      },
       {
         plugins: [
           cloudflareTest({
@@ -74,7 +99,14 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**", "test/pipeline/**", "test/catalog.test.ts", "test/oidc-receiver.test.ts"],
+          exclude: ["test/unit/**", "test/e2e/**", "test/pipeline/**", "test/catalog.test.ts", "test/oidc-receiver.test.ts"],
+          setupFiles: ["./test/setup/workers.ts"],
+          // One runtime per workerd process for every file it runs, not one per file: the tests
+          // own their data (docs/testing.md, "Tests own their data").
+          isolate: false,
+          fsModuleCache: false,
+          ...BUSY,
+          sequence: { groupOrder: 1 },
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
@@ -95,6 +127,8 @@ export default defineConfig({
         test: {
           name: "pipeline",
           include: ["test/pipeline/**/*.test.ts"],
+          setupFiles: ["./test/setup/workers.ts"],
+          ...WAITING,
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },
@@ -102,17 +136,34 @@ export default defineConfig({
       {
         // Node-only tools: the OpenAPI parser (compiles with new Function) and issue 31's receiver
         // harness (node-oidc-provider and node:http, test/e2e/oidc-receiver.ts).
-        test: { name: "node", include: ["test/catalog.test.ts", "test/oidc-receiver.test.ts"], environment: "node" },
+        test: { name: "node", include: ["test/catalog.test.ts", "test/oidc-receiver.test.ts"], environment: "node", ...BUSY },
       },
       {
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          exclude: ["test/e2e/**/*.browser.test.ts"],
           environment: "node",
+          // One Node process per worker for every file it runs (no file changes what another reads).
+          isolate: false,
+          ...WAITING,
           testTimeout: 120_000,
           hookTimeout: 120_000,
-          // One wrangler dev at a time: the machine has two cores.
-          fileParallelism: false,
+          // One npm start for every file that does not need its own (test/e2e/global-setup.ts).
+          globalSetup: ["./test/e2e/global-setup.ts"],
+        },
+      },
+      {
+        test: {
+          name: "browser",
+          include: ["test/e2e/**/*.browser.test.ts"],
+          environment: "node",
+          isolate: false,
+          ...BROWSER,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // The same npm start as the e2e project's, and one Chromium for every file.
+          globalSetup: ["./test/e2e/global-setup.ts"],
         },
       },
     ],

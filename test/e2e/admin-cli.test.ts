@@ -13,8 +13,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type Keyway, ROOT, sleep, startKeyway, startReceiver } from "./server";
+import { beforeAll, describe, expect, it } from "vitest";
+import { freePort, type Keyway, ROOT, sharedKeyway, sleep, startReceiver } from "./server";
 
 const CLI = join(ROOT, "scripts", "admin.mjs");
 
@@ -57,11 +57,8 @@ describe("operator CLI", () => {
   const admin = (...args: string[]) => cli(args, env);
 
   beforeAll(async () => {
-    keyway = await startKeyway();
+    keyway = sharedKeyway();
     env = { ADMIN_TOKEN: keyway.adminToken, KEYWAY_URL: keyway.baseUrl };
-  });
-  afterAll(async () => {
-    await keyway?.stop();
   });
 
   it("registers a private_key_jwt client from a key file, restricted and DPoP-bound, then rotates its keys and lifts the restriction", async () => {

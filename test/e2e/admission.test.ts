@@ -16,8 +16,8 @@ import {
   type Provisioned,
   provisionOn,
   type ScriptedReceiver,
+  sharedKeyway,
   sleep,
-  startKeyway,
   startScriptedReceiver,
 } from "./server";
 
@@ -25,11 +25,10 @@ let keyway: Keyway;
 const receivers: ScriptedReceiver[] = [];
 
 beforeAll(async () => {
-  keyway = await startKeyway();
+  keyway = sharedKeyway();
 });
 
 afterAll(async () => {
-  await keyway?.stop();
   for (const r of receivers) await r.close();
 });
 

@@ -6,6 +6,7 @@
  * build touched answer as they do from the sources: schemas refusing bad input with their
  * messages, an event type's JSON Schema checked (a ReDoS pattern refused) and applied at publish,
  * the description (the people's Worker's, with every summary), the people's pages and GraphQL.
+ * It starts its own npm start, not the shared one (server.ts): this one runs the built bundle.
  */
 import { rm } from "node:fs/promises";
 import { join } from "node:path";

@@ -1,40 +1,24 @@
 /**
- * Shared by the browser tests (the manager, the portal, /docs): Debian's Chromium driven by
- * playwright-core (`npx playwright install` cannot download here, so the system binary is used; CI
- * installs it in .ci/run), axe-core run inside the page so accessibility is checked by an outside
- * library at every impact level, and expectLaidOut, the walk's check of one page in light and
- * dark at 1280 and 390 px (axe, sideways scrolling, cut-off tables, row heights).
+ * Shared by the browser tests (the manager, the portal, /docs): the one Chromium of the browser
+ * project (browser-server.ts), axe-core run inside the page so accessibility is checked by an
+ * outside library at every impact level, and expectLaidOut, the walk's check of one page in light
+ * and dark at 1280 and 390 px (axe, sideways scrolling, cut-off tables, row heights).
  */
-import { accessSync, constants, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { expect } from "vitest";
+import { expect, inject } from "vitest";
 
-export const CHROMIUM = "/usr/bin/chromium";
+export { chromiumInstalled } from "./browser-server";
 
-export function chromiumInstalled(): boolean {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+/**
+ * A connection to the project's one Chromium (started by the global setup). Closing it ends this
+ * file's contexts and pages, not the browser the other files use.
+ */
+export function connectChromium(): Promise<Browser> {
+  const endpoint = inject("chromium");
+  if (endpoint === "") throw new Error("no shared Chromium: /usr/bin/chromium is not installed");
+  return chromium.connect(endpoint);
 }
 
 export interface AxeViolation {
@@ -50,14 +34,18 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/
  * Runs axe-core (WCAG 2.0/2.1/2.2 A and AA plus best practices) on the page as it is now and
  * returns every violation, whatever its impact, in a form that reads well in a failed assertion.
  * Pages with a strict CSP still allow it: the script is evaluated through the DevTools protocol,
- * not added as page content, so the page's CSP stays as strict as it is in production.
+ * not added as page content, so the page's CSP stays as strict as it is in production. The script
+ * is evaluated once per document (a walk checks each page four times), and axe collects only the
+ * violations (`resultTypes`: passes and the rest would be gathered for every node and dropped):
+ * every rule still runs on every node.
  */
 export async function axeViolations(page: Page): Promise<{ id: string; impact: string | null; help: string; targets: string[] }[]> {
-  await page.evaluate(axeSource);
+  if (!(await page.evaluate(() => "axe" in globalThis))) await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: AxeViolation[] }> } }).axe;
     const result = await axe.run(document, {
       runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"] },
+      resultTypes: ["violations"],
     });
     return result.violations;
   });
@@ -96,11 +84,18 @@ async function layoutOf(page: Page): Promise<{ page: number; window: number; cut
 }
 
 /**
+ * Whether the walks save a picture of every step (`KEYWAY_SCREENSHOTS=1`), as docs/screenshots/
+ * is refreshed from. Encoding hundreds of full-page PNGs was most of the browser tests' CPU, and
+ * a picture proves nothing a check does not, so by default only a failed check leaves one.
+ */
+export const SCREENSHOTS_WANTED = process.env.KEYWAY_SCREENSHOTS === "1";
+
+/**
  * The page in light and dark (prefers-color-scheme), each at 1280 and at 390 px: no axe-core
  * violation at any impact (colour contrast included, so both schemes pass), the document no wider
  * than the window, no table region cut off or scrolling, no table row taller than MAX_ROW_PX.
- * `shoot` saves a full-page screenshot for each combination (suffixes `-390`, `-dark`). Leaves
- * the page light at 1280 px.
+ * `shoot` saves a full-page screenshot of a combination (suffixes `-390`, `-dark`): of each one
+ * with KEYWAY_SCREENSHOTS=1, else of the one whose check failed. Leaves the page light at 1280 px.
  */
 export async function expectLaidOut(page: Page, step: string, shoot: (suffix: string) => Promise<void>): Promise<void> {
   try {
@@ -109,15 +104,21 @@ export async function expectLaidOut(page: Page, step: string, shoot: (suffix: st
       for (const size of [WIDE, NARROW]) {
         await page.setViewportSize(size);
         const where = `${step} at ${size.width} px, ${scheme}`;
-        await shoot(`${size === NARROW ? "-390" : ""}${scheme === "dark" ? "-dark" : ""}`);
-        expect(await axeViolations(page), `axe-core on ${where}`).toEqual([]);
-        const layout = await layoutOf(page);
-        expect(layout.page, `${where}: document width`).toBeLessThanOrEqual(layout.window);
-        expect(layout.cutOff, `${where}: tables cut off`).toEqual([]);
-        expect(layout.row.px, `${where}: tallest row (${layout.row.text})`).toBeLessThanOrEqual(MAX_ROW_PX);
-        if (layout.row.px > tallest.px) {
-          tallest.px = layout.row.px;
-          tallest.where = `${where}: ${layout.row.text}`;
+        const suffix = `${size === NARROW ? "-390" : ""}${scheme === "dark" ? "-dark" : ""}`;
+        if (SCREENSHOTS_WANTED) await shoot(suffix);
+        try {
+          expect(await axeViolations(page), `axe-core on ${where}`).toEqual([]);
+          const layout = await layoutOf(page);
+          expect(layout.page, `${where}: document width`).toBeLessThanOrEqual(layout.window);
+          expect(layout.cutOff, `${where}: tables cut off`).toEqual([]);
+          expect(layout.row.px, `${where}: tallest row (${layout.row.text})`).toBeLessThanOrEqual(MAX_ROW_PX);
+          if (layout.row.px > tallest.px) {
+            tallest.px = layout.row.px;
+            tallest.where = `${where}: ${layout.row.text}`;
+          }
+        } catch (failed) {
+          if (!SCREENSHOTS_WANTED) await shoot(suffix).catch(() => undefined);
+          throw failed;
         }
       }
     }

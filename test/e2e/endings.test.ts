@@ -7,17 +7,16 @@
  * Figures (how long each answer took, how long we watched) are printed for the record.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { envelopeData, type Keyway, operatorCall, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
+import { envelopeData, type Keyway, operatorCall, type ScriptedReceiver, sharedKeyway, sleep, startScriptedReceiver } from "./server";
 
 let keyway: Keyway;
 const receivers: ScriptedReceiver[] = [];
 
 beforeAll(async () => {
-  keyway = await startKeyway();
+  keyway = sharedKeyway();
 });
 
 afterAll(async () => {
-  await keyway?.stop();
   for (const r of receivers) await r.close();
 });
 

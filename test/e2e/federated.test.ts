@@ -32,7 +32,7 @@ import {
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type JwksServer, startJwksServer } from "./oidc-receiver";
-import { envelopeData, freePort, type Keyway, operatorCall, type Provisioned, provisionOn, ROOT, sleep, startKeyway } from "./server";
+import { envelopeData, freePort, type Keyway, operatorCall, type Provisioned, provisionOn, ROOT, sharedKeyway, sleep } from "./server";
 
 const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 /** keyway fetches a URL's key set again at most once a minute (objects/org/remote-keys.ts); a margin for a busy machine. */
@@ -145,7 +145,8 @@ describe("issue 44 against npm start: federated workload identity, a key set URL
       .sign(key);
 
   beforeAll(async () => {
-    [keyway, ci, cluster, stranger] = await Promise.all([startKeyway(), startIssuer(), startIssuer(), startIssuer()]);
+    keyway = sharedKeyway();
+    [ci, cluster, stranger] = await Promise.all([startIssuer(), startIssuer(), startIssuer()]);
     // The demo key allows 100 requests a second; the latency rounds want more.
     org = await provisionOn(keyway, { name: "Workloads", limits: { per_second: 1000, per_day: 1_000_000 } });
     metadata = (await (await fetch(`${keyway.baseUrl}/.well-known/oauth-authorization-server`)).json()) as typeof metadata;
@@ -183,7 +184,6 @@ describe("issue 44 against npm start: federated workload identity, a key set URL
   afterAll(async () => {
     for (const local of [ci, cluster, stranger]) local?.proc.kill();
     await clientKeys?.close();
-    await keyway?.stop();
   });
 
   it("registers the issuers as asked: the key set found through discovery, or at the given jwks_uri; `once` and 3600 s by default", async () => {

@@ -18,8 +18,8 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromiumInstalled, expectLaidOut, launchChromium, MAX_ROW_PX, tallest, WIDE } from "./browser";
-import { type Keyway, type Receiver, ROOT, sleep, startKeyway, startReceiver } from "./server";
+import { chromiumInstalled, connectChromium, expectLaidOut, MAX_ROW_PX, SCREENSHOTS_WANTED, tallest, WIDE } from "./browser";
+import { type Keyway, type Receiver, ROOT, sharedKeywayWithOwnDemo, sleep, startReceiver } from "./server";
 
 const SCREENSHOTS = join(ROOT, "test-results");
 
@@ -48,7 +48,7 @@ async function expectAccessible(page: Page, step: string): Promise<void> {
   const doc = DOC_SHOTS[step];
   await expectLaidOut(page, step, async (suffix) => {
     await page.screenshot({ path: join(SCREENSHOTS, `portal-${step}${suffix}.png`), fullPage: true });
-    if (doc && suffix !== "-dark")
+    if (SCREENSHOTS_WANTED && doc && suffix !== "-dark")
       await page.screenshot({ path: join(SCREENSHOTS, "docs", `${doc}${suffix.startsWith("-390") ? suffix : `-1280${suffix}`}.png`) });
   });
 }
@@ -60,8 +60,8 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
 
   beforeAll(async () => {
     await mkdir(join(SCREENSHOTS, "docs"), { recursive: true });
-    keyway = await startKeyway();
-    browser = await launchChromium();
+    keyway = await sharedKeywayWithOwnDemo();
+    browser = await connectChromium();
     receiver = await startReceiver();
   });
 
@@ -69,7 +69,6 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     console.info(`portal walk: tallest table row ${tallest.px} px (limit ${MAX_ROW_PX}) at ${tallest.where}`);
     await browser?.close();
     await receiver?.close();
-    await keyway?.stop();
   });
 
   it("opens a link once, shows that endpoint's deliveries only, re-sends and rotates, and passes axe at 390 and 1280 px", async () => {

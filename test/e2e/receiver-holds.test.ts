@@ -36,8 +36,8 @@ import {
   freePort,
   type Keyway,
   type ScriptedReceiver,
+  sharedKeyway,
   sleep,
-  startKeyway,
   startScriptedReceiver,
   tenantOn,
 } from "./server";
@@ -46,12 +46,11 @@ let keyway: Keyway;
 const closers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  keyway = await startKeyway();
+  keyway = sharedKeyway();
 }, 120_000);
 
 afterAll(async () => {
   for (const close of closers) await close().catch(() => undefined);
-  await keyway?.stop();
 });
 
 const data = envelopeData;

@@ -14,6 +14,8 @@
  *   and at the webhook URL each answered once;
  * - spec 4.3's default request, byte for byte;
  * - the connection test: a token, a 401 invalid_client, a refused connection, a timeout, the SSRF guard.
+ * It starts its own npm start, not the shared one (server.ts): its attempt deadline is a setting
+ * of the server.
  */
 import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

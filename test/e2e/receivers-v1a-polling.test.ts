@@ -21,7 +21,16 @@ import { join } from "node:path";
 import process from "node:process";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Arrival, freePort, type Keyway, ROOT, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
+import {
+  type Arrival,
+  freePort,
+  type Keyway,
+  ROOT,
+  type ScriptedReceiver,
+  sharedKeywayWithOwnDemo,
+  sleep,
+  startScriptedReceiver,
+} from "./server";
 
 let keyway: Keyway;
 let token = "";
@@ -30,7 +39,7 @@ const started: ChildProcess[] = [];
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  keyway = await startKeyway();
+  keyway = await sharedKeywayWithOwnDemo();
   const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
     method: "POST",
     headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
@@ -43,7 +52,6 @@ afterAll(async () => {
   for (const proc of started) proc.kill();
   for (const r of receivers) await r.close();
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-  await keyway?.stop();
 });
 
 /** A call to the demo tenant's /v1 API: the answer's status and `data`. */

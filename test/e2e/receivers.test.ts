@@ -13,6 +13,8 @@
  * is disabled (there after WEBHOOK_DISABLE_AFTER_SECONDS of failing, at least a minute; here by
  * the organization, so the run takes seconds) and its waiting deliveries conclude without a
  * request. The run's retry schedule is one retry after 1 s (KEYWAY_VAR_WEBHOOK_RETRY_SCHEDULE).
+ * It starts its own npm start, not the shared one (server.ts): its retry schedule is a setting of
+ * the server.
  */
 import { validate } from "@readme/openapi-parser";
 import { Webhook } from "standardwebhooks";

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type Keyway, operatorCall, ROOT, sleep, startKeyway } from "./server";
+import { freePort, type Keyway, operatorCall, ROOT, sharedKeywayWithOwnDemo, sleep } from "./server";
 
 interface Run {
   code: number | null;
@@ -70,12 +70,11 @@ describe("docs that work as pasted", () => {
   const started: ChildProcess[] = [];
 
   beforeAll(async () => {
-    keyway = await startKeyway();
+    keyway = await sharedKeywayWithOwnDemo();
   });
 
   afterAll(async () => {
     for (const proc of started) proc.kill();
-    await keyway?.stop();
   });
 
   const demoEnv = () => ({

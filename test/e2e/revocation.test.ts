@@ -6,6 +6,8 @@
  * revocations); and a revoked organization administrator token, and the manager session opened
  * with it, stay refused after the restart. Controls (a credential, an administrator token that
  * stay valid) show the refusals are the revocations, not the restart.
+ * It starts its own npm start, not the shared one (server.ts): it edits the local KV store and
+ * restarts the server on the same state.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";

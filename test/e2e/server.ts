@@ -7,10 +7,16 @@
  * wrangler and workerd), waits until every member is gone, deletes the state directory and removes
  * `.dev.vars` if this run created it. `restart()` is a restart of the same deployment: same state
  * directory and the same `.dev.vars` (its signing keys and ADMIN_TOKEN are part of that
- * deployment), so tokens issued before it are judged by the same keys after it. Tests run one
- * server at a time (fileParallelism: false).
+ * deployment), so tokens issued before it are judged by the same keys after it.
+ *
+ * Most files need a running keyway, not a private one: `sharedKeyway()` is the one `npm start` the
+ * e2e and browser projects' global setup started (test/e2e/global-setup.ts) for every file, which
+ * run side by side against it and own their data (organizations of their own). A file whose test
+ * restarts or kills the server, or runs it with other settings, starts its own with `startKeyway()`
+ * and says why in its first lines.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { appendFileSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
@@ -18,7 +24,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 import { parseDevVars } from "../../scripts/dev-vars.mjs";
+import { seedDemo } from "../../scripts/seed.mjs";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DEV_VARS = join(ROOT, ".dev.vars");
@@ -114,13 +122,30 @@ export function parseDemo(output: string): Demo {
  * second start on it is a restart of the same deployment.
  */
 /** `vars`: wrangler.toml vars set for this run (npm start's KEYWAY_VAR_<NAME>), e.g. a short retry schedule. */
-export async function startKeyway(options: { persistDir?: string; vars?: Record<string, string> } = {}): Promise<Keyway> {
-  return launch(options.persistDir, await exists(DEV_VARS), options.vars ?? {});
+/** `logFile`: everything the run prints is appended there too (the shared server's output, read by other processes). */
+export interface StartOptions {
+  persistDir?: string;
+  /** Variables for the Workers (npm start's KEYWAY_VAR_<name>). */
+  vars?: Record<string, string>;
+  /** A file to append the group's output to, as it comes. */
+  logFile?: string;
+  /**
+   * Whether wrangler prints its "[wrangler:info] GET /path 200 OK" line for every request, as it
+   * does for a person running npm start. Off by default (wrangler's log level `warn`): each line is
+   * a request from workerd to wrangler's Node process and a line through two pipes, about 0.6 ms of
+   * CPU and a third of the wall time of a request on a two-core machine, and only start.test.ts
+   * reads them. The Workers' own lines, warnings and errors are printed either way.
+   */
+  requestLines?: boolean;
+}
+
+export async function startKeyway(options: StartOptions = {}): Promise<Keyway> {
+  return launch(options, await exists(DEV_VARS));
 }
 
 /** One run of npm start; `devVarsExisted` is carried over by restart() from the first run. */
-async function launch(givenPersistDir: string | undefined, devVarsExisted: boolean, vars: Record<string, string> = {}): Promise<Keyway> {
-  const options = { persistDir: givenPersistDir };
+async function launch(options: StartOptions, devVarsExisted: boolean): Promise<Keyway> {
+  const { vars = {}, logFile } = options;
   const port = await freePort();
   const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "keyway-e2e-")));
   let output = "";
@@ -138,14 +163,19 @@ async function launch(givenPersistDir: string | undefined, devVarsExisted: boole
       WRANGLER_SEND_METRICS: "false",
       CLOUDFLARE_CF_FETCH_ENABLED: "false",
       WRANGLER_HIDE_BANNER: "true",
+      ...(options.requestLines === true ? {} : { WRANGLER_LOG: "warn" }),
       ...Object.fromEntries(Object.entries(vars).map(([name, value]) => [`KEYWAY_VAR_${name}`, value])),
     },
   });
   const exited = new Promise<void>((done) => proc.once("exit", () => done()));
   proc.stdout?.setEncoding("utf8");
   proc.stderr?.setEncoding("utf8");
-  proc.stdout?.on("data", (chunk: string) => (output += chunk));
-  proc.stderr?.on("data", (chunk: string) => (output += chunk));
+  const take = (chunk: string) => {
+    output += chunk;
+    if (logFile !== undefined) appendFileSync(logFile, chunk);
+  };
+  proc.stdout?.on("data", take);
+  proc.stderr?.on("data", take);
 
   let ended: Promise<void> | undefined;
   /** Ends the whole group (SIGTERM, then SIGKILL if anything is left); keeps state and .dev.vars. */
@@ -182,7 +212,7 @@ async function launch(givenPersistDir: string | undefined, devVarsExisted: boole
   };
   const restart = async (restartOptions: { crash?: boolean } = {}): Promise<Keyway> => {
     await (restartOptions.crash === true ? crash() : end());
-    return launch(persistDir, devVarsExisted, vars);
+    return launch({ ...options, persistDir }, devVarsExisted);
   };
 
   try {
@@ -215,6 +245,67 @@ async function launch(givenPersistDir: string | undefined, devVarsExisted: boole
     await stop();
     throw err;
   }
+}
+
+/** What the global setup hands every file of the shared server (vitest's provide/inject). */
+export interface SharedKeywayInfo {
+  baseUrl: string;
+  port: number;
+  demo: Demo;
+  adminToken: string;
+  devVarsExisted: boolean;
+  persistDir: string;
+  /** Where the server's output is appended as it comes (`output` reads it). */
+  logFile: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    keyway: SharedKeywayInfo;
+  }
+}
+
+/**
+ * The `npm start` every file of the e2e and browser projects shares (test/e2e/global-setup.ts).
+ * Its output is read from the log file the setup appends to; stopping, killing or restarting it is
+ * refused, since other files are using it: a test that needs that starts its own (startKeyway).
+ * `demo` is the tenant npm start seeded and printed: files only read it (start.test.ts reads the
+ * banner); a file that changes what it uses takes one of its own (sharedKeywayWithOwnDemo).
+ */
+export function sharedKeyway(): Keyway {
+  const info = inject("keyway");
+  return sharedWith(info, info.demo);
+}
+
+/**
+ * The shared keyway with a demo tenant of this file's own, seeded exactly as npm start seeds its
+ * demo (scripts/seed.mjs: "Demo organization", "Demo user", "Demo credential", "Demo key" with the
+ * development limit), so the file sees what a person sees after npm start while owning its data.
+ */
+export async function sharedKeywayWithOwnDemo(): Promise<Keyway> {
+  const info = inject("keyway");
+  const seeded = await seedDemo({ baseUrl: info.baseUrl, adminToken: info.adminToken });
+  const { organizationId, userId, clientId, clientSecret, apiKey, apiKeyId } = seeded;
+  return sharedWith(info, { organizationId, userId, clientId, clientSecret, apiKey, apiKeyId });
+}
+
+function sharedWith(info: SharedKeywayInfo, demo: Demo): Keyway {
+  const notYours = (what: string) => () =>
+    Promise.reject(new Error(`the shared keyway cannot be ${what}: start your own with startKeyway()`));
+  return {
+    baseUrl: info.baseUrl,
+    port: info.port,
+    get output() {
+      return readFileSync(info.logFile, "utf8");
+    },
+    demo,
+    adminToken: info.adminToken,
+    devVarsExisted: info.devVarsExisted,
+    persistDir: info.persistDir,
+    stop: notYours("stopped"),
+    kill: notYours("killed"),
+    restart: notYours("restarted"),
+  };
 }
 
 /** A webhook receiver on loopback (loopback targets are allowed under npm start). */

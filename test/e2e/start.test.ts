@@ -10,6 +10,10 @@
  * signs a browser in once (its page's GET, then the POST, with cookies, as a browser sends them)
  * and a second use is refused; the explorer's link carries the demo's credentials in its fragment.
  * A second test covers the `.dev.vars` generation on its own, in a temporary directory.
+ * This file starts its own npm start rather than using the shared one: what it tests is what a
+ * start prints and does in its first minutes (the banner's sign-in link is single-use and lasts
+ * five minutes, the request lines are counted), which a server other files have used for longer
+ * cannot show.
  */
 import { execFile } from "node:child_process";
 import { access, copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -37,7 +41,7 @@ describe("npm start", () => {
   let devVarsExisted = true;
 
   beforeAll(async () => {
-    keyway = await startKeyway();
+    keyway = await startKeyway({ requestLines: true });
     port = keyway.port;
     devVarsExisted = keyway.devVarsExisted;
   });

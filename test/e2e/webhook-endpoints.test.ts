@@ -8,17 +8,16 @@
  * receipt, on one clock; the figures are printed for the record.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Answer, type Keyway, type ScriptedReceiver, sleep, startKeyway, startScriptedReceiver } from "./server";
+import { type Answer, type Keyway, type ScriptedReceiver, sharedKeyway, sleep, startScriptedReceiver } from "./server";
 
 let keyway: Keyway;
 const receivers: ScriptedReceiver[] = [];
 
 beforeAll(async () => {
-  keyway = await startKeyway();
+  keyway = sharedKeyway();
 });
 
 afterAll(async () => {
-  await keyway?.stop();
   for (const r of receivers) await r.close();
 });
 

@@ -4,6 +4,7 @@
  * Queue's memory, or in flight, is gone), and started again on the same state. Every delivery
  * then reaches the receiver and ends `delivered` within the documented bound, sent again by the
  * webhook objects' alarms (their outbox), with none left pending.
+ * It starts its own npm start, not the shared one (server.ts): it kills and restarts it.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
