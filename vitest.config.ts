@@ -61,7 +61,7 @@ const quietOutcomeLines = (log: string): false | undefined => (log.includes('"ms
  * test` (scripts/test.mjs) runs the busy and the waiting tiers side by side; a plain `vitest run`
  * runs the groups one after another (sequence.groupOrder), since a group's projects share one limit.
  */
-const BUSY = { maxWorkers: 2 };
+const BUSY = { maxWorkers: 2, sequence: { groupOrder: 1 } };
 const WAITING = { maxWorkers: 4, sequence: { groupOrder: 2 } };
 const BROWSER = { maxWorkers: 2, sequence: { groupOrder: 3 } };
 
@@ -106,7 +106,6 @@ export default defineConfig({
           isolate: false,
           fsModuleCache: false,
           ...BUSY,
-          sequence: { groupOrder: 1 },
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
