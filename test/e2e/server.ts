@@ -144,7 +144,7 @@ export async function startKeyway(options: StartOptions = {}): Promise<Keyway> {
 }
 
 /** One run of npm start; `devVarsExisted` is carried over by restart() from the first run. */
-async function launch(options: StartOptions, devVarsExisted: boolean): Promise<Keyway> {
+async function launch(options: StartOptions, devVarsExisted: boolean, retried = false): Promise<Keyway> {
   const { vars = {}, logFile } = options;
   const port = await freePort();
   const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "keyway-e2e-")));
@@ -242,6 +242,14 @@ async function launch(options: StartOptions, devVarsExisted: boolean): Promise<K
       restart,
     };
   } catch (err) {
+    // Several servers start side by side in a run, and wrangler picks its workers' internal ports
+    // itself: one taken between its choice and its bind ends the start. That is the machine, not
+    // keyway, so the start is tried once more (on the same state and .dev.vars); anything else fails.
+    if (!retried && output.includes("Address already in use")) {
+      await end();
+      if (options.persistDir === undefined) await rm(persistDir, { recursive: true, force: true });
+      return launch(options, devVarsExisted, true);
+    }
     await stop();
     throw err;
   }
