@@ -141,8 +141,10 @@ describe("every webhook endpoint is its own lane", () => {
     );
     for (const side of ["a", "b"] as const) {
       expect(beside[side]).toHaveLength(30);
-      // Within noise: a healthy lane is not held by the others.
-      expect(pct(beside[side], 50)).toBeLessThanOrEqual(pct(alone[side], 50) + 50);
+      // Within noise: a healthy lane is not held by the others (held, it would wait seconds: the
+      // 8 s hang, the 2 s Retry-After). The margin is that of a two-core machine running every tier
+      // beside this one, against a server other files share.
+      expect(pct(beside[side], 50)).toBeLessThanOrEqual(pct(alone[side], 50) + 100);
       expect(pct(beside[side], 95)).toBeLessThanOrEqual(pct(alone[side], 95) + 250);
     }
     // The hanging endpoint was moved to the slow lane; the failing one is being paced.
