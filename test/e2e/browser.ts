@@ -5,11 +5,57 @@
  * and dark at 1280 and 390 px (axe, sideways scrolling, cut-off tables, row heights).
  */
 import { readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { expect, inject } from "vitest";
+import { afterAll, beforeAll, expect, inject } from "vitest";
+import { chromiumInstalled } from "./browser-server";
+import { type Keyway, ROOT, sharedKeywayWithOwnDemo } from "./server";
 
-export { chromiumInstalled } from "./browser-server";
+export { chromiumInstalled };
+
+/** Where the browser tests leave their pictures (docs/ within it: the sources of docs/screenshots/). */
+export const SCREENSHOTS = join(ROOT, "test-results");
+
+/**
+ * Whether Chromium is installed; when it is not, says which tests are skipped and the command
+ * that installs it, so a missing browser is never a silent pass.
+ */
+export function chromiumFor(tests: string): boolean {
+  const installed = chromiumInstalled();
+  if (!installed) console.warn(`${tests} skipped: Chromium not found; install it with: sudo apt-get install -y chromium`);
+  return installed;
+}
+
+/**
+ * What every browser file needs: the shared npm start with a demo organization of the file's own
+ * (server.ts sharedKeywayWithOwnDemo) and a connection to the shared Chromium (none when it is not
+ * installed, so the file's tests that need no browser still run). Registers the hooks that get
+ * and close them; call it where those hooks belong (top level or a describe).
+ */
+export function browserFile(): { server(): Keyway; browser(): Browser } {
+  let keyway: Keyway | undefined;
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    await mkdir(join(SCREENSHOTS, "docs"), { recursive: true });
+    keyway = await sharedKeywayWithOwnDemo();
+    if (chromiumInstalled()) browser = await connectChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return {
+    server: () => {
+      if (!keyway) throw new Error("keyway did not start");
+      return keyway;
+    },
+    browser: () => {
+      if (!browser) throw new Error("Chromium did not start");
+      return browser;
+    },
+  };
+}
 
 /**
  * A connection to the project's one Chromium (started by the global setup). Closing it ends this

@@ -12,32 +12,20 @@
  * followed) and `fetch` the JSON. Screenshots go to test-results/docs-<step>.png. Without
  * /usr/bin/chromium the tests are skipped with a one-line notice.
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { Browser, BrowserContextOptions, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { axeViolations, chromiumInstalled, connectChromium } from "./browser";
-import { type Keyway, ROOT, sharedKeyway, sharedKeywayWithOwnDemo, sleep } from "./server";
+import type { BrowserContextOptions, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { axeViolations, browserFile, chromiumFor, SCREENSHOTS } from "./browser";
+import { sharedKeyway, sleep } from "./server";
 
-const SCREENSHOTS = join(ROOT, "test-results");
 /** The demo API key allows one request per second. */
 const RATE_LIMIT_PAUSE_MS = 1_100;
 /** Darker than this relative luminance (0 black .. 1 white) counts as a dark background. */
 const DARK_LUMINANCE = 0.05;
 
-const hasChromium = chromiumInstalled();
-if (!hasChromium) console.warn("docs browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
+const hasChromium = chromiumFor("docs browser tests");
 
-let keyway: Keyway | undefined;
-const server = (): Keyway => {
-  if (!keyway) throw new Error("keyway did not start");
-  return keyway;
-};
-
-beforeAll(async () => {
-  await mkdir(SCREENSHOTS, { recursive: true });
-  keyway = await sharedKeywayWithOwnDemo();
-});
+const { server, browser } = browserFile();
 
 /** The relative luminance (WCAG) of a computed CSS colour `rgb(r, g, b)`. */
 function luminance(rgb: string): number {
@@ -56,20 +44,9 @@ const background = (page: Page) =>
   });
 
 (hasChromium ? describe : describe.skip)("dark mode, GET / and the GraphQL explorer in Chromium", () => {
-  let browser: Browser | undefined;
-
-  beforeAll(async () => {
-    browser = await connectChromium();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
   /** A fresh page on `path`; script errors and CSP refusals (console errors) are collected. */
   async function open(path: string, options: BrowserContextOptions = {}): Promise<{ page: Page; problems: string[] }> {
-    if (!browser) throw new Error("Chromium did not start");
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+    const context = await browser().newContext({ viewport: { width: 1280, height: 900 }, ...options });
     const problems: string[] = [];
     context.on("weberror", (err) => problems.push(err.error().message));
     const page = await context.newPage();
@@ -185,8 +162,7 @@ const background = (page: Page) =>
     const { demo, baseUrl, output } = sharedKeyway();
     const link = new RegExp(`  GraphQL   (${baseUrl}/explorer#\\S+)\n`).exec(output)?.[1];
     expect(link, output).toBeDefined();
-    if (!browser) throw new Error("Chromium did not start");
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1280, height: 900 } });
     const problems: string[] = [];
     const requested: string[] = [];
     context.on("weberror", (err) => problems.push(err.error().message));

@@ -12,22 +12,20 @@
  * tests are skipped with a one-line notice; the Redocly check still runs.
  */
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import type { Browser, BrowserContextOptions, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { axeViolations, chromiumInstalled, connectChromium } from "./browser";
-import { type Keyway, ROOT, sharedKeywayWithOwnDemo, sleep } from "./server";
+import type { BrowserContextOptions, Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
+import { axeViolations, browserFile, chromiumFor, SCREENSHOTS } from "./browser";
+import { ROOT, sleep } from "./server";
 
-const SCREENSHOTS = join(ROOT, "test-results");
 /** The demo API key allows one request per second. */
 const RATE_LIMIT_PAUSE_MS = 1_100;
 const PHONE = { width: 390, height: 844 };
 
-const hasChromium = chromiumInstalled();
-if (!hasChromium) console.warn("docs browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
+const hasChromium = chromiumFor("docs browser tests");
 
 interface OpenApi {
   tags: { name: string }[];
@@ -56,16 +54,7 @@ function redocly(args: string[], cwd: string): Promise<{ code: number; stdout: s
   });
 }
 
-let keyway: Keyway | undefined;
-const server = (): Keyway => {
-  if (!keyway) throw new Error("keyway did not start");
-  return keyway;
-};
-
-beforeAll(async () => {
-  await mkdir(SCREENSHOTS, { recursive: true });
-  keyway = await sharedKeywayWithOwnDemo();
-});
+const { server, browser } = browserFile();
 
 describe("GET /v1/openapi.json, checked by Redocly CLI", () => {
   it("passes `redocly lint` with the recommended ruleset: exit code 0, no error, no warning", async () => {
@@ -88,22 +77,15 @@ describe("GET /v1/openapi.json, checked by Redocly CLI", () => {
 });
 
 (hasChromium ? describe : describe.skip)("/docs in Chromium", () => {
-  let browser: Browser | undefined;
   let doc: OpenApi;
 
   beforeAll(async () => {
-    browser = await connectChromium();
     doc = (await (await fetch(`${server().baseUrl}/v1/openapi.json`)).json()) as OpenApi;
-  });
-
-  afterAll(async () => {
-    await browser?.close();
   });
 
   /** A fresh page on /docs; script errors and CSP refusals (console errors) are collected. */
   async function openDocs(options: BrowserContextOptions = {}): Promise<{ page: Page; problems: string[] }> {
-    if (!browser) throw new Error("Chromium did not start");
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+    const context = await browser().newContext({ viewport: { width: 1280, height: 900 }, ...options });
     const problems: string[] = [];
     context.on("weberror", (err) => problems.push(err.error().message));
     const page = await context.newPage();

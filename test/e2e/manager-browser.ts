@@ -5,19 +5,15 @@
  * light and dark at 1280 and 390 px, browser.ts expectLaidOut). The tests are three files so that
  * they run side by side; each file owns its organization.
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
+import type { BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, expect } from "vitest";
-import { chromiumInstalled, connectChromium, expectLaidOut, MAX_ROW_PX, SCREENSHOTS_WANTED, tallest, WIDE } from "./browser";
-import { type Keyway, ROOT, sharedKeywayWithOwnDemo } from "./server";
+import { browserFile, chromiumFor, expectLaidOut, MAX_ROW_PX, SCREENSHOTS, SCREENSHOTS_WANTED, tallest, WIDE } from "./browser";
 
-export const SCREENSHOTS = join(ROOT, "test-results");
 /** The default rate limit is one request per second per API key. */
 export const RATE_LIMIT_PAUSE_MS = 1_100;
 
-export const hasChromium = chromiumInstalled();
-if (!hasChromium) console.warn("manager browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
+export const hasChromium = chromiumFor("manager browser tests");
 
 export interface Envelope<T> {
   response_status?: number;
@@ -100,8 +96,7 @@ export function focused(page: Page): Promise<string> {
 
 /** One file's session: registers its beforeAll and afterAll; call it at the top of the file's describe. */
 export function managerSession() {
-  let keyway: Keyway | undefined;
-  let browser: Browser | undefined;
+  const { server, browser } = browserFile();
   /**
    * npm start's own http://127.0.0.1:<port>. The manager's cookies are `__Host-` cookies (Secure,
    * Path=/, no Domain), and Chromium stores them over plain http here because 127.0.0.1 (like
@@ -109,14 +104,8 @@ export function managerSession() {
    */
   let base = "";
 
-  const server = (): Keyway => {
-    if (!keyway) throw new Error("keyway did not start");
-    return keyway;
-  };
-
   async function newContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
-    if (!browser) throw new Error("Chromium did not start");
-    return browser.newContext({ viewport: WIDE, ...options });
+    return browser().newContext({ viewport: WIDE, ...options });
   }
 
   /** Opens /manager signed out, follows the redirect to the sign-in page and signs in with `token`. */
@@ -144,16 +133,12 @@ export function managerSession() {
     return { page, secret: await page.getByLabel("client_secret", { exact: true }).inputValue() };
   }
 
-  beforeAll(async () => {
-    await mkdir(join(SCREENSHOTS, "docs"), { recursive: true });
-    keyway = await sharedKeywayWithOwnDemo();
-    base = keyway.baseUrl;
-    browser = await connectChromium();
+  beforeAll(() => {
+    base = server().baseUrl;
   });
 
-  afterAll(async () => {
+  afterAll(() => {
     console.info(`manager walk: tallest table row ${tallest.px} px (limit ${MAX_ROW_PX}) at ${tallest.where}`);
-    await browser?.close();
   });
 
   return {

@@ -14,17 +14,13 @@
  * the deliveries page also in test-results/docs/ (docs/screenshots/). Without /usr/bin/chromium
  * the suite is skipped with a one-line notice.
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromiumInstalled, connectChromium, expectLaidOut, MAX_ROW_PX, SCREENSHOTS_WANTED, tallest, WIDE } from "./browser";
-import { type Keyway, type Receiver, ROOT, sharedKeywayWithOwnDemo, sleep, startReceiver } from "./server";
+import { browserFile, chromiumFor, expectLaidOut, MAX_ROW_PX, SCREENSHOTS, SCREENSHOTS_WANTED, tallest, WIDE } from "./browser";
+import { type Receiver, sleep, startReceiver } from "./server";
 
-const SCREENSHOTS = join(ROOT, "test-results");
-
-const hasChromium = chromiumInstalled();
-if (!hasChromium) console.warn("portal browser tests skipped: Chromium not found; install it with: sudo apt-get install -y chromium");
+const hasChromium = chromiumFor("portal browser tests");
 
 interface Envelope<T> {
   data?: T;
@@ -54,25 +50,22 @@ async function expectAccessible(page: Page, step: string): Promise<void> {
 }
 
 describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => {
-  let keyway: Keyway | undefined;
-  let browser: Browser | undefined;
+  const files = browserFile();
   let receiver: Receiver | undefined;
 
   beforeAll(async () => {
-    await mkdir(join(SCREENSHOTS, "docs"), { recursive: true });
-    keyway = await sharedKeywayWithOwnDemo();
-    browser = await connectChromium();
     receiver = await startReceiver();
   });
 
   afterAll(async () => {
     console.info(`portal walk: tallest table row ${tallest.px} px (limit ${MAX_ROW_PX}) at ${tallest.where}`);
-    await browser?.close();
     await receiver?.close();
   });
 
   it("opens a link once, shows that endpoint's deliveries only, re-sends and rotates, and passes axe at 390 and 1280 px", async () => {
-    if (!keyway || !browser || !receiver) throw new Error("setup failed");
+    if (!receiver) throw new Error("setup failed");
+    const keyway = files.server();
+    const browser = files.browser();
     const base = keyway.baseUrl;
     const { demo, adminToken } = keyway;
     const hook = receiver;
