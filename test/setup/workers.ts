@@ -46,8 +46,6 @@ interface WorkerGlobals {
   __vitest_worker__?: { rpc?: RunnerRpc };
 }
 const runtime = globalThis as WorkerGlobals;
-/** The runner connections whose console lines already go one way (a file's setup runs once per file). */
-const oneWay = new WeakSet<object>();
 const transport = runtime.__vitest_mocker__?.moduleRunner?.vitestOptions?.transport;
 const sendOneWay = runtime.__vitest_worker__?.rpc?.onAsyncLeaks?.asEvent;
 if (transport?.resolveId !== undefined && sendOneWay !== undefined && transport.keywayMemo !== true) {
@@ -66,10 +64,9 @@ if (transport?.resolveId !== undefined && sendOneWay !== undefined && transport.
 }
 
 /**
- * The same holds at the end of a file: a line an object logged after the file's last message would
- * wait for the runner's next one, and the runner's connection closes at the end of the run. One
- * round trip after each file (a question the vitest process answers at once) sends those lines and
- * waits until their delivery has been answered, so no line is pending when the connection closes.
+ * The same holds at the end of a file: a line an object logged after the file's last message
+ * would wait for the runner's next one. One round trip after each file (a question the vitest
+ * process answers at once) sends those lines while their file is still the one running.
  */
 afterAll(async () => {
   await runtime.__vitest_worker__?.rpc?.getCountOfFailedTests?.();
@@ -85,9 +82,11 @@ afterAll(async () => {
  */
 const worker = runtime.__vitest_worker__;
 const rpc = worker?.rpc;
+// Wrapped once per runner connection: the wrapper's onUserConsoleLog has no `asEvent`, so a later
+// file's setup, finding it, leaves it as it is.
 const sendLine = rpc?.onUserConsoleLog?.asEvent;
-if (worker !== undefined && rpc !== undefined && sendLine !== undefined && !oneWay.has(rpc)) {
-  const wrapped = new Proxy(rpc, {
+if (worker !== undefined && rpc !== undefined && sendLine !== undefined) {
+  worker.rpc = new Proxy(rpc, {
     get(target, property, receiver) {
       if (property !== "onUserConsoleLog") return Reflect.get(target, property, receiver);
       return async (line: unknown) => {
@@ -95,6 +94,4 @@ if (worker !== undefined && rpc !== undefined && sendLine !== undefined && !oneW
       };
     },
   });
-  oneWay.add(wrapped);
-  worker.rpc = wrapped;
 }
