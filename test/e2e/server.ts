@@ -116,29 +116,28 @@ export function parseDemo(output: string): Demo {
   };
 }
 
-/**
- * Starts `npm start` (scripts/start.mjs) with the demo seeded; resolves once it is ready. With
- * `persistDir`, the local state lives there and outlives stop() (the caller removes it): a
- * second start on it is a restart of the same deployment.
- */
-/** `vars`: wrangler.toml vars set for this run (npm start's KEYWAY_VAR_<NAME>), e.g. a short retry schedule. */
-/** `logFile`: everything the run prints is appended there too (the shared server's output, read by other processes). */
 export interface StartOptions {
+  /**
+   * Where the local state lives: it then outlives stop() (the caller removes it), and a second
+   * start on it is a restart of the same deployment. Without it, a temporary directory.
+   */
   persistDir?: string;
-  /** Variables for the Workers (npm start's KEYWAY_VAR_<name>). */
+  /** wrangler.toml vars set for this run (npm start's KEYWAY_VAR_<NAME>), e.g. a short retry schedule. */
   vars?: Record<string, string>;
-  /** A file to append the group's output to, as it comes. */
+  /** Everything the run prints is appended there too, as it comes (the shared server's output, read by other processes). */
   logFile?: string;
   /**
    * Whether wrangler prints its "[wrangler:info] GET /path 200 OK" line for every request, as it
    * does for a person running npm start. Off by default (wrangler's log level `warn`): each line is
-   * a request from workerd to wrangler's Node process and a line through two pipes, about 0.6 ms of
-   * CPU and a third of the wall time of a request on a two-core machine, and only start.test.ts
-   * reads them. The Workers' own lines, warnings and errors are printed either way.
+   * a request from workerd to wrangler's Node process and a line through two pipes, about 1 ms of
+   * CPU (wrangler's and workerd's) and a third of the wall time of a request on a two-core machine,
+   * and only start.test.ts reads them. The Workers' own lines, warnings and errors are printed
+   * either way.
    */
   requestLines?: boolean;
 }
 
+/** Starts `npm start` (scripts/start.mjs) with the demo seeded; resolves once it is ready. */
 export async function startKeyway(options: StartOptions = {}): Promise<Keyway> {
   return launch(options, await exists(DEV_VARS));
 }
