@@ -1,9 +1,9 @@
 /**
  * `npm run test:slowest`: the ten slowest test files of the last run, read from what the timings
  * reporter wrote (test/reporters/timings.ts): test-results/timings.json after `npm test`, or the
- * timings-*.json of single vitest runs. `slowestLines` is the one way both print them.
+ * timings-<run>.json a single vitest run wrote after it, whichever is newer. `slowestLines` is the one way both print them.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -26,7 +26,14 @@ async function main() {
   const dir = join(fileURLToPath(new URL("..", import.meta.url)), "test-results");
   /** @type {string[]} */
   const names = await readdir(dir).catch(() => []);
-  const chosen = names.includes("timings.json") ? ["timings.json"] : names.filter((n) => /^timings-.+\.json$/.test(n));
+  // The last run's: npm test's merged timings.json, or the file a single vitest run wrote after it.
+  const written = await Promise.all(
+    names.filter((n) => /^timings(-.+)?\.json$/.test(n)).map(async (n) => ({ n, at: (await stat(join(dir, n))).mtimeMs })),
+  );
+  const chosen = written
+    .sort((a, b) => b.at - a.at)
+    .slice(0, 1)
+    .map((w) => w.n);
   if (chosen.length === 0) {
     console.error("No timings yet: run npm test (or any vitest run) first; they are written to test-results/.");
     process.exitCode = 1;
