@@ -24,8 +24,9 @@ const secrets = {
 };
 
 /**
- * The property tests' knobs (test/admission-properties.test.ts): the pool's `process.env` is not
- * the shell's, so a longer search or a replay is handed over as bindings, empty when not set.
+ * The workerd tier's property tests' knobs (receiver-holds-properties, federated-clients): the pool's
+ * `process.env` is not the shell's, so a longer search or a replay is handed over as bindings,
+ * empty when not set. The unit tier's properties read the shell's variables themselves.
  */
 const propertyKnobs = {
   KEYWAY_PROPERTY_RUNS: process.env.KEYWAY_PROPERTY_RUNS ?? "",
