@@ -56,15 +56,17 @@ const quietOutcomeLines = (log: string): false | undefined => (log.includes('"ms
  * machine. The tiers that keep a core busy (unit, node, workers) run two at a time: each workers
  * file runs in one of two workerd processes reused from file to file (three were 4 % faster alone
  * and 9 % dearer in CPU, which the other lane needs). The tiers that mostly wait (pipeline's retry
- * schedules, the e2e files on one shared npm start) run four at a time. The browser files run two
- * at a time, after them: four at once made each wait longer for the CPU, and a waiting page keeps
- * polling, so they took 140 s and 270 CPU-seconds where two at a time take 102 s and 178. `npm
+ * schedules, the e2e files on one shared npm start) run eight at a time: the e2e lane of a run
+ * uses about half a core, and four at a time left it 399 s where eight take 330 s. The browser
+ * files run three at a time, after them (four at once made each wait longer for the CPU, and a
+ * waiting page keeps polling: 140 s and 270 CPU-seconds where two at a time took 102 s and 178;
+ * three take 532 s of files where two took 382, in less time overall). `npm
  * test` (scripts/test.mjs) runs the busy and the waiting tiers side by side; a plain `vitest run`
  * runs the groups one after another (sequence.groupOrder), since a group's projects share one limit.
  */
 const BUSY = { maxWorkers: 2, sequence: { groupOrder: 1 } };
-const WAITING = { maxWorkers: 4, sequence: { groupOrder: 2 } };
-const BROWSER = { maxWorkers: 2, sequence: { groupOrder: 3 } };
+const WAITING = { maxWorkers: 8, sequence: { groupOrder: 2 } };
+const BROWSER = { maxWorkers: 3, sequence: { groupOrder: 3 } };
 
 export default defineConfig({
   test: {
@@ -76,7 +78,16 @@ export default defineConfig({
         // The pure cores (admission, leases, the SSRF guard, JSON Schema checks, encodings, the
         // polling cursor, signatures, the schemas) in Node: seconds, the inner loop while changing
         // them. What workerd has and Node lacks is given by test/setup/unit.ts.
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", setupFiles: ["./test/setup/unit.ts"], ...BUSY },
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          environment: "node",
+          setupFiles: ["./test/setup/unit.ts"],
+          ...BUSY,
+          // A deadline for a hang (docs/testing.md, "When a test times out"): a test of 50 validations
+          // of 100 KiB took over vitest's 5 s beside the rest of a full run.
+          testTimeout: 30_000,
+        },
       },
       {
         plugins: [
@@ -147,8 +158,10 @@ export default defineConfig({
           // One Node process per worker for every file it runs (no file changes what another reads).
           isolate: false,
           ...WAITING,
-          testTimeout: 120_000,
-          hookTimeout: 120_000,
+          // A deadline for a hang, not a speed check: a two-core CI machine shared by both lanes has
+          // taken 120 s for a test that takes 40 s alone (docs/testing.md, "When a test times out").
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
           // One npm start for every file that does not need its own (test/e2e/global-setup.ts).
           globalSetup: ["./test/e2e/global-setup.ts"],
         },
@@ -160,8 +173,10 @@ export default defineConfig({
           environment: "node",
           isolate: false,
           ...BROWSER,
-          testTimeout: 120_000,
-          hookTimeout: 120_000,
+          // A deadline for a hang, not a speed check: a two-core CI machine shared by both lanes has
+          // taken 120 s for a test that takes 40 s alone (docs/testing.md, "When a test times out").
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
           // The same npm start as the e2e project's, and one Chromium for every file.
           globalSetup: ["./test/e2e/global-setup.ts"],
         },

@@ -1,14 +1,15 @@
 /**
  * `node bench/client-auth-timing.mjs`: is there a client_id oracle at the token endpoint (issue 22)?
  * Against keyway under `wrangler dev` (as the bench runs it), one client sends token requests
- * that fail in five ways, interleaved try by try so that the VM's drift touches each alike: an
- * unknown client_id, a known one with a wrong secret, a revoked credential with its right secret,
+ * that fail in six ways, interleaved try by try so that the VM's drift touches each alike: an
+ * unknown client_id (the same one, and a new one each try, as a search for ids sends them), a
+ * known one with a wrong secret, a revoked credential with its right secret,
  * an unknown client_id with a client assertion, and a private_key_jwt client's id with an
  * assertion signed by another key. It prints each kind's median and p90 latency over TRIES tries
  * and the largest difference between medians; a success is shown beside them for scale. Run it
  * several times: differences within the run-to-run spread are noise.
  */
-import { generateKeyPairSync, randomUUID, sign } from "node:crypto";
+import { generateKeyPairSync, randomBytes, randomUUID, sign } from "node:crypto";
 import { api, median, need, p90, round, runMain, seed, startKeyway, timedTokenRequest } from "./lib.mjs";
 
 const TRIES = Number(process.env.TRIES ?? 200);
@@ -49,6 +50,11 @@ async function main() {
   /** @type {Record<string, () => Record<string, string>>} */
   const kinds = {
     "unknown client_id": () => ({ client_id: unknownId, client_secret: "kw_live_cs_wrongwrongwrong" }),
+    // As one probing for ids sends them: each id once, so none is in the isolate's lookup cache.
+    "unknown client_id, a new one each try": () => ({
+      client_id: `kw_client_${randomBytes(16).toString("base64url").slice(0, 22)}`,
+      client_secret: "kw_live_cs_wrongwrongwrong",
+    }),
     "known client_id, wrong secret": () => ({ client_id: good.client_id, client_secret: `${good.client_secret}x` }),
     "revoked credential, right secret": () => ({
       client_id: need(revoked.client_id, "client_id"),
@@ -84,8 +90,8 @@ async function main() {
   for (const [name, xs] of Object.entries(times))
     console.log(`${name.padEnd(36)} median ${round(median(xs), 2)} ms, p90 ${round(p90(xs), 2)} ms`);
   // The oracle would be a difference within one method: the method itself is the client's choice.
-  const secretKinds = Object.keys(kinds).slice(0, 3);
-  const assertionKinds = Object.keys(kinds).slice(3);
+  const secretKinds = Object.keys(kinds).slice(0, 4);
+  const assertionKinds = Object.keys(kinds).slice(4);
   console.log(
     `spread of the medians (${TRIES} interleaved tries each): client_secret failures ${spread(secretKinds)} ms, private_key_jwt failures ${spread(assertionKinds)} ms`,
   );

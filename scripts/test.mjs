@@ -1,10 +1,12 @@
 /**
  * `npm test`: every tier of the suite (docs/testing.md, "Tiers"), arranged for a two-core machine
- * so that it finishes in minutes. The tiers run in two lanes side by side, since one lane alone
+ * so that it finishes in minutes. The tiers run in three lanes side by side, since one lane alone
  * leaves a core idle: the e2e and browser tiers wait on servers and browsers most of the time,
- * the others keep a core busy.
+ * the others keep a core busy, and the type check is one thread that need not wait for anything.
  *
- *   lane "runtime": lint, types, then one vitest run of the unit, node and workers tiers
+ *   lane "runtime": one vitest run of the unit, node and workers tiers
+ *   lane "checks":  lint, then the type check (tsc, both configs), beside the runtime lane instead
+ *                   of before it: one loaded run spent 164 s there while the vitest run waited
  *   lane "e2e":     one vitest run of the pipeline, e2e and browser tiers (real Queues and retry
  *                   schedules; one shared npm start and one Chromium), the browser files after
  *                   the others (vitest.config.ts, sequence.groupOrder)
@@ -15,7 +17,7 @@
  * failed, so one run reports everything; the exit status is non-zero if any did. Each tier also has
  * its own script (`npm run test:<tier>`), for the inner loop.
  *
- * KEYWAY_TEST_LANES=runtime (or e2e) runs one lane only.
+ * KEYWAY_TEST_LANES=runtime (or checks, or e2e; or a comma-separated list) runs those lanes only.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -37,10 +39,13 @@ const VITEST = join(ROOT, "node_modules", "vitest", "vitest.mjs");
 const LANES = [
   {
     name: "runtime",
+    steps: [{ name: "runtime", projects: ["unit", "node", "workers"] }],
+  },
+  {
+    name: "checks",
     steps: [
       { name: "lint", command: ["npm", "run", "--silent", "lint"] },
       { name: "types", command: ["npm", "run", "--silent", "typecheck"] },
-      { name: "runtime", projects: ["unit", "node", "workers"] },
     ],
   },
   { name: "e2e", steps: [{ name: "e2e", projects: ["pipeline", "e2e", "browser"] }] },

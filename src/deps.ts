@@ -21,6 +21,8 @@ export interface Deps {
   /** The fast lane's delivery queue, which also carries reports the endpoints' objects could not take at once. */
   webhookQueue: Queue;
   config: Config;
+  /** Refused calls to routes without an API key, counted per client and per id at each location (wrangler.toml). */
+  publicLimiter: RateLimit;
   /** Where telemetry's data points go (Workers Analytics Engine); log.ts lays them out and writes them. */
   metrics: AnalyticsEngineDataset;
   /** Milliseconds since the epoch. */
@@ -41,6 +43,7 @@ export function depsFromEnv(env: Env, now: () => number, waitUntil?: (work: Prom
     webhookQueue: env.WEBHOOK_QUEUE,
     config: loadConfig(env),
     metrics: env.METRICS,
+    publicLimiter: env.PUBLIC_LIMITER,
     now,
     defer: (work) => {
       const logged = work.catch((err: unknown) => log.error("deferred work failed", { detail: describeError(err) }));

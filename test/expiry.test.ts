@@ -14,6 +14,7 @@ import { sha256Hex } from "../src/lib/crypto";
 import type { KeyObject } from "../src/objects/key";
 import { HOUSEKEEPING_BATCH, WRITE_PRUNE } from "../src/objects/org/audit";
 import type { OrganizationObject } from "../src/objects/organization";
+import { federatedAssertionId } from "../src/objects/proof-place";
 import { PROOF_PRUNE_BATCH, type ProofObject } from "../src/objects/proofs";
 import { fakeNetwork, receiver } from "./fake-network";
 import { admin, authed, BASE, call, createTenant, issueToken, type Tenant, unreachable, withObjectEnv } from "./helpers";
@@ -27,7 +28,8 @@ const count = (state: DurableObjectState, table: string) =>
 
 /** What a key object holds in memory (private members, read for the test). */
 const memoryOf = (instance: KeyObject) => {
-  const m = instance as unknown as { facts: Map<string, number>; noted: Map<string, number> };
+  // What the object's shell (objects/shells/key.ts) holds in memory.
+  const m = (instance as unknown as { shell: { facts: Map<string, number>; noted: Map<string, number> } }).shell;
   return { facts: m.facts.size, noted: m.noted.size };
 };
 
@@ -134,6 +136,24 @@ describe("a ProofObject (DPoP proof ids, issue 41)", () => {
     // The steady state: the proofs still in their window; the next run no sooner than they expire.
     expect(settled.rows).toBe(10);
     expect(settled.alarm).toBeGreaterThan(Date.now() + 30_000);
+  });
+
+  it("prunes its DPoP proofs within their window even when a federated JWT of a day's life set its alarm first", async () => {
+    const proofs = env.PROOFS.get(env.PROOFS.newUniqueId());
+    const DAY = 24 * HOUR;
+    const alarms = await runInDurableObject(proofs, async (instance: ProofObject, state) => {
+      expect(instance.record(federatedAssertionId("f".repeat(64)), Date.now() + DAY)).toBe(true);
+      const afterFederated = await state.storage.getAlarm();
+      expect(instance.record("jkt0123456789abc.proof-1", Date.now() + 70_000)).toBe(true);
+      return { afterFederated, afterProof: await state.storage.getAlarm() };
+    });
+    expect(alarms.afterFederated).toBeGreaterThan(Date.now() + DAY - 60_000);
+    // The proof's expiry, no sooner than a minute after now: not a day on.
+    expect(alarms.afterProof).toBeLessThanOrEqual(Date.now() + 70_000);
+    // Once the proof has expired, the alarm deletes it and sets itself for the federated row.
+    await runInDurableObject(proofs, (instance: ProofObject) => expect(instance.prune(Date.now() + 71_000)).toBe(false));
+    const left = await runInDurableObject(proofs, (_i: ProofObject, state) => count(state, "proofs"));
+    expect(left).toBe(1);
   });
 });
 

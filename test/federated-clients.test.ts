@@ -16,7 +16,7 @@
  * 7. A property: with assertion_reuse "once", each distinct JWT authenticates exactly once.
  * Each refusal sits next to the same request made right.
  */
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import {
@@ -33,6 +33,7 @@ import {
 } from "jose";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config";
+import { sha256Hex } from "../src/lib/crypto";
 import { accessTokenKeys } from "../src/lib/token-keys";
 import { fakeNetwork, type Handler, json, type Sent } from "./fake-network";
 import {
@@ -561,6 +562,34 @@ describe("federated_jwt credentials", () => {
     expect(await outcome(await present(t, twin.client_id, await workloadJwt(keyA, { sub: subject })))).toBe("200");
   });
 
+  it('with "once", a JWT used at one organization is refused at another that trusts the same issuer and subject (recorded per issuer, not per organization)', async () => {
+    const subject = `${SUBJECT}:two-orgs`;
+    const t2 = await createTenant();
+    await trust(t2, { issuer: ISSUER, max_assertion_lifetime_seconds: 600 });
+    const here = await federatedClient(t, ISSUER, {}, subject);
+    const there = await federatedClient(t2, ISSUER, {}, subject);
+    const jwt = await workloadJwt(keyA, { sub: subject });
+    expect(await outcome(await present(t, here.client_id, jwt)), "first use, organization A").toBe("200");
+    expect(await outcome(await present(t2, there.client_id, jwt)), "the same JWT at organization B").toBe("401 invalid_client");
+    expect(await outcome(await present(t2, there.client_id, await workloadJwt(keyA, { sub: subject }))), "another jti at B").toBe("200");
+    // And the other way round: first used at B, then refused at A.
+    const other = await workloadJwt(keyA, { sub: subject });
+    expect(await outcome(await present(t2, there.client_id, other))).toBe("200");
+    expect(await outcome(await present(t, here.client_id, other))).toBe("401 invalid_client");
+  });
+
+  it("a JWT recorded in the organization's own ledger (where the release before the ProofObjects kept it) stays used until it expires", async () => {
+    const subject = `${SUBJECT}:ledger`;
+    const c = await federatedClient(t, ISSUER, {}, subject);
+    const jti = crypto.randomUUID();
+    const hash = await sha256Hex(`iss ${ISSUER} ${jti}`);
+    await runInDurableObject(env.ORGS.get(env.ORGS.idFromName(t.orgId)), (_i, state) => {
+      state.storage.sql.exec("INSERT INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)", hash, Date.now() + 360_000);
+    });
+    expect(await outcome(await present(t, c.client_id, await workloadJwt(keyA, { sub: subject, jti })))).toBe("401 invalid_client");
+    expect(await outcome(await present(t, c.client_id, await workloadJwt(keyA, { sub: subject })))).toBe("200");
+  });
+
   it('assertion_reuse "once" refuses the second use of a JWT and a JWT without jti; "until_expiry" accepts both', async () => {
     const once = await workloadJwt(keyA);
     expect(await outcome(await present(t, cred.client_id, once))).toBe("200");
@@ -955,6 +984,52 @@ describe("JWT access tokens (RFC 9068)", () => {
       .setProtectedHeader({ alg: "ES256", kid: retired.kid })
       .sign(retired.privateKey);
     expect((await call("/v1/me", authed(t, untyped))).status).toBe(401);
+  });
+
+  it("is refused (401 invalid_token) when signed by keyway's own key but issued by, or for, another deployment (RFC 9068 4)", async () => {
+    // Another deployment sharing TOKEN_SIGNING_KEYS (a staging copy, a restored backup) signs with
+    // these very keys: only `iss` and `aud` tell its tokens from this one's.
+    const { access_token: real } = await tokenFor(jt);
+    const { payload } = await verifyAsResourceServer(real);
+    const signing = (await accessTokenKeys(loadConfig(env).signingKeys))[0];
+    if (signing === undefined) throw new Error("the test keyring has a signing key");
+    const mint = (claims: JWTPayload) =>
+      new SignJWT({ ...payload, jti: crypto.randomUUID(), ...claims })
+        .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: signing.kid })
+        .sign(signing.privateKey);
+    const other = await createTenant();
+    const staging = "https://staging.keyway.test";
+    const cases: [string, string][] = [
+      ["another issuer", await mint({ iss: staging })],
+      ["another deployment's resource", await mint({ aud: [staging, `urn:keyway:org:${t.orgId}`] })],
+      ["no resource at all", await mint({ aud: `urn:keyway:org:${t.orgId}` })],
+      ["another organization's audience", await mint({ aud: [BASE, `urn:keyway:org:${other.orgId}`] })],
+      ["only keyway's resource", await mint({ aud: BASE })],
+    ];
+    // The same answer as for a token whose signature is not keyway's.
+    const forged = await new SignJWT(payload)
+      .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: signing.kid })
+      .sign((await es256()).privateKey);
+    const refusal = async (res: Response) => ({
+      status: res.status,
+      challenge: res.headers.get("WWW-Authenticate"),
+      ...(await body(res)),
+    });
+    const expected = await refusal(await call("/v1/me", authed(t, forged)));
+    expect(expected).toMatchObject({ status: 401, error: "invalid_token" });
+    for (const [why, token] of cases) {
+      expect(await refusal(await call("/v1/me", authed(t, token))), why).toEqual(expected);
+      expect(await introspect(jt, token), why).toEqual({ active: false });
+    }
+    // The same claims minted for this deployment pass.
+    const right = await mint({ iss: BASE, aud: [BASE, `urn:keyway:org:${t.orgId}`] });
+    expect((await call("/v1/me", authed(t, right))).status).toBe(200);
+    expect(await introspect(jt, right)).toMatchObject({ active: true });
+    // With PUBLIC_BASE_URL, that is the issuer: a token minted for the request's own origin is refused.
+    const configured = { ...env, PUBLIC_BASE_URL: "https://api.example.com" };
+    expect((await callAt(Date.now(), "/v1/me", authed(t, right), configured)).status).toBe(401);
+    const forConfigured = await mint({ iss: "https://api.example.com", aud: ["https://api.example.com", `urn:keyway:org:${t.orgId}`] });
+    expect((await callAt(Date.now(), "/v1/me", authed(t, forConfigured), configured)).status).toBe(200);
   });
 
   it("stops a revoked credential's JWT tokens at the next request", async () => {

@@ -156,7 +156,7 @@ describe("polling configurations", () => {
   it("are created without url or oauth, with a polling state and a read token shown once", async () => {
     const created = await createPolling();
     expect(created.signingSecret).toBeNull();
-    expect(created.pollingToken).toMatch(/^kw_poll_[A-Za-z0-9_-]{43}$/);
+    expect(created.pollingToken).toMatch(/^kw_poll_[A-Za-z0-9-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
     const config = created.webhookConfiguration;
     expect(config).toMatchObject({
       delivery: "polling",

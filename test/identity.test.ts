@@ -44,7 +44,7 @@ const unreachableKeys = (real: Env): Partial<Env> => unreachable(real, "KEYS", "
 const lapseLease = (key: DurableObjectStub<KeyObject>) =>
   runInDurableObject(key, (instance: KeyObject) => {
     // The object's admission state (ratelimit/admission.ts) as its last confirmation left it, aged past the lease.
-    const held = instance as unknown as { state: { confirmedAt: number } };
+    const held = (instance as unknown as { shell: { state: { confirmedAt: number } } }).shell;
     held.state = { ...held.state, confirmedAt: 0 };
   });
 
@@ -387,7 +387,9 @@ describe("a revocation push that fails", () => {
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("1");
     expect(waited).toBeGreaterThanOrEqual(CONFIRM_TIMEOUT_MS - 50);
-    expect(waited).toBeLessThan(CONFIRM_TIMEOUT_MS + 1_000);
+    // Well before a client's patience runs out; the margin is for a loaded two-core CI machine,
+    // where the request's own work beside the wait has taken over a second.
+    expect(waited).toBeLessThan(CONFIRM_TIMEOUT_MS + 2_500);
     expect(warned.mock.calls.some(([line]) => String(line).includes("did not answer within"))).toBe(true);
     warned.mockRestore();
     logged.mockRestore();

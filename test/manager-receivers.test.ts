@@ -266,7 +266,7 @@ describe("portal links and sessions from the manager", () => {
     expect(created.status).toBe(200);
     const shown = await created.text();
     const url = /id="portal-link" class="secret" type="text" readonly="" value="([^"]+)"/.exec(shown)?.[1] ?? "";
-    expect(url).toMatch(/\/portal\/open\?token=kw_portal_[A-Za-z0-9_-]{43}\.org_/);
+    expect(url).toMatch(/\/portal\/open\?token=kw_portal_[A-Za-z0-9-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
     expect(shown).toMatch(/shown only this once/);
     expect(shown).toMatch(/single-use/);
     // Relative to the request ("in 5 minutes"), the exact UTC time on hover and for screen readers.

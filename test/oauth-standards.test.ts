@@ -6,8 +6,9 @@
  * issue names has its own case, next to the same request made right.
  */
 
+import { env } from "cloudflare:workers";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import {
   ADMIN_TOKEN,
   admin,
@@ -162,6 +163,31 @@ describe("private_key_jwt (RFC 7523)", () => {
     expect(asSecret.status).toBe(401);
     const asJwt = await tokenWithAssertion(t, t.clientId, await assertion(pair, t.clientId));
     expect(asJwt.status).toBe(401);
+  });
+
+  it("with PUBLIC_BASE_URL, takes only that origin's audiences, not the origin of the request's Host (RFC 7523 3, point 3)", async () => {
+    // The Host header is the sender's to choose: an assertion made for another server at another
+    // origin is no assertion for keyway's configured one.
+    const configured = { ...env, PUBLIC_BASE_URL: "https://api.example.com" };
+    const present = async (aud: string, bindings: Env) => {
+      const fields = {
+        grant_type: "client_credentials",
+        client_assertion_type: JWT_BEARER,
+        client_assertion: await assertion(pair, clientId, { aud }),
+      };
+      const res = await callAt(Date.now(), "/v1/oauth/token", form(t, fields), bindings);
+      return `${res.status}${res.status === 200 ? "" : ` ${String((await plainJson(res)).error)}`}`;
+    };
+    for (const aud of ["https://api.example.com", "https://api.example.com/v1/oauth/token", "https://api.example.com/v1/oauth"]) {
+      expect(await present(aud, configured), aud).toBe("200");
+    }
+    for (const aud of [BASE, `${BASE}/v1/oauth/token`, `${BASE}/v1/oauth`]) {
+      expect(await present(aud, configured), aud).toBe("401 invalid_client");
+    }
+    // Without PUBLIC_BASE_URL (local development) the request's origin is keyway's issuer.
+    const unset = { ...env, PUBLIC_BASE_URL: "" };
+    for (const aud of [BASE, `${BASE}/v1/oauth/token`, `${BASE}/v1/oauth`]) expect(await present(aud, unset), aud).toBe("200");
+    expect(await present("https://api.example.com/v1/oauth/token", unset)).toBe("401 invalid_client");
   });
 
   it("refuses a replayed assertion through another API key of the organization too", async () => {
@@ -577,6 +603,51 @@ describe("the hot path", () => {
     const ok = await callAt(Date.now(), "/v1/oauth/token", form(t, secretTry(t.clientId, t.clientSecret)), bindings);
     expect(ok.status).toBe(200);
     expect(calls).toEqual(["KEYS.admit"]);
+  });
+
+  it("does the same work for an unknown client_id, new or seen, as for a client in use with a wrong secret: KV reads, object calls, digests, comparisons", async () => {
+    const t = await createTenant();
+    const secretTry = (clientId: string, secret: string) => ({
+      grant_type: "client_credentials",
+      client_id: clientId,
+      client_secret: secret,
+    });
+    /** One request, with every KV read, object call and crypto.subtle digest and comparison it makes (the objects share these globals). */
+    const measure = async (fields: Record<string, string>) => {
+      const { bindings, calls } = counting();
+      const kv: string[] = [];
+      const realKv = bindings.KV;
+      bindings.KV = new Proxy(realKv, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop) as unknown;
+          if (typeof value !== "function") return value;
+          return (...args: unknown[]) => {
+            kv.push(`KV.${String(prop)}`);
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const digest = vi.spyOn(crypto.subtle, "digest");
+      const compare = vi.spyOn(crypto.subtle, "timingSafeEqual");
+      try {
+        const res = await callAt(Date.now(), "/v1/oauth/token", form(t, fields), bindings);
+        return { status: res.status, kv, calls, digests: digest.mock.calls.length, comparisons: compare.mock.calls.length };
+      } finally {
+        digest.mockRestore();
+        compare.mockRestore();
+      }
+    };
+    // The client in use: its copy is held by this isolate (and its once-a-minute use noted).
+    expect((await measure(secretTry(t.clientId, t.clientSecret))).status).toBe(200);
+    const unknownId = `kw_client_${crypto.randomUUID().replaceAll("-", "").slice(0, 22)}`;
+    const wrongSecret = await measure(secretTry(t.clientId, `${t.clientSecret}x`));
+    const unknownNew = await measure(secretTry(unknownId, `${t.clientSecret}x`));
+    const unknownSeen = await measure(secretTry(unknownId, `${t.clientSecret}x`));
+    expect(wrongSecret).toMatchObject({ status: 401, kv: ["KV.get"], calls: ["KEYS.admit", "ORGS.authenticateClient"] });
+    expect(unknownNew).toEqual(wrongSecret);
+    expect(unknownSeen).toEqual(wrongSecret);
+    // A success from the held copy still reads no KV and makes one call.
+    expect(await measure(secretTry(t.clientId, t.clientSecret))).toMatchObject({ status: 200, kv: [], calls: ["KEYS.admit"] });
   });
 
   it("makes one call to the key's object for a /v1 request, Bearer or DPoP-bound, and for a DPoP proof one more beside it, to the ProofObject its id names (issue 41)", async () => {

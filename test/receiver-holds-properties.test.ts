@@ -227,7 +227,8 @@ describe("a receiver's changes (property 2)", () => {
       }),
       { numRuns: runs(40) },
     );
-  });
+    // Up to 40 runs of up to 6 changes, each through the object: over 20 s beside the browser tier.
+  }, 90_000);
 });
 
 describe("signing secrets within their grace (property 3)", () => {
@@ -238,7 +239,7 @@ describe("signing secrets within their grace (property 3)", () => {
     token = await issueToken(t);
   });
 
-  it("the secrets that sign are exactly the current one and those rotated out less than 24 hours ago, at most 10", async () => {
+  it("the secrets that sign are exactly the current one and those rotated out less than 24 hours ago, at most 10 (the oldest graces ended past that)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.integer({ min: 1, max: 30 * 3600 }), { minLength: 1, maxLength: 16 }), async (gaps) => {
         const created = await api(t, token, "/v1/webhook-configurations", "POST", configInput("receiver-secret"));
@@ -259,12 +260,11 @@ describe("signing secrets within their grace (property 3)", () => {
             actor,
             now,
           );
-          if (live.length + 1 > MAX_LIVE_SIGNING_SECRETS) {
-            expect(answer.ok).toBe(false);
-            continue;
-          }
+          // The organization's rotation never fails for lack of a slot: past 10 it ends the oldest graces.
           expect(answer.ok).toBe(true);
           for (const s of secrets) if (s.until === null) s.until = now + DAY;
+          const oldest = [...live].sort((a, b) => b.created - a.created).slice(MAX_LIVE_SIGNING_SECRETS - 1);
+          for (const s of oldest) s.until = now;
           secrets.push({ created: now, until: null });
           const stored = ((await stub.configuration(id)) as { value: WebhookConfigurationRecord }).value.signing_secrets;
           const signing = stored.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > now);
@@ -280,5 +280,6 @@ describe("signing secrets within their grace (property 3)", () => {
       }),
       { numRuns: runs(40) },
     );
-  });
+    // Up to 40 runs of 16 rotations each, every one now applied (none refused): about 10 s alone, more beside the browser tier.
+  }, 90_000);
 });

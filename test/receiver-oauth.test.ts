@@ -405,6 +405,56 @@ describe("DPoP-bound webhooks (RFC 9449)", () => {
   });
 });
 
+describe("the shared token and the webhook's origin", () => {
+  // A receiver token is minted for the resource it is sent to (RFC 8707 2; RFC 6750 5.2: a bearer
+  // token is sent only to the resource it was issued for): one kept for the webhook's old origin
+  // must not be sent to a new one, whatever the method that obtained it.
+  const OTHER = "https://elsewhere.example/hooks";
+  for (const [method, oauth] of [
+    ["client_secret_post", { token_url: TOKEN_URL, client_id: "k", client_secret: "s" }],
+    ["private_key_jwt", { token_url: TOKEN_URL, client_id: "keyway-jwt", auth_method: "private_key_jwt" }],
+  ] as const) {
+    it(`${method}: a new origin gets a new token, a new path on the same origin keeps it`, async () => {
+      let minted = 0;
+      const sent = fakeNetwork({
+        [TOKEN_URL]: () => json({ access_token: `tok-${++minted}`, token_type: "Bearer", expires_in: 3600 }),
+        [WEBHOOK_URL]: () => new Response(null, { status: 204 }),
+        [`${WEBHOOK_URL}/v2`]: () => new Response(null, { status: 204 }),
+        [OTHER]: () => new Response(null, { status: 204 }),
+      });
+      const res = await api(t, token, "/v1/webhook-configurations", "POST", { url: WEBHOOK_URL, token_cache: true, oauth });
+      expect(res.status).toBe(201);
+      const config = (await body<WebhookConfigurationView>(res)).data;
+      await deliver(config.id);
+      await deliver(config.id);
+      expect(tokenRequests(sent)).toHaveLength(1);
+      // Another path at the same origin is the same resource server: the token is kept.
+      expect((await api(t, token, `/v1/webhook-configurations/${config.id}`, "PATCH", { url: `${WEBHOOK_URL}/v2` })).status).toBe(200);
+      await deliver(config.id);
+      expect(tokenRequests(sent)).toHaveLength(1);
+      expect(sent.at(-1)).toMatchObject({ url: `${WEBHOOK_URL}/v2`, headers: { authorization: "Bearer tok-1" } });
+      // Another origin: the token endpoint is asked again, and tok-1 never reaches it. (A secret
+      // method must send its secret again for this move, which reseals it; private_key_jwt sends
+      // nothing else, as a receiver moving `url` in the portal does.)
+      const move = (url: string) =>
+        api(t, token, `/v1/webhook-configurations/${config.id}`, "PATCH", {
+          url,
+          ...("client_secret" in oauth ? { oauth: { client_secret: oauth.client_secret } } : {}),
+        });
+      expect((await move(OTHER)).status).toBe(200);
+      await deliver(config.id);
+      expect(tokenRequests(sent)).toHaveLength(2);
+      const there = sent.filter((s) => s.url === OTHER);
+      expect(there.map((s) => s.headers.authorization)).toEqual(["Bearer tok-2"]);
+      // And back: the token kept for the first origin is not used either (only one is kept).
+      expect((await move(WEBHOOK_URL)).status).toBe(200);
+      await deliver(config.id);
+      expect(tokenRequests(sent)).toHaveLength(3);
+      expect(sent.at(-1)).toMatchObject({ url: WEBHOOK_URL, headers: { authorization: "Bearer tok-3" } });
+    });
+  }
+});
+
 describe("the connection test", () => {
   const test = async (configId: string, bindings?: Env) => {
     const init = {

@@ -171,6 +171,7 @@ async function direct(request: Request, env: Env, ctx: ExecutionContext, gateOnl
       dpop: request.headers.get("dpop"),
       method: "GET",
       url: request.url,
+      issuer: new URL(request.url).origin,
     },
     (a) => {
       admitted = a;

@@ -2,8 +2,9 @@
  * Recipe: a receiver without a public URL reads a polling configuration's events with long
  * polling, processes each event once (by its id) and keeps the cursor in a file once the page is
  * processed, so a restart resumes where it stopped. It backs off on 429, 5xx and network errors
- * and stops on 401 (the token was revoked or rotated: a person must hand it a new one), 404 and
- * 410 (the cursor is not this configuration's, or older than retention: reconcile first). Each
+ * and stops on 401 (the token was revoked or rotated: a person must hand it a new one), 409 (the
+ * configuration is disabled), 404 and 410 (the cursor is not this configuration's, or older than
+ * retention: reconcile first). Each
  * event is printed as one line `<id> <type> <data>`. Run: POLLING_URL=<polling.url>
  * POLLING_TOKEN=kw_poll_... node poll-events.mjs (Node 20+, no package); CURSOR_FILE (default
  * ./keyway-cursor) is where the cursor is kept, STOP_AFTER=N stops after N new events.
@@ -46,7 +47,7 @@ while (count < stopAfter) {
     res = null;
     console.error(`read failed (${err instanceof Error ? err.message : String(err)}), retrying in ${backoff} s`);
   }
-  if (res !== null && (res.status === 401 || res.status === 404 || res.status === 410)) {
+  if (res !== null && (res.status === 401 || res.status === 404 || res.status === 409 || res.status === 410)) {
     const answer = /** @type {{ error?: string, developer_message?: string }} */ (await res.json().catch(() => ({})));
     console.error(`stopped: HTTP ${res.status} ${answer.error ?? ""}: ${answer.developer_message ?? ""}`);
     process.exit(1);

@@ -13,8 +13,10 @@
  *   them without a call. `aud` names keyway's API (RFC 9728's resource identifier) and the
  *   organization (`urn:keyway:org:<id>`): every organization's tokens come from one issuer and
  *   one key set, so a resource server of one organization checks its own audience and no other
- *   organization's token passes it (RFC 9068 4: the audience check is the resource server's). keyway reads one into the same claims as an opaque token: revocation,
- *   limits and DPoP are decided the same way.
+ *   organization's token passes it (RFC 9068 4: the audience check is the resource server's).
+ *   keyway, a resource server of its own tokens, checks `iss` and both audiences too (openJwt),
+ *   then reads one into the same claims as an opaque token: revocation, limits and DPoP are
+ *   decided the same way.
  * Either kind's kid selects the key, so keys rotate without invalidating live tokens.
  */
 
@@ -58,6 +60,12 @@ export interface JwtAudience {
   resource: string;
 }
 
+/**
+ * keyway's issuer and its /v1 API's resource identifier, which are one origin (http/context.ts
+ * keywayOrigin): what a JWT access token is minted with and must name to be accepted.
+ */
+export const jwtAudienceOf = (issuer: string): JwtAudience => ({ issuer, resource: issuer });
+
 /** An RFC 9068 access token for `claims`, signed by the keyring's first key. */
 export async function signJwtAccessToken(keys: VersionedKey[], claims: AccessTokenClaims, where: JwtAudience): Promise<string> {
   const signing = (await accessTokenKeys(keys))[0];
@@ -80,10 +88,14 @@ export async function signJwtAccessToken(keys: VersionedKey[], claims: AccessTok
 }
 
 /**
- * A JWT access token keyway signed, as its claims; refused unless `typ` is at+jwt, `alg` ES256
- * and the signature one of the keyring's keys' (RFC 9068 4). Expiry is the caller's check.
+ * A JWT access token keyway signed, as its claims; refused unless `typ` is at+jwt, `alg` ES256,
+ * the signature one of the keyring's keys', `iss` this deployment's issuer and `aud` both its
+ * resource identifier and the audience of the organization the token claims (RFC 9068 4). The
+ * signature alone is not enough: another deployment holding the same TOKEN_SIGNING_KEYS (a
+ * staging copy, a restored backup) signs with the same keys under its own issuer. Expiry is the
+ * caller's check.
  */
-async function openJwt(keys: VersionedKey[], token: string): Promise<AccessTokenClaims> {
+async function openJwt(keys: VersionedKey[], token: string, where: JwtAudience): Promise<AccessTokenClaims> {
   if (token.length > MAX_JWT_LENGTH) throw invalidToken("The access token is malformed.");
   const held = await accessTokenKeys(keys);
   try {
@@ -94,9 +106,14 @@ async function openJwt(keys: VersionedKey[], token: string): Promise<AccessToken
         if (key === undefined) throw new joseErrors.JWKSNoMatchingKey();
         return key.publicKey;
       },
-      { algorithms: [ACCESS_TOKEN_ALG], typ: AT_JWT_TYPE, currentDate: new Date(0) },
+      // RFC 9068 4: `iss` exactly the issuer, and `aud` containing the resource's identifier.
+      { algorithms: [ACCESS_TOKEN_ALG], typ: AT_JWT_TYPE, currentDate: new Date(0), issuer: where.issuer, audience: where.resource },
     );
     const claims = JwtAccessTokenClaims.parse(payload);
+    // The organization's audience must name the organization the token speaks for (`org_id`):
+    // keyway's routes act for `org_id`, a resource server of one organization checks its audience.
+    const audiences = typeof claims.aud === "string" ? [claims.aud] : claims.aud;
+    if (!audiences.includes(organizationAudience(claims.org_id))) throw invalidToken("The access token is not valid.");
     return {
       v: 1,
       org: claims.org_id,
@@ -141,13 +158,26 @@ const verifiedUnder = derived(
   (_keys: VersionedKey[]) => new IsolateCache<AccessTokenClaims>({ ttlMs: VERIFIED_CACHE_TTL_MS, maxEntries: 10_000 }),
 );
 
-/** Returns the claims of a genuine, unexpired token, or throws invalid_token (RFC 6750 3.1). */
-export async function verifyAccessToken(keys: VersionedKey[], token: string, nowMs: number): Promise<AccessTokenClaims> {
+/**
+ * Returns the claims of a genuine, unexpired token, or throws invalid_token (RFC 6750 3.1). `where`
+ * is this deployment's issuer and resource identifier, which a JWT must name (RFC 9068 4); an
+ * opaque token's MAC is keyway's alone and names neither.
+ */
+export async function verifyAccessToken(
+  keys: VersionedKey[],
+  token: string,
+  nowMs: number,
+  where: JwtAudience,
+): Promise<AccessTokenClaims> {
   const cache = verifiedUnder(keys);
-  let claims = cache.get(token, nowMs);
+  const jwt = looksLikeJwt(token);
+  // Without PUBLIC_BASE_URL the issuer is the request's origin, which may differ from request to
+  // request: a JWT is remembered as verified for the issuer it was checked against only.
+  const cacheKey = jwt ? `${where.issuer} ${where.resource} ${token}` : token;
+  let claims = cache.get(cacheKey, nowMs);
   if (claims === undefined) {
-    if (looksLikeJwt(token)) {
-      claims = await openJwt(keys, token);
+    if (jwt) {
+      claims = await openJwt(keys, token, where);
     } else {
       const opened = await open(keys, PREFIX, token, AccessTokenClaims, MAX_TOKEN_LENGTH);
       if (!opened.ok) {
@@ -155,7 +185,7 @@ export async function verifyAccessToken(keys: VersionedKey[], token: string, now
       }
       claims = opened.value;
     }
-    cache.set(token, claims, nowMs);
+    cache.set(cacheKey, claims, nowMs);
   }
   if (nowMs >= claims.exp * 1000) throw invalidToken("The access token has expired. Request a new one at /v1/oauth.");
   return claims;

@@ -16,20 +16,22 @@ import { ApiError } from "../errors";
 import { organizationObject, reach, unwrap } from "../objects/stubs";
 import type { IntrospectionResponse } from "../schemas/oauth";
 import type { AccessTokenClaims } from "../schemas/records";
-import { verifyAccessToken } from "./access-token";
+import { jwtAudienceOf, verifyAccessToken } from "./access-token";
 import { authenticateClient, type PresentedClientRequest } from "./client-auth";
 import type { Admitted } from "./gate";
 
 export interface TokenAdminRequest {
   request: PresentedClientRequest | ApiError;
   audiences: string[];
+  /** keyway's issuer identifier, which a JWT access token must name (RFC 9068 4). */
+  issuer: string;
 }
 
 /** The token the request names (`token`), verified here, or null for anything that is not one of ours. */
-async function namedToken(deps: Deps, request: PresentedClientRequest | ApiError): Promise<AccessTokenClaims | null> {
+async function namedToken(deps: Deps, request: PresentedClientRequest | ApiError, issuer: string): Promise<AccessTokenClaims | null> {
   if (request instanceof ApiError || typeof request.params.token !== "string" || request.params.token === "") return null;
   try {
-    return await verifyAccessToken(deps.config.signingKeys, request.params.token, deps.now());
+    return await verifyAccessToken(deps.config.signingKeys, request.params.token, deps.now(), jwtAudienceOf(issuer));
   } catch (err) {
     if (err instanceof ApiError) return null;
     throw err;
@@ -49,7 +51,7 @@ export async function revokeAccessToken(
   context: TokenAdminRequest,
   onAdmitted: (admitted: Admitted) => void,
 ): Promise<void> {
-  const claims = await namedToken(deps, context.request);
+  const claims = await namedToken(deps, context.request, context.issuer);
   const client = await authenticateClient(deps, presentedKey, context.request, onAdmitted, { audiences: context.audiences });
   requireToken(context.request);
   if (claims === null || claims.org !== client.organizationId || claims.cid !== client.clientId) return;
@@ -72,7 +74,7 @@ export async function introspectAccessToken(
   context: TokenAdminRequest,
   onAdmitted: (admitted: Admitted) => void,
 ): Promise<IntrospectionResponse> {
-  const claims = await namedToken(deps, context.request);
+  const claims = await namedToken(deps, context.request, context.issuer);
   const client = await authenticateClient(deps, presentedKey, context.request, onAdmitted, {
     audiences: context.audiences,
     presented: { inspect: claims === null ? undefined : { tokenId: claims.jti, clientId: claims.cid } },

@@ -16,7 +16,7 @@ import type { MeView, TokenData } from "../schemas/oauth";
 import { TokenRequest } from "../schemas/oauth";
 import type { AccessTokenClaims } from "../schemas/records";
 import { parseInput } from "../schemas/validate";
-import { invalidToken, signAccessToken, signJwtAccessToken, verifyAccessToken } from "./access-token";
+import { invalidToken, jwtAudienceOf, signAccessToken, signJwtAccessToken, verifyAccessToken } from "./access-token";
 import { authenticateClient, type PresentedClientRequest } from "./client-auth";
 import { dpopChallenge, invalidProofAtResource, invalidProofAtTokenEndpoint, presentedProof } from "./dpop";
 import { type Admitted, admit } from "./gate";
@@ -104,7 +104,7 @@ export async function issueAccessToken(
   const jwt = client.facts.access_token_strategy === "jwt";
   return {
     access_token: jwt
-      ? await signJwtAccessToken(deps.config.signingKeys, claims, { issuer: context.issuer, resource: context.issuer })
+      ? await signJwtAccessToken(deps.config.signingKeys, claims, jwtAudienceOf(context.issuer))
       : await signAccessToken(deps.config.signingKeys, claims),
     token_type: proof.kind === "valid" ? "DPoP" : "Bearer",
     expires_in: ttl,
@@ -119,6 +119,8 @@ export interface ResourceRequest {
   dpop: string | null;
   method: string;
   url: string;
+  /** keyway's issuer identifier, which a JWT access token must name as `iss` and `aud` (RFC 9068 4). */
+  issuer: string;
 }
 
 /**
@@ -139,7 +141,7 @@ export async function authenticateRequest(
   let proof: Awaited<ReturnType<typeof presentedProof>> = { kind: "none" };
   try {
     const { scheme, token } = presentedToken(request.authorization);
-    claims = await verifyAccessToken(deps.config.signingKeys, token, now);
+    claims = await verifyAccessToken(deps.config.signingKeys, token, now, jwtAudienceOf(request.issuer));
     if (claims.cnf !== undefined) {
       // RFC 9449 7.1: a DPoP-bound token only with the DPoP scheme and a proof of its key.
       if (scheme !== "DPoP") throw boundTokenAsBearer();
@@ -209,9 +211,9 @@ const boundTokenAsBearer = () =>
  * any call: lets work that must come before admission (a GraphQL request's cost) be done only
  * for callers holding a genuine token. Revocation is still decided at admission.
  */
-export async function bearerVerifies(deps: Deps, authorization: string | undefined): Promise<boolean> {
+export async function bearerVerifies(deps: Deps, authorization: string | undefined, issuer: string): Promise<boolean> {
   try {
-    await verifyAccessToken(deps.config.signingKeys, presentedToken(authorization).token, deps.now());
+    await verifyAccessToken(deps.config.signingKeys, presentedToken(authorization).token, deps.now(), jwtAudienceOf(issuer));
     return true;
   } catch (err) {
     if (err instanceof ApiError) return false;

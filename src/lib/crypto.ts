@@ -24,6 +24,12 @@ export async function constantTimeEqual(a: string, b: string): Promise<boolean> 
   return crypto.subtle.timingSafeEqual(ha, hb);
 }
 
+/**
+ * A SHA-256 (hex) no secret has: what a presented secret's hash is compared with when there is no
+ * credential to compare it with, so that an unknown client_id costs the comparison a known one does.
+ */
+export const NO_SECRET_HASH = "0".repeat(64);
+
 /** Constant-time equality of two equal-length hex digests (e.g. stored vs computed hashes). */
 export function digestsEqual(a: string, b: string): boolean {
   const ea = encodeUtf8(a);

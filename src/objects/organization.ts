@@ -21,7 +21,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { JWK } from "jose";
-import { digestsEqual, sha256Hex } from "../lib/crypto";
+import { digestsEqual, NO_SECRET_HASH, sha256Hex } from "../lib/crypto";
 import { headerKid, refuseAsIfVerified, type Verified, verifyClientAssertion, verifyFederatedAssertion } from "../lib/jwt";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
@@ -71,6 +71,7 @@ import {
   userRecord,
   userRow,
 } from "./org/schema";
+import { federatedAssertionId } from "./proof-place";
 import { recordProofAt } from "./proofs";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, pageOfTable, pruneExpired, type Result } from "./sql";
 import { type KeyedAuditEntry, redactUrl } from "./webhooks/audit";
@@ -495,11 +496,13 @@ export class OrganizationObject extends DurableObject<Env> {
    */
   async authenticateClient(clientId: string, secretHash: string, now: number, proof?: LegacyProof): Promise<Result<ClientFacts | null>> {
     const row = this.exists() ? credentialRow(this.sql, clientId) : undefined;
-    if (row === undefined || row.auth_method !== "client_secret") return ok(null);
-    const matches = digestsEqual(row.secret_hash, secretHash);
-    if (!matches) return ok(null);
-    if (row.revoked_at === null) this.noteCredentialUse(clientId, now);
-    return ok(await this.withLegacyProof(this.factsOf(row), proof));
+    const secret = row?.auth_method === "client_secret" ? row : undefined;
+    // Compared even without a row (against a hash no secret has): an unknown client_id does the
+    // same work as a known one with a wrong secret, so timing does not tell them apart.
+    const matches = digestsEqual(secret?.secret_hash ?? NO_SECRET_HASH, secretHash);
+    if (secret === undefined || !matches) return ok(null);
+    if (secret.revoked_at === null) this.noteCredentialUse(clientId, now);
+    return ok(await this.withLegacyProof(this.factsOf(secret), proof));
   }
 
   /**
@@ -581,17 +584,27 @@ export class OrganizationObject extends DurableObject<Env> {
       }
     }
     if (!verified.ok) return ok({ facts: null, reason: verified.reason });
-    // Single use: a federated JWT's id is the issuer's, recorded per issuer, so one JWT is used once
-    // whichever credential it names. Hashed here, before the check below: nothing may await between
-    // that check and the record.
+    // Single use. A private_key_jwt assertion's jti is its client's, recorded here with the
+    // client. A federated JWT's is the issuer's (RFC 7519 4.1.7), and organizations trusting the
+    // same issuer and subject would each accept it once if it were recorded here: it is recorded
+    // instead at the ProofObject that hash(issuer, jti) names (objects/proof-place.ts), one of
+    // PROOF_SHARDS, so no single object is on every token request. Only after the signature
+    // verified, so a stranger's made-up JWT writes nothing to the shared store; before the checks
+    // below, which decide again from the rows as they are once this await is over.
     const once = verified.jti !== null && (issuer === undefined || issuer.assertion_reuse === "once");
     const jtiHash = once
       ? await sha256Hex(issuer === undefined ? `${clientId} ${verified.jti}` : `iss ${issuer.issuer} ${verified.jti}`)
       : null;
-    // The checks above awaited (a signature, perhaps a fetch of seconds): a revocation, a change of
-    // the credential or the issuer's removal may have committed since. Decided again from the rows
-    // as they are now, in the same synchronous step as the jti's record, so that nothing answered
-    // as done before this point lets a token out after it.
+    const expiresMs = verified.exp * 1000 + 60_000;
+    if (issuer !== undefined && jtiHash !== null) {
+      const first = await recordProofAt(this.env.PROOFS, { jti: federatedAssertionId(jtiHash), expiresMs });
+      if (!first) return ok({ facts: null, reason: "jti already used, at this or another organization" });
+    }
+    // The checks above awaited (a signature, perhaps a fetch of seconds, a federated jti's record):
+    // a revocation, a change of the credential or the issuer's removal may have committed since.
+    // Decided again from the rows as they are now, in the same synchronous step as the answer (and
+    // a private_key_jwt jti's record), so that nothing answered as done before this point lets a
+    // token out after it.
     const current = credentialRow(this.sql, clientId);
     if (current === undefined || current.revoked_at !== null || current.version !== assertsWith.version) {
       return ok({ facts: null, reason: "the credential was revoked or changed meanwhile" });
@@ -599,13 +612,19 @@ export class OrganizationObject extends DurableObject<Env> {
     if (issuer !== undefined && trustedIssuerByIssuer(this.sql, issuer.issuer)?.id !== issuer.id) {
       return ok({ facts: null, reason: "its issuer was removed meanwhile" });
     }
-    if (jtiHash !== null) {
+    if (jtiHash !== null && issuer !== undefined) {
+      // A federated JWT recorded here by the release before the ProofObjects kept its jti (the same
+      // hash) counts as used until it expires; nothing new is written here. Removable once a day
+      // (the longest max_assertion_lifetime_seconds) has passed since that release.
+      const earlier = this.sql.exec("SELECT 1 FROM assertion_jtis WHERE jti_hash = ? AND expires_ms > ?", jtiHash, now).toArray();
+      if (earlier.length > 0) return ok({ facts: null, reason: "jti already used" });
+    } else if (jtiHash !== null) {
       // An assertion lives minutes: each new one deletes a few expired ones (the daily housekeeping takes what a quiet spell leaves).
       pruneExpired(this.sql, "assertion_jtis", "jti_hash", "expires_ms", now, WRITE_PRUNE);
       const first = this.sql.exec(
         "INSERT OR IGNORE INTO assertion_jtis (jti_hash, expires_ms) VALUES (?, ?)",
         jtiHash,
-        verified.exp * 1000 + 60_000,
+        expiresMs,
       ).rowsWritten;
       if (first === 0) return ok({ facts: null, reason: "jti already used" });
     }

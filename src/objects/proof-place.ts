@@ -16,3 +16,12 @@ export function proofShard(proofId: string): number {
 
 /** A ProofObject's name. */
 export const proofObjectName = (index: number): string => `proofs:${index}`;
+
+/**
+ * A federated workload JWT's id as a ProofObject records it (objects/organization.ts
+ * `authenticateAssertion`): `iss:` and the SHA-256 hex of its issuer and jti. The jti is the
+ * issuer's (RFC 7519 4.1.7: unique for that issuer), so one JWT has one record whichever
+ * organization or credential it is presented to. A DPoP proof id starts with 16 base64url
+ * characters and a "." (auth/dpop.ts), never "iss:", so the two kinds cannot collide.
+ */
+export const federatedAssertionId = (issuerJtiHash: string): string => `iss:${issuerJtiHash}`;

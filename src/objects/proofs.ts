@@ -16,10 +16,15 @@
  * time by the alarm. More capacity is more objects, but PROOF_SHARDS is fixed for ever: a new count
  * would send a proof recorded under the old one to another object. Raising it means checking both
  * places for one proof lifetime (70 s) after the change (docs/storage.md, "DPoP proof ids").
+ *
+ * It also records federated workload JWTs used under `assertion_reuse: "once"` (ids from
+ * `federatedAssertionId`, asked by the organization's object once the signature verified), so a
+ * JWT is used once per issuer rather than per organization; those rows live until the JWT expires
+ * (at most a day), far fewer than the proofs since each is one token request.
  */
 import { DurableObject } from "cloudflare:workers";
 import { proofObjectName, proofShard } from "./proof-place";
-import { type Migration, migrate, pruneExpired } from "./sql";
+import { ProofShell } from "./shells/proofs";
 
 export { PROOF_SHARDS, proofObjectName, proofShard } from "./proof-place";
 
@@ -28,55 +33,28 @@ export function recordProofAt(namespace: DurableObjectNamespace<ProofObject>, pr
   return namespace.get(namespace.idFromName(proofObjectName(proofShard(proof.jti)))).record(proof.jti, proof.expiresMs);
 }
 
-const MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    statements: [
-      "CREATE TABLE proofs (id TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL) WITHOUT ROWID",
-      "CREATE INDEX proofs_by_expiry ON proofs (expires_ms)",
-    ],
-  },
-];
-
-/** Expired proof ids are deleted by the alarm at most this often, PROOF_PRUNE_BATCH a run (again at once while more are due). */
-export const PROOF_PRUNE_INTERVAL_MS = 60_000;
-export const PROOF_PRUNE_BATCH = 5_000;
+export { PROOF_PRUNE_BATCH, PROOF_PRUNE_INTERVAL_MS } from "./shells/proofs";
 
 export class ProofObject extends DurableObject<Env> {
-  private alarmAt: number | null = null;
+  private readonly shell: ProofShell;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    migrate(ctx.storage, MIGRATIONS);
-    void ctx.blockConcurrencyWhile(async () => {
-      this.alarmAt = await ctx.storage.getAlarm();
-    });
+    this.shell = new ProofShell(ctx.storage, Date.now);
+    void ctx.blockConcurrencyWhile(() => this.shell.start());
   }
 
-  /**
-   * Records a proof id until it could no longer be accepted anyway (`expiresMs`); true the first
-   * time, false for every later use (a replay). One statement: the primary key decides.
-   */
+  /** Records a proof id until `expiresMs`: true the first time, false for every later use (a replay). */
   record(id: string, expiresMs: number): boolean {
-    const written = this.ctx.storage.sql.exec("INSERT OR IGNORE INTO proofs (id, expires_ms) VALUES (?, ?)", id, expiresMs).rowsWritten;
-    if (this.alarmAt === null) {
-      this.alarmAt = Math.max(expiresMs, Date.now() + PROOF_PRUNE_INTERVAL_MS);
-      void this.ctx.storage.setAlarm(this.alarmAt);
-    }
-    return written > 0;
+    return this.shell.record(id, expiresMs);
   }
 
-  /** Deletes up to PROOF_PRUNE_BATCH expired proof ids through their expiry index; true when more are due at once. */
+  /** Deletes up to PROOF_PRUNE_BATCH expired proof ids; true when more are due at once. */
   prune(now: number): boolean {
-    return pruneExpired(this.ctx.storage.sql, "proofs", "id", "expires_ms", now, PROOF_PRUNE_BATCH) === PROOF_PRUNE_BATCH;
+    return this.shell.prune(now);
   }
 
-  /** Prunes, then sets itself for the next expiry (no sooner than PROOF_PRUNE_INTERVAL_MS), or at once while more are due. */
-  override async alarm(): Promise<void> {
-    const now = Date.now();
-    const more = this.prune(now);
-    const soonest = this.ctx.storage.sql.exec<{ t: number | null }>("SELECT min(expires_ms) AS t FROM proofs").one().t;
-    this.alarmAt = more ? now : soonest === null ? null : Math.max(soonest, now + PROOF_PRUNE_INTERVAL_MS);
-    if (this.alarmAt !== null) await this.ctx.storage.setAlarm(this.alarmAt);
+  override alarm(): Promise<void> {
+    return this.shell.alarm();
   }
 }

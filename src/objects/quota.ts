@@ -26,161 +26,46 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Owed } from "../ratelimit/lease";
-import {
-  EMPTY_QUOTA,
-  giveBackQuota,
-  peekQuota,
-  type QuotaDecision,
-  type QuotaLimits,
-  type QuotaState,
-  type QuotaTaken,
-  quotaCharge,
-  returnQuota,
-} from "../ratelimit/quota";
-import { type Migration, migrate } from "./sql";
+import type { QuotaDecision, QuotaLimits, QuotaTaken } from "../ratelimit/quota";
+import { QuotaShell } from "./shells/quota";
 
-const MIGRATIONS: Migration[] = [
-  {
-    version: 1,
-    statements: [
-      `CREATE TABLE windows (one INTEGER PRIMARY KEY CHECK (one = 1), second INTEGER NOT NULL, second_count INTEGER NOT NULL,
-        day INTEGER NOT NULL, day_count INTEGER NOT NULL, month INTEGER NOT NULL, month_count INTEGER NOT NULL)`,
-    ],
-  },
-];
-
-interface WindowsRow extends Record<string, SqlStorageValue> {
-  second: number;
-  second_count: number;
-  day: number;
-  day_count: number;
-  month: number;
-  month_count: number;
-}
-
-/** How long a take can be released, and a release waits for its take: well past the key's CONFIRM_TIMEOUT_MS. */
-export const RELEASE_WINDOW_MS = 30_000;
-
-interface Taken {
-  second: number;
-  day: number;
-  month: number;
-  cost: number;
-  at: number;
-}
+export { RELEASE_WINDOW_MS } from "./shells/quota";
 
 export class QuotaObject extends DurableObject<Env> {
-  private state: QuotaState = EMPTY_QUOTA;
-  /** Takes of the last RELEASE_WINDOW_MS by id, oldest first, with the windows they were counted in. */
-  private readonly taken = new Map<string, Taken>();
-  /** Releases whose take has not arrived (yet): id -> when it was released. */
-  private readonly released = new Map<string, number>();
+  private readonly shell: QuotaShell;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    migrate(ctx.storage, MIGRATIONS);
-    const row = ctx.storage.sql.exec<WindowsRow>("SELECT * FROM windows").toArray()[0];
-    if (row) {
-      this.state = {
-        second: row.second,
-        secondCount: row.second_count,
-        day: row.day,
-        dayCount: row.day_count,
-        month: row.month,
-        monthCount: row.month_count,
-      };
-    }
+    this.shell = new QuotaShell(ctx.storage, Date.now);
   }
 
-  /**
-   * Counts a request of `cost` against the organization's `limits` (sent by the key's object, which
-   * holds the organization's latest limits), or refuses it without counting; `returned` is what the
-   * key's object gives back first (the unspent rest of slices). The answer says which day and month
-   * it was counted in, what a return of it will name (ratelimit/quota.ts `quotaCharge`).
-   */
+  /** Counts a request of `cost` against the organization's `limits`, or refuses it uncounted. */
   take(limits: QuotaLimits, now: number, cost: number, id?: string, returned?: Owed[]): QuotaTaken {
-    return this.charge(limits, now, cost, undefined, id, returned);
+    return this.shell.take(limits, now, cost, id, returned);
   }
 
-  /**
-   * A slice of the organization's budget for a key's object that holds slices (a quota past
-   * QUOTA_EXACT_PER_SECOND, ratelimit/lease.ts): `want` at most, what is left of the tightest window,
-   * but at least `min` (what the asking request lacks: a slice too small to pay for it would be
-   * counted and wasted), counted as one take (released as one, by its id, if the key gives up waiting).
-   */
+  /** A slice of the organization's budget for a key's object that holds slices. */
   grant(limits: QuotaLimits, now: number, min: number, want: number, id?: string, returned?: Owed[]): QuotaTaken {
-    return this.charge(limits, now, min, want, id, returned);
+    return this.shell.grant(limits, now, min, want, id, returned);
   }
 
-  /** What a key's slices left unspent: back to the day and the month they were counted in, if still current. */
+  /** What a key's slices left unspent, back to the day and the month they were counted in. */
   settle(returned: Owed[]): void {
-    if (returned.length > 0) this.write(returned.reduce((st, r) => giveBackQuota(st, r.paid, r.amount), this.state));
+    this.shell.settle(returned);
   }
 
-  private charge(limits: QuotaLimits, now: number, min: number, want: number | undefined, id?: string, returned?: Owed[]): QuotaTaken {
-    this.forget(Date.now());
-    if (returned !== undefined) this.settle(returned);
-    if (id !== undefined && this.released.delete(id)) {
-      // Its key's object already answered 503 and took it back: counted nowhere.
-      return { ...peekQuota(this.state, limits, now), allowed: false, granted: 0, paid: { day: this.state.day, month: this.state.month } };
-    }
-    const { state, answer } = quotaCharge(this.state, limits, now, min, want, []);
-    if (answer.allowed) {
-      this.write(state);
-      if (id !== undefined)
-        this.taken.set(id, { second: state.second, day: state.day, month: state.month, cost: answer.granted, at: Date.now() });
-    }
-    return answer;
-  }
-
-  /** A take its key's object gave up waiting for (and answered 503): taken back, or refused when it comes. */
+  /** A take its key's object gave up waiting for (and answered 503). */
   release(id: string): void {
-    const now = Date.now();
-    this.forget(now);
-    const taken = this.taken.get(id);
-    if (taken === undefined) {
-      this.released.set(id, now);
-      return;
-    }
-    this.taken.delete(id);
-    this.write(returnQuota(this.state, taken, taken.cost));
-  }
-
-  /** Drops what is older than RELEASE_WINDOW_MS (both maps are in arrival order). */
-  private forget(now: number): void {
-    for (const [id, t] of this.taken) {
-      if (t.at >= now - RELEASE_WINDOW_MS) break;
-      this.taken.delete(id);
-    }
-    for (const [id, at] of this.released) {
-      if (at >= now - RELEASE_WINDOW_MS) break;
-      this.released.delete(id);
-    }
-  }
-
-  /** Storage first: memory never counts a request that storage did not. */
-  private write(state: QuotaState): void {
-    this.ctx.storage.sql.exec(
-      `INSERT INTO windows (one, second, second_count, day, day_count, month, month_count) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
-       ON CONFLICT (one) DO UPDATE SET second = ?1, second_count = ?2, day = ?3, day_count = ?4, month = ?5, month_count = ?6`,
-      state.second,
-      state.secondCount,
-      state.day,
-      state.dayCount,
-      state.month,
-      state.monthCount,
-    );
-    this.state = state;
+    this.shell.release(id);
   }
 
   /** Usage without counting (GET /v1/me, the operator API, the manager). */
   usage(limits: QuotaLimits, now: number): QuotaDecision {
-    return peekQuota(this.state, limits, now);
+    return this.shell.usage(limits, now);
   }
 
   /** The organization was erased: its counts go with it. */
-  async erase(): Promise<void> {
-    await this.ctx.storage.deleteAll();
-    this.state = EMPTY_QUOTA;
+  erase(): Promise<void> {
+    return this.shell.erase();
   }
 }

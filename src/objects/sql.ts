@@ -6,17 +6,52 @@
  */
 import { describeInput, type ErrorCode, type InvalidInput } from "../errors";
 import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../lib/encoding";
+import type { ShellStorage, Sql } from "./shells/storage";
 
 export interface Migration {
   version: number;
   statements: string[];
 }
 
-/** Applies the migrations newer than the stored version; call from the object's constructor. */
-export function migrate(storage: DurableObjectStorage, migrations: readonly Migration[]): void {
+/**
+ * The schema a list of migrations leaves, created at once in a new database: the statements
+ * SQLite keeps in `sqlite_master` after the whole history ran (an ALTER TABLE rewrites its
+ * table's CREATE there), in the order it keeps them. A new object of a kind whose history is long
+ * runs these few instead of every CREATE and ALTER since its first version (the KeyObject's: 10
+ * statements for 24, each ALTER re-reading the schema), which matters for a kind made by the
+ * thousand (a key's shards). `test/unit/schema-baselines.test.ts` holds each baseline equal,
+ * entry for entry, to what its history leaves, so a new migration without its baseline fails there.
+ */
+export interface Baseline {
+  /** The last migration's version: the baseline stands for every version up to it. */
+  version: number;
+  statements: readonly string[];
+}
+
+/**
+ * Applies the migrations newer than the stored version; call from the object's constructor. A new
+ * database (no version yet) given a `baseline` of the last version gets the baseline instead, with
+ * a version row for every migration, the rows the history would have left.
+ */
+export function migrate(
+  storage: Pick<ShellStorage, "sql" | "transactionSync">,
+  migrations: readonly Migration[],
+  baseline?: Baseline,
+): void {
   const sql = storage.sql;
   sql.exec("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
   const current = sql.exec<{ v: number | null }>("SELECT max(version) AS v FROM _migrations").one().v ?? 0;
+  if (current === 0 && baseline !== undefined && baseline.version === migrations.at(-1)?.version) {
+    storage.transactionSync(() => {
+      for (const statement of baseline.statements) sql.exec(statement);
+      const now = Date.now();
+      sql.exec(
+        `INSERT INTO _migrations (version, applied_at) VALUES ${migrations.map(() => "(?, ?)").join(", ")}`,
+        ...migrations.flatMap((m) => [m.version, now]),
+      );
+    });
+    return;
+  }
   for (const migration of migrations) {
     if (migration.version <= current) continue;
     storage.transactionSync(() => {
@@ -33,7 +68,7 @@ export function migrate(storage: DurableObjectStorage, migrations: readonly Migr
  * (a partial index's condition). Names come from the objects' own code, never from input.
  */
 export function pruneExpired(
-  sql: SqlStorage,
+  sql: Sql,
   table: string,
   key: string,
   expiry: string,

@@ -259,7 +259,14 @@ export const WebhookConfigurationRecord = z.object({
    * beside it, issue 45). Empty for a polling configuration, which signs nothing.
    */
   signing_secrets: z.array(
-    z.object({ secret: Sealed, created_at: Timestamp, expires_at: Timestamp.nullable(), public_key: z.string().nullable().optional() }),
+    z.object({
+      secret: Sealed,
+      created_at: Timestamp,
+      expires_at: Timestamp.nullable(),
+      public_key: z.string().nullable().optional(),
+      /** Rotated in by the receiver (the portal): its graces take at most RECEIVER_GRACE_SLOTS (objects/webhooks/configurations.ts). */
+      by: z.literal("receiver").optional(),
+    }),
   ),
   /** Issue 45; a copy from before it has none (push). */
   delivery: Delivery.optional(),
@@ -450,6 +457,11 @@ export const RotatedWebhookConfigurationView = WebhookConfigurationView.extend({
     .nullable()
     .describe("`v1`: the new `whsec_` secret, shown only here; null for `v1a` (its public key is `signing_public_key`)."),
   previous_secret_expires_at: Timestamp,
+});
+
+/** The answer to ending the graces: the configuration, and how many earlier secrets stopped signing. */
+export const EndedGracesView = WebhookConfigurationView.extend({
+  graces_ended: z.number().int().describe("How many earlier signing secrets stopped signing (0: none was in its grace)."),
 });
 
 /**

@@ -136,7 +136,7 @@ async function createPollingConfiguration(
 ): Promise<{ config: WebhookConfiguration } & CreatedSecrets> {
   const id = newWebhookConfigurationId();
   const now = deps.now();
-  const token = newPollingToken();
+  const token = await newPollingToken(deps, id, now);
   const configuration = {
     id,
     url: "",
@@ -261,6 +261,7 @@ export async function rotateSigningSecret(
   id: string,
   actor: Actor,
   scheme?: SignatureScheme,
+  by: ChangedBy = "organization",
 ): Promise<{ config: WebhookConfiguration; signingSecret: string | null; previousExpiresAt: string }> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const now = deps.now();
@@ -271,9 +272,21 @@ export async function rotateSigningSecret(
   const key = await newSigningKey(current);
   const secret = await sealedSigningKey(deps, { organization_id: orgId, id }, key, now);
   const changed = unwrap(
-    await reach("webhooks", () => webhooks(deps, orgId).rotateSigningSecret(id, secret, previousExpiresAt, actor, now)),
+    await reach("webhooks", () => webhooks(deps, orgId).rotateSigningSecret(id, secret, previousExpiresAt, actor, now, by)),
   );
   return { config: await withState(deps, changed.record), signingSecret: key.publicKey === null ? key.secret : null, previousExpiresAt };
+}
+
+/** The organization ends every earlier signing secret's grace now: only the current one signs. */
+export async function endSigningGraces(
+  deps: Deps,
+  orgId: string,
+  id: string,
+  actor: Actor,
+): Promise<{ config: WebhookConfiguration; ended: number }> {
+  if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
+  const changed = unwrap(await reach("webhooks", () => webhooks(deps, orgId).endSigningGraces(id, actor, deps.now())));
+  return { config: await withState(deps, changed.record), ended: changed.ended };
 }
 
 /** The scheme the newest key signs with (`v1a` keys keep their public key); null for a polling configuration. */

@@ -15,12 +15,14 @@
  * token edited to name another organization finds nothing there. The prefixes make both
  * recognisable to secret scanners and keep one from passing as the other.
  */
+import * as z from "zod";
 import type { Deps } from "../deps";
 import { ApiError, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
 import { randomToken, sha256Hex } from "../lib/crypto";
 import { base64UrlEncode, encodeUtf8 } from "../lib/encoding";
 import { ID_PATTERN } from "../lib/ids";
+import { open, sign } from "../lib/signed";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
 import type { MeterRefusal, PortalAction } from "../objects/endpoints/meter";
@@ -40,9 +42,16 @@ const SESSION_PREFIX = "kw_portal_session_";
 /** Where a link opens; the query's token is consumed by the POST of that page (http/portal). */
 export const PORTAL_OPEN_PATH = "/portal/open";
 
-const ORG_ID = "org_[0-9a-hjkmnp-tv-z]{26}";
-const LINK_PATTERN = new RegExp(`^${LINK_PREFIX}[A-Za-z0-9_-]{43}\\.(${ORG_ID})$`);
-const SESSION_PATTERN = new RegExp(`^${SESSION_PREFIX}[A-Za-z0-9_-]{43}\\.(${ORG_ID})$`);
+const ORG_ID = /^org_[0-9a-hjkmnp-tv-z]{26}$/;
+/**
+ * What a link token and a session cookie carry under keyway's MAC (lib/signed.ts): the
+ * organization, and 256 random bits. The organization's object is named by it, so a value keyway
+ * did not sign is refused before any object is called and a made-up organization id creates
+ * nothing (docs/architecture.md, "Routes without an API key").
+ */
+const PortalValue = z.object({ o: z.string().regex(ORG_ID), r: z.string() });
+/** Longer than any link or cookie keyway signs (about 150 characters). */
+const PORTAL_VALUE_MAX = 300;
 /** Portal session ids: public (listed, in audit entries), 130 random bits like every keyway id. */
 const SESSION_ID_PATTERN = /^pts_[0-9a-hjkmnp-tv-z]{26}$/;
 const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
@@ -53,8 +62,14 @@ function newPortalSessionId(): string {
   return out;
 }
 
-/** The organization a link token or session cookie names, or null when it is not one. */
-const orgOf = (value: string, pattern: RegExp): string | null => pattern.exec(value)?.[1] ?? null;
+/** The organization a link token or session cookie names, or null when keyway did not sign it. */
+async function orgOf(deps: Deps, value: string, prefix: string): Promise<string | null> {
+  const opened = await open(deps.config.signingKeys, prefix, value, PortalValue, PORTAL_VALUE_MAX);
+  return opened.ok ? opened.value.o : null;
+}
+
+const portalValue = (deps: Deps, prefix: string, orgId: string): Promise<string> =>
+  sign(deps.config.signingKeys, prefix, { o: orgId, r: randomToken(32) });
 
 /** A live portal session, as each portal request sees it. */
 export interface PortalSession {
@@ -90,7 +105,7 @@ export async function createPortalLink(
 ): Promise<PortalLinkView> {
   if (!ID_PATTERN.test(configId)) throw notFound("Webhook configuration");
   const now = deps.now();
-  const token = `${LINK_PREFIX}${randomToken(32)}.${orgId}`;
+  const token = await portalValue(deps, LINK_PREFIX, orgId);
   const hash = await sha256Hex(token);
   const expiresMs = now + (input.expires_in ?? PORTAL_LINK_DEFAULT_SECONDS) * 1000;
   const created = unwrap(await reach("webhooks", () => webhookObject(deps, orgId).createPortalLink(configId, hash, expiresMs, actor, now)));
@@ -101,10 +116,10 @@ export type OpenedPortal = { ok: true; cookie: string; session: PortalSessionVie
 
 /** Opens a link (once): a new session and the cookie value that carries it. */
 export async function openPortal(deps: Deps, token: string): Promise<OpenedPortal> {
-  const orgId = orgOf(token, LINK_PATTERN);
+  const orgId = await orgOf(deps, token, LINK_PREFIX);
   if (orgId === null) return { ok: false, reason: "unknown" };
   const now = deps.now();
-  const cookie = `${SESSION_PREFIX}${randomToken(32)}.${orgId}`;
+  const cookie = await portalValue(deps, SESSION_PREFIX, orgId);
   const [linkHash, sessionHash] = await Promise.all([sha256Hex(token), sha256Hex(cookie)]);
   const id = newPortalSessionId();
   const expiresMs = now + PORTAL_SESSION_SECONDS * 1000;
@@ -115,7 +130,7 @@ export async function openPortal(deps: Deps, token: string): Promise<OpenedPorta
 /** The live session a cookie carries, or null when absent, malformed, unknown, ended or expired. */
 export async function resolveSession(deps: Deps, cookie: string | undefined): Promise<PortalSession | null> {
   if (cookie === undefined) return null;
-  const orgId = orgOf(cookie, SESSION_PATTERN);
+  const orgId = await orgOf(deps, cookie, SESSION_PREFIX);
   if (orgId === null) return null;
   const hash = await sha256Hex(cookie);
   const live = await reach("webhooks", () => webhookObject(deps, orgId).portalSession(hash, deps.now()));
@@ -125,7 +140,7 @@ export async function resolveSession(deps: Deps, cookie: string | undefined): Pr
 
 /** The frame origins of the organization a link token names (the open page is framed as the portal is). */
 export async function frameOriginsForLink(deps: Deps, token: string): Promise<string[]> {
-  const orgId = orgOf(token, LINK_PATTERN);
+  const orgId = await orgOf(deps, token, LINK_PREFIX);
   return orgId === null ? [] : reach("webhooks", () => webhookObject(deps, orgId).portalFrameOrigins());
 }
 
@@ -159,6 +174,7 @@ const METERED: Record<PortalAction, { what: string; nothing: string }> = {
   test_event: { what: "test events", nothing: "No test event was sent." },
   resend: { what: "re-sends", nothing: "The delivery was not re-sent." },
   recover: { what: "recoveries", nothing: "No recovery was started." },
+  rotate_signing_secret: { what: "signing secret rotations", nothing: "The signing secret was not rotated." },
 };
 
 /** "1 every 5 s", "20 a minute", "6 an hour", "5 a second". */

@@ -294,7 +294,9 @@ describe("the repository's wrangler.toml", () => {
     // 46.67, API Worker 146.75; budgets 200, 60 and 150. Issue 44 (clients without shared secrets:
     // trusted issuers, key sets fetched from URLs, JWT access tokens, protected resource metadata)
     // took the API Worker to 153.8 and the people's Worker (its pages for them) to 200.0: budgets
-    // 160 and 210 (docs/performance.md). The runs are one after the other, so
+    // 160 and 210 (docs/performance.md). Routes decided at the edge without an API key, and the
+    // objects' logic moved into shells hosted by the Durable Objects, took the API Worker to 160.5:
+    // budget 165. The runs are one after the other, so
     // wrangler's own lines come in that order: the people's Worker has its static assets (the
     // GraphQL explorer's files, issue 32, which its build command copies first and which do not
     // count toward its size) and the API Worker's systems of record (KV, Durable Objects of
@@ -330,12 +332,12 @@ describe("the repository's wrangler.toml", () => {
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
     // In deploy order: GraphQL, API, people's.
-    const budgets = [60, 160, 210];
+    const budgets = [60, 165, 210];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);
     }
-  }, 120_000);
+  });
 
   it("as committed, fails `npm run check:deploy -- --env staging` on the placeholder KV id with the command that creates one, before bundling", async () => {
     const { output, code } = await npmRun(["run", "check:deploy", "--", "--env", "staging"]);

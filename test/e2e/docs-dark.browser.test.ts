@@ -79,7 +79,9 @@ const background = (page: Page) =>
         } else {
           expect(bg, `${path} background`).toBeGreaterThan(0.9);
         }
-        expect(await axeViolations(page), `${path}, ${colorScheme}`).toEqual([]);
+        // /docs in light at 1280 px with every details element open is docs.browser.test.ts's own
+        // axe check (the same page, width and state): checked once, there. The rest is checked here.
+        if (path !== "/docs" || colorScheme === "dark") expect(await axeViolations(page), `${path}, ${colorScheme}`).toEqual([]);
         expect(problems).toEqual([]);
         await page.screenshot({ path: join(SCREENSHOTS, `docs-${path === "/" ? "root" : "docs"}-${colorScheme}.png`) });
         await page.context().close();

@@ -221,5 +221,5 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     await expectAccessible(page, "signed-out");
     expect((await page.goto(`${base}/portal`))?.status()).toBe(403);
     await context.close();
-  }, 180_000);
+  });
 });

@@ -47,7 +47,7 @@ const closers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   keyway = sharedKeyway();
-}, 120_000);
+});
 
 afterAll(async () => {
   for (const close of closers) await close().catch(() => undefined);
@@ -329,7 +329,7 @@ describe("finding 1: a receiver cannot make keyway assert another receiver's ide
     );
     // The token B issued to its own configuration names B's client only.
     expect(decodeJwt(hookB?.headers.authorization?.replace(/^Bearer /, "") ?? "").client_id).toBe("receiver-b");
-  }, 180_000);
+  });
 });
 
 describe("finding 2: operational events are the organization's", () => {
@@ -387,7 +387,7 @@ describe("finding 2: operational events are the organization's", () => {
     // No portal link opens the operations configuration.
     const link = await send(t, "POST", `/v1/webhook-configurations/${ops.id}/portal-links`, {});
     expect(link.status).toBe(409);
-  }, 120_000);
+  });
 });
 
 describe("finding 3: the portal's actions are metered", () => {
@@ -459,7 +459,7 @@ describe("finding 3: the portal's actions are metered", () => {
     );
     await sleep(1500);
     expect(webhooks(r).length - webhooksBefore).toBe(admittedEvents);
-  }, 120_000);
+  });
 });
 
 describe("item 4: controls that lose nothing", () => {
@@ -579,7 +579,7 @@ describe("item 4: controls that lose nothing", () => {
       "every delivery delivered",
       10_000,
     );
-  }, 120_000);
+  });
 });
 
 describe("item 5: examples from the portal, schemas without unknown keywords", () => {

@@ -44,7 +44,7 @@ beforeAll(async () => {
     }),
   );
   receiver = await startOidcReceiver({ jwksUri: jwtView.oauth.jwks_uri ?? "" });
-}, 120_000);
+});
 
 afterAll(async () => {
   await receiver?.close();

@@ -46,7 +46,7 @@ beforeAll(async () => {
     body: JSON.stringify({ client_id: keyway.demo.clientId, client_secret: keyway.demo.clientSecret, grant_type: "client_credentials" }),
   });
   token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
-}, 120_000);
+});
 
 afterAll(async () => {
   for (const proc of started) proc.kill();

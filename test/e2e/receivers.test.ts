@@ -26,7 +26,7 @@ const receivers: ScriptedReceiver[] = [];
 
 beforeAll(async () => {
   keyway = await startKeyway({ vars: { WEBHOOK_RETRY_SCHEDULE: "1s" } });
-}, 120_000);
+});
 
 afterAll(async () => {
   await keyway?.stop();
@@ -256,7 +256,7 @@ describe("recovery after an outage", () => {
     expect(during.length).toBeGreaterThan(20);
     // Paced by the endpoint's rate limit: never more than RATE a second (a little over a second of slack).
     expect(N / (recoverMs / 1000)).toBeLessThanOrEqual(RATE * 1.1);
-  }, 180_000);
+  });
 });
 
 describe("operational webhooks", () => {

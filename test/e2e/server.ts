@@ -142,8 +142,11 @@ export async function startKeyway(options: StartOptions = {}): Promise<Keyway> {
   return launch(options, await exists(DEV_VARS));
 }
 
+/** How many times a start that lost a port to another server is tried again. */
+const PORT_RETRIES = 4;
+
 /** One run of npm start; `devVarsExisted` is carried over by restart() from the first run. */
-async function launch(options: StartOptions, devVarsExisted: boolean, retried = false): Promise<Keyway> {
+async function launch(options: StartOptions, devVarsExisted: boolean, retries = PORT_RETRIES): Promise<Keyway> {
   const { vars = {}, logFile } = options;
   const port = await freePort();
   const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "keyway-e2e-")));
@@ -241,13 +244,16 @@ async function launch(options: StartOptions, devVarsExisted: boolean, retried = 
       restart,
     };
   } catch (err) {
-    // Several servers start side by side in a run, and wrangler picks its workers' internal ports
-    // itself: one taken between its choice and its bind ends the start. That is the machine, not
-    // keyway, so the start is tried once more (on the same state and .dev.vars); anything else fails.
-    if (!retried && output.includes("Address already in use")) {
+    // Several servers start side by side in a run (up to eight e2e files at once), and wrangler
+    // picks its workers' internal ports itself: one taken between its choice and its bind ends the
+    // start. That is the machine, not keyway, so the start is tried again, after a random pause so
+    // that two servers that collided do not collide again (on the same state and .dev.vars), up to
+    // PORT_RETRIES times; anything else fails.
+    if (retries > 0 && output.includes("Address already in use")) {
       await end();
       if (options.persistDir === undefined) await rm(persistDir, { recursive: true, force: true });
-      return launch(options, devVarsExisted, true);
+      await sleep(200 + Math.floor(Math.random() * 800));
+      return launch(options, devVarsExisted, retries - 1);
     }
     await stop();
     throw err;

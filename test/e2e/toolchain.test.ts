@@ -56,7 +56,7 @@ function allows(range: string, version: [number, number, number]): boolean {
   );
 }
 
-/** Words for the counts the README spells out. */
+/** Words for the counts the README spells out (larger ones it writes in digits). */
 const WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
 
 describe("toolchain", () => {
@@ -71,7 +71,8 @@ describe("toolchain", () => {
     });
     const readme = readFileSync(join(ROOT, "README.md"), "utf8").replace(/\s+/g, " ");
     expect(readme).toContain("Node 20 is enough");
-    expect(readme).toContain(`\`npm warn EBADENGINE Unsupported engine\` for ${WORDS[warned.length]} packages`);
+    const count = WORDS[warned.length] ?? String(warned.length);
+    expect(readme).toContain(`\`npm warn EBADENGINE Unsupported engine\` for ${count} packages`);
   });
 
   it("runs npm scripts on Node 22 or later (the node devDependency, whatever the machine has)", () => {

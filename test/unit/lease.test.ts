@@ -15,6 +15,7 @@ import {
   oweMore,
   type Paid,
   receiveLease,
+  samePaid,
   spendLease,
   wantFor,
 } from "../../src/ratelimit/lease";
@@ -72,5 +73,38 @@ describe("leased slices", () => {
     // A slice paid from another balance than the rest held: the rest is owed, not mixed in.
     const held = receiveLease(at(S), 2, PAID).lease;
     expect(receiveLease(held, 4, other)).toEqual({ lease: { ...held, remaining: 4, paid: other }, owed: { amount: 2, paid: PAID } });
+  });
+
+  it("tell balances apart by every field they were paid from, and owe nothing for an empty rest", () => {
+    for (const field of ["day", "quotaDay", "month", "epoch", "period"] as const) {
+      const other = { ...PAID, [field]: 7 };
+      expect(samePaid(PAID, other)).toBe(false);
+      expect(oweMore([{ amount: 2, paid: PAID }], { amount: 3, paid: other })).toHaveLength(2);
+    }
+    expect(samePaid(PAID, { ...PAID })).toBe(true);
+    // Only the entry of the same balance grows.
+    const other = { ...PAID, epoch: 2 };
+    const both = [
+      { amount: 2, paid: PAID },
+      { amount: 1, paid: other },
+    ];
+    expect(oweMore(both, { amount: 3, paid: other })).toEqual([
+      { amount: 2, paid: PAID },
+      { amount: 4, paid: other },
+    ]);
+    // Nothing owed adds no entry.
+    expect(oweMore(both, { amount: 0, paid: { ...PAID, day: 9 } })).toBe(both);
+    expect(dropLease(at(S)).owed).toBeNull();
+  });
+
+  it("carry the rate over from the second just before only, and add a slice paid alike to the rest held", () => {
+    const busy = spendLease(receiveLease(at(S), 5, PAID).lease, 3) ?? NO_LEASE;
+    expect(currentLease(busy, S + 1_000).lease.previous).toBe(3);
+    expect(currentLease(busy, S + 2_000).lease.previous).toBe(0);
+    expect(receiveLease(busy, 4, PAID)).toEqual({ lease: { ...busy, remaining: 6 }, owed: null });
+    // An empty slice paid from another balance owes nothing back.
+    const spent = spendLease(busy, 2) ?? NO_LEASE;
+    const other = { ...PAID, epoch: 2 };
+    expect(receiveLease(spent, 4, other)).toEqual({ lease: { ...spent, remaining: 4, paid: other }, owed: null });
   });
 });

@@ -57,6 +57,8 @@ describe("the polling cursor", () => {
       raw(`${ID}:01`),
       raw(`${ID}:1.5`),
       raw(`${ID}:9007199254740993`),
+      // base64url of bytes that are not UTF-8.
+      Buffer.from([0xff, 0xfe, 0x3a, 0x31]).toString("base64url"),
     ]) {
       expect(decodeCursor(bad), bad).toBeNull();
     }
@@ -70,11 +72,20 @@ describe("decideRead", () => {
     expect(code(decideRead(config(), endpoint, read(encodeCursor(ID, 50))))).toBe("after 50");
   });
 
-  it("answers not_found for no configuration, a deleted endpoint, a push configuration, another's cursor or one past the last position", () => {
-    expect(code(decideRead(null, endpoint, read(null)))).toBe("not_found");
-    expect(code(decideRead(config(), undefined, read(null)))).toBe("not_found");
-    expect(code(decideRead(config(), { ...endpoint, deleted: 1 }, read(null)))).toBe("not_found");
-    expect(code(decideRead(config({ delivery: "push" }), endpoint, read(null)))).toBe("not_found");
+  it("answers as for a wrong token when there is no live polling configuration: none, a deleted endpoint, a push configuration", () => {
+    // One answer for every id that is not a live polling configuration (the edge gives the same): no caller learns which exist.
+    expect(code(decideRead(null, endpoint, read(null)))).toBe("invalid_token");
+    expect(code(decideRead(config(), undefined, read(null)))).toBe("invalid_token");
+    expect(code(decideRead(config(), { ...endpoint, deleted: 1 }, read(null)))).toBe("invalid_token");
+    expect(code(decideRead(config({ delivery: "push" }), endpoint, read(null)))).toBe("invalid_token");
+  });
+
+  it("hands nothing over while the configuration is disabled (conflict), to its own token only", () => {
+    expect(code(decideRead(config({ status: "disabled" }), endpoint, read(null)))).toBe("conflict");
+    expect(code(decideRead(config({ status: "disabled" }), endpoint, read(null, "b".repeat(64))))).toBe("invalid_token");
+  });
+
+  it("answers not_found for another's cursor or one past the last position", () => {
     expect(code(decideRead(config(), endpoint, read(encodeCursor("whk_other", 20))))).toBe("not_found");
     expect(code(decideRead(config(), endpoint, read(encodeCursor(ID, 51))))).toBe("not_found");
     expect(code(decideRead(config(), endpoint, read("not a cursor")))).toBe("not_found");

@@ -99,7 +99,7 @@ caption { text-align:left; padding:.25rem 0; }
 td p { margin:0; } td details { margin:0; }
 code { font-family: ui-monospace, monospace; font-size:.9em; overflow-wrap: break-word; }
 /* Ids and secrets may break anywhere (they have no words); URLs only where Url put a <wbr>. */
-.id code, code.id, code.secret-text { overflow-wrap:anywhere; } code.url { overflow-wrap:normal; word-break:normal; }
+.id code, code.id, code.secret-text { overflow-wrap:anywhere; word-break:break-all; } code.url { overflow-wrap:normal; word-break:normal; }
 .id { white-space:normal; } .nowrap { white-space:nowrap; } code.wrap { overflow-wrap:anywhere; }
 form.card, .card { background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:1rem; margin:1rem 0; } .card > h2:first-child { margin-top:0; }
 label { display:block; font-weight:600; margin:.5rem 0 .25rem; } .hint { font-weight:400; color:var(--muted); font-size:.9rem; }

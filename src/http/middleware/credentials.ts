@@ -11,7 +11,7 @@ import { type Admitted, API_KEY_HEADER, admit, presentedApiKey } from "../../aut
 import { authenticateRequest, bearerVerifies } from "../../auth/tokens";
 import { ApiError, withHeaders } from "../../errors";
 import { rateLimitHeaders } from "../../ratelimit/service";
-import type { AppEnv } from "../context";
+import { type AppEnv, keywayOrigin } from "../context";
 import { setResponseHeaders } from "./headers";
 
 /**
@@ -42,13 +42,14 @@ export function requireCredentials(
         if (typeof declared === "number") n = declared;
         else if (declared !== undefined) {
           presentedApiKey(presented);
-          if (await bearerVerifies(deps, c.req.header("authorization"))) n = await declared();
+          if (await bearerVerifies(deps, c.req.header("authorization"), keywayOrigin(c))) n = await declared();
         }
         const request = {
           authorization: c.req.header("authorization"),
           dpop: c.req.raw.headers.get("dpop"),
           method: c.req.method,
           url: c.req.url,
+          issuer: keywayOrigin(c),
         };
         const principal = await authenticateRequest(deps, presented, request, onAdmitted, n);
         c.set("principal", principal);

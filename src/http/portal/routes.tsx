@@ -388,7 +388,11 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
   app.post("/portal/rotate-signing-secret", async (c) => {
     const s = portal(c);
     const scheme = SignatureScheme.safeParse((await form(c)).signature_scheme).data;
-    const rotated = await rotateSigningSecret(c.get("deps"), s.orgId, s.configurationId, receiverActor(s), scheme);
+    const deps = c.get("deps");
+    // Metered like the portal's other actions, and its graces take only the receiver's slots (planRotation).
+    const rotated = await meteredPortalAction(deps, s, "rotate_signing_secret", () =>
+      rotateSigningSecret(deps, s.orgId, s.configurationId, receiverActor(s), scheme, "receiver"),
+    );
     return page(
       c,
       "New signing secret",

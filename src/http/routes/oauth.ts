@@ -156,13 +156,17 @@ export const oauthRoutes: Route[] = [
   }),
 ];
 
-/** The URLs a client assertion's `aud` may name: the issuer (keywayOrigin), a token endpoint, this endpoint. */
+/**
+ * The URLs a client assertion's `aud` may name: the issuer (keywayOrigin), a token endpoint, this
+ * endpoint, all at the issuer's origin. RFC 7523 3, point 3: the audience must identify this
+ * authorization server. With PUBLIC_BASE_URL set, the origin the request's Host header names is
+ * not that: the sender chooses it, so an assertion made for a server at another origin would pass.
+ * Without it (local development) the request's origin is the issuer, as for the metadata.
+ */
 function audiencesOf(c: Context<AppEnv>): string[] {
   const issuer = keywayOrigin(c);
-  const here = new URL(c.req.url);
-  return [
-    ...new Set([issuer, `${issuer}/v1/oauth`, `${issuer}/v1/oauth/token`, `${issuer}${here.pathname}`, `${here.origin}${here.pathname}`]),
-  ];
+  const { pathname } = new URL(c.req.url);
+  return [...new Set([issuer, `${issuer}/v1/oauth`, `${issuer}/v1/oauth/token`, `${issuer}${pathname}`])];
 }
 
 /** This request's URL without query, as DPoP's `htu` names it. */
@@ -189,7 +193,7 @@ async function tokenFor(c: Context<AppEnv>) {
 }
 
 async function adminContext(c: Context<AppEnv>) {
-  return { request: await presented(c), audiences: audiencesOf(c) };
+  return { request: await presented(c), audiences: audiencesOf(c), issuer: keywayOrigin(c) };
 }
 
 /** What the request presents, or the error reading it raised (answered after the API key's refusals). */

@@ -21,7 +21,7 @@ export const pollingRoutes: Route[] = [
     operationId: "readPolledEvents",
     summary: "Read a polling configuration's events",
     description:
-      "Issue 45. For a receiver without a public URL: `Authorization: Bearer <polling token>` (the configuration's `kw_poll_...`, not an API key; 401 for any other, a revoked or a rotated-out token). Up to `limit` (default and at most 100) events after the cursor `after` (none: from the oldest event kept), oldest first, each exactly as a webhook would carry it, and `next_cursor`. With `wait` (seconds, at most 20) and no event after the cursor, the read waits until one is published, then answers at once (long polling). Delivery is at least once: the cursor is the receiver's to keep; a read after a cursor marks the events up to it delivered, and reading from an older cursor answers them again. Events are kept 30 days (sooner past the storage budget): a cursor older than that is 410 `cursor_expired`. A cursor of another configuration is 404.",
+      "For a receiver without a public URL: `Authorization: Bearer <polling token>` (the configuration's `kw_poll_...`, not an API key; 401 for any other, a revoked or a rotated-out token, and for an id that is not a live polling configuration: one answer for all). The token is checked at the edge first, so a refused read calls no Durable Object; more than 60 refused reads a minute from one address, or for one configuration, are 429 with Retry-After (a read with the configuration's own token is never counted). 409 while the configuration is disabled: nothing is handed over. Up to `limit` (default and at most 100) events after the cursor `after` (none: from the oldest event kept), oldest first, each exactly as a webhook would carry it, and `next_cursor`. With `wait` (seconds, at most 20) and no event after the cursor, the read waits until one is published, then answers at once (long polling). Delivery is at least once: the cursor is the receiver's to keep; a read after a cursor marks the events up to it delivered, and reading from an older cursor answers them again. Events are kept 30 days (sooner past the storage budget): a cursor older than that is 410 `cursor_expired`. A cursor of another configuration is 404.",
     tag: "Webhook configurations",
     auth: "polling",
     query: [
@@ -46,11 +46,12 @@ export const pollingRoutes: Route[] = [
       },
     },
     wire: "envelope",
-    errors: [404, 410],
+    errors: [404, 409, 410, 429],
     reply: async (c) => {
       const query = parseInput(PollQuery, c.req.query(), "query string");
       const deps = depsFromEnv(c.env, Date.now);
-      const page = await readPolledEvents(deps, param(c, "id"), c.req.header("authorization"), query);
+      const client = c.req.header("cf-connecting-ip") ?? "unknown";
+      const page = await readPolledEvents(deps, param(c, "id"), c.req.header("authorization"), query, client);
       const self = c.req.url;
       const next = new URL(self);
       next.searchParams.set("after", page.next_cursor);

@@ -18,6 +18,7 @@ import {
   DeliveryFilter,
   DeliveryStatus,
   DeliveryView,
+  EndedGracesView,
   EventType,
   PollingTokenRotatedView,
   PublishEventInput,
@@ -32,6 +33,7 @@ import {
 import {
   createWebhookConfiguration,
   deleteWebhookConfiguration,
+  endSigningGraces,
   getWebhookConfiguration,
   listWebhookConfigurations,
   rotateSigningSecret,
@@ -224,7 +226,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Rotate the signing secret",
     description:
-      "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h), and every secret rotated out earlier keeps signing until its own 24 h end: each webhook carries one `v1,` signature per such secret. At most 10 sign at once: a rotation past that is 409 `conflict`, saying when the oldest grace ends.",
+      "Returns the new `signing_secret` (shown only here); the previous one keeps signing, alongside, until `previous_secret_expires_at` (24 h), and every secret rotated out earlier keeps signing until its own 24 h end: each webhook carries one `v1,` signature per such secret. At most 10 sign at once: the organization's rotation then ends the oldest graces (it never fails for lack of a slot); earlier secrets can also be stopped at once with `end-signing-graces`.",
     tag: configTag,
     errors: [409],
     auth: "client",
@@ -247,6 +249,23 @@ export const webhookRoutes: Route[] = [
         input.signature_scheme,
       );
       return { ...viewFor(c)(config), signing_secret: signingSecret, previous_secret_expires_at: previousExpiresAt };
+    },
+  }),
+  envelopeRoute({
+    method: "POST",
+    path: `${CONFIG_PATH}/end-signing-graces`,
+    operationId: "endSigningGraces",
+    scope: "webhooks:write",
+    summary: "Stop every earlier signing secret now",
+    description:
+      "After a leak: every secret rotated out and still in its 24 h grace (the organization's or one its receiver rotated in the portal) stops signing at once; only the current secret signs from the next attempt on. `graces_ended` counts them (0 when none was in its grace). Rotate first if the current secret leaked too.",
+    tag: configTag,
+    errors: [409],
+    auth: "client",
+    response: { schema: EndedGracesView, example: { ...CONFIG, graces_ended: 3 } },
+    handle: async (c) => {
+      const { config, ended } = await endSigningGraces(deps(c), orgOf(c), param(c, "id"), actor(c));
+      return { ...viewFor(c)(config), graces_ended: ended };
     },
   }),
   envelopeRoute({

@@ -20,7 +20,7 @@
 import type { Db } from "../db";
 import { pruneExpired } from "../sql";
 
-export type PortalAction = "connection_test" | "test_event" | "resend" | "recover";
+export type PortalAction = "connection_test" | "test_event" | "resend" | "recover" | "rotate_signing_secret";
 export type MeterScope = "session" | "configuration";
 
 export interface MeterLimit {
@@ -43,11 +43,19 @@ export const RESEND_LIMITS = { session: { limit: 5, windowMs: SECOND }, configur
 /** A recovery is a job re-sending a window's failed deliveries: one every 10 s a session, 6 an hour an endpoint. */
 export const RECOVER_LIMITS = { session: { limit: 1, windowMs: 10 * SECOND }, configuration: { limit: 6, windowMs: HOUR } };
 
+/**
+ * A signing-secret rotation keeps the previous secret signing for 24 h beside the new one (each a
+ * signature on every webhook): one every 10 s a session, 5 an hour an endpoint; and its graces
+ * take at most 3 of the 10 slots (objects/webhooks/configurations.ts `planRotation`).
+ */
+export const ROTATE_LIMITS = { session: { limit: 1, windowMs: 10 * SECOND }, configuration: { limit: 5, windowMs: HOUR } };
+
 export const PORTAL_LIMITS: Readonly<Record<PortalAction, Readonly<Record<MeterScope, MeterLimit>>>> = {
   connection_test: CONNECTION_TEST_LIMITS,
   test_event: TEST_EVENT_LIMITS,
   resend: RESEND_LIMITS,
   recover: RECOVER_LIMITS,
+  rotate_signing_secret: ROTATE_LIMITS,
 };
 
 /** The configuration's counters' scope; a session's is `session:<portal session id>`. */

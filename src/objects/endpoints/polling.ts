@@ -24,7 +24,7 @@ import { base64UrlDecode, base64UrlEncode, decodeUtf8, encodeUtf8 } from "../../
 import { isoTime } from "../../lib/time";
 import type { PollingState, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
-import { fail, missing, ok, type Result } from "../sql";
+import { fail, ok, type Result } from "../sql";
 import type { EndpointRow } from "./schema";
 
 /** The most events one read answers. */
@@ -33,6 +33,10 @@ export const POLL_PAGE_MAX = 100;
 export const POLL_WAIT_MAX_MS = 20_000;
 /** Reads waiting at once on one configuration; more are answered at once with what there is, so no caller holds the object open without bound. */
 export const POLL_WAITERS_MAX = 10;
+
+/** A disabled polling configuration's answer to its own token (the edge gives the same, webhooks/polling.ts). */
+export const POLLING_DISABLED_MESSAGE =
+  "This polling configuration is disabled: nothing is handed over while it is (its events are kept; the organization enables it again with status active).";
 
 /** What a read asks: its credential's hash, the position after which it reads, how many, how long it may wait. */
 export interface ReadRequest {
@@ -76,11 +80,14 @@ export function decideRead(
   ep: Pick<EndpointRow, "configuration_id" | "deleted" | "pruned_pos" | "poll_pos"> | undefined,
   request: Pick<ReadRequest, "token_hash" | "cursor">,
 ): Result<{ after: number }> {
-  if (config === null || ep === undefined || ep.deleted === 1 || config.delivery !== "polling") return missing("Polling endpoint");
+  // One answer for every id that is not a live polling configuration and every token that is not
+  // its own, as the edge gives (webhooks/polling.ts): no caller learns which ids exist.
+  const refused = fail("invalid_token", "The polling token is not this configuration's, or it was revoked or rotated out.");
+  if (config === null || ep === undefined || ep.deleted === 1 || config.delivery !== "polling") return refused;
   const expected = config.polling?.token_hash ?? null;
-  if (expected === null || !digestsEqual(expected, request.token_hash)) {
-    return fail("invalid_token", "The polling token is not this configuration's, or it was revoked or rotated out.");
-  }
+  if (expected === null || !digestsEqual(expected, request.token_hash)) return refused;
+  // The status contract: disabled, nothing is handed over (the events are kept, and read once it is enabled).
+  if (config.status === "disabled") return fail("conflict", POLLING_DISABLED_MESSAGE);
   // Without a cursor: from the oldest event kept, whatever retention deleted before it.
   if (request.cursor === null) return ok({ after: 0 });
   const cursor = decodeCursor(request.cursor);

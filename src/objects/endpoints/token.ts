@@ -6,7 +6,8 @@
  *   request however many attempts begin at once; the others wait in the object, not in the Queue;
  * - the token is reused until TOKEN_REUSE_MARGIN_MS before its expires_in runs out (a token
  *   without expires_in is taken to live TOKEN_DEFAULT_LIFETIME_MS, RFC 6749 section 5.1), and only
- *   for the credentials it was issued for (a change of token_url, client_id or client_secret drops it);
+ *   for the credentials it was issued for (a change of token_url, client_id or client_secret drops it)
+ *   and the webhook url's origin it is sent to (a move to another origin drops it);
  * - a receiver whose tokens live no longer than that margin has nothing to share: each attempt
  *   fetches its own, as without token_cache, and the window is not held to one fetcher;
  * - a 401 to it drops it (once per generation) and hands the lease to the attempt that saw it; a
@@ -18,13 +19,22 @@ import { receiverOAuth, type WebhookConfigurationRecord } from "../../schemas/we
 import { TOKEN_REUSE_MARGIN_MS } from "./policy";
 import type { EndpointRow } from "./schema";
 
-/** Which credentials a token was issued for: the token URL, the client id and the sealed secret. */
+/**
+ * Which credentials a token was issued for, and where it may be sent: the token URL, the client id
+ * and the sealed secret, then the webhook URL's origin.
+ */
 export const tokenKey = (config: WebhookConfigurationRecord): string => {
   const o = receiverOAuth(config);
   const base = [o.token_url, o.client_id, o.client_secret?.kid ?? null, o.client_secret?.ct ?? null];
+  // A bearer token is for the resource server it was issued for (RFC 6750 5.2, RFC 8707 2): one
+  // kept while `url` was at one origin is never sent to another, whatever the method (with
+  // private_key_jwt nothing else changes when a receiver moves `url` in the portal). Another path
+  // at the same origin keeps it. A token being fetched for the old origin when `url` moves is
+  // offered under the old key, and refused (object.ts `keepToken`). A token kept before the
+  // origin was part of the key no longer matches: each endpoint fetches one anew, once.
+  const at = webhookOrigin(config.url);
   // Issue 31: a token asked for with other parameters, another method, or for another DPoP key is
-  // another token. The spec's default request keeps the key it always had (no cached token is lost
-  // by the upgrade).
+  // another token.
   const extra = [
     o.auth_method,
     o.scope,
@@ -35,8 +45,17 @@ export const tokenKey = (config: WebhookConfigurationRecord): string => {
     o.dpop_key?.jkt ?? null,
   ];
   const plain = o.auth_method === "client_secret_post" && extra.slice(1).every((v) => v === null);
-  return JSON.stringify(plain ? base : [...base, ...extra]);
+  return JSON.stringify([...(plain ? base : [...base, ...extra]), at]);
 };
+
+/** A webhook URL's origin (RFC 6454 4); the text itself if it is not a URL (a polling configuration has none). */
+function webhookOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
 
 /** How an attempt gets its token. */
 export type TokenPlan =

@@ -21,6 +21,7 @@ import { OPERATIONAL_EVENT_TYPES } from "../../schemas/receivers";
 import { keyScheme, PUSH_SETTINGS, type ReceiverAuthMethod, type WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import type { EndpointSnapshot } from "../endpoints/object";
+import type { PollingVerifier } from "../lookup";
 import { fail, invalid, missing, ok, type Result } from "../sql";
 import { type AuditOutboxEntry, redactUrl } from "./audit";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "./limits";
@@ -574,36 +575,72 @@ export const MAX_LIVE_SIGNING_SECRETS = 10;
  * first secret at once, so a receiver still verifying with it answered 400). Secrets whose grace
  * has ended are dropped here. Standard Webhooks allows any number of space-separated signatures.
  */
+type SigningSecret = WebhookConfigurationRecord["signing_secrets"][number];
+
+/** Earlier secrets a receiver's own rotations (the portal) may keep signing at once: the other slots stay the organization's. */
+export const RECEIVER_GRACE_SLOTS = 3;
+
+/**
+ * A rotation's new list of signing secrets, a pure function of the stored ones: the new secret
+ * first, the previous current one graced until `previousExpiresAt`, the expired dropped. At most
+ * MAX_LIVE_SIGNING_SECRETS sign: the organization's rotation never fails for lack of a slot (it
+ * ends the oldest graces: after a leak it must be able to rotate to a secret the receiver does not
+ * know), while a receiver's (the portal) is refused once RECEIVER_GRACE_SLOTS of the graces are its
+ * own or no slot is free, so it can never fill the slots or end a grace the organization keeps.
+ */
+export function planRotation(
+  stored: readonly SigningSecret[],
+  secret: SigningSecret,
+  previousExpiresAt: string,
+  now: number,
+  by: ChangedBy,
+): Result<{ secrets: SigningSecret[]; ended: number }> {
+  const live = stored
+    .filter((s) => s.expires_at === null || Date.parse(s.expires_at) > now)
+    .map((s) => (s.expires_at === null ? { ...s, expires_at: previousExpiresAt } : s));
+  const soonest = () => isoTime(live.map((s) => Date.parse(s.expires_at ?? previousExpiresAt)).sort((a, b) => a - b)[0] ?? now);
+  if (by === "receiver") {
+    const own = live.filter((s) => s.by === "receiver").length;
+    if (own + 1 > RECEIVER_GRACE_SLOTS || live.length + 1 > MAX_LIVE_SIGNING_SECRETS) {
+      return fail(
+        "conflict",
+        `Earlier secrets this portal rotated out still sign (at most ${RECEIVER_GRACE_SLOTS} may, of ${MAX_LIVE_SIGNING_SECRETS} in all); the oldest grace ends at ${soonest()}: rotate again after it, or ask the organization.`,
+      );
+    }
+    return ok({ secrets: [{ ...secret, by: "receiver" }, ...live], ended: 0 });
+  }
+  // Newest first: the oldest graces are the last; the organization's rotation ends as many as it must.
+  const kept = live.slice(0, MAX_LIVE_SIGNING_SECRETS - 1);
+  return ok({ secrets: [secret, ...kept], ended: live.length - kept.length });
+}
+
+/** A configuration's new list of signing secrets, as one change of its version (inside the caller's transaction). */
+function storeSigningSecrets(db: Db, id: string, secrets: readonly SigningSecret[], now: number): void {
+  db.run(
+    "UPDATE configurations SET signing_secrets = ?, version = version + 1, updated_at = ? WHERE id = ?",
+    JSON.stringify(secrets),
+    isoTime(now),
+    id,
+  );
+}
+
 export function rotateSigningSecret(
   db: Db,
   id: string,
-  secret: WebhookConfigurationRecord["signing_secrets"][number],
+  secret: SigningSecret,
   previousExpiresAt: string,
   audit: Audit,
   now: number,
+  by: ChangedBy = "organization",
 ): Result<void> {
   const current = configRow(db, id);
   if (current === undefined) return missing("Webhook configuration");
   if (current.delivery === "polling") return fail("conflict", "A polling configuration signs nothing: it has no signing key to rotate.");
-  const stored = JSON.parse(current.signing_secrets) as WebhookConfigurationRecord["signing_secrets"];
-  const live = stored
-    .filter((s) => s.expires_at === null || Date.parse(s.expires_at) > now)
-    .map((s) => (s.expires_at === null ? { ...s, expires_at: previousExpiresAt } : s));
-  if (live.length + 1 > MAX_LIVE_SIGNING_SECRETS) {
-    const soonest = live.map((s) => Date.parse(s.expires_at ?? previousExpiresAt)).sort((a, b) => a - b)[0] ?? now;
-    return fail(
-      "conflict",
-      `${live.length} signing secrets sign this configuration's webhooks already, the most that may (${MAX_LIVE_SIGNING_SECRETS}); the oldest grace ends at ${isoTime(soonest)}: rotate again after it.`,
-    );
-  }
-  const secrets = [secret, ...live];
+  const planned = planRotation(JSON.parse(current.signing_secrets) as SigningSecret[], secret, previousExpiresAt, now, by);
+  if (!planned.ok) return planned;
+  const { secrets, ended } = planned.value;
   db.txn(() => {
-    db.run(
-      "UPDATE configurations SET signing_secrets = ?, version = version + 1, updated_at = ? WHERE id = ?",
-      JSON.stringify(secrets),
-      isoTime(now),
-      id,
-    );
+    storeSigningSecrets(db, id, secrets, now);
     audit({
       action: "webhook_configuration.signing_secret_rotated",
       resource_type: "webhook_configuration",
@@ -612,10 +649,35 @@ export function rotateSigningSecret(
         previous_secret_expires_at: previousExpiresAt,
         signing_secrets: secrets.length,
         signature_scheme: keyScheme(secret),
+        ...(ended > 0 ? { graces_ended: ended } : {}),
       },
     });
   });
   return ok(undefined);
+}
+
+/**
+ * Ends every earlier secret's grace now (the organization's, after a leak): only the current
+ * secret signs from the next attempt on. Answers how many graces it ended.
+ */
+export function endSigningGraces(db: Db, id: string, audit: Audit, now: number): Result<number> {
+  const current = configRow(db, id);
+  if (current === undefined) return missing("Webhook configuration");
+  if (current.delivery === "polling") return fail("conflict", "A polling configuration signs nothing: it has no signing key.");
+  const stored = JSON.parse(current.signing_secrets) as SigningSecret[];
+  const graced = stored.filter((s) => s.expires_at !== null && Date.parse(s.expires_at) > now);
+  if (graced.length === 0) return ok(0);
+  const secrets = stored.filter((s) => s.expires_at === null);
+  db.txn(() => {
+    storeSigningSecrets(db, id, secrets, now);
+    audit({
+      action: "webhook_configuration.signing_graces_ended",
+      resource_type: "webhook_configuration",
+      resource_id: id,
+      detail: { graces_ended: graced.length },
+    });
+  });
+  return ok(graced.length);
 }
 
 /**
@@ -784,6 +846,59 @@ export function publishedAssertionKeys(db: Db, now: number, configId: string | n
   if (auth.auth_method !== "private_key_jwt") return [];
   const withOrganization = auth.organization_key === true || (auth.organization_keys_until ?? 0) > now;
   return [...publicKeys(db, configId, now), ...(withOrganization ? publicKeys(db, null, now) : [])];
+}
+
+/**
+ * A polling configuration's read verifier as the edge should see it now (objects/lookup.ts), or
+ * null for a push configuration (it has none). A deleted one's refuses every token (`since_ms`
+ * now: later than any token issued before the deletion).
+ */
+export function pollingVerifierOf(db: Db, id: string, now: number): PollingVerifier | null {
+  const row = configRow(db, id);
+  if (row === undefined) {
+    const tomb = db.first<{ record: string }>("SELECT record FROM deleted_configurations WHERE id = ?", id);
+    if (tomb === undefined || (JSON.parse(tomb.record) as { delivery?: string }).delivery !== "polling") return null;
+    return { token_hash: null, since_ms: now, live: false };
+  }
+  if (row.delivery !== "polling") return null;
+  const credential =
+    row.polling === null ? null : (JSON.parse(row.polling) as { token_hash: string | null; token_created_at: string | null });
+  const hash = credential?.token_hash ?? null;
+  // A live token's own issue time; a revocation's is the change's (the row's updated_at).
+  const since = Date.parse(hash !== null && credential?.token_created_at ? credential.token_created_at : row.updated_at);
+  return { token_hash: hash, since_ms: since, live: row.status !== "disabled" };
+}
+
+/**
+ * A key set as the edge serves it (objects/lookup.ts `ReceiverKeySet`): the keys
+ * `publishedAssertionKeys` lists, each with the time it stops being listed (its retirement, or
+ * the end of a moved configuration's overlap with the organization's keys), so the edge drops it
+ * then without asking this object. Empty: nothing to publish (a push configuration without
+ * private_key_jwt, a deleted one, a deleted organization).
+ */
+export function keySetOf(
+  db: Db,
+  configId: string | null,
+  organizationDeleted: boolean,
+): { jwk: Record<string, unknown>; until: number | null }[] {
+  if (organizationDeleted) return [];
+  const keys = (owner: string | null, cap: number | null) =>
+    db
+      .all<{ public_jwk: string; retires_ms: number | null }>(
+        `SELECT public_jwk, retires_ms FROM assertion_keys WHERE ${keyOwner(owner)} ORDER BY created_ms DESC`,
+        ...ownerArgs(owner),
+      )
+      .map((r) => ({
+        jwk: JSON.parse(r.public_jwk) as Record<string, unknown>,
+        until: r.retires_ms === null ? cap : cap === null ? r.retires_ms : Math.min(r.retires_ms, cap),
+      }));
+  if (configId === null) return keys(null, null);
+  const row = configRow(db, configId);
+  if (row === undefined) return [];
+  const auth = receiverAuthOf(row);
+  if (auth.auth_method !== "private_key_jwt") return [];
+  const withOrganization = auth.organization_key === true ? null : (auth.organization_keys_until ?? 0);
+  return [...keys(configId, null), ...(withOrganization === 0 ? [] : keys(null, withOrganization))];
 }
 
 /** What the endpoint's object should hold now: the configuration, or its tombstone; null if neither exists. */

@@ -33,6 +33,7 @@ import type { PublishedEventView, WebhookConfigurationRecord } from "../../schem
 import { Db } from "../db";
 import type { EndpointObject } from "../endpoints/object";
 import { backoff } from "../endpoints/policy";
+import { writePollingVerifier, writeReceiverKeySet } from "../lookup";
 import { migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
 import type { AuditOutboxEntry, KeyedAuditEntry } from "./audit";
 import {
@@ -46,8 +47,11 @@ import {
   type DisableRequest,
   deletionApplied,
   disable,
+  endSigningGraces,
   isSynced,
+  keySetOf,
   type NewConfiguration,
+  pollingVerifierOf,
   publishedAssertionKeys,
   remove,
   rotateAssertionKey,
@@ -115,6 +119,38 @@ export class WebhookObject extends DurableObject<Env> {
         migrate(ctx.storage, MIGRATIONS);
       }
     });
+    void this.publishOwed();
+  }
+
+  /** The edge's entries owed since before they existed (schema.ts V9), once each. */
+  private async publishOwed(): Promise<void> {
+    // An object of the first layout gets the table with its later migrations (after its hand-over).
+    if (this.db.first("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'derived_owed'") === undefined) return;
+    try {
+      for (const { id } of this.db.all<{ id: string }>("SELECT id FROM derived_owed")) {
+        await (id === "" ? this.publishKeySet(null) : this.publishDerived(id));
+        this.db.run("DELETE FROM derived_owed WHERE id = ?", id);
+      }
+    } catch (err) {
+      log.warn("derived entries not yet published; the next start retries", { detail: describeError(err) });
+    }
+  }
+
+  /**
+   * The edge's entries derived from one configuration, after its change committed (and reached its
+   * endpoint): its polling verifier and its key set. The objects still decide everything an entry
+   * lets through; a stale one costs an object call or a brief 404, never a wrong admission.
+   */
+  private async publishDerived(id: string): Promise<void> {
+    const verifier = pollingVerifierOf(this.db, id, Date.now());
+    await Promise.all([verifier === null ? undefined : writePollingVerifier(this.env.KV, id, verifier), this.publishKeySet(id)]);
+  }
+
+  /** The organization's key set (`configId` null) or one configuration's, as the edge serves it. */
+  private publishKeySet(configId: string | null): Promise<void> {
+    const org = this.orgId();
+    if (org === "") return Promise.resolve();
+    return writeReceiverKeySet(this.env.KV, org, configId, { keys: keySetOf(this.db, configId, this.deleted()) });
   }
 
   private endpoint(configurationId: string): DurableObjectStub<EndpointObject> {
@@ -248,7 +284,7 @@ export class WebhookObject extends DurableObject<Env> {
       });
       this.plan(now);
     }
-    await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit()]);
+    await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit(), this.publishKeySet(null)]);
     return { deleted: this.db.value<number>("SELECT deleted_count FROM meta") ?? 0, applied: unsynced(this.db).length === 0 };
   }
 
@@ -266,11 +302,21 @@ export class WebhookObject extends DurableObject<Env> {
     previousExpiresAt: string,
     actor: Actor,
     now: number,
+    by: ChangedBy = "organization",
   ): Promise<Result<Changed>> {
     if (this.deleted()) return missing("Organization");
-    const rotated = rotateSigningSecret(this.db, id, secret, previousExpiresAt, this.auditFor(actor, now), now);
+    const rotated = rotateSigningSecret(this.db, id, secret, previousExpiresAt, this.auditFor(actor, now), now, by);
     if (!rotated.ok) return rotated;
     return this.changed(id, now);
+  }
+
+  /** Ends the earlier signing secrets' graces now (the organization's); pushed to the endpoint before the answer. */
+  async endSigningGraces(id: string, actor: Actor, now: number): Promise<Result<Changed & { ended: number }>> {
+    if (this.deleted()) return missing("Organization");
+    const ended = endSigningGraces(this.db, id, this.auditFor(actor, now), now);
+    if (!ended.ok) return ended;
+    const changed = await this.changed(id, now);
+    return changed.ok ? ok({ ...changed.value, ended: ended.value }) : changed;
   }
 
   /** A polling configuration's new read credential (its SHA-256), or null to revoke it (issue 45); pushed to its endpoint before the answer. */
@@ -306,7 +352,7 @@ export class WebhookObject extends DurableObject<Env> {
     const rotated = rotateAssertionKey(this.db, candidate, configId, activatesAt, retiresAt, this.auditFor(actor, now), now);
     if (!rotated.ok) return rotated;
     this.plan(now);
-    await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit()]);
+    await Promise.all([...unsynced(this.db).map((id) => this.sync(id)), this.pushAudit(), this.publishKeySet(configId)]);
     return rotated;
   }
 
@@ -338,6 +384,7 @@ export class WebhookObject extends DurableObject<Env> {
         const snapshot = snapshotOf(this.db, id, this.orgId());
         if (snapshot === null) return;
         synced(this.db, id, await this.endpoint(id).sync(snapshot, Date.now()));
+        await this.publishDerived(id);
         this.syncFailures = 0;
       })
       .catch((err: unknown) => {
