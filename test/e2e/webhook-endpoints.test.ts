@@ -84,6 +84,9 @@ async function client(): Promise<Client> {
   };
 }
 
+/** What a lane held behind the throttling receiver would wait at least: its Retry-After. */
+const HELD_MS = 2_000;
+
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN);
@@ -141,11 +144,16 @@ describe("every webhook endpoint is its own lane", () => {
     );
     for (const side of ["a", "b"] as const) {
       expect(beside[side]).toHaveLength(30);
-      // Within noise: a healthy lane is not held by the others (held, it would wait seconds: the
-      // 8 s hang, the 2 s Retry-After). The margin is that of a two-core machine running every tier
-      // beside this one, against a server other files share.
+      // Within noise: a healthy lane is not held by the others. Held, it would wait seconds: behind
+      // the 8 s hang, or the 2 s Retry-After, so every event after the first would arrive 2 s late
+      // or more. The median gets 100 ms of margin; the 95th percentile (the second slowest of 30)
+      // 500 ms, and always under the 2 s a held lane waits. The margins are those of a two-core
+      // machine running every tier beside this one, against one local server that is also retrying
+      // the three unhealthy endpoints: one CI run saw a p95 of 705 ms beside 332 ms alone, a
+      // sample that waited for the CPU, not for another lane.
       expect(pct(beside[side], 50)).toBeLessThanOrEqual(pct(alone[side], 50) + 100);
-      expect(pct(beside[side], 95)).toBeLessThanOrEqual(pct(alone[side], 95) + 250);
+      expect(pct(beside[side], 95)).toBeLessThanOrEqual(pct(alone[side], 95) + 500);
+      expect(pct(beside[side], 95)).toBeLessThan(HELD_MS);
     }
     // The hanging endpoint was moved to the slow lane; the failing one is being paced.
     const lane = async (c: Client, id: string) => (await json<{ lane: string }>(await c.api(`/v1/webhook-configurations/${id}`))).lane;
@@ -179,8 +187,15 @@ describe("every webhook endpoint is its own lane", () => {
       `lanes: beside a receiver that starts hanging: ${l.length}/40, p50 ${pct(l, 50)} ms, p95 ${pct(l, 95)} ms, max ${pct(l, 100)} ms`,
     );
     expect(l).toHaveLength(40);
-    expect(pct(l, 50)).toBeLessThan(150);
-    // The stall: its attempt is cut off by the fast lane's 2 s deadline, once; then it is in the slow lane.
+    // The stall: its attempt is cut off by the fast lane's 2 s deadline, once; then it is in the slow
+    // lane. So the events that waited for it were published within one deadline of each other (a lane
+    // held again would hold a second group), none waited much past the deadline, and most waited for
+    // nothing: a lane held at every attempt would put the median past 2 s. The bounds are those of
+    // the hold, not of the machine: a CI run on two busy cores put this median past 150 ms.
+    const answered = [...published.values()];
+    const held = answered.filter((_, i) => (l[i] ?? 0) >= 1_500);
+    if (held.length > 0) expect(Math.max(...held) - Math.min(...held)).toBeLessThan(HELD_MS + 1_000);
+    expect(pct(l, 50)).toBeLessThan(HELD_MS / 2);
     expect(pct(l, 100)).toBeLessThan(3_000);
   });
 });
