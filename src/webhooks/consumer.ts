@@ -34,9 +34,9 @@ import {
   receiverOAuth,
   type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
+import { type AttemptEvent, type AttemptPlan, attemptStep, type Failure, type Next, newAttempt, type Seen } from "./attempt";
 import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
 import {
-  type BeforeRequest,
   type Deadline,
   DeliveryFailure,
   deadlineOf,
@@ -268,248 +268,139 @@ interface Stopped {
 
 type Go = Extract<Begun, { go: true }>;
 
+/** What `begin` granted, as the attempt's core reads it (plain data; the sealed token stays here). */
+function planOf(deps: Deps, ticket: DeliveryTicket, begun: Go, deadline: Deadline): AttemptPlan {
+  return {
+    delivery_id: ticket.delivery_id,
+    series: begun.series,
+    attempt: begun.attempt,
+    version: begun.version,
+    lane: begun.lane,
+    url: begun.configuration.url,
+    started_at: deps.now(),
+    deadline_seconds: deadline.seconds,
+    slow_deadline_seconds: deps.config.webhookTimeoutMs / 1000,
+    token:
+      begun.token.mode === "cached" ? { mode: "cached", generation: begun.token.generation } : { mode: "fetch", keep: begun.token.keep },
+    token_cache: begun.configuration.token_cache,
+    slot: begun.slot,
+    default_token_lifetime_ms: TOKEN_DEFAULT_LIFETIME_MS,
+    max_pause_ms: MAX_PAUSE_MS,
+  };
+}
+
+const failureOf = (err: DeliveryFailure): Failure => ({
+  http_status: err.httpStatus,
+  message: err.message,
+  retry_after_seconds: err.retryAfterSeconds,
+});
+
 /**
- * One attempt: the token (fetched, or the endpoint's), the rate limit's slot, then the signed
- * webhook, under the lane's deadline. One rule guards every request it sends (`beforeRequest`):
- * immediately before any request leaves for the receiver, if anything was awaited since the
- * endpoint's object last said go, the object is asked again (`proceed`).
+ * One attempt, driven: the core (attempt.ts `attemptStep`) names each thing to do and this does it
+ * (the token request, the endpoint's object, the slot's wait, the signed POST) and nothing else,
+ * feeding back what it saw. The requests' hooks (`beforeRequest`, asked immediately before any
+ * request leaves) run the core too: it says whether the endpoint's object must be asked first.
  */
 async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted | Stopped> {
   const config = begun.configuration;
-  const startedAt = deps.now();
   const deadline = deadlineOf(deps, begun.deadline);
-  let tokenMs: number | null = null;
-  let keptToken: FetchedToken | null = null;
-  /** The generation the endpoint kept this attempt's fetched token as (a 401 to it drops it). */
-  let keptGeneration: number | null = null;
-  let note: string | null = null;
-  const fastLane = begun.lane !== "slow";
-  /**
-   * Something was awaited outside this isolate since the endpoint's object last said go (a
-   * receiver's answer, a slot's wait): the next request asks again first. Opening and signing with
-   * our own keys do not count: they take no one else's time.
-   */
-  let unchecked = false;
-  const report = (
-    step: "token" | "webhook",
-    httpStatus: number | null,
-    outcome: AttemptReport["outcome"],
-    error: string | null,
-    extra: { retryAfter?: number | null; gone?: boolean; ours?: AttemptReport["ours"]; response?: AttemptReport["response"] } = {},
-  ): Attempted => {
-    const timedOut = deadline.signal.aborted && outcome !== "delivered";
-    // The fast and new lanes cut a slow receiver off early: the endpoint moves to the slow lane and
-    // the delivery is retried at once, without counting against its schedule.
-    const cutOff = timedOut && fastLane && extra.ours === undefined;
-    return {
-      report: {
-        delivery_id: ticket.delivery_id,
-        series: begun.series,
-        attempt: begun.attempt,
-        started_at: startedAt,
-        step,
-        http_status: httpStatus,
-        latency_ms: Math.max(0, deps.now() - startedAt),
-        outcome,
-        error: cutOff
-          ? `no answer within the fast lane's ${deadline.seconds} s; the endpoint moves to the slow lane (deadline ${deps.config.webhookTimeoutMs / 1000} s) and the delivery is retried at once`
-          : error,
-        note,
-        response: extra.response ?? null,
-        retry_after_seconds: extra.retryAfter ?? null,
-        gone: extra.gone ?? false,
-        url: config.url,
-        lane: begun.lane,
-        version: begun.version,
-        timed_out: timedOut,
-        ours: cutOff ? "cut_off" : (extra.ours ?? null),
-        token_ms: tokenMs,
-        token: keptToken,
-      },
-      outcome: outcome === "delivered" ? "delivered" : timedOut ? "timeout" : step === "token" ? "token_failed" : "webhook_failed",
-    };
+  const endpoint = () => endpointOf(deps, ticket.configuration_id);
+  const ref = refOf(ticket, begun);
+  let state = newAttempt(planOf(deps, ticket, begun, deadline));
+  /** The token in hand: the attempt's secret, never in the core's state. */
+  let accessToken = "";
+  const pausedUntil = () => pausesSeen.get(ticket.configuration_id, deps.now()) ?? null;
+  const step = (event: DistributiveOmit<AttemptEvent, keyof Seen>): Next => {
+    const stepped = attemptStep(state, { ...event, now: deps.now(), timed_out: deadline.signal.aborted } as AttemptEvent);
+    state = stepped.state;
+    const until = stepped.writes.pause_until;
+    if (until !== undefined) pausesSeen.set(ticket.configuration_id, Math.max(until, pausedUntil() ?? 0), deps.now());
+    return stepped.next;
   };
-
-  /**
-   * The last step before any request of this attempt leaves for the receiver (its token request,
-   * each hop and nonce round of it, the webhook, the webhook again). The product brief's
-   * "Organizations end cleanly" (docs/webhooks.md, "Nothing is sent after a configuration ends"):
-   * once the DELETE or disable of a configuration or its organization has been answered, nothing
-   * more is sent to it. The endpoint's object holds that answer, so whenever the attempt awaited
-   * anything since the object last said go (a receiver holding a request open, a slot's wait), the
-   * object is asked again here, after everything else for the request is ready; a configuration
-   * gone meanwhile concludes the attempt there and the request never leaves. With nothing awaited (a cached token, no wait) `begin` was
-   * the check and no call is made: the plain path's budget. `again`: the webhook went once already.
-   */
-  const beforeRequest = async (again: boolean): Promise<string | null> => {
-    if (unchecked) {
-      const verdict = await reach("webhook endpoint", () =>
-        endpointOf(deps, ticket.configuration_id).proceed(refOf(ticket, begun), deps.now(), again),
-      );
-      if (!verdict.go) return verdict.reason;
+  const beforeRequest = async (round: number): Promise<string | null> => {
+    let next = step({ type: "before_request", round });
+    if (next.do === "check") {
+      const again = next.again;
+      const verdict = await reach("webhook endpoint", () => endpoint().proceed(ref, deps.now(), again));
+      next = step(verdict.go ? { type: "verdict", go: true } : { type: "verdict", go: false, reason: verdict.reason });
     }
-    // The request about to leave is itself awaited: whatever follows its answer asks again.
-    unchecked = true;
-    return null;
+    return next.do === "refuse" ? next.reason : null;
   };
 
-  /**
-   * Fetches a token from the receiver; with `keep`, seals it for the endpoint and hands it over at
-   * once. `again`: the refetch after a 401 (the webhook went once already).
-   */
-  const fetchToken = async (keep: boolean, again: boolean): Promise<string> => {
-    const t0 = deps.now();
-    const beforeTokenRequest: BeforeRequest = () => beforeRequest(again);
-    const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline, beforeTokenRequest);
-    tokenMs = deps.now() - t0;
-    keptToken = null;
-    keptGeneration = null;
-    if (keep) {
-      const lifetimeMs = token.expiresInSeconds !== null ? token.expiresInSeconds * 1000 : TOKEN_DEFAULT_LIFETIME_MS;
-      const fetched: FetchedToken = {
-        sealed: await sealReceiverToken(deps, config, token.accessToken),
-        expires_ms: deps.now() + lifetimeMs,
-        key: tokenKey(config),
-      };
-      try {
-        keptGeneration = await endpointOf(deps, ticket.configuration_id).storeToken(refOf(ticket, begun), fetched, deps.now());
-      } catch {
-        keptToken = fetched; // carried by the report instead
+  let next = step({ type: "start", paused_until: pausedUntil() });
+  for (;;) {
+    switch (next.do) {
+      case "report":
+        return { report: next.report, outcome: next.outcome };
+      case "stop":
+        return { stopped: next.reason };
+      case "open_token":
+        if (begun.token.mode !== "cached") throw new Error("attempt: no cached token to open");
+        accessToken = await openReceiverToken(deps, config, begun.token.sealed);
+        next = step({ type: "token_opened" });
+        break;
+      case "fetch_token": {
+        const t0 = deps.now();
+        try {
+          const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline, () => beforeRequest(0));
+          accessToken = token.accessToken;
+          next = step({ type: "token_fetched", ms: deps.now() - t0, expires_in_seconds: token.expiresInSeconds });
+        } catch (err) {
+          if (err instanceof RequestStopped) next = step({ type: "stopped", reason: err.reason });
+          else if (err instanceof DeliveryFailure) next = step({ type: "token_failed", failure: failureOf(err) });
+          else throw err;
+        }
+        break;
       }
+      case "keep_token": {
+        const fetched: FetchedToken = {
+          sealed: await sealReceiverToken(deps, config, accessToken),
+          expires_ms: deps.now() + next.lifetime_ms,
+          key: tokenKey(config),
+        };
+        try {
+          next = step({ type: "token_kept", generation: await endpoint().storeToken(ref, fetched, deps.now()) });
+        } catch {
+          next = step({ type: "token_carried", token: fetched }); // carried by the report instead
+        }
+        break;
+      }
+      case "wait": {
+        const ms = next.until - deps.now();
+        if (ms > 0) await sleep(ms);
+        next = step({ type: "slot_reached", paused_until: pausedUntil() });
+        break;
+      }
+      case "send": {
+        const sent = await send(deps, ticket, begun, accessToken, deadline, beforeRequest);
+        if (sent instanceof DeliveryFailure) next = step({ type: "send_failed", failure: failureOf(sent) });
+        else if ("stopped" in sent) next = step({ type: "stopped", reason: sent.stopped });
+        else
+          next = step({
+            type: "answered",
+            answer: { status: sent.status, retry_after_seconds: sent.retryAfterSeconds, response: sent.response },
+          });
+        break;
+      }
+      case "reject_token": {
+        const { generation, refetch } = next;
+        const answer = await reach("webhook endpoint", () => endpoint().tokenRejected(ref, generation, deps.now(), refetch));
+        next = refetch
+          ? step({ type: "rejection_answered", refetch: answer.refetch, slot: answer.slot, stopped: answer.stopped ?? null })
+          : step({ type: "dropped" });
+        break;
+      }
+      case "check":
+      case "go":
+      case "refuse":
+        // Answers to a request's hook, never a command of their own.
+        throw new Error(`attempt: ${next.do} outside a request`);
     }
-    return token.accessToken;
-  };
-
-  /** A 401 to the token this attempt fetched and kept: the endpoint drops it (a carried one is not offered). */
-  const dropFetched = async () => {
-    keptToken = null;
-    const generation = keptGeneration;
-    if (generation === null) return;
-    await reach("webhook endpoint", () =>
-      endpointOf(deps, ticket.configuration_id).tokenRejected(refOf(ticket, begun), generation, deps.now(), false),
-    );
-  };
-
-  /** Whether another attempt of this isolate was just told to wait (see pausesSeen); the attempt then sends nothing. */
-  const pausedHere = (): Attempted | null => {
-    const until = pausesSeen.get(ticket.configuration_id, deps.now());
-    if (until === undefined || until <= deps.now()) return null;
-    return report("webhook", null, "retry", "not sent: the receiver had just answered another attempt 429 or 503 with Retry-After", {
-      ours: "paused",
-      retryAfter: (until - deps.now()) / 1000,
-    });
-  };
-  /**
-   * Sends the webhook unless the endpoint was just paused, or its configuration was deleted or
-   * disabled while the attempt waited (`beforeRequest`); remembers a pause the receiver asks for.
-   */
-  const sendWebhook = async (token: string, again: boolean) => {
-    const paused = pausedHere();
-    if (paused !== null) return paused;
-    const answer = await send(deps, ticket, begun, token, deadline, (round) => beforeRequest(again || round > 0));
-    if ("status" in answer && (answer.status === 429 || answer.status === 503) && answer.retryAfterSeconds !== null) {
-      const until = deps.now() + Math.min(MAX_PAUSE_MS, answer.retryAfterSeconds * 1000);
-      pausesSeen.set(ticket.configuration_id, Math.max(until, pausesSeen.get(ticket.configuration_id, deps.now()) ?? 0), deps.now());
-    }
-    return answer;
-  };
-  /** Waits for a rate-limit slot; a report if it was missed (the webhook not sent, the delivery retried at once). */
-  const awaitSlot = async (slot: { not_before: number; by: number } | null): Promise<Attempted | null> => {
-    if (slot === null) return null;
-    const wait = slot.not_before - deps.now();
-    if (wait > 0) {
-      unchecked = true;
-      await sleep(wait);
-    }
-    if (deps.now() <= slot.by) return null;
-    return report(
-      "token",
-      null,
-      "retry",
-      "the token request outlasted the rate limit's slot; the webhook was not sent and is retried at once",
-      {
-        ours: "slot_missed",
-      },
-    );
-  };
-
-  const pausedFirst = pausedHere();
-  if (pausedFirst !== null) return pausedFirst;
-
-  let accessToken: string;
-  try {
-    accessToken =
-      begun.token.mode === "cached" ? await openReceiverToken(deps, config, begun.token.sealed) : await fetchToken(begun.token.keep, false);
-  } catch (err) {
-    if (err instanceof RequestStopped) return { stopped: err.reason };
-    if (!(err instanceof DeliveryFailure)) throw err;
-    return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
   }
-
-  // The rate limit's slot: the webhook leaves within it, or not at all (the delivery is retried at once).
-  const missed = await awaitSlot(begun.slot);
-  if (missed !== null) return missed;
-
-  let sent = await sendWebhook(accessToken, false);
-  if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
-  if (!("status" in sent)) return sent;
-
-  if (sent.status === 401 && begun.token.mode === "cached") {
-    // The receiver refused the endpoint's token: drop it, fetch the next one (one attempt does), send once more.
-    const generation = begun.token.generation;
-    const { refetch, slot, stopped } = await reach("webhook endpoint", () =>
-      endpointOf(deps, ticket.configuration_id).tokenRejected(refOf(ticket, begun), generation, deps.now()),
-    );
-    if (stopped !== undefined) return { stopped };
-    if (!refetch) {
-      return report(
-        "webhook",
-        401,
-        "retry",
-        "webhook URL answered 401 to the endpoint's token; it was dropped and the delivery is retried",
-        {
-          ours: "token_busy",
-        },
-      );
-    }
-    // Granting the refetch was the object's go (it stops the attempt of a configuration gone
-    // instead): the token request that follows needs no second call.
-    unchecked = false;
-    try {
-      accessToken = await fetchToken(true, true);
-    } catch (err) {
-      if (err instanceof RequestStopped) return { stopped: err.reason };
-      if (!(err instanceof DeliveryFailure)) throw err;
-      note = "the receiver refused the endpoint's token (401); fetching a new one failed";
-      return report("token", err.httpStatus, "retry", err.message, { retryAfter: err.retryAfterSeconds });
-    }
-    const missedAgain = await awaitSlot(slot);
-    if (missedAgain !== null) return missedAgain;
-    note = "the receiver refused the endpoint's token (401); a new token was fetched and the webhook sent again";
-    sent = await sendWebhook(accessToken, true);
-    if (sent instanceof DeliveryFailure) return report("webhook", sent.httpStatus, "retry", sent.message);
-    if (!("status" in sent)) return sent;
-  }
-  // A token this attempt fetched for the endpoint and the receiver refused: never used again.
-  if (sent.status === 401 && config.token_cache) await dropFetched();
-
-  // Every answer but a 2xx is retried on the schedule (product brief, "Outbound"), except a 410,
-  // which disables the configuration (unless its url changed since; EndpointObject.finish).
-  const status = sent.status;
-  if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);
-  if (status === 410) {
-    return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", {
-      gone: true,
-      response: sent.response,
-    });
-  }
-  const redirect = status >= 300 && status < 400 ? "; redirects are not followed" : "";
-  return report("webhook", status, "retry", `webhook URL answered ${status}${redirect}`, {
-    retryAfter: sent.retryAfterSeconds,
-    response: sent.response,
-  });
 }
 
+/** Omit over each member of a union (the events without what the driver adds to each). */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });
 
 /**
