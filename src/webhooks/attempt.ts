@@ -432,3 +432,106 @@ function reportOf(
     outcome === "delivered" ? "delivered" : timedOut ? "timeout" : step === "token" ? "token_failed" : "webhook_failed";
   return { do: "report", report, outcome: kind };
 }
+
+/** What one attempt's I/O is, to `drive`: the consumer's (consumer.ts) over the real world, the properties' over a modelled one. */
+export interface AttemptPort {
+  now(): number;
+  /** Whether the attempt's deadline has passed. */
+  timedOut(): boolean;
+  /** Until when this isolate saw the endpoint paused (null: not paused). */
+  pausedUntil(): number | null;
+  rememberPause(until: number): void;
+  openToken(): Promise<void>;
+  /** The token request; `beforeRequest` is asked as each of its requests leaves (null: go, else why not). */
+  fetchToken(
+    beforeRequest: () => Promise<string | null>,
+  ): Promise<{ expires_in_seconds: number | null } | { failure: Failure } | { stopped: string }>;
+  keepToken(lifetimeMs: number): Promise<{ generation: number | null } | { carried: FetchedToken }>;
+  wait(ms: number): Promise<void>;
+  /** The signed POST; `beforeRequest` is asked as each round leaves (`round` 1: after a DPoP nonce challenge). */
+  send(beforeRequest: (round: number) => Promise<string | null>): Promise<{ answer: Answer } | { failure: Failure } | { stopped: string }>;
+  proceed(again: boolean): Promise<{ go: true } | { go: false; reason: string }>;
+  tokenRejected(generation: number, refetch: boolean): Promise<{ refetch: boolean; slot: Slot | null; stopped: string | null }>;
+}
+
+/** What an attempt ends in: its report, or a stop (the endpoint's object concluded it). */
+export type Ended = { report: AttemptReport; outcome: AttemptOutcome } | { stopped: string };
+
+/** Omit over each member of a union (an event without what `drive` adds to each). */
+type Bare<T> = T extends unknown ? Omit<T, keyof Seen> : never;
+
+/**
+ * Runs one attempt: does through `port` what each step names, and nothing else. The requests'
+ * hooks run the core too: it says whether the endpoint's object must be asked first.
+ */
+export async function drive(port: AttemptPort, plan: AttemptPlan): Promise<Ended> {
+  let state = newAttempt(plan);
+  const step = (event: Bare<AttemptEvent>): Next => {
+    const stepped = attemptStep(state, { ...event, now: port.now(), timed_out: port.timedOut() } as AttemptEvent);
+    state = stepped.state;
+    if (stepped.writes.pause_until !== undefined) port.rememberPause(stepped.writes.pause_until);
+    return stepped.next;
+  };
+  const beforeRequest = async (round: number): Promise<string | null> => {
+    let next = step({ type: "before_request", round });
+    if (next.do === "check") {
+      const verdict = await port.proceed(next.again);
+      next = step(verdict.go ? { type: "verdict", go: true } : { type: "verdict", go: false, reason: verdict.reason });
+    }
+    return next.do === "refuse" ? next.reason : null;
+  };
+
+  let next = step({ type: "start", paused_until: port.pausedUntil() });
+  for (;;) {
+    switch (next.do) {
+      case "report":
+        return { report: next.report, outcome: next.outcome };
+      case "stop":
+        return { stopped: next.reason };
+      case "open_token":
+        await port.openToken();
+        next = step({ type: "token_opened" });
+        break;
+      case "fetch_token": {
+        const t0 = port.now();
+        const got = await port.fetchToken(() => beforeRequest(0));
+        if ("stopped" in got) next = step({ type: "stopped", reason: got.stopped });
+        else if ("failure" in got) next = step({ type: "token_failed", failure: got.failure });
+        else next = step({ type: "token_fetched", ms: port.now() - t0, expires_in_seconds: got.expires_in_seconds });
+        break;
+      }
+      case "keep_token": {
+        const kept = await port.keepToken(next.lifetime_ms);
+        next =
+          "carried" in kept
+            ? step({ type: "token_carried", token: kept.carried })
+            : step({ type: "token_kept", generation: kept.generation });
+        break;
+      }
+      case "wait": {
+        const ms = next.until - port.now();
+        if (ms > 0) await port.wait(ms);
+        next = step({ type: "slot_reached", paused_until: port.pausedUntil() });
+        break;
+      }
+      case "send": {
+        const sent = await port.send(beforeRequest);
+        if ("stopped" in sent) next = step({ type: "stopped", reason: sent.stopped });
+        else if ("failure" in sent) next = step({ type: "send_failed", failure: sent.failure });
+        else next = step({ type: "answered", answer: sent.answer });
+        break;
+      }
+      case "reject_token": {
+        const { generation, refetch } = next;
+        const answer = await port.tokenRejected(generation, refetch);
+        next = refetch ? step({ type: "rejection_answered", ...answer }) : step({ type: "dropped" });
+        break;
+      }
+      case "check":
+      case "go":
+      case "refuse":
+        // Answers to a request's hook, never a command of their own.
+        throw new Error(`attempt: ${next.do} outside a request`);
+    }
+  }
+}

@@ -34,7 +34,7 @@ import {
   receiverOAuth,
   type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
-import { type AttemptEvent, type AttemptPlan, attemptStep, type Failure, type Next, newAttempt, type Seen } from "./attempt";
+import { type AttemptPlan, type AttemptPort, drive, type Failure } from "./attempt";
 import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
 import {
   type Deadline,
@@ -296,111 +296,65 @@ const failureOf = (err: DeliveryFailure): Failure => ({
 });
 
 /**
- * One attempt, driven: the core (attempt.ts `attemptStep`) names each thing to do and this does it
- * (the token request, the endpoint's object, the slot's wait, the signed POST) and nothing else,
- * feeding back what it saw. The requests' hooks (`beforeRequest`, asked immediately before any
- * request leaves) run the core too: it says whether the endpoint's object must be asked first.
+ * One attempt: the core (attempt.ts `drive`, `attemptStep`) names each thing to do; this port does
+ * it over the real world (the token request, the endpoint's object, the slot's wait, the signed
+ * POST) and nothing else. The access token in hand stays here, never in the core's state.
  */
 async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted | Stopped> {
   const config = begun.configuration;
   const deadline = deadlineOf(deps, begun.deadline);
   const endpoint = () => endpointOf(deps, ticket.configuration_id);
   const ref = refOf(ticket, begun);
-  let state = newAttempt(planOf(deps, ticket, begun, deadline));
-  /** The token in hand: the attempt's secret, never in the core's state. */
   let accessToken = "";
   const pausedUntil = () => pausesSeen.get(ticket.configuration_id, deps.now()) ?? null;
-  const step = (event: DistributiveOmit<AttemptEvent, keyof Seen>): Next => {
-    const stepped = attemptStep(state, { ...event, now: deps.now(), timed_out: deadline.signal.aborted } as AttemptEvent);
-    state = stepped.state;
-    const until = stepped.writes.pause_until;
-    if (until !== undefined) pausesSeen.set(ticket.configuration_id, Math.max(until, pausedUntil() ?? 0), deps.now());
-    return stepped.next;
+  const port: AttemptPort = {
+    now: () => deps.now(),
+    timedOut: () => deadline.signal.aborted,
+    pausedUntil,
+    rememberPause: (until) => pausesSeen.set(ticket.configuration_id, Math.max(until, pausedUntil() ?? 0), deps.now()),
+    openToken: async () => {
+      if (begun.token.mode !== "cached") throw new Error("attempt: no cached token to open");
+      accessToken = await openReceiverToken(deps, config, begun.token.sealed);
+    },
+    fetchToken: async (beforeRequest) => {
+      try {
+        const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline, beforeRequest);
+        accessToken = token.accessToken;
+        return { expires_in_seconds: token.expiresInSeconds };
+      } catch (err) {
+        if (err instanceof RequestStopped) return { stopped: err.reason };
+        if (err instanceof DeliveryFailure) return { failure: failureOf(err) };
+        throw err;
+      }
+    },
+    keepToken: async (lifetimeMs) => {
+      const fetched: FetchedToken = {
+        sealed: await sealReceiverToken(deps, config, accessToken),
+        expires_ms: deps.now() + lifetimeMs,
+        key: tokenKey(config),
+      };
+      try {
+        return { generation: await endpoint().storeToken(ref, fetched, deps.now()) };
+      } catch {
+        return { carried: fetched }; // carried by the report instead
+      }
+    },
+    wait: sleep,
+    send: async (beforeRequest) => {
+      const sent = await send(deps, ticket, begun, accessToken, deadline, beforeRequest);
+      if (sent instanceof DeliveryFailure) return { failure: failureOf(sent) };
+      if ("stopped" in sent) return sent;
+      return { answer: { status: sent.status, retry_after_seconds: sent.retryAfterSeconds, response: sent.response } };
+    },
+    proceed: (again) => reach("webhook endpoint", () => endpoint().proceed(ref, deps.now(), again)),
+    tokenRejected: async (generation, refetch) => {
+      const answer = await reach("webhook endpoint", () => endpoint().tokenRejected(ref, generation, deps.now(), refetch));
+      return { refetch: answer.refetch, slot: answer.slot, stopped: answer.stopped ?? null };
+    },
   };
-  const beforeRequest = async (round: number): Promise<string | null> => {
-    let next = step({ type: "before_request", round });
-    if (next.do === "check") {
-      const again = next.again;
-      const verdict = await reach("webhook endpoint", () => endpoint().proceed(ref, deps.now(), again));
-      next = step(verdict.go ? { type: "verdict", go: true } : { type: "verdict", go: false, reason: verdict.reason });
-    }
-    return next.do === "refuse" ? next.reason : null;
-  };
-
-  let next = step({ type: "start", paused_until: pausedUntil() });
-  for (;;) {
-    switch (next.do) {
-      case "report":
-        return { report: next.report, outcome: next.outcome };
-      case "stop":
-        return { stopped: next.reason };
-      case "open_token":
-        if (begun.token.mode !== "cached") throw new Error("attempt: no cached token to open");
-        accessToken = await openReceiverToken(deps, config, begun.token.sealed);
-        next = step({ type: "token_opened" });
-        break;
-      case "fetch_token": {
-        const t0 = deps.now();
-        try {
-          const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline, () => beforeRequest(0));
-          accessToken = token.accessToken;
-          next = step({ type: "token_fetched", ms: deps.now() - t0, expires_in_seconds: token.expiresInSeconds });
-        } catch (err) {
-          if (err instanceof RequestStopped) next = step({ type: "stopped", reason: err.reason });
-          else if (err instanceof DeliveryFailure) next = step({ type: "token_failed", failure: failureOf(err) });
-          else throw err;
-        }
-        break;
-      }
-      case "keep_token": {
-        const fetched: FetchedToken = {
-          sealed: await sealReceiverToken(deps, config, accessToken),
-          expires_ms: deps.now() + next.lifetime_ms,
-          key: tokenKey(config),
-        };
-        try {
-          next = step({ type: "token_kept", generation: await endpoint().storeToken(ref, fetched, deps.now()) });
-        } catch {
-          next = step({ type: "token_carried", token: fetched }); // carried by the report instead
-        }
-        break;
-      }
-      case "wait": {
-        const ms = next.until - deps.now();
-        if (ms > 0) await sleep(ms);
-        next = step({ type: "slot_reached", paused_until: pausedUntil() });
-        break;
-      }
-      case "send": {
-        const sent = await send(deps, ticket, begun, accessToken, deadline, beforeRequest);
-        if (sent instanceof DeliveryFailure) next = step({ type: "send_failed", failure: failureOf(sent) });
-        else if ("stopped" in sent) next = step({ type: "stopped", reason: sent.stopped });
-        else
-          next = step({
-            type: "answered",
-            answer: { status: sent.status, retry_after_seconds: sent.retryAfterSeconds, response: sent.response },
-          });
-        break;
-      }
-      case "reject_token": {
-        const { generation, refetch } = next;
-        const answer = await reach("webhook endpoint", () => endpoint().tokenRejected(ref, generation, deps.now(), refetch));
-        next = refetch
-          ? step({ type: "rejection_answered", refetch: answer.refetch, slot: answer.slot, stopped: answer.stopped ?? null })
-          : step({ type: "dropped" });
-        break;
-      }
-      case "check":
-      case "go":
-      case "refuse":
-        // Answers to a request's hook, never a command of their own.
-        throw new Error(`attempt: ${next.do} outside a request`);
-    }
-  }
+  return drive(port, planOf(deps, ticket, begun, deadline));
 }
 
-/** Omit over each member of a union (the events without what the driver adds to each). */
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });
 
 /**

@@ -19,6 +19,7 @@ import { isoTime } from "../../lib/time";
 import type { AttemptReport, AttemptResponse, DeliveryAttempt, DeliveryFilter, DeliveryRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import { DELIVERY_ROW_BYTES } from "../webhooks/limits";
+import { move, moveOne } from "./lifecycle";
 import { type AttemptRow, DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type HourlyRow } from "./schema";
 
 /** The attempts a delivery view shows: the most recent. */
@@ -98,24 +99,12 @@ export function refuseTicket(row: DeliveryRow | undefined, ticket: TicketRef & {
 
 /** Puts a queued delivery back to waiting (not attempted now: paused, throttled, moved to another lane). */
 export function putBack(db: Db, id: string, now: number): void {
-  db.run(
-    "UPDATE deliveries SET state = 'waiting', wake_ms = NULL, queued_ms = NULL, updated_at = ? WHERE id = ? AND state = 'queued'",
-    isoTime(now),
-    id,
-  );
+  move(db, "put_back", { id }, { wake_ms: null, queued_ms: null }, now);
 }
 
 /** Takes the attempt's number with an `in_flight` record and a lease: reported exactly once, by `conclude`. */
 export function start(db: Db, row: DeliveryRow, attempt: number, leaseUntil: number, now: number): void {
-  db.run(
-    `UPDATE deliveries SET attempts = ?, state = 'running', lease_until_ms = ?, wake_ms = ?, redispatches = 0, updated_at = ?
-      WHERE id = ?`,
-    attempt,
-    leaseUntil,
-    leaseUntil,
-    isoTime(now),
-    row.id,
-  );
+  moveOne(db, "start", row.id, { attempts: attempt, lease_until_ms: leaseUntil, wake_ms: leaseUntil, redispatches: 0 }, now);
   db.run(
     `INSERT INTO attempts (delivery_id, number, series, at, step, latency_ms, outcome) VALUES (?, ?, ?, ?, 'token', 0, 'in_flight')`,
     row.id,
@@ -198,24 +187,11 @@ export function conclude(db: Db, ticket: TicketRef, outcome: Outcome, now: numbe
     if (attempt.outcome === "in_flight" && (options.counts || kind === "delivered")) countAttempt(db, now, kind, outcome.latency_ms);
     result = { outcome: kind, moved: moves };
     if (!moves) return; // the attempt happened and is recorded; the delivery has moved on
+    const cleared = { series_attempts: seriesAttempts, lease_until_ms: null, wake_ms: null, queued_ms: null, redispatches: 0 };
     if (kind === "retry") {
-      db.run(
-        `UPDATE deliveries SET status = 'retrying', series_attempts = ?, due_ms = ?, state = 'waiting', lease_until_ms = NULL,
-          wake_ms = NULL, queued_ms = NULL, redispatches = 0, updated_at = ? WHERE id = ?`,
-        seriesAttempts,
-        now + (options.counts ? options.retryDelay(seriesAttempts) : 0),
-        isoTime(now),
-        row.id,
-      );
+      moveOne(db, "retry", row.id, { ...cleared, due_ms: now + (options.counts ? options.retryDelay(seriesAttempts) : 0) }, now);
     } else {
-      db.run(
-        `UPDATE deliveries SET status = ?, series_attempts = ?, due_ms = NULL, state = NULL, lease_until_ms = NULL, wake_ms = NULL,
-          queued_ms = NULL, redispatches = 0, updated_at = ? WHERE id = ?`,
-        kind === "delivered" ? "delivered" : "failed",
-        seriesAttempts,
-        isoTime(now),
-        row.id,
-      );
+      moveOne(db, kind === "delivered" ? "deliver" : "fail", row.id, { ...cleared, due_ms: null }, now);
     }
   });
   return result;
@@ -225,7 +201,7 @@ export function conclude(db: Db, ticket: TicketRef, outcome: Outcome, now: numbe
 export function failWithoutRequest(db: Db, row: DeliveryRow, error: string, now: number, options: ConcludeOptions): void {
   const attempt = row.attempts + 1;
   db.txn(() => {
-    db.run("UPDATE deliveries SET attempts = ?, state = 'running', updated_at = ? WHERE id = ?", attempt, isoTime(now), row.id);
+    moveOne(db, "start_unsent", row.id, { attempts: attempt }, now);
     db.run(
       `INSERT INTO attempts (delivery_id, number, series, at, step, latency_ms, outcome) VALUES (?, ?, ?, ?, 'configuration', 0, 'in_flight')`,
       row.id,
@@ -249,21 +225,9 @@ export function failWithoutRequest(db: Db, row: DeliveryRow, error: string, now:
  */
 export function resend(db: Db, row: DeliveryRow, now: number): void {
   if (isOpen(row)) {
-    db.run(
-      `UPDATE deliveries SET due_ms = ?, state = 'waiting', queued_ms = NULL, wake_ms = NULL, redispatches = 0, updated_at = ?
-        WHERE id = ?`,
-      now,
-      isoTime(now),
-      row.id,
-    );
+    moveOne(db, "due_now", row.id, { due_ms: now, queued_ms: null, wake_ms: null, redispatches: 0 }, now);
   } else {
-    db.run(
-      `UPDATE deliveries SET status = 'pending', series = series + 1, series_attempts = 0, due_ms = ?, state = 'waiting',
-        redispatches = 0, updated_at = ? WHERE id = ?`,
-      now,
-      isoTime(now),
-      row.id,
-    );
+    moveOne(db, "resend", row.id, { series: { sql: "series + 1" }, series_attempts: 0, due_ms: now, redispatches: 0 }, now);
   }
 }
 

@@ -11,11 +11,11 @@
  * not begun by its wake time is presumed lost and sent again (policy.ts `redispatchDelay`); the
  * new generation supersedes the old one, which `begin` then drops.
  */
-import { isoTime } from "../../lib/time";
 import type { DeliveryTicket, Lane, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import { DELIVERY_ROW_BYTES, STORAGE_BUDGET_BYTES } from "../webhooks/limits";
 import { pausedNow, windowOf } from "./flow";
+import { move } from "./lifecycle";
 import { backoff, PAUSE_HOLD_MAX_MS, redispatchDelay, SLOT_WITHOUT_TOKEN_MS, slotLength } from "./policy";
 import { DELIVERY_COLUMNS, type DeliveryRow, type EndpointRow } from "./schema";
 import type { SlotBook } from "./slots";
@@ -76,20 +76,11 @@ export function claim(
   }
   if (rows.length === 0) return null;
   const lane = ep.lane;
-  const at = isoTime(now);
   const tickets: DeliveryTicket[] = [];
   db.txn(() => {
     for (const row of rows) {
       const ticket = row.ticket + 1;
-      db.run(
-        `UPDATE deliveries SET state = 'queued', ticket = ?, lane = ?, queued_ms = ?, wake_ms = ?, updated_at = ? WHERE id = ? AND state = 'waiting'`,
-        ticket,
-        lane,
-        now,
-        now + redispatchDelay(boundMs, row.redispatches),
-        at,
-        row.id,
-      );
+      move(db, "claim", { id: row.id }, { ticket, lane, queued_ms: now, wake_ms: now + redispatchDelay(boundMs, row.redispatches) }, now);
       tickets.push({
         v: 3,
         kind: "attempt",
@@ -117,12 +108,7 @@ export async function send(queues: Queues, claimed: Claimed): Promise<void> {
 export function unclaim(db: Db, claimed: Claimed, now: number): void {
   db.txn(() => {
     for (const t of claimed.tickets) {
-      db.run(
-        "UPDATE deliveries SET state = 'waiting', wake_ms = NULL, queued_ms = NULL, updated_at = ? WHERE id = ? AND state = 'queued' AND ticket = ?",
-        isoTime(now),
-        t.delivery_id,
-        t.ticket,
-      );
+      move(db, "put_back", { where: "id = ? AND ticket = ?", args: [t.delivery_id, t.ticket] }, { wake_ms: null, queued_ms: null }, now);
     }
   });
 }
@@ -144,12 +130,7 @@ export function dueForRecovery(db: Db, now: number): { lost: number; abandoned: 
     for (const row of rows) {
       if (row.state === "queued") {
         lost++;
-        db.run(
-          `UPDATE deliveries SET state = 'waiting', redispatches = redispatches + 1, wake_ms = NULL, queued_ms = NULL, updated_at = ?
-            WHERE id = ? AND state = 'queued'`,
-          isoTime(now),
-          row.id,
-        );
+        move(db, "put_back", { id: row.id }, { redispatches: { sql: "redispatches + 1" }, wake_ms: null, queued_ms: null }, now);
       } else if (row.state === "running") {
         abandoned.push(row);
       } else {

@@ -56,6 +56,7 @@ import {
 import { claim, dueForRecovery, nextAlarm, prune, type Queues, send, unclaim } from "./dispatch";
 import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./flow";
 import { importDeliveries, type LegacyDelivery } from "./legacy";
+import { moveOne } from "./lifecycle";
 import {
   decide,
   type MeterCharge,
@@ -891,7 +892,7 @@ export class EndpointObject extends DurableObject<Env> {
     if (row === undefined || !isOpen(row) || row.series !== ticket.series || ticket.attempt !== row.attempts + 1) return;
     if (row.state === "running" || (row.state === "queued" && row.ticket !== ticket.ticket)) return;
     this.db.txn(() => {
-      this.db.run("UPDATE deliveries SET attempts = ?, state = 'running' WHERE id = ?", ticket.attempt, row.id);
+      moveOne(this.db, "start_unsent", row.id, { attempts: ticket.attempt }, now);
       this.db.run(
         `INSERT INTO attempts (delivery_id, number, series, at, step, latency_ms, outcome) VALUES (?, ?, ?, ?, 'configuration', 0, 'in_flight')`,
         row.id,

@@ -25,6 +25,7 @@ import { isoTime } from "../../lib/time";
 import type { PollingState, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import type { Db } from "../db";
 import { fail, ok, type Result } from "../sql";
+import { move } from "./lifecycle";
 import type { EndpointRow } from "./schema";
 
 /** The most events one read answers. */
@@ -130,12 +131,7 @@ export function acknowledge(db: Db, ep: Pick<EndpointRow, "acked_pos" | "last_po
   if (!moved && ep.last_poll_ms !== null && now - ep.last_poll_ms < 1000) return;
   db.txn(() => {
     if (moved) {
-      db.run(
-        "UPDATE deliveries SET status = 'delivered', updated_at = ? WHERE pos > ? AND pos <= ? AND status = 'pending'",
-        isoTime(now),
-        ep.acked_pos,
-        after,
-      );
+      move(db, "read", { where: "pos > ? AND pos <= ?", args: [ep.acked_pos, after] }, {}, now);
     }
     db.run(
       "UPDATE endpoint SET acked_pos = max(acked_pos, ?), last_poll_ms = ?, last_delivered_ms = CASE WHEN ? THEN ? ELSE last_delivered_ms END",
