@@ -85,7 +85,7 @@ interface Trace {
 
 const CACHED_GENERATION = 7;
 
-export function world(script: Script) {
+function world(script: Script) {
   let now = T0;
   let awaits = 0;
   let delayIndex = 0;
