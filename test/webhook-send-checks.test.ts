@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import type { Begun } from "../src/objects/endpoints/object";
+import type { Begun } from "../src/objects/endpoints/attempts";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, type Handler, json, RECEIVER, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { createTenant, issueToken, type Tenant } from "./helpers";

@@ -19,7 +19,7 @@
 import { type Deps, depsFromEnv } from "../deps";
 import { IsolateCache } from "../lib/cache";
 import { type DeliveryOutcome, describeError, log, recordDeliveryAttempt } from "../log";
-import type { Begun } from "../objects/endpoints/object";
+import type { Begun } from "../objects/endpoints/attempts";
 import { MAX_PAUSE_MS, TOKEN_DEFAULT_LIFETIME_MS } from "../objects/endpoints/policy";
 import { tokenKey } from "../objects/endpoints/token";
 import { endpointObject, reach, webhookObject } from "../objects/stubs";
