@@ -17,7 +17,7 @@ import { afterAttempt, type EndpointChange, failingTooLong, pausedNow } from "./
 import { moveOne } from "./lifecycle";
 import { announceExhausted, announcePause, announceRecovered } from "./notices";
 import { EARLY_TOLERANCE_MS, LEASE_MARGIN_MS, slotLength, TOKEN_REUSE_MARGIN_MS } from "./policy";
-import { type DeliveryRow, deliveryRow, type EndpointRow } from "./schema";
+import { DELIVERY_COLUMNS, type DeliveryRow, deliveryRow, type EndpointRow } from "./schema";
 import { grantableAt, type SlotBook } from "./slots";
 import { fetching, leaseOwner, planToken, type TokenPlan, tokenKey } from "./token";
 
@@ -478,6 +478,20 @@ export class Attempts {
       counts: true,
     });
     await this.host.pump(now);
+  }
+
+  /**
+   * A configuration deleted (its organization deleted, say) concludes every waiting delivery now,
+   * not at its next due time: nothing will ever be sent for them. A disabled one fails them as
+   * they fall due. At most 100 a call; answers whether more may be left.
+   */
+  concludeEnded(ep: EndpointRow, reason: string, now: number): boolean {
+    const due = this.host.db.all<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
+      ep.deleted === 1 ? Number.MAX_SAFE_INTEGER : now,
+    );
+    for (const row of due) failWithoutRequest(this.host.db, row, reason, now, { ...this.host.concluding(), by: "keyway", counts: true });
+    return due.length === 100;
   }
 
   /** Concludes an attempt whose lease ran out with no report: a failed try on our side, retried by the schedule. */

@@ -551,16 +551,9 @@ export class EndpointObject extends DurableObject<Env> {
     if (ep === undefined || (config === null && ep.deleted !== 1)) return;
     const live = liveConfig(ep, config);
     if (typeof live === "string") {
-      // A deleted configuration (its organization deleted, say) concludes every waiting delivery
-      // now, not at its next due time: nothing will ever be sent for them. A disabled one fails
-      // them as they fall due.
-      const due = this.db.all<DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE state = 'waiting' AND due_ms <= ? ORDER BY due_ms LIMIT 100`,
-        ep.deleted === 1 ? Number.MAX_SAFE_INTEGER : now,
-      );
-      for (const row of due) failWithoutRequest(this.db, row, live, now, { ...this.concluding(), by: "keyway", counts: true });
+      const more = this.attempts.concludeEnded(ep, live, now);
       this.plan(now);
-      if (due.length === 100) this.setAlarm(Date.now()); // more to conclude: at once
+      if (more) this.setAlarm(Date.now()); // more to conclude: at once
       return;
     }
     if (live.status === "paused") {
