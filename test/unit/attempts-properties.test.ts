@@ -218,6 +218,7 @@ class World {
     const ended = await drive(this.port(ticket, begun), this.planOf(ticket, begun));
     if ("stopped" in ended) {
       reached.stoppedByEnd++;
+      if (ended.stopped.includes("paused")) reached.heldByPause++;
       return;
     }
     this.reports.push(ended.report);
@@ -384,7 +385,7 @@ const receivers: fc.Arbitrary<Receiver[]> = fc.array(
       fc.oneof(
         { weight: 5, arbitrary: fc.record({ status: fc.constantFrom(200, 204) }) },
         { weight: 3, arbitrary: fc.record({ status: fc.constantFrom(500, 503, 401, 302) }) },
-        { weight: 1, arbitrary: fc.record({ status: fc.constant(410) }) },
+        { weight: 2, arbitrary: fc.record({ status: fc.constant(410) }) },
         { weight: 1, arbitrary: fc.constant({ hang: true as const }) },
         { weight: 1, arbitrary: fc.constant({ fail: true as const }) },
       ),
