@@ -37,7 +37,12 @@ runMain(async () => {
         b.push(rb);
         ratios.push(rb / ra);
       }
-      out[`endpoints_${n}`] = { before_per_s: spread(a, 1), after_per_s: spread(b, 1), ratio: spread(ratios), ratios: ratios.map((r) => round(r)) };
+      out[`endpoints_${n}`] = {
+        before_per_s: spread(a, 1),
+        after_per_s: spread(b, 1),
+        ratio: spread(ratios),
+        ratios: ratios.map((r) => round(r)),
+      };
       console.log(`webhooks, ${n} endpoint(s):`, JSON.stringify(out[`endpoints_${n}`]));
     }
     await writeFile(join(ROOT, "bench", "results-side-by-side-webhooks.json"), `${JSON.stringify(out, null, 2)}\n`);

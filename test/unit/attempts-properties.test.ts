@@ -29,7 +29,7 @@ import { Attempts, type Begun, liveConfig } from "../../src/objects/endpoints/at
 import { accept, deliveryRecord } from "../../src/objects/endpoints/deliveries";
 import { claim, dueForRecovery } from "../../src/objects/endpoints/dispatch";
 import { edges, PLACE_SQL } from "../../src/objects/endpoints/lifecycle";
-import { type DeliveryRow, deliveryRow, endpointRow, MIGRATIONS } from "../../src/objects/endpoints/schema";
+import { type DeliveryRow, endpointRow, MIGRATIONS } from "../../src/objects/endpoints/schema";
 import { SlotBook } from "../../src/objects/endpoints/slots";
 import { migrate } from "../../src/objects/sql";
 import type { AttemptReport, DeliveryTicket, WebhookConfigurationRecord } from "../../src/schemas/webhooks";
@@ -67,8 +67,8 @@ const record = (status: WebhookConfigurationRecord["status"], version: number): 
   updated_at: "2026-12-03T00:00:00.000Z",
 });
 
-/** What the receiver does with a webhook; `then`: the organization changes the configuration while the answer is awaited. */
-type Receiver = ({ status: number } | { hang: true } | { fail: true }) & { then?: "paused" | "disabled" | "deleted" };
+/** What the receiver does with a webhook; `meanwhile`: the organization changes the configuration while the answer is awaited. */
+type Receiver = ({ status: number } | { hang: true } | { fail: true }) & { meanwhile?: "paused" | "disabled" | "deleted" };
 const ALLOWED = new Set(edges().map((e) => `${e.from}>${e.to}`));
 
 const reached = {
@@ -283,8 +283,8 @@ class World {
         this.leave(ref, `webhook${token}`);
         // Running the world out, the receiver is back up.
         const r: Receiver = this.draining ? { status: 204 } : this.receiver();
-        if (r.then !== undefined && this.status === "active" && !this.draining) {
-          this.setConfig(r.then);
+        if (r.meanwhile !== undefined && this.status === "active" && !this.draining) {
+          this.setConfig(r.meanwhile);
           reached.endedMidAttempt++;
         }
         if ("hang" in r) {
@@ -375,7 +375,7 @@ const steps: fc.Arbitrary<Step[]> = fc.array(
   { minLength: 5, maxLength: 40 },
 );
 
-const then = fc.oneof(
+const meanwhile = fc.oneof(
   { weight: 12, arbitrary: fc.constant(undefined) },
   { weight: 1, arbitrary: fc.constantFrom("paused" as const, "disabled" as const, "deleted" as const) },
 );
@@ -389,9 +389,9 @@ const receivers: fc.Arbitrary<Receiver[]> = fc.array(
         { weight: 1, arbitrary: fc.constant({ hang: true as const }) },
         { weight: 1, arbitrary: fc.constant({ fail: true as const }) },
       ),
-      then,
+      meanwhile,
     )
-    .map(([r, t]): Receiver => (t === undefined ? r : { ...r, then: t })),
+    .map(([r, t]): Receiver => (t === undefined ? r : { ...r, meanwhile: t })),
   { minLength: 1, maxLength: 12 },
 );
 
