@@ -407,12 +407,16 @@ describe("finding 3: the portal's actions are metered", () => {
     const tokensBefore = r.tokens();
     const started = performance.now();
     const tests: { status: number; retryAfter: string | null }[] = [];
+    const firstSent = Date.now();
     for (let i = 0; i < 25; i++) {
       const res = await portal.post("/portal/test-connection");
       tests.push({ status: res.status, retryAfter: res.headers.get("retry-after") });
       await res.arrayBuffer();
     }
+    const lastAnswered = Date.now();
     const testsMs = performance.now() - started;
+    // One is admitted per 5 s window the burst touched: one, or two on a machine slow enough to cross a window's end.
+    const windowsTouched = Math.floor(lastAnswered / 5000) - Math.floor(firstSent / 5000) + 1;
     await sleep(500);
     const tokenRequests = r.tokens() - tokensBefore;
     const admittedTests = tests.filter((x) => x.status === 200).length;
@@ -421,12 +425,24 @@ describe("finding 3: the portal's actions are metered", () => {
     );
     expect(tests[0]?.status).toBe(200);
     // Soft, so the test events' figures are printed too where these fail (the code before issue 42).
-    expect.soft(admittedTests, "connection tests admitted").toBe(testsMs < 4500 ? 1 : 2);
+    expect.soft(admittedTests, "connection tests admitted").toBeGreaterThanOrEqual(1);
+    expect.soft(admittedTests, `connection tests admitted, ${windowsTouched} window(s) touched`).toBeLessThanOrEqual(windowsTouched);
     expect.soft(tokenRequests, "token requests at the receiver").toBe(admittedTests);
     for (const x of tests.filter((y) => y.status !== 200)) {
       expect(x.status).toBe(429);
       expect(Number(x.retryAfter)).toBeGreaterThanOrEqual(1);
     }
+    // Just after the next window begins: the first test is admitted, the one right after it is
+    // refused and says that no request was made.
+    await until(
+      () => Date.now() % 5000,
+      (ms) => ms >= 20 && ms < 400 && Date.now() - lastAnswered > 500,
+      "the start of the next 5 s window",
+      10_000,
+    );
+    const admitted = await portal.post("/portal/test-connection");
+    expect.soft(admitted.status).toBe(200);
+    await admitted.arrayBuffer();
     const refused = await portal.post("/portal/test-connection");
     expect.soft(refused.status).toBe(429);
     expect.soft(await textOf(refused)).toContain("No request was made to the token endpoint");
