@@ -76,28 +76,39 @@ async function expectStopped(configId: string, delivery: string, reason: string,
 }
 
 /**
- * The endpoints' namespace as the consumer sees it, counting `proceed` calls; `onBegin` may change
- * what `begin` answered (to give the attempt a slot to wait for) and learns the attempt has begun.
+ * The endpoints' namespace as the consumer sees it, counting each call an attempt makes to the
+ * endpoint's object; `onBegin` may change what `begin` answered (to give the attempt a slot to wait
+ * for) and learns the attempt has begun.
  */
 function watchedEndpoints(onBegin: (begun: Begun) => void = () => {}) {
-  const calls = { proceed: 0 };
+  const calls = { begin: 0, proceed: 0, storeToken: 0, tokenRejected: 0, finish: 0 };
   const namespace = {
     idFromName: env.ENDPOINTS.idFromName.bind(env.ENDPOINTS),
     get: (id: DurableObjectId) => {
       const real = env.ENDPOINTS.get(id);
       return {
         begin: async (...a: Parameters<typeof real.begin>) => {
+          calls.begin++;
           const begun = await real.begin(...a);
           onBegin(begun);
           return begun;
         },
-        storeToken: (...a: Parameters<typeof real.storeToken>) => real.storeToken(...a),
-        tokenRejected: (...a: Parameters<typeof real.tokenRejected>) => real.tokenRejected(...a),
+        storeToken: (...a: Parameters<typeof real.storeToken>) => {
+          calls.storeToken++;
+          return real.storeToken(...a);
+        },
+        tokenRejected: (...a: Parameters<typeof real.tokenRejected>) => {
+          calls.tokenRejected++;
+          return real.tokenRejected(...a);
+        },
         proceed: (...a: Parameters<typeof real.proceed>) => {
           calls.proceed++;
           return real.proceed(...a);
         },
-        finish: (...a: Parameters<typeof real.finish>) => real.finish(...a),
+        finish: (...a: Parameters<typeof real.finish>) => {
+          calls.finish++;
+          return real.finish(...a);
+        },
       };
     },
   } as unknown as Env["ENDPOINTS"];
@@ -244,6 +255,39 @@ describe("the rate limit's slot", () => {
 });
 
 describe("the budget: no extra call to the endpoint's object when nothing was awaited", () => {
+  it("the first attempt of a token_cache endpoint: begin, the token kept, one check, the report", async () => {
+    fakeNetwork({ [TOKEN_URL]: bearerToken, [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
+    const configId = (await createConfig(t, token, "receiver-secret-0123456789", { token_cache: true })).id;
+    const { namespace, calls } = watchedEndpoints();
+    const delivery = await publishTo(t, token, configId);
+    await attempt(delivery, "first-cached-budget", { ENDPOINTS: namespace });
+    expect(calls).toEqual({ begin: 1, proceed: 1, storeToken: 1, tokenRejected: 0, finish: 1 });
+    expect((await deliveryRowAt(configId, delivery)).status).toBe("delivered");
+  });
+
+  it("a 401 to the endpoint's token: the rejection grants the refetch (no check before the token request), one check before the webhook again", async () => {
+    let refused = false;
+    fakeNetwork({
+      [TOKEN_URL]: bearerToken,
+      [WEBHOOK_URL]: () => {
+        if (!refused) {
+          refused = true;
+          return new Response(null, { status: 401 });
+        }
+        return new Response(null, { status: 204 });
+      },
+    });
+    const configId = (await createConfig(t, token, "receiver-secret-0123456789", { token_cache: true })).id;
+    refused = true; // the warm-up is delivered and leaves a cached token
+    await attempt(await publishTo(t, token, configId), "warm-401-budget");
+    refused = false;
+    const { namespace, calls } = watchedEndpoints();
+    const delivery = await publishTo(t, token, configId);
+    await attempt(delivery, "401-budget", { ENDPOINTS: namespace });
+    expect(calls).toEqual({ begin: 1, proceed: 1, storeToken: 1, tokenRejected: 1, finish: 1 });
+    expect((await deliveryRowAt(configId, delivery)).status).toBe("delivered");
+  });
+
   it("a cached token and no wait: straight from begin to the POST", async () => {
     const sent = fakeNetwork({ [TOKEN_URL]: bearerToken, [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
     const configId = (await createConfig(t, token, "receiver-secret-0123456789", { token_cache: true })).id;
@@ -251,7 +295,8 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     const { namespace, calls } = watchedEndpoints();
     const delivery = await publishTo(t, token, configId);
     await attempt(delivery, "cached-budget", { ENDPOINTS: namespace });
-    expect(calls.proceed).toBe(0);
+    // The whole attempt: begin and the report, nothing between.
+    expect(calls).toEqual({ begin: 1, proceed: 0, storeToken: 0, tokenRejected: 0, finish: 1 });
     expect(of(sent, TOKEN_URL)).toHaveLength(1);
     expect(of(sent, WEBHOOK_URL)).toHaveLength(2);
     expect((await deliveryRowAt(configId, delivery)).status).toBe("delivered");
@@ -263,7 +308,7 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     const first = watchedEndpoints();
     const delivery = await publishTo(t, token, plain);
     await attempt(delivery, "fetch-budget", { ENDPOINTS: first.namespace });
-    expect(first.calls.proceed).toBe(1);
+    expect(first.calls).toEqual({ begin: 1, proceed: 1, storeToken: 0, tokenRejected: 0, finish: 1 });
     expect((await deliveryRowAt(plain, delivery)).status).toBe("delivered");
 
     const sent = fakeNetwork({
@@ -274,7 +319,7 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     const second = watchedEndpoints();
     const nonced = await publishTo(t, token, bound);
     await attempt(nonced, "nonce-budget", { ENDPOINTS: second.namespace });
-    expect(second.calls.proceed).toBe(2);
+    expect(second.calls).toEqual({ begin: 1, proceed: 2, storeToken: 0, tokenRejected: 0, finish: 1 });
     expect(of(sent, WEBHOOK_URL)).toHaveLength(2);
     expect((await deliveryRowAt(bound, nonced)).status).toBe("delivered");
   });
