@@ -408,7 +408,8 @@ describe("one delivery attempt, over random receivers and endpoints", () => {
       }),
       { numRuns: RUNS },
     );
-  });
+    // About 0.5 s alone; the suite's busiest moments make it ten times that.
+  }, 300_000);
 
   afterAll(() => {
     // Every rule above was reached by the runs (a generator that stopped reaching one is a defect).
