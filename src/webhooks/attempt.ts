@@ -23,6 +23,8 @@
  * or a stop was answered; no event is taken after it). The driver feeds each event the command it
  * was given asked for; an event nobody asked for is a fault of the driver and throws.
  */
+import type { Begun } from "../objects/endpoints/attempts";
+import { MAX_PAUSE_MS, TOKEN_DEFAULT_LIFETIME_MS } from "../objects/endpoints/policy";
 import type { AttemptReport, FetchedToken, Lane } from "../schemas/webhooks";
 
 /** The rate limit's slot: the webhook leaves no earlier than `not_before` and no later than `by`. */
@@ -53,6 +55,32 @@ export interface AttemptPlan {
   default_token_lifetime_ms: number;
   /** The longest pause an answer's Retry-After can ask for (policy.ts MAX_PAUSE_MS). */
   max_pause_ms: number;
+}
+
+/**
+ * What `begin` granted, as the core reads it: plain data, the sealed token left with the driver.
+ * `timing`: when the attempt starts, its deadline in whole seconds, and the slow lane's.
+ */
+export function planOf(
+  ticket: { delivery_id: string },
+  begun: Extract<Begun, { go: true }>,
+  timing: { started_at: number; deadline_seconds: number; slow_deadline_seconds: number },
+): AttemptPlan {
+  return {
+    delivery_id: ticket.delivery_id,
+    series: begun.series,
+    attempt: begun.attempt,
+    version: begun.version,
+    lane: begun.lane,
+    url: begun.configuration.url,
+    ...timing,
+    token:
+      begun.token.mode === "cached" ? { mode: "cached", generation: begun.token.generation } : { mode: "fetch", keep: begun.token.keep },
+    token_cache: begun.configuration.token_cache,
+    slot: begun.slot,
+    default_token_lifetime_ms: TOKEN_DEFAULT_LIFETIME_MS,
+    max_pause_ms: MAX_PAUSE_MS,
+  };
 }
 
 export type Phase = "prepared" | "token_in_hand" | "sent" | "concluded";

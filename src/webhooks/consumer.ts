@@ -18,9 +18,9 @@
  */
 import { type Deps, depsFromEnv } from "../deps";
 import { IsolateCache } from "../lib/cache";
-import { type DeliveryOutcome, describeError, log, recordDeliveryAttempt } from "../log";
+import { describeError, log, recordDeliveryAttempt } from "../log";
 import type { Begun } from "../objects/endpoints/attempts";
-import { MAX_PAUSE_MS, TOKEN_DEFAULT_LIFETIME_MS } from "../objects/endpoints/policy";
+import { MAX_PAUSE_MS } from "../objects/endpoints/policy";
 import { tokenKey } from "../objects/endpoints/token";
 import { endpointObject, reach, webhookObject } from "../objects/stubs";
 import {
@@ -34,7 +34,7 @@ import {
   receiverOAuth,
   type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
-import { type AttemptPlan, type AttemptPort, drive, type Failure } from "./attempt";
+import { type AttemptPort, drive, type Ended, type Failure, planOf } from "./attempt";
 import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
 import {
   type Deadline,
@@ -255,39 +255,12 @@ async function deliverReport(deps: Deps, ticket: DeliveryTicket, report: Attempt
   });
 }
 
-/** An attempt's report to the endpoint's object, and what it came to for the logs and metrics. */
-interface Attempted {
-  report: AttemptReport;
-  outcome: DeliveryOutcome;
-}
-
 /** An attempt the endpoint's object stopped before its webhook was sent (the configuration deleted or disabled meanwhile). */
 interface Stopped {
   stopped: string;
 }
 
 type Go = Extract<Begun, { go: true }>;
-
-/** What `begin` granted, as the attempt's core reads it (plain data; the sealed token stays here). */
-function planOf(deps: Deps, ticket: DeliveryTicket, begun: Go, deadline: Deadline): AttemptPlan {
-  return {
-    delivery_id: ticket.delivery_id,
-    series: begun.series,
-    attempt: begun.attempt,
-    version: begun.version,
-    lane: begun.lane,
-    url: begun.configuration.url,
-    started_at: deps.now(),
-    deadline_seconds: deadline.seconds,
-    slow_deadline_seconds: deps.config.webhookTimeoutMs / 1000,
-    token:
-      begun.token.mode === "cached" ? { mode: "cached", generation: begun.token.generation } : { mode: "fetch", keep: begun.token.keep },
-    token_cache: begun.configuration.token_cache,
-    slot: begun.slot,
-    default_token_lifetime_ms: TOKEN_DEFAULT_LIFETIME_MS,
-    max_pause_ms: MAX_PAUSE_MS,
-  };
-}
 
 const failureOf = (err: DeliveryFailure): Failure => ({
   http_status: err.httpStatus,
@@ -300,7 +273,7 @@ const failureOf = (err: DeliveryFailure): Failure => ({
  * it over the real world (the token request, the endpoint's object, the slot's wait, the signed
  * POST) and nothing else. The access token in hand stays here, never in the core's state.
  */
-async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Attempted | Stopped> {
+async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Ended> {
   const config = begun.configuration;
   const deadline = deadlineOf(deps, begun.deadline);
   const endpoint = () => endpointOf(deps, ticket.configuration_id);
@@ -352,7 +325,8 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<A
       return { refetch: answer.refetch, slot: answer.slot, stopped: answer.stopped ?? null };
     },
   };
-  return drive(port, planOf(deps, ticket, begun, deadline));
+  const timing = { started_at: deps.now(), deadline_seconds: deadline.seconds, slow_deadline_seconds: deps.config.webhookTimeoutMs / 1000 };
+  return drive(port, planOf(ticket, begun, timing));
 }
 
 const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });

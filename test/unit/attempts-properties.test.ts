@@ -33,7 +33,7 @@ import { type DeliveryRow, endpointRow, MIGRATIONS } from "../../src/objects/end
 import { SlotBook } from "../../src/objects/endpoints/slots";
 import { migrate } from "../../src/objects/sql";
 import type { AttemptReport, DeliveryTicket, WebhookConfigurationRecord } from "../../src/schemas/webhooks";
-import { type AttemptPlan, type AttemptPort, drive } from "../../src/webhooks/attempt";
+import { type AttemptPort, drive, planOf } from "../../src/webhooks/attempt";
 import { MemoryStorage } from "./memory-storage";
 
 const RUNS = Number(process.env.KEYWAY_PROPERTY_RUNS || 300);
@@ -215,7 +215,8 @@ class World {
       if (begun.reason.includes("paused")) reached.heldByPause++;
       return;
     }
-    const ended = await drive(this.port(ticket, begun), this.planOf(ticket, begun));
+    const timing = { started_at: this.now, deadline_seconds: Math.ceil((begun.deadline - this.now) / 1000), slow_deadline_seconds: 30 };
+    const ended = await drive(this.port(ticket, begun), planOf(ticket, begun, timing));
     if ("stopped" in ended) {
       reached.stoppedByEnd++;
       if (ended.stopped.includes("paused")) reached.heldByPause++;
@@ -229,26 +230,6 @@ class World {
     }
     if (ended.report.gone) reached.gone++;
     await this.attempts.finish(ended.report, this.now);
-  }
-
-  private planOf(ticket: DeliveryTicket, begun: Extract<Begun, { go: true }>): AttemptPlan {
-    return {
-      delivery_id: ticket.delivery_id,
-      series: begun.series,
-      attempt: begun.attempt,
-      version: begun.version,
-      lane: begun.lane,
-      url: begun.configuration.url,
-      started_at: this.now,
-      deadline_seconds: Math.ceil((begun.deadline - this.now) / 1000),
-      slow_deadline_seconds: 30,
-      token:
-        begun.token.mode === "cached" ? { mode: "cached", generation: begun.token.generation } : { mode: "fetch", keep: begun.token.keep },
-      token_cache: begun.configuration.token_cache,
-      slot: begun.slot,
-      default_token_lifetime_ms: 300_000,
-      max_pause_ms: 600_000,
-    };
   }
 
   private port(ticket: DeliveryTicket, begun: Extract<Begun, { go: true }>): AttemptPort {
