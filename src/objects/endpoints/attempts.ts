@@ -187,14 +187,7 @@ export class Attempts {
 
   /** Concludes an attempt under way as failed without the webhook: its configuration is gone or disabled. */
   private stopAttempt(ref: TicketRef, error: string, now: number): void {
-    this.host.db.txn(() => {
-      conclude(this.host.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: "failed", error }, now, {
-        ...this.host.concluding(),
-        by: "keyway",
-        counts: true,
-      });
-      this.releaseTokenLease(ref);
-    });
+    this.concludeUnsent(ref, { outcome: "failed", by: "keyway", counts: true }, error, now);
     this.host.plan(now);
   }
 
@@ -203,15 +196,25 @@ export class Attempts {
    * not counted (nothing reached the receiver), due again at once, so held until the resume.
    */
   private holdAttempt(ref: TicketRef, error: string, now: number): void {
+    this.concludeUnsent(ref, { outcome: "retry", by: "keyway", counts: false }, error, now);
+    this.host.plan(now);
+  }
+
+  /** Concludes an attempt under way that sent nothing more (no step of the receiver's), and frees its token lease. */
+  private concludeUnsent(
+    ref: TicketRef,
+    how: { outcome: "failed" | "retry"; by: "keyway" | "lease"; counts: boolean },
+    error: string,
+    now: number,
+  ): void {
     this.host.db.txn(() => {
-      conclude(this.host.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: "retry", error }, now, {
+      conclude(this.host.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: how.outcome, error }, now, {
         ...this.host.concluding(),
-        by: "keyway",
-        counts: false,
+        by: how.by,
+        counts: how.counts,
       });
       this.releaseTokenLease(ref);
     });
-    this.host.plan(now);
   }
 
   /** The consumer's report of an attempt `begin` started; a repeated or late report changes nothing. */
@@ -497,15 +500,12 @@ export class Attempts {
   /** Concludes an attempt whose lease ran out with no report: a failed try on our side, retried by the schedule. */
   abandon(row: DeliveryRow, now: number): void {
     const error = "no outcome was reported before the attempt's deadline (the consumer stopped)";
-    const ref = { delivery_id: row.id, series: row.series, attempt: row.attempts };
-    this.host.db.txn(() => {
-      conclude(this.host.db, ref, { step: "configuration", http_status: null, latency_ms: 0, outcome: "retry", error }, now, {
-        ...this.host.concluding(),
-        by: "lease",
-        counts: true,
-      });
-      this.releaseTokenLease(ref);
-    });
+    this.concludeUnsent(
+      { delivery_id: row.id, series: row.series, attempt: row.attempts },
+      { outcome: "retry", by: "lease", counts: true },
+      error,
+      now,
+    );
   }
 }
 
