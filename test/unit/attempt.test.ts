@@ -440,14 +440,20 @@ const basePlan = (over: Partial<AttemptPlan> = {}): AttemptPlan => ({
 });
 const at = (now: number) => ({ now, timed_out: false });
 
+/** Steps one attempt of `plan` by hand: `go` feeds an event and answers the next command; `state` is the state after it. */
+function stepper(plan: AttemptPlan) {
+  let s = newAttempt(plan);
+  const go = (e: AttemptEvent) => {
+    const r = attemptStep(s, e);
+    s = r.state;
+    return r.next;
+  };
+  return { go, state: () => s };
+}
+
 describe("the attempt's core, step by step", () => {
   it("the default path: fetch, no slot, send, delivered; the webhook asks the object first because the token request was awaited", () => {
-    let s = newAttempt(basePlan());
-    const go = (e: AttemptEvent) => {
-      const r = attemptStep(s, e);
-      s = r.state;
-      return r.next;
-    };
+    const { go, state } = stepper(basePlan());
     expect(go({ ...at(T0), type: "start", paused_until: null })).toEqual({ do: "fetch_token" });
     expect(go({ ...at(T0), type: "before_request", round: 0 })).toEqual({ do: "go" });
     expect(go({ ...at(T0 + 40), type: "token_fetched", ms: 40, expires_in_seconds: 60 })).toEqual({ do: "wait", until: T0 + 40 });
@@ -460,17 +466,12 @@ describe("the attempt's core, step by step", () => {
       outcome: "delivered",
       report: { outcome: "delivered", http_status: 204, token_ms: 40, latency_ms: 60 },
     });
-    expect(s.phase).toBe("concluded");
-    expect(() => attemptStep(s, { ...at(T0 + 61), type: "dropped" })).toThrow(/does not answer/);
+    expect(state().phase).toBe("concluded");
+    expect(() => attemptStep(state(), { ...at(T0 + 61), type: "dropped" })).toThrow(/does not answer/);
   });
 
   it("a cached token and no wait goes from begin to the POST without asking the object", () => {
-    let s = newAttempt(basePlan({ token: { mode: "cached", generation: 3 }, token_cache: true }));
-    const go = (e: AttemptEvent) => {
-      const r = attemptStep(s, e);
-      s = r.state;
-      return r.next;
-    };
+    const { go } = stepper(basePlan({ token: { mode: "cached", generation: 3 }, token_cache: true }));
     expect(go({ ...at(T0), type: "start", paused_until: null })).toEqual({ do: "open_token" });
     expect(go({ ...at(T0), type: "token_opened" })).toEqual({ do: "wait", until: T0 });
     expect(go({ ...at(T0), type: "slot_reached", paused_until: null })).toEqual({ do: "send" });
@@ -480,12 +481,7 @@ describe("the attempt's core, step by step", () => {
   });
 
   it("a 401 to the cached token: dropped by its generation, refetched, sent again with the note; a 401 to the new one drops it too", () => {
-    let s = newAttempt(basePlan({ token: { mode: "cached", generation: 3 }, token_cache: true }));
-    const go = (e: AttemptEvent) => {
-      const r = attemptStep(s, e);
-      s = r.state;
-      return r.next;
-    };
+    const { go } = stepper(basePlan({ token: { mode: "cached", generation: 3 }, token_cache: true }));
     go({ ...at(T0), type: "start", paused_until: null });
     go({ ...at(T0), type: "token_opened" });
     go({ ...at(T0), type: "slot_reached", paused_until: null });

@@ -8,7 +8,18 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Db } from "../../src/objects/db";
-import { edges, IllegalMove, MOVES, type Move, move, moveOne, PLACES, type Place, placeAfter } from "../../src/objects/endpoints/lifecycle";
+import {
+  edges,
+  IllegalMove,
+  MOVES,
+  type Move,
+  move,
+  moveOne,
+  PLACE_SQL,
+  PLACES,
+  type Place,
+  placeAfter,
+} from "../../src/objects/endpoints/lifecycle";
 import { MIGRATIONS } from "../../src/objects/endpoints/schema";
 import { migrate } from "../../src/objects/sql";
 import { MemoryStorage } from "./memory-storage";
@@ -30,11 +41,7 @@ function insertAt(db: Db, id: string, place: Place): void {
   );
 }
 
-const placeOf = (db: Db, id: string): string | null =>
-  db.value<string>(
-    "SELECT CASE WHEN status IN ('delivered', 'failed') THEN status ELSE status || '/' || coalesce(state, 'kept') END FROM deliveries WHERE id = ?",
-    id,
-  );
+const placeOf = (db: Db, id: string): string | null => db.value<string>(`SELECT ${PLACE_SQL} FROM deliveries WHERE id = ?`, id);
 
 describe("a delivery's lifecycle", () => {
   it("moves a row only along the table: every move from every place, against the endpoint object's schema", () => {
