@@ -234,12 +234,12 @@ export function attemptStep(prev: AttemptState, event: AttemptEvent): Stepped {
     throw new Error(`attempt: ${event.type} does not answer ${awaited} (phase ${prev.phase})`);
   }
   const s: AttemptState = { ...prev };
-  const out = (next: Next, writes: Writes = {}): Stepped => {
+  const out = (next: Next): Stepped => {
     if (next.do === "report" || next.do === "stop") s.phase = "concluded";
     if (next.do !== "go" && next.do !== "refuse") s.asked = next.do;
     else s.asked = s.within;
     if (next.do === "fetch_token" || next.do === "send") s.within = next.do;
-    return { state: s, next, writes };
+    return { state: s, next, writes: {} };
   };
   const report = (
     step: "token" | "webhook",
@@ -343,7 +343,7 @@ export function attemptStep(prev: AttemptState, event: AttemptEvent): Stepped {
 }
 
 type Extra = { retryAfter?: number | null; gone?: boolean; ours?: AttemptReport["ours"]; response?: AttemptReport["response"] };
-type Out = (next: Next, writes?: Writes) => Stepped;
+type Out = (next: Next) => Stepped;
 type ReportFn = (
   step: "token" | "webhook",
   status: number | null,
