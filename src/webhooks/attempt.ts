@@ -180,6 +180,10 @@ export interface AttemptState {
   note: string | null;
   /** The receiver's last answer, kept while a 401's drop is being told to the endpoint. */
   answer: Answer | null;
+  /** The round of the request waiting for the endpoint's verdict. */
+  round: number;
+  /** The webhook was held back at the moment it would have left: its slot had closed. */
+  withheld: boolean;
 }
 
 /** The writes a step calls for besides its command: the pause this isolate remembers for the endpoint. */
@@ -208,6 +212,8 @@ export function newAttempt(plan: AttemptPlan): AttemptState {
     kept_generation: null,
     note: null,
     answer: null,
+    round: 0,
+    withheld: false,
   };
 }
 
@@ -283,32 +289,24 @@ export function attemptStep(prev: AttemptState, event: AttemptEvent): Stepped {
       if (s.again) s.note = "the receiver refused the endpoint's token (401); fetching a new one failed";
       return report("token", event.failure.http_status, "retry", event.failure.message, { retryAfter: event.failure.retry_after_seconds });
     case "slot_reached": {
-      if (s.slot !== null && event.now > s.slot.by) {
-        return report(
-          "token",
-          null,
-          "retry",
-          "the token request outlasted the rate limit's slot; the webhook was not sent and is retried at once",
-          { ours: "slot_missed" },
-        );
-      }
+      // Missed already: nothing more is signed or asked for it.
+      if (slotClosed(s, event.now)) return out(slotMissed(s, event));
       if (s.again) s.note = "the receiver refused the endpoint's token (401); a new token was fetched and the webhook sent again";
       const paused = pausedHere(s, event, event.paused_until);
       if (paused !== null) return out(paused);
       return out({ do: "send" });
     }
     case "before_request": {
-      const again = s.again || event.round > 0;
-      if (s.unchecked) return out({ do: "check", again });
-      // The request about to leave is itself awaited: whatever follows its answer asks again.
-      s.unchecked = true;
-      return out({ do: "go" });
+      s.round = event.round;
+      if (s.unchecked) return out({ do: "check", again: s.again || event.round > 0 });
+      return leave(s, event, out);
     }
     case "verdict":
       if (!event.go) return out({ do: "refuse", reason: event.reason });
-      s.unchecked = true;
-      return out({ do: "go" });
+      return leave(s, event, out);
     case "stopped":
+      // Held back here (the slot), or stopped by the endpoint's object (it concluded the attempt).
+      if (s.withheld) return out(slotMissed(s, event));
       return out({ do: "stop", reason: event.reason });
     case "send_failed":
       return report("webhook", event.failure.http_status, "retry", event.failure.message);
@@ -351,6 +349,36 @@ type ReportFn = (
   error: string | null,
   extra?: Extra,
 ) => Stepped;
+
+/** Whether the rate limit's slot has closed: the webhook may no longer leave. */
+const slotClosed = (s: AttemptState, now: number): boolean => s.slot !== null && now > s.slot.by;
+
+/** The report of a webhook not sent because its slot closed first (retried at once; not the receiver's doing). */
+const slotMissed = (s: AttemptState, event: Seen): Next =>
+  reportOf(
+    s,
+    event,
+    "token",
+    null,
+    "retry",
+    "the webhook could not leave within the rate limit's slot (its token request or the endpoint's check took too long); it was not sent and is retried at once",
+    { ours: "slot_missed" },
+  );
+
+/**
+ * The request may leave now. The webhook's first round keeps its rate-limit slot at this moment,
+ * after the endpoint's check: that answer takes time too, and a webhook leaving after its slot
+ * closed could put more than `rate_limit` requests in one second (slots.ts).
+ */
+function leave(s: AttemptState, event: Seen, out: Out): Stepped {
+  if (s.within === "send" && s.round === 0 && slotClosed(s, event.now)) {
+    s.withheld = true;
+    return out({ do: "refuse", reason: "the rate limit's slot closed before the webhook could leave" });
+  }
+  // The request about to leave is itself awaited: whatever follows its answer asks again.
+  s.unchecked = true;
+  return out({ do: "go" });
+}
 
 /** After the token: wait for the slot if there is one (a wait is awaited: the next request asks again). */
 function toSlot(s: AttemptState, event: Seen, out: Out): Stepped {

@@ -64,6 +64,8 @@ interface Script {
   /** Each await takes this long (ms), cycling. */
   delays: number[];
   deadlineMs: number;
+  /** How long the endpoint's object takes to answer `proceed`. */
+  proceedMs: number;
 }
 
 interface Trace {
@@ -195,6 +197,8 @@ function world(script: Script) {
     },
     proceed: async () => {
       trace.proceeds++;
+      // A call to the endpoint's object takes time too: the request leaves after its answer.
+      now += script.proceedMs;
       if (trace.ended) return { go: false, reason: script.endKind === "deleted" ? "webhook configuration was deleted" : "paused" };
       return { go: true };
     },
@@ -258,6 +262,7 @@ const scripts: fc.Arbitrary<Script> = fc
       maxLength: 4,
     }),
     deadlineMs: fc.constantFrom(2_000, 5_000, 30_000),
+    proceedMs: fc.constantFrom(0, 2, 40, 400),
   })
   // What `begin` grants: a cached token only with token_cache, and `keep` only with it.
   .map((s) => ({ ...s, tokenCache: s.mode === "cached" || s.tokenCache, keep: s.keep && (s.mode === "cached" || s.tokenCache) }));
