@@ -647,7 +647,7 @@ export const AttemptReport = z.object({
   /**
    * Not the receiver's doing, and not counted against the retry schedule or the endpoint's health:
    * `cut_off` (the fast lane's deadline passed; the endpoint moves to the slow lane), `slot_missed`
-   * (the token step outlasted the rate-limit slot, so the webhook was not sent), `token_busy` (a
+   * (the token step or the endpoint's check outlasted the rate-limit slot, so the webhook was not sent), `token_busy` (a
    * 401 to the cached token while another attempt fetches the new one), `paused` (another attempt
    * of this isolate had just been answered 429 or 503 with Retry-After, so the webhook was not
    * sent; `retry_after_seconds` is what is left of that pause).
