@@ -1122,7 +1122,7 @@ describe("messages", () => {
     const broken = {
       ENDPOINTS: {
         idFromName: env.ENDPOINTS.idFromName.bind(env.ENDPOINTS),
-        get: () => ({ begin: () => Promise.reject(new Error("unreachable")) }),
+        get: () => ({ step: () => Promise.reject(new Error("unreachable")) }),
       } as unknown as Env["ENDPOINTS"],
     };
     const outcome = await consume(DELIVERY_QUEUE, [{ id: "r1", attempts: 3, body: ticket }], broken);

@@ -10,6 +10,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { Db } from "../src/objects/db";
+import type { AttemptCall } from "../src/objects/endpoints/attempts";
 import { DELIVERY_ROW_BYTES, EVENT_ROW_BYTES, STORAGE_BUDGET_BYTES } from "../src/objects/webhooks/limits";
 import type { DeliveryQueueMessage, DeliveryTicket, ReportMessage } from "../src/schemas/webhooks";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
@@ -107,16 +108,12 @@ describe("an attempt's outcome is never lost between the receiver's answer and t
       get: (id: DurableObjectId) => {
         const real = env.ENDPOINTS.get(id);
         return {
-          begin: (...a: Parameters<typeof real.begin>) => real.begin(...a),
-          storeToken: (...a: Parameters<typeof real.storeToken>) => real.storeToken(...a),
-          tokenRejected: (...a: Parameters<typeof real.tokenRejected>) => real.tokenRejected(...a),
-          proceed: (...a: Parameters<typeof real.proceed>) => real.proceed(...a),
-          finish: (...a: Parameters<typeof real.finish>) => {
-            if (failed < failures) {
+          step: (call: AttemptCall, now: number) => {
+            if (call.kind === "finish" && failed < failures) {
               failed++;
               return Promise.reject(new Error("endpoint unreachable for the report"));
             }
-            return real.finish(...a);
+            return real.step(call, now);
           },
         };
       },

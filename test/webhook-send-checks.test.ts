@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import type { Begun } from "../src/objects/endpoints/attempts";
+import type { AttemptCall, Begun } from "../src/objects/endpoints/attempts";
 import { DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, type Handler, json, RECEIVER, type Sent, TOKEN_URL, WEBHOOK_URL } from "./fake-network";
 import { createTenant, issueToken, type Tenant } from "./helpers";
@@ -80,39 +80,34 @@ async function expectStopped(configId: string, delivery: string, reason: string,
  * endpoint's object; `onBegin` may change what `begin` answered (to give the attempt a slot to wait
  * for) and learns the attempt has begun.
  */
+/**
+ * The endpoint objects as the consumer reaches them, each call counted by its kind at the one
+ * entry (`step`); a call to any other method of the object is counted in `others`, which the
+ * budget holds empty.
+ */
 function watchedEndpoints(onBegin: (begun: Begun) => void = () => {}) {
-  const calls = { begin: 0, proceed: 0, storeToken: 0, tokenRejected: 0, finish: 0 };
+  const calls = { begin: 0, proceed: 0, store_token: 0, token_rejected: 0, finish: 0 };
+  const others: string[] = [];
   const namespace = {
     idFromName: env.ENDPOINTS.idFromName.bind(env.ENDPOINTS),
     get: (id: DurableObjectId) => {
       const real = env.ENDPOINTS.get(id);
-      return {
-        begin: async (...a: Parameters<typeof real.begin>) => {
-          calls.begin++;
-          const begun = await real.begin(...a);
-          onBegin(begun);
-          return begun;
-        },
-        storeToken: (...a: Parameters<typeof real.storeToken>) => {
-          calls.storeToken++;
-          return real.storeToken(...a);
-        },
-        tokenRejected: (...a: Parameters<typeof real.tokenRejected>) => {
-          calls.tokenRejected++;
-          return real.tokenRejected(...a);
-        },
-        proceed: (...a: Parameters<typeof real.proceed>) => {
-          calls.proceed++;
-          return real.proceed(...a);
-        },
-        finish: (...a: Parameters<typeof real.finish>) => {
-          calls.finish++;
-          return real.finish(...a);
-        },
+      const step = async (call: AttemptCall, now: number) => {
+        if (call.kind !== "dead_lettered") calls[call.kind]++;
+        const answer = await real.step(call, now);
+        if (call.kind === "begin") onBegin(answer as Begun);
+        return answer;
       };
+      return new Proxy(real, {
+        get: (target, name) => {
+          if (name === "step") return step;
+          if (typeof name === "string") others.push(name);
+          return Reflect.get(target, name);
+        },
+      });
     },
   } as unknown as Env["ENDPOINTS"];
-  return { namespace, calls };
+  return { namespace, calls, others };
 }
 
 describe("the webhook's DPoP nonce round (RFC 9449 9)", () => {
@@ -258,10 +253,11 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
   it("the first attempt of a token_cache endpoint: begin, the token kept, one check, the report", async () => {
     fakeNetwork({ [TOKEN_URL]: bearerToken, [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
     const configId = (await createConfig(t, token, "receiver-secret-0123456789", { token_cache: true })).id;
-    const { namespace, calls } = watchedEndpoints();
+    const { namespace, calls, others } = watchedEndpoints();
     const delivery = await publishTo(t, token, configId);
     await attempt(delivery, "first-cached-budget", { ENDPOINTS: namespace });
-    expect(calls).toEqual({ begin: 1, proceed: 1, storeToken: 1, tokenRejected: 0, finish: 1 });
+    expect(calls).toEqual({ begin: 1, proceed: 1, store_token: 1, token_rejected: 0, finish: 1 });
+    expect(others).toEqual([]);
     expect((await deliveryRowAt(configId, delivery)).status).toBe("delivered");
   });
 
@@ -281,10 +277,11 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     refused = true; // the warm-up is delivered and leaves a cached token
     await attempt(await publishTo(t, token, configId), "warm-401-budget");
     refused = false;
-    const { namespace, calls } = watchedEndpoints();
+    const { namespace, calls, others } = watchedEndpoints();
     const delivery = await publishTo(t, token, configId);
     await attempt(delivery, "401-budget", { ENDPOINTS: namespace });
-    expect(calls).toEqual({ begin: 1, proceed: 1, storeToken: 1, tokenRejected: 1, finish: 1 });
+    expect(calls).toEqual({ begin: 1, proceed: 1, store_token: 1, token_rejected: 1, finish: 1 });
+    expect(others).toEqual([]);
     expect((await deliveryRowAt(configId, delivery)).status).toBe("delivered");
   });
 
@@ -292,11 +289,12 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     const sent = fakeNetwork({ [TOKEN_URL]: bearerToken, [WEBHOOK_URL]: () => new Response(null, { status: 204 }) });
     const configId = (await createConfig(t, token, "receiver-secret-0123456789", { token_cache: true })).id;
     await attempt(await publishTo(t, token, configId), "warm-budget");
-    const { namespace, calls } = watchedEndpoints();
+    const { namespace, calls, others } = watchedEndpoints();
     const delivery = await publishTo(t, token, configId);
     await attempt(delivery, "cached-budget", { ENDPOINTS: namespace });
     // The whole attempt: begin and the report, nothing between.
-    expect(calls).toEqual({ begin: 1, proceed: 0, storeToken: 0, tokenRejected: 0, finish: 1 });
+    expect(calls).toEqual({ begin: 1, proceed: 0, store_token: 0, token_rejected: 0, finish: 1 });
+    expect(others).toEqual([]);
     expect(of(sent, TOKEN_URL)).toHaveLength(1);
     expect(of(sent, WEBHOOK_URL)).toHaveLength(2);
     expect((await deliveryRowAt(configId, delivery)).status).toBe("delivered");
@@ -308,7 +306,8 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     const first = watchedEndpoints();
     const delivery = await publishTo(t, token, plain);
     await attempt(delivery, "fetch-budget", { ENDPOINTS: first.namespace });
-    expect(first.calls).toEqual({ begin: 1, proceed: 1, storeToken: 0, tokenRejected: 0, finish: 1 });
+    expect(first.calls).toEqual({ begin: 1, proceed: 1, store_token: 0, token_rejected: 0, finish: 1 });
+    expect(first.others).toEqual([]);
     expect((await deliveryRowAt(plain, delivery)).status).toBe("delivered");
 
     const sent = fakeNetwork({
@@ -319,7 +318,8 @@ describe("the budget: no extra call to the endpoint's object when nothing was aw
     const second = watchedEndpoints();
     const nonced = await publishTo(t, token, bound);
     await attempt(nonced, "nonce-budget", { ENDPOINTS: second.namespace });
-    expect(second.calls).toEqual({ begin: 1, proceed: 2, storeToken: 0, tokenRejected: 0, finish: 1 });
+    expect(second.calls).toEqual({ begin: 1, proceed: 2, store_token: 0, token_rejected: 0, finish: 1 });
+    expect(second.others).toEqual([]);
     expect(of(sent, WEBHOOK_URL)).toHaveLength(2);
     expect((await deliveryRowAt(bound, nonced)).status).toBe("delivered");
   });

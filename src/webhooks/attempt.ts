@@ -23,7 +23,7 @@
  * or a stop was answered; no event is taken after it). The driver feeds each event the command it
  * was given asked for; an event nobody asked for is a fault of the driver and throws.
  */
-import type { Begun } from "../objects/endpoints/attempts";
+import type { AttemptAnswer, AttemptCall, Begun } from "../objects/endpoints/attempts";
 import { MAX_PAUSE_MS, TOKEN_DEFAULT_LIFETIME_MS } from "../objects/endpoints/policy";
 import type { AttemptReport, FetchedToken, Lane } from "../schemas/webhooks";
 
@@ -502,13 +502,20 @@ export interface AttemptPort {
   fetchToken(
     beforeRequest: () => Promise<string | null>,
   ): Promise<{ expires_in_seconds: number | null } | { failure: Failure } | { stopped: string }>;
-  keepToken(lifetimeMs: number): Promise<{ generation: number | null } | { carried: FetchedToken }>;
+  /** Seals the token in hand for the endpoint's cache (its sealed form, lifetime and key). */
+  sealToken(lifetimeMs: number): Promise<FetchedToken>;
   wait(ms: number): Promise<void>;
   /** The signed POST; `beforeRequest` is asked as each round leaves (`round` 1: after a DPoP nonce challenge). */
   send(beforeRequest: (round: number) => Promise<string | null>): Promise<{ answer: Answer } | { failure: Failure } | { stopped: string }>;
-  proceed(again: boolean): Promise<{ go: true } | { go: false; reason: string }>;
-  tokenRejected(generation: number, refetch: boolean): Promise<{ refetch: boolean; slot: Slot | null; stopped: string | null }>;
+  /**
+   * The endpoint's object, through its one entry (EndpointObject.step): what this attempt asks it
+   * between `begin` and the report, each call named by the driver.
+   */
+  ask<C extends AttemptCall<EndpointAsk>>(call: C): Promise<AttemptAnswer<C>>;
 }
+
+/** The calls an attempt makes to its endpoint's object while it runs (`begin` and `finish` are the consumer's). */
+export type EndpointAsk = "proceed" | "store_token" | "token_rejected";
 
 /** What an attempt ends in: its report, or a stop (the endpoint's object concluded it). */
 export type Ended = { report: AttemptReport; outcome: AttemptOutcome } | { stopped: string };
@@ -522,6 +529,7 @@ type Bare<T> = T extends unknown ? Omit<T, keyof Seen> : never;
  */
 export async function drive(port: AttemptPort, plan: AttemptPlan): Promise<Ended> {
   let state = newAttempt(plan);
+  const ref = { delivery_id: plan.delivery_id, series: plan.series, attempt: plan.attempt };
   const step = (event: Bare<AttemptEvent>): Next => {
     const stepped = attemptStep(state, { ...event, now: port.now(), timed_out: port.timedOut() } as AttemptEvent);
     state = stepped.state;
@@ -531,7 +539,7 @@ export async function drive(port: AttemptPort, plan: AttemptPlan): Promise<Ended
   const beforeRequest = async (round: number): Promise<string | null> => {
     let next = step({ type: "before_request", round });
     if (next.do === "check") {
-      const verdict = await port.proceed(next.again);
+      const verdict = await port.ask({ kind: "proceed", ref, again: next.again });
       next = step(verdict.go ? { type: "verdict", go: true } : { type: "verdict", go: false, reason: verdict.reason });
     }
     return next.do === "refuse" ? next.reason : null;
@@ -557,11 +565,16 @@ export async function drive(port: AttemptPort, plan: AttemptPlan): Promise<Ended
         break;
       }
       case "keep_token": {
-        const kept = await port.keepToken(next.lifetime_ms);
-        next =
-          "carried" in kept
-            ? step({ type: "token_carried", token: kept.carried })
-            : step({ type: "token_kept", generation: kept.generation });
+        const token = await port.sealToken(next.lifetime_ms);
+        let generation: number | null;
+        try {
+          generation = await port.ask({ kind: "store_token", ref, token });
+        } catch {
+          // The object did not take it: the report carries it instead.
+          next = step({ type: "token_carried", token });
+          break;
+        }
+        next = step({ type: "token_kept", generation });
         break;
       }
       case "wait": {
@@ -579,8 +592,10 @@ export async function drive(port: AttemptPort, plan: AttemptPlan): Promise<Ended
       }
       case "reject_token": {
         const { generation, refetch } = next;
-        const answer = await port.tokenRejected(generation, refetch);
-        next = refetch ? step({ type: "rejection_answered", ...answer }) : step({ type: "dropped" });
+        const answer = await port.ask({ kind: "token_rejected", ref, generation, refetch });
+        next = refetch
+          ? step({ type: "rejection_answered", refetch: answer.refetch, slot: answer.slot, stopped: answer.stopped ?? null })
+          : step({ type: "dropped" });
         break;
       }
       case "check":

@@ -13,7 +13,7 @@ import type { Actor } from "../identity/changes";
 import { ID_PATTERN } from "../lib/ids";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
 import { type ConnectionTestView, receiverOAuth } from "../schemas/webhooks";
-import { tokenCredentials } from "./consumer";
+import { AttemptSecrets } from "./attempt-secrets";
 import { DeliveryFailure, deadlineOf, requestReceiverToken } from "./outbound";
 
 export async function testConnection(deps: Deps, orgId: string, configId: string, _actor: Actor): Promise<ConnectionTestView> {
@@ -26,7 +26,7 @@ export async function testConnection(deps: Deps, orgId: string, configId: string
   const started = deps.now();
   const deadline = deadlineOf(deps, started + deps.config.webhookTimeoutMs);
   try {
-    const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline);
+    const token = await requestReceiverToken(deps, config, await new AttemptSecrets(deps, config).credentials(), deadline);
     return {
       ...base,
       ok: true,

@@ -18,8 +18,8 @@
  */
 import { type Deps, depsFromEnv } from "../deps";
 import { IsolateCache } from "../lib/cache";
-import { describeError, log, recordDeliveryAttempt } from "../log";
-import type { Begun } from "../objects/endpoints/attempts";
+import { type DeliveryAttemptRecord, describeError, log, recordDeliveryAttempt } from "../log";
+import type { AttemptAnswer, AttemptCall, Begun } from "../objects/endpoints/attempts";
 import { MAX_PAUSE_MS } from "../objects/endpoints/policy";
 import { tokenKey } from "../objects/endpoints/token";
 import { endpointObject, reach, webhookObject } from "../objects/stubs";
@@ -27,7 +27,6 @@ import {
   type AttemptReport,
   DeliveryQueueMessage,
   type DeliveryTicket,
-  type FetchedToken,
   keyScheme,
   type LegacyTicket,
   type ReportMessage,
@@ -35,18 +34,9 @@ import {
   type WebhookConfigurationRecord,
 } from "../schemas/webhooks";
 import { type AttemptPort, drive, type Ended, type Failure, planOf } from "./attempt";
-import { liveSigningSecrets, openReceiverToken, receiverClientSecret, sealReceiverToken } from "./configurations";
-import {
-  type Deadline,
-  DeliveryFailure,
-  deadlineOf,
-  postWebhook,
-  RequestStopped,
-  requestReceiverToken,
-  type TokenCredentials,
-} from "./outbound";
+import { AttemptSecrets } from "./attempt-secrets";
+import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, RequestStopped, requestReceiverToken } from "./outbound";
 import { dpopProof } from "./receiver-auth";
-import { openAssertionKey, openDpopKey } from "./receiver-keys";
 import { signatureHeader } from "./signature";
 
 /** The local (top-level) queue names; each deployed environment has its own (wrangler.toml). */
@@ -73,7 +63,14 @@ export function consumerRetrySeconds(attempts: number): number {
   return Math.min(600, CONSUMER_RETRY_SECONDS * 2 ** Math.max(0, attempts - 1));
 }
 
-const endpointOf = (deps: Deps, configurationId: string) => endpointObject(deps, configurationId);
+/**
+ * Every call of an attempt to its endpoint's object goes through its one entry (EndpointObject.step,
+ * objects/endpoints/attempts.ts): begin, the checks, the token's keeping and refusal, the report,
+ * a dead letter.
+ */
+function endpointCall<C extends AttemptCall>(deps: Deps, configurationId: string, call: C): Promise<AttemptAnswer<C>> {
+  return reach("webhook endpoint", () => endpointObject(deps, configurationId).step(call, deps.now()));
+}
 
 /**
  * Pauses this isolate has seen (configuration id -> until, ms since the epoch). A 429 or 503 with
@@ -105,14 +102,10 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
       const record = recordOf(msg);
       try {
         if (msg.v === 3 && msg.kind === "report") {
-          await reach("webhook endpoint", () => endpointOf(deps, msg.configuration_id).finish(msg.report, deps.now()));
+          await endpointCall(deps, msg.configuration_id, { kind: "finish", report: msg.report });
         } else {
           const ticket = msg.v === 2 ? await fromLegacy(deps, msg) : msg;
-          if (ticket === null) {
-            recordDeliveryAttempt(deps.metrics, { ...record, outcome: "skipped", ...NO_ATTEMPT, latencyMs: 0, reason: "unknown delivery" });
-          } else {
-            await runTicket(deps, ticket, startedAt);
-          }
+          await runTicket(deps, ticket, record, startedAt);
         }
         message.ack();
       } catch (err) {
@@ -136,11 +129,10 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env,
         const startedAt = Date.now();
         try {
           if (msg.v === 3 && msg.kind === "report") {
-            await reach("webhook endpoint", () => endpointOf(deps, msg.configuration_id).finish(msg.report, deps.now()));
+            await endpointCall(deps, msg.configuration_id, { kind: "finish", report: msg.report });
           } else {
             const ticket = msg.v === 2 ? await fromLegacy(deps, msg) : msg;
-            if (ticket !== null)
-              await reach("webhook endpoint", () => endpointOf(deps, ticket.configuration_id).deadLettered(ticket, deps.now()));
+            if (ticket !== null) await endpointCall(deps, ticket.configuration_id, { kind: "dead_lettered", ticket });
           }
         } catch (err) {
           // The object's own recovery (its lease, its redispatch) covers the delivery even if this never lands.
@@ -184,36 +176,34 @@ async function fromLegacy(deps: Deps, legacy: LegacyTicket): Promise<DeliveryTic
   return { ...legacy, v: 3, kind: "attempt", configuration_id: configurationId, ticket: 0, lane: "fast" };
 }
 
-/** Begins the ticket's attempt at its endpoint, makes it, and reports it. */
-async function runTicket(deps: Deps, ticket: DeliveryTicket, startedAt: number): Promise<void> {
-  const record = recordOf(ticket);
-  const begun = await reach("webhook endpoint", () => endpointOf(deps, ticket.configuration_id).begin(ticket, deps.now()));
-  if (!begun.go) {
-    recordDeliveryAttempt(deps.metrics, {
-      ...record,
-      outcome: "skipped",
-      ...NO_ATTEMPT,
-      latencyMs: Date.now() - startedAt,
-      reason: begun.reason,
-    });
-    return;
+/** Begins the ticket's attempt at its endpoint, makes it, reports it and records its line. */
+async function runTicket(deps: Deps, ticket: DeliveryTicket | null, record: AttemptRecordOf, startedAt: number): Promise<void> {
+  // A ticket dropped (by `begin`, or a legacy one whose delivery is gone) takes no webhook, like a stopped attempt.
+  let ended: Ended = { stopped: "unknown delivery" };
+  if (ticket !== null) {
+    const begun = await endpointCall(deps, ticket.configuration_id, { kind: "begin", ticket });
+    ended = begun.go ? await attempt(deps, ticket, begun) : { stopped: begun.reason };
   }
-  const attempted = await attempt(deps, ticket, begun);
-  if ("stopped" in attempted) {
-    // The endpoint's object concluded the attempt itself: no webhook was taken (at most one was
-    // refused before a DPoP nonce round or a 401), nothing to report.
-    recordDeliveryAttempt(deps.metrics, {
-      ...record,
-      outcome: "skipped",
-      ...NO_ATTEMPT,
-      latencyMs: Date.now() - startedAt,
-      reason: attempted.stopped,
-    });
-    return;
+  try {
+    if (ticket !== null && "report" in ended) await deliverReport(deps, ticket, ended.report);
+  } finally {
+    // Recorded whatever happens to the report: the receiver has had the webhook.
+    const line = lineOf(record, ended, startedAt);
+    recordDeliveryAttempt(deps.metrics, line);
   }
-  const { report, outcome } = attempted;
-  // Recorded as soon as it is known: the receiver has had it, whatever happens next.
-  recordDeliveryAttempt(deps.metrics, {
+}
+
+type AttemptRecordOf = ReturnType<typeof recordOf>;
+
+/**
+ * The attempt's line: what the receiver answered, or why no webhook was taken (the ticket dropped
+ * by `begin`; or the endpoint's object concluded the attempt itself, after at most one webhook
+ * refused before a DPoP nonce round or a 401: nothing to report).
+ */
+function lineOf(record: AttemptRecordOf, ended: Ended, startedAt: number): DeliveryAttemptRecord {
+  if ("stopped" in ended) return { ...record, outcome: "skipped", ...NO_ATTEMPT, latencyMs: Date.now() - startedAt, reason: ended.stopped };
+  const { report, outcome } = ended;
+  return {
     ...record,
     outcome,
     disposition: report.outcome === "in_flight" ? null : report.outcome,
@@ -221,8 +211,7 @@ async function runTicket(deps: Deps, ticket: DeliveryTicket, startedAt: number):
     httpStatus: report.http_status,
     latencyMs: report.latency_ms,
     ...(report.ours !== null ? { reason: report.ours } : {}),
-  });
-  await deliverReport(deps, ticket, report);
+  };
 }
 
 /**
@@ -233,7 +222,7 @@ async function deliverReport(deps: Deps, ticket: DeliveryTicket, report: Attempt
   let last: unknown;
   for (let i = 0; i <= REPORT_RETRY_MS.length; i++) {
     try {
-      await reach("webhook endpoint", () => endpointOf(deps, ticket.configuration_id).finish(report, deps.now()));
+      await endpointCall(deps, ticket.configuration_id, { kind: "finish", report });
       return;
     } catch (err) {
       last = err;
@@ -275,9 +264,8 @@ const failureOf = (err: DeliveryFailure): Failure => ({
  */
 async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<Ended> {
   const config = begun.configuration;
+  const secrets = new AttemptSecrets(deps, config);
   const deadline = deadlineOf(deps, begun.deadline);
-  const endpoint = () => endpointOf(deps, ticket.configuration_id);
-  const ref = refOf(ticket, begun);
   let accessToken = "";
   const pausedUntil = () => pausesSeen.get(ticket.configuration_id, deps.now()) ?? null;
   const port: AttemptPort = {
@@ -287,11 +275,16 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<E
     rememberPause: (until) => pausesSeen.set(ticket.configuration_id, Math.max(until, pausedUntil() ?? 0), deps.now()),
     openToken: async () => {
       if (begun.token.mode !== "cached") throw new Error("attempt: no cached token to open");
-      accessToken = await openReceiverToken(deps, config, begun.token.sealed);
+      accessToken = await secrets.openToken(begun.token.sealed);
     },
+    sealToken: async (lifetimeMs) => ({
+      sealed: await secrets.sealToken(accessToken),
+      expires_ms: deps.now() + lifetimeMs,
+      key: tokenKey(config),
+    }),
     fetchToken: async (beforeRequest) => {
       try {
-        const token = await requestReceiverToken(deps, config, await tokenCredentials(deps, config), deadline, beforeRequest);
+        const token = await requestReceiverToken(deps, config, await secrets.credentials(), deadline, beforeRequest);
         accessToken = token.accessToken;
         return { expires_in_seconds: token.expiresInSeconds };
       } catch (err) {
@@ -300,36 +293,18 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<E
         throw err;
       }
     },
-    keepToken: async (lifetimeMs) => {
-      const fetched: FetchedToken = {
-        sealed: await sealReceiverToken(deps, config, accessToken),
-        expires_ms: deps.now() + lifetimeMs,
-        key: tokenKey(config),
-      };
-      try {
-        return { generation: await endpoint().storeToken(ref, fetched, deps.now()) };
-      } catch {
-        return { carried: fetched }; // carried by the report instead
-      }
-    },
     wait: sleep,
     send: async (beforeRequest) => {
-      const sent = await send(deps, ticket, begun, accessToken, deadline, beforeRequest);
+      const sent = await send(deps, ticket, begun, { secrets, accessToken }, deadline, beforeRequest);
       if (sent instanceof DeliveryFailure) return { failure: failureOf(sent) };
       if ("stopped" in sent) return sent;
       return { answer: { status: sent.status, retry_after_seconds: sent.retryAfterSeconds, response: sent.response } };
     },
-    proceed: (again) => reach("webhook endpoint", () => endpoint().proceed(ref, deps.now(), again)),
-    tokenRejected: async (generation, refetch) => {
-      const answer = await reach("webhook endpoint", () => endpoint().tokenRejected(ref, generation, deps.now(), refetch));
-      return { refetch: answer.refetch, slot: answer.slot, stopped: answer.stopped ?? null };
-    },
+    ask: (call) => endpointCall(deps, ticket.configuration_id, call),
   };
   const timing = { started_at: deps.now(), deadline_seconds: deadline.seconds, slow_deadline_seconds: deps.config.webhookTimeoutMs / 1000 };
   return drive(port, planOf(ticket, begun, timing));
 }
-
-const refOf = (ticket: DeliveryTicket, begun: Go) => ({ delivery_id: ticket.delivery_id, series: begun.series, attempt: begun.attempt });
 
 /**
  * The headers of a webhook request (Standard Webhooks; spec 6): one place, so that the manager's
@@ -374,22 +349,6 @@ export function maskedWebhookHeaders(deliveryId: string, config: WebhookConfigur
   );
 }
 
-/** What a token request of this configuration needs: its client secret ("" for private_key_jwt) and opened keys. */
-export async function tokenCredentials(deps: Deps, config: WebhookConfigurationRecord): Promise<TokenCredentials> {
-  const o = receiverOAuth(config);
-  // A rotated-in key signs from its activation time on (objects/webhooks/configurations.ts rotateAssertionKey).
-  const next = o.next_assertion_key;
-  const signing = next !== null && deps.now() >= next.activates_ms ? next : o.assertion_key;
-  const [clientSecret, assertionKey, dpopKey] = await Promise.all([
-    receiverClientSecret(deps, config),
-    o.auth_method === "private_key_jwt" && signing !== null
-      ? openAssertionKey(deps, config.organization_id, signing).then((k) => ({ ...k, kid: signing.kid }))
-      : null,
-    o.dpop_key !== null ? openDpopKey(deps, config.organization_id, config.id, o.dpop_key) : null,
-  ]);
-  return { clientSecret, assertionKey, dpopKey };
-}
-
 /**
  * Signs (with this moment's timestamp) and POSTs the webhook, asking `beforeRequest` (with the
  * round: 1 after a DPoP nonce challenge) immediately before each POST leaves; a failure to get an
@@ -399,26 +358,13 @@ async function send(
   deps: Deps,
   ticket: DeliveryTicket,
   begun: Go,
-  accessToken: string,
+  { secrets, accessToken }: { secrets: AttemptSecrets; accessToken: string },
   deadline: Deadline,
   beforeRequest: (round: number) => Promise<string | null>,
 ): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptReport["response"] } | DeliveryFailure | Stopped> {
   const timestamp = Math.floor(deps.now() / 1000);
-  const signature = await signatureHeader(
-    await liveSigningSecrets(deps, begun.configuration, deps.now()),
-    ticket.delivery_id,
-    timestamp,
-    begun.body,
-  );
-  const dpop = receiverOAuth(begun.configuration).dpop_key;
-  const dpopKey = dpop === null ? null : await openDpopKey(deps, begun.configuration.organization_id, begun.configuration.id, dpop);
-  // What the excerpt of a failed answer must not reveal: the token sent, the receiver's client
-  // secret, the signing secrets (opened only if there is an excerpt to check).
-  const secrets = async () => [
-    accessToken,
-    await receiverClientSecret(deps, begun.configuration),
-    ...(await liveSigningSecrets(deps, begun.configuration, deps.now())),
-  ];
+  const signature = await signatureHeader(await secrets.signingSecrets(), ticket.delivery_id, timestamp, begun.body);
+  const dpopKey = await secrets.dpopKey();
   try {
     let nonce: string | null = null;
     for (let round = 0; ; round++) {
@@ -434,7 +380,7 @@ async function send(
       // The receiver may have held the first round's POST open for seconds before its nonce challenge.
       const stopped = await beforeRequest(round);
       if (stopped !== null) return { stopped };
-      const answer = await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline, secrets);
+      const answer = await postWebhook(deps, begun.configuration.url, headers, begun.body, deadline, () => secrets.revealable(accessToken));
       // A DPoP nonce challenge (RFC 9449 9) is answered once, with a new proof carrying the nonce.
       if (answer.dpopNonce !== null && round === 0) {
         nonce = answer.dpopNonce;

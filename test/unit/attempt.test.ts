@@ -167,14 +167,9 @@ function world(script: Script) {
       trace.tokensHeld = Math.max(0, trace.tokensHeld) + 1;
       return { expires_in_seconds: t.expiresIn };
     },
-    keepToken: async (lifetimeMs) => {
-      await awaitOutside(1);
+    sealToken: async (lifetimeMs) => {
       const token: FetchedToken = { sealed: { kid: "k", iv: "iv", ct: `t${trace.tokensHeld}` }, expires_ms: now + lifetimeMs, key: "key" };
-      if (script.store === "unreachable") return { carried: token };
-      if (script.store === "declined") return { generation: null };
-      generation++;
-      trace.stored.push(generation);
-      return { generation };
+      return token;
     },
     wait: async (ms) => {
       await awaitOutside(ms);
@@ -195,21 +190,33 @@ function world(script: Script) {
         return { answer };
       }
     },
-    proceed: async () => {
-      trace.proceeds++;
-      // A call to the endpoint's object takes time too: the request leaves after its answer.
-      now += script.proceedMs;
-      if (trace.ended) return { go: false, reason: script.endKind === "deleted" ? "webhook configuration was deleted" : "paused" };
-      return { go: true };
-    },
-    tokenRejected: async (gen, refetch) => {
-      trace.rejected.push({ generation: gen, refetch });
-      if (!refetch) return { refetch: false, slot: null, stopped: null };
-      // Before the next token request: a configuration ended meanwhile stops the attempt here.
-      if (trace.ended) return { refetch: false, slot: null, stopped: "webhook configuration was deleted" };
-      if (!script.refetch.granted) return { refetch: false, slot: null, stopped: null };
-      trace.refetchSlot = slotOf(script.refetch.slot);
-      return { refetch: true, slot: trace.refetchSlot, stopped: null };
+    ask: async (call) => {
+      // The endpoint's object, by the call's kind (its answers as EndpointObject.step gives them).
+      switch (call.kind) {
+        case "proceed":
+          trace.proceeds++;
+          // A call to the endpoint's object takes time too: the request leaves after its answer.
+          now += script.proceedMs;
+          if (trace.ended) return { go: false, reason: script.endKind === "deleted" ? "webhook configuration was deleted" : "paused" };
+          return { go: true };
+        case "store_token":
+          await awaitOutside(1);
+          if (script.store === "unreachable") throw new Error("endpoint unreachable for the token");
+          if (script.store === "declined") return null;
+          generation++;
+          trace.stored.push(generation);
+          return generation;
+        case "token_rejected": {
+          const { generation: gen, refetch } = call;
+          trace.rejected.push({ generation: gen, refetch });
+          if (!refetch) return { refetch: false, slot: null };
+          // Before the next token request: a configuration ended meanwhile stops the attempt here.
+          if (trace.ended) return { refetch: false, slot: null, stopped: "webhook configuration was deleted" };
+          if (!script.refetch.granted) return { refetch: false, slot: null };
+          trace.refetchSlot = slotOf(script.refetch.slot);
+          return { refetch: true, slot: trace.refetchSlot };
+        }
+      }
     },
   };
   return { plan, port, trace, deadline };

@@ -254,7 +254,11 @@ class World {
         token++;
         return { expires_in_seconds: 3600 };
       },
-      keepToken: async () => ({ generation: null }),
+      sealToken: async (lifetimeMs) => ({
+        sealed: { kid: "k", iv: "iv", ct: `t${token}` },
+        expires_ms: this.now + lifetimeMs,
+        key: "not this endpoint's",
+      }),
       wait: async (ms) => {
         this.now += ms;
       },
@@ -276,11 +280,8 @@ class World {
         if ("fail" in r) return { failure: { http_status: null, message: "connection reset", retry_after_seconds: null } };
         return { answer: { status: r.status, retry_after_seconds: null, response: null } };
       },
-      proceed: async (again) => this.attempts.proceed(ref, this.now, again),
-      tokenRejected: async (generation, refetch) => {
-        const a = this.attempts.tokenRejected(ref, generation, this.now, refetch);
-        return { refetch: a.refetch, slot: a.slot, stopped: a.stopped ?? null };
-      },
+      // The real one entry: each call as EndpointObject.step forwards it.
+      ask: (call) => this.attempts.step(call, this.now),
     };
   }
 

@@ -1,8 +1,9 @@
 /**
  * The endpoint's side of one delivery attempt (docs/webhooks.md, "One attempt, step by step"): what
- * the EndpointObject answers each call the Queue consumer's driver makes for an attempt (`begin`,
- * `proceed`, `storeToken`, `tokenRejected`, `finish`), a dead letter, and the lease net's
- * conclusion of an attempt that never reported. The object forwards those calls here and hosts
+ * the EndpointObject answers each call the Queue consumer's driver makes for an attempt (one entry,
+ * `step`, whose call names its kind: `begin`, `proceed`, `store_token`, `token_rejected`, `finish`,
+ * `dead_lettered`), and the lease net's conclusion of an attempt that never reported. The object
+ * forwards those calls here and hosts
  * this class over its storage (`AttemptHost`); every move of a delivery's place goes through
  * lifecycle.ts, the pacing through flow.ts, the shared token through token.ts, the rate limit's
  * slots through slots.ts.
@@ -60,6 +61,25 @@ export interface OwedDisable {
 /** What `tokenRejected` answers: whether this attempt refetches (and its slot), or why it stopped. */
 export type Rejection = { refetch: boolean; slot: { not_before: number; by: number } | null; stopped?: string };
 
+/**
+ * The calls of a delivery attempt to its endpoint's object, by kind, and what each answers: the
+ * one entry (`EndpointObject.step`) through which the consumer reaches it, so a reader (and the
+ * call budget in test/webhook-send-checks.test.ts) sees every call of an attempt in one type.
+ */
+interface AttemptCalls {
+  begin: { call: { kind: "begin"; ticket: DeliveryTicket }; answer: Begun };
+  proceed: { call: { kind: "proceed"; ref: TicketRef; again: boolean }; answer: Proceed };
+  store_token: { call: { kind: "store_token"; ref: TicketRef; token: FetchedToken }; answer: number | null };
+  token_rejected: { call: { kind: "token_rejected"; ref: TicketRef; generation: number; refetch: boolean }; answer: Rejection };
+  finish: { call: { kind: "finish"; report: AttemptReport }; answer: null };
+  dead_lettered: { call: { kind: "dead_lettered"; ticket: DeliveryTicket }; answer: null };
+}
+export type AttemptCallKind = keyof AttemptCalls;
+/** One call of an attempt: `{ kind, ...its fields }`. */
+export type AttemptCall<K extends AttemptCallKind = AttemptCallKind> = AttemptCalls[K]["call"];
+/** What a call answers: its kind's answer. */
+export type AttemptAnswer<C extends AttemptCall> = AttemptCalls[C["kind"]]["answer"];
+
 /** What the endpoint's object lends the attempts: its storage, its settings, and its outbox. */
 export interface AttemptHost {
   readonly db: Db;
@@ -84,6 +104,25 @@ export class Attempts {
   disableFailures = 0;
 
   constructor(private readonly host: AttemptHost) {}
+
+  /** Each kind of call and the method that answers it. */
+  private readonly answers: {
+    [K in AttemptCallKind]: (call: AttemptCall<K>, now: number) => AttemptAnswer<AttemptCall<K>> | Promise<AttemptAnswer<AttemptCall<K>>>;
+  } = {
+    begin: (c, now) => this.begin(c.ticket, now),
+    proceed: (c, now) => this.proceed(c.ref, now, c.again),
+    store_token: (c, now) => this.storeToken(c.ref, c.token, now),
+    token_rejected: (c, now) => this.tokenRejected(c.ref, c.generation, now, c.refetch),
+    finish: (c, now) => this.finish(c.report, now).then(() => null),
+    dead_lettered: (c, now) => this.deadLettered(c.ticket, now).then(() => null),
+  };
+
+  /** One call of an attempt, answered by the method its kind names. */
+  async step<C extends AttemptCall>(call: C, now: number): Promise<AttemptAnswer<C>> {
+    // The method of the call's kind takes exactly that kind's call and answers its answer.
+    const answer = this.answers[call.kind] as (call: C, now: number) => AttemptAnswer<C> | Promise<AttemptAnswer<C>>;
+    return answer(call, now);
+  }
 
   /**
    * A ticket wants to make an attempt. It gets a lease (and everything the attempt needs) only if
@@ -415,12 +454,7 @@ export class Attempts {
    * unless another attempt already is fetching, or the rate limit has no slot for that second
    * webhook soon enough (then `refetch` is false and the delivery is retried at once).
    */
-  tokenRejected(
-    ref: TicketRef,
-    generation: number,
-    now: number,
-    wantRefetch = true,
-  ): { refetch: boolean; slot: { not_before: number; by: number } | null; stopped?: string } {
+  tokenRejected(ref: TicketRef, generation: number, now: number, wantRefetch = true): Rejection {
     const ep = this.host.endpoint();
     const config = this.host.configOf(ep);
     const row = deliveryRow(this.host.db, ref.delivery_id);

@@ -37,7 +37,16 @@ import { Db } from "../db";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
 import type { AuditOutboxEntry } from "../webhooks/audit";
 import { EVENT_RETENTION_DAYS } from "../webhooks/limits";
-import { Attempts, type Begun, HELD_REASON, liveConfig, type Proceed, type Rejection } from "./attempts";
+import {
+  type AttemptAnswer,
+  type AttemptCall,
+  Attempts,
+  type Begun,
+  HELD_REASON,
+  liveConfig,
+  type Proceed,
+  type Rejection,
+} from "./attempts";
 import {
   accept,
   type ConcludeOptions,
@@ -483,34 +492,44 @@ export class EndpointObject extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------------
   // From the Queue consumer
 
-  /** A ticket wants to make an attempt (attempts.ts `begin`). */
+  /**
+   * Every call of a delivery attempt, by its kind (attempts.ts `step`): the consumer's one entry.
+   * The methods below it were the entries of the release before; a consumer of that release may
+   * still call them during a deploy (docs/deploy.md, "The companions' contract"), so they stay
+   * until the release after this one.
+   */
+  step<C extends AttemptCall>(call: C, now: number): Promise<AttemptAnswer<C>> {
+    return this.attempts.step(call, now);
+  }
+
+  /** The previous release's entry: `step({ kind: "begin" })`. */
   begin(ticket: DeliveryTicket, now: number): Promise<Begun> {
-    return this.attempts.begin(ticket, now);
+    return this.attempts.step({ kind: "begin", ticket }, now);
   }
 
-  /** The check before a request of an attempt leaves (attempts.ts `proceed`). */
-  proceed(ref: TicketRef, now: number, again = false): Proceed {
-    return this.attempts.proceed(ref, now, again);
+  /** The previous release's entry: `step({ kind: "proceed" })`. */
+  proceed(ref: TicketRef, now: number, again = false): Promise<Proceed> {
+    return this.attempts.step({ kind: "proceed", ref, again }, now);
   }
 
-  /** The consumer's report of an attempt (attempts.ts `finish`). */
-  finish(report: AttemptReport, now: number): Promise<void> {
-    return this.attempts.finish(report, now);
+  /** The previous release's entry: `step({ kind: "finish" })`. */
+  async finish(report: AttemptReport, now: number): Promise<void> {
+    await this.attempts.step({ kind: "finish", report }, now);
   }
 
-  /** A token the consumer fetched for the endpoint's cache (attempts.ts `storeToken`). */
+  /** The previous release's entry: `step({ kind: "store_token" })`. */
   storeToken(ref: TicketRef, token: FetchedToken, now: number): Promise<number | null> {
-    return this.attempts.storeToken(ref, token, now);
+    return this.attempts.step({ kind: "store_token", ref, token }, now);
   }
 
-  /** The receiver answered 401 to a token the endpoint holds (attempts.ts `tokenRejected`). */
-  tokenRejected(ref: TicketRef, generation: number, now: number, wantRefetch = true): Rejection {
-    return this.attempts.tokenRejected(ref, generation, now, wantRefetch);
+  /** The previous release's entry: `step({ kind: "token_rejected" })`. */
+  tokenRejected(ref: TicketRef, generation: number, now: number, wantRefetch = true): Promise<Rejection> {
+    return this.attempts.step({ kind: "token_rejected", ref, generation, refetch: wantRefetch }, now);
   }
 
-  /** A ticket the consumer could not process after all its Queue retries (attempts.ts `deadLettered`). */
-  deadLettered(ticket: DeliveryTicket, now: number): Promise<void> {
-    return this.attempts.deadLettered(ticket, now);
+  /** The previous release's entry: `step({ kind: "dead_lettered" })`. */
+  async deadLettered(ticket: DeliveryTicket, now: number): Promise<void> {
+    await this.attempts.step({ kind: "dead_lettered", ticket }, now);
   }
   // -------------------------------------------------------------------------------------------
   // The outbox, recovery and housekeeping
