@@ -31,6 +31,7 @@
  * pass `patternRisk` still cost O(n^2) over an unanchored search, 1000^2 steps being ~2 ms.
  */
 import { Validator } from "@cfworker/json-schema";
+import { nearestWord } from "./nearest";
 
 export type Result = { ok: true } | { ok: false; path: string; message: string };
 export interface CompiledSchema {
@@ -370,35 +371,8 @@ function unknownKeyword(kw: string): string {
 
 /** The known keyword within two edits of `kw` (case aside), as "did you mean ...". */
 function nearest(kw: string): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const known of KNOWN_KW) {
-    const d = known.toLowerCase() === kw.toLowerCase() ? 0 : editDistance(known, kw, bestDistance);
-    if (d < bestDistance) {
-      best = known;
-      bestDistance = d;
-    }
-  }
+  const best = nearestWord(kw, KNOWN_KW);
   return best === undefined ? undefined : `did you mean "${best}"?`;
-}
-
-/** Levenshtein distance with transpositions counted as one edit, or `cap` once it is at least that. */
-function editDistance(a: string, b: string, cap: number): number {
-  if (Math.abs(a.length - b.length) >= cap) return cap;
-  let prevPrev: number[] = [];
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, (prevPrev[j - 2] ?? 0) + 1);
-      row.push(d);
-    }
-    prevPrev = prev;
-    prev = row;
-  }
-  return Math.min(prev[b.length] ?? cap, cap);
 }
 
 function isStringSet(v: unknown): boolean {
