@@ -71,7 +71,7 @@ const rootSchema: fc.Arbitrary<Schema> = fc.tuple(objectSchema(3), fc.boolean())
 const resolve = (s: Schema, root: Schema): Schema =>
   typeof s.$ref === "string" ? ((root.$defs as Record<string, Schema>).moved as Schema) : s;
 
-function valueOf(s0: Schema, root: Schema): fc.Arbitrary<unknown> {
+function valueFor(s0: Schema, root: Schema): fc.Arbitrary<unknown> {
   const s = resolve(s0, root);
   if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as string[]));
   switch (s.type) {
@@ -84,15 +84,15 @@ function valueOf(s0: Schema, root: Schema): fc.Arbitrary<unknown> {
     case "boolean":
       return fc.boolean();
     case "array":
-      return fc.array(valueOf(s.items as Schema, root), { maxLength: 3 });
+      return fc.array(valueFor(s.items as Schema, root), { maxLength: 3 });
     default: {
       const props = s.properties as Record<string, Schema>;
       const required = new Set(s.required as string[]);
       const entries = Object.entries(props).map(([k, p]) =>
         required.has(k)
-          ? valueOf(p, root).map((v) => [k, v] as const)
+          ? valueFor(p, root).map((v) => [k, v] as const)
           : fc.option(
-              valueOf(p, root).map((v) => [k, v] as const),
+              valueFor(p, root).map((v) => [k, v] as const),
               { nil: undefined },
             ),
       );
@@ -109,8 +109,8 @@ interface Options {
 /** A condition on a value the schema describes. */
 function condOf(s0: Schema, root: Schema, depth: number, o: Options, inOr = false): fc.Arbitrary<unknown> {
   const s = resolve(s0, root);
-  const value = valueOf(s, root);
-  const options: fc.Arbitrary<unknown>[] = [s.type === "array" ? valueOf(resolve(s.items as Schema, root), root) : value];
+  const value = valueFor(s, root);
+  const options: fc.Arbitrary<unknown>[] = [s.type === "array" ? valueFor(resolve(s.items as Schema, root), root) : value];
   const ops = (pairs: fc.Arbitrary<[string, unknown]>[]) =>
     fc.uniqueArray(fc.oneof(...pairs), { minLength: 1, maxLength: 2, selector: ([k]) => k }).map((kv) => Object.fromEntries(kv));
   const exist = inOr ? [] : [fc.boolean().map((b): [string, unknown] => ["$exist", b])];
@@ -158,7 +158,7 @@ function condOf(s0: Schema, root: Schema, depth: number, o: Options, inOr = fals
     // Within an $or, simple-json-match tries the alternatives on each element: only conditions
     // on an element read the same both ways.
     if (!inOr) {
-      options.push(fc.array(valueOf(items, root), { minLength: 1, maxLength: 2 }));
+      options.push(fc.array(valueFor(items, root), { minLength: 1, maxLength: 2 }));
       options.push(value.map((v) => ({ $eq: v })));
       options.push(fc.constant({ $exist: true }));
     }
@@ -205,7 +205,7 @@ const eventOf = (root: Schema): fc.Arbitrary<FilteredEvent> =>
   fc.record({
     type: fc.constantFrom(...TYPES),
     channels: fc.uniqueArray(fc.constantFrom(...CHANNELS), { maxLength: 3 }),
-    data: valueOf(root, root),
+    data: valueFor(root, root),
   });
 
 function nodes(v: unknown): number {
