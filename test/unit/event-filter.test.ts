@@ -88,6 +88,9 @@ describe("Outpost's documented filters, unchanged", () => {
     expect(matches({ data: { amount: null } }, event({}))).toBe(false);
     expect(matches({ data: { amount: { $neq: 5 } } }, event({}))).toBe(false);
     expect(matches({ data: { amount: { $not: { $eq: 5 } } } }, event({}))).toBe(true);
+    // An operator that cannot apply to a value holds for none, $nin included (as simple-json-match).
+    expect(matches({ data: { tags: { $nin: ["a"] } } }, event({ tags: ["b"] }))).toBe(false);
+    expect(matches({ data: { amount: { $nin: "5" } } }, event({ amount: 6 }))).toBe(false);
   });
 });
 
