@@ -88,7 +88,10 @@ export interface GraphQLBackend {
   listDeliveries(configurationId: string, page: PageArgs): Promise<Outcome<Page<DeliveryRecord>>>;
   getDelivery(id: string): Promise<Outcome<DeliveryRecord>>;
   /** `idempotencyKey` as the caller gave it: the backend checks it as REST checks the header. */
-  publishEvent(input: { type: unknown; data: unknown }, idempotencyKey: string | undefined): Promise<Outcome<PublishedEventView>>;
+  publishEvent(
+    input: { type: unknown; data: unknown; channels?: unknown },
+    idempotencyKey: string | undefined,
+  ): Promise<Outcome<PublishedEventView>>;
   sendTestEvent(configurationId: string): Promise<Outcome<PublishedEventView>>;
   retryDelivery(id: string): Promise<Outcome<DeliveryRecord>>;
 

@@ -70,6 +70,22 @@ function eventTypeInput(input: unknown): Record<string, unknown> {
   return Object.fromEntries(fields);
 }
 
+/**
+ * A configuration's view in camelCase, its `filter` as written: a filter's keys are the caller's
+ * (operators such as `$startsWith`, the event's own field names) and are never renamed.
+ */
+function camelConfig(view: unknown): unknown {
+  if (typeof view !== "object" || view === null) return view;
+  const { filter, ...rest } = view as Record<string, unknown>;
+  return { ...(camelize(rest) as Record<string, unknown>), ...(filter !== undefined ? { filter } : {}) };
+}
+
+/** A configuration's input in REST's shape, its `filter` passed through untouched (and as plain JSON). */
+function configInput(input: unknown): Record<string, unknown> {
+  const { filter, ...rest } = (input ?? {}) as Record<string, unknown>;
+  return { ...(renameKeys(rest, toSnake) as Record<string, unknown>), ...(filter !== undefined ? { filter: plainJson(filter) } : {}) };
+}
+
 /** An event type's view with its own fields in camelCase; `schema` and `examples` are the caller's JSON, as saved. */
 const camelEventType = (view: object): Record<string, unknown> => Object.fromEntries(Object.entries(view).map(([k, v]) => [toCamel(k), v]));
 
@@ -84,10 +100,10 @@ export const rootValue = {
   }),
 
   webhookConfigurations: async (args: Args, ctx: GraphQLContext) =>
-    connection(unwrapOutcome(await ctx.backend.listWebhookConfigurations(page(args)))),
+    connection(unwrapOutcome(await ctx.backend.listWebhookConfigurations(page(args))), camelConfig),
 
   webhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
-    camelize(unwrapOutcome(await ctx.backend.getWebhookConfiguration(id(args)))),
+    camelConfig(unwrapOutcome(await ctx.backend.getWebhookConfiguration(id(args)))),
 
   deliveries: async (args: Args, ctx: GraphQLContext) =>
     connection(unwrapOutcome(await ctx.backend.listDeliveries(id(args, "webhookConfigurationId"), page(args)))),
@@ -96,20 +112,20 @@ export const rootValue = {
 
   createWebhookConfiguration: async (args: Args, ctx: GraphQLContext) => {
     // On create, an explicit null is the same as leaving a field out.
-    const created = unwrapOutcome(await ctx.backend.createWebhookConfiguration(withoutNulls(renameKeys(args.input, toSnake))));
+    const created = unwrapOutcome(await ctx.backend.createWebhookConfiguration(withoutNulls(configInput(args.input))));
     // pollingToken: a polling configuration's read token (issue 45), shown only here; an API Worker before it sends none.
     return {
-      webhookConfiguration: camelize(created.config),
+      webhookConfiguration: camelConfig(created.config),
       signingSecret: created.signingSecret,
       pollingToken: created.pollingToken ?? null,
     };
   },
 
   updateWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
-    camelize(unwrapOutcome(await ctx.backend.updateWebhookConfiguration(id(args), renameKeys(args.input, toSnake)))),
+    camelConfig(unwrapOutcome(await ctx.backend.updateWebhookConfiguration(id(args), configInput(args.input)))),
 
   deleteWebhookConfiguration: async (args: Args, ctx: GraphQLContext) =>
-    camelize(unwrapOutcome(await ctx.backend.deleteWebhookConfiguration(id(args)))),
+    camelConfig(unwrapOutcome(await ctx.backend.deleteWebhookConfiguration(id(args)))),
 
   rotateSigningSecret: async (args: Args, ctx: GraphQLContext) => {
     // A new scheme goes to the method of issue 45, which an API Worker before it lacks (the field
@@ -120,7 +136,7 @@ export const rootValue = {
         : ctx.backend.rotateSigningKey(id(args), { signature_scheme: args.signatureScheme })),
     );
     return {
-      webhookConfiguration: camelize(rotated.config),
+      webhookConfiguration: camelConfig(rotated.config),
       signingSecret: rotated.signingSecret,
       previousSecretExpiresAt: rotated.previousExpiresAt,
     };
@@ -129,17 +145,18 @@ export const rootValue = {
   // Polling configurations' read token (issue 45).
   rotatePollingToken: async (args: Args, ctx: GraphQLContext) => {
     const rotated = unwrapOutcome(await ctx.backend.rotatePollingToken(id(args)));
-    return { webhookConfiguration: camelize(rotated.config), token: rotated.token };
+    return { webhookConfiguration: camelConfig(rotated.config), token: rotated.token };
   },
 
-  revokePollingToken: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.revokePollingToken(id(args)))),
+  revokePollingToken: async (args: Args, ctx: GraphQLContext) => camelConfig(unwrapOutcome(await ctx.backend.revokePollingToken(id(args)))),
 
   publishEvent: async (args: Args, ctx: GraphQLContext) => {
     // `data` is the caller's JSON, passed through untouched (no key renaming); as plain JSON,
     // because graphql-js builds objects without a prototype, which an RPC call cannot carry.
     const idempotencyKey = typeof args.idempotencyKey === "string" ? args.idempotencyKey : undefined;
     const data = plainJson(args.data);
-    return camelize(unwrapOutcome(await ctx.backend.publishEvent({ type: args.type, data }, idempotencyKey)));
+    const channels = Array.isArray(args.channels) ? { channels: args.channels as string[] } : {};
+    return camelize(unwrapOutcome(await ctx.backend.publishEvent({ type: args.type, data, ...channels }, idempotencyKey)));
   },
 
   sendTestEvent: async (args: Args, ctx: GraphQLContext) => camelize(unwrapOutcome(await ctx.backend.sendTestEvent(id(args)))),

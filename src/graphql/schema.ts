@@ -50,7 +50,7 @@ type Mutation {
   Publishes to every matching configuration. With an idempotencyKey seen in the last 24 hours
   the original event is answered (replayed: true) and no deliveries are created.
   """
-  publishEvent(type: String!, data: JSON!, idempotencyKey: String): PublishedEvent!
+  publishEvent(type: String!, data: JSON!, channels: [String!], idempotencyKey: String): PublishedEvent!
   sendTestEvent(id: ID!): PublishedEvent!
   retryDelivery(id: ID!): Delivery!
   # Nullable, as the queries of issue 30 are: one failing does not null the answers of the others.
@@ -236,6 +236,13 @@ type WebhookConfiguration {
   Nullable for the companions' contract: an API Worker of the previous release does not send it.
   """
   operations: Boolean
+  """
+  The payload filter as written, in the shape of Hookdeck Outpost's destination filters; null:
+  every event of its types. Nullable for the companions' contract, as operations is.
+  """
+  filter: JSON
+  """The channels it receives; null: every channel."""
+  channels: [String!]
   """active, paused (deliveries held until active again) or disabled"""
   status: String!
   disabledReason: String
@@ -511,6 +518,10 @@ input CreateWebhookConfigurationInput {
   operations: Boolean
   """v1 (the default): HMAC-SHA256 with a whsec_ secret; v1a: Ed25519, verified with signingPublicKey."""
   signatureScheme: String
+  """A payload filter over the event's type, channels and data, checked against the types' schemas; {} or null: none."""
+  filter: JSON
+  """The channels it receives (at most 10); without: every channel."""
+  channels: [String!]
 }
 
 input UpdateWebhookConfigurationInput {
@@ -523,6 +534,10 @@ input UpdateWebhookConfigurationInput {
   """null removes the limit"""
   rateLimit: Int
   operations: Boolean
+  """A payload filter; {} or null removes it."""
+  filter: JSON
+  """The channels it receives; null: every channel again."""
+  channels: [String!]
   """active, paused (deliveries held until active again) or disabled"""
   status: String
 }

@@ -3,6 +3,7 @@
  * from these, and the OpenAPI test parses each example with the schema it illustrates. Ids have
  * the real shapes; secrets are made up.
  */
+import type { WebhookConfigurationView } from "../schemas/webhooks";
 export const EXAMPLE_ORIGIN = "https://keyway.example.com";
 export const T0 = "2026-06-01T12:00:00.000Z";
 export const T1 = "2026-06-01T12:00:05.000Z";
@@ -94,6 +95,8 @@ export const CONFIG = {
   ordered: false,
   rate_limit: null,
   operations: false,
+  filter: { data: { amount: { $gte: 100 } } } as WebhookConfigurationView["filter"],
+  channels: null as string[] | null,
   status: "active" as const,
   disabled_reason: null,
   lane: "fast" as const,

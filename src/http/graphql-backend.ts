@@ -151,7 +151,7 @@ export class GraphQLBackendTarget extends RpcTarget implements GraphQLBackend {
     });
   }
 
-  publishEvent(input: { type: unknown; data: unknown }, idempotencyKey: string | undefined) {
+  publishEvent(input: { type: unknown; data: unknown; channels?: unknown }, idempotencyKey: string | undefined) {
     return outcomeOf("publishEvent", () => {
       this.need("graphql:mutate", "events:write");
       return publishEvent(this.deps, this.orgId, parseInput(PublishEventInput, input), this.actor, {

@@ -18,6 +18,21 @@ const ClientSecret = z.string().min(1, { error: "must not be empty" }).max(1024,
 const ClientId = z.string().min(1, { error: "must not be empty" }).max(256, { error: "must be at most 256 characters" });
 const Events = z.array(EventType).min(1, { error: "must not be empty (omit it to receive every event)" }).max(50);
 /** The most deliveries per second a configuration may ask for (docs/webhooks.md, "Rate limit"). */
+/** Channels an event may carry, and a configuration may name (Svix's bound). */
+export const MAX_CHANNELS = 10;
+export const Channel = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, { error: "must be 1 to 128 letters, digits, or _ . : -" })
+  .describe("A channel: 1 to 128 letters, digits, or `_ . : -` (an account, a region).");
+const Channels = z.array(Channel).min(1, { error: "must not be empty (omit it, or null, to receive every channel)" }).max(MAX_CHANNELS);
+const CHANNELS_DESCRIPTION = `The channels this configuration receives: an event carrying at least one of them (at most ${MAX_CHANNELS}). Without (the default), every event of its types, whatever its channels.`;
+const Filter = z
+  .record(z.string(), z.unknown())
+  .nullable()
+  .describe(
+    'A payload filter in the shape of Hookdeck Outpost\'s destination filters: a JSON object over the event\'s `type`, `channels` and `data` (`{"data": {"amount": {"$gte": 100}}}`), checked against the schemas of the event types it receives when written (docs/receivers.md, "Filters"). `{}` or null: every event.',
+  );
+
 export const MAX_RATE_LIMIT = 1000;
 const RateLimit = z
   .number()
@@ -148,6 +163,8 @@ export const CreateWebhookConfigurationInput = z
     ),
     operations: Operations.optional(),
     signature_scheme: SignatureScheme.optional().describe(SIGNATURE_SCHEME_DESCRIPTION),
+    filter: Filter.optional(),
+    channels: Channels.optional().describe(CHANNELS_DESCRIPTION),
   })
   .superRefine((input, ctx) => {
     if (input.delivery === "polling") {
@@ -193,6 +210,8 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
   ordered: z.boolean().optional(),
   rate_limit: RateLimit.nullable().optional().describe("Deliveries per second; `null` removes the limit."),
   operations: Operations.optional(),
+  filter: Filter.optional(),
+  channels: Channels.nullable().optional().describe(`${CHANNELS_DESCRIPTION} \`null\`: every channel again.`),
   /**
    * `paused` holds deliveries (published events still fan out to it; nothing is sent until it is
    * `active` again, then in publish order); `disabled` sends nothing and fails what is waiting;
@@ -210,6 +229,11 @@ export type UpdateWebhookConfigurationInput = z.output<typeof UpdateWebhookConfi
 export const PublishEventInput = z.strictObject({
   type: EventType,
   data: z.unknown().refine((d) => d !== undefined, { error: "is required" }),
+  channels: z
+    .array(Channel)
+    .max(MAX_CHANNELS)
+    .optional()
+    .describe(`The event's channels (at most ${MAX_CHANNELS}): it goes to configurations naming one of them, and to those naming none.`),
 });
 export type PublishEventInput = z.output<typeof PublishEventInput>;
 
@@ -270,6 +294,12 @@ export const WebhookConfigurationRecord = z.object({
   ),
   /** Issue 45; a copy from before it has none (push). */
   delivery: Delivery.optional(),
+  /**
+   * The payload filter as written, its JSON text (lib/event-filter.ts; text, so that the record's
+   * RPC type stays finite), and the channels it receives; a copy from before them has neither.
+   */
+  filter: z.string().nullable().optional(),
+  channels: z.array(z.string()).nullable().optional(),
   /** A polling configuration's read credential: the SHA-256 (hex) of its token, null once revoked. */
   polling: z.object({ token_hash: z.string().nullable(), token_created_at: Timestamp.nullable() }).nullable().optional(),
   status: z.enum(["active", "paused", "disabled"]),
@@ -381,6 +411,8 @@ export const WebhookConfigurationView = z.object({
   ordered: z.boolean().describe("Delivered one at a time, in publish order."),
   rate_limit: z.number().int().nullable().describe("At most this many webhook requests in any one-second window; null for no limit."),
   operations: z.boolean().describe("The organization's operations configuration (operational events go only to these)."),
+  filter: z.record(z.string(), z.unknown()).nullable().describe("The payload filter, as written; null: every event of its types."),
+  channels: z.array(z.string()).nullable().describe("The channels it receives; null: every channel."),
   status: z.enum(["active", "paused", "disabled"]),
   disabled_reason: z.string().nullable(),
   ...EndpointState.shape,

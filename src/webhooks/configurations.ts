@@ -114,6 +114,7 @@ export async function createWebhookConfiguration(
     rate_limit: input.rate_limit ?? null,
     operations: input.operations ?? false,
     signing_secret: await sealedSigningKey(deps, owner, key, now),
+    ...routingOf(input),
   };
   // The configuration's own assertion key (issue 42): only the server that registers its key set accepts its assertions.
   const assertionKey = jwt ? await newAssertionKey(deps, orgId, id) : undefined;
@@ -150,9 +151,15 @@ async function createPollingConfiguration(
     rate_limit: null,
     operations: input.operations ?? false,
     signing_secret: null,
+    ...routingOf(input),
   };
   const record = unwrap(await reach("webhooks", () => webhooks(deps, orgId).createConfiguration(orgId, configuration, actor, now)));
   return { config: await withState(deps, record), signingSecret: null, pollingToken: token };
+}
+
+/** A new configuration's filter (its JSON text: the organization's object checks it) and channels. */
+function routingOf(input: CreateWebhookConfigurationInput): { filter: string | null; channels: string[] | null } {
+  return { filter: input.filter == null ? null : JSON.stringify(input.filter), channels: input.channels ?? null };
 }
 
 /** A signing key as the record keeps it: the secret sealed, the public key (v1a) beside it. */
@@ -211,6 +218,8 @@ export async function updateWebhookConfiguration(
     ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
     ...(input.status !== undefined ? { status: input.status } : {}),
     ...(input.operations !== undefined ? { operations: input.operations } : {}),
+    ...(input.filter !== undefined ? { filter: input.filter === null ? null : JSON.stringify(input.filter) } : {}),
+    ...(input.channels !== undefined ? { channels: input.channels } : {}),
   };
   let assertionKey: AssertionKeyCandidate | undefined;
   if (input.oauth !== undefined) {
@@ -362,6 +371,8 @@ export function webhookConfigurationView(config: WebhookConfiguration, origin: s
     ordered: config.ordered,
     rate_limit: config.rate_limit,
     operations: config.operations === true,
+    filter: config.filter ? (JSON.parse(config.filter) as WebhookConfigurationView["filter"]) : null,
+    channels: config.channels ?? null,
     status: config.status,
     disabled_reason: config.disabled_reason,
     ...state,

@@ -74,8 +74,19 @@ export async function publishEvent(
   const idempotency =
     options.idempotencyKey === undefined
       ? undefined
-      : { key: options.idempotencyKey, hash: await sha256Hex(canonicalJson({ type: input.type, data: input.data })) };
-  const request = { event: { id, type: input.type, body, created_at: createdAt }, only: options.only, idempotency };
+      : {
+          key: options.idempotencyKey,
+          // Channels are part of the request only when given: keys taken before they existed still replay.
+          hash: await sha256Hex(
+            canonicalJson({ type: input.type, data: input.data, ...(input.channels ? { channels: input.channels } : {}) }),
+          ),
+        };
+  const channels = input.channels ? [...new Set(input.channels)] : undefined;
+  const request = {
+    event: { id, type: input.type, body, created_at: createdAt, ...(channels ? { channels } : {}) },
+    only: options.only,
+    idempotency,
+  };
   return unwrap(await reach("webhooks", () => webhookObject(deps, orgId).publish(orgId, request, actor, now)));
 }
 

@@ -25,6 +25,7 @@ import type { PollingVerifier } from "../lookup";
 import { fail, invalid, missing, ok, type Result } from "../sql";
 import { type AuditOutboxEntry, redactUrl } from "./audit";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "./limits";
+import { channelsColumn, filterRefusal } from "./routing";
 import type { ConfigRow } from "./schema";
 
 /** A new configuration, its secrets already sealed by the Worker. */
@@ -42,6 +43,9 @@ export interface NewConfiguration {
   signing_secret: WebhookConfigurationRecord["signing_secrets"][number] | null;
   delivery: "push" | "polling";
   polling: WebhookConfigurationRecord["polling"];
+  /** The payload filter as the request gave it (its JSON text; routing.ts checks it), and the channels received. */
+  filter?: string | null | undefined;
+  channels?: string[] | null | undefined;
 }
 
 /** A change to a configuration; absent fields are kept (null clears an optional one). */
@@ -61,6 +65,9 @@ export interface ConfigurationPatch {
   rate_limit?: number | null | undefined;
   status?: WebhookConfigurationRecord["status"] | undefined;
   operations?: boolean | undefined;
+  /** The payload filter's JSON text; null (or `{}`) removes it. */
+  filter?: string | null | undefined;
+  channels?: string[] | null | undefined;
 }
 
 /**
@@ -217,6 +224,8 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
     ...(row.delivery === "polling"
       ? { delivery: "polling" as const, polling: JSON.parse(row.polling ?? "null") as WebhookConfigurationRecord["polling"] }
       : {}),
+    ...(row.filter != null ? { filter: row.filter } : {}),
+    ...(row.channels != null ? { channels: JSON.parse(row.channels) as string[] } : {}),
     status: row.status,
     disabled_reason: row.disabled_reason,
     version: row.version,
@@ -282,6 +291,8 @@ export function setPollingToken(
 export function create(db: Db, input: NewConfiguration, audit: Audit, now: number, key?: AssertionKeyCandidate): Result<void> {
   const events = eventsCheck(input.events, input.operations);
   if (!events.ok) return events;
+  const filter = filterRefusal(db, input.filter ?? null, input.events, input.operations);
+  if (!filter.ok) return filter;
   if (input.oauth.auth_method === "private_key_jwt" && key === undefined) {
     return fail("conflict", "A private_key_jwt configuration needs its own assertion key, and none was made.");
   }
@@ -296,8 +307,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
   db.txn(() => {
     db.run(
       `INSERT INTO configurations (id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit,
-        signing_secrets, status, version, status_version, receiver_auth, operations, created_at, updated_at, delivery, polling)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?, ?, ?, ?)`,
+        signing_secrets, status, version, status_version, receiver_auth, operations, created_at, updated_at, delivery, polling, filter, channels)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
       input.id,
       input.url,
       input.events === null ? null : JSON.stringify(input.events),
@@ -315,6 +326,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
       at,
       input.delivery === "polling" ? "polling" : null,
       input.polling ? JSON.stringify(input.polling) : null,
+      filter.value,
+      channelsColumn(input.channels),
     );
     // The first key of a configuration signs at once: no receiver can have cached a set without it.
     if (input.oauth.auth_method === "private_key_jwt" && key !== undefined) insertKey(db, key, input.id, now, now);
@@ -336,6 +349,8 @@ export function create(db: Db, input: NewConfiguration, audit: Audit, now: numbe
               // The default (v1) goes unsaid, as `operations: false` does.
               ...(input.signing_secret && keyScheme(input.signing_secret) === "v1a" ? { signature_scheme: "v1a" } : {}),
               ...(input.operations ? { operations: true } : {}),
+              ...(filter.value !== null ? { filter: true } : {}),
+              ...(input.channels ? { channels: input.channels } : {}),
             },
     });
   });
@@ -448,6 +463,13 @@ export function update(
     const events = eventsCheck(patch.events === undefined ? eventsOf(current) : patch.events, operations, eventsOf(current));
     if (!events.ok) return events;
   }
+  // A filter is held to the types the configuration receives: checked again when they change.
+  const filterText = patch.filter === undefined ? current.filter : patch.filter;
+  const filter =
+    patch.filter !== undefined || patch.events !== undefined || patch.operations !== undefined
+      ? filterRefusal(db, filterText, patch.events === undefined ? eventsOf(current) : patch.events, operations)
+      : ok(current.filter);
+  if (!filter.ok) return filter;
   const newSecret = patch.oauth?.client_secret !== undefined;
   const auth = mergeAuth(receiverAuthOf(current), patch.oauth);
   const method = auth.auth_method ?? "client_secret_post";
@@ -521,6 +543,14 @@ export function update(
       id,
     );
     if (patch.operations !== undefined) db.run("UPDATE configurations SET operations = ? WHERE id = ?", operations ? 1 : 0, id);
+    if (patch.filter !== undefined || patch.channels !== undefined) {
+      db.run(
+        "UPDATE configurations SET filter = ?, channels = ? WHERE id = ?",
+        filter.value,
+        patch.channels === undefined ? current.channels : channelsColumn(patch.channels),
+        id,
+      );
+    }
     if (needsOwnKey && key !== undefined) insertKey(db, key, id, now, now);
     if (activateNow) db.run("UPDATE assertion_keys SET activates_ms = ? WHERE config_id = ? AND activates_ms > ?", now, id, now);
     audit({

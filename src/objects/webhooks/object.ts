@@ -81,6 +81,7 @@ import {
   targets,
   unpushedSummaries,
 } from "./publishing";
+import { Routing } from "./routing";
 import { CONFIG_COLUMNS, type ConfigRow, MIGRATIONS, MIGRATIONS_BEFORE_HANDOVER } from "./schema";
 
 /** A configuration change, and whether its endpoint's object has it yet. */
@@ -103,6 +104,8 @@ export class WebhookObject extends DurableObject<Env> {
   private readonly syncs = new Coalescer();
   private readonly auditPush = new SingleFlight();
   private readonly publishCheck = new PublishCheck();
+  /** Each configuration's channels and compiled filter (routing.ts). */
+  private readonly routing = new Routing();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -471,7 +474,19 @@ export class WebhookObject extends DurableObject<Env> {
       request.only !== undefined || request.operational !== undefined,
     );
     if (!allowed.ok) return allowed;
-    const to = targets(request, this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations ORDER BY rowid`));
+    let data: { parsed: unknown } | null = null;
+    const seen = {
+      type: event.type,
+      channels: event.channels ?? [],
+      // Parsed once, for the first configuration with a filter.
+      data: () => {
+        data ??= { parsed: (JSON.parse(event.body) as { data: unknown }).data };
+        return data.parsed;
+      },
+    };
+    const to = targets(request, this.db.all<ConfigRow>(`SELECT ${CONFIG_COLUMNS} FROM configurations ORDER BY rowid`), (c) =>
+      this.routing.routes(c, seen),
+    );
     if (!to.ok) return to;
     const { answer, opened } = record(this.db, request, to.value, actor, now);
     // In the same write batch as the rows (no await between): if this call dies before the

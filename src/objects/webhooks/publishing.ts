@@ -27,6 +27,8 @@ export interface EventToPublish {
   /** The exact JSON sent (and signed) on every attempt. */
   body: string;
   created_at: string;
+  /** The channels it carries (docs/receivers.md, "Channels"); none when absent. */
+  channels?: string[] | undefined;
 }
 
 export interface PublishRequest {
@@ -72,11 +74,12 @@ export function replay(db: Db, idempotency: { key: string; hash: string }, now: 
 
 /**
  * The configurations an event goes to, among the organization's (at most 20): one (a test event,
- * whatever its filter), or every active or paused one that takes the event's type. A paused one
+ * whatever its filter), or every active or paused one that takes the event's type and that
+ * `routes` (its channels and payload filter: routing.ts). A paused one
  * gets its delivery like any other; its endpoint's object holds it until the resume (issue 42). A
  * test event is refused while paused: it asks whether the receiver answers now.
  */
-export function targets(request: PublishRequest, configs: ConfigRow[]): Result<ConfigRow[]> {
+export function targets(request: PublishRequest, configs: ConfigRow[], routes: (c: ConfigRow) => boolean): Result<ConfigRow[]> {
   if (request.only !== undefined) {
     const only = configs.find((c) => c.id === request.only);
     if (only === undefined) return missing("Webhook configuration");
@@ -96,8 +99,10 @@ export function targets(request: PublishRequest, configs: ConfigRow[]): Result<C
       // Operational events describe the organization's other endpoints: only its operations
       // configurations receive them (issue 42), never one a receiver could have subscribed.
       if (about !== undefined && c.operations !== 1) return false;
-      if (c.events === null) return about === undefined;
-      return (JSON.parse(c.events) as string[]).includes(request.event.type) && c.id !== about;
+      const typed =
+        c.events === null ? about === undefined : (JSON.parse(c.events) as string[]).includes(request.event.type) && c.id !== about;
+      // Then its channels and filter (routing.ts): only for a configuration the type reaches.
+      return typed && routes(c);
     }),
   );
 }
@@ -127,13 +132,14 @@ export function record(
   db.txn(() => {
     const body = to.length > 0 ? event.body : null;
     db.run(
-      "INSERT INTO events (id, type, body, created_at, created_ms, actor) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO events (id, type, body, created_at, created_ms, actor, channels) VALUES (?, ?, ?, ?, ?, ?, ?)",
       event.id,
       event.type,
       body,
       event.created_at,
       now,
       JSON.stringify(actor),
+      event.channels && event.channels.length > 0 ? JSON.stringify(event.channels) : null,
     );
     db.run("UPDATE meta SET stored_bytes = stored_bytes + ?", EVENT_ROW_BYTES + (body === null ? 0 : encodeUtf8(body).byteLength));
     for (const d of answer.deliveries) {

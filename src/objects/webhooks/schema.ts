@@ -205,10 +205,23 @@ const V9: Migration = {
   ],
 };
 
+/**
+ * Version 10: a configuration's payload filter (its JSON text, objects/webhooks/routing.ts) and
+ * the channels it receives (JSON array), and the channels each event carried; NULL for none.
+ */
+const V10: Migration = {
+  version: 10,
+  statements: [
+    "ALTER TABLE configurations ADD COLUMN filter TEXT",
+    "ALTER TABLE configurations ADD COLUMN channels TEXT",
+    "ALTER TABLE events ADD COLUMN channels TEXT",
+  ],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -238,6 +251,9 @@ export interface ConfigRow extends Row {
   /** Issue 45 (version 8): 'polling', or null for push; a polling configuration's credential JSON. */
   delivery: "polling" | null;
   polling: string | null;
+  /** Version 10: the payload filter's JSON text, and the channels (JSON array) it receives; null for none. */
+  filter: string | null;
+  channels: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -253,4 +269,4 @@ export interface FanoutRow extends Row {
 
 /** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
 export const CONFIG_COLUMNS =
-  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at, delivery, polling";
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at, delivery, polling, filter, channels";
