@@ -98,6 +98,28 @@ describe("a configuration's filter, checked when written", () => {
   });
 });
 
+describe("a schema change that would leave a live filter matching nothing", () => {
+  it("is refused, naming the configuration and the path; a change the filters survive is not", async () => {
+    const org = await createTenant();
+    const bearer = await issueToken(org);
+    const schema = { type: "object", properties: { account: { type: "string" }, amount: { type: "integer" } } };
+    expect((await api(org, bearer, "/v1/event-types", "POST", { name: "order.created", schema })).status).toBe(201);
+    const config = await createConfig(org, bearer, SECRET, { events: ["order.created"], filter: { data: { amount: { $gte: 100 } } } });
+    const renamed = { type: "object", properties: { account: { type: "string" }, total: { type: "integer" } } };
+    const refused = await api(org, bearer, "/v1/event-types/order.created", "PATCH", { schema: renamed });
+    const json = await body<unknown>(refused);
+    expect(refused.status, JSON.stringify(json)).toBe(409);
+    expect((json as { developer_message: string }).developer_message).toContain(
+      `The new schema of order.created would leave 1 webhook configuration filter matching nothing (${config.id}: filter.data.amount is not in the event type's schema`,
+    );
+    expect((await api(org, bearer, "/v1/event-types/order.created", "DELETE")).status).toBe(409);
+    const widened = { type: "object", properties: { ...schema.properties, currency: { type: "string" } } };
+    expect((await api(org, bearer, "/v1/event-types/order.created", "PATCH", { schema: widened })).status).toBe(200);
+    expect((await api(org, bearer, `/v1/webhook-configurations/${config.id}`, "PATCH", { filter: null })).status).toBe(200);
+    expect((await api(org, bearer, "/v1/event-types/order.created", "PATCH", { schema: renamed })).status).toBe(200);
+  });
+});
+
 describe("fan-out by channels and filters", () => {
   it("sends each event only to the configurations it matches, and records nothing for the rest", async () => {
     const org = await createTenant();

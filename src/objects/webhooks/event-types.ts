@@ -23,6 +23,7 @@ import {
 import type { Db } from "../db";
 import { fail, invalid, missing, ok, type Result } from "../sql";
 import type { Audit } from "./configurations";
+import { filtersBrokenBy } from "./routing";
 
 /** Types an organization may define: a catalog is read whole (the OpenAPI document), so it is bounded. */
 export const MAX_EVENT_TYPES = 250;
@@ -151,6 +152,10 @@ export function updateType(db: Db, name: string, patch: UpdateEventTypeInput, au
   const examples = patch.examples ?? (JSON.parse(current.examples) as unknown[]);
   const check = checked(schema, examples, patch.schema === undefined);
   if (!check.ok) return check;
+  if (patch.schema !== undefined) {
+    const broken = filtersBrokenBy(db, { name, schema });
+    if (broken.length > 0) return brokenFilters(broken, `The new schema of ${name}`);
+  }
   const description = patch.description === undefined ? current.description : patch.description;
   const deprecated = patch.deprecated === undefined ? current.deprecated : patch.deprecated ? 1 : 0;
   db.txn(() => {
@@ -174,10 +179,21 @@ export function updateType(db: Db, name: string, patch: UpdateEventTypeInput, au
   return ok(view(row(db, name) as EventTypeRow));
 }
 
+/** A catalog change refused for the live filters it would leave matching nothing (at most 5 named). */
+function brokenFilters(broken: string[], what: string): Result<never> {
+  const named = broken.slice(0, 5).join("; ");
+  return fail(
+    "conflict",
+    `${what} would leave ${broken.length} webhook configuration filter${broken.length === 1 ? "" : "s"} matching nothing (${named}${broken.length > 5 ? "; ..." : ""}); change or remove ${broken.length === 1 ? "that filter" : "those filters"} first.`,
+  );
+}
+
 export function deleteType(db: Db, name: string, audit: Audit): Result<EventTypeView> {
   if (isOperational(name)) return fail("conflict", `${name} is one of keyway's operational event types; it cannot be deleted.`);
   const current = row(db, name);
   if (current === undefined) return missing("Event type");
+  const broken = filtersBrokenBy(db, { name, deleted: true });
+  if (broken.length > 0) return brokenFilters(broken, `Deleting ${name}`);
   db.txn(() => {
     db.run("DELETE FROM event_types WHERE name = ?", name);
     audit({ action: "event_type.deleted", resource_type: "event_type", resource_id: name, detail: null });

@@ -19,11 +19,18 @@ import type { Db } from "../db";
 import { invalid, ok, type Result } from "../sql";
 import type { ConfigRow } from "./schema";
 
+/** A change of the catalog not yet written: a type's new schema (null: none), or its deletion. */
+type CatalogChange = { name: string; schema: Record<string, unknown> | null } | { name: string; deleted: true };
+
 /** The types a configuration receiving `events` (null: every type) can be sent, with their schemas. */
-function receivedTypes(db: Db, events: string[] | null, operations: boolean): FilteredType[] {
-  const catalog = db.all<{ name: string; schema: string | null }>("SELECT name, schema FROM event_types");
+function receivedTypes(db: Db, events: string[] | null, operations: boolean, change?: CatalogChange): FilteredType[] {
+  const catalog = db
+    .all<{ name: string; schema: string | null }>("SELECT name, schema FROM event_types")
+    .map((t) => ({ name: t.name, schema: t.schema === null ? null : (JSON.parse(t.schema) as Record<string, unknown>) }))
+    .filter((t) => change === undefined || t.name !== change.name)
+    .concat(change === undefined || "deleted" in change ? [] : [{ name: change.name, schema: change.schema }]);
   const all: FilteredType[] = [
-    ...catalog.map((t) => ({ name: t.name, schema: t.schema === null ? null : (JSON.parse(t.schema) as Record<string, unknown>) })),
+    ...catalog,
     ...(operations
       ? OPERATIONAL_EVENT_TYPES.map((name) => ({ name, schema: OPERATIONAL_SCHEMAS[name].schema as Record<string, unknown> }))
       : []),
@@ -46,6 +53,27 @@ export function filterRefusal(db: Db, text: string | null, events: string[] | nu
   const checked = checkFilter(compiled.value, receivedTypes(db, events, operations));
   if (!checked.ok) return invalid(["filter", ...checked.path], ` ${checked.message}`);
   return ok(text);
+}
+
+/**
+ * The live filters a change of one type's schema (or its deletion) would leave matching nothing,
+ * each as "configuration: filter.path what is wrong"; the change is refused while there are any
+ * (docs/receivers.md, "Filters and channels"): change or remove those filters first.
+ */
+export function filtersBrokenBy(db: Db, change: CatalogChange): string[] {
+  const rows = db.all<{ id: string; events: string | null; operations: number; filter: string }>(
+    "SELECT id, events, operations, filter FROM configurations WHERE filter IS NOT NULL",
+  );
+  const broken: string[] = [];
+  for (const r of rows) {
+    const events = r.events === null ? null : (JSON.parse(r.events) as string[]);
+    if (events !== null && !events.includes(change.name)) continue;
+    const compiled = compileFilter(JSON.parse(r.filter) as unknown);
+    if (!compiled.ok) continue;
+    const checked = checkFilter(compiled.value, receivedTypes(db, events, r.operations === 1, change));
+    if (!checked.ok) broken.push(`${r.id}: filter.${checked.path.join(".")} ${checked.message}`);
+  }
+  return broken;
 }
 
 /** The channels column: the names as stored (JSON), or null for every channel. */
