@@ -148,6 +148,29 @@ describe("fan-out by channels and filters", () => {
     expect(await send({ account: "acct_3", amount: 5, status: "paid" }, ["us"])).toEqual([all]);
   });
 
+  it("a polling configuration keeps only the events its filter and channels match", async () => {
+    const org = await createTenant();
+    const bearer = await issueToken(org);
+    expect((await api(org, bearer, "/v1/event-types", "POST", { name: "order.created", schema: ORDER })).status).toBe(201);
+    const res = await api(org, bearer, "/v1/webhook-configurations", "POST", {
+      delivery: "polling",
+      events: ["order.created"],
+      filter: { data: { amount: { $gt: 10 } } },
+      channels: ["eu"],
+    });
+    const json = await body<{ id: string }>(res);
+    expect(res.status, JSON.stringify(json)).toBe(201);
+    const send = async (data: unknown, channels: string[]) => {
+      const r = await api(org, bearer, "/v1/events", "POST", { type: "order.created", data, channels });
+      return (await body<{ deliveries: unknown[] }>(r)).data.deliveries.length;
+    };
+    expect([
+      await send({ account: "a", amount: 11 }, ["eu"]),
+      await send({ account: "a", amount: 9 }, ["eu"]),
+      await send({ account: "a", amount: 11 }, ["us"]),
+    ]).toEqual([1, 0, 0]);
+  });
+
   it("a publish's channels are bounded and named", async () => {
     const res = await api(t, token, "/v1/events", "POST", {
       type: "order.created",
