@@ -27,7 +27,9 @@
  *   holds where its condition does not (Outpost's documented `{"status": {"$not": {"$in": [...]}}}`,
  *   which simple-json-match itself never matches).
  * Where keyway is stricter: equality is strict (no `1 == "1"`), an object mixing operators and
- * fields is refused (simple-json-match silently drops the fields), and so is `$ref`.
+ * fields is refused (simple-json-match silently drops the fields), and so is `$ref`; beside
+ * `"$exist": false`, another operator does not hold for an absent field (simple-json-match applies
+ * it to `undefined`, where `$neq` holds).
  */
 import { nearestWord } from "./nearest";
 

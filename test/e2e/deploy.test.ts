@@ -296,7 +296,8 @@ describe("the repository's wrangler.toml", () => {
     // took the API Worker to 153.8 and the people's Worker (its pages for them) to 200.0: budgets
     // 160 and 210 (docs/performance.md). Routes decided at the edge without an API key, and the
     // objects' logic moved into shells hosted by the Durable Objects, took the API Worker to 160.5:
-    // budget 165. The runs are one after the other, so
+    // budget 165. The delivery attempt as a pure step (163.0) and payload filters (the language,
+    // the schema check and the routing: 168.9) took it to budget 175. The runs are one after the other, so
     // wrangler's own lines come in that order: the people's Worker has its static assets (the
     // GraphQL explorer's files, issue 32, which its build command copies first and which do not
     // count toward its size) and the API Worker's systems of record (KV, Durable Objects of
@@ -332,7 +333,7 @@ describe("the repository's wrangler.toml", () => {
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
     // In deploy order: GraphQL, API, people's.
-    const budgets = [60, 165, 210];
+    const budgets = [60, 175, 210];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);

@@ -113,7 +113,9 @@ function condOf(s0: Schema, root: Schema, depth: number, o: Options, inOr = fals
   const options: fc.Arbitrary<unknown>[] = [s.type === "array" ? valueFor(resolve(s.items as Schema, root), root) : value];
   const ops = (pairs: fc.Arbitrary<[string, unknown]>[]) =>
     fc.uniqueArray(fc.oneof(...pairs), { minLength: 1, maxLength: 2, selector: ([k]) => k }).map((kv) => Object.fromEntries(kv));
-  const exist = inOr ? [] : [fc.boolean().map((b): [string, unknown] => ["$exist", b])];
+  // $exist stands alone: beside another operator, simple-json-match applies that operator to an
+  // absent field too (`{"$neq": false, "$exist": false}` matches an absent one there, not here).
+  const existAlone = inOr ? [] : [fc.boolean().map((b) => ({ $exist: b }))];
   const pair = (op: string, a: fc.Arbitrary<unknown>) => a.map((v): [string, unknown] => [op, v]);
   if (s.type === "string") {
     const words = fc.constantFrom(...(Array.isArray(s.enum) ? (s.enum as string[]) : WORDS));
@@ -130,8 +132,8 @@ function condOf(s0: Schema, root: Schema, depth: number, o: Options, inOr = fals
         ...(Array.isArray(s.enum) ? [] : [pair("$in", words)]),
         pair("$startsWith", fc.oneof(fc.constantFrom(...WORDS), fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 2 }))),
         pair("$endsWith", fc.oneof(fc.constantFrom(...WORDS), fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 2 }))),
-        ...exist,
       ]),
+      ...existAlone,
     );
   } else if (s.type === "integer" || s.type === "number") {
     const n = fc.integer({ min: -3, max: 3 });
@@ -145,11 +147,11 @@ function condOf(s0: Schema, root: Schema, depth: number, o: Options, inOr = fals
         pair("$lte", n),
         pair("$in", fc.array(n, { minLength: 1, maxLength: 3 })),
         pair("$nin", fc.array(n, { minLength: 1, maxLength: 3 })),
-        ...exist,
       ]),
+      ...existAlone,
     );
   } else if (s.type === "boolean") {
-    options.push(ops([pair("$eq", fc.boolean()), pair("$neq", fc.boolean()), ...exist]));
+    options.push(ops([pair("$eq", fc.boolean()), pair("$neq", fc.boolean())]), ...existAlone);
   } else if (s.type === "array") {
     // At an array, a value matches an element and fields match an element's; operators would
     // apply to the array itself (only $exist and $eq say anything of it).
