@@ -117,39 +117,25 @@ function condOf(s0: Schema, root: Schema, depth: number, o: Options, inOr = fals
   // absent field too (`{"$neq": false, "$exist": false}` matches an absent one there, not here).
   const existAlone = inOr ? [] : [fc.boolean().map((b) => ({ $exist: b }))];
   const pair = (op: string, a: fc.Arbitrary<unknown>) => a.map((v): [string, unknown] => [op, v]);
+  // The comparisons a string or a number takes, with values of its own kind.
+  const compared = (v: fc.Arbitrary<unknown>) => [
+    ...["$eq", "$neq", "$gt", "$gte", "$lt", "$lte"].map((op) => pair(op, v)),
+    ...["$in", "$nin"].map((op) => pair(op, fc.array(v, { minLength: 1, maxLength: 3 }))),
+  ];
   if (s.type === "string") {
     const words = fc.constantFrom(...(Array.isArray(s.enum) ? (s.enum as string[]) : WORDS));
+    const affix = fc.oneof(fc.constantFrom(...WORDS), fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 2 }));
     options.push(
       ops([
-        pair("$eq", words),
-        pair("$neq", words),
-        pair("$gt", words),
-        pair("$gte", words),
-        pair("$lt", words),
-        pair("$lte", words),
-        pair("$in", fc.array(words, { minLength: 1, maxLength: 3 })),
-        pair("$nin", fc.array(words, { minLength: 1, maxLength: 3 })),
+        ...compared(words),
         ...(Array.isArray(s.enum) ? [] : [pair("$in", words)]),
-        pair("$startsWith", fc.oneof(fc.constantFrom(...WORDS), fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 2 }))),
-        pair("$endsWith", fc.oneof(fc.constantFrom(...WORDS), fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 2 }))),
+        pair("$startsWith", affix),
+        pair("$endsWith", affix),
       ]),
       ...existAlone,
     );
   } else if (s.type === "integer" || s.type === "number") {
-    const n = fc.integer({ min: -3, max: 3 });
-    options.push(
-      ops([
-        pair("$eq", n),
-        pair("$neq", n),
-        pair("$gt", n),
-        pair("$gte", n),
-        pair("$lt", n),
-        pair("$lte", n),
-        pair("$in", fc.array(n, { minLength: 1, maxLength: 3 })),
-        pair("$nin", fc.array(n, { minLength: 1, maxLength: 3 })),
-      ]),
-      ...existAlone,
-    );
+    options.push(ops(compared(fc.integer({ min: -3, max: 3 }))), ...existAlone);
   } else if (s.type === "boolean") {
     options.push(ops([pair("$eq", fc.boolean()), pair("$neq", fc.boolean())]), ...existAlone);
   } else if (s.type === "array") {
