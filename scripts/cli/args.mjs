@@ -60,6 +60,8 @@ export const OPTIONS = /** @type {const} */ ({
   operations: { type: "boolean" },
   "no-operations": { type: "boolean" },
   "rate-limit": { type: "string" },
+  filter: { type: "string" },
+  channels: { type: "string" },
   yes: { type: "boolean" },
   "schema-file": { type: "string" },
   "examples-file": { type: "string" },

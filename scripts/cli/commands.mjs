@@ -15,12 +15,14 @@ import { readList, send } from "./http.mjs";
 import { clean, field, isObject, nested, record, show, table } from "./output.mjs";
 import {
   amount,
+  channelList,
   clientSecret,
   count,
   countOrDefault,
   countOrNone,
   defined,
   eventList,
+  filterFlag,
   flagText,
   graceSeconds,
   instant,
@@ -658,6 +660,8 @@ export const COMMANDS = [
       "operations",
       "signature-scheme",
       "delivery",
+      "filter",
+      "channels",
       ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
@@ -684,6 +688,8 @@ export const COMMANDS = [
       "no-token-cache",
       "operations",
       "no-operations",
+      "filter",
+      "channels",
       ...RECEIVER_AUTH_FLAGS,
     ],
     summary:
@@ -706,6 +712,8 @@ export const COMMANDS = [
         ordered: toggle(f, "ordered"),
         token_cache: toggle(f, "token-cache"),
         operations: toggle(f, "operations"),
+        filter: filterFlag(f, true),
+        channels: channelList(f.channels, true),
       });
       if (Object.keys(body).length === 0) throw new UsageError("webhooks update: nothing to change; give at least one flag", "webhooks");
       return { method: "PATCH", path: webhookPath(a), body };
@@ -1285,6 +1293,8 @@ export function createWebhookCall(a, f) {
       token_cache: f["token-cache"] === true ? true : undefined,
       operations: f.operations === true ? true : undefined,
       signature_scheme: scheme,
+      filter: filterFlag(f, false),
+      channels: channelList(f.channels, false),
     }),
   };
 }
@@ -1313,6 +1323,8 @@ function pollingWebhookCall(a, f) {
       events: eventList(f.events, false),
       description: flagText(f.description),
       operations: f.operations === true ? true : undefined,
+      filter: filterFlag(f, false),
+      channels: channelList(f.channels, false),
     }),
   };
 }

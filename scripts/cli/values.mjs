@@ -264,6 +264,45 @@ export function eventList(value, update) {
 }
 
 /**
+ * `--filter JSON`: a payload filter as JSON on the command line (docs/receivers.md, "Filters and
+ * channels"); update: `none` removes it. keyway checks it against the event types' schemas and
+ * names the path of what is wrong.
+ * @param {Flags} flags
+ * @param {boolean} update
+ * @returns {unknown}
+ */
+export function filterFlag(flags, update) {
+  const value = flags.filter;
+  if (value === undefined) return undefined;
+  if (typeof value !== "string") throw new UsageError('--filter needs a JSON object, e.g. \'{"data": {"amount": {"$gte": 100}}}\'');
+  if (update && value.trim() === "none") return null;
+  let parsed;
+  try {
+    parsed = JSON.parse(value);
+  } catch (err) {
+    throw new UsageError(`--filter is not JSON (${err instanceof Error ? clean(err.message) : "unreadable"})`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new UsageError(`--filter needs a JSON object${update ? " (or `none`)" : ""}`);
+  }
+  return parsed;
+}
+
+/**
+ * `--channels C,C..`: the channels a configuration receives; update: `all` for every channel.
+ * @param {string | boolean | undefined} value
+ * @param {boolean} update
+ * @returns {string[] | null | undefined}
+ */
+export function channelList(value, update) {
+  if (value === undefined || typeof value === "boolean") return undefined;
+  if (update && value.trim() === "all") return null;
+  const channels = value.split(/[\s,]+/).filter((c) => c !== "");
+  if (channels.length === 0) throw new UsageError(`--channels needs channel names, e.g. acct_42,eu${update ? " (or `all`)" : ""}`);
+  return channels;
+}
+
+/**
  * The JSON in the file a flag names (`--schema-file`, `--examples-file`); keyway checks what it
  * holds and says what is wrong, naming the path inside it.
  * @param {Flags} flags

@@ -971,6 +971,61 @@ describe("operator CLI", () => {
     }
   });
 
+  it("sets a webhook configuration's payload filter and channels, refused where the event type's schema cannot match it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "keyway-filters-"));
+    try {
+      const orgId = value((await admin("orgs", "create", "Filter Corp")).stdout, "id");
+      const schemaFile = join(dir, "schema.json");
+      await writeFile(
+        schemaFile,
+        JSON.stringify({ type: "object", properties: { total: { type: "number" }, account: { type: "string" } } }),
+      );
+      expect((await admin("event-types", "create", orgId, "order.created", "--schema-file", schemaFile)).code).toBe(0);
+      const create = (filter: string) =>
+        cli(
+          [
+            "webhooks",
+            "create",
+            orgId,
+            "--webhook-url",
+            "https://receiver.example/hook",
+            "--token-url",
+            "https://receiver.example/token",
+            "--client-id",
+            "kw",
+            "--client-secret-stdin",
+            "--events",
+            "order.created",
+            "--filter",
+            filter,
+            "--channels",
+            "eu,acct_42",
+          ],
+          env,
+          ROOT,
+          "filter-receiver-secret\n",
+        );
+      const misspelt = await create('{"data": {"totl": {"$gte": 100}}}');
+      expect(misspelt.code).toBe(1);
+      expect(misspelt.stderr).toMatch(
+        /filter\.data\.totl is not in the event type's schema.*did you mean "total"\?.*\(invalid_request, HTTP 400\)/,
+      );
+      const notJson = await create("{data: 1}");
+      expect(notJson.code).toBe(2);
+      expect(notJson.stderr.split("\n")[0]).toMatch(/^admin: --filter is not JSON/);
+      const made = await create('{"data": {"total": {"$gte": 100}}}');
+      expect(made.code, made.stderr).toBe(0);
+      const id = value(made.stdout, "id");
+      const shown = JSON.parse((await admin("webhooks", "show", orgId, id, "--json")).stdout) as Record<string, unknown>;
+      expect(shown).toMatchObject({ filter: { data: { total: { $gte: 100 } } }, channels: ["eu", "acct_42"] });
+      const cleared = await admin("webhooks", "update", orgId, id, "--filter", "none", "--channels", "all");
+      expect(cleared.code, cleared.stderr).toBe(0);
+      expect(JSON.parse((await admin("webhooks", "show", orgId, id, "--json")).stdout)).toMatchObject({ filter: null, channels: null });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("keeps the event catalog and the webhook settings, recovers failed deliveries, and hands a receiver a portal link", async () => {
     const receiver = await startReceiver();
     const dir = await mkdtemp(join(tmpdir(), "keyway-event-types-"));
