@@ -535,6 +535,43 @@ describe("webhook URL outcomes", () => {
     expect(sent).toEqual([]);
   });
 
+  // A receiver's say over its own deliveries (docs/receivers.md): the `webhook-delivery` answer header.
+  it("disables the configuration on webhook-delivery: disable, keeping a 2xx delivered and failing any other answer", async () => {
+    const config = (await newConfig()).id;
+    fakeNetwork(webhookRoute(() => new Response(null, { status: 200, headers: { "webhook-delivery": "Disable" } })));
+    const taken = await attempt(await publish(config));
+    expect(taken.record.status).toBe("delivered");
+    const view = async () => ((await (await api(t, token, `/v1/webhook-configurations/${config}`)).json()) as { data: unknown }).data;
+    expect(await view()).toMatchObject({
+      status: "disabled",
+      disabled_reason: "the receiver asked to be disabled (webhook-delivery: disable)",
+    });
+    await api(t, token, `/v1/webhook-configurations/${config}`, "PATCH", { status: "active" });
+    fakeNetwork(webhookRoute(() => new Response(null, { status: 503, headers: { "webhook-delivery": "disable" } })));
+    const refused = await attempt(await publish(config));
+    expect(refused.record.status).toBe("failed");
+    expect(refused.last).toMatchObject({
+      http_status: 503,
+      outcome: "failed",
+      error: "webhook URL answered 503 with webhook-delivery: disable; configuration disabled",
+    });
+    expect(await view()).toMatchObject({ status: "disabled" });
+  });
+
+  it("stops one delivery's retries on webhook-delivery: abort-message, and nothing else", async () => {
+    const config = (await newConfig()).id;
+    fakeNetwork(webhookRoute(() => new Response(null, { status: 500, headers: { "webhook-delivery": "abort-message" } })));
+    const { record, last } = await attempt(await publish(config));
+    expect(record.status).toBe("failed");
+    expect(record.next_attempt_at).toBeNull();
+    expect(last).toMatchObject({ outcome: "failed", error: "webhook URL answered 500 with webhook-delivery: abort-message; not retried" });
+    const view = (await (await api(t, token, `/v1/webhook-configurations/${config}`)).json()) as { data: unknown };
+    expect(view.data).toMatchObject({ status: "active" });
+    // An unknown directive asks nothing: the answer is retried like any 500.
+    fakeNetwork(webhookRoute(() => new Response(null, { status: 500, headers: { "webhook-delivery": "pause" } })));
+    expect((await attempt(await publish(config))).record.status).toBe("retrying");
+  });
+
   it("lets an edit made during the attempt win over a 410 from the old URL", async () => {
     const config = await newConfig();
     let edited = false;

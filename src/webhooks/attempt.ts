@@ -96,6 +96,8 @@ export interface Answer {
   status: number;
   retry_after_seconds: number | null;
   response: AttemptResponseOf;
+  /** The receiver's `webhook-delivery` header: disable its configuration, or abort this delivery's retries. */
+  directive?: "disable" | "abort" | null | undefined;
 }
 type AttemptResponseOf = AttemptReport["response"];
 
@@ -432,10 +434,25 @@ function answered(s: AttemptState, event: Seen, answer: Answer, out: Out, report
 /** What the receiver's final answer comes to. */
 function conclusion(answer: Answer, report: ReportFn): Stepped {
   const status = answer.status;
-  if (status >= 200 && status < 300) return report("webhook", status, "delivered", null);
+  // `webhook-delivery: disable` (docs/receivers.md, "The receiver's say") ends the configuration as
+  // a 410 does: `gone` asks the endpoint's object to disable it, if its url is still this one.
+  const disable = answer.directive === "disable";
+  if (status >= 200 && status < 300) return report("webhook", status, "delivered", null, disable ? { gone: true } : {});
   if (status === 410) {
     return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", {
       gone: true,
+      response: answer.response,
+    });
+  }
+  if (disable) {
+    return report("webhook", status, "failed", `webhook URL answered ${status} with webhook-delivery: disable; configuration disabled`, {
+      gone: true,
+      response: answer.response,
+    });
+  }
+  if (answer.directive === "abort") {
+    // The receiver's word on this one delivery: no more retries (recoverable like any failed one).
+    return report("webhook", status, "failed", `webhook URL answered ${status} with webhook-delivery: abort-message; not retried`, {
       response: answer.response,
     });
   }

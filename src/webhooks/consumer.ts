@@ -35,7 +35,15 @@ import {
 } from "../schemas/webhooks";
 import { type AttemptPort, drive, type Ended, type Failure, planOf } from "./attempt";
 import { AttemptSecrets } from "./attempt-secrets";
-import { type Deadline, DeliveryFailure, deadlineOf, postWebhook, RequestStopped, requestReceiverToken } from "./outbound";
+import {
+  type Deadline,
+  DeliveryFailure,
+  deadlineOf,
+  postWebhook,
+  type ReceiverDirective,
+  RequestStopped,
+  requestReceiverToken,
+} from "./outbound";
 import { dpopProof } from "./receiver-auth";
 import { signatureHeader } from "./signature";
 
@@ -298,7 +306,9 @@ async function attempt(deps: Deps, ticket: DeliveryTicket, begun: Go): Promise<E
       const sent = await send(deps, ticket, begun, { secrets, accessToken }, deadline, beforeRequest);
       if (sent instanceof DeliveryFailure) return { failure: failureOf(sent) };
       if ("stopped" in sent) return sent;
-      return { answer: { status: sent.status, retry_after_seconds: sent.retryAfterSeconds, response: sent.response } };
+      return {
+        answer: { status: sent.status, retry_after_seconds: sent.retryAfterSeconds, response: sent.response, directive: sent.directive },
+      };
     },
     ask: (call) => endpointCall(deps, ticket.configuration_id, call),
   };
@@ -361,7 +371,11 @@ async function send(
   { secrets, accessToken }: { secrets: AttemptSecrets; accessToken: string },
   deadline: Deadline,
   beforeRequest: (round: number) => Promise<string | null>,
-): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptReport["response"] } | DeliveryFailure | Stopped> {
+): Promise<
+  | { status: number; retryAfterSeconds: number | null; response: AttemptReport["response"]; directive: ReceiverDirective | null }
+  | DeliveryFailure
+  | Stopped
+> {
   const timestamp = Math.floor(deps.now() / 1000);
   const signature = await signatureHeader(await secrets.signingSecrets(), ticket.delivery_id, timestamp, begun.body);
   const dpopKey = await secrets.dpopKey();

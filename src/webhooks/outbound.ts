@@ -374,18 +374,42 @@ export async function postWebhook(
   body: string,
   deadline: Deadline,
   secrets: () => Promise<string[]>,
-): Promise<{ status: number; retryAfterSeconds: number | null; response: AttemptResponse | null; dpopNonce: string | null }> {
+): Promise<{
+  status: number;
+  retryAfterSeconds: number | null;
+  response: AttemptResponse | null;
+  dpopNonce: string | null;
+  directive: ReceiverDirective | null;
+}> {
   const url = guard(deps, "webhook", target);
   const res = await timedFetch("webhook", url, { method: "POST", headers, body }, deadline);
+  const directive = directiveOf(res.headers);
   if (res.status >= 200 && res.status < 300) {
     // Delivered: the body is not wanted, so it is not waited for (a receiver that stalls it after
     // a 2xx has still received the webhook).
     await res.body?.cancel().catch(() => undefined);
-    return { status: res.status, retryAfterSeconds: retryAfter(res), response: null, dpopNonce: null };
+    return { status: res.status, retryAfterSeconds: retryAfter(res), response: null, dpopNonce: null, directive };
   }
   // A resource server's nonce challenge (RFC 9449 9) to a DPoP-bound webhook: answered once by the caller.
   const dpopNonce = "DPoP" in headers ? nonceAsked(res.status, res.headers, null) : null;
-  return { status: res.status, retryAfterSeconds: retryAfter(res), response: await responseOf(res, secrets, deadline), dpopNonce };
+  return {
+    status: res.status,
+    retryAfterSeconds: retryAfter(res),
+    response: await responseOf(res, secrets, deadline),
+    dpopNonce,
+    directive,
+  };
+}
+
+/**
+ * What a receiver asks of its own deliveries with a `webhook-delivery` answer header
+ * (docs/receivers.md, "The receiver's say"): `disable` its configuration, or `abort-message` (stop
+ * retrying this delivery). Anything else, or no header, asks nothing.
+ */
+export type ReceiverDirective = "disable" | "abort";
+function directiveOf(headers: Headers): ReceiverDirective | null {
+  const value = headers.get("webhook-delivery")?.trim().toLowerCase();
+  return value === "disable" ? "disable" : value === "abort-message" ? "abort" : null;
 }
 
 /**

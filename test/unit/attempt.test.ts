@@ -14,7 +14,8 @@
  *    generation it holds it as (the cached one's, or the one `storeToken` answered), never another;
  *    a token the endpoint could not take is carried by the report unless the receiver refused it.
  * 4. Every attempt ends, once, in a report or a stop, and the report says what happened: delivered
- *    exactly when the last answer was 2xx, gone exactly for a 410, ours (paused, slot missed, token
+ *    exactly when the last answer was 2xx, gone exactly for a 410 or `webhook-delivery: disable`,
+ *    failed exactly for those and `abort-message` to an answer that is not 2xx, ours (paused, slot missed, token
  *    busy, cut off) exactly when keyway held it back.
  * The runs must reach every rule: `reached` is asserted at the end.
  */
@@ -40,7 +41,9 @@ const T0 = 1_000_000;
 // ---------------------------------------------------------------------------------------------
 // The modelled world
 
-type WebhookScript = { kind: "answer"; status: number; retryAfter: number | null; nonce: boolean } | { kind: "failure" };
+type WebhookScript =
+  | { kind: "answer"; status: number; retryAfter: number | null; nonce: boolean; directive: "disable" | "abort" | null }
+  | { kind: "failure" };
 type TokenScript = { kind: "ok"; expiresIn: number | null } | { kind: "failure" };
 
 interface Script {
@@ -78,6 +81,8 @@ interface Trace {
   /** Tokens in hand, in order: 0 the cached one, then each fetched. */
   tokensHeld: number;
   lastAnswer: number | null;
+  /** The last answer's `webhook-delivery` directive. */
+  lastDirective: "disable" | "abort" | null;
   /** Each answer, by the token it was sent with. */
   answers: { token: number; status: number }[];
   pausedSends: number;
@@ -103,6 +108,7 @@ function world(script: Script) {
     endedAt: null,
     tokensHeld: script.mode === "cached" ? 0 : -1,
     lastAnswer: null,
+    lastDirective: null,
     answers: [],
     pausedSends: 0,
     refetchSlot: null,
@@ -181,12 +187,13 @@ function world(script: Script) {
         if (pauseUntil !== null && pauseUntil > now) trace.pausedSends++;
         leave("webhook", round);
         await awaitOutside();
-        const w = script.webhooks[webhookIndex++] ?? { kind: "answer", status: 204, retryAfter: null, nonce: false };
+        const w = script.webhooks[webhookIndex++] ?? { kind: "answer", status: 204, retryAfter: null, nonce: false, directive: null };
         if (w.kind === "failure") return { failure: { http_status: null, message: "connection reset", retry_after_seconds: null } };
         if (w.nonce && round === 0) continue;
         trace.lastAnswer = w.status;
+        trace.lastDirective = w.directive;
         trace.answers.push({ token: trace.tokensHeld, status: w.status });
-        const answer: Answer = { status: w.status, retry_after_seconds: w.retryAfter, response: null };
+        const answer: Answer = { status: w.status, retry_after_seconds: w.retryAfter, response: null, directive: w.directive };
         return { answer };
       }
     },
@@ -228,12 +235,16 @@ function world(script: Script) {
 const webhookScript: fc.Arbitrary<WebhookScript> = fc.oneof(
   {
     weight: 3,
-    arbitrary: fc.record({
-      kind: fc.constant("answer" as const),
-      status: fc.constantFrom(200, 204, 401, 401, 401, 410, 429, 503, 500, 302),
-      retryAfter: fc.option(fc.integer({ min: 0, max: 120 }), { nil: null }),
-      nonce: fc.boolean(),
-    }),
+    arbitrary: fc
+      .record({
+        kind: fc.constant("answer" as const),
+        status: fc.constantFrom(200, 204, 401, 401, 401, 410, 429, 503, 500, 302),
+        retryAfter: fc.option(fc.integer({ min: 0, max: 120 }), { nil: null }),
+        nonce: fc.boolean(),
+        directive: fc.constantFrom(null, null, null, null, "disable" as const, "abort" as const),
+      })
+      // A 401 is answered by the token's rules before any conclusion: a directive there says nothing.
+      .map((w) => (w.status === 401 ? { ...w, directive: null } : w)),
   },
   { weight: 1, arbitrary: fc.constant({ kind: "failure" as const }) },
 );
@@ -302,6 +313,9 @@ const reached = {
   cutOff: 0,
   slowTimeout: 0,
   rememberedPause: 0,
+  disabledDelivered: 0,
+  disabledFailed: 0,
+  aborted: 0,
 };
 
 function check(script: Script, ended: Ended, trace: Trace, deadline: number, plan: AttemptPlan, finalNow: number): void {
@@ -361,12 +375,19 @@ function check(script: Script, ended: Ended, trace: Trace, deadline: number, pla
   expect(report.latency_ms).toBe(finalNow - T0);
   const last = trace.lastAnswer;
   expect(report.outcome === "delivered", "delivered exactly when the last answer was 2xx").toBe(last !== null && last >= 200 && last < 300);
-  expect(report.gone, "gone exactly for a 410").toBe(last === 410);
-  expect(report.gone).toBe(report.outcome === "failed");
+  const directive = last === null ? null : trace.lastDirective;
+  const twoHundred = last !== null && last >= 200 && last < 300;
+  expect(report.gone, "gone exactly for a 410 or webhook-delivery: disable").toBe(last === 410 || directive === "disable");
+  expect(report.outcome === "failed", "failed exactly for a 410 or a directive to an answer that is not 2xx").toBe(
+    last !== null && !twoHundred && (last === 410 || directive !== null),
+  );
   if (report.gone) {
-    expect(report.http_status).toBe(410);
-    reached.gone++;
+    expect(report.http_status).toBe(last);
+    if (last === 410) reached.gone++;
+    else if (twoHundred) reached.disabledDelivered++;
+    else reached.disabledFailed++;
   }
+  if (directive === "abort" && !twoHundred && last !== 410) reached.aborted++;
   if (report.outcome === "delivered") reached.delivered++;
   const timedOut = report.timed_out;
   if (report.outcome !== "delivered") expect(timedOut).toBe(T0 + report.latency_ms >= deadline);

@@ -273,10 +273,14 @@ export class Attempts {
       }
       if (answer === "kept") {
         outcome = "retry";
-        error = "webhook URL answered 410 Gone, but the configuration's url has changed since; retrying";
+        error = `${goneReason(report)}, but the configuration's url has changed since; retrying`;
       }
     }
     this.concludeReport(ref, report, outcome, error, now);
+    // A receiver that took the webhook and asked to be disabled (webhook-delivery: disable): the
+    // delivery stands, the configuration is disabled as for a 410, or owed until the organization answers.
+    if (report.gone && outcome === "delivered")
+      await this.requestDisable(ep, { reason: goneReason(report), url: report.url, basis_version: report.version }, now);
     await this.settleOwed(now);
     await this.host.pump(now);
   }
@@ -353,7 +357,7 @@ export class Attempts {
    */
   private async disableForGone(ep: EndpointRow, ref: TicketRef, report: AttemptReport, now: number): Promise<DisableAnswer | "owed"> {
     const owed: OwedDisable = {
-      reason: "the webhook URL answered 410 Gone",
+      reason: goneReason(report),
       url: report.url,
       basis_version: report.version,
       gone: { ref, report },
@@ -369,9 +373,22 @@ export class Attempts {
         owed_disable: JSON.stringify(owed),
         pause_kind: "gone",
         paused_until_ms: null,
-        pause_reason: "the webhook URL answered 410 Gone; nothing is sent until the configuration is disabled",
+        pause_reason: `${goneReason(report)}; nothing is sent until the configuration is disabled`,
       });
       return "owed";
+    }
+  }
+
+  /** Asks the organization's object to disable the configuration; owed (and retried by the alarm) while it cannot answer. */
+  private async requestDisable(ep: EndpointRow, owed: OwedDisable, now: number): Promise<void> {
+    try {
+      await this.askOrganizationToDisable(ep, owed, now);
+      this.disableFailures = 0;
+    } catch (err) {
+      log.warn("a receiver's disable not yet recorded by the organization; retrying", { detail: describeError(err) });
+      this.disableFailures++;
+      this.host.updateEndpoint({ owed_disable: JSON.stringify(owed) });
+      this.host.plan(now);
     }
   }
 
@@ -401,7 +418,7 @@ export class Attempts {
         owed.gone.ref,
         owed.gone.report,
         kept ? "retry" : "failed",
-        kept ? "webhook URL answered 410 Gone, but the configuration's url has changed since; retrying" : owed.gone.report.error,
+        kept ? `${goneReason(owed.gone.report)}, but the configuration's url has changed since; retrying` : owed.gone.report.error,
         now,
       );
     }
@@ -542,6 +559,10 @@ export class Attempts {
     );
   }
 }
+
+/** Why a configuration is disabled for its receiver: a 410, or the receiver's `webhook-delivery: disable`. */
+const goneReason = (report: AttemptReport): string =>
+  report.http_status === 410 ? "the webhook URL answered 410 Gone" : "the receiver asked to be disabled (webhook-delivery: disable)";
 
 export function liveConfig(ep: EndpointRow, config: WebhookConfigurationRecord | null): WebhookConfigurationRecord | string {
   if (ep.deleted === 1 || config === null) return "webhook configuration was deleted";
