@@ -78,6 +78,8 @@ export type Cond =
   | { k: "fields"; fields: [string, Cond][] }
   | { k: "op"; op: Comparison; operand: Json }
   | { k: "and" | "or"; conds: Cond[] }
+  /** The entries of one object, all holding: an AND nobody wrote as `$and` (a refusal names no `$and` for it). */
+  | { k: "all"; conds: Cond[] }
   | { k: "not"; cond: Cond };
 
 export interface CompiledFilter {
@@ -149,6 +151,7 @@ function sizeOf(c: Cond): number {
     case "fields":
       return 1 + c.fields.reduce((n, [, x]) => n + sizeOf(x), 0);
     case "and":
+    case "all":
     case "or":
       return 1 + c.conds.reduce((n, x) => n + sizeOf(x), 0);
     case "not":
@@ -218,7 +221,7 @@ function parseObject(
   // An empty object below the top matches any object (Outpost's reading); at the top, any event.
   if (named.length > 0 || (!top && keys.length === 0)) conds.unshift({ k: "fields", fields: named });
   if (conds.length === 1 && conds[0] !== undefined) return { ok: true, value: conds[0] };
-  return { ok: true, value: { k: "and", conds } };
+  return { ok: true, value: { k: "all", conds } };
 }
 
 function parseLogical(
@@ -330,6 +333,7 @@ function holds(c: Cond, v: Value, meter: { steps: number } | undefined): boolean
     case "op":
       return compare(c.op, v, c.operand);
     case "and":
+    case "all":
       return c.conds.every((x) => holds(x, v, meter));
     case "or":
       return c.conds.some((x) => holds(x, v, meter));

@@ -7,6 +7,7 @@
  * is bounded too. Pure.
  */
 import { type Checked, type Comparison, type CompiledFilter, type Cond, deepEqual, isObject, type Json, problem } from "./event-filter";
+import { pointerSegments } from "./json-schema";
 import { nearestWord } from "./nearest";
 
 /** A subscribed event type as the check sees it: its name and its schema for `data` (null: none). */
@@ -30,13 +31,31 @@ export function checkFilter(filter: CompiledFilter, types: readonly FilteredType
   return checkTop(filter.root, types, []);
 }
 
-function checkTop(c: Cond, types: readonly FilteredType[], path: string[]): Checked<null> {
+/**
+ * The logical conditions: each operand checked where its operator stands, under the operator's
+ * own path (`$and.0`); an object's entries (`all`) under the object's.
+ */
+function checkLogical(c: Logical, at: string[], check: (x: Cond, at: string[]) => Checked<null>): Checked<null> {
   switch (c.k) {
+    case "all":
+      return all(c.conds.map((x) => () => check(x, at)));
     case "and":
     case "or":
-      return all(c.conds.map((x, i) => () => checkTop(x, types, [...path, `$${c.k}`, String(i)])));
+      return all(c.conds.map((x, i) => () => check(x, [...at, `$${c.k}`, String(i)])));
     case "not":
-      return checkTop(c.cond, types, [...path, "$not"]);
+      return check(c.cond, [...at, "$not"]);
+  }
+}
+
+type Logical = Extract<Cond, { k: "all" | "and" | "or" | "not" }>;
+
+function checkTop(c: Cond, types: readonly FilteredType[], path: string[]): Checked<null> {
+  switch (c.k) {
+    case "all":
+    case "and":
+    case "or":
+    case "not":
+      return checkLogical(c, path, (x, at) => checkTop(x, types, at));
     case "fields":
       return all(
         c.fields.map(([field, cond]) => () => {
@@ -85,11 +104,11 @@ function checkAt(c: Cond, place: Place, at: string[]): Checked<null> {
   const items = () => itemsOf(place);
   const described = () => (types === ANY ? "any value" : describe(types));
   switch (c.k) {
+    case "all":
     case "and":
     case "or":
-      return all(c.conds.map((x, i) => () => checkAt(x, place, [...at, `$${c.k}`, String(i)])));
     case "not":
-      return checkAt(c.cond, place, [...at, "$not"]);
+      return checkLogical(c, at, (x, p) => checkAt(x, place, p));
     case "equal": {
       const t = typeOfJson(c.value);
       if (allows(t)) return checkValue(c.value, place, at);
@@ -246,8 +265,8 @@ function resolveRef(ref: string, root: Record<string, unknown>): unknown {
   if (ref === "#") return root;
   if (ref.startsWith("#/")) {
     let at: unknown = root;
-    for (const raw of ref.slice(2).split("/")) {
-      const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+    // Decoded as the schema check resolved it when the schema was saved (json-schema.ts).
+    for (const key of pointerSegments(ref.slice(1))) {
       if (Array.isArray(at)) at = at[Number(key)];
       else if (isObject(at)) at = at[key];
       else return undefined;

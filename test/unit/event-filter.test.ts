@@ -188,6 +188,12 @@ describe("held against the subscribed types' schemas", () => {
       'type: is not one of the values the schema allows ("order.created", "order.note"): did you mean "order.created"?',
     ],
     [{ channels: 42 }, "channels: is a number, but the schema has an array here"],
+    // An object's entries name their own paths: no `$and` the filter never wrote.
+    [{ data: { amount: { $gte: 1, $lt: "5" } } }, "data.amount.$lt: compares with a string, but the schema has a number here"],
+    [
+      { data: { amount: 1, stauts: "paid" }, $or: [{ type: "order.created" }] },
+      'data.stauts: is not in the event type\'s schema, which names "status", "amount", "email", "tags", "customer", "lines", "metadata" (did you mean "status"?)',
+    ],
   ])("%j", (raw, expected) => {
     expect(checked(raw)).toBe(expected);
   });
