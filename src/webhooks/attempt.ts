@@ -26,6 +26,7 @@
 import type { AttemptAnswer, AttemptCall, Begun } from "../objects/endpoints/attempts";
 import { MAX_PAUSE_MS, TOKEN_DEFAULT_LIFETIME_MS } from "../objects/endpoints/policy";
 import type { AttemptReport, FetchedToken, Lane } from "../schemas/webhooks";
+import type { ReceiverDirective } from "./outbound";
 
 /** The rate limit's slot: the webhook leaves no earlier than `not_before` and no later than `by`. */
 export interface Slot {
@@ -97,7 +98,7 @@ export interface Answer {
   retry_after_seconds: number | null;
   response: AttemptResponseOf;
   /** The receiver's `webhook-delivery` header: disable its configuration, or abort this delivery's retries. */
-  directive?: "disable" | "abort" | null | undefined;
+  directive?: ReceiverDirective | null | undefined;
 }
 type AttemptResponseOf = AttemptReport["response"];
 
@@ -438,17 +439,9 @@ function conclusion(answer: Answer, report: ReportFn): Stepped {
   // a 410 does: `gone` asks the endpoint's object to disable it, if its url is still this one.
   const disable = answer.directive === "disable";
   if (status >= 200 && status < 300) return report("webhook", status, "delivered", null, disable ? { gone: true } : {});
-  if (status === 410) {
-    return report("webhook", status, "failed", "webhook URL answered 410 Gone; configuration disabled", {
-      gone: true,
-      response: answer.response,
-    });
-  }
-  if (disable) {
-    return report("webhook", status, "failed", `webhook URL answered ${status} with webhook-delivery: disable; configuration disabled`, {
-      gone: true,
-      response: answer.response,
-    });
+  if (status === 410 || disable) {
+    const why = status === 410 ? "webhook URL answered 410 Gone" : `webhook URL answered ${status} with webhook-delivery: disable`;
+    return report("webhook", status, "failed", `${why}; configuration disabled`, { gone: true, response: answer.response });
   }
   if (answer.directive === "abort") {
     // The receiver's word on this one delivery: no more retries (recoverable like any failed one).

@@ -276,11 +276,14 @@ export class Attempts {
         error = `${goneReason(report)}, but the configuration's url has changed since; retrying`;
       }
     }
-    this.concludeReport(ref, report, outcome, error, now);
     // A receiver that took the webhook and asked to be disabled (webhook-delivery: disable): the
-    // delivery stands, the configuration is disabled as for a 410, or owed until the organization answers.
-    if (report.gone && outcome === "delivered")
-      await this.requestDisable(ep, { reason: goneReason(report), url: report.url, basis_version: report.version }, now);
+    // delivery stands, and the disable is owed before it is concluded (a restart between them
+    // loses neither), then asked for by `settleOwed` below, as every owed disable is.
+    if (report.gone && outcome === "delivered" && this.host.endpoint()?.owed_disable == null) {
+      const owed: OwedDisable = { reason: goneReason(report), url: report.url, basis_version: report.version };
+      this.host.updateEndpoint({ owed_disable: JSON.stringify(owed) });
+    }
+    this.concludeReport(ref, report, outcome, error, now);
     await this.settleOwed(now);
     await this.host.pump(now);
   }
@@ -376,19 +379,6 @@ export class Attempts {
         pause_reason: `${goneReason(report)}; nothing is sent until the configuration is disabled`,
       });
       return "owed";
-    }
-  }
-
-  /** Asks the organization's object to disable the configuration; owed (and retried by the alarm) while it cannot answer. */
-  private async requestDisable(ep: EndpointRow, owed: OwedDisable, now: number): Promise<void> {
-    try {
-      await this.askOrganizationToDisable(ep, owed, now);
-      this.disableFailures = 0;
-    } catch (err) {
-      log.warn("a receiver's disable not yet recorded by the organization; retrying", { detail: describeError(err) });
-      this.disableFailures++;
-      this.host.updateEndpoint({ owed_disable: JSON.stringify(owed) });
-      this.host.plan(now);
     }
   }
 
