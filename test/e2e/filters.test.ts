@@ -6,7 +6,7 @@
  * should get is worked out here from the scenario itself, in plain terms, not by keyway's code.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Keyway, type ScriptedReceiver, sharedKeywayWithOwnDemo, sleep, startScriptedReceiver } from "./server";
+import { demoApi, demoToken, type Keyway, type ScriptedReceiver, sharedKeywayWithOwnDemo, sleep, startScriptedReceiver } from "./server";
 
 let keyway: Keyway;
 let token = "";
@@ -14,31 +14,14 @@ const receivers: ScriptedReceiver[] = [];
 
 beforeAll(async () => {
   keyway = await sharedKeywayWithOwnDemo();
-  const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
-    method: "POST",
-    headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
-    body: JSON.stringify({ client_id: keyway.demo.clientId, client_secret: keyway.demo.clientSecret, grant_type: "client_credentials" }),
-  });
-  token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+  token = await demoToken(keyway);
 });
 
 afterAll(async () => {
   for (const r of receivers) await r.close();
 });
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data: T; raw: unknown }> {
-  const res = await fetch(`${keyway.baseUrl}${path}`, {
-    method,
-    headers: {
-      "x-api-key": keyway.demo.apiKey,
-      Authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const raw = (await res.json()) as { data: T };
-  return { status: res.status, data: raw.data, raw };
-}
+const api = <T>(method: string, path: string, body?: unknown) => demoApi<T>(keyway, token, method, path, body);
 
 interface Order {
   account: string;

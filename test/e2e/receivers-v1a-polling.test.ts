@@ -23,6 +23,8 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type Arrival,
+  demoApi,
+  demoToken,
   freePort,
   type Keyway,
   ROOT,
@@ -40,12 +42,7 @@ const dirs: string[] = [];
 
 beforeAll(async () => {
   keyway = await sharedKeywayWithOwnDemo();
-  const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
-    method: "POST",
-    headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
-    body: JSON.stringify({ client_id: keyway.demo.clientId, client_secret: keyway.demo.clientSecret, grant_type: "client_credentials" }),
-  });
-  token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+  token = await demoToken(keyway);
 });
 
 afterAll(async () => {
@@ -54,20 +51,7 @@ afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
-/** A call to the demo tenant's /v1 API: the answer's status and `data`. */
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data: T; raw: unknown }> {
-  const res = await fetch(`${keyway.baseUrl}${path}`, {
-    method,
-    headers: {
-      "x-api-key": keyway.demo.apiKey,
-      Authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const raw = (await res.json()) as { data: T };
-  return { status: res.status, data: raw.data, raw };
-}
+const api = <T>(method: string, path: string, body?: unknown) => demoApi<T>(keyway, token, method, path, body);
 
 interface Config {
   id: string;

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type Keyway, operatorCall, ROOT, sharedKeywayWithOwnDemo, sleep } from "./server";
+import { demoToken, freePort, type Keyway, operatorCall, ROOT, sharedKeywayWithOwnDemo, sleep } from "./server";
 
 interface Run {
   code: number | null;
@@ -315,12 +315,7 @@ describe("docs that work as pasted", () => {
     started.push(oauthServer.proc);
     await until("the OAuth server", () => oauthServer.output().includes("listening"));
 
-    const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
-      method: "POST",
-      headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
-      body: JSON.stringify({ client_id: keyway.demo.clientId, client_secret: keyway.demo.clientSecret, grant_type: "client_credentials" }),
-    });
-    const token = ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+    const token = await demoToken(keyway);
     const api = (path: string, payload: unknown) =>
       fetch(`${keyway.baseUrl}${path}`, {
         method: "POST",

@@ -358,6 +358,37 @@ export async function startReceiver(options: { delayMs?: number } = {}): Promise
   return { url: `http://127.0.0.1:${port}`, ids, close: () => new Promise((done) => server.close(() => done())) };
 }
 
+/** The demo tenant's access token, issued with the client credentials npm start printed. */
+export async function demoToken(keyway: Keyway): Promise<string> {
+  const issued = await fetch(`${keyway.baseUrl}/v1/oauth`, {
+    method: "POST",
+    headers: { "x-api-key": keyway.demo.apiKey, "Content-Type": "application/json" },
+    body: JSON.stringify({ client_id: keyway.demo.clientId, client_secret: keyway.demo.clientSecret, grant_type: "client_credentials" }),
+  });
+  return ((await issued.json()) as { data: { access_token: string } }).data.access_token;
+}
+
+/** A call to the demo tenant's /v1 API with `token`: the answer's status, its `data`, and the whole envelope. */
+export async function demoApi<T>(
+  keyway: Keyway,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; data: T; raw: unknown }> {
+  const res = await fetch(`${keyway.baseUrl}${path}`, {
+    method,
+    headers: {
+      "x-api-key": keyway.demo.apiKey,
+      Authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const raw = (await res.json()) as { data: T };
+  return { status: res.status, data: raw.data, raw };
+}
+
 /** One request a scripted receiver got. */
 export interface Arrival {
   /** `token` for its OAuth endpoint, `webhook` for anything else. */
