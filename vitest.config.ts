@@ -153,7 +153,7 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          exclude: ["test/e2e/**/*.browser.test.ts"],
+          exclude: ["test/e2e/**/*.browser.test.ts", "test/e2e/**/*.quiet.test.ts"],
           environment: "node",
           // One Node process per worker for every file it runs (no file changes what another reads).
           isolate: false,
@@ -178,6 +178,22 @@ export default defineConfig({
           testTimeout: 300_000,
           hookTimeout: 300_000,
           // The same npm start as the e2e project's, and one Chromium for every file.
+          globalSetup: ["./test/e2e/global-setup.ts"],
+        },
+      },
+      {
+        // The scenarios whose claim is a latency, measured against a real npm start
+        // (docs/testing.md, "The quiet tier"): `npm test` runs this project after every other tier
+        // has ended, one file at a time, so the figures are keyway's and not those of a two-core
+        // machine busy with a hundred other files.
+        test: {
+          name: "quiet",
+          include: ["test/e2e/**/*.quiet.test.ts"],
+          environment: "node",
+          maxWorkers: 1,
+          sequence: { groupOrder: 4 },
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
           globalSetup: ["./test/e2e/global-setup.ts"],
         },
       },

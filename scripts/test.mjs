@@ -11,13 +11,17 @@
  *                   schedules; one shared npm start and one Chromium), the browser files after
  *                   the others (vitest.config.ts, sequence.groupOrder)
  *
+ * Then, alone, lane "quiet": the scenarios whose claim is a latency (test/e2e/*.quiet.test.ts),
+ * on their own npm start once every other lane has ended. Measured beside the lanes above, they
+ * measured the machine: one CI run saw a first delivery's median at 2.8 s.
+ *
  * Each lane's lines are printed as they come, prefixed with the lane's name; at the end, a table of
  * the tiers (result, tests, time) and the ten slowest files of the whole run (test/reporters/
  * timings.ts; `npm run test:slowest` prints them again). Every tier runs even when another has
  * failed, so one run reports everything; the exit status is non-zero if any did. Each tier also has
  * its own script (`npm run test:<tier>`), for the inner loop.
  *
- * KEYWAY_TEST_LANES=runtime (or checks, or e2e; or a comma-separated list) runs those lanes only.
+ * KEYWAY_TEST_LANES=runtime (or checks, e2e, quiet; or a comma-separated list) runs those lanes only.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -51,8 +55,11 @@ const LANES = [
   { name: "e2e", steps: [{ name: "e2e", projects: ["pipeline", "e2e", "browser"] }] },
 ];
 
+/** @type {Lane[]} the lanes that run after the others have ended, one after another */
+const AFTER = [{ name: "quiet", steps: [{ name: "quiet", projects: ["quiet"] }] }];
+
 /** The tiers in the order the table lists them, with the step that runs each. */
-const TIERS = ["lint", "types", "unit", "workers", "pipeline", "node", "e2e", "browser"];
+const TIERS = ["lint", "types", "unit", "workers", "pipeline", "node", "e2e", "browser", "quiet"];
 
 const started = Date.now();
 /** @param {number} ms */
@@ -111,7 +118,7 @@ async function runLane(lane) {
 async function timings() {
   /** @type {FileTiming[]} */
   const files = [];
-  for (const lane of LANES) {
+  for (const lane of [...LANES, ...AFTER]) {
     for (const step of lane.steps) {
       const path = join(RESULTS, `timings-${step.name}.json`);
       if (step.projects && existsSync(path)) files.push(...JSON.parse(await readFile(path, "utf8")).files);
@@ -122,11 +129,15 @@ async function timings() {
 
 async function main() {
   const only = process.env.KEYWAY_TEST_LANES?.split(",").filter(Boolean);
-  const lanes = only ? LANES.filter((l) => only.includes(l.name)) : LANES;
+  const chosen = (/** @type {Lane[]} */ list) => (only ? list.filter((l) => only.includes(l.name)) : list);
+  const [lanes, after] = [chosen(LANES), chosen(AFTER)];
   await mkdir(RESULTS, { recursive: true });
-  for (const lane of lanes) for (const step of lane.steps) await rm(join(RESULTS, `timings-${step.name}.json`), { force: true });
+  for (const lane of [...lanes, ...after]) {
+    for (const step of lane.steps) await rm(join(RESULTS, `timings-${step.name}.json`), { force: true });
+  }
 
   await Promise.all(lanes.map(runLane));
+  for (const lane of after) await runLane(lane);
 
   const files = await timings();
   await writeFile(join(RESULTS, "timings.json"), `${JSON.stringify({ at: new Date().toISOString(), files }, null, 2)}\n`);
