@@ -71,19 +71,27 @@ function eventTypeInput(input: unknown): Record<string, unknown> {
 }
 
 /**
- * A configuration's view in camelCase, its `filter` as written: a filter's keys are the caller's
+ * A configuration's view in camelCase, its filters as written: a filter's keys are the caller's
  * (operators such as `$startsWith`, the event's own field names) and are never renamed.
  */
 function camelConfig(view: unknown): unknown {
   if (typeof view !== "object" || view === null) return view;
-  const { filter, ...rest } = view as Record<string, unknown>;
-  return { ...(camelize(rest) as Record<string, unknown>), ...(filter !== undefined ? { filter } : {}) };
+  const { filter, receiver_filter: receiverFilter, ...rest } = view as Record<string, unknown>;
+  return {
+    ...(camelize(rest) as Record<string, unknown>),
+    ...(filter !== undefined ? { filter } : {}),
+    ...(receiverFilter !== undefined ? { receiverFilter } : {}),
+  };
 }
 
-/** A configuration's input in REST's shape, its `filter` passed through untouched (and as plain JSON). */
+/** A configuration's input in REST's shape, its filters passed through untouched (and as plain JSON). */
 function configInput(input: unknown): Record<string, unknown> {
-  const { filter, ...rest } = (input ?? {}) as Record<string, unknown>;
-  return { ...(renameKeys(rest, toSnake) as Record<string, unknown>), ...(filter !== undefined ? { filter: plainJson(filter) } : {}) };
+  const { filter, receiverFilter, ...rest } = (input ?? {}) as Record<string, unknown>;
+  return {
+    ...(renameKeys(rest, toSnake) as Record<string, unknown>),
+    ...(filter !== undefined ? { filter: plainJson(filter) } : {}),
+    ...(receiverFilter !== undefined ? { receiver_filter: plainJson(receiverFilter) } : {}),
+  };
 }
 
 /** An event type's view with its own fields in camelCase; `schema` and `examples` are the caller's JSON, as saved. */

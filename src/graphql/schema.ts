@@ -243,6 +243,10 @@ type WebhookConfiguration {
   filter: JSON
   """The channels it receives; null: every channel."""
   channels: [String!]
+  """The receiver's own payload filter (set in the portal), applied after filter; null: none."""
+  receiverFilter: JSON
+  """The channels the receiver chose (in the portal), within channels; null: every channel channels allows."""
+  receiverChannels: [String!]
   """active, paused (deliveries held until active again) or disabled"""
   status: String!
   disabledReason: String
@@ -538,6 +542,10 @@ input UpdateWebhookConfigurationInput {
   filter: JSON
   """The channels it receives; null: every channel again."""
   channels: [String!]
+  """The receiver's own payload filter, applied after filter; {} or null removes it."""
+  receiverFilter: JSON
+  """The receiver's own channels, within channels; null: every channel channels allows."""
+  receiverChannels: [String!]
   """active, paused (deliveries held until active again) or disabled"""
   status: String
 }

@@ -97,6 +97,8 @@ export const CONFIG = {
   operations: false,
   filter: { data: { amount: { $gte: 100 } } } as WebhookConfigurationView["filter"],
   channels: null as string[] | null,
+  receiver_filter: null as Record<string, unknown> | null,
+  receiver_channels: null as string[] | null,
   status: "active" as const,
   disabled_reason: null,
   lane: "fast" as const,

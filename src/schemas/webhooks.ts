@@ -33,6 +33,16 @@ const Filter = z
     'A payload filter in the shape of Hookdeck Outpost\'s destination filters: a JSON object over the event\'s `type`, `channels` and `data` (`{"data": {"amount": {"$gte": 100}}}`), checked against the schemas of the event types it receives when written (docs/receivers.md, "Filters"). `{}` or null: every event.',
   );
 
+/**
+ * The receiver's own narrowing (the portal's "Filter and channels" page; docs/receivers.md, "The
+ * receiver's filter"): applied after the organization's `filter` and `channels`, never instead of
+ * them, so a receiver can receive less than the organization routes to it and never more.
+ */
+const RECEIVER_FILTER_DESCRIPTION =
+  "The receiver's own payload filter (set in the portal), in the same language as `filter` and checked the same way; an event must match both. `{}` or null: none.";
+const RECEIVER_CHANNELS_DESCRIPTION =
+  "The channels the receiver chose (in the portal): an event must carry one of them as well as one of `channels`. `null`: every channel `channels` allows.";
+
 export const MAX_RATE_LIMIT = 1000;
 const RateLimit = z
   .number()
@@ -212,6 +222,8 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
   operations: Operations.optional(),
   filter: Filter.optional(),
   channels: Channels.nullable().optional().describe(`${CHANNELS_DESCRIPTION} \`null\`: every channel again.`),
+  receiver_filter: Filter.optional().describe(RECEIVER_FILTER_DESCRIPTION),
+  receiver_channels: Channels.nullable().optional().describe(RECEIVER_CHANNELS_DESCRIPTION),
   /**
    * `paused` holds deliveries (published events still fan out to it; nothing is sent until it is
    * `active` again, then in publish order); `disabled` sends nothing and fails what is waiting;
@@ -225,6 +237,10 @@ export const UpdateWebhookConfigurationInput = z.strictObject({
     ),
 });
 export type UpdateWebhookConfigurationInput = z.output<typeof UpdateWebhookConfigurationInput>;
+
+/** The receiver's proposed filter and channels, tried against recent events (the portal's preview). */
+export const RoutingPreviewInput = UpdateWebhookConfigurationInput.pick({ receiver_filter: true, receiver_channels: true });
+export type RoutingPreviewInput = z.output<typeof RoutingPreviewInput>;
 
 export const PublishEventInput = z.strictObject({
   type: EventType,
@@ -300,6 +316,9 @@ export const WebhookConfigurationRecord = z.object({
    */
   filter: z.string().nullable().optional(),
   channels: z.array(z.string()).nullable().optional(),
+  /** The receiver's own narrowing of them (the portal), in the same forms; a copy from before it has neither. */
+  receiver_filter: z.string().nullable().optional(),
+  receiver_channels: z.array(z.string()).nullable().optional(),
   /** A polling configuration's read credential: the SHA-256 (hex) of its token, null once revoked. */
   polling: z.object({ token_hash: z.string().nullable(), token_created_at: Timestamp.nullable() }).nullable().optional(),
   status: z.enum(["active", "paused", "disabled"]),
@@ -413,6 +432,14 @@ export const WebhookConfigurationView = z.object({
   operations: z.boolean().describe("The organization's operations configuration (operational events go only to these)."),
   filter: z.record(z.string(), z.unknown()).nullable().describe("The payload filter, as written; null: every event of its types."),
   channels: z.array(z.string()).nullable().describe("The channels it receives; null: every channel."),
+  receiver_filter: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe("The receiver's own payload filter (the portal), applied after `filter`; null: none."),
+  receiver_channels: z
+    .array(z.string())
+    .nullable()
+    .describe("The channels the receiver chose (the portal), within `channels`; null: every channel `channels` allows."),
   status: z.enum(["active", "paused", "disabled"]),
   disabled_reason: z.string().nullable(),
   ...EndpointState.shape,

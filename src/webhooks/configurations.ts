@@ -21,9 +21,11 @@ import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, UNAVAILABLE_RETRY_AFTER_SECONDS, unwrap, webhookObject } from "../objects/stubs";
 import type { AssertionKeyCandidate, ChangedBy, ConfigurationPatch } from "../objects/webhooks/configurations";
 import type { Changed } from "../objects/webhooks/object";
+import { PREVIEW_SHOWN, type RoutePreviewEvent, tryRoutes } from "../objects/webhooks/routing";
 import {
   type CreateWebhookConfigurationInput,
   keyScheme,
+  type RoutingPreviewInput,
   receiverOAuth,
   type SignatureScheme,
   type UpdateWebhookConfigurationInput,
@@ -220,6 +222,10 @@ export async function updateWebhookConfiguration(
     ...(input.operations !== undefined ? { operations: input.operations } : {}),
     ...(input.filter !== undefined ? { filter: input.filter === null ? null : JSON.stringify(input.filter) } : {}),
     ...(input.channels !== undefined ? { channels: input.channels } : {}),
+    ...(input.receiver_filter !== undefined
+      ? { receiver_filter: input.receiver_filter === null ? null : JSON.stringify(input.receiver_filter) }
+      : {}),
+    ...(input.receiver_channels !== undefined ? { receiver_channels: input.receiver_channels } : {}),
   };
   let assertionKey: AssertionKeyCandidate | undefined;
   if (input.oauth !== undefined) {
@@ -249,6 +255,29 @@ export async function updateWebhookConfiguration(
     deps,
     unwrap(await reach("webhooks", () => webhooks(deps, orgId).updateConfiguration(id, patch, actor, now, assertionKey, by))),
   );
+}
+
+/**
+ * The receiver's "try it": whether each of the latest events sent to the configuration (at most
+ * PREVIEW_SHOWN, read from its endpoint's object, which keeps their bodies) would still go there
+ * with the proposed receiver filter and channels, decided as a publish decides it
+ * (objects/webhooks/routing.ts tryRoutes). Two calls, one to each object; nothing is sent or
+ * written. A proposed filter is checked as a save would check it (a 400 naming `receiver_filter`).
+ */
+export async function previewReceiverRouting(
+  deps: Deps,
+  orgId: string,
+  id: string,
+  input: RoutingPreviewInput,
+): Promise<RoutePreviewEvent[]> {
+  if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
+  const filter = input.receiver_filter == null ? null : JSON.stringify(input.receiver_filter);
+  const tried = await reach("webhook endpoint", () => endpointObject(deps, id).recentEvents(PREVIEW_SHOWN));
+  const ids = tried.map((e) => e.event_id);
+  const { routed, channels } = unwrap(
+    await reach("webhooks", () => webhooks(deps, orgId).previewRouting(id, filter, input.receiver_channels ?? null, ids)),
+  );
+  return tryRoutes(routed, channels, tried);
 }
 
 /** Deletes it; its endpoint's open deliveries end `failed` (nothing more is sent once this answers). */
@@ -373,6 +402,8 @@ export function webhookConfigurationView(config: WebhookConfiguration, origin: s
     operations: config.operations === true,
     filter: config.filter ? (JSON.parse(config.filter) as WebhookConfigurationView["filter"]) : null,
     channels: config.channels ?? null,
+    receiver_filter: config.receiver_filter ? (JSON.parse(config.receiver_filter) as WebhookConfigurationView["receiver_filter"]) : null,
+    receiver_channels: config.receiver_channels ?? null,
     status: config.status,
     disabled_reason: config.disabled_reason,
     ...state,

@@ -48,7 +48,7 @@ document.querySelectorAll("[data-copy-text]").forEach(function (button) {
 `;
 
 /** Which page of the navigation this is (marked aria-current). */
-export type PortalSection = "home" | "deliveries" | "settings" | "recover" | "catalog" | null;
+export type PortalSection = "home" | "deliveries" | "settings" | "filter" | "recover" | "catalog" | null;
 
 /**
  * The entries of the pages added with issue 30 items 1 and 3 (routes.tsx passes both in a
@@ -80,6 +80,7 @@ export const PortalPage: FC<PortalPageProps> = (p) => {
     { section: "home", href: "/portal", label: "Endpoint" },
     { section: "deliveries", href: "/portal/deliveries", label: "Deliveries" },
     { section: "settings", href: "/portal/settings", label: "Settings" },
+    { section: "filter", href: "/portal/filter", label: "Filter" },
     ...(p.recoverHref !== undefined ? [{ section: "recover" as const, href: p.recoverHref, label: "Recover" }] : []),
     ...(p.catalogHref !== undefined ? [{ section: "catalog" as const, href: p.catalogHref, label: "Event catalog" }] : []),
   ];

@@ -73,6 +73,7 @@ import { SecretOnce } from "../manager/views";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { CATALOG_PAGE, CatalogPage, EventTypeEntry, SendExamplePage, subscribed, typeHref } from "./catalog";
+import { filterRoutes } from "./filter";
 import { PortalPage, type PortalPageProps } from "./layout";
 import {
   DeliveriesPage,
@@ -143,6 +144,7 @@ const NOTICES: Record<string, string> = {
   subscribed: "Subscribed; the next events of this type are sent to this endpoint.",
   unsubscribed: "Unsubscribed; events of this type are no longer sent to this endpoint.",
   "example-sent": "Example sent to this endpoint; its delivery is listed below.",
+  "filter-saved": "Saved; the next events are sent only if they match your filter and channels too.",
 };
 
 /** What pausing asks before it happens: what is held, how it is delivered on resume, and the bound. */
@@ -716,6 +718,8 @@ export function portalApp(now: () => number): Hono<PortalEnv> {
       return sendExamplePage(c, type, values, errors);
     }
   });
+
+  filterRoutes(app, { portal, form, page });
 
   app.all("/portal/*", () => {
     throw notHere();

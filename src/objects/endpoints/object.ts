@@ -37,6 +37,7 @@ import { Db } from "../db";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
 import type { AuditOutboxEntry } from "../webhooks/audit";
 import { EVENT_RETENTION_DAYS } from "../webhooks/limits";
+import { PREVIEW_SHOWN, type TriedEvent } from "../webhooks/routing";
 import {
   type AttemptAnswer,
   type AttemptCall,
@@ -380,6 +381,18 @@ export class EndpointObject extends DurableObject<Env> {
   }
 
   /** The event body sent to the receiver (the manager's delivery page shows it). */
+  /**
+   * The latest events sent to this endpoint, newest first, with their bodies: what the portal's
+   * "try it" tries a receiver filter against (objects/webhooks/routing.ts tryRoutes). Test events
+   * go to an endpoint whatever its filter, so they are not among them.
+   */
+  recentEvents(limit: number): TriedEvent[] {
+    return this.db.all<TriedEvent & Record<string, SqlStorageValue>>(
+      "SELECT event_id, event_type, created_at, body FROM deliveries WHERE event_type != 'webhook.test' ORDER BY seq DESC LIMIT ?",
+      Math.min(Math.max(0, Math.trunc(limit)), PREVIEW_SHOWN),
+    );
+  }
+
   deliveryBody(id: string): Result<string> {
     const row = this.db.first<{ body: string }>("SELECT body FROM deliveries WHERE id = ?", id);
     return row ? ok(row.body) : missing("Delivery");

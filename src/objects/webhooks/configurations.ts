@@ -25,7 +25,7 @@ import type { PollingVerifier } from "../lookup";
 import { fail, invalid, missing, ok, type Result } from "../sql";
 import { type AuditOutboxEntry, redactUrl } from "./audit";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "./limits";
-import { channelsColumn, filterRefusal } from "./routing";
+import { channelsColumn, type FilterColumn, filterRefusal } from "./routing";
 import type { ConfigRow } from "./schema";
 
 /** A new configuration, its secrets already sealed by the Worker. */
@@ -68,6 +68,9 @@ export interface ConfigurationPatch {
   /** The payload filter's JSON text; null (or `{}`) removes it. */
   filter?: string | null | undefined;
   channels?: string[] | null | undefined;
+  /** The receiver's own narrowing of them (routing.ts), in the same forms. */
+  receiver_filter?: string | null | undefined;
+  receiver_channels?: string[] | null | undefined;
 }
 
 /**
@@ -226,6 +229,8 @@ export function configRecord(row: ConfigRow, organizationId: string): WebhookCon
       : {}),
     ...(row.filter != null ? { filter: row.filter } : {}),
     ...(row.channels != null ? { channels: JSON.parse(row.channels) as string[] } : {}),
+    ...(row.receiver_filter != null ? { receiver_filter: row.receiver_filter } : {}),
+    ...(row.receiver_channels != null ? { receiver_channels: JSON.parse(row.receiver_channels) as string[] } : {}),
     status: row.status,
     disabled_reason: row.disabled_reason,
     version: row.version,
@@ -410,8 +415,15 @@ export function receiverRefusal(current: ConfigRow, patch: ConfigurationPatch): 
   if (patch.operations !== undefined && patch.operations !== (current.operations === 1)) {
     return { path: ["operations"], text: " is the organization's to change" };
   }
-  // The organization's settings of its own endpoint: pacing, the shared token, its name.
+  // The organization's settings of its own endpoint: pacing, the shared token, its name; and its
+  // routing, which decides which of its events this endpoint may receive at all (the receiver
+  // narrows it with receiver_filter and receiver_channels, never widens it).
   const ours = " is the organization's to change";
+  const routing = " is the organization's to change: it decides which events this endpoint may receive; narrow them with";
+  if (patch.filter !== undefined && patch.filter !== current.filter) return { path: ["filter"], text: `${routing} receiver_filter` };
+  if (patch.channels !== undefined && channelsColumn(patch.channels) !== current.channels) {
+    return { path: ["channels"], text: `${routing} receiver_channels` };
+  }
   if (patch.ordered !== undefined && patch.ordered !== (current.ordered === 1)) return { path: ["ordered"], text: ours };
   if (patch.rate_limit !== undefined && patch.rate_limit !== current.rate_limit) return { path: ["rate_limit"], text: ours };
   if (patch.token_cache !== undefined && patch.token_cache !== (current.token_cache === 1)) return { path: ["token_cache"], text: ours };
@@ -463,13 +475,18 @@ export function update(
     const events = eventsCheck(patch.events === undefined ? eventsOf(current) : patch.events, operations, eventsOf(current));
     if (!events.ok) return events;
   }
-  // A filter is held to the types the configuration receives: checked again when they change.
-  const filterText = patch.filter === undefined ? current.filter : patch.filter;
-  const filter =
-    patch.filter !== undefined || patch.events !== undefined || patch.operations !== undefined
-      ? filterRefusal(db, filterText, patch.events === undefined ? eventsOf(current) : patch.events, operations)
-      : ok(current.filter);
+  // A filter is held to the types the configuration receives: checked again when they change; the
+  // receiver's own filter likewise (under its own name).
+  const typesChanged = patch.events !== undefined || patch.operations !== undefined;
+  const received = patch.events === undefined ? eventsOf(current) : patch.events;
+  const checked = (name: FilterColumn, written: string | null | undefined, held: string | null) =>
+    written !== undefined || typesChanged
+      ? filterRefusal(db, written === undefined ? held : written, received, operations, name)
+      : ok(held);
+  const filter = checked("filter", patch.filter, current.filter);
   if (!filter.ok) return filter;
+  const receiverFilter = checked("receiver_filter", patch.receiver_filter, current.receiver_filter);
+  if (!receiverFilter.ok) return receiverFilter;
   const newSecret = patch.oauth?.client_secret !== undefined;
   const auth = mergeAuth(receiverAuthOf(current), patch.oauth);
   const method = auth.auth_method ?? "client_secret_post";
@@ -543,11 +560,18 @@ export function update(
       id,
     );
     if (patch.operations !== undefined) db.run("UPDATE configurations SET operations = ? WHERE id = ?", operations ? 1 : 0, id);
-    if (patch.filter !== undefined || patch.channels !== undefined) {
+    if (
+      patch.filter !== undefined ||
+      patch.channels !== undefined ||
+      patch.receiver_filter !== undefined ||
+      patch.receiver_channels !== undefined
+    ) {
       db.run(
-        "UPDATE configurations SET filter = ?, channels = ? WHERE id = ?",
+        "UPDATE configurations SET filter = ?, channels = ?, receiver_filter = ?, receiver_channels = ? WHERE id = ?",
         filter.value,
         patch.channels === undefined ? current.channels : channelsColumn(patch.channels),
+        receiverFilter.value,
+        patch.receiver_channels === undefined ? current.receiver_channels : channelsColumn(patch.receiver_channels),
         id,
       );
     }

@@ -81,7 +81,7 @@ import {
   targets,
   unpushedSummaries,
 } from "./publishing";
-import { Routing } from "./routing";
+import { previewRouting, type RoutedRow, Routing } from "./routing";
 import { CONFIG_COLUMNS, type ConfigRow, MIGRATIONS, MIGRATIONS_BEFORE_HANDOVER } from "./schema";
 
 /** A configuration change, and whether its endpoint's object has it yet. */
@@ -210,6 +210,22 @@ export class WebhookObject extends DurableObject<Env> {
     if (this.deleted()) return missing("Organization");
     const row = configRow(this.db, id);
     return row ? ok(configRecord(row, this.orgId())) : missing("Webhook configuration");
+  }
+
+  /**
+   * The portal's "try it" (routing.ts previewRouting): the proposed receiver filter (JSON text)
+   * checked, the configuration's routing with it and the proposed channels, and the channels of
+   * the tried events (at most PREVIEW_SHOWN). Writes nothing.
+   */
+  previewRouting(
+    id: string,
+    filter: string | null,
+    channels: string[] | null,
+    eventIds: string[],
+  ): Result<{ routed: RoutedRow; channels: Record<string, string[]> }> {
+    if (this.deleted()) return missing("Organization");
+    const row = configRow(this.db, id);
+    return row ? previewRouting(this.db, row, { filter, channels }, eventIds) : missing("Webhook configuration");
   }
 
   /** The configuration as its endpoint's copy has it (with the assertion key, sealed): the connection test's token request. */

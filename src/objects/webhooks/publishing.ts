@@ -19,6 +19,7 @@ import type { NewDelivery } from "../endpoints/object";
 import { fail, missing, ok, type Result } from "../sql";
 import type { KeyedAuditEntry } from "./audit";
 import { EVENT_RETENTION_DAYS, EVENT_ROW_BYTES, IDEMPOTENCY_WINDOW_MS, STORAGE_BUDGET_BYTES } from "./limits";
+import { takesType } from "./routing";
 import type { ConfigRow, FanoutRow } from "./schema";
 
 export interface EventToPublish {
@@ -98,11 +99,8 @@ export function targets(request: PublishRequest, configs: ConfigRow[], routes: (
       if (c.status === "disabled") return false;
       // Operational events describe the organization's other endpoints: only its operations
       // configurations receive them (issue 42), never one a receiver could have subscribed.
-      if (about !== undefined && c.operations !== 1) return false;
-      const typed =
-        c.events === null ? about === undefined : (JSON.parse(c.events) as string[]).includes(request.event.type) && c.id !== about;
-      // Then its channels and filter (routing.ts): only for a configuration the type reaches.
-      return typed && routes(c);
+      // Then its channels and filters (routing.ts): only for a configuration the type reaches.
+      return takesType(c, request.event.type, about) && routes(c);
     }),
   );
 }

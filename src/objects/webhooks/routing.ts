@@ -8,8 +8,9 @@
  *   changed): its shape and bounds (lib/event-filter.ts), then against the schemas of the types the
  *   configuration receives (lib/filter-schema.ts: its `events`, or every type of the catalog);
  *   refused with a 400 naming `filter` and the path.
- * - `Routing` keeps each configuration's filter compiled, per its stored text (a change compiles
- *   it again; at most MAX_WEBHOOK_CONFIGURATIONS are kept), and answers `routes(row, event)`.
+ * - `Routing` keeps each configuration's filters compiled, per their stored text (a change compiles
+ *   them again; at most two per configuration, MAX_WEBHOOK_CONFIGURATIONS of them), and answers
+ *   `routes(row, event)`: both layers, the organization's and the receiver's.
  */
 import { type CompiledFilter, compileFilter, type FilteredEvent, isNoFilter } from "../../lib/event-filter";
 import { checkFilter, type FilteredType } from "../../lib/filter-schema";
@@ -41,17 +42,35 @@ function receivedTypes(db: Db, events: string[] | null, operations: boolean, cha
 }
 
 /**
- * The filter to store for a configuration (its JSON text, or null for none), or the 400 naming what
- * is wrong with it. `text` is the filter as the request gave it (serialized); `{}` and null are none.
+ * A configuration's two filters: the organization's (`filter`, with `channels`) and the receiver's
+ * own (`receiver_filter`, with `receiver_channels`, written in the portal). An event goes to the
+ * configuration only if it passes both layers, so the receiver narrows what the organization routes
+ * to it and never widens it (the organization's routing may be what keeps its customers' events
+ * apart).
  */
-export function filterRefusal(db: Db, text: string | null, events: string[] | null, operations: boolean): Result<string | null> {
+export type FilterColumn = "filter" | "receiver_filter";
+const FILTER_COLUMNS: readonly FilterColumn[] = ["filter", "receiver_filter"];
+const CHANNEL_COLUMNS = ["channels", "receiver_channels"] as const;
+
+/**
+ * The filter to store for a configuration (its JSON text, or null for none), or the 400 naming what
+ * is wrong with it under `name`. `text` is the filter as the request gave it (serialized); `{}` and
+ * null are none.
+ */
+export function filterRefusal(
+  db: Db,
+  text: string | null,
+  events: string[] | null,
+  operations: boolean,
+  name: FilterColumn = "filter",
+): Result<string | null> {
   if (text === null) return ok(null);
   const raw = JSON.parse(text) as unknown;
   if (isNoFilter(raw)) return ok(null);
   const compiled = compileFilter(raw);
-  if (!compiled.ok) return invalid(["filter", ...compiled.path], ` ${compiled.message}`);
+  if (!compiled.ok) return invalid([name, ...compiled.path], ` ${compiled.message}`);
   const checked = checkFilter(compiled.value, receivedTypes(db, events, operations));
-  if (!checked.ok) return invalid(["filter", ...checked.path], ` ${checked.message}`);
+  if (!checked.ok) return invalid([name, ...checked.path], ` ${checked.message}`);
   return ok(text);
 }
 
@@ -61,24 +80,42 @@ export function filterRefusal(db: Db, text: string | null, events: string[] | nu
  * (docs/receivers.md, "Filters and channels"): change or remove those filters first.
  */
 export function filtersBrokenBy(db: Db, change: CatalogChange): string[] {
-  const rows = db.all<{ id: string; events: string | null; operations: number; filter: string }>(
-    "SELECT id, events, operations, filter FROM configurations WHERE filter IS NOT NULL",
+  const rows = db.all<{ id: string; events: string | null; operations: number; filter: string | null; receiver_filter: string | null }>(
+    "SELECT id, events, operations, filter, receiver_filter FROM configurations WHERE filter IS NOT NULL OR receiver_filter IS NOT NULL",
   );
   const broken: string[] = [];
   for (const r of rows) {
     const events = r.events === null ? null : (JSON.parse(r.events) as string[]);
     if (events !== null && !events.includes(change.name)) continue;
-    const compiled = compileFilter(JSON.parse(r.filter) as unknown);
-    if (!compiled.ok) continue;
-    const checked = checkFilter(compiled.value, receivedTypes(db, events, r.operations === 1, change));
-    if (!checked.ok) broken.push(`${r.id}: filter.${checked.path.join(".")} ${checked.message}`);
+    for (const name of FILTER_COLUMNS) {
+      const text = r[name];
+      if (text === null) continue;
+      const compiled = compileFilter(JSON.parse(text) as unknown);
+      if (!compiled.ok) continue;
+      const checked = checkFilter(compiled.value, receivedTypes(db, events, r.operations === 1, change));
+      if (!checked.ok) broken.push(`${r.id}: ${name}.${checked.path.join(".")} ${checked.message}`);
+    }
   }
   return broken;
+}
+
+/**
+ * Whether a configuration takes an event of `type` at all, before its channels and filters. A
+ * type it names (or every type, with `events` null); an operational event (`about`: the endpoint it
+ * is about) only if it is one of the organization's operations configurations (issue 42) and not
+ * the endpoint the event is about.
+ */
+export function takesType(c: Pick<ConfigRow, "id" | "events" | "operations">, type: string, about: string | undefined): boolean {
+  if (about !== undefined && c.operations !== 1) return false;
+  return c.events === null ? about === undefined : (JSON.parse(c.events) as string[]).includes(type) && c.id !== about;
 }
 
 /** The channels column: the names as stored (JSON), or null for every channel. */
 export const channelsColumn = (channels: string[] | null | undefined): string | null =>
   channels === null || channels === undefined ? null : JSON.stringify([...new Set(channels)]);
+
+/** What routing reads of a configuration's row (the columns may be absent on a row from before them). */
+export type RoutedRow = Pick<ConfigRow, "id"> & Partial<Pick<ConfigRow, FilterColumn | (typeof CHANNEL_COLUMNS)[number]>>;
 
 export class Routing {
   private readonly compiled = new Map<string, { text: string; filter: CompiledFilter }>();
@@ -87,26 +124,34 @@ export class Routing {
    * Whether an event of the configuration's types goes to it: one of its channels (if it names
    * any) among the event's, and its filter matched. `data` is parsed once, for the first filter.
    */
-  routes(row: ConfigRow, event: { type: string; channels: readonly string[]; data: () => unknown }): boolean {
-    // A row read before version 10 has neither column (undefined): none.
-    if (row.channels != null) {
-      const wanted = JSON.parse(row.channels) as string[];
+  routes(row: RoutedRow, event: { type: string; channels: readonly string[]; data: () => unknown }): boolean {
+    // A row read before version 10 (11) has neither column (undefined): none.
+    for (const column of CHANNEL_COLUMNS) {
+      const named = row[column];
+      if (named == null) continue;
+      const wanted = JSON.parse(named) as string[];
       if (!wanted.some((c) => event.channels.includes(c))) return false;
     }
-    const filter = this.filterOf(row);
-    if (filter === null) return true;
-    const seen: FilteredEvent = { type: event.type, channels: event.channels, data: event.data() };
-    return filter.matches(seen);
+    let seen: FilteredEvent | undefined;
+    for (const column of FILTER_COLUMNS) {
+      const filter = this.filterOf(row, column);
+      if (filter === null) continue;
+      seen ??= { type: event.type, channels: event.channels, data: event.data() };
+      if (!filter.matches(seen)) return false;
+    }
+    return true;
   }
 
-  private filterOf(row: ConfigRow): CompiledFilter | null {
-    if (row.filter == null) return null;
-    const kept = this.compiled.get(row.id);
-    if (kept !== undefined && kept.text === row.filter) return kept.filter;
-    const c = compileFilter(JSON.parse(row.filter) as unknown);
+  private filterOf(row: RoutedRow, column: FilterColumn): CompiledFilter | null {
+    const text = row[column];
+    if (text == null) return null;
+    const key = `${column}:${row.id}`;
+    const kept = this.compiled.get(key);
+    if (kept !== undefined && kept.text === text) return kept.filter;
+    const c = compileFilter(JSON.parse(text) as unknown);
     // A stored filter was checked when written; one that no longer compiles routes nothing to it.
     const filter = c.ok ? c.value : NOTHING;
-    this.compiled.set(row.id, { text: row.filter, filter });
+    this.compiled.set(key, { text, filter });
     return filter;
   }
 }
@@ -118,3 +163,81 @@ const NOTHING: CompiledFilter = {
   root: { k: "or", conds: [] },
   matches: () => false,
 };
+
+/** How many events a preview tries: the latest sent to the configuration. */
+export const PREVIEW_SHOWN = 20;
+/** How much of an event's data a preview shows. */
+const EXCERPT_CHARS = 160;
+
+/** An event a preview tries: one the endpoint was sent (its object keeps the body). */
+export interface TriedEvent {
+  event_id: string;
+  event_type: string;
+  created_at: string;
+  /** The event's body as sent (eventBody: its `data` among the envelope's fields). */
+  body: string;
+}
+
+export interface RoutePreviewEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  channels: string[];
+  /** The start of its data, as JSON. */
+  excerpt: string;
+  /** Whether it would go to the configuration with the proposed receiver filter and channels. */
+  would: boolean;
+}
+
+/**
+ * What a preview needs of the organization's object: the proposed receiver filter checked as a
+ * write would check it (a 400 naming `receiver_filter`), the configuration's routing with it and
+ * the proposed channels in place of the receiver's, and the channels each tried event carried
+ * (kept with the event; its body is kept by the endpoints it went to).
+ */
+export function previewRouting(
+  db: Db,
+  row: ConfigRow,
+  proposed: { filter: string | null; channels: string[] | null },
+  eventIds: string[],
+): Result<{ routed: RoutedRow; channels: Record<string, string[]> }> {
+  const events = row.events === null ? null : (JSON.parse(row.events) as string[]);
+  const filter = filterRefusal(db, proposed.filter, events, row.operations === 1, "receiver_filter");
+  if (!filter.ok) return filter;
+  const channels: Record<string, string[]> = {};
+  for (const id of eventIds.slice(0, PREVIEW_SHOWN)) {
+    const e = db.first<{ channels: string | null }>("SELECT channels FROM events WHERE id = ?", id);
+    channels[id] = e?.channels == null ? [] : (JSON.parse(e.channels) as string[]);
+  }
+  const routed: RoutedRow = {
+    id: row.id,
+    filter: row.filter ?? null,
+    channels: row.channels ?? null,
+    receiver_filter: filter.value,
+    receiver_channels: channelsColumn(proposed.channels),
+  };
+  return ok({ routed, channels });
+}
+
+/**
+ * The receiver's "try it" (the portal's filter page), decided as a publish decides it
+ * (`Routing.routes`): for each of the latest events sent to the configuration, whether it would
+ * still go there with the proposed routing. Pure: nothing is sent or written, and only events the
+ * endpoint was already sent are shown.
+ */
+export function tryRoutes(routed: RoutedRow, channels: Record<string, string[]>, tried: TriedEvent[]): RoutePreviewEvent[] {
+  const routing = new Routing();
+  return tried.map((e) => {
+    const data = (JSON.parse(e.body) as { data?: unknown }).data ?? null;
+    const seen = { type: e.event_type, channels: channels[e.event_id] ?? [], data: () => data };
+    const text = JSON.stringify(data) ?? "null";
+    return {
+      id: e.event_id,
+      type: e.event_type,
+      created_at: e.created_at,
+      channels: seen.channels,
+      excerpt: text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS - 1)}…` : text,
+      would: routing.routes(routed, seen),
+    };
+  });
+}

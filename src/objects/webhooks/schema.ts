@@ -218,10 +218,22 @@ const V10: Migration = {
   ],
 };
 
+/**
+ * Version 11: the receiver's own narrowing (the portal): its payload filter's JSON text and the
+ * channels it chose, applied after the organization's (routing.ts); NULL for none.
+ */
+const V11: Migration = {
+  version: 11,
+  statements: [
+    "ALTER TABLE configurations ADD COLUMN receiver_filter TEXT",
+    "ALTER TABLE configurations ADD COLUMN receiver_channels TEXT",
+  ],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -254,6 +266,9 @@ export interface ConfigRow extends Row {
   /** Version 10: the payload filter's JSON text, and the channels (JSON array) it receives; null for none. */
   filter: string | null;
   channels: string | null;
+  /** Version 11: the receiver's own filter and channels (the portal), in the same forms; null for none. */
+  receiver_filter: string | null;
+  receiver_channels: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -269,4 +284,4 @@ export interface FanoutRow extends Row {
 
 /** The configuration's columns, without the legacy ones (version 1's health columns live in the endpoint now). */
 export const CONFIG_COLUMNS =
-  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at, delivery, polling, filter, channels";
+  "rowid, id, url, events, description, token_url, client_id, client_secret, token_cache, ordered, rate_limit, signing_secrets, status, disabled_reason, version, status_version, url_version, synced_version, receiver_auth, operations, created_at, updated_at, delivery, polling, filter, channels, receiver_filter, receiver_channels";
