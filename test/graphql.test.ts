@@ -35,7 +35,7 @@ async function gql(query: string, variables?: Record<string, unknown>, tenant = 
 
 const rest = async (path: string, init: RequestInit = {}) => (await body<unknown>(await call(path, authed(t, token, init)))).data;
 
-const CONFIG_FIELDS = `id organizationId delivery url events description oauth { tokenUrl clientId authMethod scope resource audience assertionAudience dpop dpopJkt jwksUri } tokenCache ordered rateLimit operations filter channels status disabledReason lane pausedUntil pauseReason failingSince lastDeliveredAt signatureScheme signingPublicKey signingSecretRotatedAt polling { url tokenActive backlog lastPolledAt } createdAt updatedAt`;
+const CONFIG_FIELDS = `id organizationId delivery url events description oauth { tokenUrl clientId authMethod scope resource audience assertionAudience dpop dpopJkt jwksUri } tokenCache ordered rateLimit operations filter channels receiverFilter receiverChannels status disabledReason lane pausedUntil pauseReason failingSince lastDeliveredAt signatureScheme signingPublicKey signingSecretRotatedAt polling { url tokenActive backlog lastPolledAt } createdAt updatedAt`;
 const DELIVERY_FIELDS = `id organizationId webhookConfigurationId eventId eventType status attempts { number series at step httpStatus latencyMs outcome error note } nextAttemptAt inFlightUntil createdAt updatedAt`;
 const oauthInput = { tokenUrl: TOKEN_URL, clientId: "kw", clientSecret: "receiver-secret" };
 
@@ -393,7 +393,7 @@ describe("abuse limits", () => {
     expect(many.json.errors?.[0]?.message).toMatch(/introspection returns more than 5000 fields/);
     const byVariable = await gql(`query($n: String!) { __type(name: $n) { name fields { name } } }`, { n: "WebhookConfiguration" });
     expect(byVariable.status).toBe(200);
-    expect((byVariable.json.data!.__type as { fields: unknown[] }).fields).toHaveLength(26);
+    expect((byVariable.json.data!.__type as { fields: unknown[] }).fields).toHaveLength(28);
   });
 
   it("passes the standard introspection query with every option on", async () => {
