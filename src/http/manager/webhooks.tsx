@@ -50,7 +50,7 @@ import { revokePollingToken, rotatePollingToken } from "../../webhooks/polling";
 import { listPortalSessions } from "../../webhooks/portal";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { listRecoveries } from "../../webhooks/recovery";
-import { checkedInput, formErrorsOf, targetIssues } from "./form-check";
+import { checkedInput, formErrorsOf, jsonField, targetIssues } from "./form-check";
 import { confirmations } from "./pages/confirm";
 import { AssertionKeyRotated, ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
@@ -120,10 +120,12 @@ export function webhookRoutes(): Hono<ManagerEnv> {
 
   app.post("/:org/webhooks", async (c) => {
     const org = await orgFor(c);
-    const { values, secret, events } = postedWebhookForm(await form(c));
+    const { values, secret, events, filter, channels } = postedWebhookForm(await form(c));
     try {
       const common = {
         ...(events.length > 0 ? { events } : {}),
+        ...(filter.value !== undefined ? { filter: filter.value } : {}),
+        ...(channels.length > 0 ? { channels } : {}),
         ...(values.description !== "" ? { description: values.description } : {}),
         ...(values.operations ? { operations: true } : {}),
       };
@@ -146,7 +148,10 @@ export function webhookRoutes(): Hono<ManagerEnv> {
             ordered: values.ordered,
             token_cache: values.token_cache,
           };
-      const input = checkedInput(CreateWebhookConfigurationInput, raw, polling ? [] : targetIssues(c.get("deps"), values));
+      const input = checkedInput(CreateWebhookConfigurationInput, raw, [
+        ...filter.issues,
+        ...(polling ? [] : targetIssues(c.get("deps"), values)),
+      ]);
       const { config, signingSecret, pollingToken } = await createWebhookConfiguration(c.get("deps"), org.id, input, actor(c));
       return page(
         c,
@@ -215,7 +220,7 @@ export function webhookRoutes(): Hono<ManagerEnv> {
 
   app.post("/:org/webhooks/:id", async (c) => {
     const { org, config } = await webhookFor(c);
-    const { values, secret, events } = postedWebhookForm(await form(c));
+    const { values, secret, events, filter, channels } = postedWebhookForm(await form(c));
     if (config.delivery === "polling") values.delivery = "polling";
     try {
       // No status here: disabling goes through its confirmation, re-enabling through its button.
@@ -225,6 +230,8 @@ export function webhookRoutes(): Hono<ManagerEnv> {
         events: events.length === 0 ? null : events,
         description: values.description === "" ? null : values.description,
         operations: values.operations,
+        filter: filter.value ?? null,
+        channels: channels.length === 0 ? null : channels,
       };
       const current = webhookConfigurationView(config, keywayOrigin(c)).oauth;
       // A polling configuration (issue 45) has no URL, OAuth or pacing to change.
@@ -245,7 +252,10 @@ export function webhookRoutes(): Hono<ManagerEnv> {
               ordered: values.ordered,
               token_cache: values.token_cache,
             };
-      const input = checkedInput(UpdateWebhookConfigurationInput, raw, current === null ? [] : targetIssues(c.get("deps"), values));
+      const input = checkedInput(UpdateWebhookConfigurationInput, raw, [
+        ...filter.issues,
+        ...(current === null ? [] : targetIssues(c.get("deps"), values)),
+      ]);
       await updateWebhookConfiguration(c.get("deps"), org.id, config.id, input, actor(c));
     } catch (err) {
       const errors = formErrors(err);
@@ -481,12 +491,20 @@ function editWebhookPage(c: C, org: OrgRef, config: WebhookConfiguration, values
  * commas and spaces. The client secret is among the values, which go back into the page after a
  * refusal (into its password field, as typed), and is also returned apart for the input.
  */
-function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFormValues; secret: string; events: string[] } {
+function postedWebhookForm(fields: Record<string, unknown>): {
+  values: WebhookFormValues;
+  secret: string;
+  events: string[];
+  filter: ReturnType<typeof jsonField>;
+  channels: string[];
+} {
   const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string).trim() : "");
   const values: WebhookFormValues = {
     url: text("url"),
     description: text("description"),
     events: text("events"),
+    filter: text("filter"),
+    channels: text("channels"),
     token_url: text("token_url"),
     client_id: text("client_id"),
     rate_limit: text("rate_limit"),
@@ -498,8 +516,9 @@ function postedWebhookForm(fields: Record<string, unknown>): { values: WebhookFo
     signature_scheme: fields.signature_scheme === "v1a" ? "v1a" : "v1",
     ...postedReceiverOAuth(fields),
   };
-  const events = values.events.split(/[\s,]+/).filter((e) => e !== "");
-  return { values, secret: values.client_secret, events };
+  const list = (typed: string) => typed.split(/[\s,]+/).filter((e) => e !== "");
+  const filter = jsonField(values.filter, ["filter"]);
+  return { values, secret: values.client_secret, events: list(values.events), filter, channels: list(values.channels) };
 }
 
 /**
@@ -524,9 +543,11 @@ function fieldMessage(field: WebhookField, issue: InputIssue): string {
     const moved = issue.text.includes("token_url") ? "token URL" : "webhook URL";
     return `${label} is needed again: the ${moved} moves to another origin, and the stored secret is only ever sent where it was given for. Enter the receiver's client secret, or keep the ${moved}'s origin.`;
   }
+  // A filter's problem names its path inside the filter (filter.data.amount).
+  if (field === "filter" && issue.path.length > 1) return `${label}: ${issue.path.slice(1).join(".")}${issue.text}`;
   // An event type's problem names its place in the list (the issue's path is events.<index>).
-  // So does a resource's (oauth.resource.<index>).
-  const at = field === "events" ? issue.path[1] : field === "resource" ? issue.path[2] : undefined;
+  // So does a channel's and a resource's (oauth.resource.<index>).
+  const at = field === "events" || field === "channels" ? issue.path[1] : field === "resource" ? issue.path[2] : undefined;
   const index = at !== undefined ? Number(at) : Number.NaN;
   return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
 }

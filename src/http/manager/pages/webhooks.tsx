@@ -15,7 +15,7 @@ import type {
 import { AttemptTraffic, Last24Hours } from "../charts";
 import type { FormErrors } from "../form-check";
 import { List } from "../list";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, Time, Url } from "../views";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, TextArea, Time, Url } from "../views";
 import type { Confirmation } from "./common";
 import {
   AuthMethodChoice,
@@ -635,6 +635,8 @@ export type WebhookField =
   | "url"
   | "description"
   | "events"
+  | "filter"
+  | "channels"
   | "token_url"
   | "client_id"
   | "client_secret"
@@ -655,6 +657,9 @@ export interface WebhookFormValues extends ReceiverOAuthValues {
   description: string;
   /** As typed: event types separated by commas or spaces; empty for every event. */
   events: string;
+  /** As typed: the payload filter's JSON (empty for none), and channels separated by commas or spaces. */
+  filter: string;
+  channels: string;
   token_url: string;
   client_id: string;
   rate_limit: string;
@@ -673,6 +678,8 @@ export const EMPTY_WEBHOOK_FORM: WebhookFormValues = {
   url: "",
   description: "",
   events: "",
+  filter: "",
+  channels: "",
   token_url: "",
   client_id: "",
   rate_limit: "",
@@ -690,6 +697,8 @@ export const formValuesOf = (config: WebhookConfiguration, oauth: WebhookConfigu
   url: config.url,
   description: config.description ?? "",
   events: config.events ? config.events.join(", ") : "",
+  filter: config.filter ? JSON.stringify(JSON.parse(config.filter), null, 2) : "",
+  channels: (config.channels ?? []).join(", "),
   token_url: config.oauth.token_url,
   client_id: config.oauth.client_id,
   rate_limit: config.rate_limit === null ? "" : String(config.rate_limit),
@@ -708,6 +717,8 @@ export const WEBHOOK_FIELD_LABELS: Record<WebhookField, string> = {
   url: "Webhook URL",
   description: "Description",
   events: "Event types",
+  filter: "Payload filter",
+  channels: "Channels",
   token_url: "Token URL",
   client_id: "Client id at the receiver",
   client_secret: "Client secret at the receiver",
@@ -803,6 +814,23 @@ export const WebhookConfigurationForm: FC<{
             hint="separated by commas or spaces, e.g. order.created, order.paid; empty for every event"
             value={values.events}
             error={err("events")}
+          />
+          <TextArea
+            id="filter"
+            label={WEBHOOK_FIELD_LABELS.filter}
+            hint={
+              'JSON over the event\'s type, channels and data, such as {"data": {"amount": {"$gte": 100}}}, checked against the types\' schemas; empty for none'
+            }
+            value={values.filter}
+            rows={4}
+            error={err("filter")}
+          />
+          <Field
+            id="channels"
+            label={WEBHOOK_FIELD_LABELS.channels}
+            hint="separated by commas or spaces, e.g. acct_42, eu; empty for every channel"
+            value={values.channels}
+            error={err("channels")}
           />
         </fieldset>
         {push && (
