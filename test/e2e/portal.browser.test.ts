@@ -7,7 +7,9 @@
  * configuration's delivery URL, re-sends its delivery (which reaches the receiver again) and
  * rotates the signing secret; starts a recovery (a refused window first, said on the form) and
  * follows it; reads the event catalog (a type with a schema and examples), subscribes to an
- * operational type and fetches the OpenAPI document; opening the link again is refused (410). Every portal page is
+ * operational type and fetches the OpenAPI document; narrows what it receives with a filter of its
+ * own (a typo refused on the form, a try against the latest events, the save, and a small order
+ * then not sent to it); opening the link again is refused (410). Every portal page is
  * checked in light and dark (prefers-color-scheme) at 1280 px and at 390 px (browser.ts
  * expectLaidOut): axe-core finds nothing, nothing scrolls sideways or is cut off, no table row is
  * taller than 200 px. Each step leaves screenshots in test-results/portal-<step>[-390][-dark].png,
@@ -192,6 +194,34 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     await expectAccessible(page, "send-example");
     await page.goto(`${base}/portal/pause`);
     await expectAccessible(page, "pause-confirm");
+    // The receiver's own filter: two more orders, a filter with a typo refused on the form, one
+    // tried against the latest events (nothing sent), saved, and then a small order not sent here.
+    for (const order of [5, 50]) expect((await post("/v1/events", { type: "order.created", data: { order } })).status).toBe(202);
+    await page.getByRole("link", { name: "Filter", exact: true }).click();
+    await page.waitForURL(`${base}/portal/filter`);
+    await expectAccessible(page, "filter");
+    await page.locator("#receiver_filter").fill('{"data": {"ordr": 5}}');
+    await page.getByRole("button", { name: /^Try it against the last 20 events$/ }).click();
+    await page.getByText("Nothing was tried.").waitFor();
+    expect(await page.locator("#receiver_filter-error").textContent()).toMatch(
+      /data\.ordr is not in the event type's schema.*did you mean "order"/,
+    );
+    await expectAccessible(page, "filter-refused");
+    const sentBefore = hook.ids.size;
+    await page.locator("#receiver_filter").fill('{"data": {"order": {"$gte": 10}}}');
+    await page.getByRole("button", { name: /^Try it against the last 20 events$/ }).click();
+    await page.getByRole("region", { name: "Events tried" }).waitFor();
+    expect(await page.getByRole("status").filter({ hasText: "would be sent" }).textContent()).toMatch(/^1 of the latest 3 events/);
+    await expectAccessible(page, "filter-tried");
+    expect(hook.ids.size).toBe(sentBefore);
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.waitForURL(`${base}/portal/filter?notice=filter-saved`);
+    await expectAccessible(page, "filter-saved");
+    const small = await post<{ deliveries: { webhook_configuration_id: string }[] }>("/v1/events", {
+      type: "order.created",
+      data: { order: 3 },
+    });
+    expect(small.data.deliveries.map((d) => d.webhook_configuration_id)).toEqual([configs[1]]);
     const catalog = await page.request.get(`${base}/portal/catalog/openapi.json`);
     expect(catalog.status()).toBe(200);
     expect(Object.keys(((await catalog.json()) as { webhooks: Record<string, unknown> }).webhooks)).toContain("order.created");
