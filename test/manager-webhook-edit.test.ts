@@ -9,7 +9,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TOKEN_URL, WEBHOOK_URL } from "./fake-network";
-import { ADMIN_TOKEN, admin, adminCall, body, createTenant, issueToken, type Tenant } from "./helpers";
+import { ADMIN_TOKEN, admin, adminCall, authed, body, call, createTenant, issueToken, type Tenant } from "./helpers";
 import { Browser } from "./manager-helpers";
 import { createConfig, webhooksOf } from "./webhook-helpers";
 
@@ -212,6 +212,77 @@ describe("editing a webhook configuration in the manager", () => {
       oauth: { client_id: "keyway-renamed" },
     });
     expect(await sealedSecret(t.orgId, config.id)).toBe(before);
+  });
+
+  it("edits the payload filter and channels: shown as stored, refused on their fields, the receiver's own layer kept", async () => {
+    const t = await createTenant();
+    const bearer = await issueToken(t);
+    const schema = { type: "object", properties: { amount: { type: "integer" } } };
+    expect(
+      (
+        await call(
+          "/v1/event-types",
+          authed(t, bearer, {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ name: "order.created", schema }),
+          }),
+        )
+      ).status,
+    ).toBe(201);
+    const config = await createConfig(t, bearer, RECEIVER_SECRET, {
+      events: ["order.created"],
+      filter: { data: { amount: { $gte: 100 } } },
+      channels: ["eu"],
+    });
+    // The receiver narrowed it from its portal; the organization's edit keeps that.
+    const patched = await call(
+      `/v1/webhook-configurations/${config.id}`,
+      authed(t, bearer, {
+        method: "PATCH",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ receiver_channels: ["eu"] }),
+      }),
+    );
+    expect(patched.status).toBe(200);
+    const b = await Browser.signedIn(ADMIN_TOKEN);
+    const base = `${listPath(t)}/${config.id}`;
+    const html = await (await b.get(`${base}/edit`)).text();
+    expect(html).toMatch(/<textarea id="filter"[^>]*>\{\n {2}&quot;data&quot;: \{\n {4}&quot;amount&quot;/);
+    expect(input(html, "channels")).toContain('value="eu"');
+    const fields = {
+      csrf: Browser.csrf(html),
+      url: WEBHOOK_URL,
+      token_url: TOKEN_URL,
+      client_id: "keyway-at-receiver",
+      client_secret: "",
+      events: "order.created",
+    };
+    const badChannel = await b.post(base, { ...fields, filter: "", channels: "eu, channel!" });
+    expect(badChannel.status).toBe(400);
+    expect(await badChannel.text()).toMatch(/id="channels-error"[^>]*>Channels: number 2 must be 1 to 128 letters/);
+    const refused = await b.post(base, { ...fields, filter: '{"data": {"amont": 1}}', channels: "eu" });
+    expect(refused.status).toBe(400);
+    const page = await refused.text();
+    expect(page).toMatch(
+      /<p id="filter-error" class="field-error" role="alert">Payload filter: data\.amont is not in the event type&#39;s schema.*did you mean &quot;amount&quot;/,
+    );
+    expect(page).toContain("&quot;amont&quot;");
+    const notJson = await b.post(base, { ...fields, filter: "{", channels: "" });
+    expect(await notJson.text()).toMatch(/id="filter-error"[^>]*>Payload filter is not valid JSON/);
+    const saved = await b.post(base, { ...fields, filter: '{"data": {"amount": {"$lt": 10}}}', channels: "us eu" });
+    expect(saved.status).toBe(303);
+    const view = (
+      await body<{ filter: unknown; channels: unknown; receiver_channels: unknown }>(
+        await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)),
+      )
+    ).data;
+    expect(view).toMatchObject({ filter: { data: { amount: { $lt: 10 } } }, channels: ["us", "eu"], receiver_channels: ["eu"] });
+    expect((await b.post(base, { ...fields, filter: "", channels: "" })).status).toBe(303);
+    const cleared = (
+      await body<{ filter: unknown; channels: unknown }>(await call(`/v1/webhook-configurations/${config.id}`, authed(t, bearer)))
+    ).data;
+    expect(cleared).toMatchObject({ filter: null, channels: null });
   });
 
   it("asks for the client secret again when a URL moves to another origin, on the secret's field", async () => {
