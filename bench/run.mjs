@@ -15,6 +15,7 @@ import { join } from "node:path";
 /** @typedef {import("./lib.mjs").Target} Target */
 import { buildApi } from "../scripts/build/api.mjs";
 import { wranglerCommand } from "../scripts/wrangler.mjs";
+import { filterCost, filterLine } from "./filters.mjs";
 import {
   alternate,
   CONNECTIONS,
@@ -332,7 +333,9 @@ async function webhookScenarios(base, server) {
   console.log(`webhooks, token requests per delivery: ${JSON.stringify(tok)}`);
   const auth = await receiverAuthCost(base, server);
   console.log(`webhooks, receiver authentication against the default: ${JSON.stringify(auth)}`);
-  return { first_delivery: first, isolation: iso, throughput: rates, tokens: tok, receiver_auth: auth };
+  const filters = await filterCost(base, server);
+  console.log(`webhooks, payload filters: ${filterLine(filters)}`);
+  return { first_delivery: first, isolation: iso, throughput: rates, tokens: tok, receiver_auth: auth, filters };
 }
 
 const LABELS = {
@@ -515,6 +518,11 @@ function table(r) {
     ),
     `| token requests per delivery, without token_cache | ${tok("without_token_cache").token_requests_per_delivery} (${tok("without_token_cache").token_requests} for ${tok("without_token_cache").received}) |`,
     `| token requests per delivery, with token_cache | ${tok("with_token_cache").token_requests_per_delivery} (${tok("with_token_cache").token_requests} for ${tok("with_token_cache").received}) |`,
+    ...(w.filters
+      ? [
+          `| publish to ${w.filters.configurations} configurations each with a payload filter / without (paired, target >= 0.9) | ${w.filters.paired.throughput_ratio} (${w.filters.with_filters.rps}/s vs ${w.filters.without_filters.rps}/s; a second set: median ${w.filters.ratio.median}, quartiles ${w.filters.ratio.q1}-${w.filters.ratio.q3}, range ${w.filters.ratio.min}-${w.filters.ratio.max}) |`,
+        ]
+      : []),
   ];
   const beyond = r.peer.keyway_cpu_ms_per_token_beyond_design_floor;
   const peer = r.peer.node_oidc_provider.cpu_ms_per_req;
