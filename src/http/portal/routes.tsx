@@ -4,7 +4,8 @@
  * starts the session and sets its cookie; every other page needs that session and reaches only
  * its configuration: any other delivery, recovery or configuration id answers 404, whatever the
  * URL or form says. Besides the endpoint, its deliveries and settings, the session recovers a
- * window (recover.tsx) and reads the organization's event catalog, subscribing from it (catalog.tsx). Actions call the same domain functions as the REST API (webhooks/configurations.ts,
+ * window (recover.tsx), reads the organization's event catalog, subscribing from it (catalog.tsx),
+ * and narrows what it receives with a filter and channels of its own (filter.tsx). Actions call the same domain functions as the REST API (webhooks/configurations.ts,
  * webhooks/deliveries.ts: the SSRF guard included), audited as the receiver. Security headers are
  * middleware/html.ts's, with a CSP whose `frame-ancestors` are the organization's
  * `portal_frame_origins` (none by default), computed per request since they depend on the session.
