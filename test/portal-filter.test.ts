@@ -161,8 +161,17 @@ describe("the portal's filter page", () => {
       ['{"data": {"account": {"$regex": "^acct"}}}', "", /Your filter.*\$regex/],
       ['{"data": ', "", /Your filter is not valid JSON/],
       ["[1, 2]", "", /Your filter/],
-      [JSON.stringify({ data: { account: { $in: Array.from({ length: 101 }, (_, i) => `a${i}`) } } }), "", /Your filter/],
-      [`${'{"$not": '.repeat(20)}{}${"}".repeat(20)}`, "", /Your filter/],
+      [
+        JSON.stringify({ data: { account: { $in: Array.from({ length: 101 }, (_, i) => `a${i}`) } } }),
+        "",
+        /Your filter: data\.account\.\$in lists 101 values; at most 100/,
+      ],
+      [
+        JSON.stringify({ data: { account: { $in: Array.from({ length: 90 }, (_, i) => `${i}`.padStart(100, "x")) } } }),
+        "",
+        /Your filter is \d+ bytes serialized; at most 8192/,
+      ],
+      [`${'{"$not": '.repeat(20)}{}${"}".repeat(20)}`, "", /Your filter.*nests deeper than 16 levels/],
       ["", "eu, not a channel!", /Your channels: number 2 must be 1 to 128 letters/],
       ["", Array.from({ length: 11 }, (_, i) => `c${i}`).join(","), /Your channels/],
     ];
