@@ -14,7 +14,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { portalApp } from "../src/http/portal/routes";
 import { fakeNetwork, RECEIVER, receiver } from "./fake-network";
-import { ADMIN_TOKEN, BASE, body, call, } from "./helpers";
+import { ADMIN_TOKEN, BASE, body, call } from "./helpers";
 import { Browser, setCookies, urlMarkup } from "./manager-helpers";
 import { link, type Org, open, org, PORTAL_COOKIE, RECEIVER_SECRET, session } from "./portal-helpers";
 import { api, attemptNow, endpointAlarm, inEndpoint, webhooksOf } from "./webhook-helpers";

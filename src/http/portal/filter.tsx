@@ -26,8 +26,8 @@ import { checkedInput, type FormErrors, formErrorsOf, jsonField, labelled, text,
 import { FormRefused } from "../manager/pages/event-types";
 import { configName } from "../manager/pages/webhooks";
 import { Field, PostForm, TableRegion, TextArea, Time } from "../manager/views";
+import type { PortalEnv } from "./env";
 import type { PortalSection } from "./layout";
-import type { PortalEnv } from "./routes";
 
 export const FILTER_LABELS = { receiver_filter: "Your filter", receiver_channels: "Your channels" } as const;
 export type FilterField = keyof typeof FILTER_LABELS;

@@ -54,7 +54,7 @@ import {
 } from "../../webhooks/portal";
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
-import { type AppEnv, keywayOrigin } from "../context";
+import { keywayOrigin } from "../context";
 import { checkedInput, formErrorsOf, targetIssues } from "../manager/form-check";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
 import { Confirm, type Confirmation, confirmations } from "../manager/pages/confirm";
@@ -74,6 +74,7 @@ import { SecretOnce } from "../manager/views";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { CATALOG_PAGE, CatalogPage, EventTypeEntry, SendExamplePage, subscribed, typeHref } from "./catalog";
+import type { PortalEnv } from "./env";
 import { filterRoutes } from "./filter";
 import { PortalPage, type PortalPageProps } from "./layout";
 import {
@@ -99,11 +100,8 @@ import {
   RecoveryDetail,
 } from "./recover";
 
-export type PortalEnv = {
-  Bindings: AppEnv["Bindings"];
-  /** `portal`: the live session (absent on the open pages and once refused); `form`: a POST's fields, read once. */
-  Variables: AppEnv["Variables"] & { portal?: PortalSession; form: Record<string, unknown> };
-};
+export type { PortalEnv } from "./env";
+
 type C = Context<PortalEnv>;
 
 /**
