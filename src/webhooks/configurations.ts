@@ -20,8 +20,9 @@ import { isoTime } from "../lib/time";
 import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, UNAVAILABLE_RETRY_AFTER_SECONDS, unwrap, webhookObject } from "../objects/stubs";
 import type { AssertionKeyCandidate, ChangedBy, ConfigurationPatch } from "../objects/webhooks/configurations";
+import { PREVIEW_SHOWN } from "../objects/webhooks/limits";
 import type { Changed } from "../objects/webhooks/object";
-import { PREVIEW_SHOWN, type RoutePreviewEvent, tryRoutes } from "../objects/webhooks/routing";
+import type { RoutePreviewEvent } from "../objects/webhooks/routing";
 import {
   type CreateWebhookConfigurationInput,
   keyScheme,
@@ -260,9 +261,10 @@ export async function updateWebhookConfiguration(
 /**
  * The receiver's "try it": whether each of the latest events sent to the configuration (at most
  * PREVIEW_SHOWN, read from its endpoint's object, which keeps their bodies) would still go there
- * with the proposed receiver filter and channels, decided as a publish decides it
- * (objects/webhooks/routing.ts tryRoutes). Two calls, one to each object; nothing is sent or
- * written. A proposed filter is checked as a save would check it (a 400 naming `receiver_filter`).
+ * with the proposed receiver filter and channels, decided in the organization's object as a
+ * publish decides it (objects/webhooks/routing.ts previewRouting; the filter language stays out of
+ * the companions' bundles). Two calls, one to each object; nothing is sent or written. A proposed
+ * filter is checked as a save would check it (a 400 naming `receiver_filter`).
  */
 export async function previewReceiverRouting(
   deps: Deps,
@@ -273,11 +275,7 @@ export async function previewReceiverRouting(
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
   const filter = input.receiver_filter == null ? null : JSON.stringify(input.receiver_filter);
   const tried = await reach("webhook endpoint", () => endpointObject(deps, id).recentEvents(PREVIEW_SHOWN));
-  const ids = tried.map((e) => e.event_id);
-  const { routed, channels } = unwrap(
-    await reach("webhooks", () => webhooks(deps, orgId).previewRouting(id, filter, input.receiver_channels ?? null, ids)),
-  );
-  return tryRoutes(routed, channels, tried);
+  return unwrap(await reach("webhooks", () => webhooks(deps, orgId).previewRouting(id, filter, input.receiver_channels ?? null, tried)));
 }
 
 /** Deletes it; its endpoint's open deliveries end `failed` (nothing more is sent once this answers). */

@@ -297,7 +297,8 @@ describe("the repository's wrangler.toml", () => {
     // 160 and 210 (docs/performance.md). Routes decided at the edge without an API key, and the
     // objects' logic moved into shells hosted by the Durable Objects, took the API Worker to 160.5:
     // budget 165. The delivery attempt as a pure step (163.0) and payload filters (the language,
-    // the schema check and the routing: 168.9) took it to budget 175. The runs are one after the other, so
+    // the schema check and the routing: 168.9) took it to budget 175. The portal's filter page and the
+    // manager's filter fields took the people's Worker from 209.66 to 211.95: budget 220. The runs are one after the other, so
     // wrangler's own lines come in that order: the people's Worker has its static assets (the
     // GraphQL explorer's files, issue 32, which its build command copies first and which do not
     // count toward its size) and the API Worker's systems of record (KV, Durable Objects of
@@ -333,7 +334,7 @@ describe("the repository's wrangler.toml", () => {
     const uploads = [...output.matchAll(/Total Upload: [\d.]+ KiB \/ gzip: ([\d.]+) KiB/g)].map((m) => Number(m[1]));
     expect(uploads).toHaveLength(3);
     // In deploy order: GraphQL, API, people's.
-    const budgets = [60, 175, 210];
+    const budgets = [60, 175, 220];
     for (const [i, gzipKiB] of uploads.entries()) {
       expect(gzipKiB).toBeGreaterThan(0);
       expect(gzipKiB).toBeLessThanOrEqual(budgets[i] ?? 0);

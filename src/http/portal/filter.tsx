@@ -10,8 +10,8 @@
 import type { Context, Hono } from "hono";
 import type { Child, FC } from "hono/jsx";
 import type { InputIssue } from "../../errors";
+import { PREVIEW_SHOWN } from "../../objects/webhooks/limits";
 import type { RoutePreviewEvent } from "../../objects/webhooks/routing";
-import { PREVIEW_SHOWN } from "../../objects/webhooks/routing";
 import { RoutingPreviewInput, UpdateWebhookConfigurationInput, type WebhookConfigurationView } from "../../schemas/webhooks";
 import {
   getWebhookConfiguration,

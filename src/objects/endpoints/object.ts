@@ -36,8 +36,8 @@ import type {
 import { Db } from "../db";
 import { fail, migrate, missing, ok, type Page, type PageRequest, pageOf, type Result } from "../sql";
 import type { AuditOutboxEntry } from "../webhooks/audit";
-import { EVENT_RETENTION_DAYS } from "../webhooks/limits";
-import { PREVIEW_SHOWN, type TriedEvent } from "../webhooks/routing";
+import { EVENT_RETENTION_DAYS, PREVIEW_SHOWN } from "../webhooks/limits";
+import type { TriedEvent } from "../webhooks/routing";
 import {
   type AttemptAnswer,
   type AttemptCall,

@@ -23,3 +23,5 @@ export const STORAGE_BUDGET_BYTES = 7 * 2 ** 30;
 export const DELIVERY_ROW_BYTES = 600;
 /** An event's row and indexes in the organization's object (its body is counted while it is kept). */
 export const EVENT_ROW_BYTES = 250;
+/** How many of the latest events sent to a configuration the portal's "try it" tries (routing.ts previewRouting). */
+export const PREVIEW_SHOWN = 20;

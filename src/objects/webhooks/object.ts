@@ -81,7 +81,7 @@ import {
   targets,
   unpushedSummaries,
 } from "./publishing";
-import { previewRouting, type RoutedRow, Routing } from "./routing";
+import { previewRouting, type RoutePreviewEvent, Routing, type TriedEvent } from "./routing";
 import { CONFIG_COLUMNS, type ConfigRow, MIGRATIONS, MIGRATIONS_BEFORE_HANDOVER } from "./schema";
 
 /** A configuration change, and whether its endpoint's object has it yet. */
@@ -214,18 +214,13 @@ export class WebhookObject extends DurableObject<Env> {
 
   /**
    * The portal's "try it" (routing.ts previewRouting): the proposed receiver filter (JSON text)
-   * checked, the configuration's routing with it and the proposed channels, and the channels of
-   * the tried events (at most PREVIEW_SHOWN). Writes nothing.
+   * checked, and the tried events (the latest sent to the configuration, from its endpoint's
+   * object) decided with it and the proposed channels. Writes nothing.
    */
-  previewRouting(
-    id: string,
-    filter: string | null,
-    channels: string[] | null,
-    eventIds: string[],
-  ): Result<{ routed: RoutedRow; channels: Record<string, string[]> }> {
+  previewRouting(id: string, filter: string | null, channels: string[] | null, tried: TriedEvent[]): Result<RoutePreviewEvent[]> {
     if (this.deleted()) return missing("Organization");
     const row = configRow(this.db, id);
-    return row ? previewRouting(this.db, row, { filter, channels }, eventIds) : missing("Webhook configuration");
+    return row ? previewRouting(this.db, row, { filter, channels }, tried) : missing("Webhook configuration");
   }
 
   /** The configuration as its endpoint's copy has it (with the assertion key, sealed): the connection test's token request. */

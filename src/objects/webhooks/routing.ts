@@ -18,6 +18,7 @@ import { OPERATIONAL_SCHEMAS } from "../../schemas/operational";
 import { OPERATIONAL_EVENT_TYPES } from "../../schemas/receivers";
 import type { Db } from "../db";
 import { invalid, ok, type Result } from "../sql";
+import { PREVIEW_SHOWN } from "./limits";
 import type { ConfigRow } from "./schema";
 
 /** A change of the catalog not yet written: a type's new schema (null: none), or its deletion. */
@@ -164,8 +165,6 @@ const NOTHING: CompiledFilter = {
   matches: () => false,
 };
 
-/** How many events a preview tries: the latest sent to the configuration. */
-export const PREVIEW_SHOWN = 20;
 /** How much of an event's data a preview shows. */
 const EXCERPT_CHARS = 160;
 
@@ -190,24 +189,26 @@ export interface RoutePreviewEvent {
 }
 
 /**
- * What a preview needs of the organization's object: the proposed receiver filter checked as a
- * write would check it (a 400 naming `receiver_filter`), the configuration's routing with it and
- * the proposed channels in place of the receiver's, and the channels each tried event carried
- * (kept with the event; its body is kept by the endpoints it went to).
+ * The receiver's "try it" in the organization's object: the proposed receiver filter checked as a
+ * write would check it (a 400 naming `receiver_filter`), then the tried events (the latest sent to
+ * the configuration, at most PREVIEW_SHOWN, with the bodies their endpoint keeps) decided with the
+ * configuration's routing, the proposed filter and channels in place of the receiver's, and the
+ * channels each event carried (kept here with the event).
  */
 export function previewRouting(
   db: Db,
   row: ConfigRow,
   proposed: { filter: string | null; channels: string[] | null },
-  eventIds: string[],
-): Result<{ routed: RoutedRow; channels: Record<string, string[]> }> {
+  tried: TriedEvent[],
+): Result<RoutePreviewEvent[]> {
   const events = row.events === null ? null : (JSON.parse(row.events) as string[]);
   const filter = filterRefusal(db, proposed.filter, events, row.operations === 1, "receiver_filter");
   if (!filter.ok) return filter;
+  const shown = tried.slice(0, PREVIEW_SHOWN);
   const channels: Record<string, string[]> = {};
-  for (const id of eventIds.slice(0, PREVIEW_SHOWN)) {
-    const e = db.first<{ channels: string | null }>("SELECT channels FROM events WHERE id = ?", id);
-    channels[id] = e?.channels == null ? [] : (JSON.parse(e.channels) as string[]);
+  for (const e of shown) {
+    const kept = db.first<{ channels: string | null }>("SELECT channels FROM events WHERE id = ?", e.event_id);
+    channels[e.event_id] = kept?.channels == null ? [] : (JSON.parse(kept.channels) as string[]);
   }
   const routed: RoutedRow = {
     id: row.id,
@@ -216,7 +217,7 @@ export function previewRouting(
     receiver_filter: filter.value,
     receiver_channels: channelsColumn(proposed.channels),
   };
-  return ok({ routed, channels });
+  return ok(tryRoutes(routed, channels, shown));
 }
 
 /**

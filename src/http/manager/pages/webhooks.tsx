@@ -341,6 +341,7 @@ export const WebhookConfigurationDetail: FC<{
           )}
           {config.operations === true && "; the organization's operations configuration (operational events)"}.
         </p>
+        <Routing view={view} />
         {config.status === "active" ? (
           <>
             <PostForm action={`${base}/test`} csrf={csrf} class="inline" label="Send a test event">
@@ -629,6 +630,33 @@ export const resendEffect = (d: Pick<DeliveryRecord, "status" | "in_flight_until
     : d.in_flight_until !== null
       ? "Its attempt in flight reported no outcome before its deadline; re-sending records that attempt as a failed try on our side and makes a new one now, with the same webhook-id."
       : "The delivery is waiting for its next attempt; re-sending makes it now, with the same webhook-id.";
+
+/**
+ * What the configuration receives beyond its types: the organization's filter and channels (the
+ * edit form's) and the receiver's own narrowing of them, set in its portal (receivers.md, "The
+ * receiver's filter"). Nothing when neither layer is set.
+ */
+const Routing: FC<{ view: WebhookConfigurationView }> = ({ view }) => {
+  const layers = [
+    { who: "Filter", filter: view.filter, channels: view.channels },
+    { who: "The receiver's own filter (set in its portal)", filter: view.receiver_filter, channels: view.receiver_channels },
+  ].filter((l) => l.filter !== null || l.channels !== null);
+  if (layers.length === 0) return null;
+  return (
+    <dl>
+      {layers.map((l) => (
+        <>
+          <dt>{l.who}</dt>
+          <dd>
+            {l.channels !== null && <>channels {l.channels.join(", ")}</>}
+            {l.channels !== null && l.filter !== null && "; "}
+            {l.filter !== null && <code>{JSON.stringify(l.filter)}</code>}
+          </dd>
+        </>
+      ))}
+    </dl>
+  );
+};
 
 /** The create and edit forms' fields, named as they are posted. */
 export type WebhookField =
