@@ -249,7 +249,9 @@ describe("editing a webhook configuration in the manager", () => {
     const base = `${listPath(t)}/${config.id}`;
     // The configuration's page shows both layers, the receiver's said to be its own.
     const detail = await (await b.get(base)).text();
-    expect(detail).toMatch(/<dt>Filter<\/dt><dd>channels eu; <code>\{&quot;data&quot;:\{&quot;amount&quot;:\{&quot;\$gte&quot;:100\}\}\}<\/code><\/dd>/);
+    expect(detail).toMatch(
+      /<dt>Filter<\/dt><dd>channels eu; <code>\{&quot;data&quot;:\{&quot;amount&quot;:\{&quot;\$gte&quot;:100\}\}\}<\/code><\/dd>/,
+    );
     expect(detail).toMatch(/<dt>The receiver&#39;s own filter \(set in its portal\)<\/dt><dd>channels eu<\/dd>/);
     const html = await (await b.get(`${base}/edit`)).text();
     expect(html).toMatch(/<textarea id="filter"[^>]*>\{\n {2}&quot;data&quot;: \{\n {4}&quot;amount&quot;/);
