@@ -62,6 +62,8 @@ export interface ApiErrorOptions {
   detail?: string;
   /** Another status than the code's (invalid_dpop_proof at the token endpoint is a 400). */
   status?: number;
+  /** Another user message than the code's, where its words would be wrong (a polling token is nobody's sign-in). */
+  userMessage?: string;
 }
 
 export class ApiError extends Error {
@@ -79,7 +81,7 @@ export class ApiError extends Error {
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;
     this.developerMessage = developerMessage;
-    this.userMessage = ERROR_CODES[code].user;
+    this.userMessage = options.userMessage ?? ERROR_CODES[code].user;
     this.headers = options.headers ?? {};
     this.input = options.input;
     this.detail = options.detail;
@@ -95,6 +97,7 @@ export function withHeaders(err: ApiError, headers: Record<string, string>): Api
     ...(err.status !== ERROR_CODES[err.code].status ? { status: err.status } : {}),
     ...(err.input ? { input: err.input } : {}),
     ...(err.detail !== undefined ? { detail: err.detail } : {}),
+    ...(err.userMessage !== ERROR_CODES[err.code].user ? { userMessage: err.userMessage } : {}),
   });
   return copy;
 }

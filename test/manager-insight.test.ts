@@ -151,6 +151,9 @@ describe("rotating a signing secret in the manager", () => {
     expect(secret).toBeDefined();
     expect(secret).not.toBe(s.signingSecret);
     expect(html).toContain("Each webhook carries one signature");
+    // The previous secret's grace as a time, not "until in 1 day".
+    expect(html).toMatch(/the previous\s+one for 24 hours more \(until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)/);
+    expect(html).not.toMatch(/until <time/);
     // Shown once: the configuration page does not show it.
     expect(await (await s.b.get(s.page)).text()).not.toContain(secret!);
     const view = (await body<WebhookConfigurationView>(await api(s.t, s.bearer, `/v1/webhook-configurations/${s.config}`))).data;

@@ -237,6 +237,8 @@ describe("recovery from the manager", () => {
     expect(detailHtml).toMatch(/Recovery started/);
     expect(detailHtml).toContain(`${since.replace("T", " ")}:00 UTC to `);
     expect(detailHtml).toMatch(/<dt>Found<\/dt>\s*<dd>\d+ failed deliveries/);
+    // The badge says the status; the words after it do not say it again ("running Running").
+    expect(detailHtml).not.toMatch(/status-(running|done|stopped)">\1<\/span> \1/i);
     expect(detailHtml).toContain(`<a href="${webhookPath(o)}/recoveries/${id}">Reload this recovery</a>`);
     // The operator API sees the same recovery, started by the operator.
     const viewed = await admin<{ id: string; since: string }>(

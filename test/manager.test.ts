@@ -933,7 +933,7 @@ describe("client credentials without a secret, restricted, and DPoP-bound", () =
     });
     expect(view.jwks.keys).toEqual([{ ...key }]);
     const list = await (await b.get(base)).text();
-    expect(list).toContain("private_key_jwt (1 keys); DPoP required");
+    expect(list).toContain("private_key_jwt (1 key); DPoP required");
 
     // Rotation: the edit page shows the key set; old and new together, every scope again, no DPoP.
     const editPage = await (await b.get(`${base}/${clientId}/edit`)).text();

@@ -153,7 +153,12 @@ describe("polling configurations", () => {
     const wrongToken = await read(a, b.polling.token);
     expect(wrongToken.status).toBe(401);
     expect(wrongToken.res.headers.get("www-authenticate")).toMatch(/^Bearer realm="keyway-polling"/);
-    expect(JSON.stringify(await wrongToken.res.json())).not.toContain("a's");
+    const refusal = (await wrongToken.res.json()) as { user_message: string };
+    expect(JSON.stringify(refusal)).not.toContain("a's");
+    // A machine's credential was refused: nobody is "signed in" here.
+    expect(refusal.user_message).toBe("The polling token was not accepted: it is missing, mistyped, rotated or revoked.");
+    const none = (await (await call(`/v1/polling-endpoints/${a.id}/events`)).json()) as { user_message: string };
+    expect(none.user_message).toMatch(/^The polling token was not accepted/);
     const bCursor = (await read(b, b.polling.token)).page.next_cursor;
     const wrongCursor = await read(a, a.polling.token, `?after=${bCursor}`);
     expect(wrongCursor.status).toBe(404);

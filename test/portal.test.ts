@@ -439,6 +439,8 @@ describe("recovery from the portal", () => {
     const now = await rest();
     const reloaded = await (await b.get(`/portal/recoveries/${id}`)).text();
     expect(reloaded).toContain(`<span class="badge status-${now.status}">${now.status}</span>`);
+    // The badge says the status; the words after it do not say it again ("done done").
+    expect(reloaded).not.toMatch(new RegExp(`${now.status}</span> ${now.status}`, "i"));
     expect(reloaded).toMatch(new RegExp(`<dt>Re-sent</dt>\\s*<dd>${now.resent}</dd>`));
     const list = await (await b.get("/portal/recover")).text();
     expect(list).toContain(`href="/portal/recoveries/${id}"`);
@@ -505,6 +507,18 @@ describe("the event catalog in the portal", () => {
     await eventType(o, { name: "order.legacy", description: "The old shape.", deprecated: true });
     return o;
   }
+
+  it("with no type of the organization's, says what the endpoint receives instead of listing only operational types", async () => {
+    const o = await org(1);
+    const { b } = await session(o);
+    const empty = await (await b.get("/portal/catalog")).text();
+    expect(empty).toContain('<h2 id="no-types">No event types described yet</h2>');
+    expect(empty).toMatch(/this endpoint receives every event the provider publishes/);
+    expect(empty).toMatch(/keyway&#39;s own operational events: they describe the provider&#39;s other endpoints/);
+    // Once the organization describes one, the notice is gone.
+    await eventType(o, { name: "order.created", description: "An order was placed." });
+    expect(await (await b.get("/portal/catalog")).text()).not.toContain("No event types described yet");
+  });
 
   it("lists each type with its description, deprecation, subscription, schema and examples, and serves the OpenAPI document", async () => {
     const o = await catalogOrg();

@@ -120,6 +120,8 @@ clearTimeout(renewal);renewal=setTimeout(()=>{token=null;accessToken().catch(()=
 let pending=null;
 const accessToken=()=>token&&Date.now()<token.until?Promise.resolve(token.value):(pending||(pending=renew().finally(()=>{pending=null})));
 const status=document.getElementById("auth-status");
+const help=document.getElementById("explorer-help");
+if(creds&&help)help.textContent="Signed in: run a query (Ctrl-Enter), or re-fetch the schema; queries go to POST /v1/graphql. Headers you type win over the sign-in's.";
 if(creds&&status){status.textContent="Signed in as client "+creds.client_id+": the API key and an access token (renewed before it expires) go with every query.";
 const forget=document.createElement("button");forget.type="button";forget.textContent="Forget";
 forget.addEventListener("click",()=>{try{sessionStorage.removeItem(STORE)}catch{}location.reload()});status.append(forget)}
@@ -156,7 +158,7 @@ export function renderExplorerPage(nonce: string): string {
     `<title>keyway GraphQL explorer</title><link rel="stylesheet" href="${EXPLORER_ASSETS}/graphiql.min.css">` +
     `<style nonce="${nonce}">${CSS}</style></head><body>` +
     `<header class="bar"><h1>keyway GraphQL explorer</h1>` +
-    `<p>Put your API key and an access token in the Headers tab, then run a query or re-fetch the schema; queries go to <code>POST /v1/graphql</code>. The link <code>npm start</code> prints signs in by itself.</p>` +
+    `<p id="explorer-help">Put your API key and an access token in the Headers tab, then run a query or re-fetch the schema; queries go to <code>POST /v1/graphql</code>. The link <code>npm start</code> prints signs in by itself.</p>` +
     `<p id="auth-status" role="status"></p>` +
     `<p><a href="/docs">API reference</a> · <a href="/">keyway</a></p></header>` +
     `<main><div id="explorer"><noscript>The explorer needs JavaScript; <a href="/docs#tag-graphql">/docs</a> describes the endpoint.</noscript></div></main>` +

@@ -108,8 +108,14 @@ export interface ReadQuery {
   wait?: number | undefined;
 }
 
+/** The user message of a refused read: a polling token is a machine's credential, nobody's sign-in. */
+const NOT_ACCEPTED = "The polling token was not accepted: it is missing, mistyped, rotated or revoked.";
+
 const refused = (message: string, error = "invalid_token") =>
-  new ApiError("invalid_token", message, { headers: { "WWW-Authenticate": `${CHALLENGE}, error="${error}"` } });
+  new ApiError("invalid_token", message, {
+    headers: { "WWW-Authenticate": `${CHALLENGE}, error="${error}"` },
+    userMessage: NOT_ACCEPTED,
+  });
 
 /**
  * One read: the token from `Authorization: Bearer`, decided at the edge first (decidePollingRead),
@@ -130,6 +136,7 @@ export async function readPolledEvents(
   if (token === undefined) {
     throw new ApiError("invalid_token", "Send the polling token as Authorization: Bearer <token>.", {
       headers: { "WWW-Authenticate": CHALLENGE },
+      userMessage: NOT_ACCEPTED,
     });
   }
   const refuse = async (message = NOT_A_READER): Promise<never> => {

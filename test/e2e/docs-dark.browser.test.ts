@@ -178,6 +178,9 @@ const background = (page: Page) =>
     // The fragment is gone from the address bar, and the page says who it speaks for.
     expect(page.url()).toBe(`${baseUrl}/explorer`);
     await expect.poll(() => page.locator("#auth-status").textContent()).toContain(`Signed in as client ${demo.clientId}`);
+    // Signed in, the page no longer asks for what it already sends.
+    expect(await page.locator("#explorer-help").textContent()).toMatch(/^Signed in: run a query/);
+    expect(await page.locator("#explorer-help").textContent()).not.toContain("Put your API key");
 
     // The default query, as served, runs at once: nothing typed into the Headers tab.
     await page.getByRole("button", { name: "Execute query (Ctrl-Enter)" }).click();

@@ -171,6 +171,11 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     expect(await page.getByRole("region", { name: "Recoveries" }).count()).toBe(1);
     await expectAccessible(page, "recoveries");
 
+    // The catalog before the organization describes any type: what the endpoint gets instead.
+    await page.goto(`${base}/portal/catalog`);
+    await page.getByRole("heading", { level: 2, name: "No event types described yet" }).waitFor();
+    await expectAccessible(page, "catalog-empty");
+
     // The event catalog: a type with a schema and an example, keyway's operational types beside it.
     const type = await post<{ name: string }>("/v1/event-types", {
       name: "order.created",

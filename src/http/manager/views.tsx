@@ -393,6 +393,9 @@ export const CopyId: FC<{ value: string; label?: string }> = ({ value, label }) 
 );
 
 /** The one format of an exact time across the app: `2026-03-01 14:30:05 UTC`. */
+/** "1 key", "3 keys": a count and its noun, singular for one. */
+export const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
 export const when = (iso: string | null): string => (iso === null ? "never" : iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC"));
 
 /**

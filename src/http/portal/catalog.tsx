@@ -177,6 +177,24 @@ export const CatalogPage: FC<{
     </p>
     <SchemaKeywords />
     {uncatalogued.length > 0 && <p class="hint">Also subscribed to types that are not in the catalog: {uncatalogued.join(", ")}.</p>}
+    {cursor === undefined && !types.some((t) => !t.operational) && (
+      // Only keyway's operational types, which a receiver never subscribes to: say what it gets instead.
+      <section class="card" aria-labelledby="no-types">
+        <h2 id="no-types">No event types described yet</h2>
+        <p>
+          The provider of these webhooks has not described its event types here yet. Until it does, this endpoint receives{" "}
+          {events === null ? "every event the provider publishes" : `the events it is subscribed to (${events.join(", ")})`}, each with the
+          type and data shown on its delivery under <a href="/portal/deliveries">Deliveries</a>; nothing here needs to be done first. Ask
+          the provider for a catalog to see each type's schema and examples before the first event arrives.
+        </p>
+        {types.length > 0 && (
+          <p class="hint">
+            The types listed below are keyway's own operational events: they describe the provider's other endpoints and go only to its own
+            operations endpoints, so they cannot be subscribed to here.
+          </p>
+        )}
+      </section>
+    )}
     {types.length === 0 ? (
       <p>The catalog is empty.</p>
     ) : (

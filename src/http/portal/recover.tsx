@@ -33,9 +33,10 @@ const progress = (r: RecoveryView): string =>
   r.status === "running" ? `${r.resent + r.skipped} of ${r.found} handled so far` : `${r.resent + r.skipped} of ${r.found} handled`;
 
 const STATUS_WORDS: Record<RecoveryView["status"], string> = {
-  running: "running: deliveries are being re-sent at the endpoint's pace",
-  done: "done: every failed delivery of the window was handled",
-  stopped: "stopped: the endpoint was paused or deleted before the end; start another recovery once it is resumed",
+  // After the status badge, which says the word itself.
+  running: "Deliveries are being re-sent at the endpoint's pace",
+  done: "Every failed delivery of the window was handled",
+  stopped: "The endpoint was paused or deleted before the end; start another recovery once it is resumed",
 };
 
 export const RecoverPage: FC<{

@@ -99,10 +99,11 @@ export const Recoveries: FC<{ base: string; recoveries: RecoveryView[]; caption:
 );
 
 /** What a recovery's status means, in a sentence. */
+/** After the status badge, which says the word itself. */
 const RECOVERY_STATUS = {
-  running: "Running: failed deliveries are being re-sent, paced by the endpoint. Reload this page to follow it.",
-  done: "Done: every failed delivery of the window was re-sent, or skipped because it no longer failed.",
-  stopped: "Stopped: the configuration was disabled or deleted before the end.",
+  running: "Failed deliveries are being re-sent, paced by the endpoint. Reload this page to follow it.",
+  done: "Every failed delivery of the window was re-sent, or skipped because it no longer failed.",
+  stopped: "The configuration was disabled or deleted before the end.",
 } as const;
 
 export const RecoveryDetail: FC<{ self: string; back: string; recovery: RecoveryView }> = ({ self, back, recovery: r }) => (

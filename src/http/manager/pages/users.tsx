@@ -8,7 +8,7 @@ import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
 import type { FormErrors } from "../form-check";
 import { List, type ListPager } from "../list";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, Time } from "../views";
+import { Checkbox, CopyId, count, Field, PostForm, SecretOnce, Status, Time } from "../views";
 import type { Org } from "./common";
 import { FormRefused } from "./event-types";
 
@@ -143,7 +143,7 @@ const Authentication: FC<{ cr: ClientCredentialView }> = ({ cr }) => (
           private_key_jwt (keys at <code>{cr.jwks_uri}</code>)
         </>
       ) : (
-        `private_key_jwt (${cr.jwks?.keys.length ?? 0} keys)`
+        `private_key_jwt (${count(cr.jwks?.keys.length ?? 0, "key")})`
       )
     ) : cr.federated !== null ? (
       <>

@@ -15,7 +15,7 @@ import type {
 import { AttemptTraffic, Last24Hours } from "../charts";
 import type { FormErrors } from "../form-check";
 import { List } from "../list";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, TextArea, Time, Url } from "../views";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, TextArea, Time, Url, when } from "../views";
 import type { Confirmation } from "./common";
 import {
   AuthMethodChoice,
@@ -586,8 +586,8 @@ export const SigningSecretRotated: FC<{ base: string; secret: string | null; pub
     )}
     <p>
       Each webhook carries one signature (<code>v1,...</code> or <code>v1a,...</code>) per key that still signs: the new one, the previous
-      one until <Time at={previousExpiresAt} />, and any secret rotated out earlier until its own 24 hours end. The receiver can switch to
-      the new secret at any point in that time; after it only the new secret signs.
+      one for 24 hours more (until {when(previousExpiresAt)}), and any secret rotated out earlier until its own 24 hours end. The receiver
+      can switch to the new secret at any point in that time; after it only the new secret signs.
     </p>
     <p>
       <a href={base}>Back to the webhook configuration</a>
