@@ -81,6 +81,13 @@ async function main() {
 }
 
 /**
+ * How long the printed sign-in link may be used in: the longest keyway allows (15 minutes), so a
+ * newcomer following the README from the top still finds it working when they reach the manager
+ * (with the default 5 minutes, one had 1 min 40 s left).
+ */
+const SIGN_IN_LINK_SECONDS = 900;
+
+/**
  * A single-use link that signs the operator in to the manager (POST /admin/v1/manager-sign-in-links),
  * or undefined when keyway would not make one (the banner then falls back to the token sign-in).
  * @param {string} baseUrl
@@ -91,7 +98,8 @@ async function signInLink(baseUrl, adminToken) {
   try {
     const res = await fetch(`${baseUrl}/admin/v1/manager-sign-in-links`, {
       method: "POST",
-      headers: { Authorization: `Bearer ${adminToken}` },
+      headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ expires_in: SIGN_IN_LINK_SECONDS }),
       signal: AbortSignal.timeout(10_000),
     });
     const body = /** @type {{ data?: { url?: unknown, expires_at?: unknown } | null }} */ (await res.json());
@@ -131,7 +139,10 @@ function readyBanner(baseUrl, stateDir, signIn, demo) {
     `keyway is ready on ${baseUrl}`,
     `  API       ${baseUrl}/v1  (every request needs x-api-key; the demo's curl commands above)`,
     ...(signIn
-      ? [`  Manager   ${signIn.url}`, `            (signs you in once, until ${until}; after that, at ${baseUrl}/manager, ${tokenSignIn})`]
+      ? [
+          `  Manager   ${signIn.url}`,
+          `            (signs you in once within ${SIGN_IN_LINK_SECONDS / 60} minutes, until ${until}; a new link: npm run admin -- manager sign-in-link; or at ${baseUrl}/manager, ${tokenSignIn})`,
+        ]
       : [`  Manager   ${baseUrl}/manager  (${tokenSignIn})`]),
     `  API docs  ${baseUrl}/docs  (OpenAPI: ${baseUrl}/v1/openapi.json)`,
     ...(demo

@@ -122,8 +122,21 @@ describe("npm start", () => {
     const base = `http://127.0.0.1:${port}`;
     expect(output).toContain(`API       ${base}/v1`);
     expect(output).toMatch(new RegExp(`  Manager   ${base}/manager/sign-in/link\\?ticket=kw_signin_[\\w-]{43}\n`));
-    expect(output).toContain(`(signs you in once, until `);
-    expect(output).toContain(`after that, at ${base}/manager, sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`);
+    expect(output).toContain("(signs you in once within 15 minutes, until ");
+    expect(output).toContain("a new link: npm run admin -- manager sign-in-link;");
+    expect(output).toContain(`or at ${base}/manager, sign in with the operator token: grep ADMIN_TOKEN .dev.vars)`);
+    // Long enough to follow the README to the manager: at least 10 of its 15 minutes are still left.
+    const [, h, m, s] = /until (\d\d):(\d\d):(\d\d) UTC/.exec(output) ?? [];
+    const now = new Date();
+    const left =
+      (Number(h) * 3600 +
+        Number(m) * 60 +
+        Number(s) -
+        (now.getUTCHours() * 3600 + now.getUTCMinutes() * 60 + now.getUTCSeconds()) +
+        86_400) %
+      86_400;
+    expect(left).toBeGreaterThan(600);
+    expect(left).toBeLessThanOrEqual(900);
     expect(output).toContain(`API docs  ${base}/docs`);
     expect(output).toMatch(new RegExp(`  GraphQL   ${base}/explorer#api_key=kw_live_ak_\\S+&client_id=\\S+&client_secret=\\S+\n`));
     expect(output).toContain("(GraphiQL, signed in as the demo client");
