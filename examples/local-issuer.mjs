@@ -9,7 +9,8 @@
 import { createServer } from "node:http";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from "jose";
 
-const port = Number(process.env.PORT ?? 9100);
+// Its own variable: PORT is keyway's (npm start), and the printed curl session exports it.
+const port = Number(process.env.ISSUER_PORT ?? 9100);
 // The `iss` of its JWTs: what keyway's trusted issuer must say, exactly.
 const issuer = `http://127.0.0.1:${port}`;
 

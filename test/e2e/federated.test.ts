@@ -50,12 +50,14 @@ interface LocalIssuer {
   kid(): Promise<string>;
 }
 
-async function startIssuer(): Promise<LocalIssuer> {
+/** @param keywayPort keyway's port, exported as PORT the way the printed curl session has it. */
+async function startIssuer(keywayPort: number): Promise<LocalIssuer> {
   const port = await freePort();
   let output = "";
   const proc = spawn(process.execPath, ["examples/local-issuer.mjs"], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port) },
+    // PORT is keyway's, as the printed curl session exports it: the issuer takes its own variable.
+    env: { ...process.env, PORT: String(keywayPort), ISSUER_PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   proc.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -146,7 +148,7 @@ describe("issue 44 against npm start: federated workload identity, a key set URL
 
   beforeAll(async () => {
     keyway = sharedKeyway();
-    [ci, cluster, stranger] = await Promise.all([startIssuer(), startIssuer(), startIssuer()]);
+    [ci, cluster, stranger] = await Promise.all([startIssuer(keyway.port), startIssuer(keyway.port), startIssuer(keyway.port)]);
     // The demo key allows 100 requests a second; the latency rounds want more.
     org = await provisionOn(keyway, { name: "Workloads", limits: { per_second: 1000, per_day: 1_000_000 } });
     metadata = (await (await fetch(`${keyway.baseUrl}/.well-known/oauth-authorization-server`)).json()) as typeof metadata;

@@ -222,7 +222,7 @@ describe("docs that work as pasted", () => {
   const federatedSetup = () =>
     (federated ??= (async () => {
       const port = await freePort();
-      const issuer = serve("examples/local-issuer.mjs", { PORT: String(port) });
+      const issuer = serve("examples/local-issuer.mjs", { PORT: String(keyway.port), ISSUER_PORT: String(port) });
       started.push(issuer.proc);
       await until("the local issuer", () => issuer.output().includes("listening"));
       const issuerUrl = `http://127.0.0.1:${port}`;
