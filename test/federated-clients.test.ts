@@ -481,6 +481,51 @@ describe("federated_jwt credentials", () => {
     expect(await outcome(await present(t, cred.client_id, await workloadJwt(keyA, { exp: at + 590 })))).toBe("200");
   });
 
+  it("says which claim failed where that tells nothing about whether the client exists, and answers the same for an unknown client", async () => {
+    const at = nowS();
+    const hs256 = () =>
+      new SignJWT({ iss: ISSUER, sub: SUBJECT, aud: BASE, iat: at, exp: at + 300, jti: crypto.randomUUID() })
+        .setProtectedHeader({ alg: "HS256", kid: "a1" })
+        .sign(new Uint8Array(32).fill(7));
+    const said: [string, () => Promise<string>, RegExp][] = [
+      [
+        "wrong aud",
+        () => workloadJwt(keyA, { aud: "https://elsewhere.example" }),
+        /its aud names none of this deployment's audiences: use https:\/\//,
+      ],
+      ["expired", () => workloadJwt(keyA, { iat: at - 400, exp: at - 60 }), /it expired at \d{4}-.*keyway's clock/],
+      ["alg HS256", hs256, /its alg HS256 is not one keyway verifies/],
+      ["typ at+jwt", () => workloadJwt(keyA, { typ: "at+jwt" }), /its typ at\+jwt is not a client assertion's/],
+      ["not a JWT", async () => "not.a-jwt", /client_assertion is not a JWT/],
+    ];
+    const unknown = "kw_client_AAAAAAAAAAAAAAAAAAAAAA";
+    for (const [name, make, reason] of said) {
+      const jwt = await make();
+      const answers = [];
+      for (const clientId of [cred.client_id, unknown]) {
+        const res = await present(t, clientId, jwt);
+        const answer = await plainJson(res);
+        expect(res.status, name).toBe(401);
+        expect(answer.error, name).toBe("invalid_client");
+        expect(String(answer.error_description), name).toMatch(reason);
+        answers.push(answer.error_description);
+      }
+      expect(answers[0], `${name}: the same words whether the client exists or not`).toBe(answers[1]);
+    }
+    // What depends on the client (its issuer and subject, its keys) stays the one generic answer.
+    for (const [name, make] of [
+      ["wrong sub", () => workloadJwt(keyA, { sub: "repo:octo-org/app:ref:refs/heads/feature" })],
+      ["wrong iss", () => workloadJwt(keyA, { iss: "https://other.example" })],
+      ["another key", () => workloadJwt(stranger)],
+    ] as const) {
+      const jwt = await make();
+      const words = [];
+      for (const clientId of [cred.client_id, unknown]) words.push((await plainJson(await present(t, clientId, jwt))).error_description);
+      expect(words[0], name).toMatch(/^Client authentication failed: unknown client_id, wrong client_secret or client assertion/);
+      expect(words[1], name).toBe(words[0]);
+    }
+  });
+
   it("verifies a JWT without kid against every key of the set", async () => {
     site.keys = [jwkB, jwkA];
     const t2 = await createTenant();

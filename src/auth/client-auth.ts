@@ -27,7 +27,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { digestsEqual, NO_SECRET_HASH, sha256Hex } from "../lib/crypto";
 import { CLIENT_ID_PATTERN } from "../lib/ids";
-import { assertedClientId, CLIENT_ASSERTION_TYPE } from "../lib/jwt";
+import { assertedClientId, assertionClaimsProblem, CLIENT_ASSERTION_TYPE } from "../lib/jwt";
 import { log } from "../log";
 import { credentialLookupHeld, readCredentialLookup, readNobodysLookup } from "../objects/lookup";
 import type { ClientFacts } from "../objects/organization";
@@ -137,6 +137,13 @@ export async function authenticateClient(
     // (a private_key_jwt assertion must have iss = sub = client_id), with the key set at hand.
     if (clientId === undefined) {
       throw fail("Client authentication failed: send client_id with the client assertion (a federated_jwt client must).");
+    }
+    // What is wrong whatever client the assertion names is said (and costs no object call); the
+    // rest answers invalid_client alike for every client, known or not (lib/jwt.ts).
+    const problem = assertionClaimsProblem(assertion, { audiences: options.audiences, nowMs: now });
+    if (problem !== null) {
+      log.warn("client assertion refused", { client_id: clientId, reason: problem });
+      throw fail(`Client authentication failed: the client assertion is refused: ${problem}.`);
     }
     const [result, replayed] = await Promise.all([
       settled(

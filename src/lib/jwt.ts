@@ -57,6 +57,45 @@ export function assertedClientId(assertion: string): string | undefined {
   }
 }
 
+/**
+ * What is wrong with a client assertion whatever client it names, or null: it is not a JWT, its
+ * `alg` or `typ` is not one an assertion may have, its `aud` names no audience of this deployment,
+ * it has no `exp` or has expired, or its `nbf` is still ahead. These hold for private_key_jwt and
+ * federated_jwt alike and are judged from the JWT and keyway's own settings only, so saying which
+ * one failed tells nothing about whether the client exists (RFC 6749 5.2's invalid_client stands
+ * for the rest: the signature, `iss` and `sub`, the lifetime, the jti, which depend on the
+ * client). Nothing is verified here: a JWT that passes is still checked in full.
+ */
+export function assertionClaimsProblem(assertion: string, expect: { audiences: string[]; nowMs: number }): string | null {
+  let header: JWTHeaderParameters;
+  let payload: ReturnType<typeof decodeJwt>;
+  try {
+    header = decodeProtectedHeader(assertion) as JWTHeaderParameters;
+    payload = decodeJwt(assertion);
+  } catch {
+    return "client_assertion is not a JWT (three base64url parts, a JSON header and claims)";
+  }
+  if (typeof header.alg !== "string" || !JWT_ALGS.includes(header.alg)) {
+    return `its alg ${String(header.alg).slice(0, 20)} is not one keyway verifies (${JWT_ALGS.join(", ")})`;
+  }
+  const typ = assertionTypeProblem(typeof header.typ === "string" ? header.typ : undefined);
+  if (typ !== null) return `its ${typ} (an assertion's typ is absent, JWT or client-authentication+jwt)`;
+  const aud = payload.aud;
+  const named = typeof aud === "string" ? [aud] : Array.isArray(aud) ? aud : [];
+  if (!named.some((a) => expect.audiences.includes(a))) {
+    return `its aud names none of this deployment's audiences: use ${expect.audiences[0] ?? "keyway's token endpoint"}`;
+  }
+  const now = Math.floor(expect.nowMs / 1000);
+  if (typeof payload.exp !== "number") return "it has no exp";
+  if (payload.exp < now - CLOCK_TOLERANCE_S) {
+    return `it expired at ${new Date(payload.exp * 1000).toISOString()} (keyway's clock: ${new Date(now * 1000).toISOString()})`;
+  }
+  if (typeof payload.nbf === "number" && payload.nbf > now + CLOCK_TOLERANCE_S) {
+    return `it is not valid before ${new Date(payload.nbf * 1000).toISOString()} (keyway's clock: ${new Date(now * 1000).toISOString()})`;
+  }
+  return null;
+}
+
 export async function verifyClientAssertion(
   assertion: string,
   keys: JWK[],
