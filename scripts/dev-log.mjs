@@ -1,6 +1,9 @@
 /**
  * What `npm start` shows of `wrangler dev`'s output: one line per request and each Worker's
- * bindings table once. keyway logs every request itself (src/log.ts: method, path, status, error
+ * bindings once, as one line that counts them by kind and names its service bindings with their
+ * state (KEYWAY_SHOW_BINDINGS=1 shows wrangler's whole tables instead: about 70 lines that pushed
+ * the demo's credentials off the screen, and that showed one value as "(hidden)" in one Worker's
+ * table and as its value in another's). keyway logs every request itself (src/log.ts: method, path, status, error
  * code, time, request id), so wrangler's own request line (`[wrangler:info] GET /x 200 OK (3ms)`)
  * says the same thing a second time and is dropped. wrangler prints the main Worker's bindings
  * table twice (once before its service bindings connect, once after): the later one is shown. Nothing else is touched:
@@ -12,6 +15,10 @@
 const REQUEST_LINE = /^\[wrangler:info\] (GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS) \S+ \d{3}\b/;
 /** The heading of a bindings table: `keyway has access to the following bindings:`. */
 const TABLE_HEADING = /^(\S+) has access to the following bindings:$/;
+/** wrangler's paragraph explaining the tables' [connected] marks: said only with the tables. */
+const CONNECTION_NOTE = /^Service bindings, Durable Object bindings, and Tail consumers connect/;
+/** Said once per Worker by wrangler (three times a start): shown once. */
+const SECRETS_LINE = /^Using secrets defined in /;
 /** wrangler's line saying the server is up. */
 const READY = /^\[wrangler:info\] Ready on /;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour sequences start with ESC.
@@ -24,13 +31,14 @@ const ANSI = /\u001b\[[0-9;]*m/g;
  * a table is held, replaced by the later one, and shown at the latest before `Ready on`.
  * @returns {(line: string) => string[]}
  */
-export function devLogFilter() {
+export function devLogFilter({ fullTables = false } = {}) {
   /** Workers whose bindings table has been shown. */
   const shown = new Set();
   /** @type {{ worker: string, lines: string[] } | null} the table being read */
   let table = null;
   /** @type {Map<string, string[]>} tables held back (they said "[not connected]") */
   const held = new Map();
+  let saidSecrets = false;
   /** @param {string} worker @param {string[]} lines */
   const finish = (worker, lines) => {
     if (shown.has(worker)) return [];
@@ -40,12 +48,12 @@ export function devLogFilter() {
     }
     held.delete(worker);
     shown.add(worker);
-    return lines;
+    return fullTables ? lines : [bindingsLine(worker, lines)];
   };
   const flushHeld = () => {
     const out = [...held.entries()].flatMap(([worker, lines]) => {
       shown.add(worker);
-      return lines;
+      return fullTables ? lines : [bindingsLine(worker, lines)];
     });
     held.clear();
     return out;
@@ -65,8 +73,54 @@ export function devLogFilter() {
       return [];
     }
     if (REQUEST_LINE.test(plain)) return [];
+    if (!fullTables && CONNECTION_NOTE.test(plain)) return [];
+    if (SECRETS_LINE.test(plain)) {
+      if (saidSecrets) return [];
+      saidSecrets = true;
+    }
     return READY.test(plain) ? [...flushHeld(), line] : [line];
   };
+}
+
+/** How a kind of binding is counted in the summary line ("3 queues"), in wrangler's Resource column's words. */
+const KINDS = {
+  "Durable Object": ["Durable Object", "Durable Objects"],
+  "KV Namespace": ["KV namespace", "KV namespaces"],
+  Queue: ["queue", "queues"],
+  Worker: ["service binding", "service bindings"],
+  "Analytics Engine Dataset": ["Analytics Engine dataset", "Analytics Engine datasets"],
+  "Rate Limit": ["rate limit", "rate limits"],
+  Assets: ["assets binding", "assets bindings"],
+  "Environment Variable": ["variable", "variables"],
+};
+
+/**
+ * One Worker's bindings table in one line: `keyway: 7 Durable Objects, 1 KV namespace, 3 queues,
+ * 2 service bindings (PEOPLE keyway-people connected, GRAPHQL keyway-graphql connected), ...`.
+ * Variables are counted, never shown (their values are in wrangler.toml and .dev.vars).
+ * @param {string} worker
+ * @param {string[]} lines the table as wrangler printed it: heading, column names, rows, blank
+ */
+export function bindingsLine(worker, lines) {
+  /** @type {Map<string, number>} */
+  const counts = new Map();
+  /** @type {string[]} */
+  const services = [];
+  for (const line of lines.slice(2)) {
+    const cells = line.replace(ANSI, "").trim().split(/ {2,}/);
+    if (cells.length < 3) continue;
+    const [binding = "", resource = "", mode = ""] = cells;
+    counts.set(resource, (counts.get(resource) ?? 0) + 1);
+    const service = /^env\.(\S+) \((\S+)\)$/.exec(binding);
+    if (resource === "Worker" && service)
+      services.push(`${service[1]} ${service[2]} ${/\[(not connected|connected)\]/.exec(mode)?.[1] ?? "local"}`);
+  }
+  const parts = [...counts].map(([resource, n]) => {
+    const [one, many] = KINDS[/** @type {keyof typeof KINDS} */ (resource)] ?? [resource, resource];
+    const words = `${n} ${n === 1 ? one : many}`;
+    return resource === "Worker" && services.length > 0 ? `${words} (${services.join(", ")})` : words;
+  });
+  return `${worker}: ${parts.join(", ")} (KEYWAY_SHOW_BINDINGS=1 npm start shows wrangler's tables)`;
 }
 
 /**

@@ -250,7 +250,7 @@ function spawnWrangler(port, persistDir) {
       WRANGLER_WRITE_LOGS: process.env.KEYWAY_WRANGLER_LOGS === "1" ? "true" : "false",
     },
   });
-  const filter = devLogFilter();
+  const filter = devLogFilter({ fullTables: process.env.KEYWAY_SHOW_BINDINGS === "1" });
   if (proc.stdout) pipeLines(proc.stdout, process.stdout, filter);
   if (proc.stderr) pipeLines(proc.stderr, process.stderr, filter);
   proc.once("error", (err) => {
