@@ -160,9 +160,12 @@ async function createPollingConfiguration(
   return { config: await withState(deps, record), signingSecret: null, pollingToken: token };
 }
 
-/** A new configuration's filter (its JSON text: the organization's object checks it) and channels. */
+/** A filter as the organization's object takes it: its JSON text (routing.ts checks it), or null for none. */
+const filterText = (filter: Record<string, unknown> | null | undefined): string | null => (filter == null ? null : JSON.stringify(filter));
+
+/** A new configuration's filter and channels. */
 function routingOf(input: CreateWebhookConfigurationInput): { filter: string | null; channels: string[] | null } {
-  return { filter: input.filter == null ? null : JSON.stringify(input.filter), channels: input.channels ?? null };
+  return { filter: filterText(input.filter), channels: input.channels ?? null };
 }
 
 /** A signing key as the record keeps it: the secret sealed, the public key (v1a) beside it. */
@@ -221,11 +224,9 @@ export async function updateWebhookConfiguration(
     ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
     ...(input.status !== undefined ? { status: input.status } : {}),
     ...(input.operations !== undefined ? { operations: input.operations } : {}),
-    ...(input.filter !== undefined ? { filter: input.filter === null ? null : JSON.stringify(input.filter) } : {}),
+    ...(input.filter !== undefined ? { filter: filterText(input.filter) } : {}),
     ...(input.channels !== undefined ? { channels: input.channels } : {}),
-    ...(input.receiver_filter !== undefined
-      ? { receiver_filter: input.receiver_filter === null ? null : JSON.stringify(input.receiver_filter) }
-      : {}),
+    ...(input.receiver_filter !== undefined ? { receiver_filter: filterText(input.receiver_filter) } : {}),
     ...(input.receiver_channels !== undefined ? { receiver_channels: input.receiver_channels } : {}),
   };
   let assertionKey: AssertionKeyCandidate | undefined;
@@ -273,7 +274,7 @@ export async function previewReceiverRouting(
   input: RoutingPreviewInput,
 ): Promise<RoutePreviewEvent[]> {
   if (!ID_PATTERN.test(id)) throw notFound("Webhook configuration");
-  const filter = input.receiver_filter == null ? null : JSON.stringify(input.receiver_filter);
+  const filter = filterText(input.receiver_filter);
   const tried = await reach("webhook endpoint", () => endpointObject(deps, id).recentEvents(PREVIEW_SHOWN));
   return unwrap(await reach("webhooks", () => webhooks(deps, orgId).previewRouting(id, filter, input.receiver_channels ?? null, tried)));
 }

@@ -77,6 +77,23 @@ export const labelled =
   (field: F, issue: InputIssue): string =>
     "text" in issue ? `${labels[field]}${issue.text}` : `${labels[field]} is invalid`;
 
+/** Where inside a field an issue's path points: an item of a list (the segment at `list` is its index) or a path in JSON (from `json` on). */
+export type Inside = { list: number } | { json: number };
+
+/**
+ * A field's message with the place inside it the issue names: `Event types: number 3 is ...` for
+ * a list's item, `Payload filter: data.amount is ...` for a path inside a JSON field; otherwise
+ * the label then the issue's text, as `labelled` words it.
+ */
+export function placedMessage(label: string, issue: InputIssue, inside?: Inside): string {
+  if (!("text" in issue)) return `${label} is invalid`;
+  if (inside !== undefined && "json" in inside && issue.path.length > inside.json) {
+    return `${label}: ${issue.path.slice(inside.json).join(".")}${issue.text}`;
+  }
+  const index = inside !== undefined && "list" in inside ? Number(issue.path[inside.list]) : Number.NaN;
+  return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
+}
+
 /** A field named by the path's first segment when the form has one of that name. */
 export const topLevelField =
   <F extends string>(labels: Record<F, string>) =>

@@ -50,7 +50,7 @@ import { revokePollingToken, rotatePollingToken } from "../../webhooks/polling";
 import { listPortalSessions } from "../../webhooks/portal";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { listRecoveries } from "../../webhooks/recovery";
-import { checkedInput, formErrorsOf, jsonField, targetIssues } from "./form-check";
+import { checkedInput, formErrorsOf, type Inside, jsonField, placedMessage, targetIssues } from "./form-check";
 import { confirmations } from "./pages/confirm";
 import { AssertionKeyRotated, ConnectionTestResult, createOAuthInput, postedReceiverOAuth, updateOAuthInput } from "./pages/receiver-oauth";
 import { PortalLinkForm, PortalSessions, RecoverForm, Recoveries } from "./pages/receivers";
@@ -538,19 +538,21 @@ function formField(path: string[]): WebhookField | null {
 /** A field's message, starting with its label; the secret's origin rule said in full. */
 function fieldMessage(field: WebhookField, issue: InputIssue): string {
   const label = WEBHOOK_FIELD_LABELS[field];
-  if (!("text" in issue)) return `${label} is invalid`;
-  if (field === "client_secret" && issue.text.includes("moves to another origin")) {
+  if ("text" in issue && field === "client_secret" && issue.text.includes("moves to another origin")) {
     const moved = issue.text.includes("token_url") ? "token URL" : "webhook URL";
     return `${label} is needed again: the ${moved} moves to another origin, and the stored secret is only ever sent where it was given for. Enter the receiver's client secret, or keep the ${moved}'s origin.`;
   }
-  // A filter's problem names its path inside the filter (filter.data.amount).
-  if (field === "filter" && issue.path.length > 1) return `${label}: ${issue.path.slice(1).join(".")}${issue.text}`;
-  // An event type's problem names its place in the list (the issue's path is events.<index>).
-  // So does a channel's and a resource's (oauth.resource.<index>).
-  const at = field === "events" || field === "channels" ? issue.path[1] : field === "resource" ? issue.path[2] : undefined;
-  const index = at !== undefined ? Number(at) : Number.NaN;
-  return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
+  // A filter's problem names its path inside the filter (filter.data.amount); an event type's, a
+  // channel's and a resource's their place in the list (events.<index>, oauth.resource.<index>).
+  return placedMessage(label, issue, WEBHOOK_INSIDE[field]);
 }
+
+const WEBHOOK_INSIDE: Partial<Record<WebhookField, Inside>> = {
+  filter: { json: 1 },
+  events: { list: 1 },
+  channels: { list: 1 },
+  resource: { list: 2 },
+};
 
 export async function webhookFor(c: C) {
   const org = await orgFor(c);

@@ -22,7 +22,7 @@ import {
 import type { PortalSession } from "../../webhooks/portal";
 import { receiverActor } from "../../webhooks/portal";
 import { keywayOrigin } from "../context";
-import { checkedInput, type FormErrors, formErrorsOf, jsonField, labelled, text, topLevelField } from "../manager/form-check";
+import { checkedInput, type FormErrors, formErrorsOf, jsonField, placedMessage, text, topLevelField } from "../manager/form-check";
 import { FormRefused } from "../manager/pages/event-types";
 import { configName } from "../manager/pages/webhooks";
 import { Field, PostForm, TableRegion, TextArea, Time } from "../manager/views";
@@ -66,8 +66,12 @@ export function filterRoutes(app: Hono<PortalEnv>, h: FilterPageHelpers): void {
     const deps = c.get("deps");
     const fields = await h.form(c);
     const values: FilterValues = { receiver_filter: text(fields, "receiver_filter"), receiver_channels: text(fields, "receiver_channels") };
-    const config = await getWebhookConfiguration(deps, s.orgId, s.configurationId);
-    const view = webhookConfigurationView(config, keywayOrigin(c));
+    // The configuration is read only for a page to render: a save that goes through redirects.
+    const render = async (props: Omit<FilterPageProps, "view" | "values" | "csrf">, status?: 400 | 409) => {
+      const config = await getWebhookConfiguration(deps, s.orgId, s.configurationId);
+      const view = webhookConfigurationView(config, keywayOrigin(c));
+      return h.page(c, TITLE, "filter", <FilterPage view={view} values={values} csrf={s.csrf} {...props} />, configName(config), status);
+    };
     const parsed = jsonField(values.receiver_filter, ["receiver_filter"]);
     const channels = values.receiver_channels
       .split(",")
@@ -83,7 +87,7 @@ export function filterRoutes(app: Hono<PortalEnv>, h: FilterPageHelpers): void {
           s.configurationId,
           checkedInput(RoutingPreviewInput, raw, parsed.issues),
         );
-        return h.page(c, TITLE, "filter", <FilterPage view={view} values={values} csrf={s.csrf} preview={preview} />, configName(config));
+        return render({ preview });
       }
       const input = checkedInput(UpdateWebhookConfigurationInput, raw, parsed.issues);
       await updateWebhookConfiguration(deps, s.orgId, s.configurationId, input, receiverActor(s), "receiver");
@@ -91,19 +95,14 @@ export function filterRoutes(app: Hono<PortalEnv>, h: FilterPageHelpers): void {
     } catch (err) {
       const errors = formErrorsOf(err, topLevelField(FILTER_LABELS), filterMessage);
       if (errors === null) throw err;
-      const page = <FilterPage view={view} values={values} csrf={s.csrf} errors={errors} tried={trying} />;
-      return h.page(c, TITLE, "filter", page, configName(config), errors.status);
+      return render({ errors, tried: trying }, errors.status);
     }
   });
 }
 
 /** A field's message: its label, the path inside the filter (data.amount) or the channel's number, then what is wrong. */
-function filterMessage(field: FilterField, issue: InputIssue): string {
-  const inner = issue.path.slice(1);
-  if (!("text" in issue) || inner.length === 0) return labelled(FILTER_LABELS)(field, issue);
-  const at = field === "receiver_channels" ? `number ${Number(inner[0]) + 1}` : inner.join(".");
-  return `${FILTER_LABELS[field]}: ${at}${issue.text}`;
-}
+const filterMessage = (field: FilterField, issue: InputIssue): string =>
+  placedMessage(FILTER_LABELS[field], issue, field === "receiver_channels" ? { list: 1 } : { json: 1 });
 
 /** The receiver's own filter and channels as the form shows them. */
 const valuesOf = (view: WebhookConfigurationView): FilterValues => ({
@@ -117,14 +116,16 @@ const Json: FC<{ value: unknown }> = ({ value }) => (
   </pre>
 );
 
-export const FilterPage: FC<{
+interface FilterPageProps {
   view: WebhookConfigurationView;
   values: FilterValues;
   csrf: string;
   errors?: FormErrors<FilterField> & { status: 400 | 409 };
   preview?: Preview;
   tried?: boolean;
-}> = ({ view, values, csrf, errors, preview, tried }) => (
+}
+
+export const FilterPage: FC<FilterPageProps> = ({ view, values, csrf, errors, preview, tried }) => (
   <>
     <p>
       The provider of the webhooks decides which of its events this endpoint may receive. Here you narrow them further: an event is sent

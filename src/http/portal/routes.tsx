@@ -55,7 +55,7 @@ import {
 import { getRecovery, listRecoveries, recoverDeliveries } from "../../webhooks/recovery";
 import { readFields } from "../body";
 import { keywayOrigin } from "../context";
-import { checkedInput, formErrorsOf, targetIssues } from "../manager/form-check";
+import { checkedInput, formErrorsOf, placedMessage, targetIssues } from "../manager/form-check";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_TTL_SECONDS } from "../manager/login-csrf";
 import { Confirm, type Confirmation, confirmations } from "../manager/pages/confirm";
 import type { FormErrors } from "../manager/pages/event-types";
@@ -922,9 +922,6 @@ function settingsField(path: string[]): PortalSettingsField | null {
 
 /** A field's message: its label, then the issue (an event type's or a resource's by its number in the list). */
 function settingsMessage(field: PortalSettingsField, issue: InputIssue): string {
-  const label = PORTAL_SETTINGS_LABELS[field];
-  if (!("text" in issue)) return `${label} is invalid`;
-  const at = field === "events" ? issue.path[1] : field === "resource" ? issue.path[2] : undefined;
-  const index = at !== undefined ? Number(at) : Number.NaN;
-  return Number.isInteger(index) ? `${label}: number ${index + 1}${issue.text}` : `${label}${issue.text}`;
+  const inside = field === "events" ? { list: 1 } : field === "resource" ? { list: 2 } : undefined;
+  return placedMessage(PORTAL_SETTINGS_LABELS[field], issue, inside);
 }

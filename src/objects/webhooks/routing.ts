@@ -24,13 +24,17 @@ import type { ConfigRow } from "./schema";
 /** A change of the catalog not yet written: a type's new schema (null: none), or its deletion. */
 type CatalogChange = { name: string; schema: Record<string, unknown> | null } | { name: string; deleted: true };
 
-/** The types a configuration receiving `events` (null: every type) can be sent, with their schemas. */
-function receivedTypes(db: Db, events: string[] | null, operations: boolean, change?: CatalogChange): FilteredType[] {
-  const catalog = db
+/** The organization's catalog as the schema check reads it, with a change not yet written applied. */
+function catalogOf(db: Db, change?: CatalogChange): FilteredType[] {
+  return db
     .all<{ name: string; schema: string | null }>("SELECT name, schema FROM event_types")
     .map((t) => ({ name: t.name, schema: t.schema === null ? null : (JSON.parse(t.schema) as Record<string, unknown>) }))
     .filter((t) => change === undefined || t.name !== change.name)
     .concat(change === undefined || "deleted" in change ? [] : [{ name: change.name, schema: change.schema }]);
+}
+
+/** The types a configuration receiving `events` (null: every type) can be sent, with their schemas. */
+function receivedTypes(catalog: FilteredType[], events: string[] | null, operations: boolean): FilteredType[] {
   const all: FilteredType[] = [
     ...catalog,
     ...(operations
@@ -70,7 +74,7 @@ export function filterRefusal(
   if (isNoFilter(raw)) return ok(null);
   const compiled = compileFilter(raw);
   if (!compiled.ok) return invalid([name, ...compiled.path], ` ${compiled.message}`);
-  const checked = checkFilter(compiled.value, receivedTypes(db, events, operations));
+  const checked = checkFilter(compiled.value, receivedTypes(catalogOf(db), events, operations));
   if (!checked.ok) return invalid([name, ...checked.path], ` ${checked.message}`);
   return ok(text);
 }
@@ -85,15 +89,18 @@ export function filtersBrokenBy(db: Db, change: CatalogChange): string[] {
     "SELECT id, events, operations, filter, receiver_filter FROM configurations WHERE filter IS NOT NULL OR receiver_filter IS NOT NULL",
   );
   const broken: string[] = [];
+  // The catalog read once, for every filter this change could break.
+  const catalog = rows.length > 0 ? catalogOf(db, change) : [];
   for (const r of rows) {
     const events = r.events === null ? null : (JSON.parse(r.events) as string[]);
     if (events !== null && !events.includes(change.name)) continue;
+    const types = receivedTypes(catalog, events, r.operations === 1);
     for (const name of FILTER_COLUMNS) {
       const text = r[name];
       if (text === null) continue;
       const compiled = compileFilter(JSON.parse(text) as unknown);
       if (!compiled.ok) continue;
-      const checked = checkFilter(compiled.value, receivedTypes(db, events, r.operations === 1, change));
+      const checked = checkFilter(compiled.value, types);
       if (!checked.ok) broken.push(`${r.id}: ${name}.${checked.path.join(".")} ${checked.message}`);
     }
   }
