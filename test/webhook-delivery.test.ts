@@ -430,6 +430,33 @@ describe("a token endpoint that echoes the client secret", () => {
     expect(last.error).toBe("token endpoint answered 400");
   });
 
+  it("keeps the token endpoint's own reason (error_description) when it reveals no secret and is RFC 6749's charset", async () => {
+    const secret = "Rcv-Plain-Secret-H3kD8sQ1vN5t";
+    const configId = (await createConfig(t, token, secret)).id;
+    const refusedWith = async (description: string) => {
+      fakeNetwork(tokenRoute(() => json({ error: "invalid_client", error_description: description }, 401)));
+      return (await attempt(await publish(configId))).last.error;
+    };
+    // Which claim failed, in the receiver's words: what a reader of the delivery log needs.
+    expect(await refusedWith("client assertion: unexpected aud")).toBe(
+      'token endpoint answered 401 (error: invalid_client: "client assertion: unexpected aud")',
+    );
+    // Outside RFC 6749 5.2's charset (a quote, a backslash, a control, non-ASCII), too long, or
+    // carrying the secret (hidden among other words, or base64'd): dropped whole.
+    for (const refused of [
+      'say "hi"',
+      "a\\b",
+      "tab\there",
+      "caf\u00e9",
+      "x".repeat(201),
+      `the secret ${secret.slice(2, 12)} is wrong`,
+      btoa(secret),
+      [...secret].reverse().join(""),
+    ]) {
+      expect(await refusedWith(refused), refused).toBe("token endpoint answered 401 (error: invalid_client)");
+    }
+  });
+
   it("recognises each encoding, and not unrelated text", () => {
     expect(mentionsSecret("nothing to see here", RECEIVER_SECRET)).toBe(false);
     expect(mentionsSecret(`x${RECEIVER_SECRET.slice(0, 8)}x`, RECEIVER_SECRET)).toBe(true);

@@ -333,10 +333,11 @@ async function tokenExchange(
     const body = typeof json === "object" && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : null;
     if (!res.ok) {
       const code = registeredError(body);
+      const said = code === null ? null : receiverDescription(body, requestSecrets(parts));
       const failure = new DeliveryFailure(
         "token",
         res.status,
-        `token endpoint answered ${res.status}${edgeWords(res.status)}${code === null ? "" : ` (error: ${code})`}`,
+        `token endpoint answered ${res.status}${edgeWords(res.status)}${code === null ? "" : ` (error: ${code}${said === null ? "" : `: "${said}"`})`}`,
         retryAfter(res),
         EDGE_STATUS[res.status]?.outcome ?? "http_error",
         code,
@@ -420,6 +421,41 @@ function directiveOf(headers: Headers): ReceiverDirective | null {
 function registeredError(body: Record<string, unknown> | null): string | null {
   const code = body?.error;
   return typeof code === "string" && REGISTERED_ERRORS.has(code) ? code : null;
+}
+
+/** Of a token endpoint's `error_description`, the characters kept. */
+const DESCRIPTION_CHARS = 200;
+
+/**
+ * The token endpoint's `error_description`, which says why it refused (an assertion's `aud`, a
+ * client it does not know): kept beside a registered code only, when it is RFC 6749 5.2's
+ * charset (printable ASCII without `"` and `\`), at most DESCRIPTION_CHARS, and reveals none of
+ * the request's secrets by the body excerpt's rule (`revealsSecret`: raw, encoded, split,
+ * reversed or escaped). Anything else is dropped whole, never trimmed into shape.
+ */
+function receiverDescription(body: Record<string, unknown> | null, secrets: readonly string[]): string | null {
+  const text = body?.error_description;
+  if (typeof text !== "string" || text === "" || text.length > DESCRIPTION_CHARS) return null;
+  if (!/^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/.test(text)) return null;
+  return revealsSecret(text, secrets) ? null : text;
+}
+
+/** What of a token request is secret: the client secret, in the form or in HTTP Basic, and an assertion. */
+function requestSecrets(parts: TokenRequestParts): string[] {
+  const form = new URLSearchParams(parts.form);
+  const found = [form.get("client_secret"), form.get("client_assertion")];
+  const basic = parts.authorization?.startsWith("Basic ") ? parts.authorization.slice(6) : null;
+  if (basic !== null) {
+    found.push(basic);
+    try {
+      const pair = atob(basic);
+      const colon = pair.indexOf(":");
+      found.push(decodeURIComponent(pair.slice(colon + 1).replace(/\+/g, " ")));
+    } catch {
+      // Not ours to judge: the header was made by tokenRequest.
+    }
+  }
+  return found.filter((v): v is string => v !== null && v !== "");
 }
 
 /**
