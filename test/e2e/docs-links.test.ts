@@ -9,13 +9,14 @@ import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./server";
 
-const pages = [
-  "README.md",
-  "examples/README.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
-];
+/** The Markdown files under `dir`, its subfolders' too (docs/guides/). */
+function mdUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? mdUnder(`${dir}/${e.name}`) : e.name.endsWith(".md") ? [`${dir}/${e.name}`] : [],
+  );
+}
+
+const pages = ["README.md", "examples/README.md", ...mdUnder("docs")];
 
 /** GitHub's heading anchors, numbered when a heading repeats. */
 function anchorsOf(text: string): Set<string> {
