@@ -1,11 +1,11 @@
 /**
  * The documentation works as pasted: against a real `npm start`, the README's curl session
  * (examples/curl-session.sh, which the README shows verbatim) runs to the end and stops with the
- * server's message at the first error; the client recipes in docs/clients.md (the files under
- * examples/recipes/, shown there verbatim) obtain a token with openid-client v6 and with
+ * server's message at the first error; the client recipes of the guides (the files under
+ * examples/recipes/, shown verbatim in docs/guides/*.md) obtain a token with openid-client v6 and with
  * oauth4webapi and make a protected call, one after another with no pause (the demo key's
  * development limit), private_key_jwt with a key pair made by each of the page's two key recipes
- * (jose, openssl); a federated client (issue 44) authenticates with a JWT of the local workload
+ * (jose, openssl); a federated client authenticates with a JWT of the local workload
  * issuer (examples/local-issuer.mjs, shown there too) with each library; a JWT access token
  * verifies with jose against the metadata's jwks_uri; and the receiver recipe verifies a real delivery with
  * the `standardwebhooks` package, its token fetched from examples/oauth-server.mjs.
@@ -136,8 +136,8 @@ describe("docs that work as pasted", () => {
   it.each([
     ["openid-client v6", "examples/recipes/token-openid-client.mjs"],
     ["oauth4webapi", "examples/recipes/token-oauth4webapi.mjs"],
-  ])("obtains a token with %s as docs/clients.md shows it, and calls /v1/me with it", async (_name, file) => {
-    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+  ])("obtains a token with %s as docs/guides/issue-tokens.md shows it, and calls /v1/me with it", async (_name, file) => {
+    expect(await codeBlocks("docs/guides/issue-tokens.md")).toContain(await shown(file));
     const result = await run(process.execPath, [file], demoEnv());
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
@@ -150,7 +150,7 @@ describe("docs that work as pasted", () => {
     expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: keyway.demo.clientId });
   });
 
-  /** Makes a private key and key set in `dir` as docs/clients.md shows it, with jose or with openssl. */
+  /** Makes a private key and key set in `dir` as docs/guides/private-key-jwt.md shows it, with jose or with openssl. */
   const keyMakers = {
     jose: (dir: string) => run(process.execPath, [join(ROOT, "examples/recipes/make-client-keys.mjs"), dir]),
     openssl: (dir: string) => run("sh", ["-c", `cd '${dir}' && sh '${join(ROOT, "examples/recipes/make-client-keys.sh")}'`]),
@@ -160,9 +160,9 @@ describe("docs that work as pasted", () => {
     ["oauth4webapi", "jose", "examples/recipes/private-key-jwt-dpop-oauth4webapi.mjs"],
     ["openid-client v6", "openssl", "examples/recipes/private-key-jwt-dpop-openid-client.mjs"],
   ] as const)(
-    "authenticates with private_key_jwt, gets a DPoP-bound token narrowed to webhooks:read and calls /v1/me with %s, its key made with %s, as docs/clients.md shows it",
+    "authenticates with private_key_jwt, gets a DPoP-bound token narrowed to webhooks:read and calls /v1/me with %s, its key made with %s, as docs/guides/private-key-jwt.md shows it",
     async (_name, maker, file) => {
-      const blocks = await codeBlocks("docs/clients.md");
+      const blocks = await codeBlocks("docs/guides/private-key-jwt.md");
       expect(blocks).toContain(await shown(file));
       expect(blocks).toContain(
         await shown(maker === "jose" ? "examples/recipes/make-client-keys.mjs" : "examples/recipes/make-client-keys.sh"),
@@ -204,19 +204,22 @@ describe("docs that work as pasted", () => {
   it.each([
     ["oauth4webapi", "examples/recipes/revoke-introspect-oauth4webapi.mjs"],
     ["openid-client v6", "examples/recipes/revoke-introspect-openid-client.mjs"],
-  ])("introspects and revokes a token with %s as docs/clients.md shows it: active, then inactive and refused", async (_name, file) => {
-    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
-    const result = await run(process.execPath, [file], demoEnv());
-    expect(result.stderr).toBe("");
-    expect(result.code).toBe(0);
-    expect(result.stdout.trim().split("\n")).toEqual([
-      `active true, client ${keyway.demo.clientId}, scope webhooks:read webhooks:write events:write graphql:mutate`,
-      "active false",
-      "GET /v1/me refused: 401 invalid_token",
-    ]);
-  });
+  ])(
+    "introspects and revokes a token with %s as docs/guides/protect-an-api.md shows it: active, then inactive and refused",
+    async (_name, file) => {
+      expect(await codeBlocks("docs/guides/protect-an-api.md")).toContain(await shown(file));
+      const result = await run(process.execPath, [file], demoEnv());
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(result.stdout.trim().split("\n")).toEqual([
+        `active true, client ${keyway.demo.clientId}, scope webhooks:read webhooks:write events:write graphql:mutate`,
+        "active false",
+        "GET /v1/me refused: 401 invalid_token",
+      ]);
+    },
+  );
 
-  /** The local workload issuer docs/clients.md shows, trusted by the demo organization, and a federated credential of its subject. */
+  /** The local workload issuer docs/guides/federated-clients.md shows, trusted by the demo organization, and a federated credential of its subject. */
   let federated: Promise<{ issuerUrl: string; clientId: string }> | undefined;
   const FEDERATED_SUBJECT = "repo:acme/api:ref:refs/heads/main";
   const federatedSetup = () =>
@@ -247,9 +250,9 @@ describe("docs that work as pasted", () => {
     ["oauth4webapi", "examples/recipes/federated-oauth4webapi.mjs"],
     ["openid-client v6", "examples/recipes/federated-openid-client.mjs"],
   ])(
-    "authenticates a federated client with its workload's JWT from the local issuer with %s, as docs/clients.md shows it",
+    "authenticates a federated client with its workload's JWT from the local issuer with %s, as docs/guides/federated-clients.md shows it",
     async (_name, file) => {
-      const blocks = await codeBlocks("docs/clients.md");
+      const blocks = await codeBlocks("docs/guides/federated-clients.md");
       expect(blocks).toContain(await shown(file));
       expect(blocks).toContain(await shown("examples/local-issuer.mjs"));
       const { issuerUrl, clientId } = await federatedSetup();
@@ -273,9 +276,9 @@ describe("docs that work as pasted", () => {
     },
   );
 
-  it("verifies a JWT access token with jose against the metadata's jwks_uri, then calls /v1/me with it, as docs/clients.md shows it", async () => {
+  it("verifies a JWT access token with jose against the metadata's jwks_uri, then calls /v1/me with it, as docs/guides/protect-an-api.md shows it", async () => {
     const file = "examples/recipes/jwt-access-token-jose.mjs";
-    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+    expect(await codeBlocks("docs/guides/protect-an-api.md")).toContain(await shown(file));
     const created = await operatorCall(
       keyway,
       "POST",
@@ -300,9 +303,9 @@ describe("docs that work as pasted", () => {
     expect(JSON.parse(me ?? "")).toMatchObject({ organization_id: keyway.demo.organizationId, client_id: cred.client_id });
   });
 
-  it("verifies a real delivery with standardwebhooks as docs/clients.md shows it", async () => {
+  it("verifies a real delivery with standardwebhooks as docs/guides/receive-webhooks.md shows it", async () => {
     const file = "examples/recipes/receiver-standardwebhooks.mjs";
-    expect(await codeBlocks("docs/clients.md")).toContain(await shown(file));
+    expect(await codeBlocks("docs/guides/receive-webhooks.md")).toContain(await shown(file));
 
     const oauthPort = await freePort();
     const receiverClientSecret = randomBytes(32).toString("base64url");
