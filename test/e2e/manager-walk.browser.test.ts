@@ -16,7 +16,7 @@
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { api, expectAccessible, hasChromium, managerSession } from "./manager-browser";
-import { sleep, startReceiver } from "./server";
+import { serveJwks, sleep, startReceiver } from "./server";
 
 (hasChromium ? describe : describe.skip)("manager app in Chromium", () => {
   const session = managerSession();
@@ -114,9 +114,47 @@ import { sleep, startReceiver } from "./server";
       await page.getByRole("heading", { level: 1, name: /^Remove user “Demo user” \(demo@example.com, usr_/ }).waitFor();
       await check(page, "walk-confirm-remove-user");
 
-      // Client credentials: the list, a new one (its secret page) and its revocation.
+      // Client credentials: the list, a new one (its secret page) and its revocation. The list
+      // holds the longest values it shows (a key set URL, a federated issuer and subject), which
+      // once pushed its Status and Actions columns out of sight at 1280 px.
+      const keys = await serveJwks();
+      try {
+        const issuer = `${keys.url}/acme-ci`;
+        const trusted = await operatorApi(`/organizations/${demo.organizationId}/trusted-issuers`, { issuer, jwks_uri: `${issuer}/keys` });
+        expect(trusted.status, JSON.stringify(trusted.body)).toBe(201);
+        for (const credential of [
+          {
+            name: "Billing reconciliation",
+            token_endpoint_auth_method: "private_key_jwt",
+            jwks_uri: `${keys.url}/acme-production/billing/.well-known/jwks.json`,
+          },
+          {
+            name: "CI deploys",
+            token_endpoint_auth_method: "federated_jwt",
+            federated: { issuer, subject: "repo:acme-corporation/billing-reconciliation-service:environment:production-eu-west-1" },
+          },
+        ]) {
+          const made = await operatorApi(`/organizations/${demo.organizationId}/users/${demo.userId}/client-credentials`, credential);
+          expect(made.status, JSON.stringify(made.body)).toBe(201);
+        }
+      } finally {
+        await keys.close();
+      }
       await page.goto(`${org}/users/${demo.userId}/client-credentials`);
       await check(page, "walk-client-credentials");
+      // The create form shows only the chosen method's fields: a secret needs none of them.
+      const shown = async () => ({
+        jwks: await page.locator("#jwks").isVisible(),
+        jwksUri: await page.locator("#jwks_uri").isVisible(),
+        issuer: await page.locator("#federated_issuer").isVisible(),
+      });
+      expect(await shown()).toEqual({ jwks: false, jwksUri: false, issuer: false });
+      await page.getByLabel(/^private_key_jwt:/).check();
+      expect(await shown()).toEqual({ jwks: true, jwksUri: true, issuer: false });
+      await check(page, "walk-client-credentials-private-key-jwt");
+      await page.getByLabel(/^federated_jwt:/).check();
+      expect(await shown()).toEqual({ jwks: false, jwksUri: false, issuer: true });
+      await page.getByLabel("A client secret (shown once)").check();
       await page.getByLabel("Name").fill("Walk credential");
       await page.getByRole("button", { name: "Create client credentials" }).click();
       await page.getByRole("heading", { level: 1, name: "New client credentials" }).waitFor();
@@ -193,6 +231,15 @@ import { sleep, startReceiver } from "./server";
       // then created, its signing secret shown once.
       await page.goto(`${org}/new-webhook`);
       await check(page, "walk-new-webhook");
+      // Only the chosen method's fields: private_key_jwt takes no secret and has an audience.
+      const secretAndAudience = async () => [
+        await page.locator("#client_secret").isVisible(),
+        await page.locator("#assertion_audience").isVisible(),
+      ];
+      expect(await secretAndAudience()).toEqual([true, false]);
+      await page.locator("#auth_method-private_key_jwt").check();
+      expect(await secretAndAudience()).toEqual([false, true]);
+      await page.locator("#auth_method-client_secret_post").check();
       await page.locator("#url").fill(`${receiver.url}/second`);
       await page.locator("#token_url").fill(`${receiver.url}/token`);
       await page.locator("#client_id").fill("keyway");
@@ -339,8 +386,8 @@ import { sleep, startReceiver } from "./server";
       await receiver.close();
       console.info(`manager pages checked with axe-core at 1280 and 390 px: ${checked.join(", ")}`);
     }
-    expect(checked).toHaveLength(46);
-    // 46 pages, each checked by axe-core at two widths: about 100 s on a quiet 2-core machine, so
+    expect(checked).toHaveLength(47);
+    // 47 pages, each checked by axe-core at two widths: about 100 s on a quiet 2-core machine, so
     // the project's 120 s would fail it on a busy one (it did, beside a bench run) for no fault.
   }, 300_000);
 });

@@ -16,6 +16,7 @@
  * and says why in its first lines.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { appendFileSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
@@ -356,6 +357,21 @@ export async function startReceiver(options: { delayMs?: number } = {}): Promise
   const address = server.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;
   return { url: `http://127.0.0.1:${port}`, ids, close: () => new Promise((done) => server.close(() => done())) };
+}
+
+/** A loopback server answering every path with one public key set (a fresh EC P-256 key). */
+export async function serveJwks(): Promise<{ url: string; close(): Promise<void> }> {
+  const jwk = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ format: "jwk" });
+  const body = JSON.stringify({ keys: [{ ...jwk, kid: "walk-1", alg: "ES256", use: "sig" }] });
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(body);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((done) => server.close(() => done())) };
 }
 
 /** The demo tenant's access token, issued with the client credentials npm start printed. */

@@ -15,7 +15,7 @@ import { Pager, TableRegion } from "./views";
 export interface Column<R> {
   header: string;
   cell: (row: R) => Child;
-  /** The card label at phone widths when it differs from the header (e.g. "Attempt" for "#"). */
+  /** The card label at phone widths when it differs from the header (e.g. "Attempt" for "#"); "" for none (links that say what they do). */
   label?: string;
   class?: string;
 }
@@ -68,7 +68,7 @@ export function List<R>({ label, columns, rows, caption, wide, class: extra, emp
               {rows.map((row) => (
                 <tr>
                   {columns.map((col) => (
-                    <td data-label={col.label ?? col.header} class={col.class}>
+                    <td data-label={col.label === "" ? undefined : (col.label ?? col.header)} class={col.class}>
                       {col.cell(row)}
                     </td>
                   ))}

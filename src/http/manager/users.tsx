@@ -111,17 +111,17 @@ export function userRoutes(): Hono<ManagerEnv> {
     try {
       const jwt = values.method === "private_key_jwt";
       const federated = values.method === "federated_jwt";
-      const jwks = jsonField(values.jwks, ["jwks"]);
+      // The form shows only the chosen method's fields (ShownFor), so what the other methods'
+      // fields still hold (typed before the choice changed) is not the person's answer: only the
+      // chosen method's fields are sent.
+      const jwks = jwt ? jsonField(values.jwks, ["jwks"]) : { value: undefined, issues: [] };
       const input = checkedInput(
         CreateClientCredentialInput,
         {
-          ...optional(fields, ["name", "jwks_uri"]),
+          ...optional(fields, jwt ? ["name", "jwks_uri"] : ["name"]),
           ...(values.method !== "client_secret_basic" ? { token_endpoint_auth_method: values.method } : {}),
           ...(jwks.value !== undefined || (jwt && jwks.issues.length === 0 && values.jwks_uri === "") ? { jwks: jwks.value } : {}),
-          // Issuer and subject are sent with federated_jwt only (or when typed, for the schema to say they do not belong).
-          ...(federated || values.federated_issuer !== "" || values.federated_subject !== ""
-            ? { federated: { issuer: values.federated_issuer, subject: values.federated_subject } }
-            : {}),
+          ...(federated ? { federated: { issuer: values.federated_issuer, subject: values.federated_subject } } : {}),
           access_token_strategy: values.access_token_strategy,
           ...policyFrom(fields),
         },

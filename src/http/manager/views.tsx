@@ -40,6 +40,23 @@ export interface PageProps {
 }
 
 /** The manager's style sheet; the receivers' portal (http/portal/layout.tsx) uses it too, with a few rules of its own. */
+/**
+ * The radio choices whose other fields depend on them, and each one's values: a form shows a
+ * field only for the values it serves (ShownFor), with CSS `:has()` and no script, so the page
+ * works the same with scripts off. A browser without `:has()` shows every field, as before.
+ */
+export const CHOICE_FIELDS = {
+  token_endpoint_auth_method: ["client_secret_basic", "private_key_jwt", "federated_jwt"],
+  auth_method: ["client_secret_post", "client_secret_basic", "private_key_jwt"],
+} as const;
+type ChoiceName = keyof typeof CHOICE_FIELDS;
+
+const CHOICE_CSS = `${Object.entries(CHOICE_FIELDS)
+  .flatMap(([name, values]) =>
+    values.map((v) => `form:has(input[name="${name}"][value="${v}"]:checked) [data-hidden-when~="${name}:${v}"]`),
+  )
+  .join(",\n")} { display:none; }`;
+
 export const MANAGER_CSS = `
 /* Colours are custom properties: the light scheme here, the dark one in the media query below,
    so every rule (charts included) follows prefers-color-scheme without a second sheet. */
@@ -92,7 +109,7 @@ caption { text-align:left; padding:.25rem 0; }
   .table-scroll table, .table-scroll tbody { display:block; }
   .table-scroll table tr { display:flex; flex-wrap:wrap; gap:0 .75rem; border-bottom:1px solid var(--line); padding:.3rem .5rem; }
   .table-scroll table td { display:block; border:0; padding:.05rem 0; min-width:0; max-width:100%; font-size:.9rem; line-height:1.3; }
-  .table-scroll table td.lead { order:-1; }
+  .table-scroll table td.lead { order:-1; } .table-scroll table td code { font-size:.8rem; }
   .table-scroll table td[data-label]::before { content: attr(data-label) ": "; font-weight:600; color:var(--muted); }
   .table-scroll caption { display:block; }
 }
@@ -154,7 +171,9 @@ form.filters input, form.filters select { max-width:14rem; } form.filters button
 nav.pager { display:flex; gap:1rem; margin:.5rem 0 1rem; }
 pre.payload { background:var(--surface); border:1px solid var(--line); border-radius:8px; padding:.75rem; overflow:auto; max-height:24rem; white-space:pre-wrap; overflow-wrap:anywhere; }
 ul.links { padding-left:1.2rem; } ul.links li { margin:.4rem 0; }
-`;
+
+/* A form shows only the fields of the choice made (ShownFor): hidden while another is checked. */
+${CHOICE_CSS}`;
 
 /**
  * Copy buttons: `data-copy` copies a secret's field, `data-copy-text` an id. They are hidden in
@@ -467,3 +486,26 @@ export const Pager: FC<{ label: string; path: string; current?: string | undefin
       {next !== null && <a href={`${path}?cursor=${encodeURIComponent(next)}`}>Next page</a>}
     </nav>
   );
+
+/**
+ * Fields that serve only some values of a radio choice (CHOICE_FIELDS): hidden, by MANAGER_CSS,
+ * while any other value is checked. The route sends only the chosen value's fields, so what a
+ * hidden field still holds is never refused or stored.
+ */
+export function ShownFor<N extends ChoiceName>(props: {
+  choice: N;
+  values: readonly (typeof CHOICE_FIELDS)[N][number][];
+  children?: Child;
+}) {
+  const all: readonly string[] = CHOICE_FIELDS[props.choice];
+  const shown: readonly string[] = props.values;
+  const hidden = all
+    .filter((v) => !shown.includes(v))
+    .map((v) => `${props.choice}:${v}`)
+    .join(" ");
+  return (
+    <div class="shown-for" data-hidden-when={hidden}>
+      {props.children}
+    </div>
+  );
+}

@@ -518,7 +518,9 @@ function postedWebhookForm(fields: Record<string, unknown>): {
   };
   const list = (typed: string) => typed.split(/[\s,]+/).filter((e) => e !== "");
   const filter = jsonField(values.filter, ["filter"]);
-  return { values, secret: values.client_secret, events: list(values.events), filter, channels: list(values.channels) };
+  // The secret field is hidden for private_key_jwt (ShownFor): what it still holds then is not sent.
+  const secret = values.auth_method === "private_key_jwt" ? "" : values.client_secret;
+  return { values, secret, events: list(values.events), filter, channels: list(values.channels) };
 }
 
 /**

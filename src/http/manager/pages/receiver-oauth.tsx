@@ -8,7 +8,7 @@
  */
 import type { FC } from "hono/jsx";
 import type { AssertionKeyRotationView, ConnectionTestView, ReceiverAuthMethod, WebhookConfigurationView } from "../../../schemas/webhooks";
-import { Checkbox, Field, TextArea, Time, Url } from "../views";
+import { Checkbox, Field, ShownFor, TextArea, Time, Url } from "../views";
 import type { Confirmation } from "./common";
 
 type AssertionKeyRotation = import("zod").output<typeof AssertionKeyRotationView>;
@@ -106,7 +106,8 @@ export function createOAuthInput(v: ReceiverOAuthValues): Record<string, unknown
     ...(v.scope !== "" ? { scope: v.scope } : {}),
     ...(resource.length > 0 ? { resource } : {}),
     ...(v.audience !== "" ? { audience: v.audience } : {}),
-    ...(v.assertion_audience !== "" ? { assertion_audience: v.assertion_audience } : {}),
+    // Shown for private_key_jwt only (ShownFor): what it holds under another method is not sent.
+    ...(v.assertion_audience !== "" && v.auth_method === "private_key_jwt" ? { assertion_audience: v.assertion_audience } : {}),
     dpop: v.dpop,
   };
 }
@@ -122,12 +123,8 @@ export function updateOAuthInput(v: ReceiverOAuthValues, current: ReceiverOAuthV
     scope: v.scope === "" ? null : v.scope,
     resource: resource.length === 0 ? null : resource,
     audience: v.audience === "" ? null : v.audience,
-    // Kept out when empty and unused: only private_key_jwt has one, and null means "the token URL".
-    ...(v.assertion_audience !== ""
-      ? { assertion_audience: v.assertion_audience }
-      : v.auth_method === "private_key_jwt"
-        ? { assertion_audience: null }
-        : {}),
+    // Only private_key_jwt has one (the field is hidden otherwise), and null means "the token URL".
+    ...(v.auth_method === "private_key_jwt" ? { assertion_audience: v.assertion_audience === "" ? null : v.assertion_audience } : {}),
     ...(v.dpop !== current.dpop ? { dpop: v.dpop } : {}),
   };
 }
@@ -187,13 +184,15 @@ export const TokenRequestFields: FC<{
       error={err("audience")}
     />
     {!receiver && (
-      <Field
-        id="assertion_audience"
-        label={RECEIVER_OAUTH_LABELS.assertion_audience}
-        hint="private_key_jwt only; the assertion's aud when the receiver's server wants its issuer URL; empty for the token URL"
-        value={values.assertion_audience}
-        error={err("assertion_audience")}
-      />
+      <ShownFor choice="auth_method" values={["private_key_jwt"]}>
+        <Field
+          id="assertion_audience"
+          label={RECEIVER_OAUTH_LABELS.assertion_audience}
+          hint="private_key_jwt only; the assertion's aud when the receiver's server wants its issuer URL; empty for the token URL"
+          value={values.assertion_audience}
+          error={err("assertion_audience")}
+        />
+      </ShownFor>
     )}
     <Checkbox
       id="dpop"

@@ -8,7 +8,7 @@ import type { UserRecord } from "../../../schemas/records";
 import { ALL_SCOPES, SCOPES } from "../../../schemas/scopes";
 import type { FormErrors } from "../form-check";
 import { List, type ListPager } from "../list";
-import { Checkbox, CopyId, count, Field, PostForm, SecretOnce, Status, Time } from "../views";
+import { Checkbox, CopyId, count, Field, PostForm, SecretOnce, ShownFor, Status, Time, Url } from "../views";
 import type { Org } from "./common";
 import { FormRefused } from "./event-types";
 
@@ -140,14 +140,14 @@ const Authentication: FC<{ cr: ClientCredentialView }> = ({ cr }) => (
     {cr.token_endpoint_auth_method === "private_key_jwt" ? (
       cr.jwks_uri !== null ? (
         <>
-          private_key_jwt (keys at <code>{cr.jwks_uri}</code>)
+          private_key_jwt (keys at <Url value={cr.jwks_uri} />)
         </>
       ) : (
         `private_key_jwt (${count(cr.jwks?.keys.length ?? 0, "key")})`
       )
     ) : cr.federated !== null ? (
       <>
-        federated_jwt: <code>{cr.federated.issuer}</code>, subject <code>{cr.federated.subject}</code>
+        federated_jwt: <Url value={cr.federated.issuer} />, subject <code class="wrap">{cr.federated.subject}</code>
       </>
     ) : (
       "client secret"
@@ -179,15 +179,39 @@ export const ClientCredentials: FC<{
       empty={null}
       columns={[
         { header: "client_id", cell: (cr) => <CopyId value={cr.client_id} label={`client_id ${cr.client_id}`} /> },
-        { header: "Name", cell: (cr) => cr.name ?? "-" },
+        // The name leads a phone's card with the status, on one line.
+        { header: "Name", class: "lead", cell: (cr) => cr.name ?? "-" },
         { header: "Authentication", cell: (cr) => <Authentication cr={cr} /> },
-        { header: "Access tokens", cell: (cr) => (cr.access_token_strategy === "jwt" ? "JWT (RFC 9068)" : "opaque") },
-        { header: "Scopes", cell: (cr) => (cr.scopes_unrestricted ? "all, unrestricted" : cr.scopes.join(" ") || "none") },
-        { header: "Created", cell: (cr) => <Time at={cr.created_at} /> },
-        { header: "Last used", cell: (cr) => <Time at={cr.last_used_at} /> },
+        // Seven columns, so the list fits beside the sections at 1280 px with a key set URL or a
+        // federated subject in it: the tokens' kind and scopes share one, the two times another.
+        {
+          header: "Tokens",
+          cell: (cr) => (
+            <>
+              {cr.access_token_strategy === "jwt" ? "JWT (RFC 9068)" : "opaque"};{" "}
+              {cr.scopes_unrestricted ? (
+                "all scopes"
+              ) : cr.scopes.length === 0 ? (
+                "no scope"
+              ) : (
+                <code class="wrap">{cr.scopes.join(" ")}</code>
+              )}
+            </>
+          ),
+        },
+        {
+          header: "Created, last used",
+          label: "Created",
+          cell: (cr) => (
+            <>
+              <Time at={cr.created_at} />; used <Time at={cr.last_used_at} />
+            </>
+          ),
+        },
         { header: "Status", class: "lead", cell: (cr) => <Status value={cr.status} /> },
         {
           header: "Actions",
+          label: "",
           cell: (cr) =>
             cr.status === "active" ? (
               <>
@@ -210,8 +234,8 @@ export const ClientCredentials: FC<{
       <p>No client credentials yet.</p>
     ) : (
       <p class="hint">
-        "Last used" is to the minute, and trails the latest use by up to {(2 * USE_RESOLUTION_MS) / 60_000} minutes: uses are batched rather
-        than written on every request.
+        The last use is to the minute, and trails the latest use by up to {(2 * USE_RESOLUTION_MS) / 60_000} minutes: uses are batched
+        rather than written on every request.
       </p>
     )}
     <h2>Create client credentials</h2>
@@ -257,42 +281,46 @@ export const ClientCredentials: FC<{
           <label for="method-federated">federated_jwt: a JWT a trusted issuer signed for the workload (no secret, no keys)</label>
         </p>
       </fieldset>
-      <JwksField value={values.jwks} error={errors?.fields.jwks} />
-      <JwksUriField value={values.jwks_uri} error={errors?.fields.jwks_uri} />
-      <fieldset>
-        <legend>federated_jwt only</legend>
-        <label for="federated_issuer">
-          {CREDENTIAL_FIELD_LABELS.federated_issuer}{" "}
-          <span class="hint">
-            (the organization's <a href={issuersPath}>trusted issuers</a>)
-          </span>
-        </label>
-        {errors?.fields.federated_issuer && (
-          <p id="federated_issuer-error" class="field-error" role="alert">
-            {errors.fields.federated_issuer}
-          </p>
-        )}
-        <select
-          id="federated_issuer"
-          name="federated_issuer"
-          aria-invalid={errors?.fields.federated_issuer ? "true" : undefined}
-          aria-describedby={errors?.fields.federated_issuer ? "federated_issuer-error" : undefined}
-        >
-          <option value="">{issuers.length === 0 ? "(none trusted yet)" : "(choose one)"}</option>
-          {issuers.map((i) => (
-            <option value={i.issuer} selected={values.federated_issuer === i.issuer}>
-              {i.name ? `${i.name}: ${i.issuer}` : i.issuer}
-            </option>
-          ))}
-        </select>
-        <Field
-          id="federated_subject"
-          label={CREDENTIAL_FIELD_LABELS.federated_subject}
-          hint="matched exactly, e.g. repo:octo-org/app:ref:refs/heads/main or system:serviceaccount:prod:billing"
-          value={values.federated_subject}
-          error={errors?.fields.federated_subject}
-        />
-      </fieldset>
+      <ShownFor choice="token_endpoint_auth_method" values={["private_key_jwt"]}>
+        <JwksField value={values.jwks} error={errors?.fields.jwks} />
+        <JwksUriField value={values.jwks_uri} error={errors?.fields.jwks_uri} />
+      </ShownFor>
+      <ShownFor choice="token_endpoint_auth_method" values={["federated_jwt"]}>
+        <fieldset>
+          <legend>federated_jwt only</legend>
+          <label for="federated_issuer">
+            {CREDENTIAL_FIELD_LABELS.federated_issuer}{" "}
+            <span class="hint">
+              (the organization's <a href={issuersPath}>trusted issuers</a>)
+            </span>
+          </label>
+          {errors?.fields.federated_issuer && (
+            <p id="federated_issuer-error" class="field-error" role="alert">
+              {errors.fields.federated_issuer}
+            </p>
+          )}
+          <select
+            id="federated_issuer"
+            name="federated_issuer"
+            aria-invalid={errors?.fields.federated_issuer ? "true" : undefined}
+            aria-describedby={errors?.fields.federated_issuer ? "federated_issuer-error" : undefined}
+          >
+            <option value="">{issuers.length === 0 ? "(none trusted yet)" : "(choose one)"}</option>
+            {issuers.map((i) => (
+              <option value={i.issuer} selected={values.federated_issuer === i.issuer}>
+                {i.name ? `${i.name}: ${i.issuer}` : i.issuer}
+              </option>
+            ))}
+          </select>
+          <Field
+            id="federated_subject"
+            label={CREDENTIAL_FIELD_LABELS.federated_subject}
+            hint="matched exactly, e.g. repo:octo-org/app:ref:refs/heads/main or system:serviceaccount:prod:billing"
+            value={values.federated_subject}
+            error={errors?.fields.federated_subject}
+          />
+        </fieldset>
+      </ShownFor>
       <TokenStrategy value={values.access_token_strategy} error={errors?.fields.access_token_strategy} />
       <CredentialPolicy scopes={values.scopes} dpop={values.dpop} error={errors?.fields.scopes} />
       <button type="submit">Create client credentials</button>

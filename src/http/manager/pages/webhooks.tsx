@@ -15,7 +15,7 @@ import type {
 import { AttemptTraffic, Last24Hours } from "../charts";
 import type { FormErrors } from "../form-check";
 import { List } from "../list";
-import { Checkbox, CopyId, Field, PostForm, SecretOnce, Status, TableRegion, TextArea, Time, Url, when } from "../views";
+import { Checkbox, CopyId, Field, PostForm, SecretOnce, ShownFor, Status, TableRegion, TextArea, Time, Url, when } from "../views";
 import type { Confirmation } from "./common";
 import {
   AuthMethodChoice,
@@ -880,19 +880,21 @@ export const WebhookConfigurationForm: FC<{
               error={err("client_id")}
             />
             <AuthMethodChoice value={values.auth_method} error={err("auth_method")} />
-            {/* Not required in HTML: private_key_jwt takes none (the hint says so); the schema asks for it otherwise. */}
-            <Field
-              id="client_secret"
-              type="password"
-              label={WEBHOOK_FIELD_LABELS.client_secret}
-              hint={
-                mode === "create"
-                  ? `stored encrypted; never shown again; ${CLIENT_SECRET_NOT_FOR_JWT}`
-                  : `write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`
-              }
-              value={values.client_secret === "" ? undefined : values.client_secret}
-              error={err("client_secret")}
-            />
+            {/* Not required in HTML: private_key_jwt takes none (hidden then); the schema asks for it otherwise. */}
+            <ShownFor choice="auth_method" values={["client_secret_post", "client_secret_basic"]}>
+              <Field
+                id="client_secret"
+                type="password"
+                label={WEBHOOK_FIELD_LABELS.client_secret}
+                hint={
+                  mode === "create"
+                    ? `stored encrypted; never shown again; ${CLIENT_SECRET_NOT_FOR_JWT}`
+                    : `write-only: empty keeps the stored one; required again when the webhook URL or the token URL moves to another origin, or when switching from private_key_jwt; ${CLIENT_SECRET_NOT_FOR_JWT}`
+                }
+                value={values.client_secret === "" ? undefined : values.client_secret}
+                error={err("client_secret")}
+              />
+            </ShownFor>
             <TokenRequestFields values={values} err={err} />
             <Checkbox
               id="token_cache"
