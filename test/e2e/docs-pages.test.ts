@@ -72,7 +72,7 @@ const EXPECTED: Record<string, RegExp[]> = {
   "docs/guides/send-webhooks.md": [/webhook\.test\s+\S+\s+delivered/],
   "docs/guides/receive-webhooks.md": [/^verified \S+: .*webhook\.test/m, /^\S+ webhook\.test /m],
   "docs/guides/portal.md": [/order\.created/, /\/portal\/\S+/],
-  "docs/guides/operate-and-deploy.md": [/^id\s+org_\S+$/m, /^ID\s+/m],
+  "docs/guides/operate-and-deploy.md": [/^id\s+org_\S+$/m, /^AT\s+ACTOR\s+ACTION/m],
 };
 
 interface Block {
