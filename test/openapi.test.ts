@@ -13,6 +13,7 @@ import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { createApp } from "../src/app";
+import { SDL } from "../src/graphql/schema";
 import { escapeHtml, renderDocsPage } from "../src/http/docs-page";
 import { EVENT_BODY, EXAMPLE_ORIGIN, SIGNING_SECRET } from "../src/http/examples";
 import { examplePath, type OperationObject, type ParameterObject, TOKEN_URL } from "../src/http/openapi";
@@ -103,6 +104,15 @@ describe("GET /v1/openapi.json", () => {
     const tokenUrl = new URL(doc.components.securitySchemes.oauth2.flows.clientCredentials.tokenUrl, doc.servers[0]?.url).href;
     expect(tokenUrl).toBe("https://api.example.com/v1/oauth/token");
     expect(tokenUrl).toBe(metadata.token_endpoint);
+  });
+
+  it("reads as a reference, not a history: no description of the API or of the GraphQL schema names an issue of the project's tracker", () => {
+    // History is CHANGELOG.md's (docs/README.md); SDL `#` comments are not part of the schema.
+    const described = [
+      JSON.stringify(openApiDocument()),
+      ...[...SDL.matchAll(/"""([\s\S]*?)"""|"([^"\n]*)"/g)].map((m) => m[1] ?? m[2] ?? ""),
+    ];
+    for (const text of described) expect(text).not.toMatch(/\bissues? #?\d+/i);
   });
 
   it("names the project's license by its SPDX identifier, without a url (OpenAPI 3.1: they exclude each other)", () => {

@@ -74,8 +74,8 @@ type Mutation {
   endPortalSession(webhookConfigurationId: ID!, id: ID!): PortalSession
   # Issue 31, nullable for the same reason as those of issue 30.
   """
-  A new organization-wide key for private_key_jwt assertions (issue 31), which since issue 42 signs
-  only for configurations created before each had its own key and not moved yet: published at once
+  A new organization-wide key for private_key_jwt assertions, which signs only for configurations
+  created before each had its own key and not moved yet: published at once
   at /v1/receiver-jwks/{organization}, signing from activatesAt; the previous key stays published
   until previousExpiresAt. Private keys are never shown.
   """
@@ -109,7 +109,7 @@ type AccessToken {
   issuedAt: DateTime!
   expiresAt: DateTime!
   expiresIn: Int!
-  """opaque, or jwt for an RFC 9068 token (a credential with access_token_strategy jwt). Null from an API Worker before issue 44."""
+  """opaque, or jwt for an RFC 9068 token (a credential with access_token_strategy jwt). Null from an API Worker older than JWT access tokens."""
   format: String
 }
 
@@ -215,8 +215,8 @@ type WebhookConfiguration {
   id: ID!
   organizationId: ID!
   """
-  push (keyway sends each event to url) or polling (the receiver reads them at polling.url; issue 45).
-  Never null from an API Worker of issue 45 or later; nullable for the companions' contract.
+  push (keyway sends each event to url) or polling (the receiver reads them at polling.url).
+  Never null from an API Worker that has polling; nullable for the companions' contract.
   """
   delivery: String
   """Where keyway sends the webhooks; null for a polling configuration."""
@@ -232,7 +232,7 @@ type WebhookConfiguration {
   """At most this many webhook requests in any one-second window; null for no limit."""
   rateLimit: Int
   """
-  The organization's operations configuration: the only kind operational events go to (issue 42).
+  The organization's operations configuration: the only kind operational events go to.
   Nullable for the companions' contract: an API Worker of the previous release does not send it.
   """
   operations: Boolean
@@ -267,7 +267,7 @@ type WebhookConfiguration {
   """v1a: the newest key's public key (whpk_...), which verifies the v1a signatures; null otherwise."""
   signingPublicKey: String
   signingSecretRotatedAt: DateTime!
-  """A polling configuration's reading (issue 45); null for push."""
+  """A polling configuration's reading; null for push."""
   polling: PollingState
   createdAt: DateTime!
   updatedAt: DateTime!

@@ -244,7 +244,7 @@ const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {
     type: "http",
     scheme: "bearer",
     description:
-      "A polling configuration's read credential (`kw_poll_...`, issue 45), shown once when the configuration is created or its token rotated: it reads that configuration's events and nothing else, and is not the organization's API key.",
+      "A polling configuration's read credential (`kw_poll_...`), shown once when the configuration is created or its token rotated: it reads that configuration's events and nothing else, and is not the organization's API key.",
   },
   receiverToken: {
     type: "http",

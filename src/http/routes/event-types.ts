@@ -197,7 +197,7 @@ export const eventTypeRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Rotate the key that signs private_key_jwt assertions",
     description:
-      "Issue 31's organization-wide assertion key (ES256), which since issue 42 signs only for private_key_jwt configurations created before each had its own key and not moved yet (`POST /v1/webhook-configurations/{id}/rotate-assertion-key` moves one). The new key is published at `/v1/receiver-jwks/{organization_id}` at once and signs from `activates_at` (10 minutes later: a receiver's server that cached the JWKS, which is cacheable for 5 minutes, has fetched it again by then); the previous one stays published until `previous_expires_at` (24 h after that). Private keys are never shown.",
+      "The organization-wide assertion key (ES256), which signs only for private_key_jwt configurations created before each configuration had its own key and not moved yet (`POST /v1/webhook-configurations/{id}/rotate-assertion-key` moves one). The new key is published at `/v1/receiver-jwks/{organization_id}` at once and signs from `activates_at` (10 minutes later: a receiver's server that cached the JWKS, which is cacheable for 5 minutes, has fetched it again by then); the previous one stays published until `previous_expires_at` (24 h after that). Private keys are never shown.",
     tag,
     auth: "client",
     response: {
@@ -244,7 +244,7 @@ export const receiverJwksRoutes: Route[] = [
     operationId: "getConfigurationReceiverJwks",
     summary: "One webhook configuration's public keys for private_key_jwt (JWKS)",
     description:
-      "No credentials; cacheable for 5 minutes. Issue 42: each private_key_jwt configuration signs its client assertions with a key of its own, so only the OAuth server that registered this URL (the configuration's `oauth.jwks_uri`) as the client's `jwks_uri` accepts them. Lists the configuration's keys (a rotated-out key for 24 hours) and, for a configuration created before issue 42 and not moved to its own key yet (or within 24 hours of its move), the organization's keys too, so its receiver can register this URL before the move. 404 for a configuration that does not exist or does not use private_key_jwt.",
+      "No credentials; cacheable for 5 minutes. Each private_key_jwt configuration signs its client assertions with a key of its own, so only the OAuth server that registered this URL (the configuration's `oauth.jwks_uri`) as the client's `jwks_uri` accepts them. Lists the configuration's keys (a rotated-out key for 24 hours) and, for a configuration created before configurations had keys of their own and not moved to its own key yet (or within 24 hours of its move), the organization's keys too, so its receiver can register this URL before the move. 404 for a configuration that does not exist or does not use private_key_jwt.",
     tag: "Service",
     auth: "none",
     response: { schema: Jwks, example: { keys: [{ kty: "EC", crv: "P-256", x: "...", y: "...", kid: "...", alg: "ES256", use: "sig" }] } },

@@ -275,7 +275,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Rotate a polling configuration's read token",
     description:
-      "Issue 45. A new `polling.token` (shown only here); the previous one stops reading at once (a read waiting with it ends). 409 for a push configuration. Answered once the configuration's endpoint object has the change (503 with Retry-After otherwise: the previous token may read until it lands, within seconds).",
+      "A new `polling.token` (shown only here); the previous one stops reading at once (a read waiting with it ends). 409 for a push configuration. Answered once the configuration's endpoint object has the change (503 with Retry-After otherwise: the previous token may read until it lands, within seconds).",
     tag: configTag,
     errors: [409],
     auth: "client",
@@ -297,7 +297,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Revoke a polling configuration's read token",
     description:
-      "Issue 45. No read succeeds (401) until a new token is rotated in (`polling.token_active` false); the configuration keeps its events meanwhile. 409 for a push configuration; 503 with Retry-After if its endpoint object has not taken the change yet (repeat it).",
+      "No read succeeds (401) until a new token is rotated in (`polling.token_active` false); the configuration keeps its events meanwhile. 409 for a push configuration; 503 with Retry-After if its endpoint object has not taken the change yet (repeat it).",
     tag: configTag,
     errors: [409],
     auth: "client",
@@ -314,7 +314,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Rotate the configuration's private_key_jwt key",
     description:
-      "Issue 42: a private_key_jwt configuration signs its client assertions with its own ES256 key, published at its `oauth.jwks_uri`. The new key is published there at once and signs from `activates_at` (10 minutes later); the previous one stays published until `previous_expires_at` (24 h after that). A configuration created before issue 42, still on the organization's key, moves to its own with this call: its `jwks_uri` already lists the organization's keys, so a receiver that registers it first loses nothing (docs/receiver-oauth.md). 409 when the configuration does not use private_key_jwt. Not available to the receivers' portal.",
+      "A private_key_jwt configuration signs its client assertions with its own ES256 key, published at its `oauth.jwks_uri`. The new key is published there at once and signs from `activates_at` (10 minutes later); the previous one stays published until `previous_expires_at` (24 h after that). A configuration created before configurations had keys of their own, still on the organization's key, moves to its own with this call: its `jwks_uri` already lists the organization's keys, so a receiver that registers it first loses nothing (docs/receiver-oauth.md). 409 when the configuration does not use private_key_jwt. Not available to the receivers' portal.",
     tag: configTag,
     errors: [409],
     auth: "client",
@@ -331,7 +331,7 @@ export const webhookRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Fetch a token from the receiver, and say what happened",
     description:
-      "Issue 31: a token request only, made exactly as before a webhook (the configuration's `auth_method`, `scope`, `resource`, `audience`, DPoP proof and nonce; the SSRF guard on every hop), answered 200 whatever happened, in keyway's words: `outcome` (`token_issued`, `refused_by_ssrf_guard`, `dns_failure`, `connection_refused`, `tls_failure`, `timeout`, `network_error`, `redirect_refused`, `http_error`, `not_json`, `no_access_token`), the HTTP status, the RFC 6749 `error` code when the answer carried a registered one, and for a token its `token_type` and `expires_in`. Nothing of the token, and no free text of the receiver's, is answered. 409 for a polling configuration (it has no token endpoint).",
+      "A token request only, made exactly as before a webhook (the configuration's `auth_method`, `scope`, `resource`, `audience`, DPoP proof and nonce; the SSRF guard on every hop), answered 200 whatever happened, in keyway's words: `outcome` (`token_issued`, `refused_by_ssrf_guard`, `dns_failure`, `connection_refused`, `tls_failure`, `timeout`, `network_error`, `redirect_refused`, `http_error`, `not_json`, `no_access_token`), the HTTP status, the RFC 6749 `error` code when the answer carried a registered one (with its `error_description` in `message`, when that is RFC 6749's charset, at most 200 characters and reveals no secret of the request), and for a token its `token_type` and `expires_in`. Nothing of the token, and no other text of the receiver's, is answered. 409 for a polling configuration (it has no token endpoint).",
     tag: configTag,
     errors: [409],
     auth: "client",
