@@ -9,7 +9,7 @@
  *   that event; a read with `wait=20` started before a publish answers as soon as the event is
  *   published (figure printed); another configuration's token reads 401 and its cursor 404; after a
  *   revocation the old token reads 401, and a read waiting with it ends;
- * - the two recipes docs/receivers.md shows verbatim (examples/recipes/verify-v1a-node.mjs on a real
+ * - the two recipes docs/guides/receive-webhooks.md shows verbatim (examples/recipes/verify-v1a-node.mjs on a real
  *   webhook, its token from examples/oauth-server.mjs; examples/recipes/poll-events.mjs reading,
  *   keeping its cursor, resuming from it with a long poll and stopping on 401), run as files.
  */
@@ -256,9 +256,9 @@ describe("v1a (Ed25519) signatures", () => {
     expect(v1aVerdicts(rotated.data.signing_public_key ?? "", arrival)).toEqual([true]);
   });
 
-  it("verifies a real webhook with the recipe docs/receivers.md shows (Node's crypto), and refuses one signed by another configuration", async () => {
+  it("verifies a real webhook with the recipe docs/guides/receive-webhooks.md shows (Node's crypto), and refuses one signed by another configuration", async () => {
     const file = "examples/recipes/verify-v1a-node.mjs";
-    expect(await codeBlocks("docs/receivers.md")).toContain(await shown(file));
+    expect(await codeBlocks("docs/guides/receive-webhooks.md")).toContain(await shown(file));
 
     const oauthPort = await freePort();
     const receiverClientSecret = randomBytes(32).toString("base64url");
@@ -440,9 +440,9 @@ describe("polling", () => {
     expect((await poll(p.url, p.token, { after: cursor })).status).toBe(401);
   });
 
-  it("the polling recipe docs/receivers.md shows reads events in order, keeps its cursor, resumes with a long poll and stops on 401", async () => {
+  it("the polling recipe docs/guides/receive-webhooks.md shows reads events in order, keeps its cursor, resumes with a long poll and stops on 401", async () => {
     const file = "examples/recipes/poll-events.mjs";
-    expect(await codeBlocks("docs/receivers.md")).toContain(await shown(file));
+    expect(await codeBlocks("docs/guides/receive-webhooks.md")).toContain(await shown(file));
     const p = await pollingFor(["poll.recipe"]);
     const dir = await mkdtemp(join(tmpdir(), "keyway-poll-"));
     dirs.push(dir);
