@@ -143,7 +143,7 @@ describe("OrganizationObject schema migrations", () => {
       schema: schemaOf(state.storage.sql),
       contents: contentsOf(state.storage.sql),
     }));
-    expect(after.versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(after.versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(after.schema).toEqual(fresh);
     // Every row kept, with its rowid; the columns added by later versions are NULL on old rows.
     for (const [table, rows] of Object.entries(before)) {
@@ -188,7 +188,7 @@ describe("OrganizationObject schema migrations", () => {
         .exec<{ version: number; applied_at: number }>("SELECT version, applied_at FROM _migrations ORDER BY version")
         .toArray(),
     );
-    expect(applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(applied.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Constructed again on the same database: nothing is re-applied (a second ALTER TABLE ADD COLUMN would throw).
     await evictDurableObject(stub);
     expect(

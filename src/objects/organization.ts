@@ -25,7 +25,7 @@ import { digestsEqual, NO_SECRET_HASH, sha256Hex } from "../lib/crypto";
 import { headerKid, refuseAsIfVerified, type Verified, verifyClientAssertion, verifyFederatedAssertion } from "../lib/jwt";
 import { isoTime } from "../lib/time";
 import { describeError, log } from "../log";
-import type { Actor, AuditEntryView } from "../schemas/audit";
+import type { Actor, AuditEntryView, AuditFilter } from "../schemas/audit";
 import type { Jwks } from "../schemas/jose";
 import type {
   ApiKeyRecord,
@@ -1034,8 +1034,8 @@ export class OrganizationObject extends DurableObject<Env> {
   }
 
   /** A deleted organization's log is kept for its retention (support reads it in storage) but listed to no one. */
-  auditLog(page: PageRequest): Result<Page<AuditEntryView>> {
-    return this.exists() ? auditPage(this.sql, page) : missing("Organization");
+  auditLog(page: PageRequest, filter?: AuditFilter): Result<Page<AuditEntryView>> {
+    return this.exists() ? auditPage(this.sql, page, filter ?? {}) : missing("Organization");
   }
 
   // -------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
  * operator's single-use manager sign-in links (issue 43: what `npm start` prints).
  */
 import type { Context } from "hono";
+import * as z from "zod";
 import { mintSignInTicket, SIGN_IN_LINK_PATH } from "../../auth/sessions";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import {
@@ -79,11 +80,38 @@ import {
   UpdateOrganizationInput,
   UserView,
 } from "../../schemas/admin";
-import { AuditEntryView } from "../../schemas/audit";
+import { AUDIT_ACTOR_TYPES, AuditEntryView, AuditFilter } from "../../schemas/audit";
 import { QUOTA_CEILING_PER_SECOND, QUOTA_EXACT_PER_SECOND } from "../../schemas/records";
+import { parseInput } from "../../schemas/validate";
 import { type AppEnv, keywayOrigin } from "../context";
 import { ADMIN_TOKEN, ADMIN_TOKEN_SECRET, API_KEY, AUDIT_ENTRY, CREDENTIAL, ORG, T1, TOKEN_REQUEST, USER, usageWindow } from "../examples";
-import { envelopeRoute, listRoute, param, type Route } from "../route";
+import { envelopeRoute, listRoute, param, type QueryParam, type Route } from "../route";
+
+/** The audit log's filters, as query parameters (schemas/audit.ts AuditFilter). */
+const AUDIT_QUERY: QueryParam[] = [
+  {
+    name: "actor",
+    description: `Only entries of this kind of actor: ${AUDIT_ACTOR_TYPES.join(", ")}.`,
+    schema: z.enum(AUDIT_ACTOR_TYPES),
+    example: "admin_token",
+  },
+  {
+    name: "actor_id",
+    description: "Only entries of this actor: an administrator token's id, a client_id or a portal session's id.",
+    schema: z.string(),
+    example: "tok_0123456789abcdefghjkmnpqrs",
+  },
+  { name: "action", description: "Only entries of this action.", schema: z.string(), example: "client_credential.revoked" },
+  { name: "resource_type", description: "Only entries about this kind of resource.", schema: z.string(), example: "client_credential" },
+  {
+    name: "resource_id",
+    description: "Only entries about this resource.",
+    schema: z.string(),
+    example: "kw_client_0123456789abcdefghijkl",
+  },
+  { name: "since", description: "Only entries at or after this time (RFC 3339).", schema: z.string(), example: "2026-12-01T00:00:00Z" },
+  { name: "until", description: "Only entries before this time (RFC 3339).", schema: z.string(), example: "2026-12-02T00:00:00Z" },
+];
 
 const ORGS = "/admin/v1/organizations";
 /** The sign-in link's example: the ticket is 256 random bits, base64url. */
@@ -314,11 +342,12 @@ export const adminRoutes: Route[] = [
     operationId: "getAuditLog",
     summary: "The organization's audit log, newest first",
     description:
-      "Every change made by the operator, an administrator (manager app) or an API client: who, what, which resource, when. Entries never carry a secret.",
+      "Every change made by the operator, an administrator (manager app), an API client, a receiver in its portal session or keyway itself: who, what, which resource, when. Entries never carry a secret. Narrowed by actor, action, resource and time range (each an index of the log); the cursor pages through the narrowed list.",
     tag: orgsTag,
     auth: "admin",
+    query: AUDIT_QUERY,
     response: { schema: AuditEntryView, example: [AUDIT_ENTRY] },
-    handle: (c, query) => auditLog(deps(c), param(c, "org"), query),
+    handle: (c, query) => auditLog(deps(c), param(c, "org"), query, parseInput(AuditFilter, c.req.query(), "query string")),
   }),
 
   // API keys

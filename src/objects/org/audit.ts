@@ -6,7 +6,7 @@
  * ids and revoked tokens past their expiry).
  */
 import { isoTime } from "../../lib/time";
-import type { Actor, AuditEntryView } from "../../schemas/audit";
+import type { Actor, AuditEntryView, AuditFilter } from "../../schemas/audit";
 import { type Page, type PageRequest, pageOf, pruneExpired, type Result } from "../sql";
 import type { KeyedAuditEntry } from "../webhooks/audit";
 import { AUDIT_RETENTION_DAYS, type AuditRow } from "./schema";
@@ -55,11 +55,43 @@ export function appendAudit(storage: DurableObjectStorage, entries: KeyedAuditEn
   });
 }
 
-export function auditPage(sql: SqlStorage, page: PageRequest): Result<Page<AuditEntryView>> {
+/**
+ * The WHERE clause and its parameters for a filter: each narrowing a column compared with a
+ * parameter (never spliced), the actor's type and id read from its JSON through the same
+ * expressions as the indexes on them (schema.ts, version 10), so SQLite can use those.
+ */
+export function auditWhere(filter: AuditFilter): { clause: string; params: SqlStorageValue[] } {
+  const parts: string[] = [];
+  const params: SqlStorageValue[] = [];
+  const add = (sqlText: string, value: string | undefined) => {
+    if (value === undefined) return;
+    parts.push(sqlText);
+    params.push(value);
+  };
+  add("json_extract(actor, '$.type') = ?", filter.actor);
+  add("json_extract(actor, '$.id') = ?", filter.actor_id);
+  add("action = ?", filter.action);
+  add("resource_type = ?", filter.resource_type);
+  add("resource_id = ?", filter.resource_id);
+  // Stored as isoTime (milliseconds, Z), so the text order is the time order.
+  add("at >= ?", filter.since === undefined ? undefined : isoTime(Date.parse(filter.since)));
+  add("at < ?", filter.until === undefined ? undefined : isoTime(Date.parse(filter.until)));
+  return { clause: parts.map((p) => ` AND ${p}`).join(""), params };
+}
+
+export function auditPage(sql: SqlStorage, page: PageRequest, filter: AuditFilter = {}): Result<Page<AuditEntryView>> {
+  const where = auditWhere(filter);
   return pageOf(
     (before, limit) =>
       // seq is the table's INTEGER PRIMARY KEY: SQLite names the rowid column after it.
-      sql.exec<AuditRow>("SELECT seq AS rowid, * FROM audit_log WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit).toArray(),
+      sql
+        .exec<AuditRow>(
+          `SELECT seq AS rowid, * FROM audit_log WHERE seq < ?${where.clause} ORDER BY seq DESC LIMIT ?`,
+          before,
+          ...where.params,
+          limit,
+        )
+        .toArray(),
     page,
     (row) => ({
       id: String(row.rowid),

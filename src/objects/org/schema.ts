@@ -152,6 +152,18 @@ export const MIGRATIONS: Migration[] = [
         attempted_ms INTEGER NOT NULL DEFAULT 0)`,
     ],
   },
+  {
+    // The audit log's filters (schemas/audit.ts AuditFilter): each narrowing has an index ending
+    // in seq, so a filtered page reads its own rows, newest first, not the whole log.
+    version: 10,
+    statements: [
+      "CREATE INDEX audit_log_by_action ON audit_log (action, seq)",
+      "CREATE INDEX audit_log_by_resource ON audit_log (resource_id, seq)",
+      "CREATE INDEX audit_log_by_resource_type ON audit_log (resource_type, seq)",
+      "CREATE INDEX audit_log_by_actor ON audit_log (json_extract(actor, '$.type'), seq)",
+      "CREATE INDEX audit_log_by_actor_id ON audit_log (json_extract(actor, '$.id'), seq)",
+    ],
+  },
 ];
 
 /** The most trusted issuers an organization may register (each is a key set keyway fetches and keeps). */
