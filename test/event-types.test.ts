@@ -124,7 +124,13 @@ describe("event types", () => {
   it("refuse unknown types when the organization's setting says so", async () => {
     expect((await post("/v1/events", { type: "shipment.lost", data: {} })).status).toBe(202);
     const set = await body<WebhookSettingsView>(await api(t, token, "/v1/webhook-settings", "PATCH", { refuse_unknown_event_types: true }));
-    expect(set.data).toEqual({ refuse_unknown_event_types: true, portal_frame_origins: [] });
+    expect(set.data).toEqual({
+      refuse_unknown_event_types: true,
+      portal_frame_origins: [],
+      portal_display_name: null,
+      portal_accent_color: null,
+      portal_logo: null,
+    });
     const refused = await post("/v1/events", { type: "shipment.lost", data: {} });
     expect(refused.status).toBe(400);
     expect((await body(refused)).developer_message).toContain("catalog");

@@ -150,12 +150,19 @@ describe("event types and webhook settings", () => {
   });
 
   it("reads and changes the webhook settings as REST does", async () => {
-    const before = await ok(`query { webhookSettings { refuseUnknownEventTypes portalFrameOrigins } }`);
+    const fields = "refuseUnknownEventTypes portalFrameOrigins portalDisplayName portalAccentColor portalLogo { sha256 }";
+    const before = await ok(`query { webhookSettings { ${fields} } }`);
     expect(before.webhookSettings).toEqual(camelize(await rest("/v1/webhook-settings")));
     const after = await ok(
-      `mutation { updateWebhookSettings(input: { refuseUnknownEventTypes: true, portalFrameOrigins: ["https://dashboard.example.com"] }) { refuseUnknownEventTypes portalFrameOrigins } }`,
+      `mutation { updateWebhookSettings(input: { refuseUnknownEventTypes: true, portalFrameOrigins: ["https://dashboard.example.com"], portalDisplayName: "Acme", portalAccentColor: "#E4002B" }) { ${fields} } }`,
     );
-    expect(after.updateWebhookSettings).toEqual({ refuseUnknownEventTypes: true, portalFrameOrigins: ["https://dashboard.example.com"] });
+    expect(after.updateWebhookSettings).toEqual({
+      refuseUnknownEventTypes: true,
+      portalFrameOrigins: ["https://dashboard.example.com"],
+      portalDisplayName: "Acme",
+      portalAccentColor: "#e4002b",
+      portalLogo: null,
+    });
     expect(camelize(await rest("/v1/webhook-settings"))).toEqual(after.updateWebhookSettings);
     await ok(`mutation { updateWebhookSettings(input: { refuseUnknownEventTypes: false }) { refuseUnknownEventTypes } }`);
   });

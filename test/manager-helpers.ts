@@ -55,6 +55,11 @@ export class Browser {
     );
   }
 
+  /** A multipart form POST (a file input's form), with the same-origin headers of `post`. */
+  postMultipart(path: string, form: FormData, headers: Record<string, string> = SAME_ORIGIN): Promise<Response> {
+    return this.send(path, { method: "POST", headers, body: form });
+  }
+
   async signIn(token: string, now?: number): Promise<Response> {
     const page = await (await this.get("/manager/sign-in", now)).text();
     return this.post("/manager/sign-in", { csrf: Browser.csrf(page), token }, now);

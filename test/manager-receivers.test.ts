@@ -181,6 +181,9 @@ describe("event types in the manager", () => {
     expect(await admin("GET", `/organizations/${o.t.orgId}/webhook-settings`)).toEqual({
       refuse_unknown_event_types: false,
       portal_frame_origins: [],
+      portal_display_name: null,
+      portal_accent_color: null,
+      portal_logo: null,
     });
 
     const saved = await b.post(settings, {
@@ -192,6 +195,9 @@ describe("event types in the manager", () => {
     expect(await admin("GET", `/organizations/${o.t.orgId}/webhook-settings`)).toEqual({
       refuse_unknown_event_types: true,
       portal_frame_origins: ["https://dashboard.example.com", "https://admin.example.com:8443"],
+      portal_display_name: null,
+      portal_accent_color: null,
+      portal_logo: null,
     });
     const again = await (await b.get(`${settings}?notice=settings-saved`)).text();
     expect(again).toMatch(/Webhook settings saved/);
@@ -369,6 +375,9 @@ describe("an organization administrator and another organization's", () => {
     expect(await admin("GET", `/organizations/${other.t.orgId}/webhook-settings`)).toEqual({
       refuse_unknown_event_types: false,
       portal_frame_origins: [],
+      portal_display_name: null,
+      portal_accent_color: null,
+      portal_logo: null,
     });
   });
 

@@ -60,3 +60,30 @@ export async function session(o: Org, config = 0): Promise<{ b: Browser; csrf: s
   expect(res.headers.get("location")).toBe("/portal");
   return { b, csrf: await b.csrfOf("/portal"), link: l };
 }
+
+/** A valid 1x1 PNG, 70 bytes. */
+export const TINY_PNG = Uint8Array.from(
+  atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="),
+  (ch) => ch.charCodeAt(0),
+);
+/** Where the tests' logos are fetched from (the fake network answers it). */
+export const LOGO_URL = "https://brand.example/logo.png";
+
+/**
+ * Sets the organization's portal branding over REST; `logo` (bytes, or the answer to make) is
+ * served at LOGO_URL for the one fetch keyway makes when saving. Returns the settings as answered.
+ */
+export async function brand(
+  o: Org,
+  fields: Record<string, unknown>,
+  logo?: Uint8Array | (() => Response),
+): Promise<{ status: number; data: Record<string, unknown>; developer_message?: string }> {
+  // A Response made when asked for: its body is read in the request that fetched it.
+  fakeNetwork({ ...receiver(), [LOGO_URL]: () => (typeof logo === "function" ? logo() : new Response(logo ?? TINY_PNG)) });
+  const res = await api(o.t, o.bearer, "/v1/webhook-settings", "PATCH", {
+    ...(logo !== undefined ? { portal_logo_url: LOGO_URL } : {}),
+    ...fields,
+  });
+  const json = await body<Record<string, unknown>>(res);
+  return { status: res.status, data: json.data, ...(json.developer_message ? { developer_message: String(json.developer_message) } : {}) };
+}

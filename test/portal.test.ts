@@ -16,7 +16,7 @@ import { portalApp } from "../src/http/portal/routes";
 import { fakeNetwork, RECEIVER, receiver } from "./fake-network";
 import { ADMIN_TOKEN, BASE, body, call } from "./helpers";
 import { Browser, setCookies, urlMarkup } from "./manager-helpers";
-import { link, type Org, open, org, PORTAL_COOKIE, RECEIVER_SECRET, session } from "./portal-helpers";
+import { brand, link, type Org, open, org, PORTAL_COOKIE, RECEIVER_SECRET, session, TINY_PNG } from "./portal-helpers";
 import { api, attemptNow, endpointAlarm, inEndpoint, webhooksOf } from "./webhook-helpers";
 
 /** Starts a recovery of the last hour over REST; returns its id. */
@@ -137,7 +137,14 @@ describe("a portal session", () => {
       "other.only",
     ];
     // Each parameter's id of the session's own configuration: a new parameter must be named here.
-    const own: Record<string, string> = { delivery: o.deliveries[0] ?? "", recovery: await recover(o, 0), name: "order.created" };
+    const logo = await brand(o, {}, TINY_PNG);
+    expect(logo.status).toBe(200);
+    const own: Record<string, string> = {
+      delivery: o.deliveries[0] ?? "",
+      recovery: await recover(o, 0),
+      name: "order.created",
+      sha256: String((logo.data.portal_logo as { sha256: string }).sha256),
+    };
     for (const route of routes) {
       for (const id of foreign) {
         const path = route.path.replace(/:\w+/g, id ?? "");
@@ -513,7 +520,11 @@ describe("the event catalog in the portal", () => {
     const { b } = await session(o);
     const empty = await (await b.get("/portal/catalog")).text();
     expect(empty).toContain('<h2 id="no-types">No event types described yet</h2>');
-    expect(empty).toMatch(/this endpoint receives every event the provider publishes/);
+    expect(empty).toMatch(/this endpoint receives every event the provider publishes, unless a filter narrows them/);
+    // What narrows it and how it arrives, with the way to each page.
+    const notice = /<section class="card" aria-labelledby="no-types">([\s\S]*?)<\/section>/.exec(empty)?.[1] ?? "";
+    for (const page of ["/portal/filter", "/portal/settings", "/portal/deliveries"]) expect(notice).toContain(`<a href="${page}">`);
+    expect(notice).toMatch(/sent as a signed POST to this endpoint&#39;s URL/);
     expect(empty).toMatch(/keyway&#39;s own operational events: they describe the provider&#39;s other endpoints/);
     // Once the organization describes one, the notice is gone.
     await eventType(o, { name: "order.created", description: "An order was placed." });

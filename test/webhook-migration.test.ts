@@ -201,7 +201,7 @@ describe("WebhookObject: the upgrade to an object per endpoint", () => {
       versions: s.storage.sql.exec<{ version: number }>("SELECT version FROM _migrations ORDER BY version").toArray(),
       schema: schemaOf(s.storage.sql),
     }));
-    expect(after.versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(after.versions.map((v) => v.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(after.schema).toEqual(fresh);
 
     // History kept, in the endpoint's object now.

@@ -405,6 +405,21 @@ type WebhookSettings {
   refuseUnknownEventTypes: Boolean!
   """Origins that may show the portal in an iframe (CSP frame-ancestors)."""
   portalFrameOrigins: [String!]!
+  """The name the portal shows its receivers; null for none."""
+  portalDisplayName: String
+  """The portal's accent colour as set (#rrggbb); null for keyway's. Adjusted per scheme for AA contrast."""
+  portalAccentColor: String
+  """The logo the portal shows, as keyway stores it; null for none."""
+  portalLogo: PortalLogo
+}
+
+type PortalLogo {
+  """SHA-256 of the image, hex."""
+  sha256: String!
+  """image/png, image/jpeg or image/webp"""
+  contentType: String!
+  sizeBytes: Int!
+  updatedAt: DateTime!
 }
 
 type Recovery {
@@ -475,6 +490,12 @@ input UpdateWebhookSettingsInput {
   refuseUnknownEventTypes: Boolean
   """https origins, at most 10"""
   portalFrameOrigins: [String!]
+  """1 to 80 characters; null removes it"""
+  portalDisplayName: String
+  """#rrggbb; null restores keyway's"""
+  portalAccentColor: String
+  """https URL of a PNG, JPEG or WebP of at most 64 KiB, fetched once now; null removes the logo"""
+  portalLogoUrl: String
 }
 
 input OAuthCredentialsInput {

@@ -70,6 +70,15 @@ export const EventTypeView = z.object({
 });
 export type EventTypeView = z.output<typeof EventTypeView>;
 
+/** The portal's logo as stored: its bytes stay in keyway and are served by it to portal sessions only. */
+export const PortalLogoView = z.object({
+  sha256: z.string().describe("The SHA-256 of the image, hex; the portal serves it at `/portal/logo/{sha256}`."),
+  content_type: z.enum(["image/png", "image/jpeg", "image/webp"]),
+  size_bytes: z.number().int(),
+  updated_at: Timestamp,
+});
+export type PortalLogoView = z.output<typeof PortalLogoView>;
+
 /** The organization's webhook settings (one record per organization, in its WebhookObject). */
 export const WebhookSettingsView = z.object({
   refuse_unknown_event_types: z
@@ -78,6 +87,14 @@ export const WebhookSettingsView = z.object({
   portal_frame_origins: z
     .array(z.string())
     .describe("Origins that may show the portal in an iframe (CSP `frame-ancestors`); none by default."),
+  portal_display_name: z.string().nullable().describe('The name the portal shows its receivers ("<name> webhooks"); null for none.'),
+  portal_accent_color: z
+    .string()
+    .nullable()
+    .describe(
+      "The portal's accent colour as set (`#rrggbb`); null for keyway's. The portal darkens (light scheme) or lightens (dark scheme) it as far as WCAG AA contrast needs.",
+    ),
+  portal_logo: PortalLogoView.nullable().describe("The logo the portal shows in its header, as keyway stores it; null for none."),
 });
 export type WebhookSettingsView = z.output<typeof WebhookSettingsView>;
 
@@ -87,9 +104,34 @@ const FrameOrigin = z
   .max(300)
   .regex(/^https:\/\/[a-z0-9.-]+(:\d{1,5})?$/, { error: "must be an https origin such as https://dashboard.example.com" });
 
+/** A display name: 1 to 80 characters once trimmed, printable (no control characters). */
+export const PORTAL_DISPLAY_NAME_MAX = 80;
+const DisplayName = z
+  .string()
+  .trim()
+  .min(1, { error: "must not be empty (send null to remove it)" })
+  .max(PORTAL_DISPLAY_NAME_MAX, { error: `must be at most ${PORTAL_DISPLAY_NAME_MAX} characters` })
+  .regex(/^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+$/u, { error: "must be printable text (no control or format characters)" });
+/** `#rrggbb`; upper-case digits are accepted and kept lower-case (objects/webhooks/event-types.ts). */
+const AccentColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, { error: "must be a colour as #rrggbb, such as #0b57d0" });
+/** Fetched once when saved; https only (the SSRF guard refuses private and internal addresses). */
+const LogoUrl = z
+  .string()
+  .max(2048, { error: "must be at most 2048 characters" })
+  .regex(/^https:\/\//i, { error: "must be an https URL" });
+
 export const UpdateWebhookSettingsInput = z.strictObject({
   refuse_unknown_event_types: z.boolean().optional(),
   portal_frame_origins: z.array(FrameOrigin).max(10, { error: "must list at most 10 origins" }).optional(),
+  portal_display_name: DisplayName.nullable().optional().describe("The name the portal shows (1 to 80 characters); null removes it."),
+  portal_accent_color: AccentColor.nullable()
+    .optional()
+    .describe("`#rrggbb`; null restores keyway's. Any colour is accepted: the portal adjusts its lightness for AA contrast."),
+  portal_logo_url: LogoUrl.nullable()
+    .optional()
+    .describe(
+      "An https URL of a PNG, JPEG or WebP image of at most 64 KiB, fetched once now (keyway keeps the bytes and serves them); null removes the logo.",
+    ),
 });
 export type UpdateWebhookSettingsInput = z.output<typeof UpdateWebhookSettingsInput>;
 
@@ -156,6 +198,7 @@ export type RecoveryView = z.output<typeof RecoveryView>;
 publicNames.add(CreateEventTypeInput, { name: "CreateEventTypeInput" });
 publicNames.add(UpdateEventTypeInput, { name: "UpdateEventTypeInput" });
 publicNames.add(EventTypeView, { name: "EventTypeView" });
+publicNames.add(PortalLogoView, { name: "PortalLogoView" });
 publicNames.add(WebhookSettingsView, { name: "WebhookSettingsView" });
 publicNames.add(UpdateWebhookSettingsInput, { name: "UpdateWebhookSettingsInput" });
 publicNames.add(CreatePortalLinkInput, { name: "CreatePortalLinkInput" });

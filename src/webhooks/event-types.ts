@@ -7,10 +7,12 @@
  * portal call these; none of them holds a rule of its own.
  */
 import type { Deps } from "../deps";
-import { notFound } from "../errors";
+import { invalidInput, notFound } from "../errors";
 import type { Actor } from "../identity/changes";
+import { fetchLogo } from "../lib/images";
 import type { Page, PageRequest } from "../objects/sql";
 import { reach, unwrap, webhookObject } from "../objects/stubs";
+import type { SettingsPatch } from "../objects/webhooks/event-types";
 import {
   type CreateEventTypeInput,
   EventTypeName,
@@ -77,11 +79,30 @@ export async function getWebhookSettings(deps: Deps, orgId: string): Promise<Web
   return unwrap(await reach(WHAT, () => webhookObject(deps, orgId).webhookSettings()));
 }
 
+/**
+ * Changes the settings. `portal_logo_url` is fetched once, here, through the SSRF guard with a
+ * deadline and the logo's byte cap (lib/images.ts `fetchLogo`); what it answered is checked by
+ * the object (PNG, JPEG or WebP by their magic bytes) and kept there, so the portal serves keyway's
+ * copy and never the URL. A refusal is a 400 naming `portal_logo_url` with why (fetch failed, too
+ * large, not an accepted image), never a 5xx. `upload`: an image's bytes instead (the manager's
+ * form), checked the same way.
+ */
 export async function updateWebhookSettings(
   deps: Deps,
   orgId: string,
-  patch: UpdateWebhookSettingsInput,
+  input: UpdateWebhookSettingsInput,
   actor: Actor,
+  upload?: Uint8Array,
 ): Promise<WebhookSettingsView> {
+  const { portal_logo_url: url, ...rest } = input;
+  const patch: SettingsPatch = { ...rest };
+  if (upload !== undefined) patch.portal_logo = upload;
+  else if (url === null) patch.portal_logo = null;
+  else if (url !== undefined) {
+    const fetched = await fetchLogo(url, { allowInsecure: deps.config.allowInsecureTargets });
+    if (!fetched.ok)
+      throw invalidInput({ label: "request body", issues: [{ path: ["portal_logo_url"], text: ` was not kept: ${fetched.reason}` }] });
+    patch.portal_logo = fetched.bytes;
+  }
   return unwrap(await reach(WHAT, () => webhookObject(deps, orgId).updateWebhookSettings(orgId, patch, actor, deps.now())));
 }

@@ -28,6 +28,7 @@ import { describeError, log } from "../log";
 import type { MeterRefusal, PortalAction } from "../objects/endpoints/meter";
 import type { Page, PageRequest } from "../objects/sql";
 import { endpointObject, reach, unwrap, webhookObject } from "../objects/stubs";
+import type { PortalBranding } from "../objects/webhooks/event-types";
 import type { OpenRefusal } from "../objects/webhooks/portal";
 import {
   type CreatePortalLinkInput,
@@ -80,6 +81,8 @@ export interface PortalSession {
   frameOrigins: string[];
   /** Every POST form of the session echoes it (derived from the cookie: nothing more is stored). */
   csrf: string;
+  /** The organization's name, accent colour and logo's hash, shown on every portal page. */
+  branding: PortalBranding;
 }
 
 /** Who the session's changes are attributed to: the receiver, by its session, with its one configuration. */
@@ -135,7 +138,31 @@ export async function resolveSession(deps: Deps, cookie: string | undefined): Pr
   const hash = await sha256Hex(cookie);
   const live = await reach("webhooks", () => webhookObject(deps, orgId).portalSession(hash, deps.now()));
   if (live === null) return null;
-  return { id: live.id, orgId, configurationId: live.configuration_id, frameOrigins: live.frame_origins, csrf: await csrfOf(cookie) };
+  return {
+    id: live.id,
+    orgId,
+    configurationId: live.configuration_id,
+    frameOrigins: live.frame_origins,
+    csrf: await csrfOf(cookie),
+    branding: live.branding,
+  };
+}
+
+/** A logo's hash as the portal's URL carries it: 64 lower-case hex digits (anything else asks no object). */
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/**
+ * The session's organization's logo, when `sha256` is its hash; null otherwise (another hash, an
+ * old one, none set). Only the session's own organization's object is asked: a session reaches
+ * its organization's logo and no other.
+ */
+export async function portalLogo(
+  deps: Deps,
+  session: PortalSession,
+  sha256: string,
+): Promise<{ content_type: string; bytes: ArrayBuffer } | null> {
+  if (!SHA256_HEX.test(sha256) || session.branding.logo_sha256 !== sha256) return null;
+  return reach("webhooks", () => webhookObject(deps, session.orgId).portalLogo(sha256));
 }
 
 /** The frame origins of the organization a link token names (the open page is framed as the portal is). */

@@ -14,6 +14,7 @@
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { ApiError, type InputIssue } from "../../errors";
+import { MAX_LOGO_BYTES } from "../../lib/images";
 import { MAX_WEBHOOK_CONFIGURATIONS } from "../../objects/webhooks/limits";
 import { CreateEventTypeInput, type EventTypeView, UpdateEventTypeInput, UpdateWebhookSettingsInput } from "../../schemas/receivers";
 import { listWebhookConfigurations, receiverJwksPath } from "../../webhooks/configurations";
@@ -28,6 +29,7 @@ import {
   updateWebhookSettings,
 } from "../../webhooks/event-types";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
+import { UploadedFile } from "../body";
 import { checkedInput } from "./form-check";
 import {
   deleteEventTypeConfirmation,
@@ -208,30 +210,55 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
   app.post("/:org/webhook-settings", async (c) => {
     const org = await orgFor(c);
     const fields = await form(c);
+    const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string) : "");
+    const current = await getWebhookSettings(c.get("deps"), org.id);
     const values: SettingsFormValues = {
       refuse_unknown_event_types: fields.refuse_unknown_event_types === "on",
-      portal_frame_origins: typeof fields.portal_frame_origins === "string" ? fields.portal_frame_origins : "",
+      portal_frame_origins: text("portal_frame_origins"),
+      portal_display_name: text("portal_display_name").trim(),
+      portal_accent_color: text("portal_accent_color").trim(),
+      portal_logo_url: text("portal_logo_url").trim(),
+      logo: current.portal_logo,
+      remove_logo: fields.remove_logo === "on",
     };
     const origins = values.portal_frame_origins
       .split(/\r?\n/)
       .map((line) => line.trim())
       .filter((line) => line !== "");
+    // A file input left empty still posts a part: an empty file with no name, which means "keep".
+    const file =
+      fields.portal_logo_file instanceof UploadedFile && fields.portal_logo_file.bytes.byteLength > 0 ? fields.portal_logo_file : null;
     try {
       const input = checkedInput(UpdateWebhookSettingsInput, {
         refuse_unknown_event_types: values.refuse_unknown_event_types,
         portal_frame_origins: origins,
+        portal_display_name: values.portal_display_name === "" ? null : values.portal_display_name,
+        portal_accent_color: values.portal_accent_color === "" ? null : values.portal_accent_color,
+        ...(values.remove_logo
+          ? { portal_logo_url: null }
+          : file === null && values.portal_logo_url !== ""
+            ? { portal_logo_url: values.portal_logo_url }
+            : {}),
       });
-      await updateWebhookSettings(c.get("deps"), org.id, input, actor(c));
+      await updateWebhookSettings(c.get("deps"), org.id, input, actor(c), !values.remove_logo && file !== null ? file.bytes : undefined);
     } catch (err) {
       if (!(err instanceof ApiError) || err.code !== "invalid_request") throw err;
-      const fields: FormErrors<SettingsField>["fields"] = {};
+      const errors: FormErrors<SettingsField>["fields"] = {};
       const issue = err.input?.issues.find((i) => i.path[0] === "portal_frame_origins");
       if (issue !== undefined) {
         const line = Number(issue.path[1]);
-        fields.portal_frame_origins = `Portal frame origins: ${Number.isInteger(line) ? `line ${line + 1} (${origins[line] ?? ""}) ` : ""}${"text" in issue ? issue.text.trim() : "is invalid"}`;
+        errors.portal_frame_origins = `Portal frame origins: ${Number.isInteger(line) ? `line ${line + 1} (${origins[line] ?? ""}) ` : ""}${"text" in issue ? issue.text.trim() : "is invalid"}`;
+      }
+      for (const [name, label] of BRANDING_LABELS) {
+        const found = err.input?.issues.find((i) => i.path[0] === name);
+        if (found === undefined) continue;
+        // An uploaded file's refusal is the object's, named portal_logo_url: said beside the upload.
+        const field: SettingsField = name === "portal_logo_url" && file !== null ? "portal_logo_file" : name;
+        errors[field] =
+          `${field === "portal_logo_file" ? `The uploaded file${file?.name ? ` (${file.name.slice(0, 80)})` : ""}` : label} ${"text" in found ? found.text.trim() : "is invalid"}`;
       }
       c.status(400);
-      return settingsPage(c, org, values, { message: err.developerMessage, fields });
+      return settingsPage(c, org, values, { message: err.developerMessage, fields: errors });
     }
     return c.redirect(`${settingsPath(org.id)}?notice=settings-saved`, 303);
   });
@@ -355,6 +382,21 @@ async function sendSection(c: C, org: OrgRef, type: EventTypeView, values: SendE
   );
 }
 
+/** The branding fields and how their messages name them. */
+const BRANDING_LABELS: [SettingsField, string][] = [
+  ["portal_display_name", "Display name:"],
+  ["portal_accent_color", "Accent colour:"],
+  ["portal_logo_url", "Logo URL:"],
+];
+
+/**
+ * The settings form posts multipart (its logo upload): this path's POST is read with the logo's
+ * room (routes.tsx reads it before the CSRF check, which then finds the token among its fields).
+ */
+export const SETTINGS_UPLOAD_PATH = /^\/manager\/organizations\/[^/]+\/webhook-settings$/;
+/** The logo and the form's other fields, with room for the parts' headers. */
+export const SETTINGS_UPLOAD_BYTES = 4 * MAX_LOGO_BYTES;
+
 function settingsPage(c: C, org: OrgRef, values: SettingsFormValues, errors?: FormErrors<SettingsField>, notice?: string) {
   const path = settingsPath(org.id);
   return page(
@@ -362,7 +404,14 @@ function settingsPage(c: C, org: OrgRef, values: SettingsFormValues, errors?: Fo
     "Webhook settings",
     settingsCrumbs(c, org, false),
     <>
-      <WebhookSettingsForm action={path} cancel={typesPath(org.id)} values={values} errors={errors} csrf={csrf(c)} />
+      <WebhookSettingsForm
+        action={path}
+        cancel={typesPath(org.id)}
+        values={values}
+        errors={errors}
+        csrf={csrf(c)}
+        maxLogoKiB={MAX_LOGO_BYTES / 1024}
+      />
       <AssertionKeySection rotate={`${path}/rotate-assertion-key`} jwksUrl={new URL(receiverJwksPath(org.id), keywayOrigin(c)).href} />
     </>,
     notice,

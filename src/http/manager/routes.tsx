@@ -19,10 +19,11 @@ import { resume, SESSION_COOKIE, SESSION_TTL_SECONDS, signIn, signInWithTicket, 
 import { ApiError } from "../../errors";
 import { constantTimeEqual } from "../../lib/crypto";
 import { describeError, log } from "../../log";
+import { readFields } from "../body";
 import { provideDeps } from "../middleware/deps";
 import { type Csp, htmlSecurity, NONCE, pageNonce } from "../middleware/html";
 import { auditRoutes } from "./audit";
-import { eventTypeRoutes } from "./event-types";
+import { eventTypeRoutes, SETTINGS_UPLOAD_BYTES, SETTINGS_UPLOAD_PATH } from "./event-types";
 import { keyRoutes } from "./keys";
 import { checkLoginCsrf, issueLoginCsrf, LOGIN_CSRF_COOKIE, LOGIN_CSRF_TTL_SECONDS } from "./login-csrf";
 import { organizationRoutes } from "./organizations";
@@ -147,6 +148,8 @@ export function managerApp(now: () => number): Hono<ManagerEnv> {
     if (!session) return c.redirect("/manager/sign-in", 303);
     c.set("session", session);
     if (c.req.method === "POST") {
+      // The webhook settings form may carry a logo (multipart): read here with its room, so form(c) finds it.
+      if (SETTINGS_UPLOAD_PATH.test(c.req.path)) c.set("form", await readFields(c.req.raw, ["form", "multipart"], SETTINGS_UPLOAD_BYTES));
       const fields = await form(c);
       if (!(await constantTimeEqual(String(fields.csrf ?? ""), session.csrf))) {
         throw new ApiError("forbidden", "The form could not be verified (missing or stale CSRF token). Reload the page and try again.");

@@ -183,9 +183,11 @@ export const CatalogPage: FC<{
         <h2 id="no-types">No event types described yet</h2>
         <p>
           The provider of these webhooks has not described its event types here yet. Until it does, this endpoint receives{" "}
-          {events === null ? "every event the provider publishes" : `the events it is subscribed to (${events.join(", ")})`}, each with the
-          type and data shown on its delivery under <a href="/portal/deliveries">Deliveries</a>; nothing here needs to be done first. Ask
-          the provider for a catalog to see each type's schema and examples before the first event arrives.
+          {events === null ? "every event the provider publishes" : `the events it is subscribed to (${events.join(", ")})`}, unless a
+          filter narrows them: yours on the <a href="/portal/filter">Filter</a> page (a payload filter and channels), and the event types
+          listed on the <a href="/portal/settings">Settings</a> page. Each event is sent as a signed POST to this endpoint's URL (a polling
+          endpoint reads it instead), its type and data shown on its delivery under <a href="/portal/deliveries">Deliveries</a>; nothing
+          here needs to be done first. Ask the provider for a catalog to see each type's schema and examples before the first event arrives.
         </p>
         {types.length > 0 && (
           <p class="hint">

@@ -10,6 +10,8 @@
  */
 import { raw } from "hono/html";
 import type { Child, FC } from "hono/jsx";
+import { accentPalette, normalizeHex, paletteCss } from "../../lib/contrast";
+import type { PortalBranding } from "../../objects/webhooks/event-types";
 import { Clock, MANAGER_CSS } from "../manager/views";
 
 /** The manager's style sheet (one look, one place), and the portal's own rules after it. */
@@ -21,7 +23,22 @@ input[type=datetime-local] { max-width:20rem; }
 fieldset { border:1px solid var(--line); border-radius:6px; margin:.5rem 0; padding:.5rem 1rem 1rem; min-width:0; } legend { font-weight:600; padding:0 .25rem; }
 details { margin:.5rem 0; } summary { cursor:pointer; color:var(--accent); font-weight:600; }
 h2 code { font-size:1em; } .card > h2:first-child { margin-top:0; }
+header .brand { display:inline-flex; align-items:center; gap:.5rem; } header .brand img { height:32px; width:auto; max-width:160px; object-fit:contain; }
 `;
+
+/**
+ * The organization's accent as a style block after the base sheet, or null for keyway's own: the
+ * AA palette lib/contrast.ts derives from it, in light and dark. Its values are `#rrggbb` only
+ * (checked again here, so nothing a setting holds can reach the CSS as text).
+ */
+export function brandingCss(branding: PortalBranding | undefined): string | null {
+  const accent = branding?.accent == null ? null : normalizeHex(branding.accent);
+  return accent === null ? null : paletteCss(accentPalette(accent));
+}
+
+/** "Acme webhooks", or keyway's words when the organization named none. */
+export const portalName = (branding: PortalBranding | undefined): string =>
+  branding?.display_name ? `${branding.display_name} webhooks` : "Webhook portal";
 
 /** Copy buttons (views.tsx's SecretOnce and CopyId): hidden in the markup, shown when scripts run. */
 const COPY_SCRIPT = `
@@ -72,10 +89,13 @@ export interface PortalPageProps extends PortalExtras {
   notice?: string;
   /** The request's time (ms since the epoch), which the manager's Time counts relative times from. */
   now?: number;
+  /** The organization's name, logo and accent (a session's); keyway's own look without. */
+  branding?: PortalBranding;
   children?: Child;
 }
 
 export const PortalPage: FC<PortalPageProps> = (p) => {
+  const palette = brandingCss(p.branding);
   const entries: { section: PortalSection; href: string; label: string }[] = [
     { section: "home", href: "/portal", label: "Endpoint" },
     { section: "deliveries", href: "/portal/deliveries", label: "Deliveries" },
@@ -91,16 +111,30 @@ export const PortalPage: FC<PortalPageProps> = (p) => {
         <head>
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
-          <title>{`${p.title} - webhook portal`}</title>
+          <title>{`${p.title} - ${p.branding?.display_name ? `${p.branding.display_name} webhooks` : "webhook portal"}`}</title>
           {/* A constant, not user input: inserted raw, since JSX would entity-escape its quotes. */}
           <style nonce={p.nonce} dangerouslySetInnerHTML={{ __html: CSS }} />
+          {/* Only #rrggbb values (brandingCss): raw for the same reason. */}
+          {palette !== null && <style nonce={p.nonce} dangerouslySetInnerHTML={{ __html: palette }} />}
         </head>
         <body>
           <a class="skip" href="#main">
             Skip to content
           </a>
           <header>
-            <span class="brand">Webhook portal{p.endpoint !== undefined ? `: ${p.endpoint}` : ""}</span>
+            <span class="brand">
+              {p.branding?.logo_sha256 && (
+                <img
+                  src={`/portal/logo/${p.branding.logo_sha256}`}
+                  alt={p.branding.display_name ? `${p.branding.display_name} logo` : ""}
+                  height={32}
+                />
+              )}
+              <span>
+                {portalName(p.branding)}
+                {p.endpoint !== undefined ? `: ${p.endpoint}` : ""}
+              </span>
+            </span>
             {p.csrf !== undefined && (
               <form class="inline" method="post" action="/portal/sign-out">
                 <input type="hidden" name="csrf" value={p.csrf} />

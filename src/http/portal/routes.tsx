@@ -48,6 +48,7 @@ import {
   meteredPortalAction,
   openPortal,
   type PortalSession,
+  portalLogo,
   receiverActor,
   resolveSession,
   signOutPortal,
@@ -121,11 +122,16 @@ export const PORTAL_COOKIE = "__Host-kw_portal";
 export const PORTAL_OPEN_COOKIE = "__Host-kw_portal_open";
 const COOKIE = { httpOnly: true, secure: true, sameSite: "None", partitioned: true, path: "/" } as const;
 
-/** Forms post to this origin only; the one style and script carry the response's nonce; framing as the organization lists. */
+/**
+ * Forms post to this origin only; the styles and the script carry the response's nonce; images
+ * from this origin only (the organization's logo, which keyway serves: never a third party's URL);
+ * framing as the organization lists.
+ */
 const cspFor = (frameOrigins: string[]): Csp => ({
   defaultSrc: ["'none'"],
   styleSrc: [NONCE],
   scriptSrc: [NONCE],
+  imgSrc: ["'self'"],
   formAction: ["'self'"],
   frameAncestors: frameOrigins.length > 0 ? frameOrigins : ["'none'"],
   baseUri: ["'none'"],
@@ -165,6 +171,31 @@ const WHOLE_CATALOG = MAX_EVENT_TYPES + OPERATIONAL_EVENT_TYPES.length;
 export function portalApp(now: () => number): Hono<PortalEnv> {
   const app = new Hono<PortalEnv>();
   app.use("/portal/*", provideDeps(now) as never);
+
+  // The organization's logo, to its portal sessions only: the cookie resolved as for every page
+  // (one that fails its signature asks no object), the hash the stored one's, else 404. Served
+  // before the pages' headers, with its own: exactly the type its magic bytes said, no sniffing,
+  // nothing in it may run (a sandboxed, empty CSP), cacheable by this browser only (the URL
+  // changes with the image), and not embeddable by another origin.
+  app.get("/portal/logo/:sha256", async (c) => {
+    const deps = c.get("deps");
+    const session = await resolveSession(deps, getCookie(c, PORTAL_COOKIE));
+    const logo = session === null ? null : await portalLogo(deps, session, c.req.param("sha256"));
+    const headers = { "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "same-origin" };
+    if (logo === null) {
+      return c.body("There is no such page.\n", 404, {
+        ...headers,
+        "Content-Type": "text/plain; charset=utf-8",
+        "Cache-Control": "no-store",
+      });
+    }
+    return c.body(logo.bytes, 200, {
+      ...headers,
+      "Content-Type": logo.content_type,
+      "Content-Security-Policy": "default-src 'none'; sandbox",
+      "Cache-Control": "private, max-age=86400, immutable",
+    });
+  });
 
   // The session (or, on the link's pages, the link's organization) decides which origins may
   // frame the answer, so the CSP is built per request. X-Frame-Options has no allow-list (RFC
@@ -778,7 +809,13 @@ const endpointName = (config: { id: string; description: string | null; url: str
 function html(c: C, title: string, body: Child, status: 200 | 400 | 403 | 409 | 410 | 429 = 200, extra: Partial<PortalPageProps> = {}) {
   const s = c.get("portal");
   return c.html(
-    <PortalPage title={title} nonce={pageNonce(c)} now={c.get("deps").now()} {...(s ? { csrf: s.csrf, ...NAV } : {})} {...extra}>
+    <PortalPage
+      title={title}
+      nonce={pageNonce(c)}
+      now={c.get("deps").now()}
+      {...(s ? { csrf: s.csrf, branding: s.branding, ...NAV } : {})}
+      {...extra}
+    >
       {body}
     </PortalPage>,
     status,

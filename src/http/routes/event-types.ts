@@ -57,6 +57,15 @@ const TYPE_INPUT = {
   schema: ORDER_SCHEMA,
   examples: [EVENT_INPUT.data],
 };
+/** The settings of an organization that changed none. */
+const SETTINGS_DEFAULT = {
+  refuse_unknown_event_types: false,
+  portal_frame_origins: [],
+  portal_display_name: null,
+  portal_accent_color: null,
+  portal_logo: null,
+};
+
 const TYPE_VIEW = {
   ...TYPE_INPUT,
   deprecated: false,
@@ -167,7 +176,7 @@ export const eventTypeRoutes: Route[] = [
     summary: "Get the organization's webhook settings",
     tag,
     auth: "client",
-    response: { schema: WebhookSettingsView, example: { refuse_unknown_event_types: false, portal_frame_origins: [] } },
+    response: { schema: WebhookSettingsView, example: SETTINGS_DEFAULT },
     handle: (c) => webhookSettings(deps(c), orgOf(c)),
   }),
   envelopeRoute({
@@ -177,16 +186,33 @@ export const eventTypeRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Update the organization's webhook settings",
     description:
-      "`refuse_unknown_event_types: true` makes `POST /v1/events` refuse (400) a type that is not in the catalog. `portal_frame_origins` lists the origins that may show the receivers' portal in an iframe (CSP `frame-ancestors`); none by default.",
+      "`refuse_unknown_event_types: true` makes `POST /v1/events` refuse (400) a type that is not in the catalog. `portal_frame_origins` lists the origins that may show the receivers' portal in an iframe (CSP `frame-ancestors`); none by default. The portal's branding: `portal_display_name` (shown as \"<name> webhooks\" and in the page title), `portal_accent_color` (`#rrggbb`, adjusted in lightness per scheme for WCAG AA contrast) and `portal_logo_url`, an https URL fetched once now through the SSRF guard (5 s, at most 64 KiB, PNG, JPEG or WebP by their magic bytes; SVG is refused); keyway keeps the image and serves it to portal sessions only. A refused image is a 400 naming `portal_logo_url` with why. Each field may be null to remove it.",
     tag,
     auth: "client",
     body: {
       schema: UpdateWebhookSettingsInput,
-      example: { refuse_unknown_event_types: true, portal_frame_origins: ["https://dashboard.example.com"] },
+      example: {
+        refuse_unknown_event_types: true,
+        portal_frame_origins: ["https://dashboard.example.com"],
+        portal_display_name: "Acme",
+        portal_accent_color: "#e4002b",
+        portal_logo_url: "https://acme.example/logo.png",
+      },
     },
     response: {
       schema: WebhookSettingsView,
-      example: { refuse_unknown_event_types: true, portal_frame_origins: ["https://dashboard.example.com"] },
+      example: {
+        refuse_unknown_event_types: true,
+        portal_frame_origins: ["https://dashboard.example.com"],
+        portal_display_name: "Acme",
+        portal_accent_color: "#e4002b",
+        portal_logo: {
+          sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+          content_type: "image/png",
+          size_bytes: 4210,
+          updated_at: "2025-03-01T12:00:00.000Z",
+        },
+      },
     },
     handle: (c, input) => updateWebhookSettings(deps(c), orgOf(c), input, actor(c)),
   }),

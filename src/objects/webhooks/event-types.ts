@@ -8,6 +8,8 @@
  * publish's one call, against a validator compiled once per schema version and kept in memory.
  * keyway's own operational types are in every catalog and cannot be written.
  */
+
+import { checkLogo, type LogoType } from "../../lib/images";
 import { type CompiledSchema, checkExamples, checkSchema, compileSchema, pointerSegments } from "../../lib/json-schema";
 import { isoTime } from "../../lib/time";
 import { OPERATIONAL_SCHEMAS } from "../../schemas/operational";
@@ -15,6 +17,7 @@ import {
   type CreateEventTypeInput,
   type EventTypeView,
   OPERATIONAL_EVENT_TYPES,
+  type PortalLogoView,
   RESERVED_EVENT_PREFIX,
   type UpdateEventTypeInput,
   type UpdateWebhookSettingsInput,
@@ -201,31 +204,134 @@ export function deleteType(db: Db, name: string, audit: Audit): Result<EventType
   return ok(view(current));
 }
 
+/**
+ * A settings change as the object takes it: a logo URL has become its fetched bytes
+ * (webhooks/event-types.ts), or an upload's (the manager); null removes the logo. The bytes are
+ * checked here (lib/images.ts): their type is what their magic bytes say, whatever was sent.
+ */
+export type SettingsPatch = Omit<UpdateWebhookSettingsInput, "portal_logo_url"> & { portal_logo?: Uint8Array | null };
+
+interface LogoRow extends Record<string, SqlStorageValue> {
+  content_type: LogoType;
+  sha256: string;
+  size: number;
+  updated_at: string;
+}
+
+function logoView(db: Db): PortalLogoView | null {
+  const row = db.first<LogoRow>("SELECT content_type, sha256, length(bytes) AS size, updated_at FROM portal_logo");
+  return row === undefined
+    ? null
+    : { sha256: row.sha256, content_type: row.content_type, size_bytes: row.size, updated_at: row.updated_at };
+}
+
 export function settings(db: Db): WebhookSettingsView {
-  const meta = db.first<{ refuse_unknown_types: number; portal_frame_origins: string }>(
-    "SELECT refuse_unknown_types, portal_frame_origins FROM meta",
-  );
+  const meta = db.first<{
+    refuse_unknown_types: number;
+    portal_frame_origins: string;
+    portal_display_name: string | null;
+    portal_accent: string | null;
+  }>("SELECT refuse_unknown_types, portal_frame_origins, portal_display_name, portal_accent FROM meta");
   return {
     refuse_unknown_event_types: meta?.refuse_unknown_types === 1,
     portal_frame_origins: meta === undefined ? [] : (JSON.parse(meta.portal_frame_origins) as string[]),
+    portal_display_name: meta?.portal_display_name ?? null,
+    portal_accent_color: meta?.portal_accent ?? null,
+    portal_logo: logoView(db),
   };
 }
 
-export function updateSettings(db: Db, patch: UpdateWebhookSettingsInput, audit: Audit): WebhookSettingsView {
+/** What the portal shows of the organization on every page (in the session's one call: portal.ts `liveSession`). */
+export interface PortalBranding {
+  display_name: string | null;
+  /** `#rrggbb` as set; the portal derives its AA palette from it (lib/contrast.ts). */
+  accent: string | null;
+  logo_sha256: string | null;
+}
+
+export function branding(db: Db): PortalBranding {
+  const meta = db.first<{ portal_display_name: string | null; portal_accent: string | null }>(
+    "SELECT portal_display_name, portal_accent FROM meta",
+  );
+  return {
+    display_name: meta?.portal_display_name ?? null,
+    accent: meta?.portal_accent ?? null,
+    logo_sha256: db.value<string>("SELECT sha256 FROM portal_logo") ?? null,
+  };
+}
+
+/** The stored logo's bytes when `sha256` is its hash (the portal's `/portal/logo/{sha256}`), else null. */
+export function logoBytes(db: Db, sha256: string): { content_type: LogoType; bytes: ArrayBuffer } | null {
+  const row = db.first<{ content_type: LogoType; bytes: ArrayBuffer }>(
+    "SELECT content_type, bytes FROM portal_logo WHERE sha256 = ?",
+    sha256,
+  );
+  return row ?? null;
+}
+
+/** Whether these bytes may be the logo, as the change's answer: a 400 naming `portal_logo_url` with why not. */
+export function checkedLogo(bytes: Uint8Array): Result<LogoType> {
+  const checked = checkLogo(bytes);
+  return checked.ok ? ok(checked.contentType) : invalid(["portal_logo_url"], ` ${checked.reason}`);
+}
+
+/** `sha256`: the hex SHA-256 of `patch.portal_logo`, computed by the object (it names the portal's logo URL). */
+export function updateSettings(
+  db: Db,
+  patch: SettingsPatch,
+  sha256: string | null,
+  audit: Audit,
+  now: number,
+): Result<WebhookSettingsView> {
+  const bytes = patch.portal_logo;
+  let logo: { content_type: LogoType; bytes: Uint8Array; sha256: string } | null | undefined = bytes === null ? null : undefined;
+  if (bytes !== undefined && bytes !== null) {
+    const type = checkedLogo(bytes);
+    if (!type.ok) return type;
+    if (sha256 === null) throw new Error("a logo's hash is needed");
+    logo = { content_type: type.value, bytes, sha256 };
+  }
   const current = settings(db);
-  const next: WebhookSettingsView = {
+  const next = {
     refuse_unknown_event_types: patch.refuse_unknown_event_types ?? current.refuse_unknown_event_types,
     portal_frame_origins: patch.portal_frame_origins ?? current.portal_frame_origins,
+    portal_display_name: patch.portal_display_name === undefined ? current.portal_display_name : patch.portal_display_name,
+    portal_accent_color:
+      patch.portal_accent_color === undefined ? current.portal_accent_color : (patch.portal_accent_color?.toLowerCase() ?? null),
   };
   db.txn(() => {
     db.run(
-      "UPDATE meta SET refuse_unknown_types = ?, portal_frame_origins = ?",
+      "UPDATE meta SET refuse_unknown_types = ?, portal_frame_origins = ?, portal_display_name = ?, portal_accent = ?",
       next.refuse_unknown_event_types ? 1 : 0,
       JSON.stringify(next.portal_frame_origins),
+      next.portal_display_name,
+      next.portal_accent_color,
     );
-    audit({ action: "webhook_settings.updated", resource_type: "webhook_settings", resource_id: "webhooks", detail: { ...next } });
+    if (logo === null) db.run("DELETE FROM portal_logo");
+    if (logo !== undefined && logo !== null) {
+      db.run(
+        "INSERT OR REPLACE INTO portal_logo (one, content_type, bytes, sha256, updated_at) VALUES (1, ?, ?, ?, ?)",
+        logo.content_type,
+        logo.bytes.slice().buffer,
+        logo.sha256,
+        isoTime(now),
+      );
+    }
+    // The logo by its hash and size only: never its bytes.
+    const logoDetail =
+      logo === undefined
+        ? {}
+        : {
+            portal_logo: logo === null ? null : { sha256: logo.sha256, content_type: logo.content_type, size_bytes: logo.bytes.byteLength },
+          };
+    audit({
+      action: "webhook_settings.updated",
+      resource_type: "webhook_settings",
+      resource_id: "webhooks",
+      detail: { ...next, ...logoDetail },
+    });
   });
-  return next;
+  return ok(settings(db));
 }
 
 /**

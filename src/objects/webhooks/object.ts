@@ -17,18 +17,13 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { Coalescer } from "../../lib/coalesce";
+import { hex } from "../../lib/encoding";
 import { SingleFlight } from "../../lib/flight";
 import { newEventId } from "../../lib/ids";
 import { isoTime } from "../../lib/time";
 import { describeError, log } from "../../log";
 import type { Actor } from "../../schemas/audit";
-import type {
-  CreateEventTypeInput,
-  EventTypeView,
-  UpdateEventTypeInput,
-  UpdateWebhookSettingsInput,
-  WebhookSettingsView,
-} from "../../schemas/receivers";
+import type { CreateEventTypeInput, EventTypeView, UpdateEventTypeInput, WebhookSettingsView } from "../../schemas/receivers";
 import type { PublishedEventView, WebhookConfigurationRecord } from "../../schemas/webhooks";
 import { Db } from "../db";
 import type { EndpointObject } from "../endpoints/object";
@@ -63,7 +58,18 @@ import {
   update,
   withAssertionKey,
 } from "./configurations";
-import { createType, deleteType, getType, listTypes, PublishCheck, settings, updateSettings, updateType } from "./event-types";
+import {
+  createType,
+  deleteType,
+  getType,
+  listTypes,
+  logoBytes,
+  PublishCheck,
+  type SettingsPatch,
+  settings,
+  updateSettings,
+  updateType,
+} from "./event-types";
 import { handOver, hasLegacy } from "./legacy";
 import { createLink, endSession, frameOrigins, listSessions, liveSession, openLink, type PortalStore, prunePortal } from "./portal";
 import {
@@ -442,15 +448,18 @@ export class WebhookObject extends DurableObject<Env> {
     return this.deleted() ? missing("Organization") : ok(settings(this.db));
   }
 
-  async updateWebhookSettings(
-    org: string,
-    patch: UpdateWebhookSettingsInput,
-    actor: Actor,
-    now: number,
-  ): Promise<Result<WebhookSettingsView>> {
+  async updateWebhookSettings(org: string, patch: SettingsPatch, actor: Actor, now: number): Promise<Result<WebhookSettingsView>> {
     if (this.deleted()) return missing("Organization");
     this.bind(org);
-    return this.audited(ok(updateSettings(this.db, patch, this.auditFor(actor, now))), now);
+    const logo = patch.portal_logo;
+    // The hash is the object's own: the portal's logo URL names it, so it is the stored bytes'.
+    const sha256 = logo === undefined || logo === null ? null : hex(await crypto.subtle.digest("SHA-256", logo));
+    return this.audited(updateSettings(this.db, patch, sha256, this.auditFor(actor, now), now), now);
+  }
+
+  /** The portal's logo, when `sha256` is the stored one's (the portal checks the session first). */
+  portalLogo(sha256: string): { content_type: string; bytes: ArrayBuffer } | null {
+    return this.deleted() ? null : logoBytes(this.db, sha256);
   }
 
   /** A change's answer once its audit entry is on its way to the organization's log. */

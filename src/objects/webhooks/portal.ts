@@ -18,6 +18,7 @@ import type { Db } from "../db";
 import { fail, missing, ok, type Page, type PageRequest, pageOf, pruneExpired, type Result } from "../sql";
 import type { Audit } from "./configurations";
 import { configRow } from "./configurations";
+import { branding, type PortalBranding } from "./event-types";
 
 /** Expired rows deleted per write (the alarm takes the rest, PORTAL_ALARM_PRUNE at a time). */
 const WRITE_PRUNE = 10;
@@ -155,6 +156,8 @@ export interface LiveSession {
   id: string;
   configuration_id: string;
   frame_origins: string[];
+  /** The organization's name, accent and logo, which every portal page shows (event-types.ts `branding`). */
+  branding: PortalBranding;
 }
 
 /** The live session with this hash: not ended, not expired, its configuration not deleted; else null. */
@@ -166,7 +169,7 @@ export function liveSession(store: PortalStore, hash: string, now: number): Live
   const config = configRow(db, row.configuration_id);
   if (config === undefined || config.operations === 1) return null;
   if (now - row.last_seen_ms >= LAST_SEEN_EVERY_MS) db.run("UPDATE portal_sessions SET last_seen_ms = ? WHERE id = ?", now, row.id);
-  return { id: row.id, configuration_id: row.configuration_id, frame_origins: frameOrigins(db) };
+  return { id: row.id, configuration_id: row.configuration_id, frame_origins: frameOrigins(db), branding: branding(db) };
 }
 
 /** The origins the organization lets frame the portal (CSP frame-ancestors); none by default. */

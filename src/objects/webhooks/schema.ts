@@ -230,10 +230,25 @@ const V11: Migration = {
   ],
 };
 
+/**
+ * Version 12: the portal's branding (objects/webhooks/event-types.ts, the webhook settings): the
+ * name it shows and its accent colour (`#rrggbb`), NULL for none; and the logo's bytes, one row at
+ * most, served by keyway to the organization's portal sessions (http/portal/routes.tsx).
+ */
+const V12: Migration = {
+  version: 12,
+  statements: [
+    "ALTER TABLE meta ADD COLUMN portal_display_name TEXT",
+    "ALTER TABLE meta ADD COLUMN portal_accent TEXT",
+    `CREATE TABLE portal_logo (one INTEGER PRIMARY KEY CHECK (one = 1), content_type TEXT NOT NULL, bytes BLOB NOT NULL,
+        sha256 TEXT NOT NULL, updated_at TEXT NOT NULL)`,
+  ],
+};
+
 /** Applied in the constructor, before anything is served. */
 export const MIGRATIONS_BEFORE_HANDOVER: Migration[] = [V1, V2];
 /** Applied once the legacy rows have been handed over. */
-export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+export const MIGRATIONS: Migration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 type Row = Record<string, SqlStorageValue>;
 

@@ -252,29 +252,46 @@ export const deleteEventTypeConfirmation = (t: Pick<EventTypeView, "name" | "des
 });
 
 /** The settings form's fields, named as they are posted. */
-export type SettingsField = "portal_frame_origins";
+export type SettingsField = "portal_frame_origins" | "portal_display_name" | "portal_accent_color" | "portal_logo_url" | "portal_logo_file";
 
 export interface SettingsFormValues {
   refuse_unknown_event_types: boolean;
   /** One origin a line, as typed. */
   portal_frame_origins: string;
+  portal_display_name: string;
+  portal_accent_color: string;
+  portal_logo_url: string;
+  /** The logo kept now (shown beside the upload), and whether the form asks to remove it. */
+  logo: WebhookSettingsView["portal_logo"];
+  remove_logo: boolean;
 }
 
 export const settingsFormValues = (s: WebhookSettingsView): SettingsFormValues => ({
   refuse_unknown_event_types: s.refuse_unknown_event_types,
   portal_frame_origins: s.portal_frame_origins.join("\n"),
+  portal_display_name: s.portal_display_name ?? "",
+  portal_accent_color: s.portal_accent_color ?? "",
+  portal_logo_url: "",
+  logo: s.portal_logo,
+  remove_logo: false,
 });
 
+/**
+ * The settings form, a multipart one (the logo may be uploaded): the catalog's rule, the portal's
+ * frame origins and its branding (name, accent colour, logo by upload or by https URL).
+ */
 export const WebhookSettingsForm: FC<{
   action: string;
   cancel: string;
   values: SettingsFormValues;
   errors?: FormErrors<SettingsField> | undefined;
   csrf: string;
-}> = ({ action, cancel, values, errors, csrf }) => (
+  maxLogoKiB: number;
+}> = ({ action, cancel, values, errors, csrf, maxLogoKiB }) => (
   <>
     <FormRefused errors={errors} what="Nothing was changed." />
-    <PostForm action={action} csrf={csrf} label="Webhook settings">
+    <form method="post" action={action} class="card" aria-label="Webhook settings" enctype="multipart/form-data">
+      <input type="hidden" name="csrf" value={csrf} />
       <Checkbox
         id="refuse_unknown_event_types"
         label="Refuse unknown event types"
@@ -289,10 +306,57 @@ export const WebhookSettingsForm: FC<{
         rows={4}
         error={errors?.fields.portal_frame_origins}
       />
+      <fieldset>
+        <legend>The receivers' portal</legend>
+        <Field
+          id="portal_display_name"
+          label="Display name"
+          hint={`up to 80 characters; the portal shows "<name> webhooks"; empty for none`}
+          value={values.portal_display_name}
+          error={errors?.fields.portal_display_name}
+        />
+        <Field
+          id="portal_accent_color"
+          label="Accent colour"
+          hint="#rrggbb, e.g. #e4002b; empty for keyway's. Links and buttons use it, made darker or lighter where WCAG AA contrast needs it"
+          value={values.portal_accent_color}
+          error={errors?.fields.portal_accent_color}
+        />
+        <p>
+          {values.logo === null
+            ? "No logo."
+            : `Logo kept: ${values.logo.content_type}, ${values.logo.size_bytes.toLocaleString("en-US")} bytes (SHA-256 ${values.logo.sha256.slice(0, 12)}...).`}
+        </p>
+        <label for="portal_logo_file">
+          Upload a logo <span class="hint">(PNG, JPEG or WebP, at most {maxLogoKiB} KiB; shown 32 px high in the portal's header)</span>
+        </label>
+        {errors?.fields.portal_logo_file && (
+          <p id="portal_logo_file-error" class="field-error" role="alert">
+            {errors.fields.portal_logo_file}
+          </p>
+        )}
+        <input
+          id="portal_logo_file"
+          name="portal_logo_file"
+          type="file"
+          accept="image/png,image/jpeg,image/webp"
+          aria-invalid={errors?.fields.portal_logo_file ? "true" : undefined}
+          aria-describedby={errors?.fields.portal_logo_file ? "portal_logo_file-error" : undefined}
+        />
+        <Field
+          id="portal_logo_url"
+          label="Or a logo's https URL"
+          hint="fetched once when saved; keyway keeps the image and serves it, so the portal never loads this URL"
+          type="url"
+          value={values.portal_logo_url}
+          error={errors?.fields.portal_logo_url}
+        />
+        <Checkbox id="remove_logo" label="Remove the logo" checked={values.remove_logo} />
+      </fieldset>
       <button type="submit">Save settings</button>{" "}
       <a href={cancel} class="button secondary">
         Cancel
       </a>
-    </PostForm>
+    </form>
   </>
 );
