@@ -152,6 +152,7 @@ function pages(o: Org): Record<string, string> {
   return {
     "/manager/organizations": "/manager/organizations",
     "/manager/organizations/:org": org,
+    "/manager/organizations/:org/overview": `${org}/overview`,
     "/manager/organizations/:org/delete": `${org}/delete`,
     "/manager/organizations/:org/admin-tokens/:token/revoke": `${org}/admin-tokens/${o.adminTokenId}/revoke`,
     "/manager/organizations/:org/audit-log": `${org}/audit-log`,

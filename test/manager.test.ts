@@ -752,7 +752,7 @@ describe("organization administrators", () => {
     const minted = await admin<{ id: string; token: string }>("POST", `/organizations/${orgId}/admin-tokens`, mint);
     const b = new Browser();
     const res = await b.signIn(minted.token);
-    expect(res.headers.get("location")).toBe(`/manager/organizations/${orgId}`);
+    expect(res.headers.get("location")).toBe(`/manager/organizations/${orgId}/overview`);
     return Object.assign(b, { tokenId: minted.id, token: minted.token });
   }
 

@@ -7,6 +7,7 @@
 import { Hono } from "hono";
 import { adminTokenView, getOrgAdminToken, listOrgAdminTokens, mintOrgAdminToken, revokeOrgAdminToken } from "../../identity/admin-tokens";
 import { createOrganization, deleteOrganization, listOrganizations, updateOrganizationQuota } from "../../identity/organizations";
+import { organizationOverview } from "../../identity/overview";
 import { CreateOrganizationInput, MintOrgAdminTokenInput, UpdateOrganizationInput } from "../../schemas/admin";
 import { checkedInput, formErrorsOf, labelled, text, topLevelField } from "./form-check";
 import { confirmations } from "./pages/confirm";
@@ -19,6 +20,7 @@ import {
   type QuotaField,
   type QuotaForm,
 } from "./pages/organizations";
+import { Overview } from "./pages/overview";
 import {
   actor,
   type C,
@@ -127,6 +129,18 @@ export function organizationRoutes(): Hono<ManagerEnv> {
 
   // Organization Settings.
   app.get("/:org", async (c) => settingsPage(c, await orgFor(c)));
+
+  // The organization's home: its last 24 hours, what needs a person, and its latest changes.
+  app.get("/:org/overview", async (c) => {
+    const org = await orgFor(c);
+    const overview = await organizationOverview(c.get("deps"), org.id, c.get("session").role === "operator");
+    return page(
+      c,
+      "Overview",
+      [...orgCrumbs(c, org, true), { label: "Overview" }],
+      <Overview base={`/manager/organizations/${org.id}`} overview={overview} />,
+    );
+  });
 
   app.get("/:org/delete", async (c) => {
     operatorOnly(c);

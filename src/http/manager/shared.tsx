@@ -67,7 +67,8 @@ export const notices: Record<string, string> = {
   "portal-session-ended": "Portal session ended: its cookie stopped working at once, wherever it is.",
 };
 
-export const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" : `/manager/organizations/${s.org}`);
+/** Where the manager opens: the operator's list of organizations, an administrator's organization's overview. */
+export const home = (s: Session) => (s.role === "operator" ? "/manager/organizations" : `/manager/organizations/${s.org}/overview`);
 
 /**
  * The largest form the manager reads. An event type's form carries its JSON Schema (at most 64
@@ -125,6 +126,7 @@ export function sectionsOf(s: Session, org: { id: string; name: string }, path: 
   const rest = path.startsWith(base) ? path.slice(base.length) : "";
   const first = rest.split("/")[1] ?? "";
   const entries: [string, string][] = [
+    ["overview", "Overview"],
     ["", "Settings and quota"],
     ["users", "Users and credentials"],
     ["trusted-issuers", "Trusted issuers"],

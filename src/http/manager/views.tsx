@@ -472,7 +472,8 @@ export const Url: FC<{ value: string }> = ({ value }) => (
 
 /**
  * "First page" and "Next page" links of a list paged with the API's cursors (an opaque string
- * from the previous page), so every row can be reached, however long the list.
+ * from the previous page), so every row can be reached, however long the list. `path` may carry
+ * the list's filters as a query string; the links keep them.
  */
 export const Pager: FC<{ label: string; path: string; current?: string | undefined; next: string | null }> = ({
   label,
@@ -483,7 +484,7 @@ export const Pager: FC<{ label: string; path: string; current?: string | undefin
   current === undefined && next === null ? null : (
     <nav class="pager" aria-label={`${label} pages`}>
       {current !== undefined && <a href={path}>First page</a>}
-      {next !== null && <a href={`${path}?cursor=${encodeURIComponent(next)}`}>Next page</a>}
+      {next !== null && <a href={`${path}${path.includes("?") ? "&" : "?"}cursor=${encodeURIComponent(next)}`}>Next page</a>}
     </nav>
   );
 

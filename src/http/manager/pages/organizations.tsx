@@ -45,7 +45,7 @@ export const Organizations: FC<{ orgs: OrganizationRecord[]; csrf: string; pager
       empty="No organizations yet."
       pager={pager}
       columns={[
-        { header: "Name", cell: (o) => <a href={`/manager/organizations/${o.id}`}>{o.name}</a> },
+        { header: "Name", cell: (o) => <a href={`/manager/organizations/${o.id}/overview`}>{o.name}</a> },
         { header: "Id", cell: (o) => <CopyId value={o.id} label={`id of ${o.name}`} /> },
         { header: "Created", cell: (o) => <Time at={o.created_at} /> },
       ]}
