@@ -41,6 +41,7 @@ async function shoot(page: Page, step: string): Promise<void> {
  * scrolled to the heading `from` when the part worth showing is not at the top.
  */
 const DOC_SHOTS: Record<string, { name: string; dark?: true; from?: string }> = {
+  "walk-overview": { name: "manager-overview" },
   "walk-organization-settings": { name: "manager-organization" },
   "walk-client-credentials": { name: "manager-client-credentials" },
   "walk-api-keys": { name: "manager-api-keys" },

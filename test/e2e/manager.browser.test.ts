@@ -63,8 +63,12 @@ import { sleep } from "./server";
     expect(cookies.map((cookie) => cookie.name)).not.toContain("__Host-kw_login_csrf");
     await screenshot(page, "organizations");
 
-    // Organization Settings of the demo organization.
+    // The demo organization opens on its overview; its Settings are the next section.
     await page.getByRole("row").filter({ hasText: demo.organizationId }).getByRole("link").click();
+    await page.waitForURL(`${base}/manager/organizations/${demo.organizationId}/overview`);
+    expect(await heading(page)).toBe("Overview");
+    await screenshot(page, "overview");
+    await page.getByRole("navigation", { name: "Organization sections" }).getByRole("link", { name: "Settings and quota" }).click();
     await page.waitForURL(`${base}/manager/organizations/${demo.organizationId}`);
     expect(await heading(page)).toBe("Organization Settings");
     expect(await page.getByText(demo.organizationId).isVisible()).toBe(true);
@@ -193,9 +197,14 @@ import { sleep } from "./server";
     const orgAdmin = await newContext();
     const page = await orgAdmin.newPage();
     await signIn(page, orgAdminToken);
-    expect(page.url()).toBe(settingsUrl);
-    expect(await heading(page)).toBe("Organization Settings");
+    expect(page.url()).toBe(`${settingsUrl}/overview`);
+    expect(await heading(page)).toBe("Overview");
     expect(await page.getByText("Organization administrator", { exact: true }).isVisible()).toBe(true);
+    expect(await page.getByRole("link", { name: "API keys" }).count()).toBe(0);
+    expect(await page.getByRole("heading", { name: "Keys near their limits" }).count()).toBe(0);
+    await expectAccessible(page, "org-admin-overview");
+    await page.getByRole("link", { name: "Settings and quota" }).click();
+    await page.waitForURL(settingsUrl);
     expect(await page.getByRole("link", { name: "API keys" }).count()).toBe(0);
     expect(await page.getByRole("button", { name: "Mint administrator token" }).count()).toBe(0);
     expect(await page.getByRole("link", { name: "Users", exact: true }).isVisible()).toBe(true);
