@@ -72,7 +72,7 @@ export type EventTypeView = z.output<typeof EventTypeView>;
 
 /** The portal's logo as stored: its bytes stay in keyway and are served by it to portal sessions only. */
 export const PortalLogoView = z.object({
-  sha256: z.string().describe("The SHA-256 of the image, hex; the portal serves it at `/portal/logo/{sha256}`."),
+  sha256: z.string().describe("SHA-256, hex."),
   content_type: z.enum(["image/png", "image/jpeg", "image/webp"]),
   size_bytes: z.number().int(),
   updated_at: Timestamp,
@@ -87,14 +87,9 @@ export const WebhookSettingsView = z.object({
   portal_frame_origins: z
     .array(z.string())
     .describe("Origins that may show the portal in an iframe (CSP `frame-ancestors`); none by default."),
-  portal_display_name: z.string().nullable().describe('The name the portal shows its receivers ("<name> webhooks"); null for none.'),
-  portal_accent_color: z
-    .string()
-    .nullable()
-    .describe(
-      "The portal's accent colour as set (`#rrggbb`); null for keyway's. The portal darkens (light scheme) or lightens (dark scheme) it as far as WCAG AA contrast needs.",
-    ),
-  portal_logo: PortalLogoView.nullable().describe("The logo the portal shows in its header, as keyway stores it; null for none."),
+  portal_display_name: z.string().nullable().describe("The portal's name; null for none."),
+  portal_accent_color: z.string().nullable().describe("The portal's accent (`#rrggbb`) as set; null for keyway's."),
+  portal_logo: PortalLogoView.nullable().describe("The portal's logo as stored; null for none."),
 });
 export type WebhookSettingsView = z.output<typeof WebhookSettingsView>;
 
@@ -126,12 +121,10 @@ export const UpdateWebhookSettingsInput = z.strictObject({
   portal_display_name: DisplayName.nullable().optional().describe("The name the portal shows (1 to 80 characters); null removes it."),
   portal_accent_color: AccentColor.nullable()
     .optional()
-    .describe("`#rrggbb`; null restores keyway's. Any colour is accepted: the portal adjusts its lightness for AA contrast."),
+    .describe("`#rrggbb`, adjusted per scheme for AA contrast; null restores keyway's."),
   portal_logo_url: LogoUrl.nullable()
     .optional()
-    .describe(
-      "An https URL of a PNG, JPEG or WebP image of at most 64 KiB, fetched once now (keyway keeps the bytes and serves them); null removes the logo.",
-    ),
+    .describe("https; a PNG, JPEG or WebP of at most 64 KiB, fetched once now; null removes the logo."),
 });
 export type UpdateWebhookSettingsInput = z.output<typeof UpdateWebhookSettingsInput>;
 

@@ -71,7 +71,7 @@ const EXPECTED: Record<string, RegExp[]> = {
   "docs/guides/protect-an-api.md": [/^verified: sub \S+, client_id \S+, scope webhooks:read$/m, /^active false$/m],
   "docs/guides/send-webhooks.md": [/webhook\.test\s+\S+\s+delivered/],
   "docs/guides/receive-webhooks.md": [/^verified \S+: .*webhook\.test/m, /^\S+ webhook\.test /m],
-  "docs/guides/portal.md": [/order\.created/, /\/portal\/\S+/],
+  "docs/guides/portal.md": [/order\.created/, /\/portal\/\S+/, /^#e4002b$/m],
   "docs/guides/operate-and-deploy.md": [/^id\s+org_\S+$/m, /^AT\s+ACTOR\s+ACTION/m],
 };
 

@@ -186,7 +186,7 @@ export const eventTypeRoutes: Route[] = [
     scope: "webhooks:write",
     summary: "Update the organization's webhook settings",
     description:
-      "`refuse_unknown_event_types: true` makes `POST /v1/events` refuse (400) a type that is not in the catalog. `portal_frame_origins` lists the origins that may show the receivers' portal in an iframe (CSP `frame-ancestors`); none by default. The portal's branding: `portal_display_name` (shown as \"<name> webhooks\" and in the page title), `portal_accent_color` (`#rrggbb`, adjusted in lightness per scheme for WCAG AA contrast) and `portal_logo_url`, an https URL fetched once now through the SSRF guard (5 s, at most 64 KiB, PNG, JPEG or WebP by their magic bytes; SVG is refused); keyway keeps the image and serves it to portal sessions only. A refused image is a 400 naming `portal_logo_url` with why. Each field may be null to remove it.",
+      "`refuse_unknown_event_types: true` makes `POST /v1/events` refuse (400) a type that is not in the catalog. `portal_frame_origins` lists the origins that may show the receivers' portal in an iframe (CSP `frame-ancestors`); none by default. `portal_display_name`, `portal_accent_color` (adjusted per scheme for AA contrast) and `portal_logo_url` (https, fetched once now through the SSRF guard: PNG, JPEG or WebP, at most 64 KiB; keyway serves its copy) brand the portal; null removes each.",
     tag,
     auth: "client",
     body: {
@@ -206,12 +206,7 @@ export const eventTypeRoutes: Route[] = [
         portal_frame_origins: ["https://dashboard.example.com"],
         portal_display_name: "Acme",
         portal_accent_color: "#e4002b",
-        portal_logo: {
-          sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-          content_type: "image/png",
-          size_bytes: 4210,
-          updated_at: "2025-03-01T12:00:00.000Z",
-        },
+        portal_logo: { sha256: "9f86d0...", content_type: "image/png", size_bytes: 4210, updated_at: "2025-03-01T12:00:00.000Z" },
       },
     },
     handle: (c, input) => updateWebhookSettings(deps(c), orgOf(c), input, actor(c)),
