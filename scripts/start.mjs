@@ -17,7 +17,8 @@
  * bundle (scripts/build/api.mjs), KEYWAY_LOCAL_TRACES=1 and KEYWAY_WRANGLER_LOGS=1 to keep
  * wrangler's local traces and debug log file, and KEYWAY_VAR_<NAME>=<value> to set any of wrangler.toml's
  * vars for this run (e.g. KEYWAY_VAR_WEBHOOK_RETRY_SCHEDULE=1s to watch a delivery exhaust its
- * retries in seconds; docs/configuration.md).
+ * retries in seconds; docs/configuration.md). KEYWAY_DEV_CONFIG=<wrangler.toml> runs that Worker
+ * instead of keyway's three, under the same runner (bench/processes.mjs measures the floor so).
  */
 import { spawn } from "node:child_process";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
@@ -204,8 +205,10 @@ function spawnWrangler(port, persistDir) {
   const [bin, args] = wranglerCommand([
     "dev",
     ...(bundle ? [bundle, "--no-bundle"] : []),
-    // The API Worker and the companions it calls (wrangler.people.toml, wrangler.graphql.toml).
-    ...devConfigArgs(),
+    // The API Worker and the companions it calls (wrangler.people.toml, wrangler.graphql.toml);
+    // KEYWAY_DEV_CONFIG=<wrangler.toml> runs another Worker under this same runner instead
+    // (bench/processes.mjs: the design floor, so both are measured through the same processes).
+    ...(process.env.KEYWAY_DEV_CONFIG ? ["--config", process.env.KEYWAY_DEV_CONFIG] : devConfigArgs()),
     "--port",
     String(port),
     "--ip",
