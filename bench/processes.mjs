@@ -149,7 +149,7 @@ runMain(async () => {
         .join(", ")}`,
     );
   }
-  const floorRuns = runs.floor;
+  const floorRuns = runs.floor ?? [];
   /** @param {string} name */
   const summary = (name) => {
     const rs = runs[name] ?? [];

@@ -100,8 +100,8 @@ describe("the overview's rules", () => {
     expect(nearLimits(key, usage(79, 100))).toEqual([]);
     expect(nearLimits(key, usage(80, 100))).toEqual([{ keyId: "key_1", keyName: "main", window: "today", used: 80, limit: 100 }]);
     expect(nearLimits(key, null)).toEqual([]);
-    const quota = [{ name: "month" as const, limit: 1000, used: 950, remaining: 50, resetAt: 0, windowSeconds: 2_592_000 }];
-    expect(nearLimits(key, usage(0, 100, quota)).map((n) => n.window)).toEqual(["organization quota (month)"]);
+    const quota = [{ name: "org_month" as const, limit: 1000, used: 950, remaining: 50, resetAt: 0, windowSeconds: 2_592_000 }];
+    expect(nearLimits(key, usage(0, 100, quota)).map((n) => n.window)).toEqual(["organization quota (per month)"]);
   });
 
   it("needs a person for a disabled, paused or failing endpoint, the first that applies, and not for a healthy one", () => {

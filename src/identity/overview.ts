@@ -11,6 +11,7 @@
 import type { Deps } from "../deps";
 import { type Bucket, seriesOf } from "../lib/series";
 import { endpointObject, reach } from "../objects/stubs";
+import { QUOTA_UNITS } from "../ratelimit/quota";
 import type { Decision } from "../ratelimit/windows";
 import type { AuditEntryView } from "../schemas/audit";
 import type { ApiKeyRecord } from "../schemas/records";
@@ -62,7 +63,7 @@ export function nearLimits(key: Pick<ApiKeyRecord, "id" | "name">, usage: Decisi
   if (usage === null) return [];
   const windows = [
     { window: "today", used: usage.day.used, limit: usage.day.limit },
-    ...(usage.quota ?? []).map((q) => ({ window: `organization quota (${q.name})`, used: q.used, limit: q.limit })),
+    ...(usage.quota ?? []).map((q) => ({ window: `organization quota (per ${QUOTA_UNITS[q.name]})`, used: q.used, limit: q.limit })),
   ];
   return windows
     .filter((w) => w.limit > 0 && w.used >= NEAR_LIMIT_SHARE * w.limit)
