@@ -124,6 +124,26 @@ function isObject(value) {
  * @param {Demo} demo
  * @returns {string}
  */
+/**
+ * The variables every guide reads (docs/tutorial.md), as one line to paste: `export KEYWAY_URL=...`
+ * and the demo's credentials, each value single-quoted (ids and secrets are base64url, so no quote
+ * can be in one).
+ * @param {Demo} demo
+ */
+export function demoExports(demo) {
+  const vars = {
+    KEYWAY_URL: demo.baseUrl.replace(/\/+$/, ""),
+    KEYWAY_API_KEY: demo.apiKey,
+    KEYWAY_CLIENT_ID: demo.clientId,
+    KEYWAY_CLIENT_SECRET: demo.clientSecret,
+    KEYWAY_ORG: demo.organizationId,
+    KEYWAY_USER: demo.userId,
+  };
+  return `export ${Object.entries(vars)
+    .map(([k, v]) => `${k}='${v}'`)
+    .join(" ")}`;
+}
+
 export function formatDemo(demo) {
   const base = demo.baseUrl.replace(/\/+$/, "");
   const body = JSON.stringify({
@@ -143,8 +163,12 @@ export function formatDemo(demo) {
     `  api key          ${demo.apiKey}`,
     `  api key id       ${demo.apiKeyId}`,
     "",
+    "For the tutorial and the guides (docs/README.md), paste this line into a second shell:",
+    "",
+    demoExports(demo),
+    "",
     `The demo key's limit is ${DEMO_LIMITS.per_second} requests per second and ${DEMO_LIMITS.per_day.toLocaleString("en-US")} per day, so that this`,
-    "session and the recipes in docs/clients.md run without pauses. Every other key gets the",
+    "session and the guides' recipes run without pauses. Every other key gets the",
     "specification's default: 1 request per second and 1000 per day (the token request counts).",
     "",
     "Paste this block as it is: an access token, then the REST and GraphQL APIs with it.",

@@ -61,6 +61,11 @@ describe("seedDemo", () => {
     for (const value of [demo.organizationId, demo.userId, demo.clientId, demo.clientSecret, demo.apiKey]) {
       expect(text).toContain(value);
     }
+    // The guides' variables as one line to paste, which a shell reads back exactly.
+    const line = text.split("\n").find((l) => l.startsWith("export KEYWAY_URL="));
+    expect(line).toBe(
+      `export KEYWAY_URL='${BASE}' KEYWAY_API_KEY='${demo.apiKey}' KEYWAY_CLIENT_ID='${demo.clientId}' KEYWAY_CLIENT_SECRET='${demo.clientSecret}' KEYWAY_ORG='${demo.organizationId}' KEYWAY_USER='${demo.userId}'`,
+    );
     expect(text).toContain("The demo key's limit is 100 requests per second and 100,000 per day");
     expect(text).toContain("1 request per second and 1000 per day");
   });
