@@ -1107,14 +1107,18 @@ describe("operator CLI", () => {
         "https://admin.example.com",
       );
       expect(settings.code, settings.stderr).toBe(0);
+      // The portal's branding is left as it was (none): the CLI sets the two settings it names.
+      const unbranded = { portal_display_name: null, portal_accent_color: null, portal_logo: null };
       expect(JSON.parse((await admin("webhook-settings", "show", orgId, "--json")).stdout)).toEqual({
         refuse_unknown_event_types: true,
         portal_frame_origins: ["https://dashboard.example.com", "https://admin.example.com"],
+        ...unbranded,
       });
       await admin("webhook-settings", "update", orgId, "--no-refuse-unknown-types", "--frame-origin", "none");
       expect(JSON.parse((await admin("webhook-settings", "show", orgId, "--json")).stdout)).toEqual({
         refuse_unknown_event_types: false,
         portal_frame_origins: [],
+        ...unbranded,
       });
 
       // Recovery: started over a window with its zone, then listed and shown.

@@ -190,7 +190,7 @@ export const ClientCredentials: FC<{
             <>
               {cr.access_token_strategy === "jwt" ? "JWT (RFC 9068)" : "opaque"};{" "}
               {cr.scopes_unrestricted ? (
-                "all scopes"
+                "scopes: all, unrestricted"
               ) : cr.scopes.length === 0 ? (
                 "no scope"
               ) : (
