@@ -115,16 +115,6 @@ function isObject(value) {
 }
 
 /**
- * The text `npm start` prints: the demo identifiers and secrets, then a session to paste as one
- * block (every value is base64url or an id, so single quotes need no escaping): a token from
- * /v1/oauth kept in TOKEN (`sed` takes data.access_token out of the one-line JSON envelope, so the
- * block needs nothing beyond curl and a POSIX shell), then /v1/me and GraphQL with it, and the
- * same token request form-encoded with HTTP Basic. The demo key's limit (DEMO_LIMITS) lets it run
- * without pauses.
- * @param {Demo} demo
- * @returns {string}
- */
-/**
  * The variables every guide reads (docs/tutorial.md), as one line to paste: `export KEYWAY_URL=...`
  * and the demo's credentials, each value single-quoted (ids and secrets are base64url, so no quote
  * can be in one).
@@ -144,6 +134,16 @@ export function demoExports(demo) {
     .join(" ")}`;
 }
 
+/**
+ * The text `npm start` prints: the demo identifiers and secrets, then a session to paste as one
+ * block (every value is base64url or an id, so single quotes need no escaping): a token from
+ * /v1/oauth kept in TOKEN (`sed` takes data.access_token out of the one-line JSON envelope, so the
+ * block needs nothing beyond curl and a POSIX shell), then /v1/me and GraphQL with it, and the
+ * same token request form-encoded with HTTP Basic. The demo key's limit (DEMO_LIMITS) lets it run
+ * without pauses.
+ * @param {Demo} demo
+ * @returns {string}
+ */
 export function formatDemo(demo) {
   const base = demo.baseUrl.replace(/\/+$/, "");
   const body = JSON.stringify({
