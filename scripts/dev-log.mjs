@@ -6,13 +6,20 @@
  * table and as its value in another's). keyway logs every request itself (src/log.ts: method, path, status, error
  * code, time, request id), so wrangler's own request line (`[wrangler:info] GET /x 200 OK (3ms)`)
  * says the same thing a second time and is dropped. wrangler prints the main Worker's bindings
- * table twice (once before its service bindings connect, once after): the later one is shown. Nothing else is touched:
+ * table twice (once before its service bindings connect, once after): the later one is shown.
+ * keyway's own request line rides at the end of wrangler's (one line through the dev proxy instead
+ * of a second through the runtime's log channel): that part is shown, as "[keyway] ...". Nothing else is touched:
  * warnings, errors, stack traces and our own lines pass as they are. wrangler has no option that
  * does only this (`--log-level` would hide the Workers' own console output too).
  */
 
 /** wrangler's request line, after any colour codes are removed: `[wrangler:info] GET /path 200 OK (12ms)`. */
 const REQUEST_LINE = /^\[wrangler:info\] (GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS) \S+ \d{3}\b/;
+/**
+ * keyway's request line carried at the end of wrangler's (`... 200 OK (3ms) 12:00:01 INFO  GET
+ * /v1/me 200 3ms rid=...`): its time, its level, then the rest.
+ */
+const CARRIED = /\(\d+ms\) (\d{2}:\d{2}:\d{2} (?:INFO|WARN|ERROR) .*)$/;
 /** The heading of a bindings table: `keyway has access to the following bindings:`. */
 const TABLE_HEADING = /^(\S+) has access to the following bindings:$/;
 /** wrangler's paragraph explaining the tables' [connected] marks: said only with the tables. */
@@ -72,7 +79,11 @@ export function devLogFilter({ fullTables = false } = {}) {
       table = { worker: heading[1] ?? "", lines: [line] };
       return [];
     }
-    if (REQUEST_LINE.test(plain)) return [];
+    if (REQUEST_LINE.test(plain)) {
+      // keyway's own line rides at its end (src/http/middleware/observe.ts): shown as the Worker's.
+      const ours = CARRIED.exec(plain)?.[1];
+      return ours === undefined ? [] : [`[keyway] ${ours}`];
+    }
     if (!fullTables && CONNECTION_NOTE.test(plain)) return [];
     if (SECRETS_LINE.test(plain)) {
       if (saidSecrets) return [];

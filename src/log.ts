@@ -53,10 +53,11 @@ export function currentRequestId(): string | undefined {
   return typeof id === "string" ? id : undefined;
 }
 
-function write(level: Level, msg: string, fields: LogFields): void {
+function write(level: Level, msg: string, fields: LogFields, carry?: (line: string) => void): void {
   const all = { ...context.getStore(), ...fields };
   const line = format === "pretty" ? prettyLine(level, msg, all) : JSON.stringify({ level, msg, ...all });
-  if (level === "error") console.error(line);
+  if (carry !== undefined && format === "pretty") carry(line);
+  else if (level === "error") console.error(line);
   else if (level === "warn") console.warn(line);
   else console.info(line);
 }
@@ -181,21 +182,32 @@ export function recordRequest(
   r: RequestRecord,
   successSampleRate = 1,
   draw: () => number = Math.random,
+  /**
+   * Where a pretty line goes instead of the console, when given: `wrangler dev`'s own request
+   * line carries it (http/middleware/observe.ts), so a local request is one line through the
+   * dev proxy, not a second one through the runtime's log channel (docs/performance.md).
+   */
+  carry?: (line: string) => void,
 ): void {
   const sampled = r.status < 400 && successSampleRate < 1;
   if (!sampled || draw() < successSampleRate) {
-    write(r.status >= 500 ? "error" : "info", "request", {
-      request_id: r.requestId,
-      method: r.method,
-      route: r.route,
-      status: r.status,
-      outcome: r.outcome,
-      error: r.error ?? undefined,
-      latency_ms: r.latencyMs,
-      api_key_id: r.apiKeyId ?? undefined,
-      organization_id: r.organizationId ?? undefined,
-      sample_rate: sampled ? successSampleRate : undefined,
-    });
+    write(
+      r.status >= 500 ? "error" : "info",
+      "request",
+      {
+        request_id: r.requestId,
+        method: r.method,
+        route: r.route,
+        status: r.status,
+        outcome: r.outcome,
+        error: r.error ?? undefined,
+        latency_ms: r.latencyMs,
+        api_key_id: r.apiKeyId ?? undefined,
+        organization_id: r.organizationId ?? undefined,
+        sample_rate: sampled ? successSampleRate : undefined,
+      },
+      carry,
+    );
   }
   const point: AnalyticsEngineDataPoint = {
     blobs: ["request", r.organizationId ?? "", r.apiKeyId ?? "", r.route, r.method, String(r.status), r.outcome, r.error ?? ""],

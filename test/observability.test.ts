@@ -10,7 +10,9 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
+import { devLogFilter } from "../scripts/dev-log.mjs";
 import { createApp } from "../src/app";
+import { DEV_PROXY_LOG_HEADER } from "../src/http/middleware/observe";
 import { prettyLine, setLogFormat } from "../src/log";
 import { DEAD_LETTER_QUEUE, DELIVERY_QUEUE } from "../src/webhooks/consumer";
 import { consume, fakeNetwork, json, never, receiver, TOKEN_URL } from "./fake-network";
@@ -437,17 +439,30 @@ describe("readable lines for local runs (LOG_FORMAT=pretty)", () => {
     );
   });
 
-  it("are what a request logs when LOG_FORMAT is pretty", async () => {
+  it("are what a request logs when LOG_FORMAT is pretty: carried on the dev proxy's own request line, not a console line of its own", async () => {
     const before = logged.length;
     try {
       const res = await request("/v1/me", withToken(t, token), { ...env, LOG_FORMAT: "pretty" });
       expect(res.status).toBe(200);
       const rid = res.headers.get("x-request-id");
-      const line = logged.slice(before).find((l) => l.endsWith(`rid=${rid}`));
-      expect(line).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d INFO  GET /v1/me 200 \\d+ms key=${t.apiKeyId} org=${t.orgId} rid=`));
+      // The header miniflare's dev proxy appends to the line it logs for the request, and removes.
+      const line = res.headers.get(DEV_PROXY_LOG_HEADER);
+      expect(line).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d INFO  GET /v1/me 200 \\d+ms key=${t.apiKeyId} org=${t.orgId} rid=${rid}$`));
+      expect(logged.slice(before).some((l) => l.includes(`rid=${rid}`) && l.includes("GET /v1/me"))).toBe(false);
     } finally {
       setLogFormat("json");
     }
+    // Deployed Workers (JSON lines) never send it.
+    const json = await request("/v1/me", withToken(t, token));
+    expect(json.headers.get(DEV_PROXY_LOG_HEADER)).toBeNull();
+  });
+
+  it("are shown by npm start as keyway's, from the end of wrangler's request line, which alone is dropped", () => {
+    const filter = devLogFilter();
+    const esc = "\u001b";
+    const carried = `[wrangler:info] ${esc}[1mGET${esc}[22m /v1/orgs/org_1 ${esc}[32m200 OK${esc}[39m ${esc}[90m(3ms)${esc}[39m ${esc}[90m12:00:01 INFO  GET /v1/me 200 3ms rid=r1${esc}[39m`;
+    expect(filter(carried)).toEqual(["[keyway] 12:00:01 INFO  GET /v1/me 200 3ms rid=r1"]);
+    expect(filter("[wrangler:info] GET /v1/orgs/org_1 200 OK (3ms)")).toEqual([]);
   });
 });
 

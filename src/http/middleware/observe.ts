@@ -55,9 +55,19 @@ export function observeRequests(): MiddlewareHandler<AppEnv> {
         organizationId: stringField(logged.organization_id),
       },
       settings.successSampleRate,
+      Math.random,
+      // Under `wrangler dev` (LOG_FORMAT=pretty, local only), the line rides on the dev proxy's
+      // request line: miniflare appends this header's value to the line it logs for every request
+      // anyway and takes the header off before the client sees it (its entry worker,
+      // `X-Mf-Additional-Response-Log`); npm start shows that line as ours (scripts/dev-log.mjs).
+      // One line per request instead of two: about 0.17 ms of local CPU less, none of production's.
+      settings.logFormat === "pretty" ? (line) => setResponseHeaders(c, { [DEV_PROXY_LOG_HEADER]: line }) : undefined,
     );
   };
 }
+
+/** The header miniflare's dev proxy appends to its request line, and removes (local runs only). */
+export const DEV_PROXY_LOG_HEADER = "X-Mf-Additional-Response-Log";
 
 /**
  * The template of the route that answers: the first matched route that is not a path-wide
