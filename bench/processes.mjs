@@ -5,13 +5,16 @@
  * the port and the Worker itself), and the design floor (bench/floor: one Durable Object RPC
  * writing one row) under the very same runner (`KEYWAY_DEV_CONFIG`, no seeding), and the peer
  * (node-oidc-provider's client-credentials grant, bench/oidc-peer.mjs, one process). autocannon
- * drives `POST /v1/oauth`, `GET /v1/me`, the floor and the peer in turn, over the rounds; each run's CPU
+ * drives `POST /v1/oauth`, `GET /v1/me`, the floor sent each of those very requests, and the peer in
+ * turn, over the rounds; each run's CPU
  * is read from /proc per process and divided by its requests. What production pays is the Worker's
  * process (workerd's, which in production is Cloudflare's runtime); the pipe, wrangler's node,
  * esbuild and the dev proxy are local development's only. keyway's own CPU per request is its
  * Worker process's beyond the floor's. Writes bench/results-processes.json.
  *
- * BENCH_ROUNDS (default 5), BENCH_SECONDS (default 3), BENCH_CONNECTIONS (default 10).
+ * BENCH_ROUNDS (default 5), BENCH_SECONDS (default 3), BENCH_CONNECTIONS (default 10);
+ * BENCH_SAMPLE_RATE=0.01 logs production's share of successful requests (npm start logs every one),
+ * and writes bench/results-processes-sampled.json instead.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -68,6 +71,9 @@ async function startRunner(config) {
       PORT: String(port),
       KEYWAY_PERSIST_DIR: persist,
       ...(config ? { KEYWAY_DEV_CONFIG: config, KEYWAY_SEED: "0" } : {}),
+      // BENCH_SAMPLE_RATE=0.01: keyway logs the share of successful requests production does
+      // (wrangler.toml [env.production.vars]) instead of every one, as npm start does.
+      ...(!config && process.env.BENCH_SAMPLE_RATE ? { KEYWAY_VAR_LOG_SUCCESS_SAMPLE_RATE: process.env.BENCH_SAMPLE_RATE } : {}),
     },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
@@ -135,12 +141,15 @@ runMain(async () => {
   const cases = {
     token: { target: targets.token, roles: kw.roles },
     me: { target: targets.me, roles: kw.roles },
-    floor: { target: { url: `${floor.base}/` }, roles: floor.roles },
+    // The floor sent the very same request as each scenario (method, headers, body), so what the
+    // client's request costs the dev proxy and the pipe is on both sides of each pair.
+    floor_token: { target: { ...targets.token, url: `${floor.base}/v1/oauth` }, roles: floor.roles },
+    floor_me: { target: { ...targets.me, url: `${floor.base}/v1/me` }, roles: floor.roles },
     peer: { target: peerTarget, roles: { pipe: [], wrangler: [], esbuild: [], proxy: [], worker: [/** @type {number} */ (peer.pid)] } },
   };
   for (const c of Object.values(cases)) await run(c.target, c.roles); // warm-up
   /** @type {Record<string, Awaited<ReturnType<typeof run>>[]>} */
-  const runs = { token: [], me: [], floor: [], peer: [] };
+  const runs = { token: [], me: [], floor_token: [], floor_me: [], peer: [] };
   for (let i = 0; i < ROUNDS; i++) {
     for (const [name, c] of Object.entries(cases)) runs[name]?.push(await run(c.target, c.roles));
     console.log(
@@ -149,7 +158,6 @@ runMain(async () => {
         .join(", ")}`,
     );
   }
-  const floorRuns = runs.floor ?? [];
   /** @param {string} name */
   const summary = (name) => {
     const rs = runs[name] ?? [];
@@ -178,8 +186,9 @@ runMain(async () => {
       production_ms_per_request: spread(production, 3),
       local_only_ms_per_request: spread(local, 3),
     };
-    if (name === "floor" || name === "peer") return out;
-    // Pair by round: this scenario's run and the floor's, adjacent on the machine.
+    if (name !== "token" && name !== "me") return out;
+    // Pair by round: this scenario's run and its floor's (the same request), adjacent on the machine.
+    const floorRuns = runs[`floor_${name}`] ?? [];
     const pairs = rs.map((r, i) => ({ r, f: floorRuns[i] }));
     return {
       ...out,
@@ -204,6 +213,7 @@ runMain(async () => {
   const results = {
     machine: { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, date: new Date().toISOString() },
     rounds: ROUNDS,
+    success_sample_rate: Number(process.env.BENCH_SAMPLE_RATE ?? 1),
     seconds: SECONDS,
     connections: CONNECTIONS,
     processes: {
@@ -212,11 +222,12 @@ runMain(async () => {
     },
     token: summary("token"),
     me: summary("me"),
-    floor: summary("floor"),
+    floor_token: summary("floor_token"),
+    floor_me: summary("floor_me"),
     peer: summary("peer"),
   };
   console.log(JSON.stringify(results.processes));
-  for (const name of /** @type {const} */ (["token", "me", "floor", "peer"])) {
+  for (const name of /** @type {const} */ (["token", "me", "floor_token", "floor_me", "peer"])) {
     const r = results[name];
     const roles = ROLES.map((k) => `${k} ${r.cpu_ms_per_request[k]?.median}`).join(", ");
     console.log(
@@ -228,5 +239,8 @@ runMain(async () => {
       );
   }
   if (process.env.BENCH_NO_WRITE !== "1")
-    await writeFile(join(ROOT, "bench", "results-processes.json"), `${JSON.stringify(results, null, 2)}\n`);
+    await writeFile(
+      join(ROOT, "bench", process.env.BENCH_SAMPLE_RATE ? "results-processes-sampled.json" : "results-processes.json"),
+      `${JSON.stringify(results, null, 2)}\n`,
+    );
 });
