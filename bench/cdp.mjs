@@ -51,15 +51,16 @@ async function connect(/** @type {string} */ url) {
  * sample taken while the isolate was busy is refused rather than printed as zeros (twice on 27
  * November the sampler returned a single idle sample for a whole run).
  * @template T
- * @param {{ inspectorPort: number, intervalUs: number, file: string, bundle: string }} where
+ * @param {{ inspectorPort: number, target?: string, intervalUs: number, file: string, bundle: string }} where
  * @param {() => Promise<T>} run
  * @returns {Promise<{ profile: Profile, weighed: ReturnType<typeof weigh>, result: T }>}
  */
 export async function profiled(where, run) {
-  const list = /** @type {{ title: string, webSocketDebuggerUrl: string }[]} */ (
+  const list = /** @type {{ id?: string, title: string, webSocketDebuggerUrl: string }[]} */ (
     await (await fetch(`http://127.0.0.1:${where.inspectorPort}/json`)).json()
   );
-  const worker = list[0];
+  // workerd's own inspector lists every isolate (`core:user:<worker name>`); wrangler's proxy one.
+  const worker = where.target ? list.find((t) => t.id === where.target) : list[0];
   if (!worker) throw new Error("no inspector target");
   const cdp = await connect(worker.webSocketDebuggerUrl);
   await cdp.send("Profiler.enable");
@@ -129,4 +130,31 @@ export function top(times, n, format) {
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
     .map(([k, v]) => `${format(v).padStart(10)}  ${k}`);
+}
+
+/**
+ * The inspector port of workerd itself for a Worker process (`--inspector-addr=127.0.0.1:0`: a
+ * port of its own choosing, found among the process's listening sockets): its targets are every
+ * isolate, so the API Worker's can be profiled by name (`core:user:keyway`) when wrangler's own
+ * inspector proxy answers with an idle one.
+ * @param {number} pid
+ * @param {string} target
+ */
+export async function workerdInspector(pid, target) {
+  const { execSync } = await import("node:child_process");
+  const sockets = execSync("ss -ltnp")
+    .toString()
+    .split("\n")
+    .filter((l) => l.includes(`pid=${pid},`));
+  for (const line of sockets) {
+    const port = /127\.0\.0\.1:(\d+)/.exec(line)?.[1];
+    if (port === undefined) continue;
+    try {
+      const list = /** @type {{ id?: string }[]} */ (await (await fetch(`http://127.0.0.1:${port}/json`)).json());
+      if (list.some((t) => t.id === target)) return Number(port);
+    } catch {
+      // not an inspector
+    }
+  }
+  throw new Error(`no workerd inspector lists ${target}`);
 }

@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { profiled, top } from "./cdp.mjs";
+import { profiled, top, workerdInspector } from "./cdp.mjs";
 import { CONNECTIONS, freePort, ROOT, runMain, scenarios, seed, sleep, startFloorWorker, startKeyway } from "./lib.mjs";
 
 const scenario = process.argv[2] ?? "token";
@@ -19,10 +19,17 @@ async function main() {
   const args = ["--inspector-port", String(inspectorPort), "--minify", "false"];
   /** @type {import("./lib.mjs").Target | undefined} */
   let target;
+  /** @type {{ port: number, target?: string }} */
+  let inspector = { port: inspectorPort };
   if (scenario === "design_floor") {
     target = { url: `${(await startFloorWorker(args)).base}/` };
   } else {
     const kw = await startKeyway(args);
+    // PROFILE_WORKERD=1: workerd's own inspector, the API Worker's isolate by name, for when
+    // wrangler's inspector proxy hands an idle target (it did on 4 December).
+    const pid = kw.server.worker?.[0];
+    if (process.env.PROFILE_WORKERD === "1" && pid !== undefined)
+      inspector = { port: await workerdInspector(pid, "core:user:keyway"), target: "core:user:keyway" };
     /** @type {Record<string, import("./lib.mjs").Target>} */
     const targets = scenarios(kw.base, await seed(kw.base));
     target = targets[scenario];
@@ -35,8 +42,9 @@ async function main() {
   prepare?.();
   const file = join(ROOT, `bench/profile-${scenario}.cpuprofile`);
   const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 250);
-  const { weighed, result } = await profiled({ inspectorPort, intervalUs, file, bundle: "index.js" }, () =>
-    autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS }),
+  const { weighed, result } = await profiled(
+    { inspectorPort: inspector.port, ...(inspector.target ? { target: inspector.target } : {}), intervalUs, file, bundle: "index.js" },
+    () => autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS }),
   );
   const { count, self, total, idle } = weighed;
   const ms = count / 1000;
