@@ -833,3 +833,35 @@ export function runMain(/** @type {() => Promise<void>} */ main) {
       for (const c of cleanups.reverse()) await c();
     });
 }
+
+/**
+ * The peer: node-oidc-provider's client-credentials grant (bench/oidc-peer.mjs) in a process of its
+ * own, stopped by the cleanups; its target (HTTP Basic, the grant in the form) once it answers.
+ * @returns {Promise<{ target: Target, pid: number }>}
+ */
+export async function startPeer() {
+  const port = await freePort();
+  const peer = spawn(process.execPath, [join(ROOT, "bench/oidc-peer.mjs")], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: "ignore",
+  });
+  cleanups.push(async () => void peer.kill("SIGTERM"));
+  /** @type {Target} */
+  const target = {
+    url: `http://127.0.0.1:${port}/token`,
+    method: "POST",
+    headers: {
+      "Content-Type": "application/x-www-form-urlencoded",
+      Authorization: `Basic ${Buffer.from("bench:bench-secret-0123456789abcdefghijklmnop").toString("base64")}`,
+    },
+    body: "grant_type=client_credentials",
+  };
+  for (let i = 0; i < 40; i++) {
+    try {
+      if ((await fetch(target.url, target)).ok) break;
+    } catch {
+      await sleep(100);
+    }
+  }
+  return { target, pid: /** @type {number} */ (peer.pid) };
+}

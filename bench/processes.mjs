@@ -22,7 +22,21 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { cleanups, commName, cpuMs, descendants, freePort, ROOT, runMain, scenarios, seed, sleep, spread, waitFor } from "./lib.mjs";
+import {
+  cleanups,
+  commName,
+  cpuMs,
+  descendants,
+  freePort,
+  ROOT,
+  runMain,
+  scenarios,
+  seed,
+  sleep,
+  spread,
+  startPeer,
+  waitFor,
+} from "./lib.mjs";
 
 const ROUNDS = Math.max(3, Number(process.env.BENCH_ROUNDS) || 5);
 const SECONDS = Number(process.env.BENCH_SECONDS) || 3;
@@ -120,23 +134,7 @@ runMain(async () => {
   const floor = await startRunner("bench/floor/wrangler.toml");
   const targets = scenarios(kw.base, await seed(kw.base));
   // The peer: node-oidc-provider's client-credentials grant, one process of its own (its whole CPU).
-  const peerPort = await freePort();
-  const peer = spawn(process.execPath, [join(ROOT, "bench/oidc-peer.mjs")], {
-    env: { ...process.env, PORT: String(peerPort) },
-    stdio: "ignore",
-  });
-  cleanups.push(async () => void peer.kill("SIGTERM"));
-  /** @type {import("./lib.mjs").Target} */
-  const peerTarget = {
-    url: `http://127.0.0.1:${peerPort}/token`,
-    method: "POST",
-    headers: {
-      "Content-Type": "application/x-www-form-urlencoded",
-      Authorization: `Basic ${Buffer.from("bench:bench-secret-0123456789abcdefghijklmnop").toString("base64")}`,
-    },
-    body: "grant_type=client_credentials",
-  };
-  await waitFor(`http://127.0.0.1:${peerPort}/.well-known/openid-configuration`);
+  const peer = await startPeer();
   /** @type {Record<string, { target: import("./lib.mjs").Target, roles: Roles }>} */
   const cases = {
     token: { target: targets.token, roles: kw.roles },
@@ -145,7 +143,7 @@ runMain(async () => {
     // client's request costs the dev proxy and the pipe is on both sides of each pair.
     floor_token: { target: { ...targets.token, url: `${floor.base}/v1/oauth` }, roles: floor.roles },
     floor_me: { target: { ...targets.me, url: `${floor.base}/v1/me` }, roles: floor.roles },
-    peer: { target: peerTarget, roles: { pipe: [], wrangler: [], esbuild: [], proxy: [], worker: [/** @type {number} */ (peer.pid)] } },
+    peer: { target: peer.target, roles: { pipe: [], wrangler: [], esbuild: [], proxy: [], worker: [peer.pid] } },
   };
   for (const c of Object.values(cases)) await run(c.target, c.roles); // warm-up
   /** @type {Record<string, Awaited<ReturnType<typeof run>>[]>} */

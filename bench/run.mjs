@@ -19,7 +19,6 @@ import { filterCost, filterLine } from "./filters.mjs";
 import {
   alternate,
   CONNECTIONS,
-  cleanups,
   cpuJiffies,
   DURATION_S,
   ENV,
@@ -35,6 +34,7 @@ import {
   sleep,
   startFloorWorker,
   startKeyway,
+  startPeer,
   verdict,
   WARMUP_S,
 } from "./lib.mjs";
@@ -242,31 +242,8 @@ async function main() {
   }
 
   // Peer: node-oidc-provider's client-credentials endpoint, alternated with our token endpoint.
-  const peerPort = await freePort();
-  const peer = spawn(process.execPath, [join(ROOT, "bench/oidc-peer.mjs")], {
-    env: { ...process.env, PORT: String(peerPort) },
-    stdio: "ignore",
-  });
-  cleanups.push(async () => void peer.kill("SIGTERM"));
-  await sleep(300);
-  /** @type {Target} */
-  const peerTarget = {
-    url: `http://127.0.0.1:${peerPort}/token`,
-    method: "POST",
-    headers: {
-      "Content-Type": "application/x-www-form-urlencoded",
-      Authorization: `Basic ${Buffer.from("bench:bench-secret-0123456789abcdefghijklmnop").toString("base64")}`,
-    },
-    body: "grant_type=client_credentials",
-  };
-  for (let i = 0; i < 40; i++) {
-    try {
-      if ((await fetch(peerTarget.url, peerTarget)).ok) break;
-    } catch {
-      await sleep(100);
-    }
-  }
-  const { a: ours, b: theirs } = await alternate(targets.token, kw.server, peerTarget, { pids: [/** @type {number} */ (peer.pid)] });
+  const peer = await startPeer();
+  const { a: ours, b: theirs } = await alternate(targets.token, kw.server, peer.target, { pids: [peer.pid] });
   // Keyway's own CPU per token is the token scenario's, paired with its floor runs above.
   const peerResult = {
     node_oidc_provider: theirs,

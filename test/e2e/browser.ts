@@ -173,3 +173,34 @@ export async function expectLaidOut(page: Page, step: string, shoot: (suffix: st
     await page.setViewportSize(WIDE);
   }
 }
+
+/** A JSON call's status and envelope `data`. */
+export async function json<T>(url: string, init: RequestInit): Promise<{ status: number; data: T }> {
+  const res = await fetch(url, init);
+  const body = (await res.json()) as { data?: T };
+  return { status: res.status, data: body.data as T };
+}
+
+/**
+ * The headers of a demo client that may burst: a new API key of the demo organization (50 a
+ * second) and an access token of the demo's client credentials, for a walk's setup calls.
+ */
+export async function burstClient(
+  keyway: { baseUrl: string; adminToken: string; demo: { organizationId: string; clientId: string; clientSecret: string } },
+  name: string,
+): Promise<Record<string, string>> {
+  const { baseUrl: base, adminToken, demo } = keyway;
+  const key = await json<{ api_key: string }>(`${base}/admin/v1/organizations/${demo.organizationId}/api-keys`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ name, limits: { per_second: 50, per_day: 1000 } }),
+  });
+  expect(key.status).toBe(201);
+  const token = await json<{ access_token: string }>(`${base}/v1/oauth`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "x-api-key": key.data.api_key },
+    body: JSON.stringify({ client_id: demo.clientId, client_secret: demo.clientSecret, grant_type: "client_credentials" }),
+  });
+  expect(token.status).toBe(200);
+  return { "Content-Type": "application/json", "x-api-key": key.data.api_key, Authorization: `Bearer ${token.data.access_token}` };
+}

@@ -14,7 +14,7 @@ import { deflateSync } from "node:zlib";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accentPalette } from "../../src/lib/contrast";
-import { browserFile, chromiumFor, expectLaidOut, SCREENSHOTS, WIDE } from "./browser";
+import { browserFile, burstClient, chromiumFor, expectLaidOut, json, SCREENSHOTS, WIDE } from "./browser";
 import { type Receiver, startReceiver } from "./server";
 
 const hasChromium = chromiumFor("portal branding browser tests");
@@ -66,12 +66,6 @@ function png(width: number, height: number): Buffer {
   ]);
 }
 
-async function json<T>(url: string, init: RequestInit): Promise<{ status: number; data: T }> {
-  const res = await fetch(url, init);
-  const body = (await res.json()) as { data?: T };
-  return { status: res.status, data: body.data as T };
-}
-
 async function expectAccessible(page: Page, step: string): Promise<void> {
   await expectLaidOut(page, step, async (suffix) => {
     await page.screenshot({ path: join(SCREENSHOTS, `portal-branding-${step}${suffix}.png`), fullPage: true });
@@ -111,23 +105,7 @@ describe.skipIf(!hasChromium)("the portal's branding in Chromium against npm sta
     const { demo, adminToken } = keyway;
     const org = demo.organizationId;
 
-    const key = await json<{ api_key: string }>(`${base}/admin/v1/organizations/${org}/api-keys`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ name: "Branding walk", limits: { per_second: 50, per_day: 1000 } }),
-    });
-    expect(key.status).toBe(201);
-    const token = await json<{ access_token: string }>(`${base}/v1/oauth`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "x-api-key": key.data.api_key },
-      body: JSON.stringify({ client_id: demo.clientId, client_secret: demo.clientSecret, grant_type: "client_credentials" }),
-    });
-    expect(token.status).toBe(200);
-    const headers = {
-      "Content-Type": "application/json",
-      "x-api-key": key.data.api_key,
-      Authorization: `Bearer ${token.data.access_token}`,
-    };
+    const headers = await burstClient(keyway, "Branding walk");
     const call = <T>(method: string, path: string, payload?: unknown) =>
       json<T>(`${base}${path}`, { method, headers, ...(payload !== undefined ? { body: JSON.stringify(payload) } : {}) });
     const config = await call<{ id: string }>("POST", "/v1/webhook-configurations", {

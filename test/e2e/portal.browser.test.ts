@@ -19,20 +19,21 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { browserFile, chromiumFor, expectLaidOut, MAX_ROW_PX, SCREENSHOTS, SCREENSHOTS_WANTED, tallest, WIDE } from "./browser";
+import {
+  browserFile,
+  burstClient,
+  chromiumFor,
+  expectLaidOut,
+  json,
+  MAX_ROW_PX,
+  SCREENSHOTS,
+  SCREENSHOTS_WANTED,
+  tallest,
+  WIDE,
+} from "./browser";
 import { type Receiver, sleep, startReceiver } from "./server";
 
 const hasChromium = chromiumFor("portal browser tests");
-
-interface Envelope<T> {
-  data?: T;
-}
-
-async function json<T>(url: string, init: RequestInit): Promise<{ status: number; data: T }> {
-  const res = await fetch(url, init);
-  const body = (await res.json()) as Envelope<T>;
-  return { status: res.status, data: body.data as T };
-}
 
 /** The portal's deliveries as docs/manager.md shows them: viewport-sized, light at both widths, dark at 390 px. */
 const DOC_SHOTS: Record<string, string> = { deliveries: "portal-deliveries" };
@@ -69,27 +70,10 @@ describe.skipIf(!hasChromium)("the portal in Chromium against npm start", () => 
     const keyway = files.server();
     const browser = files.browser();
     const base = keyway.baseUrl;
-    const { demo, adminToken } = keyway;
     const hook = receiver;
 
     // A key that allows a burst, a token, two configurations and an event that reaches both.
-    const key = await json<{ api_key: string }>(`${base}/admin/v1/organizations/${demo.organizationId}/api-keys`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ name: "Portal walk", limits: { per_second: 50, per_day: 1000 } }),
-    });
-    expect(key.status).toBe(201);
-    const token = await json<{ access_token: string }>(`${base}/v1/oauth`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "x-api-key": key.data.api_key },
-      body: JSON.stringify({ client_id: demo.clientId, client_secret: demo.clientSecret, grant_type: "client_credentials" }),
-    });
-    expect(token.status).toBe(200);
-    const headers = {
-      "Content-Type": "application/json",
-      "x-api-key": key.data.api_key,
-      Authorization: `Bearer ${token.data.access_token}`,
-    };
+    const headers = await burstClient(keyway, "Portal walk");
     const post = <T>(path: string, payload: unknown) =>
       json<T>(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(payload) });
     const configs: string[] = [];
