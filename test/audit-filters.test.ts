@@ -133,7 +133,28 @@ describe("the audit log's filters", () => {
           if (kept.length > 0 && kept.length < all.length) for (const key of Object.keys(f)) reached.add(key);
         },
       ),
-      { numRuns: 60 },
+      {
+        numRuns: 60,
+        // One run per narrowing that keeps one entry and excludes the other, whatever the seed:
+        // the random runs then add the combinations and the bounds.
+        examples: (() => {
+          const two = [
+            { actor: ACTORS[2] as KeyedAuditEntry["actor"], action: ACTIONS[0] as string, resource: RESOURCES[0], hour: 1 },
+            { actor: ACTORS[4] as KeyedAuditEntry["actor"], action: ACTIONS[2] as string, resource: RESOURCES[2], hour: 5 },
+          ];
+          const at3 = new Date(T0 + 3 * HOUR).toISOString();
+          const filters: AuditFilter[] = [
+            { actor: "admin_token" },
+            { actor_id: "tok_a" },
+            { action: ACTIONS[0] },
+            { resource_type: "api_key" },
+            { resource_id: "key_1" },
+            { since: at3 },
+            { until: at3 },
+          ];
+          return filters.map((f): [typeof two, AuditFilter, number] => [two, f, 1]);
+        })(),
+      },
     );
     expect([...reached].sort()).toEqual(["action", "actor", "actor_id", "resource_id", "resource_type", "since", "until"]);
   });
