@@ -135,12 +135,14 @@ describe("the audit log's filters", () => {
       ),
       {
         numRuns: 60,
-        // One run per narrowing that keeps one entry and excludes the other, whatever the seed:
+        // One run per narrowing that keeps some entries and excludes others, whatever the seed:
         // the random runs then add the combinations and the bounds.
         examples: (() => {
           const two = [
             { actor: ACTORS[2] as KeyedAuditEntry["actor"], action: ACTIONS[0] as string, resource: RESOURCES[0], hour: 1 },
             { actor: ACTORS[4] as KeyedAuditEntry["actor"], action: ACTIONS[2] as string, resource: RESOURCES[2], hour: 5 },
+            // On the time bounds below: kept by since, excluded by until.
+            { actor: ACTORS[1] as KeyedAuditEntry["actor"], action: ACTIONS[1] as string, resource: RESOURCES[1], hour: 3 },
           ];
           const at3 = new Date(T0 + 3 * HOUR).toISOString();
           const filters: AuditFilter[] = [
