@@ -24,7 +24,9 @@ async function main() {
   if (scenario === "design_floor") {
     target = { url: `${(await startFloorWorker(args)).base}/` };
   } else {
-    const kw = await startKeyway(args);
+    // PROFILE_CONFIG=<other tree>/wrangler.toml: that tree's API Worker (its companions this
+    // tree's, as bench/side-by-side.mjs runs it), for a profile of the code before a change.
+    const kw = await startKeyway(args, process.env.PROFILE_CONFIG ? { config: process.env.PROFILE_CONFIG } : {});
     // PROFILE_WORKERD=1: workerd's own inspector, the API Worker's isolate by name, for when
     // wrangler's inspector proxy hands an idle target (it did on 4 December).
     const pid = kw.server.worker?.[0];
