@@ -16,7 +16,7 @@ import type { Decision } from "../ratelimit/windows";
 import type { AuditEntryView } from "../schemas/audit";
 import type { ApiKeyRecord } from "../schemas/records";
 import type { WebhookConfiguration } from "../schemas/webhooks";
-import { listWebhookConfigurations } from "../webhooks/configurations";
+import { healthStatus, listWebhookConfigurations } from "../webhooks/configurations";
 import { keyTraffic, keyUsage, listApiKeys } from "./api-keys";
 import { auditLog } from "./audit";
 
@@ -70,12 +70,15 @@ export function nearLimits(key: Pick<ApiKeyRecord, "id" | "name">, usage: Decisi
     .map((w) => ({ keyId: key.id, keyName: key.name ?? null, ...w }));
 }
 
-/** Why a configuration needs a person, or null: disabled, paused by keyway, or failing every attempt. */
+/**
+ * Why a configuration needs a person, or null: its health (webhooks/configurations.ts
+ * `healthStatus`, the badge's rule) when not active; paused too while the organization's pause has
+ * not reached its endpoint's object yet.
+ */
 export function needsAttention(w: WebhookConfiguration): Attention["why"] | null {
-  if (w.status === "disabled") return "disabled";
-  if (w.status === "paused" || w.state.pause_reason !== null) return "paused";
-  if (w.state.failing_since !== null) return "failing";
-  return null;
+  const health = healthStatus(w);
+  if (health === "active" && w.status === "paused") return "paused";
+  return health === "active" ? null : health;
 }
 
 /** Buckets of the same hours added up (every series covers the same 24 hours, oldest first). */

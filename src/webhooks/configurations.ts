@@ -350,6 +350,14 @@ export async function receiverClientSecret(deps: Deps, record: WebhookConfigurat
  * on keyway's origin: the configuration's own set (issue 42), or with no configuration the
  * organization's set of issue 31 (for configurations not moved yet).
  */
+/**
+ * A configuration's one health status, the first that applies: disabled (by whom or why), paused
+ * (by keyway or by the organization, with its reason), failing (every attempt since a time), or
+ * active. The manager's and the portal's badge and the organization's overview all say this one.
+ */
+export const healthStatus = (w: WebhookConfiguration): "disabled" | "paused" | "failing" | "active" =>
+  w.status === "disabled" ? "disabled" : w.state.pause_reason !== null ? "paused" : w.state.failing_since !== null ? "failing" : "active";
+
 export const receiverJwksPath = (orgId: string, configId?: string) =>
   configId === undefined ? `/v1/receiver-jwks/${orgId}` : `/v1/receiver-jwks/${orgId}/${configId}`;
 

@@ -12,6 +12,7 @@ import type {
   WebhookConfigurationView,
   WebhookTrafficView,
 } from "../../../schemas/webhooks";
+import { healthStatus } from "../../../webhooks/configurations";
 import { AttemptTraffic, Last24Hours } from "../charts";
 import type { FormErrors } from "../form-check";
 import { List } from "../list";
@@ -28,13 +29,6 @@ import {
   receiverOAuthValuesOf,
   TokenRequestFields,
 } from "./receiver-oauth";
-
-/**
- * A configuration's one status, the first that applies: disabled (by whom or why), paused (by
- * keyway, with its reason and until when), failing (every attempt since a time), or active.
- */
-export const healthStatus = (w: WebhookConfiguration): "disabled" | "paused" | "failing" | "active" =>
-  w.status === "disabled" ? "disabled" : w.state.pause_reason !== null ? "paused" : w.state.failing_since !== null ? "failing" : "active";
 
 /**
  * A reason keyway wrote (a pause's, a disabling's) with each ISO instant in it shown as Time, so
