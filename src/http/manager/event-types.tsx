@@ -30,7 +30,7 @@ import {
 } from "../../webhooks/event-types";
 import { rotateAssertionKey } from "../../webhooks/receiver-keys";
 import { UploadedFile } from "../body";
-import { checkedInput } from "./form-check";
+import { checkedInput, formErrorsOf } from "./form-check";
 import {
   deleteEventTypeConfirmation,
   EMPTY_EVENT_TYPE_FORM,
@@ -211,14 +211,13 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
     const org = await orgFor(c);
     const fields = await form(c);
     const text = (name: string) => (typeof fields[name] === "string" ? (fields[name] as string) : "");
-    const current = await getWebhookSettings(c.get("deps"), org.id);
-    const values: SettingsFormValues = {
+    // The stored logo is shown only on a refused form's page: read there, not on every save.
+    const values: Omit<SettingsFormValues, "logo"> = {
       refuse_unknown_event_types: fields.refuse_unknown_event_types === "on",
       portal_frame_origins: text("portal_frame_origins"),
       portal_display_name: text("portal_display_name").trim(),
       portal_accent_color: text("portal_accent_color").trim(),
       portal_logo_url: text("portal_logo_url").trim(),
-      logo: current.portal_logo,
       remove_logo: fields.remove_logo === "on",
     };
     const origins = values.portal_frame_origins
@@ -243,22 +242,34 @@ export function eventTypeRoutes(): Hono<ManagerEnv> {
       await updateWebhookSettings(c.get("deps"), org.id, input, actor(c), !values.remove_logo && file !== null ? file.bytes : undefined);
     } catch (err) {
       if (!(err instanceof ApiError) || err.code !== "invalid_request") throw err;
-      const errors: FormErrors<SettingsField>["fields"] = {};
-      const issue = err.input?.issues.find((i) => i.path[0] === "portal_frame_origins");
-      if (issue !== undefined) {
-        const line = Number(issue.path[1]);
-        errors.portal_frame_origins = `Portal frame origins: ${Number.isInteger(line) ? `line ${line + 1} (${origins[line] ?? ""}) ` : ""}${"text" in issue ? issue.text.trim() : "is invalid"}`;
-      }
-      for (const [name, label] of BRANDING_LABELS) {
-        const found = err.input?.issues.find((i) => i.path[0] === name);
-        if (found === undefined) continue;
-        // An uploaded file's refusal is the object's, named portal_logo_url: said beside the upload.
-        const field: SettingsField = name === "portal_logo_url" && file !== null ? "portal_logo_file" : name;
-        errors[field] =
-          `${field === "portal_logo_file" ? `The uploaded file${file?.name ? ` (${file.name.slice(0, 80)})` : ""}` : label} ${"text" in found ? found.text.trim() : "is invalid"}`;
-      }
+      // Each field's first issue (form-check.ts formErrorsOf): an origin by its line, a branding
+      // field by its label; an uploaded file's refusal is the object's, named portal_logo_url, and
+      // said beside the upload.
+      const branding = new Map(BRANDING_LABELS);
+      const refused = formErrorsOf<SettingsField>(
+        err,
+        ([name]) =>
+          name === "portal_frame_origins"
+            ? name
+            : name === "portal_logo_url" && file !== null
+              ? "portal_logo_file"
+              : branding.has(name as SettingsField)
+                ? (name as SettingsField)
+                : null,
+        (field, issue) => {
+          const text = "text" in issue ? issue.text.trim() : "is invalid";
+          if (field === "portal_frame_origins") {
+            const line = Number(issue.path[1]);
+            return `Portal frame origins: ${Number.isInteger(line) ? `line ${line + 1} (${origins[line] ?? ""}) ` : ""}${text}`;
+          }
+          if (field === "portal_logo_file") return `The uploaded file${file?.name ? ` (${file.name.slice(0, 80)})` : ""} ${text}`;
+          return `${branding.get(field)} ${text}`;
+        },
+      );
+      const errors: FormErrors<SettingsField>["fields"] = refused?.fields ?? {};
       c.status(400);
-      return settingsPage(c, org, values, { message: err.developerMessage, fields: errors });
+      const { portal_logo: logo } = await getWebhookSettings(c.get("deps"), org.id);
+      return settingsPage(c, org, { ...values, logo }, { message: err.developerMessage, fields: errors });
     }
     return c.redirect(`${settingsPath(org.id)}?notice=settings-saved`, 303);
   });
