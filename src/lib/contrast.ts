@@ -12,10 +12,14 @@
 /** WCAG 2.x 1.4.3 (AA) for normal text. */
 export const AA_TEXT = 4.5;
 
-/** The manager's style sheet's backgrounds (http/manager/views.tsx MANAGER_CSS), per scheme. */
+/**
+ * The manager's style sheet's backgrounds, text and text on the accent, per scheme: MANAGER_CSS
+ * (http/manager/views.tsx) is written with these, so the palette is judged against the colours
+ * the page has.
+ */
 export const BASE = {
-  light: { bg: "#f6f7f9", surface: "#ffffff", fg: "#1a1a1a" },
-  dark: { bg: "#121417", surface: "#1c1f24", fg: "#e8eaed" },
+  light: { bg: "#f6f7f9", surface: "#ffffff", fg: "#1a1a1a", onAccent: "#ffffff" },
+  dark: { bg: "#121417", surface: "#1c1f24", fg: "#e8eaed", onAccent: "#0b1a33" },
 } as const;
 
 export type Scheme = keyof typeof BASE;
@@ -83,8 +87,6 @@ function hexOfHsl([h, s, l]: Hsl): string {
   return hexOf([f(0) * 255, f(8) * 255, f(4) * 255]);
 }
 
-/** Text on the accent (buttons): white on the light scheme's dark accent, the dark scheme's ink on its light one. */
-const ON_ACCENT: Record<Scheme, string> = { light: "#ffffff", dark: "#0b1a33" };
 /** The navigation marker's background: a pale (light) or deep (dark) tint of the accent's hue. */
 const NAV_TINT: Record<Scheme, { saturation: number; lightness: number }> = {
   light: { saturation: 0.7, lightness: 0.93 },
@@ -102,7 +104,8 @@ function schemePalette(hex: string, scheme: Scheme): SchemePalette {
   const [h, s, l] = hslOf(hex);
   const tint = NAV_TINT[scheme];
   const navCurrent = hexOfHsl([h, Math.min(s, tint.saturation), tint.lightness]);
-  const onAccent = ON_ACCENT[scheme];
+  // Text on the accent (buttons): white on the light scheme's dark accent, the dark scheme's ink on its light one.
+  const onAccent = BASE[scheme].onAccent;
   if (passes(scheme, hex, onAccent, navCurrent)) return { accent: hex, onAccent, navCurrent, adjusted: false };
   const direction = scheme === "light" ? -1 : 1;
   for (let lightness = l + direction * STEP; lightness > 0 && lightness < 1; lightness += direction * STEP) {

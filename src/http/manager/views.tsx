@@ -11,6 +11,7 @@
  */
 import { raw } from "hono/html";
 import { type Child, createContext, type FC, useContext } from "hono/jsx";
+import { BASE } from "../../lib/contrast";
 
 export interface Crumb {
   label: string;
@@ -60,11 +61,11 @@ const CHOICE_CSS = `${Object.entries(CHOICE_FIELDS)
 export const MANAGER_CSS = `
 /* Colours are custom properties: the light scheme here, the dark one in the media query below,
    so every rule (charts included) follows prefers-color-scheme without a second sheet. */
-:root { color-scheme: light dark; --bg:#f6f7f9; --surface:#fff; --fg:#1a1a1a; --muted:#555; --line:#d0d4da; --field:#767676;
-  --accent:#0b57d0; --on-accent:#fff; --bad:#b3261e; --on-bad:#fff; --ok:#146c2e; --warn:#7a4f00; --focus:#b06d00; --nav-current:#e3ecfb; }
+:root { color-scheme: light dark; --bg:${BASE.light.bg}; --surface:${BASE.light.surface}; --fg:${BASE.light.fg}; --muted:#555; --line:#d0d4da; --field:#767676;
+  --accent:#0b57d0; --on-accent:${BASE.light.onAccent}; --bad:#b3261e; --on-bad:#fff; --ok:#146c2e; --warn:#7a4f00; --focus:#b06d00; --nav-current:#e3ecfb; }
 @media (prefers-color-scheme: dark) {
-  :root { --bg:#121417; --surface:#1c1f24; --fg:#e8eaed; --muted:#b0b5bc; --line:#3c424a; --field:#8a9099;
-    --accent:#8ab4f8; --on-accent:#0b1a33; --bad:#f28b82; --on-bad:#2b0b08; --ok:#81c995; --warn:#fdd663; --focus:#fdd663; --nav-current:#24324a; }
+  :root { --bg:${BASE.dark.bg}; --surface:${BASE.dark.surface}; --fg:${BASE.dark.fg}; --muted:#b0b5bc; --line:#3c424a; --field:#8a9099;
+    --accent:#8ab4f8; --on-accent:${BASE.dark.onAccent}; --bad:#f28b82; --on-bad:#2b0b08; --ok:#81c995; --warn:#fdd663; --focus:#fdd663; --nav-current:#24324a; }
 }
 * { box-sizing: border-box; } [hidden] { display: none !important; }
 body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background:var(--bg); }
