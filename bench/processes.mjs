@@ -18,12 +18,11 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import {
-  cleanups,
   commName,
   cpuMs,
   descendants,
@@ -35,6 +34,7 @@ import {
   sleep,
   spread,
   startPeer,
+  stopWithCleanups,
   waitFor,
 } from "./lib.mjs";
 
@@ -94,20 +94,7 @@ async function startRunner(config) {
   });
   child.stdout.resume();
   child.stderr.resume();
-  cleanups.push(async () => {
-    try {
-      process.kill(-(/** @type {number} */ (child.pid)), "SIGTERM");
-    } catch {
-      // gone
-    }
-    await sleep(1500);
-    try {
-      process.kill(-(/** @type {number} */ (child.pid)), "SIGKILL");
-    } catch {
-      // gone
-    }
-    await rm(persist, { recursive: true, force: true });
-  });
+  stopWithCleanups(child, persist);
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/healthz`, 120_000);
   await sleep(1000); // the start script's own work (seeding, the banner) is over before measuring
