@@ -150,10 +150,12 @@ export async function workerdInspector(pid, target) {
     const port = /127\.0\.0\.1:(\d+)/.exec(line)?.[1];
     if (port === undefined) continue;
     try {
-      const list = /** @type {{ id?: string }[]} */ (await (await fetch(`http://127.0.0.1:${port}/json`)).json());
+      const list = /** @type {{ id?: string }[]} */ (
+        await (await fetch(`http://127.0.0.1:${port}/json`, { signal: AbortSignal.timeout(2000) })).json()
+      );
       if (list.some((t) => t.id === target)) return Number(port);
     } catch {
-      // not an inspector
+      // not an inspector, or one that does not answer (the floor's process has such a socket)
     }
   }
   throw new Error(`no workerd inspector lists ${target}`);

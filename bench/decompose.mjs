@@ -25,7 +25,7 @@
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { profiled, top } from "./cdp.mjs";
+import { profiled, top, workerdInspector } from "./cdp.mjs";
 import { api, cleanups, cpuMs, freePort, load, need, ROOT, round, runMain, scenarios, seed, spread, startKeyway } from "./lib.mjs";
 
 const ROUNDS = Math.max(5, Number(process.env.BENCH_ROUNDS) || 12);
@@ -75,6 +75,13 @@ async function main() {
   const profiling = SEQUENTIAL ? (process.env.BENCH_PROFILE?.split(",").filter(Boolean) ?? []) : [];
   const inspectorPort = profiling.length > 0 ? await freePort() : 0;
   const kw = await startKeyway(profiling.length > 0 ? ["--inspector-port", String(inspectorPort), "--minify", "false"] : [], { config });
+  // Profiled through workerd's own inspector, the lanes' isolate by name: wrangler's inspector
+  // proxy handed an idle target on 4 December (bench/profile.mjs, PROFILE_WORKERD).
+  const pid = kw.server.worker?.[0];
+  const inspector =
+    profiling.length > 0 && pid !== undefined
+      ? { port: await workerdInspector(pid, "core:user:keyway"), target: "core:user:keyway" }
+      : { port: inspectorPort };
   const seeded = await seed(kw.base);
   const me = scenarios(kw.base, seeded).me;
   if (!me) throw new Error("no `me` scenario");
@@ -101,7 +108,7 @@ async function main() {
       throw new Error(`the ${lane} lane's answer differs from the route's: ${JSON.stringify(got)} vs ${JSON.stringify(app)}`);
     }
   }
-  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded), seeded.tokenBody, { profiling, inspectorPort });
+  if (SEQUENTIAL) return sequential(kw, await moreKeys(kw.base, seeded), seeded.tokenBody, { profiling, inspector });
   for (const lane of LANES) await load(inLane(me, lane), kw.server, 1);
   /** @type {Record<string, { rps: number, worker: number, all: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
@@ -208,9 +215,9 @@ async function moreKeys(base, s) {
  * is the floor lane's time per request over its own, within the round.
  * @param {Awaited<ReturnType<typeof startKeyway>>} kw @param {{ apiKey: string, token: string }[]} pairs
  * @param {string} tokenBody the token lane's request body (the seeded client's credentials)
- * @param {{ profiling: string[], inspectorPort: number }} profile the lanes to profile instead (BENCH_PROFILE)
+ * @param {{ profiling: string[], inspector: { port: number, target?: string } }} profile the lanes to profile instead (BENCH_PROFILE), and the inspector to sample them through
  */
-async function sequential(kw, pairs, tokenBody, { profiling, inspectorPort }) {
+async function sequential(kw, pairs, tokenBody, { profiling, inspector }) {
   /** @param {string} lane @param {number} n */
   const run = async (lane, n) => {
     const cpu0 = kw.server.worker ? cpuMs(kw.server.worker) : Number.NaN;
@@ -223,7 +230,7 @@ async function sequential(kw, pairs, tokenBody, { profiling, inspectorPort }) {
     return { ms: out.ms / n, worker: cpu / n };
   };
   for (const lane of LANES) await run(lane, PER_ROUND / 4);
-  if (profiling.length > 0) return profileLanes(profiling, inspectorPort, run);
+  if (profiling.length > 0) return profileLanes(profiling, inspector, run);
   /** @type {Record<string, { ms: number, worker: number }[]>} */
   const runs = Object.fromEntries(LANES.map((l) => [l, []]));
   for (let r = 0; r < ROUNDS; r++) {
@@ -289,15 +296,21 @@ function printLanes(lanes, figure) {
  * inclusive time in microseconds per request and writes bench/profile-lane-<lane>.cpuprofile with
  * its bundle. The sampler slows the isolate (by about a third here), so these say where a lane's
  * time goes, not how much it is: the rounds are not run.
- * @param {string[]} lanes @param {number} inspectorPort
+ * @param {string[]} lanes @param {{ port: number, target?: string }} inspector
  * @param {(lane: string, n: number) => Promise<{ ms: number }>} run
  */
-async function profileLanes(lanes, inspectorPort, run) {
+async function profileLanes(lanes, inspector, run) {
   const n = PER_ROUND * 5;
   for (const lane of lanes) {
     if (!ALL_LANES.includes(lane)) throw new Error(`BENCH_PROFILE: no lane ${lane}; one of ${ALL_LANES.join(", ")}`);
     const file = join(ROOT, `bench/profile-lane-${lane}.cpuprofile`);
-    const where = { inspectorPort, intervalUs: Number(process.env.PROFILE_INTERVAL_US ?? 100), file, bundle: "worker.js" };
+    const where = {
+      inspectorPort: inspector.port,
+      ...(inspector.target ? { target: inspector.target } : {}),
+      intervalUs: Number(process.env.PROFILE_INTERVAL_US ?? 100),
+      file,
+      bundle: "worker.js",
+    };
     const { weighed, result } = await profiled(where, () => run(lane, n));
     const { self, total } = weighed;
     const perRequest = (/** @type {number} */ us) => `${(us / n).toFixed(2)} µs`;

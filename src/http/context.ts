@@ -32,6 +32,8 @@ export interface AppEnv {
 /**
  * keyway's public origin for URLs handed to others (a configuration's key set URL, portal links):
  * the configured PUBLIC_BASE_URL, or this request's origin. It is also keyway's OAuth issuer
- * identifier (RFC 8414 3.3) and the /v1 API's resource identifier (RFC 9728 `resource`).
+ * identifier (RFC 8414 3.3) and the /v1 API's resource identifier (RFC 9728 `resource`). `parsed`:
+ * the request's URL where the caller has parsed it already.
  */
-export const keywayOrigin = (c: { env: Env; req: { url: string } }): string => publicBaseUrl(c.env).url ?? new URL(c.req.url).origin;
+export const keywayOrigin = (c: { env: Env; req: { url: string } }, parsed?: URL): string =>
+  publicBaseUrl(c.env).url ?? (parsed ?? new URL(c.req.url)).origin;

@@ -163,20 +163,24 @@ export const oauthRoutes: Route[] = [
  * not that: the sender chooses it, so an assertion made for a server at another origin would pass.
  * Without it (local development) the request's origin is the issuer, as for the metadata.
  */
-function audiencesOf(c: Context<AppEnv>): string[] {
-  const issuer = keywayOrigin(c);
-  const { pathname } = new URL(c.req.url);
-  return [...new Set([issuer, `${issuer}/v1/oauth`, `${issuer}/v1/oauth/token`, `${issuer}${pathname}`])];
+function audiencesOf(issuer: string, url: URL): string[] {
+  return [...new Set([issuer, `${issuer}/v1/oauth`, `${issuer}/v1/oauth/token`, `${issuer}${url.pathname}`])];
 }
 
-/** This request's URL without query, as DPoP's `htu` names it. */
-function urlOf(c: Context<AppEnv>): string {
+/**
+ * What the token endpoints read of the request's URL, parsed once (it was three times, a few
+ * microseconds of every token request): the issuer (keywayOrigin), the audiences a client
+ * assertion may name, and the URL without query, as DPoP's `htu` names it (RFC 9449 4.3).
+ */
+function whereOf(c: Context<AppEnv>): { issuer: string; audiences: string[]; url: string } {
   const url = new URL(c.req.url);
-  return `${url.origin}${url.pathname}`;
+  const issuer = keywayOrigin(c, url);
+  return { issuer, audiences: audiencesOf(issuer, url), url: `${url.origin}${url.pathname}` };
 }
 
 async function tokenFor(c: Context<AppEnv>) {
   const request = await presented(c);
+  const { issuer, audiences, url } = whereOf(c);
   return issueAccessToken(
     c.get("deps"),
     c.req.header(API_KEY_HEADER),
@@ -184,16 +188,17 @@ async function tokenFor(c: Context<AppEnv>) {
       request,
       dpop: c.req.raw.headers.get("dpop"),
       method: c.req.method,
-      url: urlOf(c),
-      audiences: audiencesOf(c),
-      issuer: keywayOrigin(c),
+      url,
+      audiences,
+      issuer,
     },
     (admitted) => c.set("admitted", admitted),
   );
 }
 
 async function adminContext(c: Context<AppEnv>) {
-  return { request: await presented(c), audiences: audiencesOf(c), issuer: keywayOrigin(c) };
+  const { issuer, audiences } = whereOf(c);
+  return { request: await presented(c), audiences, issuer };
 }
 
 /** What the request presents, or the error reading it raised (answered after the API key's refusals). */
