@@ -15,6 +15,13 @@
  * BENCH_ROUNDS (default 5), BENCH_SECONDS (default 3), BENCH_CONNECTIONS (default 10);
  * BENCH_SAMPLE_RATE=0.01 logs production's share of successful requests (npm start logs every one),
  * and writes bench/results-processes-sampled.json instead.
+ *
+ * BENCH_RATE=<requests per second>: every run at that fixed rate (autocannon's overallRate, below
+ * what each side can serve) instead of as fast as it can, and bench/results-processes-rate.json.
+ * Saturated, each side's processes run at its own throughput, and a process's CPU per request
+ * falls as its load rises (more requests share each wake-up): the faster floor looks cheaper per
+ * request in every process, keyway's own included. At one rate both pay for the same load, so
+ * the CPU per request beyond the floor is the work alone; the throughput ratios then say nothing.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -41,6 +48,7 @@ import {
 const ROUNDS = Math.max(3, Number(process.env.BENCH_ROUNDS) || 5);
 const SECONDS = Number(process.env.BENCH_SECONDS) || 3;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS) || 10;
+const RATE = Number(process.env.BENCH_RATE) || 0;
 
 /** The processes of one runner, by role. @typedef {{ pipe: number[], wrangler: number[], esbuild: number[], proxy: number[], worker: number[] }} Roles */
 const ROLES = /** @type {const} */ (["pipe", "wrangler", "esbuild", "proxy", "worker"]);
@@ -110,7 +118,7 @@ async function run(target, r) {
   const { prepare, ...options } = target;
   prepare?.();
   const before = Object.fromEntries(ROLES.map((k) => [k, cpuMs(r[k])]));
-  const result = await autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS });
+  const result = await autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS, ...(RATE > 0 ? { overallRate: RATE } : {}) });
   const requests = result.requests.total;
   const per = Object.fromEntries(ROLES.map((k) => [k, requests > 0 ? (cpuMs(r[k]) - (before[k] ?? 0)) / requests : 0]));
   return { rps: result.requests.average, p99: result.latency.p99, bad: result.non2xx + result.errors + result.timeouts, per };
@@ -199,6 +207,7 @@ runMain(async () => {
     machine: { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, date: new Date().toISOString() },
     rounds: ROUNDS,
     success_sample_rate: Number(process.env.BENCH_SAMPLE_RATE ?? 1),
+    fixed_rate_per_s: RATE > 0 ? RATE : null,
     seconds: SECONDS,
     connections: CONNECTIONS,
     processes: {
@@ -225,7 +234,15 @@ runMain(async () => {
   }
   if (process.env.BENCH_NO_WRITE !== "1")
     await writeFile(
-      join(ROOT, "bench", process.env.BENCH_SAMPLE_RATE ? "results-processes-sampled.json" : "results-processes.json"),
+      join(
+        ROOT,
+        "bench",
+        RATE > 0
+          ? "results-processes-rate.json"
+          : process.env.BENCH_SAMPLE_RATE
+            ? "results-processes-sampled.json"
+            : "results-processes.json",
+      ),
       `${JSON.stringify(results, null, 2)}\n`,
     );
 });
