@@ -155,7 +155,7 @@ export async function workerdInspector(pid, target) {
       );
       if (list.some((t) => t.id === target)) return Number(port);
     } catch {
-      // not an inspector, or one that does not answer (the floor's process has such a socket)
+      // not an inspector, or a socket that does not answer HTTP (workerd listens on such sockets too)
     }
   }
   throw new Error(`no workerd inspector lists ${target}`);

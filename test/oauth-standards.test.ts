@@ -296,6 +296,18 @@ describe("DPoP (RFC 9449)", () => {
     });
   });
 
+  it("compares the token endpoint's htu with the request's URL without its query (RFC 9449 4.3)", async () => {
+    const fields = { grant_type: "client_credentials", client_id: t.clientId, client_secret: t.clientSecret };
+    // The proof names the endpoint without the query the request carries: accepted.
+    const res = await call("/v1/oauth/token?from=cli", form(t, fields, { DPoP: await proof(pair, "POST", `${BASE}/v1/oauth/token`) }));
+    const json = await plainJson(res);
+    expect(res.status, JSON.stringify(json)).toBe(200);
+    expect(json.token_type).toBe("DPoP");
+    // One naming another endpoint is refused.
+    const wrong = await call("/v1/oauth/token", form(t, fields, { DPoP: await proof(pair, "POST", `${BASE}/v1/oauth/revoke`) }));
+    expect(wrong.status).toBe(400);
+  });
+
   it("refuses a proof used once at the token endpoint whatever API key or endpoint it comes with next (RFC 9449 11.1)", async () => {
     const other = await admin<{ api_key: string }>("POST", `/organizations/${t.orgId}/api-keys`, {
       name: "second",

@@ -168,7 +168,7 @@ function audiencesOf(issuer: string, url: URL): string[] {
 }
 
 /**
- * What the token endpoints read of the request's URL, parsed once (it was three times, a few
+ * What the token endpoints read of the request's URL, from one parse of it (each parse is a few
  * microseconds of every token request): the issuer (keywayOrigin), the audiences a client
  * assertion may name, and the URL without query, as DPoP's `htu` names it (RFC 9449 4.3).
  */
