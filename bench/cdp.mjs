@@ -45,6 +45,20 @@ async function connect(/** @type {string} */ url) {
 }
 
 /**
+ * A DevTools session with the inspector's target: `target` by id (workerd's own inspector lists
+ * every isolate, `core:user:<worker name>`), else the first (wrangler's proxy lists one).
+ * @param {{ inspectorPort: number, target?: string }} where
+ */
+async function session(where) {
+  const list = /** @type {{ id?: string, title: string, webSocketDebuggerUrl: string }[]} */ (
+    await (await fetch(`http://127.0.0.1:${where.inspectorPort}/json`)).json()
+  );
+  const worker = where.target ? list.find((t) => t.id === where.target) : list[0];
+  if (!worker) throw new Error("no inspector target");
+  return connect(worker.webSocketDebuggerUrl);
+}
+
+/**
  * Samples the Worker's isolate while `run` runs; writes the profile to `file` and keeps the newest
  * build of `bundle` (wrangler's output name, `index.js` or the entry's own) beside it. wrangler's
  * inspector proxy lists one target, the API Worker (titled "Cloudflare Worker"). A profile with no
@@ -56,13 +70,7 @@ async function connect(/** @type {string} */ url) {
  * @returns {Promise<{ profile: Profile, weighed: ReturnType<typeof weigh>, result: T }>}
  */
 export async function profiled(where, run) {
-  const list = /** @type {{ id?: string, title: string, webSocketDebuggerUrl: string }[]} */ (
-    await (await fetch(`http://127.0.0.1:${where.inspectorPort}/json`)).json()
-  );
-  // workerd's own inspector lists every isolate (`core:user:<worker name>`); wrangler's proxy one.
-  const worker = where.target ? list.find((t) => t.id === where.target) : list[0];
-  if (!worker) throw new Error("no inspector target");
-  const cdp = await connect(worker.webSocketDebuggerUrl);
+  const cdp = await session(where);
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: where.intervalUs });
   await cdp.send("Profiler.start");
@@ -83,6 +91,41 @@ export async function profiled(where, run) {
   const newest = builds.sort((a, b) => b.t - a.t)[0];
   if (newest) await copyFile(join(tmp, newest.d, where.bundle), where.file.replace(/\.cpuprofile$/, ".bundle.js"));
   return { profile, weighed, result };
+}
+
+/**
+ * The bytes allocated per function while `run` runs (V8's sampling heap profiler, one sample per
+ * `intervalBytes` on average, objects the collector has already freed included): where a
+ * request's garbage comes from, which the CPU profile shows only as the collector's time.
+ * @template T
+ * @param {{ inspectorPort: number, target?: string, intervalBytes: number }} where
+ * @param {() => Promise<T>} run
+ * @returns {Promise<{ bytes: Map<string, number>, total: number, result: T }>}
+ */
+export async function heapSampled(where, run) {
+  const cdp = await session(where);
+  await cdp.send("HeapProfiler.enable");
+  await cdp.send("HeapProfiler.startSampling", {
+    samplingInterval: where.intervalBytes,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  const result = await run();
+  /** @typedef {{ callFrame: ProfileNode["callFrame"], selfSize: number, children: HeapNode[] }} HeapNode */
+  const { profile } = /** @type {{ profile: { head: HeapNode } }} */ (await cdp.send("HeapProfiler.stopSampling"));
+  cdp.close();
+  /** @type {Map<string, number>} */
+  const bytes = new Map();
+  let total = 0;
+  /** @type {HeapNode[]} */
+  const stack = [profile.head];
+  for (let n = stack.pop(); n; n = stack.pop()) {
+    const k = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.split("/").slice(-2).join("/")}:${n.callFrame.lineNumber + 1}`;
+    bytes.set(k, (bytes.get(k) ?? 0) + n.selfSize);
+    total += n.selfSize;
+    stack.push(...n.children);
+  }
+  return { bytes, total, result };
 }
 
 /**

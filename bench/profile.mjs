@@ -4,11 +4,12 @@
  * to wrangler's inspector over the DevTools protocol, samples for the run, writes
  * bench/profile-<scenario>.cpuprofile (open it in Chrome DevTools) and prints the functions with
  * the most self time and the most inclusive time, so a hot path can be found without a browser.
- * The bundle is built unminified for readable names.
+ * The bundle is built unminified for readable names. PROFILE_HEAP=1 samples the isolate's
+ * allocations instead (bytes per request by function).
  */
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { profiled, top, workerdInspector } from "./cdp.mjs";
+import { heapSampled, profiled, top, workerdInspector } from "./cdp.mjs";
 import { CONNECTIONS, freePort, ROOT, runMain, scenarios, seed, sleep, startFloorWorker, startKeyway } from "./lib.mjs";
 
 const scenario = process.argv[2] ?? "token";
@@ -42,6 +43,20 @@ async function main() {
   prepare?.();
   await autocannon({ ...options, connections: CONNECTIONS, duration: 2 }); // warm-up
   prepare?.();
+  if (process.env.PROFILE_HEAP === "1") {
+    // PROFILE_HEAP=1: the bytes each function allocates per request instead of the CPU profile.
+    const { bytes, total, result } = await heapSampled(
+      { inspectorPort: inspector.port, ...(inspector.target ? { target: inspector.target } : {}), intervalBytes: 512 },
+      () => autocannon({ ...options, connections: CONNECTIONS, duration: SECONDS }),
+    );
+    const n = result.requests.total;
+    console.log(
+      `${scenario}: ${n} requests (${result.non2xx} non-2xx); ${(total / n / 1024).toFixed(1)} KiB allocated per request (sampled)`,
+    );
+    console.log(`\nBytes per request:\n${top(bytes, 30, (b) => `${(b / n).toFixed(0)} B`).join("\n")}`);
+    await sleep(100);
+    return;
+  }
   const file = join(ROOT, `bench/profile-${scenario}.cpuprofile`);
   const intervalUs = Number(process.env.PROFILE_INTERVAL_US ?? 250);
   const { weighed, result } = await profiled(
