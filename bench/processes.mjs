@@ -17,7 +17,8 @@
  * and writes bench/results-processes-sampled.json instead.
  *
  * BENCH_RATE=<requests per second>: every run at that fixed rate (autocannon's overallRate, below
- * what each side can serve) instead of as fast as it can, and bench/results-processes-rate.json.
+ * what each side can serve) instead of as fast as it can, and bench/results-processes-rate.json
+ * (bench/results-processes-rate-sampled.json with BENCH_SAMPLE_RATE).
  * Saturated, each side's processes run at its own throughput, and a process's CPU per request
  * falls as its load rises (more requests share each wake-up): the faster floor looks cheaper per
  * request in every process, keyway's own included. At one rate both pay for the same load, so
@@ -237,11 +238,7 @@ runMain(async () => {
       join(
         ROOT,
         "bench",
-        RATE > 0
-          ? "results-processes-rate.json"
-          : process.env.BENCH_SAMPLE_RATE
-            ? "results-processes-sampled.json"
-            : "results-processes.json",
+        `results-processes${RATE > 0 ? "-rate" : ""}${process.env.BENCH_SAMPLE_RATE ? "-sampled" : ""}.json`,
       ),
       `${JSON.stringify(results, null, 2)}\n`,
     );
