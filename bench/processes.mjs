@@ -235,11 +235,7 @@ runMain(async () => {
   }
   if (process.env.BENCH_NO_WRITE !== "1")
     await writeFile(
-      join(
-        ROOT,
-        "bench",
-        `results-processes${RATE > 0 ? "-rate" : ""}${process.env.BENCH_SAMPLE_RATE ? "-sampled" : ""}.json`,
-      ),
+      join(ROOT, "bench", `results-processes${RATE > 0 ? "-rate" : ""}${process.env.BENCH_SAMPLE_RATE ? "-sampled" : ""}.json`),
       `${JSON.stringify(results, null, 2)}\n`,
     );
 });
